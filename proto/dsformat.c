@@ -1,0 +1,134 @@
+/* dsformat.c — encode and validate dataset records (see dsformat.h). */
+#include "dsformat.h"
+
+#include "bytes.h"
+#include "crc32c.h"
+#include "status.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *dsformat_kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case DSFORMAT_KIND_JPEG: return "jpeg";
+	case DSFORMAT_KIND_FEATURES: return "features";
+	}
+	return "?";
+}
+
+const char *dsformat_dtype_name(uint32_t dtype)
+{
+	switch (dtype) {
+	case DSFORMAT_DTYPE_NONE: return "none";
+	case DSFORMAT_DTYPE_F16: return "f16";
+	case DSFORMAT_DTYPE_F32: return "f32";
+	}
+	return "?";
+}
+
+size_t dsformat_dtype_size(uint32_t dtype)
+{
+	return dtype == DSFORMAT_DTYPE_F16 ? 2 : dtype == DSFORMAT_DTYPE_F32 ? 4 : 0;
+}
+
+/* Header layout: magic[8] version kind samples(8) classes feat_dim dtype
+ * reserved packer_version[32] options[256]. */
+void dsformat_header_encode(const struct dsformat_header *h, uint8_t *out)
+{
+	memset(out, 0, DSFORMAT_HEADER_SIZE);
+	memcpy(out, DSFORMAT_MAGIC, 8);
+	bytes_put_le32(out + 8, h->version);
+	bytes_put_le32(out + 12, h->kind);
+	bytes_put_le64(out + 16, h->samples);
+	bytes_put_le32(out + 24, h->classes);
+	bytes_put_le32(out + 28, h->feat_dim);
+	bytes_put_le32(out + 32, h->dtype);
+	memcpy(out + 40, h->packer_version, strnlen(h->packer_version, 31));
+	memcpy(out + 72, h->options, strnlen(h->options, 255));
+}
+
+int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *h,
+			   char *err, size_t errlen)
+{
+	const uint8_t *p = buf;
+	if (len != DSFORMAT_HEADER_SIZE)
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "dataset header is %zu bytes, expected %d", len, DSFORMAT_HEADER_SIZE);
+	if (memcmp(p, DSFORMAT_MAGIC, 8) != 0)
+		return status_fail(err, errlen, FEEDER_EFORMAT, "dataset header has the wrong magic");
+	memset(h, 0, sizeof(*h));
+	h->version = bytes_le32(p + 8);
+	if (h->version != DSFORMAT_VERSION)
+		return status_fail(err, errlen, FEEDER_EVERSION,
+				   "dataset format version %u, this build reads version %d",
+				   h->version, DSFORMAT_VERSION);
+	h->kind = bytes_le32(p + 12);
+	h->samples = bytes_le64(p + 16);
+	h->classes = bytes_le32(p + 24);
+	h->feat_dim = bytes_le32(p + 28);
+	h->dtype = bytes_le32(p + 32);
+	memcpy(h->packer_version, p + 40, 31);
+	memcpy(h->options, p + 72, 255);
+	if (h->kind != DSFORMAT_KIND_JPEG && h->kind != DSFORMAT_KIND_FEATURES)
+		return status_fail(err, errlen, FEEDER_EFORMAT, "dataset kind %u is unknown", h->kind);
+	if (h->kind == DSFORMAT_KIND_FEATURES &&
+	    (h->feat_dim == 0 || h->feat_dim > DSFORMAT_MAX_DIM || dsformat_dtype_size(h->dtype) == 0))
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "features dataset has bad dimension %u or dtype %u", h->feat_dim, h->dtype);
+	return 0;
+}
+
+void dsformat_sample_encode(const struct dsformat_sample *s, uint8_t *out)
+{
+	bytes_put_le32(out, s->label);
+	bytes_put_le32(out + 4, s->payload_len);
+	bytes_put_le32(out + 8, s->crc);
+	bytes_put_le32(out + 12, s->frames);
+	bytes_put_le32(out + 16, s->dim);
+	out[20] = (uint8_t)s->dtype;
+	out[21] = out[22] = out[23] = 0;
+}
+
+int dsformat_sample_decode(const void *buf, size_t len, struct dsformat_sample *s,
+			   const uint8_t **payload, char *err, size_t errlen)
+{
+	const uint8_t *p = buf;
+	if (len < DSFORMAT_SAMPLE_HDR)
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "sample record is %zu bytes, shorter than its header", len);
+	s->label = bytes_le32(p);
+	s->payload_len = bytes_le32(p + 4);
+	s->crc = bytes_le32(p + 8);
+	s->frames = bytes_le32(p + 12);
+	s->dim = bytes_le32(p + 16);
+	s->dtype = p[20];
+	if ((size_t)s->payload_len != len - DSFORMAT_SAMPLE_HDR)
+		return status_fail(err, errlen, FEEDER_ECORRUPT,
+				   "sample payload length %u does not match record size %zu",
+				   s->payload_len, len - DSFORMAT_SAMPLE_HDR);
+	if (s->dtype != DSFORMAT_DTYPE_NONE) {
+		size_t es = dsformat_dtype_size(s->dtype);
+		if (es == 0 || s->dim == 0 || s->dim > DSFORMAT_MAX_DIM ||
+		    (uint64_t)s->frames * s->dim * es != s->payload_len)
+			return status_fail(err, errlen, FEEDER_ECORRUPT,
+					   "feature matrix %u x %u of dtype %u does not fill %u bytes",
+					   s->frames, s->dim, s->dtype, s->payload_len);
+	}
+	*payload = p + DSFORMAT_SAMPLE_HDR;
+	return 0;
+}
+
+int dsformat_sample_verify(const struct dsformat_sample *s, const uint8_t *payload,
+			   char *err, size_t errlen)
+{
+	uint32_t c = crc32c(0, payload, s->payload_len);
+	if (c != s->crc)
+		return status_fail(err, errlen, FEEDER_ECORRUPT,
+				   "CRC mismatch (stored %08x, computed %08x)", s->crc, c);
+	return 0;
+}
+
+void dsformat_sample_key(uint64_t index, uint8_t out[8]) { bytes_put_be64(out, index); }
+uint64_t dsformat_sample_key_decode(const uint8_t in[8]) { return bytes_be64(in); }
+void dsformat_label_key(uint32_t id, uint8_t out[4]) { bytes_put_be32(out, id); }

@@ -1,0 +1,88 @@
+/* dsformat.h — the on-disk contract of a Feeder dataset, encode and decode.
+ *
+ * A dataset is one LMDB environment (see dsstore.h for the I/O) with four
+ * named databases:
+ *   "meta"    key "header" -> the dataset header (DSFORMAT_HEADER_SIZE bytes)
+ *   "labels"  key class id, u32 big-endian -> class name, UTF-8, no NUL
+ *   "samples" key sample index, u64 big-endian -> sample header + payload
+ *   "names"   key sample index, u64 big-endian -> the source name (optional)
+ *
+ * All header fields are little-endian. A sample value is a 24-byte header
+ *   u32 label | u32 payload_len | u32 crc32c(payload) | u32 frames | u32 dim
+ *   | u8 dtype | u8 reserved[3]
+ * followed by payload_len bytes: JPEG bytes (kind jpeg) or a frames x dim
+ * row-major matrix of float16/float32 (kind features).
+ *
+ * This module does no I/O: it turns bytes into validated structs and back,
+ * so that packer, the daemon and the fuzzers share one implementation. */
+#ifndef FEEDER_DSFORMAT_H
+#define FEEDER_DSFORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DSFORMAT_MAGIC "FEEDERDS"
+#define DSFORMAT_VERSION 1
+#define DSFORMAT_HEADER_SIZE 328
+#define DSFORMAT_SAMPLE_HDR 24
+#define DSFORMAT_MAX_NAME 4096
+/* Guards against absurd header values in corrupt or hostile datasets. */
+#define DSFORMAT_MAX_PAYLOAD (1u << 30)
+#define DSFORMAT_MAX_DIM 4096
+
+enum dsformat_kind { DSFORMAT_KIND_JPEG = 1, DSFORMAT_KIND_FEATURES = 2 };
+enum dsformat_dtype { DSFORMAT_DTYPE_NONE = 0, DSFORMAT_DTYPE_F16 = 1, DSFORMAT_DTYPE_F32 = 2 };
+
+struct dsformat_header {
+	uint32_t version;   /* DSFORMAT_VERSION when written */
+	uint32_t kind;      /* enum dsformat_kind */
+	uint64_t samples;   /* number of records in "samples", keys 0..samples-1 */
+	uint32_t classes;   /* number of records in "labels", ids 0..classes-1 */
+	uint32_t feat_dim;  /* features: columns per frame; jpeg: 0 */
+	uint32_t dtype;     /* features: enum dsformat_dtype; jpeg: 0 */
+	char packer_version[32]; /* NUL-terminated */
+	char options[256];       /* NUL-terminated, the packer's command line options */
+};
+
+struct dsformat_sample {
+	uint32_t label;
+	uint32_t payload_len;
+	uint32_t crc;       /* CRC-32C of the payload */
+	uint32_t frames;    /* features: rows; jpeg: 0 */
+	uint32_t dim;       /* features: columns; jpeg: 0 */
+	uint32_t dtype;     /* features: enum dsformat_dtype; jpeg: 0 */
+};
+
+const char *dsformat_kind_name(uint32_t kind);   /* "jpeg", "features", "?" */
+const char *dsformat_dtype_name(uint32_t dtype); /* "f16", "f32", "none", "?" */
+size_t dsformat_dtype_size(uint32_t dtype);      /* bytes per element, 0 if none */
+
+/* Encode h into out (DSFORMAT_HEADER_SIZE bytes). Strings are truncated. */
+void dsformat_header_encode(const struct dsformat_header *h, uint8_t *out);
+
+/* Decode and validate a header record of len bytes. Returns 0, or
+ * FEEDER_EFORMAT (wrong magic or size, bad field) / FEEDER_EVERSION, with a
+ * sentence in err. */
+int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *h,
+			   char *err, size_t errlen);
+
+/* Encode a sample header into out (DSFORMAT_SAMPLE_HDR bytes). */
+void dsformat_sample_encode(const struct dsformat_sample *s, uint8_t *out);
+
+/* Decode the header of a sample value of len bytes and check that the
+ * lengths agree (payload_len == len - header, frames*dim*dtype size ==
+ * payload_len for features). *payload points into buf. Does not check the
+ * CRC (see dsformat_sample_verify). Returns 0 or FEEDER_EFORMAT/ECORRUPT. */
+int dsformat_sample_decode(const void *buf, size_t len, struct dsformat_sample *s,
+			   const uint8_t **payload, char *err, size_t errlen);
+
+/* 0 if crc32c(payload) matches s->crc, else FEEDER_ECORRUPT with a sentence. */
+int dsformat_sample_verify(const struct dsformat_sample *s, const uint8_t *payload,
+			   char *err, size_t errlen);
+
+/* LMDB keys. */
+void dsformat_sample_key(uint64_t index, uint8_t out[8]);
+uint64_t dsformat_sample_key_decode(const uint8_t in[8]);
+void dsformat_label_key(uint32_t id, uint8_t out[4]);
+
+#endif

@@ -1,0 +1,404 @@
+/* dsstore.c — LMDB I/O for datasets (see dsstore.h).
+ *
+ * Map growth: LMDB fails a put with MDB_MAP_FULL once the map is exhausted,
+ * and that failure poisons the whole transaction. Rather than replay a large
+ * transaction, the writer keeps a running upper bound of the pages it has
+ * dirtied since the last commit, and before a put that could overflow the map
+ * it commits, doubles the map (allowed between transactions) and starts a new
+ * transaction. The bound counts every value as overflow pages plus one leaf
+ * and one branch page, which is generous for our large values. */
+#include "dsstore.h"
+
+#include "bytes.h"
+#include "status.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct dsstore {
+	MDB_env *env;
+	MDB_dbi meta, labels, samples, names;
+	int have_names;
+	struct dsformat_header hdr;
+};
+
+struct dsstore_txn {
+	struct dsstore *ds;
+	MDB_txn *txn;
+};
+
+struct dsstore_writer {
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi meta, labels, samples, names;
+	char dir[PATH_MAX];
+	size_t mapsize;
+	size_t psize;
+	uint64_t pending_pages;
+	unsigned grows;
+};
+
+static int lmdb_fail(char *err, size_t errlen, int rc, const char *what)
+{
+	int code = rc > 0 ? -rc : rc;
+	if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INVALID)
+		code = FEEDER_ECORRUPT;
+	else if (rc == MDB_VERSION_MISMATCH)
+		code = FEEDER_EVERSION;
+	else if (rc < 0)
+		code = FEEDER_EFORMAT;
+	return status_fail(err, errlen, code, "%s: %s", what, mdb_strerror(rc));
+}
+
+int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen)
+{
+	struct dsstore *ds = calloc(1, sizeof(*ds));
+	MDB_txn *txn = NULL;
+	MDB_val k = { 6, (void *)"header" }, v;
+	MDB_stat st;
+	int rc;
+
+	if (!ds)
+		return status_fail(err, errlen, -ENOMEM, "out of memory");
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	if (access(path, R_OK) != 0) {
+		rc = status_fail(err, errlen, errno == ENOENT ? FEEDER_EFORMAT : -errno,
+				 "%s: not a dataset (%s)", dir,
+				 errno == ENOENT ? "no data.mdb" : strerror(errno));
+		free(ds);
+		return rc;
+	}
+	if ((rc = mdb_env_create(&ds->env)) ||
+	    (rc = mdb_env_set_maxdbs(ds->env, 8)) ||
+	    (rc = mdb_env_set_maxreaders(ds->env, 1024))) {
+		rc = lmdb_fail(err, errlen, rc, dir);
+		goto fail;
+	}
+	/* MDB_NOLOCK: immutable data, no lock file (read-only dirs work).
+	 * MDB_NORDAHEAD: access is random; readahead would waste the cache. */
+	rc = mdb_env_open(ds->env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS | MDB_NORDAHEAD, 0);
+	if (rc) {
+		rc = lmdb_fail(err, errlen, rc, dir);
+		goto fail;
+	}
+	if ((rc = mdb_txn_begin(ds->env, NULL, MDB_RDONLY, &txn))) {
+		rc = lmdb_fail(err, errlen, rc, dir);
+		goto fail;
+	}
+	if ((rc = mdb_dbi_open(txn, "meta", 0, &ds->meta)) ||
+	    (rc = mdb_dbi_open(txn, "labels", 0, &ds->labels)) ||
+	    (rc = mdb_dbi_open(txn, "samples", 0, &ds->samples))) {
+		rc = status_fail(err, errlen, FEEDER_EFORMAT, "%s: not a Feeder dataset (%s)",
+				 dir, mdb_strerror(rc));
+		goto fail;
+	}
+	ds->have_names = mdb_dbi_open(txn, "names", 0, &ds->names) == 0;
+	if ((rc = mdb_get(txn, ds->meta, &k, &v))) {
+		rc = status_fail(err, errlen, FEEDER_EFORMAT, "%s: dataset has no header (%s)",
+				 dir, mdb_strerror(rc));
+		goto fail;
+	}
+	char why[200];
+	if ((rc = dsformat_header_decode(v.mv_data, v.mv_size, &ds->hdr, why, sizeof(why)))) {
+		status_fail(err, errlen, rc, "%s: %s", dir, why);
+		goto fail;
+	}
+	if ((rc = mdb_stat(txn, ds->samples, &st))) {
+		rc = lmdb_fail(err, errlen, rc, dir);
+		goto fail;
+	}
+	if (st.ms_entries != ds->hdr.samples) {
+		rc = status_fail(err, errlen, FEEDER_ECORRUPT,
+				 "%s: header says %llu samples, database holds %zu", dir,
+				 (unsigned long long)ds->hdr.samples, st.ms_entries);
+		goto fail;
+	}
+	if ((rc = mdb_stat(txn, ds->labels, &st))) {
+		rc = lmdb_fail(err, errlen, rc, dir);
+		goto fail;
+	}
+	if (st.ms_entries != ds->hdr.classes) {
+		rc = status_fail(err, errlen, FEEDER_ECORRUPT,
+				 "%s: header says %u classes, label table holds %zu", dir,
+				 ds->hdr.classes, st.ms_entries);
+		goto fail;
+	}
+	/* Commit, not abort: an aborted transaction closes the dbi handles. */
+	mdb_txn_commit(txn);
+	*out = ds;
+	return 0;
+fail:
+	if (txn)
+		mdb_txn_abort(txn);
+	if (ds->env)
+		mdb_env_close(ds->env);
+	free(ds);
+	return rc;
+}
+
+void dsstore_close(struct dsstore *ds)
+{
+	if (!ds)
+		return;
+	mdb_env_close(ds->env);
+	free(ds);
+}
+
+const struct dsformat_header *dsstore_header(const struct dsstore *ds) { return &ds->hdr; }
+
+int dsstore_txn_begin(struct dsstore *ds, struct dsstore_txn **out, char *err, size_t errlen)
+{
+	struct dsstore_txn *t = calloc(1, sizeof(*t));
+	if (!t)
+		return status_fail(err, errlen, -ENOMEM, "out of memory");
+	int rc = mdb_txn_begin(ds->env, NULL, MDB_RDONLY, &t->txn);
+	if (rc) {
+		free(t);
+		return lmdb_fail(err, errlen, rc, "read transaction");
+	}
+	t->ds = ds;
+	*out = t;
+	return 0;
+}
+
+void dsstore_txn_end(struct dsstore_txn *t)
+{
+	if (!t)
+		return;
+	mdb_txn_abort(t->txn);
+	free(t);
+}
+
+int dsstore_get_sample(struct dsstore_txn *t, uint64_t index, struct dsformat_sample *s,
+		       const uint8_t **payload, char *err, size_t errlen)
+{
+	uint8_t key[8];
+	dsformat_sample_key(index, key);
+	MDB_val k = { 8, key }, v;
+	int rc = mdb_get(t->txn, t->ds->samples, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return status_fail(err, errlen, -ENOENT, "sample %llu not found",
+				   (unsigned long long)index);
+	if (rc)
+		return lmdb_fail(err, errlen, rc, "reading sample");
+	return dsformat_sample_decode(v.mv_data, v.mv_size, s, payload, err, errlen);
+}
+
+static int get_bytes(MDB_txn *txn, MDB_dbi dbi, void *key, size_t klen, const char **p, size_t *len)
+{
+	MDB_val k = { klen, key }, v;
+	int rc = mdb_get(txn, dbi, &k, &v);
+	if (rc)
+		return rc == MDB_NOTFOUND ? -ENOENT : FEEDER_ECORRUPT;
+	*p = v.mv_data;
+	*len = v.mv_size;
+	return 0;
+}
+
+int dsstore_get_label(struct dsstore_txn *t, uint32_t id, const char **name, size_t *len)
+{
+	uint8_t key[4];
+	dsformat_label_key(id, key);
+	return get_bytes(t->txn, t->ds->labels, key, 4, name, len);
+}
+
+int dsstore_get_name(struct dsstore_txn *t, uint64_t index, const char **name, size_t *len)
+{
+	uint8_t key[8];
+	if (!t->ds->have_names)
+		return -ENOENT;
+	dsformat_sample_key(index, key);
+	return get_bytes(t->txn, t->ds->names, key, 8, name, len);
+}
+
+/* ---- writer ---- */
+
+static int writer_begin(struct dsstore_writer *w, char *err, size_t errlen)
+{
+	int rc = mdb_txn_begin(w->env, NULL, 0, &w->txn);
+	if (rc)
+		return lmdb_fail(err, errlen, rc, "write transaction");
+	w->pending_pages = 0;
+	return 0;
+}
+
+int dsstore_writer_open(const char *dir, size_t initial_map, struct dsstore_writer **out,
+			char *err, size_t errlen)
+{
+	struct dsstore_writer *w = calloc(1, sizeof(*w));
+	int rc;
+	if (!w)
+		return status_fail(err, errlen, -ENOMEM, "out of memory");
+	snprintf(w->dir, sizeof(w->dir), "%s", dir);
+	w->mapsize = initial_map ? initial_map : (size_t)64 << 20;
+	w->psize = (size_t)sysconf(_SC_PAGESIZE);
+	if ((rc = mdb_env_create(&w->env)) ||
+	    (rc = mdb_env_set_maxdbs(w->env, 8)) ||
+	    (rc = mdb_env_set_mapsize(w->env, w->mapsize))) {
+		rc = lmdb_fail(err, errlen, rc, dir);
+		goto fail;
+	}
+	/* One writer in a private directory: no lock file. WRITEMAP puts data
+	 * straight into the page cache; nothing is synced until finish. */
+	rc = mdb_env_open(w->env, dir, MDB_NOLOCK | MDB_WRITEMAP | MDB_NOSYNC | MDB_NOMETASYNC, 0644);
+	if (rc) {
+		rc = lmdb_fail(err, errlen, rc, dir);
+		goto fail;
+	}
+	MDB_stat st;
+	if (mdb_env_stat(w->env, &st) == 0)
+		w->psize = st.ms_psize;
+	if ((rc = writer_begin(w, err, errlen)))
+		goto fail;
+	if ((rc = mdb_dbi_open(w->txn, "meta", MDB_CREATE, &w->meta)) ||
+	    (rc = mdb_dbi_open(w->txn, "labels", MDB_CREATE, &w->labels)) ||
+	    (rc = mdb_dbi_open(w->txn, "samples", MDB_CREATE, &w->samples)) ||
+	    (rc = mdb_dbi_open(w->txn, "names", MDB_CREATE, &w->names))) {
+		rc = lmdb_fail(err, errlen, rc, dir);
+		goto fail;
+	}
+	*out = w;
+	return 0;
+fail:
+	dsstore_writer_abort(w);
+	return rc;
+}
+
+int dsstore_writer_commit(struct dsstore_writer *w, char *err, size_t errlen)
+{
+	int rc = mdb_txn_commit(w->txn);
+	w->txn = NULL;
+	if (rc)
+		return lmdb_fail(err, errlen, rc, "commit");
+	return writer_begin(w, err, errlen);
+}
+
+/* Make room for a value of vlen bytes: commit and double the map while the
+ * used pages plus the pending bound plus this value would not fit. */
+static int writer_reserve(struct dsstore_writer *w, size_t vlen, char *err, size_t errlen)
+{
+	uint64_t need = (vlen + 64 + w->psize - 1) / w->psize + 2;
+	for (;;) {
+		MDB_envinfo info;
+		mdb_env_info(w->env, &info);
+		uint64_t used = (uint64_t)info.me_last_pgno + 1 + w->pending_pages + need;
+		/* Keep 1/8 free for the B-tree's own pages and freelist churn. */
+		if (used * w->psize + w->mapsize / 8 < w->mapsize)
+			break;
+		int rc = mdb_txn_commit(w->txn);
+		w->txn = NULL;
+		if (rc)
+			return lmdb_fail(err, errlen, rc, "commit before growing the map");
+		w->mapsize *= 2;
+		if ((rc = mdb_env_set_mapsize(w->env, w->mapsize)))
+			return lmdb_fail(err, errlen, rc, "growing the map");
+		w->grows++;
+		if ((rc = writer_begin(w, err, errlen)))
+			return rc;
+	}
+	w->pending_pages += need;
+	return 0;
+}
+
+static int writer_put(struct dsstore_writer *w, MDB_dbi dbi, void *key, size_t klen,
+		      size_t vlen, const void *v1, size_t v1len, const void *v2, unsigned flags,
+		      char *err, size_t errlen)
+{
+	int rc = writer_reserve(w, vlen, err, errlen);
+	if (rc)
+		return rc;
+	MDB_val k = { klen, key }, v = { vlen, NULL };
+	rc = mdb_put(w->txn, dbi, &k, &v, flags | MDB_RESERVE);
+	if (rc)
+		return lmdb_fail(err, errlen, rc, "writing a record");
+	memcpy(v.mv_data, v1, v1len);
+	if (v2)
+		memcpy((uint8_t *)v.mv_data + v1len, v2, vlen - v1len);
+	return 0;
+}
+
+int dsstore_writer_put_sample(struct dsstore_writer *w, uint64_t index,
+			      const struct dsformat_sample *s, const void *payload,
+			      char *err, size_t errlen)
+{
+	uint8_t key[8], hdr[DSFORMAT_SAMPLE_HDR];
+	dsformat_sample_key(index, key);
+	dsformat_sample_encode(s, hdr);
+	return writer_put(w, w->samples, key, 8, DSFORMAT_SAMPLE_HDR + (size_t)s->payload_len,
+			  hdr, DSFORMAT_SAMPLE_HDR, payload, MDB_APPEND, err, errlen);
+}
+
+int dsstore_writer_put_label(struct dsstore_writer *w, uint32_t id, const char *name,
+			     char *err, size_t errlen)
+{
+	uint8_t key[4];
+	dsformat_label_key(id, key);
+	return writer_put(w, w->labels, key, 4, strlen(name), name, strlen(name), NULL, 0,
+			  err, errlen);
+}
+
+int dsstore_writer_put_name(struct dsstore_writer *w, uint64_t index, const char *name,
+			    char *err, size_t errlen)
+{
+	uint8_t key[8];
+	dsformat_sample_key(index, key);
+	return writer_put(w, w->names, key, 8, strlen(name), name, strlen(name), NULL, MDB_APPEND,
+			  err, errlen);
+}
+
+unsigned dsstore_writer_grows(const struct dsstore_writer *w) { return w->grows; }
+
+int dsstore_writer_finish(struct dsstore_writer *w, const struct dsformat_header *h,
+			  char *err, size_t errlen)
+{
+	uint8_t buf[DSFORMAT_HEADER_SIZE];
+	int rc;
+	dsformat_header_encode(h, buf);
+	if ((rc = writer_put(w, w->meta, "header", 6, sizeof(buf), buf, sizeof(buf), NULL, 0,
+			     err, errlen)))
+		goto fail;
+	rc = mdb_txn_commit(w->txn);
+	w->txn = NULL;
+	if (rc) {
+		rc = lmdb_fail(err, errlen, rc, "final commit");
+		goto fail;
+	}
+	MDB_envinfo info;
+	mdb_env_info(w->env, &info);
+	if ((rc = mdb_env_sync(w->env, 1))) {
+		rc = lmdb_fail(err, errlen, rc, "sync");
+		goto fail;
+	}
+	size_t used = ((size_t)info.me_last_pgno + 1) * w->psize;
+	mdb_env_close(w->env);
+	w->env = NULL;
+	/* WRITEMAP sized the file to the whole map; give back the sparse tail. */
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/data.mdb", w->dir);
+	if (truncate(path, (off_t)used) != 0) {
+		rc = status_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	free(w);
+	return 0;
+fail:
+	dsstore_writer_abort(w);
+	return rc;
+}
+
+void dsstore_writer_abort(struct dsstore_writer *w)
+{
+	if (!w)
+		return;
+	if (w->txn)
+		mdb_txn_abort(w->txn);
+	if (w->env)
+		mdb_env_close(w->env);
+	free(w);
+}

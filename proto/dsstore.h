@@ -1,0 +1,68 @@
+/* dsstore.h — reading and writing a Feeder dataset's LMDB environment.
+ *
+ * The record encodings live in dsformat.h; this module owns the LMDB side:
+ * which named databases exist, how a writer grows the map instead of failing
+ * with MDB_MAP_FULL, and how readers open a finished dataset read-only without
+ * a lock file (datasets are immutable once packed, so readers need no locks,
+ * and the daemon can serve them from read-only paths).
+ *
+ * packer writes through dsstore_writer; feederd and packer's inspect, verify
+ * and cat read through dsstore. */
+#ifndef FEEDER_DSSTORE_H
+#define FEEDER_DSSTORE_H
+
+#include "dsformat.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct dsstore;
+struct dsstore_txn;
+struct dsstore_writer;
+
+/* Open the dataset in directory dir read-only and validate its header (magic,
+ * version, sample and class counts against the databases). Returns 0 and sets
+ * *out, or a negative code with a sentence in err. */
+int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen);
+void dsstore_close(struct dsstore *ds);
+const struct dsformat_header *dsstore_header(const struct dsstore *ds);
+
+/* A read transaction: one per thread. Pointers returned by the getters stay
+ * valid until the transaction is ended (they point into the map). */
+int dsstore_txn_begin(struct dsstore *ds, struct dsstore_txn **out, char *err, size_t errlen);
+void dsstore_txn_end(struct dsstore_txn *t);
+
+/* Fetch sample index: decode its header (length checks, not the CRC; call
+ * dsformat_sample_verify for that). Returns 0, -ENOENT if absent, or
+ * FEEDER_ECORRUPT/EFORMAT with a sentence. */
+int dsstore_get_sample(struct dsstore_txn *t, uint64_t index, struct dsformat_sample *s,
+		       const uint8_t **payload, char *err, size_t errlen);
+/* Class name of id (not NUL-terminated: *len bytes). 0 or -ENOENT. */
+int dsstore_get_label(struct dsstore_txn *t, uint32_t id, const char **name, size_t *len);
+/* Source name of sample index, if the packer stored one. 0 or -ENOENT. */
+int dsstore_get_name(struct dsstore_txn *t, uint64_t index, const char **name, size_t *len);
+
+/* Writer. Creates a new environment in dir (which must exist and be empty),
+ * with an initial map of initial_map bytes (0 = 64 MiB) that grows by
+ * doubling as data arrives. Samples must be put in increasing index order
+ * (they are appended). Writes go into one large transaction that the caller
+ * commits when convenient (dsstore_writer_commit); nothing is synced until
+ * dsstore_writer_finish, which writes the header, syncs, and shrinks the data
+ * file to its used size. On any error call dsstore_writer_abort. */
+int dsstore_writer_open(const char *dir, size_t initial_map, struct dsstore_writer **out,
+			char *err, size_t errlen);
+int dsstore_writer_put_sample(struct dsstore_writer *w, uint64_t index,
+			      const struct dsformat_sample *s, const void *payload,
+			      char *err, size_t errlen);
+int dsstore_writer_put_label(struct dsstore_writer *w, uint32_t id, const char *name,
+			     char *err, size_t errlen);
+int dsstore_writer_put_name(struct dsstore_writer *w, uint64_t index, const char *name,
+			    char *err, size_t errlen);
+int dsstore_writer_commit(struct dsstore_writer *w, char *err, size_t errlen);
+/* Times the map was grown so far (for tests and -v output). */
+unsigned dsstore_writer_grows(const struct dsstore_writer *w);
+int dsstore_writer_finish(struct dsstore_writer *w, const struct dsformat_header *h,
+			  char *err, size_t errlen);
+void dsstore_writer_abort(struct dsstore_writer *w);
+
+#endif

@@ -1,0 +1,62 @@
+/* test_dsformat — dataset record encodings: round trips and every rejection
+ * path of the decoders (wrong magic, version, sizes, corrupt payload). */
+#include "check.h"
+#include "dsformat.h"
+#include "status.h"
+
+#include <string.h>
+
+int main(void)
+{
+	char err[256];
+	struct dsformat_header h = { .version = DSFORMAT_VERSION, .kind = DSFORMAT_KIND_FEATURES,
+				     .samples = 1234567890123ull, .classes = 42, .feat_dim = 30,
+				     .dtype = DSFORMAT_DTYPE_F16 };
+	strcpy(h.packer_version, "0.1.0");
+	strcpy(h.options, "--features mfcc --ceps 30");
+	uint8_t buf[DSFORMAT_HEADER_SIZE];
+	dsformat_header_encode(&h, buf);
+	struct dsformat_header g;
+	CHECK(dsformat_header_decode(buf, sizeof(buf), &g, err, sizeof(err)) == 0);
+	CHECK(g.samples == h.samples && g.classes == 42 && g.feat_dim == 30 && g.dtype == DSFORMAT_DTYPE_F16);
+	CHECK(strcmp(g.options, h.options) == 0 && strcmp(g.packer_version, "0.1.0") == 0);
+
+	CHECK(dsformat_header_decode(buf, sizeof(buf) - 1, &g, err, sizeof(err)) == FEEDER_EFORMAT);
+	buf[0] ^= 1;
+	CHECK(dsformat_header_decode(buf, sizeof(buf), &g, err, sizeof(err)) == FEEDER_EFORMAT);
+	CHECK(strstr(err, "magic"));
+	buf[0] ^= 1;
+	buf[8] = 99;
+	CHECK(dsformat_header_decode(buf, sizeof(buf), &g, err, sizeof(err)) == FEEDER_EVERSION);
+	CHECK(strstr(err, "version 99"));
+	buf[8] = DSFORMAT_VERSION;
+	buf[12] = 7;
+	CHECK(dsformat_header_decode(buf, sizeof(buf), &g, err, sizeof(err)) == FEEDER_EFORMAT);
+
+	/* A features sample: 3 frames x 2 dims of f32. */
+	float m[6] = {1, 2, 3, 4, 5, 6};
+	struct dsformat_sample s = { .label = 7, .payload_len = sizeof(m), .frames = 3, .dim = 2,
+				     .dtype = DSFORMAT_DTYPE_F32 };
+	uint8_t rec[DSFORMAT_SAMPLE_HDR + sizeof(m)];
+	dsformat_sample_encode(&s, rec);
+	memcpy(rec + DSFORMAT_SAMPLE_HDR, m, sizeof(m));
+	/* CRC filled by the writer normally; compute via verify failure path. */
+	struct dsformat_sample t;
+	const uint8_t *pl;
+	CHECK(dsformat_sample_decode(rec, sizeof(rec), &t, &pl, err, sizeof(err)) == 0);
+	CHECK(t.label == 7 && t.frames == 3 && t.dim == 2 && pl == rec + DSFORMAT_SAMPLE_HDR);
+	CHECK(dsformat_sample_verify(&t, pl, err, sizeof(err)) == FEEDER_ECORRUPT);
+	CHECK(strstr(err, "CRC mismatch"));
+	/* Truncated record, header shorter than itself, mismatched matrix. */
+	CHECK(dsformat_sample_decode(rec, sizeof(rec) - 1, &t, &pl, err, sizeof(err)) == FEEDER_ECORRUPT);
+	CHECK(dsformat_sample_decode(rec, 10, &t, &pl, err, sizeof(err)) == FEEDER_EFORMAT);
+	s.frames = 4;
+	dsformat_sample_encode(&s, rec);
+	CHECK(dsformat_sample_decode(rec, sizeof(rec), &t, &pl, err, sizeof(err)) == FEEDER_ECORRUPT);
+
+	uint8_t k[8];
+	dsformat_sample_key(0x0102030405060708ull, k);
+	CHECK(k[0] == 1 && k[7] == 8);
+	CHECK(dsformat_sample_key_decode(k) == 0x0102030405060708ull);
+	return 0;
+}
