@@ -1,0 +1,671 @@
+/* feeder.c — libfeeder: the client side of feederd's protocol (see feeder.h
+ * for the API contract and proto/protocol.h for the wire format).
+ *
+ * One connection multiplexes any number of streams over one SEQPACKET
+ * socket, so whichever call is waiting on the socket (feeder_next of one
+ * stream, feeder_open_stream, feeder_close_stream) dispatches every message
+ * that arrives: BATCH_READY goes to its stream's queue, STREAM_END and
+ * stream ERRORs mark their stream, GOODBYE and fatal ERRORs mark the
+ * connection dead. A stream's queue never holds more than `slots` entries,
+ * because the daemon announces a slot only after the client released it;
+ * anything that breaks that rule is a protocol error, not a crash. */
+#include "status.h" /* before feeder.h: it provides the FEEDER_E* codes */
+
+#include "feeder.h"
+#include "feeder_config.h"
+#if FEEDER_HAVE_CUDA
+#include "feeder_cuda.h"
+#endif
+#include "protocol.h"
+#include "sockmsg.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef FEEDER_VERSION
+#define FEEDER_VERSION "unknown"
+#endif
+
+#define ERR_MAX 320
+/* How long feeder_close_stream waits for the daemon to confirm. */
+#define CLOSE_WAIT_MS 2000
+
+enum slot_state { SLOT_DAEMON = 0, SLOT_QUEUED = 1, SLOT_HELD = 2 };
+
+struct feeder_stream {
+	struct feeder *f;
+	struct feeder_stream *next;
+	struct proto_stream_opened geo;
+	uint64_t sample_bytes;
+	int fd;
+	uint8_t *ring;
+	int readonly;
+	int pinned;
+	struct proto_batch_ready *queue; /* circular, geo.slots entries */
+	uint32_t qhead, qlen;
+	uint8_t *state;                  /* enum slot_state per slot */
+	int ended;                       /* STREAM_END received */
+	int failed;                      /* stream ERROR received: its code */
+	char fail_msg[PROTO_TEXT_MAX];
+};
+
+struct feeder {
+	int sock;
+	int dead;                        /* 0, or the code every call now returns */
+	uint32_t next_tag;
+	struct feeder_stream *streams;
+	struct proto_welcome welcome;
+	char err[ERR_MAX];
+};
+
+static __thread char connect_err[ERR_MAX];
+
+#if !FEEDER_HAVE_CUDA
+static int fcuda_host_register(void *p, size_t len, int readonly, char *err, size_t errlen)
+{
+	(void)p, (void)len, (void)readonly;
+	return status_fail(err, errlen, FEEDER_ENODEV, "libfeeder was built without CUDA");
+}
+
+static void fcuda_host_unregister(void *p)
+{
+	(void)p;
+}
+#endif
+
+const char *feeder_strerror(int code)
+{
+	return status_str(code);
+}
+
+const char *feeder_last_error(const struct feeder *f)
+{
+	return f ? f->err : connect_err;
+}
+
+int feeder_fd(const struct feeder *f)
+{
+	return f->sock;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Milliseconds left until deadline (-1 = none) as a poll timeout. */
+static int left_ms(int64_t deadline)
+{
+	if (deadline < 0)
+		return -1;
+	int64_t l = deadline - now_ms();
+	return l <= 0 ? 0 : (l > 1000000000 ? 1000000000 : (int)l);
+}
+
+static int64_t deadline_of(int timeout_ms)
+{
+	return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+}
+
+static int set_dead(struct feeder *f, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int set_dead(struct feeder *f, int code, const char *fmt, ...)
+{
+	if (!f->dead) {
+		f->dead = code;
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(f->err, sizeof f->err, fmt, ap);
+		va_end(ap);
+	}
+	return f->dead;
+}
+
+static struct feeder_stream *find_stream(struct feeder *f, uint32_t id)
+{
+	for (struct feeder_stream *s = f->streams; s; s = s->next)
+		if (s->geo.stream == id)
+			return s;
+	return NULL;
+}
+
+/* Handle a message that is not the answer someone is waiting for. Returns 0
+ * or the connection's death code. */
+static int dispatch(struct feeder *f, const struct proto_msg *m)
+{
+	struct feeder_stream *s;
+	switch (m->type) {
+	case PROTO_BATCH_READY: {
+		const struct proto_batch_ready *r = &m->u.ready;
+		s = find_stream(f, r->stream);
+		if (!s)
+			return 0; /* a stream we are closing: nothing to do */
+		if (r->slot >= s->geo.slots || s->state[r->slot] != SLOT_DAEMON ||
+		    r->samples > s->geo.batch || s->qlen >= s->geo.slots)
+			return set_dead(f, FEEDER_EPROTO,
+					"daemon announced slot %u of stream %u, which it does not own",
+					r->slot, r->stream);
+		s->state[r->slot] = SLOT_QUEUED;
+		s->queue[(s->qhead + s->qlen) % s->geo.slots] = *r;
+		s->qlen++;
+		return 0;
+	}
+	case PROTO_STREAM_END:
+		if ((s = find_stream(f, m->u.end.stream)))
+			s->ended = 1;
+		return 0;
+	case PROTO_ERROR: {
+		const struct proto_error *e = &m->u.error;
+		if (e->fatal || (e->stream == 0 && e->tag == 0))
+			return set_dead(f, e->code, "feederd: %s", e->message);
+		if (e->stream && (s = find_stream(f, e->stream)) && !s->failed) {
+			s->failed = e->code;
+			snprintf(s->fail_msg, sizeof s->fail_msg, "%s", e->message);
+		}
+		return 0;
+	}
+	case PROTO_GOODBYE:
+		return set_dead(f, FEEDER_ECLOSED, "feederd is shutting down");
+	default:
+		/* Replies to requests nobody is waiting for any more (a timed-out
+		 * open, a status reply): harmless. */
+		return 0;
+	}
+}
+
+/* Wait until deadline for one message. Returns 0 (m filled; *fd set if fd is
+ * not NULL), FEEDER_ETIMEDOUT, or the connection's death code. */
+static int recv_one(struct feeder *f, int64_t deadline, struct proto_msg *m, int *fd)
+{
+	if (fd)
+		*fd = -1;
+	if (f->dead)
+		return f->dead;
+	struct pollfd p = { .fd = f->sock, .events = POLLIN };
+	for (;;) {
+		int n = poll(&p, 1, left_ms(deadline));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return set_dead(f, -errno, "waiting for feederd failed: %s", strerror(errno));
+		if (n == 0) {
+			snprintf(f->err, sizeof f->err, "nothing arrived from feederd in time");
+			return FEEDER_ETIMEDOUT;
+		}
+		break;
+	}
+	char err[ERR_MAX];
+	int rc = sockmsg_recv_msg(f->sock, m, fd, err, sizeof err);
+	if (rc == -EAGAIN) {
+		snprintf(f->err, sizeof f->err, "nothing arrived from feederd in time");
+		return FEEDER_ETIMEDOUT;
+	}
+	if (rc == FEEDER_ECLOSED)
+		return set_dead(f, rc, "feederd closed the connection");
+	if (rc < 0)
+		return set_dead(f, rc, "bad message from feederd: %s", err);
+	if (!fd || m->type != PROTO_STREAM_OPENED) {
+		if (fd && *fd >= 0) {
+			close(*fd);
+			*fd = -1;
+			return set_dead(f, FEEDER_EPROTO, "feederd passed a descriptor with %s",
+					proto_type_name(m->type));
+		}
+	}
+	return 0;
+}
+
+static int send_msg(struct feeder *f, const struct proto_msg *m)
+{
+	if (f->dead)
+		return f->dead;
+	char err[ERR_MAX];
+	int rc = sockmsg_send_msg(f->sock, m, -1, err, sizeof err);
+	if (rc < 0)
+		return set_dead(f, rc, "sending %s to feederd failed: %s", proto_type_name(m->type),
+				err);
+	return 0;
+}
+
+/* ---- Connections --------------------------------------------------------- */
+
+static int connect_fail(int sock, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int connect_fail(int sock, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(connect_err, sizeof connect_err, fmt, ap);
+	va_end(ap);
+	if (sock >= 0)
+		close(sock);
+	return code;
+}
+
+int feeder_connect(const char *path, int timeout_ms, struct feeder **out)
+{
+	*out = NULL;
+	connect_err[0] = '\0';
+	if (!path || !*path)
+		path = getenv("FEEDER_SOCKET");
+	if (!path || !*path)
+		path = FEEDER_DEFAULT_SOCKET;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof sa.sun_path)
+		return connect_fail(-1, -ENAMETOOLONG, "socket path '%s' is longer than %zu bytes",
+				    path, sizeof sa.sun_path - 1);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int64_t deadline = deadline_of(timeout_ms);
+	int sock = -1;
+	for (;;) {
+		sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (sock < 0)
+			return connect_fail(-1, -errno, "socket: %s", strerror(errno));
+		if (connect(sock, (struct sockaddr *)&sa, sizeof sa) == 0)
+			break;
+		int e = errno;
+		close(sock);
+		sock = -1;
+		int retry = e == ENOENT || e == ECONNREFUSED || e == EAGAIN || e == EINTR;
+		if (!retry || left_ms(deadline) == 0)
+			return connect_fail(-1, -e, "cannot connect to feederd at %s: %s", path,
+					    strerror(e));
+		int wait = left_ms(deadline);
+		usleep((useconds_t)(wait < 0 || wait > 20 ? 20 : wait) * 1000);
+	}
+	struct feeder *f = calloc(1, sizeof *f);
+	if (!f)
+		return connect_fail(sock, -ENOMEM, "out of memory");
+	f->sock = sock;
+	f->next_tag = 1;
+	struct proto_msg m = { .type = PROTO_HELLO };
+	m.u.hello.pid = (uint32_t)getpid();
+	snprintf(m.u.hello.agent, sizeof m.u.hello.agent, "libfeeder %s", FEEDER_VERSION);
+	int rc = send_msg(f, &m);
+	while (rc == 0) {
+		rc = recv_one(f, deadline, &m, NULL);
+		if (rc)
+			break;
+		if (m.type == PROTO_WELCOME) {
+			f->welcome = m.u.welcome;
+			*out = f;
+			return 0;
+		}
+		if (m.type == PROTO_ERROR) {
+			rc = m.u.error.code;
+			snprintf(f->err, sizeof f->err, "feederd refused the connection: %s",
+				 m.u.error.message);
+			break;
+		}
+		rc = set_dead(f, FEEDER_EPROTO, "feederd answered HELLO with %s",
+			      proto_type_name(m.type));
+	}
+	snprintf(connect_err, sizeof connect_err, "%s", f->err);
+	if (rc == FEEDER_ETIMEDOUT)
+		snprintf(connect_err, sizeof connect_err, "feederd at %s did not answer HELLO in time",
+			 path);
+	close(f->sock);
+	free(f);
+	return rc;
+}
+
+static void stream_free(struct feeder_stream *s)
+{
+	struct feeder *f = s->f;
+	for (struct feeder_stream **pp = &f->streams; *pp; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	if (s->pinned)
+		fcuda_host_unregister(s->ring);
+	if (s->ring)
+		munmap(s->ring, s->geo.ring_size);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->queue);
+	free(s->state);
+	free(s);
+}
+
+void feeder_disconnect(struct feeder *f)
+{
+	if (!f)
+		return;
+	while (f->streams)
+		stream_free(f->streams);
+	close(f->sock);
+	free(f);
+}
+
+/* ---- Streams ------------------------------------------------------------ */
+
+void feeder_stream_opts_init(struct feeder_stream_opts *o)
+{
+	struct proto_open_stream p;
+	proto_open_stream_defaults(&p, 224, 1);
+	memset(o, 0, sizeof *o);
+	o->pipeline = FEEDER_PIPE_JPEG;
+	o->batch = 32;
+	o->epochs = p.epochs;
+	o->world = p.world;
+	o->slots = p.slots;
+	o->dtype = (int)p.dtype;
+	o->layout = (int)p.layout;
+	o->on_error = FEEDER_ON_ERROR_REPLACE;
+	o->jpeg.height = p.jpeg.out_h;
+	o->jpeg.width = p.jpeg.out_w;
+	o->jpeg.train = 1;
+	o->jpeg.scale_min = p.jpeg.scale_min;
+	o->jpeg.scale_max = p.jpeg.scale_max;
+	o->jpeg.ratio_min = p.jpeg.ratio_min;
+	o->jpeg.ratio_max = p.jpeg.ratio_max;
+	o->jpeg.flip_p = p.jpeg.flip_p;
+	o->jpeg.resize_ratio = p.jpeg.resize_ratio;
+	memcpy(o->jpeg.mean, p.jpeg.mean, sizeof o->jpeg.mean);
+	memcpy(o->jpeg.std, p.jpeg.std, sizeof o->jpeg.std);
+	o->features.chunk_len = 200;
+	o->features.pad = FEEDER_FEAT_PAD_REPEAT;
+	o->features.cmn = FEEDER_FEAT_CMN_SLIDING;
+	o->features.cmn_window = 300;
+	o->features.cvn = 0;
+	o->features.train = 1;
+}
+
+/* Options as OPEN_STREAM carries them. Values that do not fit the wire
+ * (negative enums) are caught here; ranges are the daemon's to check. */
+static int opts_to_proto(struct feeder *f, const struct feeder_stream_opts *o,
+			 struct proto_open_stream *p)
+{
+	memset(p, 0, sizeof *p);
+	if (!o->dataset || !*o->dataset)
+		return status_fail(f->err, sizeof f->err, FEEDER_EINVAL, "no dataset name given");
+	if (strlen(o->dataset) >= sizeof p->dataset)
+		return status_fail(f->err, sizeof f->err, FEEDER_EBADNAME,
+				   "dataset name '%.40s...' is longer than %zu bytes", o->dataset,
+				   sizeof p->dataset - 1);
+	if (o->pipeline < 0 || o->dtype < 0 || o->layout < 0 || o->on_error < 0 ||
+	    o->drop_last < 0 || o->jpeg.train < 0 || o->features.pad < 0 || o->features.cmn < 0 ||
+	    o->features.cvn < 0 || o->features.train < 0)
+		return status_fail(f->err, sizeof f->err, FEEDER_EINVAL,
+				   "stream options: a negative enum value");
+	snprintf(p->dataset, sizeof p->dataset, "%s", o->dataset);
+	p->pipeline = (uint32_t)o->pipeline;
+	p->batch = o->batch;
+	p->seed = o->seed;
+	p->epoch = o->epoch;
+	p->epochs = o->epochs;
+	p->rank = o->rank;
+	p->world = o->world;
+	p->start_batch = o->start_batch;
+	p->drop_last = (uint32_t)o->drop_last;
+	p->slots = o->slots;
+	p->dtype = (uint32_t)o->dtype;
+	p->layout = (uint32_t)o->layout;
+	p->on_error = (uint32_t)o->on_error;
+	if (o->pipeline == FEEDER_PIPE_JPEG) {
+		p->jpeg.out_h = o->jpeg.height;
+		p->jpeg.out_w = o->jpeg.width;
+		p->jpeg.train = (uint32_t)o->jpeg.train;
+		p->jpeg.scale_min = o->jpeg.scale_min;
+		p->jpeg.scale_max = o->jpeg.scale_max;
+		p->jpeg.ratio_min = o->jpeg.ratio_min;
+		p->jpeg.ratio_max = o->jpeg.ratio_max;
+		p->jpeg.flip_p = o->jpeg.flip_p;
+		p->jpeg.resize_ratio = o->jpeg.resize_ratio;
+		memcpy(p->jpeg.mean, o->jpeg.mean, sizeof p->jpeg.mean);
+		memcpy(p->jpeg.std, o->jpeg.std, sizeof p->jpeg.std);
+	} else if (o->pipeline == FEEDER_PIPE_FEATURES) {
+		p->features.chunk_len = o->features.chunk_len;
+		p->features.pad = (uint32_t)o->features.pad;
+		p->features.cmn = (uint32_t)o->features.cmn;
+		p->features.cmn_window = o->features.cmn_window;
+		p->features.cvn = (uint32_t)o->features.cvn;
+		p->features.train = (uint32_t)o->features.train;
+	}
+	return 0;
+}
+
+/* Map the ring that came with STREAM_OPENED and check that it is what the
+ * message describes, so that no later access can fault. */
+static int stream_map(struct feeder *f, struct feeder_stream *s)
+{
+	const struct proto_stream_opened *g = &s->geo;
+	struct stat st;
+	if (fstat(s->fd, &st) != 0)
+		return status_fail(f->err, sizeof f->err, -errno, "ring of stream %u: fstat: %s",
+				   g->stream, strerror(errno));
+	if (st.st_size < 0 || (uint64_t)st.st_size < g->ring_size || g->ring_size > SIZE_MAX)
+		return status_fail(f->err, sizeof f->err, FEEDER_EPROTO,
+				   "ring of stream %u is %lld bytes, smaller than the %llu announced",
+				   g->stream, (long long)st.st_size, (unsigned long long)g->ring_size);
+	/* A ring that could shrink under us would turn reads into SIGBUS. */
+	int seals = fcntl(s->fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return status_fail(f->err, sizeof f->err, FEEDER_EPROTO,
+				   "ring of stream %u is not sealed against shrinking", g->stream);
+	void *p = mmap(NULL, g->ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+	if (p == MAP_FAILED && (errno == EACCES || errno == EPERM)) {
+		p = mmap(NULL, g->ring_size, PROT_READ, MAP_SHARED, s->fd, 0);
+		s->readonly = 1;
+	}
+	if (p == MAP_FAILED)
+		return status_fail(f->err, sizeof f->err, -errno, "mapping the ring of stream %u: %s",
+				   g->stream, strerror(errno));
+	s->ring = p;
+	const struct proto_ring_header *h = p;
+	if (h->magic != PROTO_RING_MAGIC || h->version != PROTO_VERSION || h->stream != g->stream ||
+	    h->slots != g->slots || h->slot_size != g->slot_size ||
+	    h->slot0_offset != PROTO_RING_HEADER || h->tensor_offset != g->tensor_offset ||
+	    h->labels_offset != g->labels_offset || h->tensor_bytes != g->tensor_bytes)
+		return status_fail(f->err, sizeof f->err, FEEDER_EPROTO,
+				   "ring header of stream %u disagrees with STREAM_OPENED", g->stream);
+	return 0;
+}
+
+int feeder_open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
+		       struct feeder_stream **out)
+{
+	*out = NULL;
+	struct proto_msg m = { .type = PROTO_OPEN_STREAM };
+	int rc = opts_to_proto(f, o, &m.u.open);
+	if (rc)
+		return rc;
+	uint32_t tag = f->next_tag++;
+	if (f->next_tag == 0)
+		f->next_tag = 1;
+	m.u.open.tag = tag;
+	if ((rc = send_msg(f, &m)))
+		return rc;
+	int64_t deadline = deadline_of(timeout_ms);
+	int fd = -1;
+	for (;;) {
+		rc = recv_one(f, deadline, &m, &fd);
+		if (rc)
+			return rc;
+		if (m.type == PROTO_STREAM_OPENED && m.u.opened.tag == tag)
+			break;
+		if (m.type == PROTO_ERROR && !m.u.error.fatal && m.u.error.tag == tag)
+			return status_fail(f->err, sizeof f->err, m.u.error.code, "feederd: %s",
+					   m.u.error.message);
+		if (fd >= 0) { /* an answer to an open that timed out earlier */
+			close(fd);
+			fd = -1;
+		}
+		if ((rc = dispatch(f, &m)))
+			return rc;
+	}
+	const struct proto_stream_opened *g = &m.u.opened;
+	if (fd < 0)
+		return set_dead(f, FEEDER_EPROTO, "STREAM_OPENED arrived without the ring descriptor");
+	if (g->batch != o->batch || g->slots != o->slots || find_stream(f, g->stream) ||
+	    g->ndim != 4 || g->tensor_bytes % g->batch) {
+		close(fd);
+		return set_dead(f, FEEDER_EPROTO, "STREAM_OPENED does not match the request");
+	}
+	struct feeder_stream *s = calloc(1, sizeof *s);
+	if (!s) {
+		close(fd);
+		return status_fail(f->err, sizeof f->err, -ENOMEM, "out of memory");
+	}
+	s->f = f;
+	s->fd = fd;
+	s->geo = *g;
+	s->sample_bytes = g->tensor_bytes / g->batch;
+	s->queue = calloc(g->slots, sizeof *s->queue);
+	s->state = calloc(g->slots, 1);
+	s->next = f->streams;
+	f->streams = s;
+	if (!s->queue || !s->state) {
+		rc = status_fail(f->err, sizeof f->err, -ENOMEM, "out of memory");
+	} else {
+		rc = stream_map(f, s);
+	}
+	if (rc) {
+		/* The daemon has the stream; tell it we will not use it. */
+		struct proto_msg c = { .type = PROTO_CLOSE_STREAM };
+		c.u.close.stream = g->stream;
+		char keep[ERR_MAX];
+		snprintf(keep, sizeof keep, "%s", f->err);
+		send_msg(f, &c);
+		stream_free(s);
+		snprintf(f->err, sizeof f->err, "%s", keep);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void feeder_stream_info(const struct feeder_stream *s, struct feeder_stream_info *info)
+{
+	const struct proto_stream_opened *g = &s->geo;
+	memset(info, 0, sizeof *info);
+	info->id = g->stream;
+	info->slots = g->slots;
+	info->batch = g->batch;
+	info->dtype = (int)g->dtype;
+	info->layout = (int)g->layout;
+	info->ndim = g->ndim;
+	memcpy(info->shape, g->shape, sizeof info->shape);
+	info->batches = g->batches;
+	info->batches_per_epoch = g->batches_per_epoch;
+	info->samples = g->samples;
+	info->classes = g->classes;
+	info->ring = s->ring;
+	info->ring_size = (size_t)g->ring_size;
+	info->slot_size = (size_t)g->slot_size;
+}
+
+static void fill_batch(struct feeder_stream *s, const struct proto_batch_ready *r,
+		       struct feeder_batch *b)
+{
+	const struct proto_stream_opened *g = &s->geo;
+	uint8_t *slot = s->ring + PROTO_RING_HEADER + (uint64_t)r->slot * g->slot_size;
+	b->data = slot + g->tensor_offset;
+	b->bytes = (size_t)(s->sample_bytes * r->samples);
+	b->ndim = g->ndim;
+	memcpy(b->shape, g->shape, sizeof b->shape);
+	b->shape[0] = r->samples;
+	b->dtype = (int)g->dtype;
+	b->layout = (int)g->layout;
+	b->labels = (const int32_t *)(slot + g->labels_offset);
+	b->count = r->samples;
+	b->epoch = r->epoch;
+	b->batch_index = r->batch_index;
+	b->replacements = r->replacements;
+	b->slot = r->slot;
+	b->stream = r->stream;
+}
+
+int feeder_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b)
+{
+	struct feeder *f = s->f;
+	memset(b, 0, sizeof *b);
+	int64_t deadline = deadline_of(timeout_ms);
+	for (;;) {
+		if (s->qlen) {
+			struct proto_batch_ready r = s->queue[s->qhead];
+			s->qhead = (s->qhead + 1) % s->geo.slots;
+			s->qlen--;
+			s->state[r.slot] = SLOT_HELD;
+			fill_batch(s, &r, b);
+			return 0;
+		}
+		if (s->failed)
+			return status_fail(f->err, sizeof f->err, FEEDER_ESTREAM,
+					   "stream %u failed in feederd: %s", s->geo.stream, s->fail_msg);
+		if (s->ended)
+			return status_fail(f->err, sizeof f->err, FEEDER_EEND,
+					   "stream %u has delivered all its batches", s->geo.stream);
+		struct proto_msg m;
+		int rc = recv_one(f, deadline, &m, NULL);
+		if (rc)
+			return rc;
+		if ((rc = dispatch(f, &m)))
+			return rc;
+	}
+}
+
+int feeder_release(struct feeder_stream *s, struct feeder_batch *b)
+{
+	struct feeder *f = s->f;
+	if (b->stream != s->geo.stream || b->slot >= s->geo.slots || !b->data ||
+	    s->state[b->slot] != SLOT_HELD)
+		return status_fail(f->err, sizeof f->err, FEEDER_EINVAL,
+				   "batch (stream %u, slot %u) is not held from stream %u", b->stream,
+				   b->slot, s->geo.stream);
+	s->state[b->slot] = SLOT_DAEMON;
+	struct proto_msg m = { .type = PROTO_RELEASE };
+	m.u.release.stream = s->geo.stream;
+	m.u.release.slot = b->slot;
+	memset(b, 0, sizeof *b);
+	return send_msg(f, &m);
+}
+
+int feeder_close_stream(struct feeder_stream *s)
+{
+	if (!s)
+		return 0;
+	struct feeder *f = s->f;
+	int rc = 0;
+	/* A failed stream is already gone in the daemon. */
+	if (!s->failed && !f->dead) {
+		struct proto_msg m = { .type = PROTO_CLOSE_STREAM };
+		m.u.close.stream = s->geo.stream;
+		s->ended = 0;
+		rc = send_msg(f, &m);
+		int64_t deadline = deadline_of(CLOSE_WAIT_MS);
+		while (rc == 0 && !s->ended && !s->failed) {
+			rc = recv_one(f, deadline, &m, NULL);
+			if (rc == 0)
+				rc = dispatch(f, &m);
+		}
+	}
+	stream_free(s);
+	return rc;
+}
+
+int feeder_pin(struct feeder_stream *s)
+{
+	struct feeder *f = s->f;
+	if (s->pinned)
+		return 0;
+	int rc = fcuda_host_register(s->ring, (size_t)s->geo.ring_size, s->readonly, f->err,
+				     sizeof f->err);
+	if (rc == 0)
+		s->pinned = 1;
+	return rc;
+}

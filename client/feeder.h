@@ -1,0 +1,257 @@
+/* feeder.h — libfeeder, the C client of feederd.
+ *
+ * feederd decodes and augments training samples on its own worker threads and
+ * writes each batch straight into shared memory that this library maps into
+ * the trainer's address space. A batch is therefore never copied on its way
+ * from the decoder to the trainer: feeder_next() hands out a view (pointer,
+ * shape, dtype, labels) into a slot of the stream's ring, and the trainer
+ * gives the slot back with feeder_release() once it has consumed it (e.g.
+ * after the host-to-device copy). The daemon refills released slots while the
+ * trainer works on the others, so with `slots` of prefetch the next batch is
+ * normally ready before it is asked for.
+ *
+ * Objects and ownership
+ *   struct feeder         one connection to feederd (feeder_connect /
+ *                         feeder_disconnect). Opaque.
+ *   struct feeder_stream  one stream of batches on a connection
+ *                         (feeder_open_stream / feeder_close_stream). It owns
+ *                         the mapping of its ring. Opaque.
+ *   struct feeder_batch   a caller-owned view of one ready slot, filled by
+ *                         feeder_next. Its pointers stay valid until the
+ *                         batch is released or its stream is closed.
+ *
+ * Threads: a connection and its streams may be used from any thread, but by
+ * one thread at a time (the library takes no locks). Use one connection per
+ * thread for parallel consumers.
+ *
+ * Errors: every function that can fail returns 0 (or a documented positive
+ * value) on success and a negative code on failure: a negated errno
+ * (-ENOENT, -ECONNREFUSED, ...) or one of the FEEDER_E* codes below.
+ * feeder_strerror() names any code; feeder_last_error() gives the sentence of
+ * the last failure on a connection, which for refusals by the daemon is the
+ * daemon's own explanation ("no dataset named 'imagenet'", ...).
+ *
+ * Determinism: a stream's batches are a pure function of its options (seed,
+ * epoch, rank/world, start_batch, pipeline parameters): opening the same
+ * stream twice yields the same bytes. Ranks of one world are disjoint and
+ * together cover each epoch; start_batch = k yields exactly the tail of the
+ * full epoch from batch k on.
+ *
+ * Link with `pkg-config --cflags --libs feeder`. Only feeder_* symbols are
+ * exported. */
+#ifndef FEEDER_H
+#define FEEDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes, identical to Feeder's internal status.h (which, when included
+ * first, provides them instead). */
+#ifndef FEEDER_STATUS_H
+enum {
+	FEEDER_ECORRUPT = -10001,   /* stored data fails its checks (CRC, bounds) */
+	FEEDER_EVERSION = -10002,   /* protocol version not supported by the daemon */
+	FEEDER_EFORMAT = -10003,    /* not a Feeder dataset / malformed record */
+	FEEDER_EPROTO = -10004,     /* malformed protocol message */
+	FEEDER_EDECODE = -10005,    /* a sample could not be decoded */
+	FEEDER_EQUOTA = -10006,     /* a memory or count limit would be exceeded */
+	FEEDER_ENODATASET = -10007, /* no dataset of that name */
+	FEEDER_EBADNAME = -10008,   /* a dataset name that is not allowed */
+	FEEDER_EINVAL = -10009,     /* an option out of range */
+	FEEDER_ECLOSED = -10010,    /* the daemon closed the connection */
+	FEEDER_ETIMEDOUT = -10011,  /* nothing arrived in time */
+	FEEDER_EEND = -10012,       /* the stream has delivered all its batches */
+	FEEDER_ENODEV = -10013,     /* no CUDA device / CUDA not built */
+	FEEDER_EDENIED = -10014,    /* the daemon does not serve this user */
+	FEEDER_ESTREAM = -10015,    /* the stream ended with an error */
+};
+#endif
+
+/* Default socket when neither the path argument nor $FEEDER_SOCKET is set. */
+#define FEEDER_DEFAULT_SOCKET "/run/feeder/feederd.sock"
+
+enum feeder_pipeline { FEEDER_PIPE_JPEG = 1, FEEDER_PIPE_FEATURES = 2 };
+/* Element types of the batch tensor. */
+enum feeder_dtype { FEEDER_DTYPE_U8 = 1, FEEDER_DTYPE_F16 = 2, FEEDER_DTYPE_F32 = 3 };
+enum feeder_layout { FEEDER_LAYOUT_NCHW = 1, FEEDER_LAYOUT_NHWC = 2 };
+/* What a corrupt sample does: replaced by the next valid sample of the epoch
+ * (counted in feeder_batch.replacements), or the stream fails with
+ * FEEDER_ESTREAM. */
+enum feeder_on_error { FEEDER_ON_ERROR_REPLACE = 0, FEEDER_ON_ERROR_FAIL = 1 };
+enum feeder_feat_pad { FEEDER_FEAT_PAD_REPEAT = 1, FEEDER_FEAT_PAD_SKIP = 2 };
+enum feeder_feat_cmn { FEEDER_FEAT_CMN_NONE = 0, FEEDER_FEAT_CMN_UTT = 1,
+		       FEEDER_FEAT_CMN_SLIDING = 2 };
+
+struct feeder;
+struct feeder_stream;
+
+/* Everything OPEN_STREAM carries. Initialise with feeder_stream_opts_init
+ * and change what differs; the daemon validates every field and refuses the
+ * stream with FEEDER_EINVAL (and a sentence naming the field) otherwise. */
+struct feeder_stream_opts {
+	const char *dataset;   /* name of a dataset the daemon serves; [A-Za-z0-9._-],
+				  at most 63 bytes, not starting with '.'. Copied. */
+	int pipeline;          /* enum feeder_pipeline; default jpeg */
+	uint32_t batch;        /* samples per batch, 1..65536; default 32 */
+	uint64_t seed;         /* shuffle and augmentation seed; default 0 */
+	uint64_t epoch;        /* first epoch; default 0 */
+	uint32_t epochs;       /* epochs served back to back; default 1 */
+	uint64_t start_batch;  /* first batch of the first epoch (resume); default 0 */
+	uint32_t rank, world;  /* this consumer's share: rank < world; default 0 of 1 */
+	int drop_last;         /* 1: drop the epoch's last short batch; default 0 */
+	uint32_t slots;        /* ring depth (prefetch), 1..256; default 4 */
+	int dtype;             /* enum feeder_dtype; default f32 */
+	int layout;            /* enum feeder_layout; default NCHW */
+	int on_error;          /* enum feeder_on_error; default replace */
+	struct {
+		uint32_t height, width;      /* output size; default 224 x 224 */
+		int train;                   /* 1: RandomResizedCrop + flip; 0: resize +
+						center crop; default 1 */
+		float scale_min, scale_max;  /* crop area fraction; default 0.08..1 */
+		float ratio_min, ratio_max;  /* crop aspect ratio; default 3/4..4/3 */
+		float flip_p;                /* horizontal flip probability; default 0.5 */
+		float resize_ratio;          /* eval: shorter side = size * ratio;
+						default 256/224 */
+		float mean[3], std[3];       /* per channel, on [0,1] pixels; default
+						ImageNet's. u8 output is not normalized. */
+	} jpeg;
+	struct {
+		uint32_t chunk_len;          /* frames per example; default 200 */
+		int pad;                     /* enum feeder_feat_pad; default repeat */
+		int cmn;                     /* enum feeder_feat_cmn; default sliding */
+		uint32_t cmn_window;         /* frames; default 300 */
+		int cvn;                     /* variance normalization; default 0 */
+		int train;                   /* random chunk (1) or centered (0); default 1 */
+	} features;
+};
+
+/* Geometry of an open stream, as the daemon announced it. */
+struct feeder_stream_info {
+	uint32_t id;                  /* the daemon's stream id (feederctl streams) */
+	uint32_t slots, batch;
+	int dtype, layout;
+	uint32_t ndim, shape[4];      /* shape of a full batch */
+	uint64_t batches;             /* batches this stream delivers in all */
+	uint64_t batches_per_epoch;   /* for this rank, counting from batch 0 */
+	uint64_t samples;             /* samples in the dataset */
+	uint32_t classes;             /* classes in the dataset */
+	void *ring;                   /* the mapping of the whole ring */
+	size_t ring_size;             /* its length in bytes */
+	size_t slot_size;
+};
+
+/* A zero-copy view of one ready batch. data points into the shared ring and
+ * is writable (the trainer may normalize in place); it stays valid until
+ * feeder_release(), feeder_close_stream() or feeder_disconnect(). */
+struct feeder_batch {
+	void *data;                   /* the tensor, 4096-byte aligned */
+	size_t bytes;                 /* of this batch: count * one sample */
+	uint32_t ndim;                /* 4 */
+	uint32_t shape[4];            /* shape[0] == count, e.g. {count,3,H,W} */
+	int dtype, layout;
+	const int32_t *labels;        /* count class ids */
+	uint32_t count;               /* samples in this batch (the last may be short) */
+	uint64_t epoch;
+	uint64_t batch_index;         /* within the epoch, counted for this rank */
+	uint32_t replacements;        /* corrupt samples replaced in this batch */
+	uint32_t slot;                /* ring slot, for feeder_release */
+	uint32_t stream;              /* stream id, for feeder_release */
+};
+
+/* ---- Connections ------------------------------------------------------ */
+
+/* Connect to feederd and greet it (HELLO/WELCOME, which checks the protocol
+ * version). path: the socket; NULL means $FEEDER_SOCKET if set, else
+ * FEEDER_DEFAULT_SOCKET. timeout_ms bounds the whole call; while it lasts, a
+ * socket that does not exist yet or refuses connections is retried (so a
+ * trainer may start before the daemon). timeout_ms < 0 waits forever, 0 tries
+ * once.
+ * On success *out is a new connection (free it with feeder_disconnect).
+ * Errors: -ENOENT / -ECONNREFUSED (no daemon), -EACCES (socket permissions),
+ * FEEDER_ETIMEDOUT, FEEDER_EVERSION, FEEDER_EDENIED, FEEDER_ECLOSED,
+ * -ENOMEM; *out is NULL and feeder_last_error(NULL) gives the sentence. */
+int feeder_connect(const char *path, int timeout_ms, struct feeder **out);
+
+/* Close every stream still open on f (as feeder_close_stream, without
+ * waiting for the daemon), then the connection, and free f. NULL is a no-op.
+ * Batches and streams of f must not be used afterwards. */
+void feeder_disconnect(struct feeder *f);
+
+/* The sentence describing the last failure on f, or, when f is NULL, of the
+ * last feeder_connect() that failed in this thread. "" if none. The string
+ * belongs to the library and changes with the next failure. */
+const char *feeder_last_error(const struct feeder *f);
+
+/* A short phrase for any code returned by this library. Never NULL. */
+const char *feeder_strerror(int code);
+
+/* The connection's socket descriptor, for poll/epoll loops that want to wait
+ * for batches of several connections at once (readable = a message is
+ * waiting; call feeder_next with timeout 0). Do not read from it yourself. */
+int feeder_fd(const struct feeder *f);
+
+/* ---- Streams ------------------------------------------------------------ */
+
+/* Fill o with the defaults documented in struct feeder_stream_opts (dataset
+ * NULL: the caller must set it). */
+void feeder_stream_opts_init(struct feeder_stream_opts *o);
+
+/* Ask the daemon for a stream and map its ring. Waits up to timeout_ms (< 0:
+ * forever) for the answer; batches of other streams that arrive meanwhile are
+ * queued for them. On success *out is the new stream, owned by the caller
+ * until feeder_close_stream (or feeder_disconnect).
+ * Errors: FEEDER_EINVAL (an option out of range), FEEDER_EBADNAME,
+ * FEEDER_ENODATASET, FEEDER_EQUOTA (over this client's memory or stream
+ * quota), FEEDER_ETIMEDOUT, FEEDER_ECLOSED, FEEDER_EPROTO, -errno from mmap;
+ * feeder_last_error(f) has the sentence (the daemon's for refusals). A
+ * refused stream leaves the connection usable. */
+int feeder_open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
+		       struct feeder_stream **out);
+
+/* The stream's geometry. Never fails. */
+void feeder_stream_info(const struct feeder_stream *s, struct feeder_stream_info *info);
+
+/* Wait up to timeout_ms (< 0: forever, 0: only what already arrived) for the
+ * stream's next batch and fill *b with a view of it. Batches come in order
+ * (epoch, batch_index). The caller holds the batch's slot until
+ * feeder_release(); holding all `slots` slots stalls the stream.
+ * Returns 0, or:
+ *   FEEDER_ETIMEDOUT  nothing yet; try again.
+ *   FEEDER_EEND       every batch of the stream has been delivered.
+ *   FEEDER_ESTREAM    the stream failed in the daemon (on_error=fail and a
+ *                     corrupt sample, ...); feeder_last_error has why. Batches
+ *                     delivered before stay valid until released.
+ *   FEEDER_ECLOSED    the daemon went away (shutdown or crash).
+ *   FEEDER_EPROTO     the daemon sent something malformed; the connection is
+ *                     unusable.
+ * On error *b is zeroed. */
+int feeder_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b);
+
+/* Give b's slot back to the daemon so it can refill it; b is zeroed and its
+ * pointers must not be used any more. Returns 0, FEEDER_EINVAL (b is not a
+ * batch of s that is currently held), or FEEDER_ECLOSED (the slot is gone
+ * with the connection; nothing more to do). */
+int feeder_release(struct feeder_stream *s, struct feeder_batch *b);
+
+/* Close the stream: tell the daemon, wait briefly for its acknowledgement,
+ * unpin and unmap the ring, free s. Held batches become invalid. NULL is a
+ * no-op. Returns 0 or the error of the goodbye exchange (the stream is freed
+ * either way). */
+int feeder_close_stream(struct feeder_stream *s);
+
+/* Register the stream's ring with cudaHostRegister (portable, mapped), so
+ * that copies from its batches to the GPU are single DMAs. Call once after
+ * opening; feeder_close_stream unregisters. Returns 0, FEEDER_ENODEV when
+ * libfeeder was built without CUDA or there is no device, or -EIO when CUDA
+ * refuses (the sentence is in feeder_last_error). */
+int feeder_pin(struct feeder_stream *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

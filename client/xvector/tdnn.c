@@ -1,0 +1,325 @@
+/* tdnn.c — x-vector TDNN layers on the CPU (see tdnn.h for layouts and contracts).
+ *
+ * Reductions over a channel (batch norm, pooling) sum each contiguous frame
+ * row in float and the rows in double: the row loops vectorize, and the
+ * result does not drift with batch size. */
+#include "tdnn.h"
+#include "philox.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+int tdnn_context_left(const int *off, int k)
+{
+	return k > 0 && off[0] < 0 ? -off[0] : 0;
+}
+
+int tdnn_context_right(const int *off, int k)
+{
+	return k > 0 && off[k - 1] > 0 ? off[k - 1] : 0;
+}
+
+void tdnn_affine_forward(const float *x, int B, int D, int T, const int *off, int K,
+			 const float *W, const float *bias, int H, float *y)
+{
+	int left = tdnn_context_left(off, K);
+	int Tp = T - left - tdnn_context_right(off, K);
+
+	for (int b = 0; b < B; b++) {
+		float *yb = y + (size_t)b * H * Tp;
+
+		for (int h = 0; h < H; h++)
+			for (int t = 0; t < Tp; t++)
+				yb[(size_t)h * Tp + t] = bias[h];
+		for (int k = 0; k < K; k++)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, H, Tp, D, 1.0f,
+				    W + (size_t)k * D, K * D,
+				    x + (size_t)b * D * T + off[k] + left, T, 1.0f, yb, Tp);
+	}
+}
+
+void tdnn_affine_backward(const float *x, const float *dy, int B, int D, int T, const int *off,
+			  int K, const float *W, int H, float *dx, float *dW, float *db)
+{
+	int left = tdnn_context_left(off, K);
+	int Tp = T - left - tdnn_context_right(off, K);
+
+	if (dx)
+		memset(dx, 0, sizeof(float) * (size_t)B * D * T);
+	for (int b = 0; b < B; b++) {
+		const float *dyb = dy + (size_t)b * H * Tp;
+		const float *xb = x + (size_t)b * D * T;
+
+		for (int h = 0; h < H; h++) {
+			const float *row = dyb + (size_t)h * Tp;
+			float s = 0.0f;
+
+			for (int t = 0; t < Tp; t++)
+				s += row[t];
+			db[h] += s;
+		}
+		for (int k = 0; k < K; k++) {
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, H, D, Tp, 1.0f, dyb, Tp,
+				    xb + off[k] + left, T, 1.0f, dW + (size_t)k * D, K * D);
+			if (dx)
+				cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, D, Tp, H, 1.0f,
+					    W + (size_t)k * D, K * D, dyb, Tp, 1.0f,
+					    dx + (size_t)b * D * T + off[k] + left, T);
+		}
+	}
+}
+
+/* Sum over (B, L) of channel c of a (B, C, L) tensor. */
+static double tdnn_channel_sum(const float *v, int B, int C, int L, int c)
+{
+	double s = 0.0;
+
+	for (int b = 0; b < B; b++) {
+		const float *row = v + ((size_t)b * C + c) * L;
+		float p = 0.0f;
+
+		for (int t = 0; t < L; t++)
+			p += row[t];
+		s += p;
+	}
+	return s;
+}
+
+void tdnn_relu_bn_train(const float *a, int B, int C, int L, const float *gamma,
+			const float *beta, float *running_mean, float *running_var, float *r,
+			float *mean, float *invstd, float *y)
+{
+	size_t n = (size_t)B * C * L;
+	double N = (double)B * L;
+
+	for (size_t i = 0; i < n; i++)
+		r[i] = a[i] > 0.0f ? a[i] : 0.0f;
+	for (int c = 0; c < C; c++) {
+		float m = (float)(tdnn_channel_sum(r, B, C, L, c) / N);
+		double ss = 0.0;
+
+		for (int b = 0; b < B; b++) {
+			const float *row = r + ((size_t)b * C + c) * L;
+			float p = 0.0f;
+
+			for (int t = 0; t < L; t++)
+				p += (row[t] - m) * (row[t] - m);
+			ss += p;
+		}
+		double var = ss / N;
+		mean[c] = m;
+		invstd[c] = (float)(1.0 / sqrt(var + TDNN_BN_EPS));
+		double unbiased = N > 1 ? ss / (N - 1) : var;
+		running_mean[c] = (1.0f - TDNN_BN_MOMENTUM) * running_mean[c] + TDNN_BN_MOMENTUM * m;
+		running_var[c] = (1.0f - TDNN_BN_MOMENTUM) * running_var[c] +
+				 TDNN_BN_MOMENTUM * (float)unbiased;
+	}
+	for (int b = 0; b < B; b++)
+		for (int c = 0; c < C; c++) {
+			size_t o = ((size_t)b * C + c) * L;
+			float g = gamma[c] * invstd[c], m = mean[c], be = beta[c];
+
+			for (int t = 0; t < L; t++)
+				y[o + t] = (r[o + t] - m) * g + be;
+		}
+}
+
+void tdnn_relu_bn_eval(const float *a, int B, int C, int L, const float *gamma,
+		       const float *beta, const float *running_mean, const float *running_var,
+		       float *y)
+{
+	for (int c = 0; c < C; c++) {
+		float g = gamma[c] / sqrtf(running_var[c] + TDNN_BN_EPS);
+		float m = running_mean[c], be = beta[c];
+
+		for (int b = 0; b < B; b++) {
+			size_t o = ((size_t)b * C + c) * L;
+
+			for (int t = 0; t < L; t++) {
+				float v = a[o + t] > 0.0f ? a[o + t] : 0.0f;
+				y[o + t] = (v - m) * g + be;
+			}
+		}
+	}
+}
+
+void tdnn_relu_bn_backward(const float *r, int B, int C, int L, const float *gamma,
+			   const float *mean, const float *invstd, const float *dy, float *da,
+			   float *dgamma, float *dbeta)
+{
+	float N = (float)B * L;
+
+	for (int c = 0; c < C; c++) {
+		float m = mean[c], is = invstd[c];
+		double sdy = 0.0, sdyx = 0.0;
+
+		for (int b = 0; b < B; b++) {
+			size_t o = ((size_t)b * C + c) * L;
+			float p = 0.0f, q = 0.0f;
+
+			for (int t = 0; t < L; t++) {
+				p += dy[o + t];
+				q += dy[o + t] * (r[o + t] - m) * is;
+			}
+			sdy += p;
+			sdyx += q;
+		}
+		dbeta[c] += (float)sdy;
+		dgamma[c] += (float)sdyx;
+		float k = gamma[c] * is / N;
+		float s1 = (float)sdy, s2 = (float)sdyx;
+
+		for (int b = 0; b < B; b++) {
+			size_t o = ((size_t)b * C + c) * L;
+
+			for (int t = 0; t < L; t++) {
+				float xhat = (r[o + t] - m) * is;
+				float d = k * (N * dy[o + t] - s1 - xhat * s2);
+				da[o + t] = r[o + t] > 0.0f ? d : 0.0f;
+			}
+		}
+	}
+}
+
+uint64_t tdnn_dropout_subseq(uint64_t step, int layer)
+{
+	return step + ((uint64_t)(layer + 1) << 40);
+}
+
+/* Multiply v by the dropout mask (0 or 1 / (1 - p)) of elements [0, n). */
+static void tdnn_dropout_apply(float *v, size_t n, float p, uint64_t seed, uint64_t subseq)
+{
+	float scale = 1.0f / (1.0f - p);
+	float u[256];
+
+	for (size_t i = 0; i < n; i += 256) {
+		size_t m = n - i < 256 ? n - i : 256;
+
+		philox_uniforms(seed, subseq, i, m, u);
+		for (size_t j = 0; j < m; j++)
+			v[i + j] = u[j] > p ? v[i + j] * scale : 0.0f;
+	}
+}
+
+void tdnn_dropout(float *y, size_t n, float p, uint64_t seed, uint64_t subseq)
+{
+	if (p > 0.0f)
+		tdnn_dropout_apply(y, n, p, seed, subseq);
+}
+
+void tdnn_dropout_backward(float *dy, size_t n, float p, uint64_t seed, uint64_t subseq)
+{
+	if (p > 0.0f)
+		tdnn_dropout_apply(dy, n, p, seed, subseq);
+}
+
+void tdnn_noise_add(const float *x, float *out, size_t n, float eps, uint64_t seed,
+		    uint64_t subseq)
+{
+	float z[256];
+
+	if (eps == 0.0f) {
+		if (out != x)
+			memcpy(out, x, sizeof(float) * n);
+		return;
+	}
+	for (size_t i = 0; i < n; i += 256) {
+		size_t m = n - i < 256 ? n - i : 256;
+
+		philox_normals(seed, subseq, i, m, z);
+		for (size_t j = 0; j < m; j++)
+			out[i + j] = x[i + j] + eps * z[j];
+	}
+}
+
+void tdnn_stats_pool_forward(const float *x, int B, int C, int T, float *out)
+{
+	for (int b = 0; b < B; b++)
+		for (int c = 0; c < C; c++) {
+			const float *row = x + ((size_t)b * C + c) * T;
+			float s = 0.0f, ss = 0.0f;
+
+			for (int t = 0; t < T; t++)
+				s += row[t];
+			float m = s / (float)T;
+			for (int t = 0; t < T; t++)
+				ss += (row[t] - m) * (row[t] - m);
+			out[(size_t)b * 2 * C + c] = m;
+			out[(size_t)b * 2 * C + C + c] = sqrtf(ss / (float)T + TDNN_POOL_EPS);
+		}
+}
+
+void tdnn_stats_pool_backward(const float *x, int B, int C, int T, const float *out,
+			      const float *dout, float *dx)
+{
+	for (int b = 0; b < B; b++)
+		for (int c = 0; c < C; c++) {
+			size_t o = ((size_t)b * C + c) * T;
+			float m = out[(size_t)b * 2 * C + c];
+			float s = out[(size_t)b * 2 * C + C + c];
+			float gm = dout[(size_t)b * 2 * C + c] / (float)T;
+			float gs = dout[(size_t)b * 2 * C + C + c] / ((float)T * s);
+
+			for (int t = 0; t < T; t++)
+				dx[o + t] = gm + gs * (x[o + t] - m);
+		}
+}
+
+void tdnn_dense_forward(const float *x, int B, int nin, const float *W, const float *b, int nout,
+			float *y)
+{
+	for (int i = 0; i < B; i++)
+		memcpy(y + (size_t)i * nout, b, sizeof(float) * nout);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, nout, nin, 1.0f, x, nin, W, nin, 1.0f, y, nout);
+}
+
+void tdnn_dense_backward(const float *x, const float *dy, int B, int nin, const float *W, int nout,
+			 float *dx, float *dW, float *db)
+{
+	for (int i = 0; i < B; i++)
+		for (int o = 0; o < nout; o++)
+			db[o] += dy[(size_t)i * nout + o];
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nout, nin, B, 1.0f, dy, nout, x, nin, 1.0f, dW, nin);
+	if (dx)
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, nin, nout, 1.0f, dy, nout, W, nin,
+			    0.0f, dx, nin);
+}
+
+double tdnn_softmax_xent(const float *logits, const int32_t *labels, int B, int S, float *probs,
+			 float *dlogits, int *correct)
+{
+	double loss = 0.0;
+	int ok = 0;
+
+	for (int i = 0; i < B; i++) {
+		const float *z = logits + (size_t)i * S;
+		float *p = probs + (size_t)i * S;
+		int arg = 0;
+		float mx = z[0];
+
+		for (int s = 1; s < S; s++)
+			if (z[s] > mx) {
+				mx = z[s];
+				arg = s;
+			}
+		double sum = 0.0;
+		for (int s = 0; s < S; s++)
+			sum += exp((double)z[s] - mx);
+		double lse = mx + log(sum);
+		if (labels)
+			loss += lse - z[labels[i]];
+		for (int s = 0; s < S; s++)
+			p[s] = (float)exp((double)z[s] - lse);
+		if (labels && arg == labels[i])
+			ok++;
+		if (dlogits && labels) {
+			float *d = dlogits + (size_t)i * S;
+
+			for (int s = 0; s < S; s++)
+				d[s] = (p[s] - (s == labels[i] ? 1.0f : 0.0f)) / (float)B;
+		}
+	}
+	*correct = ok;
+	return loss / B;
+}

@@ -1,0 +1,50 @@
+/* xvec_checkpoint.h — save and restore the complete training state of an x-vector model.
+ *
+ * A checkpoint holds everything a resumed run needs to continue bit for bit:
+ * the parameters, the AdamW moments and step, the batch-norm running
+ * statistics, the Philox seed, and a small caller-supplied blob (the trainer
+ * keeps its stream position there: epoch, batch). It is written to a
+ * temporary file in the same directory, fsync'ed, renamed over the target and
+ * the directory fsync'ed, so a crash leaves either the old or the new file.
+ *
+ * File layout, all integers and floats little-endian:
+ *   0  magic "FDRXVEC\0"           8 bytes
+ *   8  version (1)                 u32
+ *   12 feat_dim, width, pool_width, embed, num_speakers   u32 each
+ *   32 seed                        u64
+ *   40 step                        u64
+ *   48 parameter count n           u64
+ *   56 running-statistics count nb u64
+ *   64 blob length                 u64
+ *   72 reserved, zero              u64
+ *   80 parameters (n f32), Adam m (n f32), Adam v (n f32), running
+ *      statistics (nb f32), blob
+ *   end CRC-32C of all preceding bytes  u32 */
+#ifndef FEEDER_XVEC_CHECKPOINT_H
+#define FEEDER_XVEC_CHECKPOINT_H
+
+#include <stddef.h>
+
+#include "xvec_model.h"
+
+#define XVEC_CHECKPOINT_VERSION 1
+/* Largest caller blob accepted, to bound what a corrupt length can ask for. */
+#define XVEC_CHECKPOINT_MAX_BLOB (1u << 20)
+
+/* Write m's state and blob (bloblen bytes, may be 0) atomically to path.
+ * Returns 0 or a negative errno / FEEDER_EINVAL with a sentence in err. */
+int xvec_checkpoint_save(struct xvec_model *m, const char *path, const void *blob,
+			 size_t bloblen, char *err, size_t errlen);
+
+/* Read path into m, which must have been created with the same sizes
+ * (feat_dim, widths, speakers); the seed and step are taken from the file.
+ * The blob is copied to blob (blobcap bytes available; may be NULL when
+ * blobcap is 0) and its length stored in *bloblen (may be NULL). Everything is
+ * validated (magic, version, sizes, CRC) before m is touched: on error m is
+ * unchanged. Errors: -errno from the file system, FEEDER_EFORMAT (not a
+ * checkpoint), FEEDER_EVERSION, FEEDER_ECORRUPT (truncated or CRC mismatch),
+ * FEEDER_EINVAL (shape differs from the model, blob larger than blobcap). */
+int xvec_checkpoint_load(struct xvec_model *m, const char *path, void *blob, size_t blobcap,
+			 size_t *bloblen, char *err, size_t errlen);
+
+#endif

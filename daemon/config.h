@@ -1,0 +1,106 @@
+/* config.h — feederd's configuration: defaults, INI file, environment and
+ * command line, merged and validated in one call.
+ *
+ * feederd's main() calls config_load() once before doing anything else. The
+ * sources are applied in increasing precedence:
+ *
+ *   built-in defaults < config file < environment (FEEDER_SOCKET) < flags
+ *
+ * The file is /etc/feeder/feederd.conf unless `--config PATH` names another
+ * (a missing default file is fine and means "all defaults"; a missing file
+ * named by --config is an error). Its format is INI: `key = value` lines,
+ * `#` or `;` comments, blank lines, and an optional `[feederd]` section
+ * header (any other section is an error). Keys are the long flag names with
+ * '-' written as '_' (e.g. `memory_limit = 4G` and `--memory-limit 4G`).
+ *
+ * Every problem is reported as a single line in err, without a program-name
+ * prefix, e.g.
+ *   config /etc/feeder/feederd.conf:3: unknown key 'wrokers'
+ *   command line: unknown flag '--wrokers'
+ *   command line: --workers: '0' is not a number from 1 to 1024
+ * and main() prints it as "feederd: <err>" and exits 2.
+ *
+ * Sizes accept a plain byte count or a K/M/G/T suffix (powers of 1024,
+ * optionally followed by "iB" or "B"). The watchdog and notify socket are not
+ * configured here: feederd reads WATCHDOG_USEC / NOTIFY_SOCKET through
+ * libsystemd, as systemd sets them. */
+#ifndef FEEDER_CONFIG_H
+#define FEEDER_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define CONFIG_DEFAULT_FILE "/etc/feeder/feederd.conf"
+#define CONFIG_DEFAULT_SOCKET "/run/feeder/feederd.sock"
+#define CONFIG_DEFAULT_DATASETS "/var/lib/feeder/datasets"
+/* sockaddr_un.sun_path is 108 bytes including the NUL. */
+#define CONFIG_SOCKET_MAX 108
+#define CONFIG_PATH_MAX 4096
+#define CONFIG_NAME_MAX 64
+/* Entries in allow_users / allow_groups. */
+#define CONFIG_MAX_IDS 32
+
+/* config_load's positive result: --help or --version was printed to stdout;
+ * main() should exit 0 without starting. */
+#define CONFIG_EXIT 1
+
+struct config {
+	char config_path[CONFIG_PATH_MAX];  /* the file that was read ("" if none) */
+	char socket_path[CONFIG_SOCKET_MAX]; /* --socket; used unless socket-activated */
+	char datasets_dir[CONFIG_PATH_MAX]; /* --datasets: one sub-directory per dataset */
+	unsigned workers;                   /* --workers: decode threads (default: cores) */
+	uint64_t memory_limit;              /* --memory-limit: all stream rings together, bytes */
+	unsigned max_clients;               /* --max-clients: concurrent connections */
+	int log_level;                      /* --log-level: syslog priority 0..7 (LOG_ERR..LOG_DEBUG) */
+	uint64_t client_quota;              /* --client-quota: ring bytes one client may hold */
+	unsigned max_streams_per_client;    /* --max-streams-per-client */
+	unsigned max_slots;                 /* --max-slots: largest prefetch depth of a stream */
+	uint32_t max_message;               /* --max-message: largest accepted message, bytes */
+	char socket_group[CONFIG_NAME_MAX]; /* --socket-group: group owning the socket ("" = ours) */
+	gid_t socket_gid;                   /* socket_group resolved; (gid_t)-1 when "" */
+	/* --allow-users / --allow-groups: comma-separated names or numeric ids.
+	 * Both empty = every peer that can open the socket (mode 0660) is served;
+	 * otherwise a peer is served if its uid is listed or its gid is listed
+	 * (root, uid 0, is always served). Names are resolved at load time. */
+	uid_t allow_uids[CONFIG_MAX_IDS];
+	unsigned n_allow_uids;
+	gid_t allow_gids[CONFIG_MAX_IDS];
+	unsigned n_allow_gids;
+	int gpu;                            /* --gpu: CUDA device for GPU pipelines, -1 = none */
+	int check_only;                     /* --check-config: validate, print, exit 0 */
+};
+
+/* Fill cfg with the built-in defaults (workers = online CPUs). Never fails. */
+void config_defaults(struct config *cfg);
+
+/* Build cfg from defaults, the config file, the environment and argv (see
+ * above). argv is not modified; getopt's global state is not used.
+ * Returns 0 (run), CONFIG_EXIT (help/version printed; exit 0), or a negative
+ * code (FEEDER_EINVAL for a bad key, flag or value, -ENOENT/-EACCES/... for an
+ * unreadable file) with one line in err. cfg is fully written in every case
+ * that returns 0. */
+int config_load(int argc, char *const argv[], struct config *cfg, char *err, size_t errlen);
+
+/* Parse one INI text (the contents of a file named name, used in messages)
+ * on top of cfg. Exposed for tests and for reloading. Returns 0 or
+ * FEEDER_EINVAL with "config NAME:LINE: ..." in err. */
+int config_parse_text(struct config *cfg, const char *name, const char *text,
+		      char *err, size_t errlen);
+
+/* Parse a size ("1048576", "64K", "4G", "1.5GiB" is rejected: integers only).
+ * Returns 0 or FEEDER_EINVAL. */
+int config_parse_size(const char *s, uint64_t *out);
+
+/* Name of a syslog level ("err", "info", ...); "?" if out of range. */
+const char *config_log_level_name(int level);
+
+/* Write the effective configuration as a valid config file (what
+ * --check-config prints). */
+void config_print(const struct config *cfg, FILE *f);
+
+/* The --help text. */
+void config_usage(FILE *f);
+
+#endif

@@ -1,0 +1,65 @@
+/* features_pipeline.h — one utterance's feature matrix in, one chunk out.
+ *
+ * For speaker and speech models (the x-vector trainer): take a chunk of
+ * chunk_len consecutive frames from a frames x dim matrix (float16 or
+ * float32, as packed), at a random offset in train mode (from detrand keyed
+ * by aug_key) or centred in eval mode; apply cepstral mean (and optionally
+ * variance) normalization, per utterance or over a sliding window like
+ * Kaldi's apply-cmvn-sliding --center=true; and write it transposed as
+ * (feat_dim, chunk_len) in f16 or f32, the layout a TDNN (1-D convolution
+ * over time) consumes. Utterances shorter than chunk_len are either padded
+ * by repeating them from the start (FEAT_PAD_REPEAT) or skipped
+ * (FEAT_PAD_SKIP: the caller replaces the sample like a corrupt one).
+ *
+ * Stateless and thread-safe: scratch, if any, lives on the stack or in out. */
+#ifndef FEEDER_FEATURES_PIPELINE_H
+#define FEEDER_FEATURES_PIPELINE_H
+
+#include "dsformat.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { FEAT_PAD_REPEAT = 1, FEAT_PAD_SKIP = 2 };
+enum { FEAT_CMN_NONE = 0, FEAT_CMN_UTT = 1, FEAT_CMN_SLIDING = 2 };
+
+/* Returned by features_pipeline_run (a positive value, not an error) when an
+ * utterance is shorter than chunk_len and pad is FEAT_PAD_SKIP. */
+#define FEATURES_SKIPPED 1
+
+#define FEATURES_MAX_CHUNK 65536
+
+struct features_params {
+	uint32_t chunk_len;  /* frames per chunk */
+	int pad;             /* FEAT_PAD_REPEAT | FEAT_PAD_SKIP */
+	int cmn;             /* FEAT_CMN_NONE | FEAT_CMN_UTT | FEAT_CMN_SLIDING */
+	uint32_t cmn_window; /* sliding window in frames (Kaldi's default 300) */
+	int cvn;             /* also divide by the standard deviation */
+	int dtype;           /* PIPE_DTYPE_F16 | PIPE_DTYPE_F32 (jpeg_pipeline.h) */
+	int train;           /* 1: random chunk offset; 0: centred chunk */
+};
+
+/* chunk_len 200, pad repeat, cmn sliding over 300 frames, no cvn, f32, train. */
+void features_params_default(struct features_params *p, uint32_t chunk_len, int train);
+
+/* 0 if p is usable, else FEEDER_EINVAL with a sentence naming the field. */
+int features_params_check(const struct features_params *p, char *err, size_t errlen);
+
+/* Bytes one sample occupies: feat_dim * chunk_len * (2 or 4). */
+size_t features_pipeline_sample_bytes(const struct features_params *p, uint32_t feat_dim);
+
+/* The first frame of the chunk taken from an utterance of `frames` frames
+ * (0 when frames <= chunk_len). Pure function of its arguments. */
+uint32_t features_pipeline_offset(const struct features_params *p, uint32_t frames,
+				  uint64_t aug_key);
+
+/* Write sample s (header as decoded by dsformat_sample_decode, payload its
+ * frames x dim matrix) as (dim, chunk_len) at out. Returns 0,
+ * FEATURES_SKIPPED (too short with pad=skip; out untouched), FEEDER_EINVAL
+ * (bad params) or FEEDER_EFORMAT (a matrix that does not fit its header,
+ * zero frames or dim). */
+int features_pipeline_run(const struct features_params *p, const struct dsformat_sample *s,
+			  const uint8_t *payload, uint64_t aug_key, void *out, char *err,
+			  size_t errlen);
+
+#endif

@@ -1,0 +1,393 @@
+/* jpeg_pipeline.c — region decode with libjpeg-turbo (crop, skip, IDCT
+ * scaling), then resize.c's fused resample-and-write; see jpeg_pipeline.h.
+ *
+ * libjpeg reports errors through longjmp: every libjpeg call of a sample
+ * happens inside decode_region(), which owns the setjmp, so no local state
+ * of the caller is live across a jump. Warnings (corrupt data that libjpeg
+ * would paper over with grey) are treated as errors: a training sample that
+ * decodes to garbage is worse than a replaced one. */
+#include "jpeg_pipeline.h"
+
+#include "detrand.h"
+#include "resize.h"
+#include "status.h"
+
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+
+/* Images above this many pixels are refused before any large allocation:
+ * no real training photo comes near it, and a hostile header could ask for
+ * gigabytes. */
+#define JPEG_PIPELINE_MAX_PIXELS (1ull << 27)
+
+struct jpeg_errmgr {
+	struct jpeg_error_mgr pub;
+	jmp_buf jump;
+	char msg[JMSG_LENGTH_MAX];
+};
+
+struct jpeg_worker {
+	struct jpeg_decompress_struct cinfo;
+	struct jpeg_errmgr jerr;
+	uint8_t *region;
+	size_t region_cap;
+	float *scratch;
+	size_t scratch_cap;
+	struct resize_axis ax, ay;
+};
+
+void jpeg_params_default(struct jpeg_params *p, uint32_t size, int train)
+{
+	*p = (struct jpeg_params){
+		.out_h = size, .out_w = size, .train = train,
+		.scale_min = 0.08f, .scale_max = 1.0f,
+		.ratio_min = 3.0f / 4.0f, .ratio_max = 4.0f / 3.0f,
+		.flip_p = 0.5f, .resize_ratio = 256.0f / 224.0f,
+		.mean = { 0.485f, 0.456f, 0.406f }, .std = { 0.229f, 0.224f, 0.225f },
+		.dtype = PIPE_DTYPE_F32, .layout = PIPE_LAYOUT_NCHW,
+	};
+}
+
+int jpeg_params_check(const struct jpeg_params *p, char *err, size_t errlen)
+{
+	if (p->out_h == 0 || p->out_w == 0 || p->out_h > JPEG_PIPELINE_MAX_OUT ||
+	    p->out_w > JPEG_PIPELINE_MAX_OUT)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "jpeg pipeline: output size %ux%u is outside 1..%u", p->out_h,
+				   p->out_w, JPEG_PIPELINE_MAX_OUT);
+	if (p->dtype != PIPE_DTYPE_U8 && p->dtype != PIPE_DTYPE_F16 && p->dtype != PIPE_DTYPE_F32)
+		return status_fail(err, errlen, FEEDER_EINVAL, "jpeg pipeline: unknown dtype %d",
+				   p->dtype);
+	if (p->layout != PIPE_LAYOUT_NCHW && p->layout != PIPE_LAYOUT_NHWC)
+		return status_fail(err, errlen, FEEDER_EINVAL, "jpeg pipeline: unknown layout %d",
+				   p->layout);
+	/* Written as negations so that NaN fails too. */
+	if (p->train) {
+		if (!(p->scale_min > 0 && p->scale_min <= p->scale_max && p->scale_max <= 1))
+			return status_fail(err, errlen, FEEDER_EINVAL,
+					   "jpeg pipeline: scale range %g..%g is not within (0, 1]",
+					   p->scale_min, p->scale_max);
+		if (!(p->ratio_min > 0 && p->ratio_min <= p->ratio_max && p->ratio_max < 1e4f))
+			return status_fail(err, errlen, FEEDER_EINVAL,
+					   "jpeg pipeline: aspect ratio range %g..%g is not positive and ordered",
+					   p->ratio_min, p->ratio_max);
+		if (!(p->flip_p >= 0 && p->flip_p <= 1))
+			return status_fail(err, errlen, FEEDER_EINVAL,
+					   "jpeg pipeline: flip probability %g is not within [0, 1]",
+					   p->flip_p);
+	} else if (!(p->resize_ratio >= 1 && p->resize_ratio <= 8)) {
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "jpeg pipeline: resize ratio %g is not within [1, 8]", p->resize_ratio);
+	}
+	for (int c = 0; c < 3; c++)
+		if (!(p->std[c] > 1e-6f && p->std[c] < 1e6f && fabsf(p->mean[c]) < 1e6f))
+			return status_fail(err, errlen, FEEDER_EINVAL,
+					   "jpeg pipeline: mean %g / std %g of channel %d are not usable",
+					   p->mean[c], p->std[c], c);
+	return 0;
+}
+
+size_t jpeg_pipeline_sample_bytes(const struct jpeg_params *p)
+{
+	size_t elem = p->dtype == PIPE_DTYPE_U8 ? 1 : p->dtype == PIPE_DTYPE_F16 ? 2 : 4;
+	return (size_t)3 * p->out_h * p->out_w * elem;
+}
+
+/* torchvision.transforms.RandomResizedCrop.get_params, drawing from r. */
+static void plan_train(const struct jpeg_params *p, uint32_t W, uint32_t H, struct detrand *r,
+		       struct jpeg_crop *c)
+{
+	double area = (double)W * H;
+	double lr0 = log(p->ratio_min), lr1 = log(p->ratio_max);
+	for (int attempt = 0; attempt < 10; attempt++) {
+		double target = area * (p->scale_min + (p->scale_max - p->scale_min) * detrand_uniform(r));
+		double ar = exp(lr0 + (lr1 - lr0) * detrand_uniform(r));
+		/* rint rounds half to even, like Python's round(). */
+		double w = rint(sqrt(target * ar)), h = rint(sqrt(target / ar));
+		if (w > 0 && w <= W && h > 0 && h <= H) {
+			c->y = (double)detrand_range(r, 0, (int64_t)(H - h));
+			c->x = (double)detrand_range(r, 0, (int64_t)(W - w));
+			c->w = w;
+			c->h = h;
+			return;
+		}
+	}
+	double in_ratio = (double)W / H, w, h;
+	if (in_ratio < p->ratio_min) {
+		w = W;
+		h = rint(w / p->ratio_min);
+	} else if (in_ratio > p->ratio_max) {
+		h = H;
+		w = rint(h * p->ratio_max);
+	} else {
+		w = W;
+		h = H;
+	}
+	w = w < 1 ? 1 : w > W ? W : w;
+	h = h < 1 ? 1 : h > H ? H : h;
+	c->w = w;
+	c->h = h;
+	c->y = floor((H - h) / 2);
+	c->x = floor((W - w) / 2);
+}
+
+/* Resize(round(side * resize_ratio)) on the shorter side, then CenterCrop,
+ * expressed as the box of the original image that the crop covers. */
+static void plan_eval(const struct jpeg_params *p, uint32_t W, uint32_t H, struct jpeg_crop *c)
+{
+	uint32_t side = p->out_h > p->out_w ? p->out_h : p->out_w;
+	double target = rint((double)side * p->resize_ratio);
+	double new_w, new_h;
+	/* torchvision: the longer side becomes int(target * long / short). */
+	if (W <= H) {
+		new_w = target;
+		new_h = floor(target * H / W);
+	} else {
+		new_h = target;
+		new_w = floor(target * W / H);
+	}
+	double top = rint((new_h - p->out_h) / 2.0), left = rint((new_w - p->out_w) / 2.0);
+	double sx = W / new_w, sy = H / new_h;
+	c->x = left * sx;
+	c->y = top * sy;
+	c->w = p->out_w * sx;
+	c->h = p->out_h * sy;
+	c->flip = 0;
+}
+
+void jpeg_pipeline_plan(const struct jpeg_params *p, uint32_t img_w, uint32_t img_h,
+			uint64_t aug_key, struct jpeg_crop *c)
+{
+	if (!p->train) {
+		plan_eval(p, img_w, img_h, c);
+		return;
+	}
+	struct detrand r;
+	detrand_init(&r, aug_key);
+	plan_train(p, img_w, img_h, &r, c);
+	c->flip = detrand_uniform(&r) < p->flip_p;
+}
+
+static void jerr_exit(j_common_ptr cinfo)
+{
+	struct jpeg_errmgr *e = (struct jpeg_errmgr *)cinfo->err;
+	(*cinfo->err->format_message)(cinfo, e->msg);
+	longjmp(e->jump, 1);
+}
+
+static void jerr_emit(j_common_ptr cinfo, int level)
+{
+	/* level -1 is a warning about corrupt data; trace messages (>= 0) are
+	 * ignored. */
+	if (level < 0)
+		jerr_exit(cinfo);
+}
+
+static void jerr_output(j_common_ptr cinfo)
+{
+	(void)cinfo;
+}
+
+int jpeg_worker_create(struct jpeg_worker **out, char *err, size_t errlen)
+{
+	struct jpeg_worker *w = calloc(1, sizeof *w);
+	if (!w)
+		return status_fail(err, errlen, -ENOMEM, "jpeg worker: out of memory");
+	w->cinfo.err = jpeg_std_error(&w->jerr.pub);
+	w->jerr.pub.error_exit = jerr_exit;
+	w->jerr.pub.emit_message = jerr_emit;
+	w->jerr.pub.output_message = jerr_output;
+	if (setjmp(w->jerr.jump)) {
+		int rc = status_fail(err, errlen, -ENOMEM, "jpeg worker: %s", w->jerr.msg);
+		free(w);
+		return rc;
+	}
+	jpeg_create_decompress(&w->cinfo);
+	*out = w;
+	return 0;
+}
+
+void jpeg_worker_destroy(struct jpeg_worker *w)
+{
+	if (!w)
+		return;
+	jpeg_destroy_decompress(&w->cinfo);
+	free(w->region);
+	free(w->scratch);
+	resize_axis_free(&w->ax);
+	resize_axis_free(&w->ay);
+	free(w);
+}
+
+static int grow_bytes(void **p, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	void *q = realloc(*p, need);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = need;
+	return 0;
+}
+
+/* The largest IDCT downscale that keeps the result within the reference's
+ * tolerance. With chroma subsampled in one direction only (4:2:2, 4:4:0,
+ * 4:1:1) libjpeg-turbo cannot scale the chroma IDCT to match and its
+ * scaled output drifts in colour (measured: blue off by 2-3/255 on average
+ * at 1/4, more at 1/8), so such images stop at 1/2. */
+static unsigned max_idct_scale(const struct jpeg_decompress_struct *ci)
+{
+	for (int i = 0; i < ci->num_components; i++) {
+		const jpeg_component_info *comp = &ci->comp_info[i];
+		if (ci->max_h_samp_factor * comp->v_samp_factor !=
+		    ci->max_v_samp_factor * comp->h_samp_factor)
+			return 2;
+	}
+	return 8;
+}
+
+/* Plan both axes for crop c seen at IDCT scale 1/s, decode the rows and
+ * columns they need into w->region, and rebase the plans onto it. Sets
+ * *stride. With reference set, decode the whole image at scale 1 instead.
+ * Returns 0 or a negative code with err filled; on error the decompressor
+ * is reset for the next sample. */
+static int decode_region(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t *jpeg,
+			 size_t len, uint64_t aug_key, int reference, int *flip, size_t *stride,
+			 char *err, size_t errlen)
+{
+	struct jpeg_decompress_struct *ci = &w->cinfo;
+	if (setjmp(w->jerr.jump)) {
+		jpeg_abort_decompress(ci);
+		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: %s", w->jerr.msg);
+	}
+	jpeg_mem_src(ci, jpeg, (unsigned long)len);
+	jpeg_read_header(ci, TRUE);
+	if (ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK) {
+		jpeg_abort_decompress(ci);
+		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: CMYK images are not supported");
+	}
+	uint32_t W = ci->image_width, H = ci->image_height;
+	if ((uint64_t)W * H > JPEG_PIPELINE_MAX_PIXELS) {
+		jpeg_abort_decompress(ci);
+		return status_fail(err, errlen, FEEDER_EDECODE,
+				   "jpeg: %ux%u image is larger than %llu pixels", W, H,
+				   (unsigned long long)JPEG_PIPELINE_MAX_PIXELS);
+	}
+	struct jpeg_crop c;
+	jpeg_pipeline_plan(p, W, H, aug_key, &c);
+	*flip = c.flip;
+
+	/* IDCT scaling: the region must stay at least as large as the output so
+	 * that the resize still only shrinks. */
+	unsigned s = 1, smax = reference ? 1 : max_idct_scale(ci);
+	while (s < smax && c.w >= 2.0 * s * p->out_w && c.h >= 2.0 * s * p->out_h)
+		s *= 2;
+	ci->scale_num = 1;
+	ci->scale_denom = s;
+	ci->out_color_space = JCS_EXT_RGBX; /* 4-byte pixels for resize.c */
+	jpeg_start_decompress(ci);
+	int32_t ow = (int32_t)ci->output_width, oh = (int32_t)ci->output_height;
+
+	/* Train crops resize the cropped image, so the filter stays inside the
+	 * box; eval resizes the whole image and then crops, so it may reach
+	 * outside the box. */
+	double bx = c.x / s, by = c.y / s, bw = c.w / s, bh = c.h / s;
+	int32_t xlo = 0, xhi = ow, ylo = 0, yhi = oh;
+	if (p->train) {
+		xlo = (int32_t)floor(bx);
+		ylo = (int32_t)floor(by);
+		xhi = (int32_t)ceil(bx + bw);
+		yhi = (int32_t)ceil(by + bh);
+		xhi = xhi > ow ? ow : xhi;
+		yhi = yhi > oh ? oh : yhi;
+	}
+	if (resize_axis_plan(&w->ax, bx, bw, p->out_w, xlo, xhi) ||
+	    resize_axis_plan(&w->ay, by, bh, p->out_h, ylo, yhi)) {
+		jpeg_abort_decompress(ci);
+		return status_fail(err, errlen, -ENOMEM, "jpeg: out of memory for the resize plan");
+	}
+	int32_t x0, x1, y0, y1;
+	resize_axis_span(&w->ax, &x0, &x1);
+	resize_axis_span(&w->ay, &y0, &y1);
+	if (reference) {
+		x0 = 0;
+		x1 = ow;
+		y0 = 0;
+		y1 = oh;
+	}
+	JDIMENSION xoff = (JDIMENSION)x0, cw = (JDIMENSION)(x1 - x0);
+	if (xoff > 0 || cw < (JDIMENSION)ow)
+		jpeg_crop_scanline(ci, &xoff, &cw); /* widens to iMCU boundaries */
+	resize_axis_rebase(&w->ax, (int32_t)xoff);
+	resize_axis_rebase(&w->ay, y0);
+
+	*stride = (size_t)cw * 4;
+	size_t rows = (size_t)(y1 - y0);
+	size_t need_scratch = resize_scratch_floats(&w->ax, &w->ay) * sizeof(float);
+	if (grow_bytes((void **)&w->region, &w->region_cap, *stride * rows) ||
+	    grow_bytes((void **)&w->scratch, &w->scratch_cap, need_scratch)) {
+		jpeg_abort_decompress(ci);
+		return status_fail(err, errlen, -ENOMEM, "jpeg: out of memory for a %ux%zu region",
+				   (unsigned)cw, rows);
+	}
+	if (y0 > 0)
+		jpeg_skip_scanlines(ci, (JDIMENSION)y0);
+	while (ci->output_scanline < (JDIMENSION)y1) {
+		JSAMPROW rowp[16];
+		JDIMENSION want = (JDIMENSION)y1 - ci->output_scanline;
+		want = want > 16 ? 16 : want;
+		for (JDIMENSION k = 0; k < want; k++)
+			rowp[k] = w->region + (ci->output_scanline - (JDIMENSION)y0 + k) * *stride;
+		if (jpeg_read_scanlines(ci, rowp, want) == 0) {
+			jpeg_abort_decompress(ci);
+			return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: no rows decoded");
+		}
+	}
+	if (ci->output_scanline < ci->output_height)
+		jpeg_abort_decompress(ci);
+	else
+		jpeg_finish_decompress(ci);
+	return 0;
+}
+
+static int run(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t *jpeg,
+	       size_t len, uint64_t aug_key, void *out, int reference, char *err, size_t errlen)
+{
+	int rc = jpeg_params_check(p, err, errlen);
+	if (rc)
+		return rc;
+	if (!jpeg || len == 0)
+		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: empty payload");
+	int flip = 0;
+	size_t stride = 0;
+	rc = decode_region(w, p, jpeg, len, aug_key, reference, &flip, &stride, err, errlen);
+	if (rc)
+		return rc;
+	struct resize_out o = { .out = out, .dtype = p->dtype, .layout = p->layout, .flip = flip };
+	for (int c = 0; c < 3; c++) {
+		o.mul[c] = 1.0f / (255.0f * p->std[c]);
+		o.add[c] = -p->mean[c] / p->std[c];
+	}
+	resize_rgb(w->region, stride, &w->ax, &w->ay, w->scratch, &o);
+	return 0;
+}
+
+int jpeg_pipeline_run(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t *jpeg,
+		      size_t len, uint64_t aug_key, void *out, char *err, size_t errlen)
+{
+	return run(w, p, jpeg, len, aug_key, out, 0, err, errlen);
+}
+
+int jpeg_pipeline_reference(struct jpeg_worker *w, const struct jpeg_params *p,
+			    const uint8_t *jpeg, size_t len, uint64_t aug_key, void *out,
+			    char *err, size_t errlen)
+{
+	return run(w, p, jpeg, len, aug_key, out, 1, err, errlen);
+}

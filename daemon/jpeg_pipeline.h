@@ -1,0 +1,92 @@
+/* jpeg_pipeline.h — one JPEG in, one training-ready image tensor out.
+ *
+ * feederd's worker threads call jpeg_pipeline_run once per sample and let it
+ * write straight into the batch slot in shared memory. Train mode is
+ * torchvision's RandomResizedCrop(size, scale, ratio) + RandomHorizontalFlip(p)
+ * with the randomness drawn from detrand keyed by the sample's aug_key; eval
+ * mode is Resize(round(size * resize_ratio)) on the shorter side +
+ * CenterCrop(size). Both end with ToTensor + Normalize(mean, std) (u8 output
+ * skips the normalization and carries raw 0..255 pixels).
+ *
+ * Only the crop's region is decoded (jpeg_crop_scanline for the columns,
+ * jpeg_skip_scanlines for the rows above), and libjpeg-turbo's IDCT scaling
+ * (1/2, 1/4, 1/8) is used when the region is at least that many times the
+ * output size in both dimensions. The resize is an antialiased separable
+ * triangle filter (like PIL / torchvision antialias=True) fused with the flip,
+ * the normalization, the dtype conversion and the layout write.
+ *
+ * jpeg_pipeline_reference does the same thing the slow, obvious way (full
+ * decode at scale 1, crop, same resize); tests hold the fast path to it. */
+#ifndef FEEDER_JPEG_PIPELINE_H
+#define FEEDER_JPEG_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { PIPE_DTYPE_U8 = 1, PIPE_DTYPE_F16 = 2, PIPE_DTYPE_F32 = 3 };
+enum { PIPE_LAYOUT_NCHW = 1, PIPE_LAYOUT_NHWC = 2 };
+
+/* Largest accepted out_h / out_w, and largest accepted image side. */
+#define JPEG_PIPELINE_MAX_OUT 8192
+#define JPEG_PIPELINE_MAX_SIDE 65500
+
+struct jpeg_params {
+	uint32_t out_h, out_w;
+	int train;                /* 1: random resized crop + flip; 0: resize + center crop */
+	float scale_min, scale_max; /* fraction of the image area (train) */
+	float ratio_min, ratio_max; /* aspect ratio w/h range (train) */
+	float flip_p;             /* probability of a horizontal flip (train) */
+	float resize_ratio;       /* eval: shorter side = out * resize_ratio, e.g. 256/224 */
+	float mean[3], std[3];    /* per channel, in [0,1] pixel units */
+	int dtype, layout;        /* PIPE_DTYPE_*, PIPE_LAYOUT_* */
+};
+
+/* The crop a sample gets: the box (x, y, w, h) in full-image pixel units
+ * that is resized to out_w x out_h, and whether it is mirrored. In train mode
+ * the box is whole pixels (torchvision's get_params); in eval mode it is the
+ * part of the image that the centre crop of the resized image covers, which
+ * is fractional. Exposed so that tests and tools can check it. */
+struct jpeg_crop {
+	double x, y, w, h;
+	int flip;
+};
+
+/* Eval mode resizes the shorter side to round(max(out_h, out_w) *
+ * resize_ratio), so the centre crop always fits (resize_ratio >= 1). */
+
+/* Defaults for an out size x size image: ImageNet mean (0.485, 0.456, 0.406)
+ * and std (0.229, 0.224, 0.225), scale 0.08..1, ratio 3/4..4/3, flip 0.5,
+ * resize_ratio 256/224, dtype f32, layout NCHW. */
+void jpeg_params_default(struct jpeg_params *p, uint32_t size, int train);
+
+/* 0 if p is usable, else FEEDER_EINVAL with a sentence naming the field. */
+int jpeg_params_check(const struct jpeg_params *p, char *err, size_t errlen);
+
+/* Bytes one sample occupies: 3 * out_h * out_w * (1, 2 or 4). */
+size_t jpeg_pipeline_sample_bytes(const struct jpeg_params *p);
+
+/* The crop box of an img_w x img_h image for aug_key (pure function). */
+void jpeg_pipeline_plan(const struct jpeg_params *p, uint32_t img_w, uint32_t img_h,
+			uint64_t aug_key, struct jpeg_crop *c);
+
+/* Per-thread decoder state and scratch buffers; never shared between
+ * threads. Create returns 0 or -ENOMEM. */
+struct jpeg_worker;
+int jpeg_worker_create(struct jpeg_worker **out, char *err, size_t errlen);
+void jpeg_worker_destroy(struct jpeg_worker *w);
+
+/* Decode, crop, resize, flip, normalize and write ONE sample of
+ * jpeg_pipeline_sample_bytes(p) bytes at out (3 x out_h x out_w in p->layout
+ * and p->dtype). Returns 0, FEEDER_EDECODE with the reason (corrupt or
+ * unsupported JPEG, e.g. CMYK) or FEEDER_EINVAL (bad params, -ENOMEM). On
+ * error the content of out is unspecified. */
+int jpeg_pipeline_run(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t *jpeg,
+		      size_t len, uint64_t aug_key, void *out, char *err, size_t errlen);
+
+/* The slow reference of jpeg_pipeline_run: full decode at scale 1, the same
+ * crop, the same resize. For tests; same arguments and results. */
+int jpeg_pipeline_reference(struct jpeg_worker *w, const struct jpeg_params *p,
+			    const uint8_t *jpeg, size_t len, uint64_t aug_key, void *out,
+			    char *err, size_t errlen);
+
+#endif

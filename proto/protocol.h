@@ -1,0 +1,355 @@
+/* protocol.h — the wire protocol between feederd and its clients, and the
+ * layout of a stream's shared-memory ring.
+ *
+ * Transport: a Unix-domain SOCK_SEQPACKET socket, so every send is one whole
+ * message. A message is a 16-byte header followed by a fixed-size payload
+ * whose length depends only on the type (no variable parts, so validation is
+ * a length check plus field checks):
+ *
+ *   u32 magic (PROTO_MAGIC) | u16 version (PROTO_VERSION) | u16 type
+ *   | u32 payload length | u32 reserved (0)
+ *
+ * All integers are little-endian; floats travel as their IEEE-754 bit
+ * patterns in a u32/u64; strings are fixed-size fields holding a NUL-
+ * terminated string whose remaining bytes are all zero. proto_decode()
+ * checks every field (enums, ranges, NUL termination, names) before the
+ * caller sees the message, so the daemon never acts on a half-valid request.
+ *
+ * Conversation (C = client, D = daemon):
+ *   C HELLO            -> D WELCOME (limits of this connection)
+ *   C OPEN_STREAM(tag) -> D STREAM_OPENED(tag, id) + the ring memfd by
+ *                         SCM_RIGHTS, or ERROR(tag) if refused
+ *   D BATCH_READY(id, slot, epoch, batch)  whenever a slot is filled
+ *   C RELEASE(id, slot)                    when the client is done with it
+ *   D STREAM_END(id)   after the last batch of the last epoch was sent
+ *   C CLOSE_STREAM(id) -> D STREAM_END(id) (the stream is gone on both sides)
+ *   C STATUS(what)     -> D STATUS_REPLY, or DATASET_INFO… / STREAM_INFO…
+ *                         followed by LIST_END
+ *   D GOODBYE          the daemon is shutting down; the socket closes next
+ *   D ERROR(code, stream, tag, fatal, message)
+ *
+ * A malformed message (bad magic/version/type/length/field) is answered with
+ * a fatal ERROR and the connection is closed. A well-formed request that
+ * cannot be served (no such dataset, over quota) gets a non-fatal ERROR that
+ * carries the request's tag, and the connection stays usable. A stream that
+ * fails while running (on_error=fail and a corrupt sample) gets a non-fatal
+ * ERROR carrying its stream id; the stream is then gone.
+ *
+ * This module does no I/O (see sockmsg.h for sending and receiving). */
+#ifndef FEEDER_PROTOCOL_H
+#define FEEDER_PROTOCOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROTO_MAGIC 0x52444546u /* "FEDR" in little-endian byte order */
+#define PROTO_VERSION 1
+#define PROTO_HEADER_SIZE 16
+/* No message is larger than this; a receiver's buffer of this size plus one
+ * byte detects oversized messages (MSG_TRUNC). */
+#define PROTO_MAX_MESSAGE 1024
+
+#define PROTO_NAME_MAX 64      /* dataset name field, including the NUL */
+#define PROTO_TEXT_MAX 256     /* ERROR message field, including the NUL */
+#define PROTO_AGENT_MAX 32     /* HELLO/WELCOME software name, including the NUL */
+
+/* Limits that OPEN_STREAM is validated against. The daemon's configuration
+ * may set tighter ones (max_slots, quota). */
+#define PROTO_MAX_BATCH 65536
+#define PROTO_MAX_SLOTS 256
+#define PROTO_MAX_WORLD 65536
+#define PROTO_MAX_EPOCHS 1000000
+#define PROTO_MAX_SIDE 8192       /* jpeg output height/width */
+#define PROTO_MAX_CHUNK 65536     /* features chunk_len */
+
+enum proto_type {
+	PROTO_HELLO = 1,         /* C->D */
+	PROTO_WELCOME = 2,       /* D->C */
+	PROTO_OPEN_STREAM = 3,   /* C->D */
+	PROTO_STREAM_OPENED = 4, /* D->C, carries the memfd */
+	PROTO_BATCH_READY = 5,   /* D->C */
+	PROTO_RELEASE = 6,       /* C->D */
+	PROTO_CLOSE_STREAM = 7,  /* C->D */
+	PROTO_STREAM_END = 8,    /* D->C */
+	PROTO_ERROR = 9,         /* D->C */
+	PROTO_GOODBYE = 10,      /* D->C */
+	PROTO_STATUS = 11,       /* C->D */
+	PROTO_STATUS_REPLY = 12, /* D->C */
+	PROTO_DATASET_INFO = 13, /* D->C */
+	PROTO_STREAM_INFO = 14,  /* D->C */
+	PROTO_LIST_END = 15,     /* D->C */
+	PROTO_TYPE_MAX = 15,
+};
+
+/* Numbering matches jpeg_pipeline.h's PIPE_DTYPE_* / PIPE_LAYOUT_*. */
+enum proto_pipeline { PROTO_PIPE_JPEG = 1, PROTO_PIPE_FEATURES = 2 };
+enum proto_dtype { PROTO_DTYPE_U8 = 1, PROTO_DTYPE_F16 = 2, PROTO_DTYPE_F32 = 3 };
+enum proto_layout { PROTO_LAYOUT_NCHW = 1, PROTO_LAYOUT_NHWC = 2 };
+enum proto_on_error { PROTO_ON_ERROR_REPLACE = 0, PROTO_ON_ERROR_FAIL = 1 };
+enum proto_status_what { PROTO_STATUS_SUMMARY = 1, PROTO_STATUS_DATASETS = 2,
+			 PROTO_STATUS_STREAMS = 3 };
+/* features options (same numbering as features_pipeline.h). */
+enum proto_feat_pad { PROTO_FEAT_PAD_REPEAT = 1, PROTO_FEAT_PAD_SKIP = 2 };
+enum proto_feat_cmn { PROTO_FEAT_CMN_NONE = 0, PROTO_FEAT_CMN_UTT = 1, PROTO_FEAT_CMN_SLIDING = 2 };
+
+struct proto_hello {
+	uint32_t pid;                  /* informative; the daemon trusts SO_PEERCRED */
+	char agent[PROTO_AGENT_MAX];   /* e.g. "libfeeder 0.1.0" */
+};
+
+struct proto_welcome {
+	uint32_t session;              /* id of this connection in logs and STATUS */
+	uint32_t max_streams;          /* per connection */
+	uint32_t max_slots;            /* per stream */
+	uint32_t reserved;
+	uint64_t quota;                /* bytes of ring memory this connection may hold */
+	char agent[PROTO_AGENT_MAX];   /* e.g. "feederd 0.1.0" */
+};
+
+/* jpeg pipeline options (PROTO_PIPE_JPEG). Mirrors struct jpeg_params. */
+struct proto_jpeg_opts {
+	uint32_t out_h, out_w;        /* 1..PROTO_MAX_SIDE */
+	uint32_t train;               /* 0 eval (resize + center crop), 1 train (RRC + flip) */
+	float scale_min, scale_max;   /* 0 < min <= max <= 1 */
+	float ratio_min, ratio_max;   /* 0 < min <= max */
+	float flip_p;                 /* 0..1 */
+	float resize_ratio;           /* eval: shorter side = out * ratio, 1..8 */
+	float mean[3], std[3];        /* finite; std > 0 */
+};
+
+/* features pipeline options (PROTO_PIPE_FEATURES). Mirrors struct features_params. */
+struct proto_features_opts {
+	uint32_t chunk_len;           /* 1..PROTO_MAX_CHUNK */
+	uint32_t pad;                 /* enum proto_feat_pad */
+	uint32_t cmn;                 /* enum proto_feat_cmn */
+	uint32_t cmn_window;          /* frames, >= 1 when cmn is sliding */
+	uint32_t cvn;                 /* 0 or 1 */
+	uint32_t train;               /* 0 or 1 (random chunk vs. centered chunk) */
+};
+
+struct proto_open_stream {
+	uint32_t tag;                  /* chosen by the client, echoed in the answer */
+	uint32_t pipeline;             /* enum proto_pipeline */
+	uint32_t batch;                /* 1..PROTO_MAX_BATCH */
+	uint32_t epochs;               /* epochs served back to back, 1..PROTO_MAX_EPOCHS */
+	uint32_t rank, world;          /* rank < world, world 1..PROTO_MAX_WORLD */
+	uint32_t drop_last;            /* 0 or 1 */
+	uint32_t slots;                /* ring depth, 1..PROTO_MAX_SLOTS */
+	uint32_t dtype;                /* enum proto_dtype (u8 only for jpeg) */
+	uint32_t layout;               /* enum proto_layout (jpeg only; features: NCHW) */
+	uint32_t on_error;             /* enum proto_on_error */
+	uint32_t flags;                /* reserved for later options, must be 0 */
+	char dataset[PROTO_NAME_MAX];  /* [A-Za-z0-9._-], not starting with '.' */
+	uint64_t seed;
+	uint64_t epoch;                /* first epoch served */
+	uint64_t start_batch;          /* first batch of the first epoch (resume) */
+	struct proto_jpeg_opts jpeg;   /* checked when pipeline is jpeg, else must be 0 */
+	struct proto_features_opts features; /* checked when pipeline is features, else 0 */
+};
+
+/* The answer to OPEN_STREAM; the ring's memfd travels with it (SCM_RIGHTS).
+ * The memfd is PROTO_RING_HEADER + slots * slot_size bytes, sealed with
+ * F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL. */
+struct proto_stream_opened {
+	uint32_t tag;
+	uint32_t stream;               /* id, unique within the daemon, never 0 */
+	uint32_t slots;
+	uint32_t batch;
+	uint64_t slot_size;            /* bytes, multiple of the page size */
+	uint64_t ring_size;            /* bytes of the memfd */
+	uint64_t batches;              /* batches this stream will send in all */
+	uint64_t batches_per_epoch;    /* for this rank, counting from batch 0 */
+	uint64_t samples;              /* samples in the dataset */
+	uint32_t classes;              /* classes in the dataset */
+	uint32_t dtype, layout;
+	uint32_t ndim;                 /* 4 */
+	uint32_t shape[4];             /* full batch shape, e.g. {B,3,H,W} */
+	uint64_t labels_offset;        /* from the start of a slot */
+	uint64_t tensor_offset;        /* from the start of a slot, PROTO_TENSOR_ALIGN */
+	uint64_t tensor_bytes;         /* of a full batch */
+};
+
+struct proto_batch_ready {
+	uint32_t stream;
+	uint32_t slot;                 /* < slots */
+	uint64_t epoch;
+	uint64_t batch_index;          /* within the epoch, counted for this rank */
+	uint32_t samples;              /* 1..batch (the last batch may be short) */
+	uint32_t replacements;         /* corrupt samples replaced in this batch */
+};
+
+struct proto_release {
+	uint32_t stream;
+	uint32_t slot;
+};
+
+struct proto_close_stream {
+	uint32_t stream;
+};
+
+struct proto_stream_end {
+	uint32_t stream;
+	uint32_t reason;               /* 0 all batches sent, 1 closed by the client */
+	uint64_t batches_sent;
+};
+
+struct proto_error {
+	int32_t code;                  /* FEEDER_E* or -errno, < 0 */
+	uint32_t stream;               /* the stream that failed, or 0 */
+	uint32_t tag;                  /* the OPEN_STREAM tag refused, or 0 */
+	uint32_t fatal;                /* 1: the daemon closes the connection next */
+	char message[PROTO_TEXT_MAX];  /* one sentence */
+};
+
+struct proto_goodbye {
+	uint32_t reason;               /* 0 shutdown */
+};
+
+struct proto_status {
+	uint32_t what;                 /* enum proto_status_what */
+};
+
+struct proto_status_reply {
+	uint64_t uptime_ms;
+	uint32_t clients, streams, workers, datasets;
+	uint64_t memory_used, memory_limit; /* ring bytes */
+	uint64_t batches, samples;     /* sent / decoded since start */
+	uint64_t replacements;         /* corrupt samples replaced */
+	uint64_t decode_errors;        /* samples that failed to decode (replaced or not) */
+	uint64_t protocol_errors;      /* malformed messages received */
+	double images_per_s;           /* over the last few seconds, all streams */
+};
+
+struct proto_dataset_info {
+	char name[PROTO_NAME_MAX];
+	uint32_t kind;                 /* enum dsformat_kind */
+	uint32_t classes;
+	uint64_t samples;
+	uint32_t feat_dim;
+	uint32_t streams;              /* open streams reading it */
+};
+
+struct proto_stream_info {
+	uint32_t stream, session;
+	uint32_t pid, uid;             /* of the client (SO_PEERCRED) */
+	char dataset[PROTO_NAME_MAX];
+	uint32_t pipeline, batch, slots, ready; /* ready: slots filled and not yet released */
+	uint64_t epoch;                /* epoch being produced */
+	uint64_t batches_sent, batches_total;
+	uint64_t samples;              /* decoded */
+	uint64_t replacements;
+	double images_per_s;           /* over the last few seconds */
+	uint64_t client_wait_us;       /* time with no batch ready for the client */
+	uint64_t ring_full_us;         /* time all slots were held by the client */
+};
+
+struct proto_list_end {
+	uint32_t count;                /* entries sent before it */
+};
+
+struct proto_msg {
+	uint16_t type;                 /* enum proto_type */
+	union {
+		struct proto_hello hello;
+		struct proto_welcome welcome;
+		struct proto_open_stream open;
+		struct proto_stream_opened opened;
+		struct proto_batch_ready ready;
+		struct proto_release release;
+		struct proto_close_stream close;
+		struct proto_stream_end end;
+		struct proto_error error;
+		struct proto_goodbye goodbye;
+		struct proto_status status;
+		struct proto_status_reply status_reply;
+		struct proto_dataset_info dataset;
+		struct proto_stream_info stream;
+		struct proto_list_end list_end;
+	} u;
+};
+
+/* Name of a message type ("HELLO", …), "?" if unknown. */
+const char *proto_type_name(uint32_t type);
+/* 1 if type is sent by clients, 0 if by the daemon or unknown. */
+int proto_type_from_client(uint32_t type);
+/* The exact payload length of type, or 0 if type is unknown. */
+size_t proto_payload_len(uint32_t type);
+
+/* Encode m into buf (cap bytes). Returns the message length (header included)
+ * or FEEDER_EINVAL if cap is too small or the type unknown. Does not validate
+ * field values (the sender is trusted to build valid messages; decode checks). */
+int proto_encode(const struct proto_msg *m, void *buf, size_t cap);
+
+/* Decode and validate one whole message of len bytes. Returns 0 and fills m,
+ * or FEEDER_EPROTO (bad magic, type, length, field), FEEDER_EVERSION (other
+ * protocol version) or FEEDER_EBADNAME (dataset name not allowed), with a
+ * sentence in err naming the field. m's content is unspecified on error. */
+int proto_decode(const void *buf, size_t len, struct proto_msg *m, char *err, size_t errlen);
+
+/* 0 if name is an allowed dataset name: 1..PROTO_NAME_MAX-1 characters of
+ * [A-Za-z0-9._-], not starting with '.' (so never "." or ".."); else
+ * FEEDER_EBADNAME with a sentence. */
+int proto_name_check(const char *name, char *err, size_t errlen);
+
+/* Fill o with the defaults of a jpeg stream of size×size outputs (the same as
+ * jpeg_params_default: ImageNet mean/std, scale .08–1, ratio 3/4–4/3, flip .5,
+ * resize ratio 256/224), batch 0 and dataset "" left for the caller. */
+void proto_open_stream_defaults(struct proto_open_stream *o, uint32_t size, int train);
+
+/* ---- Shared-memory ring layout -------------------------------------------
+ *
+ * The memfd of a stream holds:
+ *   [0, PROTO_RING_HEADER)  struct proto_ring_header (then zeros)
+ *   slot i at PROTO_RING_HEADER + i * slot_size, each:
+ *     [0, 64)                         struct proto_slot_header
+ *     [labels_offset, +4*batch)       int32 labels (labels_offset = 64)
+ *     [tensor_offset, +tensor_bytes)  the batch tensor, tensor_offset a
+ *                                     multiple of PROTO_TENSOR_ALIGN
+ *   slot_size = tensor_offset + tensor_bytes rounded up to the page size.
+ * Structs in shared memory are in host byte order (both ends share the host).
+ * The daemon writes a slot only while the client does not hold it: between
+ * RELEASE and the next BATCH_READY for that slot. */
+#define PROTO_RING_MAGIC 0x474e5246u /* "FRNG" */
+#define PROTO_RING_HEADER 4096
+#define PROTO_SLOT_HEADER 64
+#define PROTO_TENSOR_ALIGN 4096
+
+struct proto_ring_header {
+	uint32_t magic;                /* PROTO_RING_MAGIC */
+	uint32_t version;              /* PROTO_VERSION */
+	uint32_t stream;
+	uint32_t slots;
+	uint64_t slot_size;
+	uint64_t slot0_offset;         /* PROTO_RING_HEADER */
+	uint32_t batch, dtype, layout, ndim;
+	uint32_t shape[4];
+	uint64_t labels_offset, tensor_offset, tensor_bytes;
+};
+
+struct proto_slot_header {
+	uint64_t epoch;
+	uint64_t batch_index;
+	uint32_t samples;              /* valid samples (rows of labels and tensor) */
+	uint32_t replacements;
+	uint32_t dtype, layout, ndim;
+	uint32_t shape[4];             /* shape[0] == samples */
+	uint32_t sequence;             /* counts fills of this slot, for debugging */
+};
+
+/* Bytes per element of dtype, 0 if unknown. */
+size_t proto_dtype_size(uint32_t dtype);
+
+/* Compute the ring geometry of a stream: shape, offsets, slot and ring sizes.
+ * For jpeg: shape {B,3,H,W} (NCHW) or {B,H,W,3} (NHWC); for features:
+ * {B, feat_dim, chunk_len, 1}. page is the page size (a power of two).
+ * Returns 0, or FEEDER_EQUOTA if the sizes overflow. */
+struct proto_geometry {
+	uint32_t ndim;
+	uint32_t shape[4];
+	uint64_t sample_bytes;
+	uint64_t labels_offset, tensor_offset, tensor_bytes, slot_size, ring_size;
+};
+int proto_geometry(const struct proto_open_stream *o, uint32_t feat_dim, uint64_t page,
+		   struct proto_geometry *g, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,147 @@
+/* pipeline_bench.c — single-thread speed of the jpeg pipeline (not a test).
+ *
+ * Makes a few photo-like JPEGs in memory (jpeg_synth.h) and reports, on one
+ * thread, images/s of: full-size tjDecompress2 (the cost of decoding whole
+ * images, what a naive loader pays before it even crops), jpeg_pipeline_run
+ * in train mode (random resized crop + flip) and eval mode, and the slow
+ * reference. The region decode with IDCT scaling must beat the full decode.
+ *
+ *   pipeline_bench [--width W --height H --size S --dtype u8|f16|f32 --seconds T]
+ */
+#include "jpeg_pipeline.h"
+#include "jpeg_synth.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NIMG 8
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: steadier on a shared machine */
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct bench {
+	uint8_t *jpeg[NIMG];
+	unsigned long len[NIMG];
+	int w, h;
+	double seconds;
+};
+
+typedef int (*pipe_fn)(struct jpeg_worker *, const struct jpeg_params *, const uint8_t *, size_t,
+		       uint64_t, void *, char *, size_t);
+
+static double rate_pipeline(const struct bench *b, struct jpeg_worker *w, const struct jpeg_params *p,
+			    pipe_fn fn, void *out)
+{
+	char err[256];
+	double t0 = now(), t;
+	uint64_t n = 0;
+	do {
+		for (int i = 0; i < NIMG; i++, n++)
+			if (fn(w, p, b->jpeg[i], b->len[i], n, out, err, sizeof err)) {
+				fprintf(stderr, "pipeline_bench: %s\n", err);
+				exit(1);
+			}
+		t = now() - t0;
+	} while (t < b->seconds);
+	return n / t;
+}
+
+static double rate_full_decode(const struct bench *b)
+{
+	tjhandle tj = tjInitDecompress();
+	uint8_t *px = malloc((size_t)b->w * b->h * 3);
+	if (!tj || !px) {
+		fprintf(stderr, "pipeline_bench: out of memory\n");
+		exit(1);
+	}
+	double t0 = now(), t;
+	uint64_t n = 0;
+	do {
+		for (int i = 0; i < NIMG; i++, n++)
+			if (tjDecompress2(tj, b->jpeg[i], b->len[i], px, b->w, 0, b->h, TJPF_RGB, 0)) {
+				fprintf(stderr, "pipeline_bench: %s\n", tjGetErrorStr2(tj));
+				exit(1);
+			}
+		t = now() - t0;
+	} while (t < b->seconds);
+	tjDestroy(tj);
+	free(px);
+	return n / t;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench b = { .w = 500, .h = 375, .seconds = 1.0 };
+	uint32_t size = 224;
+	int dtype = PIPE_DTYPE_F16;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!v) {
+			fprintf(stderr, "pipeline_bench: %s needs a value\n", a);
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "--width"))
+			b.w = atoi(v);
+		else if (!strcmp(a, "--height"))
+			b.h = atoi(v);
+		else if (!strcmp(a, "--size"))
+			size = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--seconds"))
+			b.seconds = atof(v);
+		else if (!strcmp(a, "--dtype"))
+			dtype = !strcmp(v, "u8") ? PIPE_DTYPE_U8 : !strcmp(v, "f32") ? PIPE_DTYPE_F32
+										     : PIPE_DTYPE_F16;
+		else {
+			fprintf(stderr, "usage: pipeline_bench [--width W --height H --size S "
+					"--dtype u8|f16|f32 --seconds T]\n");
+			return 2;
+		}
+	}
+	if (b.w < 16 || b.h < 16 || size < 1 || size > (uint32_t)(b.w < b.h ? b.w : b.h) ||
+	    !(b.seconds > 0)) {
+		fprintf(stderr, "pipeline_bench: need 16 <= size <= image sides and seconds > 0\n");
+		return 2;
+	}
+	for (int i = 0; i < NIMG; i++) {
+		b.jpeg[i] = jpeg_synth(b.w, b.h, TJSAMP_420, 90, (unsigned)i + 1, &b.len[i]);
+		if (!b.jpeg[i]) {
+			fprintf(stderr, "pipeline_bench: could not make test images\n");
+			return 1;
+		}
+	}
+	char err[256];
+	struct jpeg_worker *w;
+	if (jpeg_worker_create(&w, err, sizeof err)) {
+		fprintf(stderr, "pipeline_bench: %s\n", err);
+		return 1;
+	}
+	struct jpeg_params train, eval;
+	jpeg_params_default(&train, size, 1);
+	jpeg_params_default(&eval, size, 0);
+	train.dtype = eval.dtype = dtype;
+	void *out = malloc(jpeg_pipeline_sample_bytes(&train));
+	if (!out)
+		return 1;
+	double full = rate_full_decode(&b);
+	double tr = rate_pipeline(&b, w, &train, jpeg_pipeline_run, out);
+	double ev = rate_pipeline(&b, w, &eval, jpeg_pipeline_run, out);
+	double ref = rate_pipeline(&b, w, &train, jpeg_pipeline_reference, out);
+	printf("images %dx%d 4:2:0 q90, output %ux%u %s, one thread\n", b.w, b.h, size, size,
+	       dtype == PIPE_DTYPE_U8 ? "u8" : dtype == PIPE_DTYPE_F32 ? "f32" : "f16");
+	printf("full-size tjDecompress2     %8.0f images/s\n", full);
+	printf("jpeg_pipeline_run train     %8.0f images/s (%.2fx full decode)\n", tr, tr / full);
+	printf("jpeg_pipeline_run eval      %8.0f images/s (%.2fx full decode)\n", ev, ev / full);
+	printf("jpeg_pipeline_reference     %8.0f images/s\n", ref);
+	free(out);
+	jpeg_worker_destroy(w);
+	for (int i = 0; i < NIMG; i++)
+		tjFree(b.jpeg[i]);
+	return 0;
+}

@@ -1,0 +1,311 @@
+/* test_config.c — feederd's configuration (daemon/config.c): every key from
+ * a file and from a flag, the error lines for unknown keys, flags and bad
+ * values, and the precedence flag > FEEDER_SOCKET > file > default. */
+#include "config.h"
+
+#include "check.h"
+#include "status.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+static char tmpdir[] = "/tmp/feeder-config-XXXXXX";
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	CHECK(f);
+	fputs(text, f);
+	CHECK(fclose(f) == 0);
+}
+
+/* config_load with a NULL-terminated list of arguments after "feederd". */
+static int load(struct config *cfg, char *err, size_t errlen, ...)
+{
+	char *argv[32];
+	int argc = 0;
+	argv[argc++] = "feederd";
+	va_list ap;
+	va_start(ap, errlen);
+	char *a;
+	while ((a = va_arg(ap, char *)) != NULL && argc < 31)
+		argv[argc++] = a;
+	va_end(ap);
+	argv[argc] = NULL;
+	return config_load(argc, argv, cfg, err, errlen);
+}
+
+static void test_defaults(const char *missing)
+{
+	struct config c;
+	char err[512] = "";
+	/* A missing file given explicitly is an error naming it. */
+	int rc = load(&c, err, sizeof err, "--config", missing, NULL);
+	CHECKF(rc == -ENOENT, "rc %d", rc);
+	CHECKF(strstr(err, missing) && strstr(err, "No such file"), "err '%s'", err);
+	/* Defaults through an empty file. */
+	char empty[256];
+	snprintf(empty, sizeof empty, "%s/empty.conf", tmpdir);
+	write_file(empty, "");
+	rc = load(&c, err, sizeof err, "--config", empty, NULL);
+	CHECKF(rc == 0, "%s", err);
+	CHECK(strcmp(c.socket_path, CONFIG_DEFAULT_SOCKET) == 0);
+	CHECK(strcmp(c.datasets_dir, CONFIG_DEFAULT_DATASETS) == 0);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	CHECKF(c.workers == (unsigned)n, "workers %u cores %ld", c.workers, n);
+	CHECK(c.memory_limit == 4ULL << 30);
+	CHECK(c.client_quota == c.memory_limit);
+	CHECK(c.log_level == LOG_INFO);
+	CHECK(c.gpu == -1);
+	CHECK(c.max_slots == 32 && c.max_clients == 64 && c.max_streams_per_client == 16);
+	CHECK(c.max_message == 64 << 10);
+	CHECK(c.n_allow_uids == 0 && c.n_allow_gids == 0 && c.socket_gid == (gid_t)-1);
+	CHECK(c.check_only == 0);
+	CHECK(strcmp(c.config_path, empty) == 0);
+}
+
+static void test_every_key_file(void)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/all.conf", tmpdir);
+	write_file(path, "# every key\n"
+			 "[feederd]\n"
+			 "socket = /tmp/x.sock\n"
+			 "  datasets=/srv/data  \n"
+			 "\n"
+			 "; another comment\n"
+			 "workers = 3\n"
+			 "memory_limit = 2G\n"
+			 "max_clients = 9\n"
+			 "log_level = debug\n"
+			 "client_quota = 512MiB\n"
+			 "max_streams_per_client = 5\n"
+			 "max_slots = 7\n"
+			 "max_message = 8K\n"
+			 "socket_group = 0\n"
+			 "allow_users = root, 1234\n"
+			 "allow_groups = 0,55\n"
+			 "gpu = 2\r\n");
+	struct config c;
+	char err[512] = "";
+	int rc = load(&c, err, sizeof err, "--config", path, NULL);
+	CHECKF(rc == 0, "%s", err);
+	CHECK(strcmp(c.socket_path, "/tmp/x.sock") == 0);
+	CHECK(strcmp(c.datasets_dir, "/srv/data") == 0);
+	CHECK(c.workers == 3);
+	CHECK(c.memory_limit == 2ULL << 30);
+	CHECK(c.max_clients == 9);
+	CHECK(c.log_level == LOG_DEBUG);
+	CHECK(c.client_quota == 512ULL << 20);
+	CHECK(c.max_streams_per_client == 5);
+	CHECK(c.max_slots == 7);
+	CHECK(c.max_message == 8192);
+	CHECK(strcmp(c.socket_group, "0") == 0 && c.socket_gid == 0);
+	CHECK(c.n_allow_uids == 2 && c.allow_uids[0] == 0 && c.allow_uids[1] == 1234);
+	CHECK(c.n_allow_gids == 2 && c.allow_gids[0] == 0 && c.allow_gids[1] == 55);
+	CHECK(c.gpu == 2);
+
+	/* What --check-config prints is itself a valid config that loads to the
+	 * same values. */
+	char printed[256];
+	snprintf(printed, sizeof printed, "%s/printed.conf", tmpdir);
+	FILE *f = fopen(printed, "w");
+	CHECK(f);
+	config_print(&c, f);
+	CHECK(fclose(f) == 0);
+	struct config d;
+	rc = load(&d, err, sizeof err, "--config", printed, NULL);
+	CHECKF(rc == 0, "%s", err);
+	CHECK(strcmp(d.socket_path, c.socket_path) == 0 && d.workers == c.workers);
+	CHECK(d.memory_limit == c.memory_limit && d.client_quota == c.client_quota);
+	CHECK(d.log_level == c.log_level && d.gpu == c.gpu && d.max_message == c.max_message);
+	CHECK(d.n_allow_uids == 2 && d.allow_uids[1] == 1234 && d.n_allow_gids == 2);
+}
+
+static void test_every_flag(void)
+{
+	char empty[256];
+	snprintf(empty, sizeof empty, "%s/empty.conf", tmpdir);
+	struct config c;
+	char err[512] = "";
+	int rc = load(&c, err, sizeof err, "--config", empty, "--socket", "/tmp/f.sock",
+		      "--datasets=/d", "--workers", "2", "--memory-limit", "64M",
+		      "--max-clients=4", "--log-level", "3", "--client-quota", "16777216",
+		      "--max-streams-per-client", "2", "--max-slots", "3", "--max-message", "4096",
+		      "--socket-group", "0", "--allow-users", "0", "--allow-groups", "0",
+		      "--gpu", "-1", NULL);
+	CHECKF(rc == 0, "%s", err);
+	CHECK(strcmp(c.socket_path, "/tmp/f.sock") == 0 && strcmp(c.datasets_dir, "/d") == 0);
+	CHECK(c.workers == 2 && c.memory_limit == 64 << 20 && c.max_clients == 4);
+	CHECK(c.log_level == LOG_ERR && c.client_quota == 16 << 20);
+	CHECK(c.max_streams_per_client == 2 && c.max_slots == 3 && c.max_message == 4096);
+	CHECK(c.socket_gid == 0 && c.n_allow_uids == 1 && c.n_allow_gids == 1 && c.gpu == -1);
+}
+
+/* rc must be FEEDER_EINVAL and err must contain every needle. */
+static void expect_error(int rc, const char *err, const char *n1, const char *n2)
+{
+	CHECKF(rc == FEEDER_EINVAL, "rc %d err '%s'", rc, err);
+	CHECKF(strstr(err, n1), "'%s' not in '%s'", n1, err);
+	if (n2)
+		CHECKF(strstr(err, n2), "'%s' not in '%s'", n2, err);
+	CHECKF(!strchr(err, '\n'), "multi-line error '%s'", err);
+}
+
+static void test_errors(void)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/bad.conf", tmpdir);
+	struct config c;
+	char err[512];
+	int rc;
+
+	write_file(path, "workers = 2\n\n# c\nwrokers = 3\n");
+	rc = load(&c, err, sizeof err, "--config", path, NULL);
+	expect_error(rc, err, ":4: unknown key 'wrokers'", path);
+
+	write_file(path, "[server]\n");
+	rc = load(&c, err, sizeof err, "--config", path, NULL);
+	expect_error(rc, err, ":1: unknown section '[server]'", NULL);
+
+	write_file(path, "workers\n");
+	rc = load(&c, err, sizeof err, "--config", path, NULL);
+	expect_error(rc, err, ":1: expected 'key = value'", NULL);
+
+	static const char *const bad[][2] = {
+		{"workers = 0\n", "'0' is not a number from 1 to 1024"},
+		{"workers = 4x\n", "'4x'"},
+		{"workers = -3\n", "'-3'"},
+		{"max_clients = 99999999999999999999\n", "max_clients"},
+		{"memory_limit = 12Q\n", "'12Q' is not a size"},
+		{"memory_limit = 1.5G\n", "'1.5G'"},
+		{"memory_limit = 99999999999T\n", "memory_limit"},
+		{"memory_limit = 100\n", "'100' is not a size from 1048576"},
+		{"log_level = loud\n", "'loud' is not a log level"},
+		{"log_level = 8\n", "'8'"},
+		{"gpu = -2\n", "'-2' is not a number from -1 to 63"},
+		{"max_slots = 257\n", "max_slots"},
+		{"socket = \n", "empty socket path"},
+		{"socket = /tmp/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock\n", "longer than 107 bytes"},
+		{"allow_users = root,no-such-user-feeder\n", "no user named 'no-such-user-feeder'"},
+		{"allow_groups = no-such-group-feeder\n", "no group named 'no-such-group-feeder'"},
+		{"socket_group = no-such-group-feeder\n", "no group named"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		write_file(path, bad[i][0]);
+		rc = load(&c, err, sizeof err, "--config", path, NULL);
+		expect_error(rc, err, bad[i][1], ":1:");
+	}
+
+	rc = load(&c, err, sizeof err, "--config", path, "--wrokers", "3", NULL);
+	expect_error(rc, err, "unknown flag '--wrokers'", NULL);
+	rc = load(&c, err, sizeof err, "--config", path, "extra", NULL);
+	expect_error(rc, err, "unexpected argument 'extra'", NULL);
+	write_file(path, "");
+	rc = load(&c, err, sizeof err, "--config", path, "--workers", NULL);
+	expect_error(rc, err, "--workers needs a value", NULL);
+	rc = load(&c, err, sizeof err, "--config", path, "--workers", "many", NULL);
+	expect_error(rc, err, "command line: --workers: 'many'", NULL);
+	rc = load(&c, err, sizeof err, "--config", path, "--memory-limit", "64M",
+		  "--client-quota", "128M", NULL);
+	expect_error(rc, err, "client_quota", "larger than memory_limit");
+	/* A prefix of a flag is not that flag. */
+	rc = load(&c, err, sizeof err, "--config", path, "--work", "3", NULL);
+	expect_error(rc, err, "unknown flag '--work'", NULL);
+}
+
+static void test_precedence(void)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/prec.conf", tmpdir);
+	write_file(path, "socket = /tmp/file.sock\nworkers = 5\nlog_level = warning\n");
+	struct config c;
+	char err[512] = "";
+
+	unsetenv("FEEDER_SOCKET");
+	int rc = load(&c, err, sizeof err, "--config", path, NULL);
+	CHECKF(rc == 0, "%s", err);
+	CHECK(strcmp(c.socket_path, "/tmp/file.sock") == 0);
+	CHECK(c.workers == 5 && c.log_level == LOG_WARNING);
+	CHECK(c.max_clients == 64); /* default where the file is silent */
+
+	setenv("FEEDER_SOCKET", "/tmp/env.sock", 1);
+	rc = load(&c, err, sizeof err, "--config", path, NULL);
+	CHECKF(rc == 0, "%s", err);
+	CHECK(strcmp(c.socket_path, "/tmp/env.sock") == 0);
+
+	/* The flag wins over both, wherever it stands relative to --config. */
+	rc = load(&c, err, sizeof err, "--socket", "/tmp/flag.sock", "--workers", "1",
+		  "--config", path, NULL);
+	CHECKF(rc == 0, "%s", err);
+	CHECK(strcmp(c.socket_path, "/tmp/flag.sock") == 0 && c.workers == 1);
+	CHECK(c.log_level == LOG_WARNING);
+
+	/* A later flag overrides an earlier one. */
+	rc = load(&c, err, sizeof err, "--config", path, "--workers", "2", "--workers=7", NULL);
+	CHECKF(rc == 0 && c.workers == 7, "%s", err);
+
+	setenv("FEEDER_SOCKET", "relative/too/long/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+				"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 1);
+	rc = load(&c, err, sizeof err, "--config", path, NULL);
+	expect_error(rc, err, "environment: FEEDER_SOCKET", "longer than");
+	unsetenv("FEEDER_SOCKET");
+}
+
+static void test_check_only(void)
+{
+	char path[256], dir[256];
+	snprintf(path, sizeof path, "%s/check.conf", tmpdir);
+	snprintf(dir, sizeof dir, "%s/datasets", tmpdir);
+	CHECK(mkdir(dir, 0700) == 0);
+	struct config c;
+	char err[512] = "";
+	write_file(path, "datasets = /nonexistent/feeder/datasets\n");
+	int rc = load(&c, err, sizeof err, "--config", path, "--check-config", NULL);
+	CHECKF(rc == -ENOENT && strstr(err, "/nonexistent/feeder/datasets"), "rc %d '%s'", rc, err);
+	rc = load(&c, err, sizeof err, "--config", path, "--check-config", "--datasets", dir, NULL);
+	CHECKF(rc == 0 && c.check_only == 1, "rc %d '%s'", rc, err);
+}
+
+static void test_sizes(void)
+{
+	uint64_t v;
+	CHECK(config_parse_size("0", &v) == 0 && v == 0);
+	CHECK(config_parse_size("1k", &v) == 0 && v == 1024);
+	CHECK(config_parse_size("3MiB", &v) == 0 && v == 3 << 20);
+	CHECK(config_parse_size("5GB", &v) == 0 && v == 5ULL << 30);
+	CHECK(config_parse_size("2T", &v) == 0 && v == 2ULL << 40);
+	CHECK(config_parse_size("17B", &v) == 0 && v == 17);
+	CHECK(config_parse_size("", &v) == FEEDER_EINVAL);
+	CHECK(config_parse_size("-1", &v) == FEEDER_EINVAL);
+	CHECK(config_parse_size(" 1", &v) == FEEDER_EINVAL);
+	CHECK(config_parse_size("1 G", &v) == FEEDER_EINVAL);
+	CHECK(config_parse_size("16777216T", &v) == FEEDER_EINVAL);
+	CHECK(strcmp(config_log_level_name(3), "err") == 0);
+	CHECK(strcmp(config_log_level_name(9), "?") == 0);
+}
+
+int main(void)
+{
+	CHECK(mkdtemp(tmpdir));
+	char missing[300];
+	snprintf(missing, sizeof missing, "%s/missing.conf", tmpdir);
+	test_defaults(missing);
+	test_every_key_file();
+	test_every_flag();
+	test_errors();
+	test_precedence();
+	test_check_only();
+	test_sizes();
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		return 1;
+	return 0;
+}

@@ -1,0 +1,839 @@
+/* e2e_client.c — the C side of the end-to-end tests: a libfeeder consumer
+ * that checks what a real feederd delivers against what the dataset and the
+ * pipeline reference say it must be.
+ *
+ *   e2e_client --socket S --datasets DIR COMMAND DATASET [args]
+ *
+ * The bash scripts in this folder start feederd on a temporary socket, build
+ * small datasets with gen-images and packer, and call one COMMAND each:
+ *
+ *   pixels      pixels (three dtype/layout/mode combinations) and labels of
+ *               several batches equal jpeg_pipeline_reference of the raw
+ *               JPEG of the sample the sampler puts there (MAD <= 2/255)
+ *   determinism the same request twice gives identical bytes; another seed
+ *               gives other bytes
+ *   ranks       ranks of a world are disjoint and together cover the epoch,
+ *               each in its sampler order (samples identified by pixels)
+ *   resume      start_batch = k yields exactly the tail of the full epoch
+ *   epoch SEED  stream one epoch, check labels and pixels of every sample
+ *               (used by the concurrency test, several at once)
+ *   hold        take every slot of a stream, print HOLDING, sleep (to be
+ *               killed with SIGKILL)
+ *   until-closed  stream a long run until the daemon goes away; exit 0 only
+ *               if that was reported as FEEDER_ECLOSED
+ *   garbage     garbage, truncated and oversized messages on raw sockets are
+ *               answered with a fatal ERROR and a close, while a libfeeder
+ *               stream on another connection keeps delivering
+ *   corrupt N   stream a dataset with N corrupt records: replacements are
+ *               counted and every other sample is intact; with
+ *               on_error=fail the stream fails with FEEDER_ESTREAM
+ *   refusals    missing dataset, "../" in a name, over-quota request: each a
+ *               clear error, and the connection stays usable after a refusal
+ *   mkcorrupt SRC DST  write a copy of dataset SRC with record 1 failing its
+ *               CRC and record 4 holding non-JPEG bytes (with a valid CRC)
+ *
+ * Exit status: 0 pass, 1 fail, 77 skip. */
+#include "status.h"
+
+#include "check.h"
+#include "crc32c.h"
+#include "detrand.h"
+#include "dsstore.h"
+#include "feeder.h"
+#include "half.h"
+#include "jpeg_pipeline.h"
+#include "protocol.h"
+#include "sampler.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define TIMEOUT_MS 20000
+#define MAD_LIMIT (2.0 / 255.0)
+
+static const char *sock_path;
+static const char *datasets_dir;
+
+/* ---- The dataset, read directly ---------------------------------------- */
+
+struct ds {
+	struct dsstore *store;
+	struct dsstore_txn *txn;
+	uint64_t n;
+};
+
+static void ds_open(struct ds *d, const char *name)
+{
+	char dir[4096], err[512];
+	snprintf(dir, sizeof dir, "%s/%s", datasets_dir, name);
+	CHECKF(dsstore_open(dir, &d->store, err, sizeof err) == 0, "%s", err);
+	CHECKF(dsstore_txn_begin(d->store, &d->txn, err, sizeof err) == 0, "%s", err);
+	d->n = dsstore_header(d->store)->samples;
+}
+
+static void ds_close(struct ds *d)
+{
+	dsstore_txn_end(d->txn);
+	dsstore_close(d->store);
+}
+
+/* Payload and label of sample index; returns 0, or nonzero for a record that
+ * fails its CRC. */
+static int ds_get(struct ds *d, uint64_t index, const uint8_t **payload, uint32_t *len,
+		  uint32_t *label)
+{
+	struct dsformat_sample s;
+	char err[512];
+	CHECKF(dsstore_get_sample(d->txn, index, &s, payload, err, sizeof err) == 0, "%s", err);
+	*len = s.payload_len;
+	*label = s.label;
+	return dsformat_sample_verify(&s, *payload, NULL, 0);
+}
+
+/* ---- Streams ------------------------------------------------------------ */
+
+static struct feeder *connect_or_die(void)
+{
+	struct feeder *f;
+	int rc = feeder_connect(sock_path, TIMEOUT_MS, &f);
+	CHECKF(rc == 0, "connect: %s (%s)", feeder_last_error(NULL), feeder_strerror(rc));
+	return f;
+}
+
+static void opts_small(struct feeder_stream_opts *o, const char *dataset, uint32_t size)
+{
+	feeder_stream_opts_init(o);
+	o->dataset = dataset;
+	o->batch = 4;
+	o->slots = 3;
+	o->seed = 7;
+	o->jpeg.height = o->jpeg.width = size;
+}
+
+static struct feeder_stream *open_or_die(struct feeder *f, const struct feeder_stream_opts *o)
+{
+	struct feeder_stream *s;
+	int rc = feeder_open_stream(f, o, TIMEOUT_MS, &s);
+	CHECKF(rc == 0, "open %s: %s (%s)", o->dataset, feeder_last_error(f), feeder_strerror(rc));
+	return s;
+}
+
+/* The jpeg_params a stream with options o uses. */
+static void params_of(const struct feeder_stream_opts *o, struct jpeg_params *p)
+{
+	jpeg_params_default(p, o->jpeg.height, o->jpeg.train);
+	p->out_h = o->jpeg.height;
+	p->out_w = o->jpeg.width;
+	p->scale_min = o->jpeg.scale_min;
+	p->scale_max = o->jpeg.scale_max;
+	p->ratio_min = o->jpeg.ratio_min;
+	p->ratio_max = o->jpeg.ratio_max;
+	p->flip_p = o->jpeg.flip_p;
+	p->resize_ratio = o->jpeg.resize_ratio;
+	memcpy(p->mean, o->jpeg.mean, sizeof p->mean);
+	memcpy(p->std, o->jpeg.std, sizeof p->std);
+	p->dtype = o->dtype;
+	p->layout = o->layout;
+}
+
+/* Sample i of a tensor as [0,1] pixels in CHW order (undoing normalization). */
+static void to_unit(const struct jpeg_params *p, const void *data, size_t i, float *out)
+{
+	size_t hw = (size_t)p->out_h * p->out_w, n = 3 * hw;
+	for (size_t c = 0; c < 3; c++)
+		for (size_t k = 0; k < hw; k++) {
+			size_t src = i * n + (p->layout == PIPE_LAYOUT_NHWC ? k * 3 + c : c * hw + k);
+			float v;
+			if (p->dtype == PIPE_DTYPE_U8)
+				v = ((const uint8_t *)data)[src] / 255.0f;
+			else if (p->dtype == PIPE_DTYPE_F16)
+				v = half_to_float(((const uint16_t *)data)[src]) * p->std[c] + p->mean[c];
+			else
+				v = ((const float *)data)[src] * p->std[c] + p->mean[c];
+			out[c * hw + k] = v;
+		}
+}
+
+static double mad(const float *a, const float *b, size_t n)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += fabs((double)a[i] - (double)b[i]);
+	return s / (double)n;
+}
+
+/* Reference pixels ([0,1], CHW) of dataset sample index under p and key. */
+static void reference(struct jpeg_worker *w, struct ds *d, const struct jpeg_params *p,
+		      uint64_t index, uint64_t key, float *out)
+{
+	const uint8_t *payload;
+	uint32_t len, label;
+	CHECKF(ds_get(d, index, &payload, &len, &label) == 0, "sample %llu is corrupt",
+	       (unsigned long long)index);
+	size_t bytes = jpeg_pipeline_sample_bytes(p);
+	void *buf = malloc(bytes);
+	CHECK(buf);
+	char err[512];
+	int rc = jpeg_pipeline_reference(w, p, payload, len, key, buf, err, sizeof err);
+	CHECKF(rc == 0, "reference of sample %llu: %s", (unsigned long long)index, err);
+	to_unit(p, buf, 0, out);
+	free(buf);
+}
+
+/* Check every sample of batch b against the reference of the sample the
+ * sampler puts at its position. Returns the worst MAD seen. */
+static double check_batch(struct jpeg_worker *w, struct ds *d, const struct feeder_stream_opts *o,
+			  const struct feeder_batch *b)
+{
+	struct jpeg_params p;
+	params_of(o, &p);
+	struct sampler sm;
+	char err[512];
+	CHECKF(sampler_init(&sm, d->n, o->seed, b->epoch, o->rank, o->world, err, sizeof err) == 0,
+	       "%s", err);
+	CHECK(b->dtype == o->dtype && b->layout == o->layout && b->ndim == 4);
+	if (o->layout == FEEDER_LAYOUT_NCHW)
+		CHECK(b->shape[1] == 3 && b->shape[2] == p.out_h && b->shape[3] == p.out_w);
+	else
+		CHECK(b->shape[1] == p.out_h && b->shape[2] == p.out_w && b->shape[3] == 3);
+	CHECK(b->shape[0] == b->count && b->count >= 1 && b->count <= o->batch);
+	CHECK(b->bytes == b->count * jpeg_pipeline_sample_bytes(&p));
+	CHECKF(((uintptr_t)b->data & 4095) == 0, "tensor at %p is not page-aligned", b->data);
+	size_t n = 3 * (size_t)p.out_h * p.out_w;
+	float *got = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
+	CHECK(got && want);
+	double worst = 0;
+	for (uint32_t i = 0; i < b->count; i++) {
+		uint64_t k = b->batch_index * o->batch + i;
+		CHECK(k < sampler_len(&sm));
+		uint64_t index = sampler_at(&sm, k);
+		const uint8_t *payload;
+		uint32_t len, label;
+		CHECK(ds_get(d, index, &payload, &len, &label) == 0);
+		CHECKF(b->labels[i] == (int32_t)label,
+		       "epoch %llu batch %llu sample %u: label %d, dataset sample %llu has %u",
+		       (unsigned long long)b->epoch, (unsigned long long)b->batch_index, i,
+		       b->labels[i], (unsigned long long)index, label);
+		reference(w, d, &p, index, detrand_key(o->seed, b->epoch, index), want);
+		to_unit(&p, b->data, i, got);
+		double m = mad(got, want, n);
+		CHECKF(m <= MAD_LIMIT,
+		       "epoch %llu batch %llu sample %u (dataset %llu): MAD %.5f > %.5f",
+		       (unsigned long long)b->epoch, (unsigned long long)b->batch_index, i,
+		       (unsigned long long)index, m, MAD_LIMIT);
+		if (m > worst)
+			worst = m;
+	}
+	free(got);
+	free(want);
+	return worst;
+}
+
+static int cmd_pixels(const char *dataset)
+{
+	struct ds d;
+	ds_open(&d, dataset);
+	struct jpeg_worker *w;
+	char err[256];
+	CHECKF(jpeg_worker_create(&w, err, sizeof err) == 0, "%s", err);
+	struct feeder *f = connect_or_die();
+	struct {
+		int dtype, layout, train;
+	} cases[] = {
+		{ FEEDER_DTYPE_F32, FEEDER_LAYOUT_NCHW, 1 },
+		{ FEEDER_DTYPE_U8, FEEDER_LAYOUT_NHWC, 0 },
+		{ FEEDER_DTYPE_F16, FEEDER_LAYOUT_NCHW, 1 },
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		struct feeder_stream_opts o;
+		opts_small(&o, dataset, 32);
+		o.jpeg.width = 40; /* not square: catches h/w mix-ups */
+		o.dtype = cases[c].dtype;
+		o.layout = cases[c].layout;
+		o.jpeg.train = cases[c].train;
+		o.seed = 11 + c;
+		struct feeder_stream *s = open_or_die(f, &o);
+		struct feeder_stream_info info;
+		feeder_stream_info(s, &info);
+		CHECK(info.samples == d.n && info.batch == o.batch && info.slots == o.slots);
+		double worst = 0;
+		for (int k = 0; k < 3; k++) {
+			struct feeder_batch b;
+			int rc = feeder_next(s, TIMEOUT_MS, &b);
+			CHECKF(rc == 0, "next: %s", feeder_last_error(f));
+			CHECK(b.epoch == 0 && b.batch_index == (uint64_t)k && b.replacements == 0);
+			double m = check_batch(w, &d, &o, &b);
+			if (m > worst)
+				worst = m;
+			CHECK(feeder_release(s, &b) == 0);
+		}
+		printf("pixels: case %zu (dtype %d layout %d train %d): 12 samples, worst MAD %.5f\n",
+		       c, o.dtype, o.layout, o.jpeg.train, worst);
+		CHECK(feeder_close_stream(s) == 0);
+	}
+	feeder_disconnect(f);
+	jpeg_worker_destroy(w);
+	ds_close(&d);
+	return 0;
+}
+
+/* Every batch of one stream, concatenated: labels then tensor bytes. */
+struct capture {
+	uint8_t *buf;
+	size_t len, cap;
+	uint64_t batches;
+	uint64_t first_index;
+};
+
+static void capture_add(struct capture *c, const void *p, size_t n)
+{
+	if (c->len + n > c->cap) {
+		c->cap = (c->len + n) * 2;
+		c->buf = realloc(c->buf, c->cap);
+		CHECK(c->buf);
+	}
+	memcpy(c->buf + c->len, p, n);
+	c->len += n;
+}
+
+static void capture_stream(struct feeder *f, const struct feeder_stream_opts *o,
+			   struct capture *c)
+{
+	memset(c, 0, sizeof *c);
+	struct feeder_stream *s = open_or_die(f, o);
+	uint64_t expect = o->start_batch;
+	for (;;) {
+		struct feeder_batch b;
+		int rc = feeder_next(s, TIMEOUT_MS, &b);
+		if (rc == FEEDER_EEND)
+			break;
+		CHECKF(rc == 0, "next: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
+		CHECKF(b.batch_index == expect, "batch %llu, expected %llu",
+		       (unsigned long long)b.batch_index, (unsigned long long)expect);
+		if (c->batches == 0)
+			c->first_index = b.batch_index;
+		expect++;
+		c->batches++;
+		capture_add(c, b.labels, b.count * sizeof(int32_t));
+		capture_add(c, b.data, b.bytes);
+		CHECK(feeder_release(s, &b) == 0);
+	}
+	struct feeder_stream_info info;
+	feeder_stream_info(s, &info);
+	CHECKF(c->batches == info.batches, "got %llu batches, stream announced %llu",
+	       (unsigned long long)c->batches, (unsigned long long)info.batches);
+	CHECK(feeder_close_stream(s) == 0);
+}
+
+static int cmd_determinism(const char *dataset)
+{
+	struct feeder *f = connect_or_die();
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 24);
+	struct capture a, b, c;
+	capture_stream(f, &o, &a);
+	capture_stream(f, &o, &b);
+	CHECK(a.batches > 1);
+	CHECKF(a.len == b.len && memcmp(a.buf, b.buf, a.len) == 0,
+	       "the same request gave different bytes");
+	o.seed = 8;
+	capture_stream(f, &o, &c);
+	CHECK(c.len == a.len);
+	CHECKF(memcmp(a.buf, c.buf, a.len) != 0, "seeds 7 and 8 gave identical bytes");
+	printf("determinism: %llu batches, %zu bytes identical twice; another seed differs\n",
+	       (unsigned long long)a.batches, a.len);
+	free(a.buf);
+	free(b.buf);
+	free(c.buf);
+	feeder_disconnect(f);
+	return 0;
+}
+
+static int cmd_resume(const char *dataset)
+{
+	struct feeder *f = connect_or_die();
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 24);
+	o.batch = 3;
+	o.epoch = 2;
+	struct capture full, tail;
+	capture_stream(f, &o, &full);
+	CHECK(full.batches >= 3);
+	uint64_t k = full.batches / 2;
+	o.start_batch = k;
+	capture_stream(f, &o, &tail);
+	CHECK(tail.first_index == k);
+	CHECKF(tail.batches == full.batches - k, "tail has %llu batches, expected %llu",
+	       (unsigned long long)tail.batches, (unsigned long long)(full.batches - k));
+	CHECK(tail.len <= full.len);
+	CHECKF(memcmp(full.buf + full.len - tail.len, tail.buf, tail.len) == 0,
+	       "batches %llu.. of a resumed stream differ from the full epoch's",
+	       (unsigned long long)k);
+	printf("resume: start_batch %llu gives the last %llu of %llu batches byte for byte\n",
+	       (unsigned long long)k, (unsigned long long)tail.batches,
+	       (unsigned long long)full.batches);
+	free(full.buf);
+	free(tail.buf);
+	feeder_disconnect(f);
+	return 0;
+}
+
+/* Identify each delivered sample by its eval-mode pixels: the nearest
+ * reference image must be within MAD_LIMIT and clearly nearer than any
+ * other. */
+static int cmd_ranks(const char *dataset, uint32_t world)
+{
+	struct ds d;
+	ds_open(&d, dataset);
+	struct jpeg_worker *w;
+	char err[256];
+	CHECKF(jpeg_worker_create(&w, err, sizeof err) == 0, "%s", err);
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 16);
+	o.jpeg.train = 0;
+	o.dtype = FEEDER_DTYPE_U8;
+	o.world = world;
+	o.batch = 2;
+	o.epoch = 5;
+	struct jpeg_params p;
+	params_of(&o, &p);
+	size_t n = 3 * (size_t)p.out_h * p.out_w;
+	float *refs = malloc(d.n * n * sizeof(float)), *got = malloc(n * sizeof(float));
+	CHECK(refs && got);
+	for (uint64_t i = 0; i < d.n; i++)
+		reference(w, &d, &p, i, 0, refs + i * n);
+	uint32_t *seen = calloc(d.n, sizeof *seen);
+	CHECK(seen);
+	struct feeder *f = connect_or_die();
+	uint64_t lens[64];
+	CHECK(world <= 64);
+	for (uint32_t r = 0; r < world; r++) {
+		o.rank = r;
+		struct feeder_stream *s = open_or_die(f, &o);
+		struct sampler sm;
+		CHECK(sampler_init(&sm, d.n, o.seed, o.epoch, r, world, err, sizeof err) == 0);
+		uint64_t pos = 0;
+		for (;;) {
+			struct feeder_batch b;
+			int rc = feeder_next(s, TIMEOUT_MS, &b);
+			if (rc == FEEDER_EEND)
+				break;
+			CHECKF(rc == 0, "rank %u: %s", r, feeder_last_error(f));
+			for (uint32_t i = 0; i < b.count; i++, pos++) {
+				to_unit(&p, b.data, i, got);
+				uint64_t best = 0;
+				double bm = 1e9, second = 1e9;
+				for (uint64_t j = 0; j < d.n; j++) {
+					double m = mad(got, refs + j * n, n);
+					if (m < bm) {
+						second = bm;
+						bm = m;
+						best = j;
+					} else if (m < second) {
+						second = m;
+					}
+				}
+				CHECKF(bm <= MAD_LIMIT && second > 2 * bm,
+				       "rank %u position %llu matches no single image (best %.4f, next %.4f)",
+				       r, (unsigned long long)pos, bm, second);
+				CHECKF(best == sampler_at(&sm, pos),
+				       "rank %u position %llu holds sample %llu, the sampler says %llu", r,
+				       (unsigned long long)pos, (unsigned long long)best,
+				       (unsigned long long)sampler_at(&sm, pos));
+				seen[best]++;
+			}
+			CHECK(feeder_release(s, &b) == 0);
+		}
+		lens[r] = pos;
+		CHECK(feeder_close_stream(s) == 0);
+	}
+	uint64_t total = 0, lo = UINT64_MAX, hi = 0;
+	for (uint32_t r = 0; r < world; r++) {
+		total += lens[r];
+		lo = lens[r] < lo ? lens[r] : lo;
+		hi = lens[r] > hi ? lens[r] : hi;
+	}
+	for (uint64_t i = 0; i < d.n; i++)
+		CHECKF(seen[i] == 1, "sample %llu delivered %u times over %u ranks",
+		       (unsigned long long)i, seen[i], world);
+	CHECK(total == d.n && hi - lo <= 1);
+	printf("ranks: %u ranks delivered %llu samples, each of the %llu exactly once (%llu..%llu per rank)\n",
+	       world, (unsigned long long)total, (unsigned long long)d.n, (unsigned long long)lo,
+	       (unsigned long long)hi);
+	feeder_disconnect(f);
+	free(refs);
+	free(got);
+	free(seen);
+	jpeg_worker_destroy(w);
+	ds_close(&d);
+	return 0;
+}
+
+/* One full epoch with every sample checked (for concurrent clients). */
+static int cmd_epoch(const char *dataset, uint64_t seed)
+{
+	struct ds d;
+	ds_open(&d, dataset);
+	struct jpeg_worker *w;
+	char err[256];
+	CHECKF(jpeg_worker_create(&w, err, sizeof err) == 0, "%s", err);
+	struct feeder *f = connect_or_die();
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 24);
+	o.seed = seed;
+	o.dtype = FEEDER_DTYPE_F16;
+	struct feeder_stream *s = open_or_die(f, &o);
+	uint64_t samples = 0, batches = 0;
+	for (;;) {
+		struct feeder_batch b;
+		int rc = feeder_next(s, TIMEOUT_MS, &b);
+		if (rc == FEEDER_EEND)
+			break;
+		CHECKF(rc == 0, "next: %s", feeder_last_error(f));
+		CHECK(b.batch_index == batches);
+		check_batch(w, &d, &o, &b);
+		samples += b.count;
+		batches++;
+		CHECK(feeder_release(s, &b) == 0);
+	}
+	CHECKF(samples == d.n, "epoch delivered %llu of %llu samples", (unsigned long long)samples,
+	       (unsigned long long)d.n);
+	CHECK(feeder_close_stream(s) == 0);
+	feeder_disconnect(f);
+	jpeg_worker_destroy(w);
+	ds_close(&d);
+	printf("epoch: seed %llu, %llu batches, %llu samples checked\n", (unsigned long long)seed,
+	       (unsigned long long)batches, (unsigned long long)samples);
+	return 0;
+}
+
+static int cmd_hold(const char *dataset)
+{
+	struct feeder *f = connect_or_die();
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 64);
+	o.epochs = 1000;
+	struct feeder_stream *s = open_or_die(f, &o);
+	struct feeder_batch b[16];
+	for (uint32_t i = 0; i < o.slots; i++) {
+		int rc = feeder_next(s, TIMEOUT_MS, &b[i]);
+		CHECKF(rc == 0, "next: %s", feeder_last_error(f));
+	}
+	printf("HOLDING %u\n", o.slots);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+static int cmd_until_closed(const char *dataset)
+{
+	struct feeder *f = connect_or_die();
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 64);
+	o.epochs = 100000;
+	struct feeder_stream *s = open_or_die(f, &o);
+	uint64_t n = 0;
+	for (;;) {
+		struct feeder_batch b;
+		int rc = feeder_next(s, TIMEOUT_MS, &b);
+		if (rc == 0) {
+			if (++n == 3) {
+				printf("STREAMING\n");
+				fflush(stdout);
+			}
+			usleep(2000);
+			rc = feeder_release(s, &b);
+			if (rc == 0)
+				continue;
+		}
+		printf("stopped after %llu batches: %s (%s)\n", (unsigned long long)n,
+		       feeder_strerror(rc), feeder_last_error(f));
+		CHECKF(rc == FEEDER_ECLOSED, "expected FEEDER_ECLOSED, got %d", rc);
+		CHECK(n >= 3);
+		break;
+	}
+	feeder_close_stream(s);
+	feeder_disconnect(f);
+	return 0;
+}
+
+/* A raw connection: send one message of len bytes, then expect a fatal
+ * ERROR and the connection closed. */
+static void raw_expect_error(const void *msg, size_t len, const char *what)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock_path);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	CHECK(s >= 0);
+	CHECKF(connect(s, (struct sockaddr *)&sa, sizeof sa) == 0, "connect: %s", strerror(errno));
+	struct timeval tv = { .tv_sec = 10 };
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	CHECKF(send(s, msg, len, MSG_NOSIGNAL) == (ssize_t)len, "%s: send: %s", what, strerror(errno));
+	uint8_t buf[PROTO_MAX_MESSAGE + 1];
+	ssize_t n = recv(s, buf, sizeof buf, 0);
+	CHECKF(n > 0, "%s: no answer (%s)", what, n < 0 ? strerror(errno) : "closed");
+	struct proto_msg m;
+	char err[512];
+	CHECKF(proto_decode(buf, (size_t)n, &m, err, sizeof err) == 0, "%s: answer: %s", what, err);
+	CHECKF(m.type == PROTO_ERROR && m.u.error.fatal == 1,
+	       "%s: answered with %s, not a fatal ERROR", what, proto_type_name(m.type));
+	CHECKF(m.u.error.code == FEEDER_EPROTO || m.u.error.code == FEEDER_EVERSION,
+	       "%s: error code %d", what, m.u.error.code);
+	printf("garbage: %s -> ERROR '%s'\n", what, m.u.error.message);
+	n = recv(s, buf, sizeof buf, 0);
+	CHECKF(n == 0, "%s: connection not closed after the fatal ERROR", what);
+	close(s);
+}
+
+static void stream_some(struct feeder *f, struct feeder_stream *s, int k)
+{
+	for (int i = 0; i < k; i++) {
+		struct feeder_batch b;
+		int rc = feeder_next(s, TIMEOUT_MS, &b);
+		CHECKF(rc == 0, "the other client's stream stopped: %s", feeder_last_error(f));
+		CHECK(feeder_release(s, &b) == 0);
+	}
+}
+
+static int cmd_garbage(const char *dataset)
+{
+	struct feeder *f = connect_or_die();
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 16);
+	o.epochs = 100000;
+	struct feeder_stream *s = open_or_die(f, &o);
+	stream_some(f, s, 2);
+
+	uint8_t junk[64];
+	for (size_t i = 0; i < sizeof junk; i++)
+		junk[i] = (uint8_t)(i * 37 + 11);
+	raw_expect_error(junk, sizeof junk, "64 bytes of garbage");
+	stream_some(f, s, 2);
+
+	/* A valid HELLO cut short: the header promises more than arrives. */
+	struct proto_msg m = { .type = PROTO_HELLO };
+	m.u.hello.pid = 1;
+	uint8_t buf[PROTO_MAX_MESSAGE * 4];
+	int n = proto_encode(&m, buf, sizeof buf);
+	CHECK(n > PROTO_HEADER_SIZE + 4);
+	raw_expect_error(buf, (size_t)n - 4, "a truncated HELLO");
+	stream_some(f, s, 2);
+
+	/* An OPEN_STREAM padded far beyond any message size. */
+	m.type = PROTO_OPEN_STREAM;
+	proto_open_stream_defaults(&m.u.open, 32, 1);
+	snprintf(m.u.open.dataset, sizeof m.u.open.dataset, "%s", dataset);
+	m.u.open.batch = 2;
+	n = proto_encode(&m, buf, sizeof buf);
+	CHECK(n > 0);
+	memset(buf + n, 0x5a, sizeof buf - (size_t)n);
+	raw_expect_error(buf, sizeof buf, "an oversized message");
+	stream_some(f, s, 2);
+
+	/* A header-only message of another protocol version. */
+	memcpy(buf, (uint8_t[]){ 0x46, 0x45, 0x44, 0x52, 99, 0, 1, 0 }, 8);
+	memset(buf + 8, 0, 8);
+	raw_expect_error(buf, PROTO_HEADER_SIZE, "protocol version 99");
+	stream_some(f, s, 2);
+
+	CHECK(feeder_close_stream(s) == 0);
+	feeder_disconnect(f);
+	printf("garbage: the other client kept streaming throughout\n");
+	return 0;
+}
+
+static int cmd_corrupt(const char *dataset, uint32_t n_corrupt)
+{
+	struct ds d;
+	ds_open(&d, dataset);
+	struct feeder *f = connect_or_die();
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 24);
+	o.dtype = FEEDER_DTYPE_U8;
+	struct feeder_stream *s = open_or_die(f, &o);
+	uint64_t samples = 0, repl = 0;
+	for (;;) {
+		struct feeder_batch b;
+		int rc = feeder_next(s, TIMEOUT_MS, &b);
+		if (rc == FEEDER_EEND)
+			break;
+		CHECKF(rc == 0, "next: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
+		CHECKF(b.count == o.batch || samples + b.count == d.n,
+		       "a batch short of samples (%u) that is not the last", b.count);
+		/* Every label is a valid record's label. */
+		for (uint32_t i = 0; i < b.count; i++)
+			CHECK(b.labels[i] >= 0);
+		samples += b.count;
+		repl += b.replacements;
+		CHECK(feeder_release(s, &b) == 0);
+	}
+	CHECK(feeder_close_stream(s) == 0);
+	CHECKF(samples == d.n, "epoch had %llu of %llu samples", (unsigned long long)samples,
+	       (unsigned long long)d.n);
+	CHECKF(repl == n_corrupt, "%llu replacements counted, %u corrupt records",
+	       (unsigned long long)repl, n_corrupt);
+	printf("corrupt: replace: %llu samples, %llu replacements\n", (unsigned long long)samples,
+	       (unsigned long long)repl);
+
+	o.on_error = FEEDER_ON_ERROR_FAIL;
+	s = open_or_die(f, &o);
+	int rc;
+	uint64_t before = 0;
+	for (;;) {
+		struct feeder_batch b;
+		rc = feeder_next(s, TIMEOUT_MS, &b);
+		if (rc)
+			break;
+		before++;
+		CHECK(b.replacements == 0);
+		CHECK(feeder_release(s, &b) == 0);
+	}
+	CHECKF(rc == FEEDER_ESTREAM, "on_error=fail ended with %d (%s): %s", rc, feeder_strerror(rc),
+	       feeder_last_error(f));
+	printf("corrupt: on_error=fail: FEEDER_ESTREAM after %llu batches: %s\n",
+	       (unsigned long long)before, feeder_last_error(f));
+	feeder_close_stream(s);
+	/* The connection is still good for another stream. */
+	o.on_error = FEEDER_ON_ERROR_REPLACE;
+	s = open_or_die(f, &o);
+	stream_some(f, s, 1);
+	CHECK(feeder_close_stream(s) == 0);
+	feeder_disconnect(f);
+	ds_close(&d);
+	return 0;
+}
+
+static void expect_refusal(const char *name, const struct feeder_stream_opts *o, int code,
+			   const char *needle)
+{
+	struct feeder *f = connect_or_die();
+	struct feeder_stream *s;
+	int rc = feeder_open_stream(f, o, TIMEOUT_MS, &s);
+	CHECKF(rc == code, "%s: got %d (%s: %s), expected %d (%s)", name, rc, feeder_strerror(rc),
+	       feeder_last_error(f), code, feeder_strerror(code));
+	const char *msg = feeder_last_error(f);
+	CHECKF(strstr(msg, needle), "%s: message '%s' does not mention '%s'", name, msg, needle);
+	printf("refusals: %s -> %s: %s\n", name, feeder_strerror(rc), msg);
+	feeder_disconnect(f);
+}
+
+static int cmd_refusals(const char *dataset)
+{
+	struct feeder_stream_opts o;
+	opts_small(&o, "no-such-dataset", 32);
+	expect_refusal("missing dataset", &o, FEEDER_ENODATASET, "no-such-dataset");
+	opts_small(&o, "../etc", 32);
+	expect_refusal("'../etc'", &o, FEEDER_EBADNAME, "../etc");
+	opts_small(&o, dataset, 512);
+	o.batch = 256;
+	o.slots = 16;
+	o.dtype = FEEDER_DTYPE_F32; /* 16 slots x 256 x 3 x 512 x 512 x 4 bytes = 12 GiB */
+	expect_refusal("over-quota request", &o, FEEDER_EQUOTA, "quota");
+
+	/* After a refusal the same connection still serves. */
+	struct feeder *f = connect_or_die();
+	struct feeder_stream *s;
+	opts_small(&o, "no-such-dataset", 32);
+	CHECK(feeder_open_stream(f, &o, TIMEOUT_MS, &s) == FEEDER_ENODATASET);
+	opts_small(&o, dataset, 32);
+	s = open_or_die(f, &o);
+	stream_some(f, s, 2);
+	CHECK(feeder_close_stream(s) == 0);
+	feeder_disconnect(f);
+	return 0;
+}
+
+/* Copy dataset src to dst, breaking records 1 (CRC) and 4 (not a JPEG). */
+static int cmd_mkcorrupt(const char *src, const char *dst)
+{
+	char err[512];
+	struct dsstore *in;
+	CHECKF(dsstore_open(src, &in, err, sizeof err) == 0, "%s", err);
+	struct dsstore_txn *t;
+	CHECKF(dsstore_txn_begin(in, &t, err, sizeof err) == 0, "%s", err);
+	const struct dsformat_header *h = dsstore_header(in);
+	CHECK(h->samples > 4);
+	struct dsstore_writer *w;
+	CHECKF(dsstore_writer_open(dst, 0, &w, err, sizeof err) == 0, "%s", err);
+	for (uint32_t c = 0; c < h->classes; c++) {
+		const char *name;
+		size_t len;
+		char buf[512];
+		CHECK(dsstore_get_label(t, c, &name, &len) == 0 && len < sizeof buf);
+		memcpy(buf, name, len);
+		buf[len] = '\0';
+		CHECKF(dsstore_writer_put_label(w, c, buf, err, sizeof err) == 0, "%s", err);
+	}
+	static const char not_jpeg[] = "this record is not a JPEG image at all, though its CRC is fine";
+	for (uint64_t i = 0; i < h->samples; i++) {
+		struct dsformat_sample s;
+		const uint8_t *payload;
+		CHECKF(dsstore_get_sample(t, i, &s, &payload, err, sizeof err) == 0, "%s", err);
+		uint8_t *copy = malloc(s.payload_len > sizeof not_jpeg ? s.payload_len : sizeof not_jpeg);
+		CHECK(copy);
+		memcpy(copy, payload, s.payload_len);
+		if (i == 1) {
+			copy[s.payload_len / 2] ^= 0x40; /* the stored CRC no longer matches */
+		} else if (i == 4) {
+			s.payload_len = sizeof not_jpeg;
+			memcpy(copy, not_jpeg, sizeof not_jpeg);
+			s.crc = crc32c(0, copy, s.payload_len);
+		}
+		CHECKF(dsstore_writer_put_sample(w, i, &s, copy, err, sizeof err) == 0, "%s", err);
+		free(copy);
+	}
+	CHECKF(dsstore_writer_finish(w, h, err, sizeof err) == 0, "%s", err);
+	dsstore_txn_end(t);
+	dsstore_close(in);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+	for (; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--socket") == 0)
+			sock_path = argv[i + 1];
+		else if (strcmp(argv[i], "--datasets") == 0)
+			datasets_dir = argv[i + 1];
+		else
+			break;
+	}
+	if (i + 1 >= argc) {
+		fprintf(stderr, "usage: e2e_client --socket S --datasets DIR COMMAND DATASET [ARG]\n");
+		return 1;
+	}
+	const char *cmd = argv[i], *dataset = argv[i + 1];
+	const char *arg = i + 2 < argc ? argv[i + 2] : NULL;
+	if (strcmp(cmd, "mkcorrupt") == 0 && arg)
+		return cmd_mkcorrupt(dataset, arg);
+	CHECKF(sock_path && datasets_dir, "--socket and --datasets are required");
+	if (strcmp(cmd, "pixels") == 0)
+		return cmd_pixels(dataset);
+	if (strcmp(cmd, "determinism") == 0)
+		return cmd_determinism(dataset);
+	if (strcmp(cmd, "resume") == 0)
+		return cmd_resume(dataset);
+	if (strcmp(cmd, "ranks") == 0)
+		return cmd_ranks(dataset, arg ? (uint32_t)atoi(arg) : 3);
+	if (strcmp(cmd, "epoch") == 0)
+		return cmd_epoch(dataset, arg ? strtoull(arg, NULL, 10) : 1);
+	if (strcmp(cmd, "hold") == 0)
+		return cmd_hold(dataset);
+	if (strcmp(cmd, "until-closed") == 0)
+		return cmd_until_closed(dataset);
+	if (strcmp(cmd, "garbage") == 0)
+		return cmd_garbage(dataset);
+	if (strcmp(cmd, "corrupt") == 0)
+		return cmd_corrupt(dataset, arg ? (uint32_t)atoi(arg) : 2);
+	if (strcmp(cmd, "refusals") == 0)
+		return cmd_refusals(dataset);
+	fprintf(stderr, "e2e_client: unknown command '%s'\n", cmd);
+	return 1;
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/python3
+"""dsread.py — an independent reader of a Feeder dataset for the packer tests.
+
+usage: dsread.py DEST
+
+Reads the LMDB environment with python3-lmdb (not with Feeder's C code, so
+the tests check the on-disk format itself) and prints one JSON object:
+{"header": {...}, "labels": [...], "samples": [{"index", "label", "len",
+"crc", "frames", "dim", "dtype", "name"}, ...]}. Layout per proto/dsformat.h."""
+import json
+import struct
+import sys
+
+import lmdb
+
+env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=8, subdir=True)
+out = {"labels": [], "samples": []}
+with env.begin() as txn:
+    meta = env.open_db(b"meta", txn=txn, create=False)
+    labels = env.open_db(b"labels", txn=txn, create=False)
+    samples = env.open_db(b"samples", txn=txn, create=False)
+    names = env.open_db(b"names", txn=txn, create=False)
+    h = txn.get(b"header", db=meta)
+    assert h[:8] == b"FEEDERDS", "bad magic"
+    version, kind, nsamples, classes, feat_dim, dtype = struct.unpack_from("<IIQIII", h, 8)
+    out["header"] = {"version": version, "kind": kind, "samples": nsamples,
+                     "classes": classes, "feat_dim": feat_dim, "dtype": dtype,
+                     "packer_version": h[40:72].split(b"\0")[0].decode(),
+                     "options": h[72:328].split(b"\0")[0].decode()}
+    for k, v in txn.cursor(db=labels):
+        assert len(k) == 4 and struct.unpack(">I", k)[0] == len(out["labels"]), "label keys"
+        out["labels"].append(v.decode())
+    for k, v in txn.cursor(db=samples):
+        idx = struct.unpack(">Q", k)[0]
+        label, plen, crc, frames, dim, dt = struct.unpack_from("<IIIIIB", v, 0)
+        assert plen == len(v) - 24, "payload length"
+        name = txn.get(k, db=names)
+        out["samples"].append({"index": idx, "label": label, "len": plen, "crc": crc,
+                               "frames": frames, "dim": dim, "dtype": dt,
+                               "name": name.decode() if name is not None else None})
+json.dump(out, sys.stdout)
+print()

@@ -1,0 +1,48 @@
+#!/bin/bash
+# kill.sh — a pack killed midway leaves no dataset. SIGKILL: DEST does not
+# appear; the leftover DEST.tmp-XXXXXX is not a dataset (inspect rejects it)
+# and the next pack into the same DEST removes it. SIGINT: neither DEST nor
+# the temporary directory remains. "Midway" is made certain by stopping the
+# pack (SIGSTOP) once its temporary data file exists, then checking that DEST
+# has not appeared, before the real signal is sent.
+source "$FEEDER_SOURCE/tests/packer/lib.sh"
+$PY "$HERE/mkimages.py" 200 "$T/src" --classes 3 --min-side 500 --max-side 700 || fail "mkimages"
+
+# Start a slow pack (resize on one thread) and stop it in the middle.
+start_and_stop() {
+	"$PACKER" pack images --resize-shorter 300 --threads 1 "$T/src" "$1" 2>"$T/pack.err" &
+	pid=$!
+	local t0=$SECONDS
+	until compgen -G "$1.tmp-*/data.mdb" >/dev/null; do
+		kill -0 $pid 2>/dev/null || fail "pack ended before its data file appeared: $(cat "$T/pack.err")"
+		((SECONDS - t0 > 20)) && fail "no temporary data file after 20 s"
+		sleep 0.01
+	done
+	kill -STOP $pid
+	[ -e "$1" ] && fail "pack finished before it could be stopped"
+	return 0
+}
+
+start_and_stop "$T/ds"
+kill -KILL $pid
+wait $pid 2>/dev/null
+[ -e "$T/ds" ] && fail "SIGKILL: DEST exists"
+left=$(compgen -G "$T/ds.tmp-*") || fail "SIGKILL: expected the temporary directory to remain"
+expect_rc 1 "$PACKER" inspect "$left"
+expect_rc 1 "$PACKER" verify "$left"
+
+# The next pack into the same DEST cleans the leftover and succeeds.
+expect_rc 0 "$PACKER" pack images "$T/src" "$T/ds"
+grep -q "removed .*ds.tmp-.*interrupted" "$T/err" || fail "no warning about the leftover: $(cat "$T/err")"
+compgen -G "$T/ds.tmp-*" >/dev/null && fail "leftover temporary directory not removed"
+expect_rc 0 "$PACKER" verify "$T/ds"
+
+start_and_stop "$T/ds2"
+kill -INT $pid
+kill -CONT $pid
+wait $pid
+rc=$?
+[ $rc = 130 ] || fail "SIGINT: exit status $rc, expected 130 (killed by SIGINT)"
+[ -e "$T/ds2" ] && fail "SIGINT: DEST exists"
+compgen -G "$T/ds2.tmp-*" >/dev/null && fail "SIGINT: temporary directory remains"
+echo "kill: ok"

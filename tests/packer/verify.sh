@@ -1,0 +1,44 @@
+#!/bin/bash
+# verify.sh — packer verify passes on a good dataset (with and without
+# --decode), then names exactly the sample whose payload byte was flipped
+# inside data.mdb, and exits 1. The byte is found by searching data.mdb for
+# a 32-byte string taken from the middle of that sample's source file.
+source "$FEEDER_SOURCE/tests/packer/lib.sh"
+make_tree 20 "$T/src" 2 5
+expect_rc 0 "$PACKER" pack images "$T/src" "$T/ds"
+expect_rc 0 "$PACKER" verify "$T/ds"
+grep -q "20 samples.* 0 bad" "$T/out" || fail "summary: $(cat "$T/out")"
+expect_rc 0 "$PACKER" verify --decode "$T/ds"
+K=13
+name=$($PY "$HERE/dsread.py" "$T/ds" | $PY -c "import json,sys; print(json.load(sys.stdin)['samples'][$K]['name'])")
+$PY - "$T/src/$name" "$T/ds/data.mdb" <<'PYEOF' || fail "corrupting sample $K"
+import sys
+src = open(sys.argv[1], "rb").read()
+data = bytearray(open(sys.argv[2], "rb").read())
+mid = len(src) // 2
+needle = src[mid:mid + 32]
+at = data.find(needle)
+assert at >= 0 and data.find(needle, at + 1) < 0, "needle not unique"
+data[at + 5] ^= 0x40
+open(sys.argv[2], "r+b").write(data)
+PYEOF
+expect_rc 1 "$PACKER" verify "$T/ds"
+grep -q "^sample $K: .*CRC" "$T/out" || grep -qi "^sample $K: .*crc" "$T/out" || fail "verify output: $(cat "$T/out")"
+[ "$(grep -c '^sample ' "$T/out")" = 1 ] || fail "more than one bad sample: $(cat "$T/out")"
+grep -q "1 bad" "$T/out" || fail "summary: $(cat "$T/out")"
+# --decode still reports the CRC failure of the same sample.
+expect_rc 1 "$PACKER" verify --decode "$T/ds"
+grep -q "^sample $K:" "$T/out" || fail "verify --decode output: $(cat "$T/out")"
+
+# A file that passes the packer's magic check but is not a decodable JPEG
+# (its CRC is right): plain verify passes, verify --decode names it.
+mkdir -p "$T/src2/a"
+cp "$T/src/class_000/"* "$T/src2/a/"
+printf '\xff\xd8\xff\xe0garbage that is no JPEG at all' >"$T/src2/a/zz_broken.jpg"
+expect_rc 0 "$PACKER" pack images "$T/src2" "$T/ds2"
+expect_rc 0 "$PACKER" verify "$T/ds2"
+last=$(( $(ls "$T/src2/a" | wc -l) - 1 ))
+expect_rc 1 "$PACKER" verify --decode "$T/ds2"
+grep -q "^sample $last: JPEG" "$T/out" || fail "verify --decode output: $(cat "$T/out")"
+[ "$(grep -c '^sample ' "$T/out")" = 1 ] || fail "more than one bad sample: $(cat "$T/out")"
+echo "verify: ok"

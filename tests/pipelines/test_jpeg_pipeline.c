@@ -1,0 +1,406 @@
+/* test_jpeg_pipeline.c — the jpeg pipeline against its reference and
+ * against plain decodes.
+ *
+ * Photo-like JPEGs are made in memory (jpeg_synth.h). For train and eval
+ * params and many augmentation keys, chosen so that the IDCT scale 1, 1/2,
+ * 1/4 and 1/8 paths all run (4:2:2 and 4:4:0 images stop at 1/2), the fast path (region decode, scaled IDCT) must
+ * stay within a mean absolute difference of 2/255 of the reference (full
+ * decode, same crop, same resize) in u8 and f32, and f16 within half
+ * precision of f32. Also: the crop box follows RandomResizedCrop's rules,
+ * an identity resize reproduces tjDecompress2's pixels, flip mirrors, NHWC
+ * is the transpose of NCHW, normalization numbers, determinism, and corrupt
+ * input gives FEEDER_EDECODE without a crash. */
+#include "check.h"
+#include "half.h"
+#include "jpeg_pipeline.h"
+#include "jpeg_synth.h"
+#include "status.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct image {
+	const char *name;
+	int w, h, subsamp, quality;
+	uint8_t *jpeg;
+	unsigned long len;
+};
+
+static struct jpeg_worker *worker;
+static unsigned scale_seen[9];
+
+/* The IDCT scale the pipeline picks for this crop (its documented rule). */
+static unsigned scale_for(const struct jpeg_params *p, const struct image *im, uint64_t key)
+{
+	struct jpeg_crop c;
+	jpeg_pipeline_plan(p, (uint32_t)im->w, (uint32_t)im->h, key, &c);
+	unsigned s = 1, smax = im->subsamp == TJSAMP_422 || im->subsamp == TJSAMP_440 ? 2 : 8;
+	while (s < smax && c.w >= 2.0 * s * p->out_w && c.h >= 2.0 * s * p->out_h)
+		s *= 2;
+	return s;
+}
+
+static double mad_f32(const float *a, const float *b, size_t n)
+{
+	double sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += fabs((double)a[i] - b[i]);
+	return sum / n;
+}
+
+static double mad_u8(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	double sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += abs((int)a[i] - (int)b[i]);
+	return sum / n / 255.0;
+}
+
+/* Fast path vs reference in u8, f32 (mean 0, std 1: [0,1] units) and f16. */
+static void compare(const struct image *im, struct jpeg_params p, uint64_t key, double *worst)
+{
+	char err[256];
+	size_t n = (size_t)3 * p.out_h * p.out_w;
+	float *fast = malloc(n * 4), *ref = malloc(n * 4);
+	uint8_t *fast8 = malloc(n), *ref8 = malloc(n);
+	uint16_t *fast16 = malloc(n * 2);
+	CHECK(fast && ref && fast8 && ref8 && fast16);
+	for (int c = 0; c < 3; c++) {
+		p.mean[c] = 0;
+		p.std[c] = 1;
+	}
+	p.dtype = PIPE_DTYPE_F32;
+	CHECKF(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, fast, err, sizeof err) == 0,
+	       "%s: %s", im->name, err);
+	CHECKF(jpeg_pipeline_reference(worker, &p, im->jpeg, im->len, key, ref, err, sizeof err) == 0,
+	       "%s: %s", im->name, err);
+	double m = mad_f32(fast, ref, n);
+	unsigned s = scale_for(&p, im, key);
+	scale_seen[s]++;
+	CHECKF(m <= 2.0 / 255, "%s %ux%u train=%d key=%llu scale 1/%u: f32 MAD %.5f", im->name,
+	       p.out_w, p.out_h, p.train, (unsigned long long)key, s, m);
+	if (m > *worst)
+		*worst = m;
+	for (size_t i = 0; i < n; i++)
+		CHECKF(ref[i] >= -1e-5f && ref[i] <= 1.00001f, "reference value %f out of [0,1]",
+		       ref[i]);
+
+	p.dtype = PIPE_DTYPE_U8;
+	CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, fast8, err, sizeof err) == 0);
+	CHECK(jpeg_pipeline_reference(worker, &p, im->jpeg, im->len, key, ref8, err, sizeof err) == 0);
+	double m8 = mad_u8(fast8, ref8, n);
+	CHECKF(m8 <= 2.0 / 255, "%s key=%llu: u8 MAD %.5f", im->name, (unsigned long long)key, m8);
+	/* u8 is the f32 result rounded. */
+	for (size_t i = 0; i < n; i++)
+		CHECKF(fabsf(fast8[i] - fast[i] * 255.0f) <= 0.5001f, "u8 %u vs f32 %f", fast8[i],
+		       fast[i] * 255.0f);
+
+	p.dtype = PIPE_DTYPE_F16;
+	CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, fast16, err, sizeof err) == 0);
+	for (size_t i = 0; i < n; i++) {
+		float h = half_to_float(fast16[i]);
+		CHECKF(fabsf(h - fast[i]) <= fabsf(fast[i]) * 0x1p-11f + 0x1p-25f, "f16 %f vs f32 %f",
+		       h, fast[i]);
+	}
+	free(fast);
+	free(ref);
+	free(fast8);
+	free(ref8);
+	free(fast16);
+}
+
+static void check_plan(void)
+{
+	struct jpeg_params p;
+	jpeg_params_default(&p, 224, 1);
+	unsigned flips = 0, fallback = 0;
+	const int n = 4000;
+	for (int k = 0; k < n; k++) {
+		struct jpeg_crop c, c2;
+		jpeg_pipeline_plan(&p, 640, 480, (uint64_t)k, &c);
+		jpeg_pipeline_plan(&p, 640, 480, (uint64_t)k, &c2);
+		CHECK(memcmp(&c, &c2, sizeof c) == 0);
+		CHECK(c.x == floor(c.x) && c.y == floor(c.y) && c.w == floor(c.w) && c.h == floor(c.h));
+		CHECK(c.w >= 1 && c.h >= 1 && c.x >= 0 && c.y >= 0);
+		CHECK(c.x + c.w <= 640 && c.y + c.h <= 480);
+		double frac = c.w * c.h / (640.0 * 480), ratio = c.w / c.h;
+		if (c.w == 640 && c.h == 480 && c.x == 0 && c.y == 0) {
+			fallback++;
+			continue;
+		}
+		/* Rounding w and h to whole pixels moves area and ratio a bit. */
+		CHECKF(frac >= 0.08 * 0.9 && frac <= 1.0, "area fraction %f", frac);
+		CHECKF(ratio >= 0.75 * 0.95 && ratio <= 4.0 / 3 * 1.05, "ratio %f", ratio);
+		flips += c.flip;
+	}
+	CHECKF(fallback < n / 20, "%u fallbacks", fallback);
+	CHECKF(abs((int)flips - (int)(n - fallback) / 2) < n / 20, "%u flips of %d", flips, n);
+	/* An image too narrow for any allowed ratio falls back to the
+	 * centre crop with the ratio clamped. */
+	struct jpeg_crop c;
+	jpeg_pipeline_plan(&p, 1000, 50, 3, &c);
+	CHECK(c.h == 50 && c.w == rint(50 * 4.0 / 3) && c.x == floor((1000 - c.w) / 2) && c.y == 0);
+	/* Eval: 256 on the shorter side, centre 224. 640x480 -> 341x256. */
+	jpeg_params_default(&p, 224, 0);
+	jpeg_pipeline_plan(&p, 640, 480, 99, &c);
+	double sx = 640.0 / 341, sy = 480.0 / 256;
+	CHECK(fabs(c.x - rint((341 - 224) / 2.0) * sx) < 1e-9 && fabs(c.w - 224 * sx) < 1e-9);
+	CHECK(fabs(c.y - 16 * sy) < 1e-9 && fabs(c.h - 224 * sy) < 1e-9 && c.flip == 0);
+}
+
+/* Eval with an image of exactly the output size and resize_ratio 1 is an
+ * identity: the output must be tjDecompress2's pixels. */
+static void check_identity(void)
+{
+	char err[256];
+	unsigned long len;
+	uint8_t *jpeg = jpeg_synth(72, 72, TJSAMP_420, 90, 7, &len);
+	CHECK(jpeg);
+	uint8_t *px = malloc(72 * 72 * 3), *out = malloc(72 * 72 * 3);
+	tjhandle tj = tjInitDecompress();
+	CHECK(tj && px && out);
+	CHECK(tjDecompress2(tj, jpeg, len, px, 72, 0, 72, TJPF_RGB, 0) == 0);
+	tjDestroy(tj);
+	struct jpeg_params p;
+	jpeg_params_default(&p, 0, 0);
+	p.out_w = 72;
+	p.out_h = 72;
+	p.resize_ratio = 1;
+	p.dtype = PIPE_DTYPE_U8;
+	p.layout = PIPE_LAYOUT_NHWC;
+	CHECKF(jpeg_pipeline_run(worker, &p, jpeg, len, 0, out, err, sizeof err) == 0, "%s", err);
+	int maxd = 0;
+	for (size_t i = 0; i < 72 * 72 * 3; i++) {
+		int d = abs((int)out[i] - (int)px[i]);
+		maxd = d > maxd ? d : maxd;
+	}
+	CHECKF(maxd == 0, "identity resize differs from tjDecompress2 by up to %d", maxd);
+	free(px);
+	free(out);
+	tjFree(jpeg);
+}
+
+static void check_layout_flip_norm(const struct image *im)
+{
+	char err[256];
+	struct jpeg_params p;
+	jpeg_params_default(&p, 0, 1);
+	p.out_h = 48;
+	p.out_w = 40;
+	size_t hw = 48 * 40, n = hw * 3;
+	float *nchw = malloc(n * 4), *nhwc = malloc(n * 4), *flip = malloc(n * 4), *again = malloc(n * 4);
+	uint8_t *u8 = malloc(n);
+	CHECK(nchw && nhwc && flip && again && u8);
+	for (uint64_t key = 0; key < 6; key++) {
+		p.flip_p = 0;
+		p.layout = PIPE_LAYOUT_NCHW;
+		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, nchw, err, sizeof err) == 0);
+		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, again, err, sizeof err) == 0);
+		CHECK(memcmp(nchw, again, n * 4) == 0); /* determinism */
+		p.layout = PIPE_LAYOUT_NHWC;
+		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, nhwc, err, sizeof err) == 0);
+		for (size_t c = 0; c < 3; c++)
+			for (size_t i = 0; i < hw; i++)
+				CHECK(nchw[c * hw + i] == nhwc[i * 3 + c]);
+		p.flip_p = 1;
+		p.layout = PIPE_LAYOUT_NCHW;
+		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, flip, err, sizeof err) == 0);
+		for (size_t c = 0; c < 3; c++)
+			for (size_t y = 0; y < 48; y++)
+				for (size_t x = 0; x < 40; x++)
+					CHECK(flip[c * hw + y * 40 + x] == nchw[c * hw + y * 40 + 39 - x]);
+		/* Normalized output is (u8-equivalent/255 - mean) / std. */
+		p.flip_p = 0;
+		p.dtype = PIPE_DTYPE_U8;
+		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, u8, err, sizeof err) == 0);
+		p.dtype = PIPE_DTYPE_F32;
+		for (size_t c = 0; c < 3; c++)
+			for (size_t i = 0; i < hw; i++) {
+				float want = (u8[c * hw + i] / 255.0f - p.mean[c]) / p.std[c];
+				CHECKF(fabsf(nchw[c * hw + i] - want) <= 0.5f / 255 / p.std[c] + 1e-5f,
+				       "normalized %f, from u8 %f", nchw[c * hw + i], want);
+			}
+	}
+	/* Different keys give different crops. */
+	p.layout = PIPE_LAYOUT_NCHW;
+	CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, 100, again, err, sizeof err) == 0);
+	CHECK(memcmp(nchw, again, n * 4) != 0);
+
+	/* A flat colour: every output value is the known normalized number. */
+	unsigned long len;
+	uint8_t flat[64 * 64 * 3];
+	for (size_t i = 0; i < sizeof flat; i += 3) {
+		flat[i] = 200;
+		flat[i + 1] = 100;
+		flat[i + 2] = 50;
+	}
+	tjhandle tj = tjInitCompress();
+	unsigned char *jpeg = NULL;
+	CHECK(tj && tjCompress2(tj, flat, 64, 0, 64, TJPF_RGB, &jpeg, &len, TJSAMP_444, 100, 0) == 0);
+	tjDestroy(tj);
+	const float want[3] = { (200 / 255.0f - 0.485f) / 0.229f, (100 / 255.0f - 0.456f) / 0.224f,
+				(50 / 255.0f - 0.406f) / 0.225f };
+	CHECK(jpeg_pipeline_run(worker, &p, jpeg, len, 1, nchw, err, sizeof err) == 0);
+	for (size_t c = 0; c < 3; c++)
+		for (size_t i = 0; i < hw; i++)
+			CHECKF(fabsf(nchw[c * hw + i] - want[c]) <= 1.01f / 255 / p.std[c],
+			       "flat colour channel %zu: %f, want %f", c, nchw[c * hw + i], want[c]);
+	tjFree(jpeg);
+	free(nchw);
+	free(nhwc);
+	free(flip);
+	free(again);
+	free(u8);
+}
+
+static void expect_decode_error(const char *what, const uint8_t *buf, size_t len)
+{
+	char err[256] = "";
+	struct jpeg_params p;
+	jpeg_params_default(&p, 32, 0);
+	float *out = malloc(jpeg_pipeline_sample_bytes(&p));
+	CHECK(out);
+	int rc = jpeg_pipeline_run(worker, &p, buf, len, 0, out, err, sizeof err);
+	CHECKF(rc == FEEDER_EDECODE && err[0], "%s: rc %d (%s)", what, rc, err);
+	rc = jpeg_pipeline_reference(worker, &p, buf, len, 0, out, err, sizeof err);
+	CHECKF(rc == FEEDER_EDECODE && err[0], "%s (reference): rc %d (%s)", what, rc, err);
+	free(out);
+}
+
+static void check_corrupt(const struct image *im)
+{
+	expect_decode_error("zero length", im->jpeg, 0);
+	expect_decode_error("truncated to half", im->jpeg, im->len / 2);
+	expect_decode_error("header only", im->jpeg, 200);
+	uint8_t junk[4096];
+	uint32_t s = 1;
+	for (size_t i = 0; i < sizeof junk; i++) {
+		s = s * 1664525u + 1013904223u;
+		junk[i] = (uint8_t)(s >> 24);
+	}
+	expect_decode_error("random bytes", junk, sizeof junk);
+	junk[0] = 0xff;
+	junk[1] = 0xd8; /* a JPEG start marker, then noise */
+	expect_decode_error("SOI then noise", junk, sizeof junk);
+
+	/* Flipped bytes in the entropy-coded data: either an error or an
+	 * image, never a crash; and the worker still works afterwards. */
+	uint8_t *copy = malloc(im->len);
+	CHECK(copy);
+	struct jpeg_params p;
+	jpeg_params_default(&p, 64, 1);
+	float *out = malloc(jpeg_pipeline_sample_bytes(&p));
+	CHECK(out);
+	for (int t = 0; t < 20; t++) {
+		memcpy(copy, im->jpeg, im->len);
+		for (int k = 0; k < 8; k++) {
+			s = s * 1664525u + 1013904223u;
+			copy[600 + (s >> 8) % (im->len - 600)] ^= (uint8_t)(1u << (s % 8));
+		}
+		char err[256];
+		int rc = jpeg_pipeline_run(worker, &p, copy, im->len, (uint64_t)t, out, err, sizeof err);
+		CHECKF(rc == 0 || rc == FEEDER_EDECODE, "bit flips: rc %d", rc);
+	}
+	char err[256];
+	CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, 0, out, err, sizeof err) == 0);
+	free(out);
+	free(copy);
+
+	/* CMYK is refused with a reason. */
+	tjhandle tj = tjInitCompress();
+	uint8_t cmyk[32 * 32 * 4];
+	memset(cmyk, 90, sizeof cmyk);
+	unsigned char *jpeg = NULL;
+	unsigned long len = 0;
+	CHECK(tj && tjCompress2(tj, cmyk, 32, 0, 32, TJPF_CMYK, &jpeg, &len, TJSAMP_444, 90, 0) == 0);
+	tjDestroy(tj);
+	expect_decode_error("CMYK", jpeg, len);
+	tjFree(jpeg);
+}
+
+static void check_params(void)
+{
+	char err[256];
+	struct jpeg_params p;
+	jpeg_params_default(&p, 224, 1);
+	CHECK(jpeg_params_check(&p, err, sizeof err) == 0);
+	CHECK(jpeg_pipeline_sample_bytes(&p) == 3 * 224 * 224 * 4);
+	p.dtype = PIPE_DTYPE_F16;
+	CHECK(jpeg_pipeline_sample_bytes(&p) == 3 * 224 * 224 * 2);
+	struct jpeg_params bad = p;
+	bad.out_w = 0;
+	CHECK(jpeg_params_check(&bad, err, sizeof err) == FEEDER_EINVAL);
+	bad = p;
+	bad.dtype = 9;
+	CHECK(jpeg_params_check(&bad, err, sizeof err) == FEEDER_EINVAL);
+	bad = p;
+	bad.scale_min = NAN;
+	CHECK(jpeg_params_check(&bad, err, sizeof err) == FEEDER_EINVAL);
+	bad = p;
+	bad.std[1] = 0;
+	CHECK(jpeg_params_check(&bad, err, sizeof err) == FEEDER_EINVAL && strstr(err, "std"));
+	bad = p;
+	bad.train = 0;
+	bad.resize_ratio = 0.5f;
+	CHECK(jpeg_params_check(&bad, err, sizeof err) == FEEDER_EINVAL);
+}
+
+int main(void)
+{
+	char err[256];
+	CHECKF(jpeg_worker_create(&worker, err, sizeof err) == 0, "%s", err);
+	struct image images[] = {
+		{ "640x480 4:2:0", 640, 480, TJSAMP_420, 90, NULL, 0 },
+		{ "503x377 4:2:2", 503, 377, TJSAMP_422, 85, NULL, 0 },
+		{ "1280x960 4:2:0", 1280, 960, TJSAMP_420, 92, NULL, 0 },
+		{ "300x200 grey", 300, 200, TJSAMP_GRAY, 90, NULL, 0 },
+		{ "333x500 4:4:4", 333, 500, TJSAMP_444, 95, NULL, 0 },
+		{ "360x270 4:4:0", 360, 270, TJSAMP_440, 90, NULL, 0 },
+	};
+	const size_t nimg = sizeof images / sizeof images[0];
+	for (size_t i = 0; i < nimg; i++) {
+		images[i].jpeg = jpeg_synth(images[i].w, images[i].h, images[i].subsamp,
+					    images[i].quality, (unsigned)i + 1, &images[i].len);
+		CHECK(images[i].jpeg);
+	}
+	check_params();
+	check_plan();
+	check_identity();
+
+	static const uint32_t sizes[] = { 224, 64, 32 };
+	double worst = 0;
+	for (size_t i = 0; i < nimg; i++)
+		for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+			for (int train = 0; train <= 1; train++) {
+				struct jpeg_params p;
+				jpeg_params_default(&p, sizes[s], train);
+				if (sizes[s] > (uint32_t)images[i].w || sizes[s] > (uint32_t)images[i].h)
+					continue;
+				int keys = train ? 12 : 1; /* eval ignores the key */
+				for (int k = 0; k < keys; k++)
+					compare(&images[i], p, (uint64_t)(k * 1000 + s), &worst);
+			}
+	/* A non-square output. */
+	struct jpeg_params p;
+	jpeg_params_default(&p, 0, 1);
+	p.out_h = 40;
+	p.out_w = 72;
+	for (int k = 0; k < 6; k++)
+		compare(&images[0], p, (uint64_t)k, &worst);
+	p.train = 0;
+	compare(&images[1], p, 0, &worst);
+
+	fprintf(stderr, "worst MAD %.5f (limit %.5f); IDCT scales used: 1:%u 1/2:%u 1/4:%u 1/8:%u\n",
+		worst, 2.0 / 255, scale_seen[1], scale_seen[2], scale_seen[4], scale_seen[8]);
+	CHECK(scale_seen[1] && scale_seen[2] && scale_seen[4] && scale_seen[8]);
+
+	check_layout_flip_norm(&images[1]);
+	check_corrupt(&images[0]);
+	for (size_t i = 0; i < nimg; i++)
+		tjFree(images[i].jpeg);
+	jpeg_worker_destroy(worker);
+	return 0;
+}

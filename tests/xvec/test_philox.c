@@ -1,0 +1,69 @@
+/* test_philox.c — Philox4x32-10 against the Random123 known-answer vectors,
+ * and the uniform/normal mappings against their documented word use. */
+#include "check.h"
+#include "philox.h"
+
+#include <math.h>
+#include <stdint.h>
+
+static void kat(const uint32_t ctr[4], const uint32_t key[2], const uint32_t want[4])
+{
+	uint32_t out[4];
+
+	philox4x32_10(ctr, key, out);
+	for (int i = 0; i < 4; i++)
+		CHECKF(out[i] == want[i], "word %d: %08x, want %08x", i, out[i], want[i]);
+}
+
+int main(void)
+{
+	const uint32_t z4[4] = { 0, 0, 0, 0 }, z2[2] = { 0, 0 };
+	const uint32_t w0[4] = { 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8 };
+	const uint32_t f4[4] = { 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff };
+	const uint32_t f2[2] = { 0xffffffff, 0xffffffff };
+	const uint32_t w1[4] = { 0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd };
+	const uint32_t p4[4] = { 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344 };
+	const uint32_t p2[2] = { 0xa4093822, 0x299f31d0 };
+	const uint32_t w2[4] = { 0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1 };
+
+	kat(z4, z2, w0);
+	kat(f4, f2, w1);
+	kat(p4, p2, w2);
+
+	/* the counter/key layout: block = ctr words 0-1, subsequence = words 2-3 */
+	uint32_t out[4];
+	philox_block(0x299f31d0a4093822ull, 0x0370734413198a2eull, 0x85a308d3243f6a88ull, out);
+	for (int i = 0; i < 4; i++)
+		CHECK(out[i] == w2[i]);
+
+	/* uniforms: word i % 4 of block i / 4, as curand_uniform maps it */
+	const uint64_t seed = 0x1234567890abcdefull, sub = 77;
+	float u[37];
+	philox_uniforms(seed, sub, 3, 37, u);
+	for (int k = 0; k < 37; k++) {
+		uint64_t i = 3 + (uint64_t)k;
+		float want;
+
+		philox_block(seed, sub, i / 4, out);
+		want = (float)out[i % 4] * 2.3283064e-10f + 2.3283064e-10f / 2.0f;
+		CHECKF(u[k] == want, "uniform %llu", (unsigned long long)i);
+		CHECK(u[k] == philox_uniform(seed, sub, i));
+		CHECK(u[k] > 0.0f && u[k] <= 1.0f);
+	}
+
+	/* normals: Box-Muller (sine branch) on words 0 and 1 of block i */
+	float z[19];
+	philox_normals(seed, sub, 5, 19, z);
+	for (int k = 0; k < 19; k++) {
+		uint64_t i = 5 + (uint64_t)k;
+
+		philox_block(seed, sub, i, out);
+		double uu = ((double)out[0] + 0.5) / 4294967296.0;
+		double vv = ((double)out[1] + 0.5) / 4294967296.0 * 2.0 * M_PI;
+		double want = sqrt(-2.0 * log(uu)) * sin(vv);
+		CHECKF(fabs(z[k] - want) < 1e-4 * (1.0 + fabs(want)), "normal %llu: %g vs %g",
+		       (unsigned long long)i, z[k], want);
+		CHECK(z[k] == philox_normal(seed, sub, i));
+	}
+	return 0;
+}

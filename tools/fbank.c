@@ -1,0 +1,350 @@
+/* fbank.c — Kaldi-compatible fbank/MFCC extraction and energy VAD (see
+ * fbank.h for the exact recipe and the reasons for its choices). */
+#include "fbank.h"
+
+#include "status.h"
+
+#include <errno.h>
+#include <fftw3.h>
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FBANK_NFFT_BINS (FBANK_FFT_LEN / 2)
+#define FBANK_PREEMPH 0.97f
+
+/* One triangular filter: weights for FFT bins first..first+len-1. */
+struct fbank_filter {
+	int first;
+	int len;
+	float *w;
+};
+
+struct fbank {
+	struct fbank_opts o;
+	uint32_t dim;
+	float window[FBANK_FRAME_LEN];
+	float center_mel[FBANK_NFFT_BINS];
+	struct fbank_filter filters[FBANK_NFFT_BINS];
+	float *dct;      /* ceps x bins, mfcc only */
+	float *lifter;   /* ceps, mfcc only (NULL when lifter is 0) */
+	float *in;       /* FBANK_FFT_LEN, fftwf_malloc'd */
+	fftwf_complex *spec; /* FBANK_NFFT_BINS + 1 */
+	fftwf_plan plan;
+	float power[FBANK_NFFT_BINS + 1];
+	float mel[FBANK_NFFT_BINS];
+};
+
+/* FFTW's planner keeps global state: plans are made and destroyed under this
+ * lock; executing distinct plans in parallel is safe. */
+static pthread_mutex_t fbank_plan_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static float fbank_mel(float hz) { return 1127.0f * logf(1.0f + hz / 700.0f); }
+
+void fbank_opts_default(struct fbank_opts *o, int kind)
+{
+	memset(o, 0, sizeof(*o));
+	o->kind = kind;
+	o->bins = kind == FBANK_KIND_MFCC ? 30 : 40;
+	o->ceps = 30;
+	o->window = FBANK_WINDOW_POVEY;
+	o->low_freq = 20.0f;
+	o->high_freq = -400.0f;
+	o->lifter = 22.0f;
+	o->use_energy = 1;
+	o->vad = 0;
+	o->vad_threshold = 5.5f;
+	o->vad_mean_scale = 0.5f;
+	o->vad_proportion = 0.12f;
+	o->vad_context = 2;
+}
+
+uint32_t fbank_frames(size_t n)
+{
+	if (n < FBANK_FRAME_LEN)
+		return 0;
+	size_t f = 1 + (n - FBANK_FRAME_LEN) / FBANK_FRAME_SHIFT;
+	return f > UINT32_MAX ? UINT32_MAX : (uint32_t)f;
+}
+
+uint32_t fbank_dim(const struct fbank *fb) { return fb->dim; }
+
+float fbank_bin_center_hz(const struct fbank *fb, int i)
+{
+	if (i < 0 || i >= fb->o.bins)
+		return 0.0f;
+	return 700.0f * expm1f(fb->center_mel[i] / 1127.0f);
+}
+
+static int fbank_check(const struct fbank_opts *o, float *high, char *err, size_t errlen)
+{
+	const float nyquist = FBANK_RATE / 2.0f;
+	if (o->kind != FBANK_KIND_FBANK && o->kind != FBANK_KIND_MFCC)
+		return status_fail(err, errlen, FEEDER_EINVAL, "feature kind %d is neither fbank nor mfcc",
+				   o->kind);
+	if (o->bins < 3 || o->bins > FBANK_NFFT_BINS)
+		return status_fail(err, errlen, FEEDER_EINVAL, "--bins %d is outside 3..%d", o->bins,
+				   FBANK_NFFT_BINS);
+	if (o->kind == FBANK_KIND_MFCC && (o->ceps < 1 || o->ceps > o->bins))
+		return status_fail(err, errlen, FEEDER_EINVAL, "--ceps %d is outside 1..%d (the bins)",
+				   o->ceps, o->bins);
+	if (o->window != FBANK_WINDOW_POVEY && o->window != FBANK_WINDOW_HAMMING)
+		return status_fail(err, errlen, FEEDER_EINVAL, "window type %d is unknown", o->window);
+	*high = o->high_freq > 0.0f ? o->high_freq : nyquist + o->high_freq;
+	if (!(o->low_freq >= 0.0f) || !(*high > o->low_freq) || *high > nyquist)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "mel range %.1f..%.1f Hz is not inside 0..%.0f Hz", o->low_freq, *high,
+				   nyquist);
+	if (!(o->lifter >= 0.0f))
+		return status_fail(err, errlen, FEEDER_EINVAL, "cepstral lifter %g is negative",
+				   o->lifter);
+	if (o->vad && (!(o->vad_proportion > 0.0f && o->vad_proportion < 1.0f) ||
+		       o->vad_context < 0 || o->vad_context > 1000 || !(o->vad_mean_scale >= 0.0f)))
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "VAD options out of range (proportion %g, context %d, mean scale %g)",
+				   o->vad_proportion, o->vad_context, o->vad_mean_scale);
+	return 0;
+}
+
+/* Kaldi's MelBanks without VTLN: filter i spans mel points i..i+2 of
+ * bins + 2 points equally spaced between mel(low) and mel(high). */
+static int fbank_build_filters(struct fbank *fb, float high, char *err, size_t errlen)
+{
+	const int bins = fb->o.bins;
+	const float bin_hz = (float)FBANK_RATE / FBANK_FFT_LEN;
+	const float mel_low = fbank_mel(fb->o.low_freq), mel_high = fbank_mel(high);
+	const float delta = (mel_high - mel_low) / (float)(bins + 1);
+	float w[FBANK_NFFT_BINS];
+	for (int b = 0; b < bins; b++) {
+		float left = mel_low + b * delta, center = mel_low + (b + 1) * delta,
+		      right = mel_low + (b + 2) * delta;
+		fb->center_mel[b] = center;
+		int first = -1, last = -1;
+		for (int k = 0; k < FBANK_NFFT_BINS; k++) {
+			float m = fbank_mel(bin_hz * k);
+			w[k] = 0.0f;
+			if (m > left && m < right) {
+				w[k] = m <= center ? (m - left) / (center - left)
+						   : (right - m) / (right - center);
+				if (first < 0)
+					first = k;
+				last = k;
+			}
+		}
+		if (first < 0)
+			return status_fail(err, errlen, FEEDER_EINVAL,
+					   "mel bin %d of %d covers no FFT bin: too many --bins for a %d-point FFT",
+					   b, bins, FBANK_FFT_LEN);
+		struct fbank_filter *f = &fb->filters[b];
+		f->first = first;
+		f->len = last - first + 1;
+		f->w = malloc((size_t)f->len * sizeof(float));
+		if (!f->w)
+			return status_fail(err, errlen, -ENOMEM, "no memory for mel filters");
+		memcpy(f->w, w + first, (size_t)f->len * sizeof(float));
+	}
+	return 0;
+}
+
+static int fbank_build_mfcc(struct fbank *fb, char *err, size_t errlen)
+{
+	const int n = fb->o.bins, k = fb->o.ceps;
+	fb->dct = malloc((size_t)n * k * sizeof(float));
+	if (!fb->dct)
+		return status_fail(err, errlen, -ENOMEM, "no memory for the DCT matrix");
+	for (int j = 0; j < n; j++)
+		fb->dct[j] = (float)sqrt(1.0 / n);
+	for (int r = 1; r < k; r++)
+		for (int j = 0; j < n; j++)
+			fb->dct[(size_t)r * n + j] = (float)(sqrt(2.0 / n) * cos(M_PI / n * (j + 0.5) * r));
+	if (fb->o.lifter != 0.0f) {
+		fb->lifter = malloc((size_t)k * sizeof(float));
+		if (!fb->lifter)
+			return status_fail(err, errlen, -ENOMEM, "no memory for the lifter");
+		const double q = fb->o.lifter;
+		for (int i = 0; i < k; i++)
+			fb->lifter[i] = (float)(1.0 + 0.5 * q * sin(M_PI * i / q));
+	}
+	return 0;
+}
+
+int fbank_create(const struct fbank_opts *o, struct fbank **out, char *err, size_t errlen)
+{
+	float high = 0.0f;
+	*out = NULL;
+	int rc = fbank_check(o, &high, err, errlen);
+	if (rc < 0)
+		return rc;
+	struct fbank *fb = calloc(1, sizeof(*fb));
+	if (!fb)
+		return status_fail(err, errlen, -ENOMEM, "no memory for a feature extractor");
+	fb->o = *o;
+	fb->dim = o->kind == FBANK_KIND_MFCC ? (uint32_t)o->ceps : (uint32_t)o->bins;
+	const double a = 2.0 * M_PI / (FBANK_FRAME_LEN - 1);
+	for (int i = 0; i < FBANK_FRAME_LEN; i++)
+		fb->window[i] = o->window == FBANK_WINDOW_HAMMING
+					? (float)(0.54 - 0.46 * cos(a * i))
+					: (float)pow(0.5 - 0.5 * cos(a * i), 0.85);
+	rc = fbank_build_filters(fb, high, err, errlen);
+	if (rc == 0 && o->kind == FBANK_KIND_MFCC)
+		rc = fbank_build_mfcc(fb, err, errlen);
+	if (rc < 0) {
+		fbank_destroy(fb);
+		return rc;
+	}
+	pthread_mutex_lock(&fbank_plan_lock);
+	fb->in = fftwf_malloc(FBANK_FFT_LEN * sizeof(float));
+	fb->spec = fftwf_malloc((FBANK_NFFT_BINS + 1) * sizeof(fftwf_complex));
+	if (fb->in && fb->spec)
+		fb->plan = fftwf_plan_dft_r2c_1d(FBANK_FFT_LEN, fb->in, fb->spec, FFTW_ESTIMATE);
+	pthread_mutex_unlock(&fbank_plan_lock);
+	if (!fb->plan) {
+		fbank_destroy(fb);
+		return status_fail(err, errlen, -ENOMEM, "no memory for the FFT plan");
+	}
+	*out = fb;
+	return 0;
+}
+
+void fbank_destroy(struct fbank *fb)
+{
+	if (!fb)
+		return;
+	pthread_mutex_lock(&fbank_plan_lock);
+	if (fb->plan)
+		fftwf_destroy_plan(fb->plan);
+	fftwf_free(fb->in);
+	fftwf_free(fb->spec);
+	pthread_mutex_unlock(&fbank_plan_lock);
+	for (int b = 0; b < FBANK_NFFT_BINS; b++)
+		free(fb->filters[b].w);
+	free(fb->dct);
+	free(fb->lifter);
+	free(fb);
+}
+
+/* One frame: fills row (dim floats) and returns the raw log energy. */
+static float fbank_frame(struct fbank *fb, const float *x, float *row)
+{
+	float *in = fb->in;
+	double sum = 0.0;
+	for (int i = 0; i < FBANK_FRAME_LEN; i++)
+		sum += x[i];
+	const float mean = (float)(sum / FBANK_FRAME_LEN);
+	double energy = 0.0;
+	for (int i = 0; i < FBANK_FRAME_LEN; i++) {
+		in[i] = x[i] - mean;
+		energy += (double)in[i] * in[i];
+	}
+	const float log_energy = logf(fmaxf((float)energy, FLT_EPSILON));
+	for (int i = FBANK_FRAME_LEN - 1; i > 0; i--)
+		in[i] -= FBANK_PREEMPH * in[i - 1];
+	in[0] -= FBANK_PREEMPH * in[0];
+	for (int i = 0; i < FBANK_FRAME_LEN; i++)
+		in[i] *= fb->window[i];
+	memset(in + FBANK_FRAME_LEN, 0, (FBANK_FFT_LEN - FBANK_FRAME_LEN) * sizeof(float));
+	fftwf_execute(fb->plan);
+	for (int k = 0; k <= FBANK_NFFT_BINS; k++)
+		fb->power[k] = fb->spec[k][0] * fb->spec[k][0] + fb->spec[k][1] * fb->spec[k][1];
+
+	const int bins = fb->o.bins;
+	float *mel = fb->o.kind == FBANK_KIND_FBANK ? row : fb->mel;
+	for (int b = 0; b < bins; b++) {
+		const struct fbank_filter *f = &fb->filters[b];
+		float e = 0.0f;
+		for (int j = 0; j < f->len; j++)
+			e += f->w[j] * fb->power[f->first + j];
+		mel[b] = logf(fmaxf(e, FLT_EPSILON));
+	}
+	if (fb->o.kind == FBANK_KIND_MFCC) {
+		for (int c = 0; c < fb->o.ceps; c++) {
+			const float *d = fb->dct + (size_t)c * bins;
+			float v = 0.0f;
+			for (int b = 0; b < bins; b++)
+				v += d[b] * mel[b];
+			row[c] = fb->lifter ? v * fb->lifter[c] : v;
+		}
+		if (fb->o.use_energy)
+			row[0] = log_energy;
+	}
+	return log_energy;
+}
+
+/* Kaldi's ComputeVadEnergy: voiced[t] = 1 when enough of t's neighbours are
+ * louder than the utterance-relative threshold. */
+static void fbank_vad(const struct fbank_opts *o, const float *log_energy, uint32_t t_count,
+		      uint8_t *voiced)
+{
+	double sum = 0.0;
+	for (uint32_t t = 0; t < t_count; t++)
+		sum += log_energy[t];
+	const float threshold = o->vad_threshold + o->vad_mean_scale * (float)(sum / t_count);
+	const int64_t ctx = o->vad_context, n = t_count;
+	for (int64_t t = 0; t < n; t++) {
+		int num = 0, den = 0;
+		for (int64_t u = t - ctx; u <= t + ctx; u++) {
+			if (u < 0 || u >= n)
+				continue;
+			den++;
+			if (log_energy[u] > threshold)
+				num++;
+		}
+		voiced[t] = num >= den * o->vad_proportion;
+	}
+}
+
+int fbank_compute(struct fbank *fb, const float *samples, size_t n, float **out,
+		  uint32_t *frames, uint32_t *dim, char *err, size_t errlen)
+{
+	*out = NULL;
+	*frames = 0;
+	*dim = fb->dim;
+	if (n >= FBANK_FRAME_LEN && (n - FBANK_FRAME_LEN) / FBANK_FRAME_SHIFT >= UINT32_MAX)
+		return status_fail(err, errlen, FEEDER_EQUOTA, "utterance of %zu samples has too many frames",
+				   n);
+	const uint32_t t_count = fbank_frames(n);
+	if (t_count == 0)
+		return 0;
+	float *m = malloc((size_t)t_count * fb->dim * sizeof(float));
+	float *energy = malloc((size_t)t_count * sizeof(float));
+	uint8_t *voiced = fb->o.vad ? malloc(t_count) : NULL;
+	if (!m || !energy || (fb->o.vad && !voiced)) {
+		free(m);
+		free(energy);
+		free(voiced);
+		return status_fail(err, errlen, -ENOMEM, "no memory for %u frames of features",
+				   t_count);
+	}
+	for (uint32_t t = 0; t < t_count; t++)
+		energy[t] = fbank_frame(fb, samples + (size_t)t * FBANK_FRAME_SHIFT,
+					m + (size_t)t * fb->dim);
+	uint32_t kept = t_count;
+	if (fb->o.vad) {
+		fbank_vad(&fb->o, energy, t_count, voiced);
+		kept = 0;
+		for (uint32_t t = 0; t < t_count; t++) {
+			if (!voiced[t])
+				continue;
+			if (kept != t)
+				memcpy(m + (size_t)kept * fb->dim, m + (size_t)t * fb->dim,
+				       fb->dim * sizeof(float));
+			kept++;
+		}
+	}
+	free(energy);
+	free(voiced);
+	if (kept == 0) {
+		free(m);
+		return 0;
+	}
+	if (kept < t_count) {
+		float *shrunk = realloc(m, (size_t)kept * fb->dim * sizeof(float));
+		if (shrunk)
+			m = shrunk;
+	}
+	*out = m;
+	*frames = kept;
+	return 0;
+}

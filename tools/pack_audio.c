@@ -1,0 +1,720 @@
+/* pack_audio.c — `packer pack audio SRC DEST`: a speaker-per-folder tree of
+ * WAV files becomes a features dataset (DSFORMAT_KIND_FEATURES).
+ *
+ * SRC holds one folder per speaker; the speakers, sorted by folder name
+ * (bytewise), are the classes 0..S-1 and their names the label table. The
+ * *.wav files (case-insensitive suffix) anywhere under a speaker folder are
+ * its utterances, walked depth first in sorted order like `pack images`
+ * walks a class (VoxCeleb is laid out speaker/video/utterance.wav); the
+ * "names" database records the path below SRC, "speaker/file.wav". Folders
+ * without a .wav file are not classes, .wav files directly in SRC belong to
+ * no speaker: both are reported and ignored (other files beside the speaker
+ * folders, such as gen-speech's speakers.tsv, silently). A speaker all of whose files are
+ * skipped stays a class (labels are fixed before any file is read) with no
+ * samples; `packer inspect` shows it in the histogram.
+ *
+ * packer.c dispatches here. Files come from pack_common's io_uring reader in
+ * index order; a batch of up to half the reader's depth is held (the other
+ * half keeps reading ahead), its features are computed by --threads workers,
+ * each with its own fbank extractor (FFTW plans are per thread), and the
+ * results are written in order, so the output does not depend on the thread
+ * count. Each utterance goes through wav_decode (PCM mono 16 kHz 16-bit) and
+ * fbank_compute (see fbank.h for the Kaldi recipe), and is stored as a
+ * frames x dim row-major matrix, little-endian float16 (round to nearest
+ * even, proto/half.h) or float32, with its CRC-32C.
+ *
+ * A file that cannot be read or is not such a WAV is skipped with a warning
+ * naming it, or ends the pack under --strict. An utterance with no frames
+ * (shorter than 25 ms, or all silence under --vad) is valid input without
+ * features: it is skipped with a warning even under --strict. */
+#include "pack_common.h"
+
+#include "crc32c.h"
+#include "dsstore.h"
+#include "fbank.h"
+#include "half.h"
+#include "status.h"
+#include "wav.h"
+
+#include "bytes.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define AUDIO_MAX_THREADS 256
+
+struct audio_opts {
+	struct fbank_opts fb;
+	uint32_t dtype;
+	unsigned threads;
+	int force, strict, verbose;
+};
+
+/* The utterances of SRC in index order. */
+struct audio_src {
+	char **paths;       /* "speaker/file.wav", relative to SRC */
+	uint32_t *labels;
+	size_t n, cap;
+	char **speakers;    /* class id -> folder name */
+	uint32_t nspk;
+};
+
+/* One utterance in flight: its file, then its payload or why it has none. */
+struct audio_item {
+	struct pack_read rd;
+	uint8_t *payload;
+	uint32_t len, frames, dim, crc;
+	int rc;        /* 0, or the error that skips it (or ends the pack) */
+	int empty;     /* decoded fine but has no frames */
+	char msg[256];
+};
+
+struct audio_batch {
+	struct audio_item *items;
+	size_t n;
+	atomic_size_t next;
+	uint32_t dtype;
+};
+
+struct audio_worker {
+	pthread_t tid;
+	struct audio_batch *batch;
+	struct fbank *fb;
+};
+
+static const char audio_usage[] =
+	"usage: packer pack audio [options] SRC DEST\n"
+	"\n"
+	"Pack a speaker-per-folder tree of WAV files (PCM, mono, 16 kHz, 16-bit) as\n"
+	"Kaldi-style features: SRC/<speaker>/<utterance>.wav; speakers sorted by name\n"
+	"are the classes.\n"
+	"\n"
+	"  --features fbank|mfcc   log mel filterbank (default) or MFCC\n"
+	"  --bins N                mel bins (default 40 for fbank, 30 for mfcc)\n"
+	"  --ceps N                MFCC cepstra kept (default 30, at most --bins)\n"
+	"  --vad                   drop unvoiced frames (Kaldi compute-vad, VoxCeleb settings)\n"
+	"  --dtype f16|f32         stored element type (default f16)\n"
+	"  --threads N             feature worker threads (default: online CPUs)\n"
+	"  --strict                an unreadable or non-conforming file is fatal, not skipped\n"
+	"  --force                 replace DEST if it exists\n"
+	"  -v, --verbose           progress lines even when stderr is not a terminal\n"
+	"  -h, --help              this text\n"
+	"\n"
+	"Frames are 25 ms every 10 ms (snip-edges), Povey window, 512-point FFT, mel\n"
+	"filters from 20 to 7600 Hz, natural log floored at FLT_EPSILON, no dither.\n";
+
+static int audio_usage_error(const char *fmt, const char *arg)
+{
+	char msg[512];
+	snprintf(msg, sizeof(msg), fmt, arg);
+	pack_error("pack audio: %s (try 'packer pack audio --help')", msg);
+	return PACK_EXIT_USAGE;
+}
+
+static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *first_operand)
+{
+	enum { OPT_FEATURES = 256, OPT_BINS, OPT_CEPS, OPT_VAD, OPT_DTYPE, OPT_THREADS, OPT_FORCE,
+	       OPT_STRICT };
+	static const struct option longopts[] = {
+		{"features", required_argument, NULL, OPT_FEATURES},
+		{"bins", required_argument, NULL, OPT_BINS},
+		{"ceps", required_argument, NULL, OPT_CEPS},
+		{"vad", no_argument, NULL, OPT_VAD},
+		{"dtype", required_argument, NULL, OPT_DTYPE},
+		{"threads", required_argument, NULL, OPT_THREADS},
+		{"force", no_argument, NULL, OPT_FORCE},
+		{"strict", no_argument, NULL, OPT_STRICT},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int kind = FBANK_KIND_FBANK, vad = 0;
+	unsigned long long bins = 0, ceps = 0, threads = 0, v;
+	memset(o, 0, sizeof(*o));
+	o->dtype = DSFORMAT_DTYPE_F16;
+	optind = 0; /* GNU: full re-initialisation, argv[0] is the kind word */
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_FEATURES:
+			if (!strcmp(optarg, "fbank"))
+				kind = FBANK_KIND_FBANK;
+			else if (!strcmp(optarg, "mfcc"))
+				kind = FBANK_KIND_MFCC;
+			else
+				return audio_usage_error("--features '%s' is neither fbank nor mfcc", optarg);
+			break;
+		case OPT_BINS:
+			if (pack_parse_uint(optarg, 3, FBANK_FFT_LEN / 2, &v) != 0)
+				return audio_usage_error("--bins '%s' is not a number in 3..256", optarg);
+			bins = v;
+			break;
+		case OPT_CEPS:
+			if (pack_parse_uint(optarg, 1, FBANK_FFT_LEN / 2, &v) != 0)
+				return audio_usage_error("--ceps '%s' is not a number in 1..256", optarg);
+			ceps = v;
+			break;
+		case OPT_VAD:
+			vad = 1;
+			break;
+		case OPT_DTYPE:
+			if (!strcmp(optarg, "f16"))
+				o->dtype = DSFORMAT_DTYPE_F16;
+			else if (!strcmp(optarg, "f32"))
+				o->dtype = DSFORMAT_DTYPE_F32;
+			else
+				return audio_usage_error("--dtype '%s' is neither f16 nor f32", optarg);
+			break;
+		case OPT_THREADS:
+			if (pack_parse_uint(optarg, 1, AUDIO_MAX_THREADS, &v) != 0)
+				return audio_usage_error("--threads '%s' is not a number in 1..256", optarg);
+			threads = v;
+			break;
+		case OPT_FORCE:
+			o->force = 1;
+			break;
+		case OPT_STRICT:
+			o->strict = 1;
+			break;
+		case 'v':
+			o->verbose = 1;
+			break;
+		case 'h':
+			fputs(audio_usage, stdout);
+			return -1;
+		case ':':
+			return audio_usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return audio_usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (argc - optind < 2)
+		return audio_usage_error("%s", "missing SRC or DEST");
+	if (argc - optind > 2)
+		return audio_usage_error("unexpected argument '%s'", argv[optind + 2]);
+	if (ceps && kind != FBANK_KIND_MFCC)
+		return audio_usage_error("%s", "--ceps applies to --features mfcc only");
+	fbank_opts_default(&o->fb, kind);
+	if (bins)
+		o->fb.bins = (int)bins;
+	if (ceps)
+		o->fb.ceps = (int)ceps;
+	else if (kind == FBANK_KIND_MFCC && o->fb.ceps > o->fb.bins)
+		o->fb.ceps = o->fb.bins; /* --bins below 30 without --ceps: keep them all */
+	o->fb.vad = vad;
+	if (!threads) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = cpus < 1 ? 1 : cpus > AUDIO_MAX_THREADS ? AUDIO_MAX_THREADS : (unsigned long long)cpus;
+	}
+	o->threads = (unsigned)threads;
+	*first_operand = optind;
+	return 0;
+}
+
+/* ---- the source tree ---- */
+
+static int audio_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int audio_is_wav(const char *name)
+{
+	size_t n = strlen(name);
+	return n > 4 && strcasecmp(name + n - 4, ".wav") == 0;
+}
+
+static void audio_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* The sorted names in directory fd (closed here), hidden ones left out. */
+static int audio_list(int fd, char ***out, size_t *count)
+{
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 64;
+			char **nn = realloc(names, nc * sizeof(*nn));
+			if (!nn) {
+				rc = -ENOMEM;
+				break;
+			}
+			names = nn;
+			cap = nc;
+		}
+		if (!(names[n] = strdup(de->d_name))) {
+			rc = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	closedir(d);
+	if (rc < 0) {
+		audio_names_free(names, n);
+		return rc;
+	}
+	if (n)
+		qsort(names, n, sizeof(*names), audio_cmp_str);
+	*out = names;
+	*count = n;
+	return 0;
+}
+
+static void audio_src_free(struct audio_src *s)
+{
+	audio_names_free(s->paths, s->n);
+	audio_names_free(s->speakers, s->nspk);
+	free(s->labels);
+	memset(s, 0, sizeof(*s));
+}
+
+static int audio_add(struct audio_src *s, const char *path, uint32_t label)
+{
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? 2 * s->cap : 256;
+		char **np = realloc(s->paths, nc * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		s->paths = np;
+		uint32_t *nl = realloc(s->labels, nc * sizeof(*nl));
+		if (!nl)
+			return -ENOMEM;
+		s->labels = nl;
+		s->cap = nc;
+	}
+	if (!(s->paths[s->n] = strdup(path)))
+		return -ENOMEM;
+	s->labels[s->n++] = label;
+	return 0;
+}
+
+/* Add the .wav files under rel (a speaker folder or one inside it, relative
+ * to srcfd), depth first in sorted order, as `pack images` walks a class.
+ * Symlinks are followed (trees of links into a corpus are common); depth
+ * bounds a link loop. Files that are not .wav (transcripts, lists) are not
+ * utterances and are passed over. */
+static int audio_walk(const char *src, int srcfd, const char *rel, uint32_t label,
+		      struct audio_src *s, char *err, size_t errlen, int depth)
+{
+	if (depth > 64)
+		return status_fail(err, errlen, -ELOOP, "%s/%s: folders nested too deep", src, rel);
+	char **names = NULL;
+	size_t n = 0;
+	int fd = openat(srcfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = fd < 0 ? -errno : audio_list(fd, &names, &n);
+	if (rc < 0)
+		return status_fail(err, errlen, rc, "%s/%s: cannot list: %s", src, rel, strerror(-rc));
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		char path[PATH_MAX];
+		if (snprintf(path, sizeof(path), "%s/%s", rel, names[i]) >= (int)sizeof(path)) {
+			rc = status_fail(err, errlen, -ENAMETOOLONG, "%s/%s/%s: path too long", src, rel,
+					 names[i]);
+			break;
+		}
+		struct stat st;
+		if (fstatat(srcfd, path, &st, 0) != 0)
+			continue; /* a dangling link is no utterance */
+		if (S_ISDIR(st.st_mode))
+			rc = audio_walk(src, srcfd, path, label, s, err, errlen, depth + 1);
+		else if (S_ISREG(st.st_mode) && audio_is_wav(names[i]) &&
+			 (rc = audio_add(s, path, label)) < 0)
+			status_fail(err, errlen, rc, "out of memory listing %s", src);
+	}
+	audio_names_free(names, n);
+	return rc;
+}
+
+/* Fill *s from the tree at srcfd. Returns 0 or a negative errno with err. */
+static int audio_scan(const char *src, int srcfd, struct audio_src *s, char *err, size_t errlen)
+{
+	char **names = NULL;
+	size_t n = 0, stray = 0;
+	memset(s, 0, sizeof(*s));
+	int fd = dup(srcfd);
+	int rc = fd < 0 ? -errno : audio_list(fd, &names, &n);
+	if (rc < 0)
+		return status_fail(err, errlen, rc, "%s: cannot list: %s", src, strerror(-rc));
+	s->speakers = calloc(n ? n : 1, sizeof(*s->speakers));
+	if (!s->speakers)
+		rc = status_fail(err, errlen, -ENOMEM, "out of memory listing %s", src);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct stat st;
+		if (fstatat(srcfd, names[i], &st, 0) != 0 || !S_ISDIR(st.st_mode)) {
+			/* Metadata beside the speakers (a speakers.tsv) is expected;
+			 * an utterance there is a mistake worth a word. */
+			stray += audio_is_wav(names[i]);
+			continue;
+		}
+		size_t before = s->n;
+		rc = audio_walk(src, srcfd, names[i], s->nspk, s, err, errlen, 0);
+		if (rc == 0 && s->n == before) {
+			pack_warn("%s/%s: no .wav files, not a speaker", src, names[i]);
+		} else if (rc == 0) {
+			s->speakers[s->nspk++] = names[i];
+			names[i] = NULL;
+		}
+	}
+	if (stray)
+		pack_warn("%s: %zu .wav file%s directly in SRC, not in a speaker folder, ignored", src,
+			  stray, stray == 1 ? "" : "s");
+	audio_names_free(names, n);
+	if (rc < 0)
+		audio_src_free(s);
+	return rc;
+}
+
+/* ---- features of one utterance ---- */
+
+static void audio_process(struct audio_item *it, struct fbank *fb, uint32_t dtype)
+{
+	float *samples = NULL, *m = NULL;
+	size_t n = 0;
+	if (it->rd.error) {
+		it->rc = it->rd.error;
+		snprintf(it->msg, sizeof(it->msg), "%s", strerror(-it->rd.error));
+		return;
+	}
+	it->rc = wav_decode(it->rd.data, it->rd.len, &samples, &n, it->msg, sizeof(it->msg));
+	if (it->rc < 0)
+		return;
+	it->rc = fbank_compute(fb, samples, n, &m, &it->frames, &it->dim, it->msg, sizeof(it->msg));
+	if (it->rc < 0)
+		goto out;
+	if (it->frames == 0) {
+		it->empty = 1;
+		if (n < FBANK_FRAME_LEN)
+			snprintf(it->msg, sizeof(it->msg), "%zu samples, shorter than one 25 ms frame", n);
+		else
+			snprintf(it->msg, sizeof(it->msg), "all %u frames are unvoiced", fbank_frames(n));
+		goto out;
+	}
+	size_t esize = dsformat_dtype_size(dtype), count = (size_t)it->frames * it->dim;
+	if (count > DSFORMAT_MAX_PAYLOAD / esize) {
+		it->rc = status_fail(it->msg, sizeof(it->msg), FEEDER_EQUOTA,
+				     "%u frames x %u is over the %u-byte payload limit", it->frames,
+				     it->dim, DSFORMAT_MAX_PAYLOAD);
+		goto out;
+	}
+	it->payload = malloc(count * esize);
+	if (!it->payload) {
+		it->rc = status_fail(it->msg, sizeof(it->msg), -ENOMEM, "no memory for %u frames",
+				     it->frames);
+		goto out;
+	}
+	for (size_t i = 0; i < count; i++) {
+		if (dtype == DSFORMAT_DTYPE_F16) {
+			bytes_put_le16(it->payload + 2 * i, half_from_float(m[i]));
+		} else {
+			uint32_t bits;
+			memcpy(&bits, &m[i], 4);
+			bytes_put_le32(it->payload + 4 * i, bits);
+		}
+	}
+	it->len = (uint32_t)(count * esize);
+	it->crc = crc32c(0, it->payload, it->len);
+out:
+	free(samples);
+	free(m);
+}
+
+static void *audio_worker_run(void *arg)
+{
+	struct audio_worker *w = arg;
+	struct audio_batch *b = w->batch;
+	size_t i;
+	while ((i = atomic_fetch_add(&b->next, 1)) < b->n)
+		audio_process(&b->items[i], w->fb, b->dtype);
+	return NULL;
+}
+
+/* Features of every item of b, on up to nworkers threads. */
+static void audio_run_batch(struct audio_batch *b, struct audio_worker *w, unsigned nworkers)
+{
+	atomic_store(&b->next, 0);
+	unsigned use = nworkers < b->n ? nworkers : (unsigned)b->n, started = 0;
+	for (unsigned t = 1; t < use; t++) {
+		w[t].batch = b;
+		if (pthread_create(&w[t].tid, NULL, audio_worker_run, &w[t]) != 0)
+			break; /* fewer threads: the ones running take the rest */
+		started++;
+	}
+	w[0].batch = b;
+	audio_worker_run(&w[0]);
+	for (unsigned t = 1; t <= started; t++)
+		pthread_join(w[t].tid, NULL);
+}
+
+/* ---- the pack ---- */
+
+struct audio_pack {
+	const char *src, *dest;
+	struct audio_opts o;
+	struct audio_src s;
+	int srcfd;
+	struct pack_dest pd;
+	struct dsstore_writer *w;
+	struct pack_reader *r;
+	struct audio_worker *workers;
+	struct audio_item *items;
+	struct pack_progress prog;
+	uint64_t packed, skipped, empty;
+	uint32_t dim;
+};
+
+static void audio_options_string(const struct audio_pack *p, char *out, size_t len)
+{
+	const struct fbank_opts *f = &p->o.fb;
+	int n = snprintf(out, len, "features=%s bins=%d", f->kind == FBANK_KIND_MFCC ? "mfcc" : "fbank",
+			 f->bins);
+	if (f->kind == FBANK_KIND_MFCC && n > 0 && (size_t)n < len)
+		n += snprintf(out + n, len - (size_t)n, " ceps=%d lifter=%g use-energy=%d", f->ceps,
+			      f->lifter, f->use_energy);
+	if (n > 0 && (size_t)n < len)
+		n += snprintf(out + n, len - (size_t)n,
+			      " low-freq=%g high-freq=%g window=%s frame=25ms shift=10ms snip-edges=1 dither=0"
+			      " vad=%d dtype=%s",
+			      f->low_freq, f->high_freq, f->window == FBANK_WINDOW_HAMMING ? "hamming" : "povey",
+			      f->vad, dsformat_dtype_name(p->o.dtype));
+	if (n > 0 && (size_t)n < len && f->vad)
+		snprintf(out + n, len - (size_t)n, " vad-threshold=%g vad-mean-scale=%g vad-proportion=%g vad-context=%d",
+			 f->vad_threshold, f->vad_mean_scale, f->vad_proportion, f->vad_context);
+}
+
+/* Store or skip the finished items of one batch, in order. Returns 0, or an
+ * exit status. */
+static int audio_store_batch(struct audio_pack *p, struct audio_batch *b, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct audio_item *it = &b->items[i];
+		pack_progress_add(&p->prog, 1, it->rd.len);
+		if (it->rc == -ENOMEM) {
+			pack_error("pack audio: %s/%s: %s", p->src, it->rd.path, it->msg);
+			return PACK_EXIT_FAIL;
+		}
+		if (it->rc < 0) {
+			if (p->o.strict) {
+				pack_error("pack audio: %s/%s: %s (--strict)", p->src, it->rd.path, it->msg);
+				return PACK_EXIT_USAGE;
+			}
+			pack_warn("%s/%s: %s, skipped", p->src, it->rd.path, it->msg);
+			p->skipped++;
+			continue;
+		}
+		if (it->empty) {
+			pack_warn("%s/%s: %s, no features, skipped", p->src, it->rd.path, it->msg);
+			p->empty++;
+			continue;
+		}
+		struct dsformat_sample s = {
+			.label = p->s.labels[it->rd.index],
+			.payload_len = it->len,
+			.crc = it->crc,
+			.frames = it->frames,
+			.dim = it->dim,
+			.dtype = p->o.dtype,
+		};
+		if (dsstore_writer_put_sample(p->w, p->packed, &s, it->payload, err, errlen) < 0 ||
+		    dsstore_writer_put_name(p->w, p->packed, it->rd.path, err, errlen) < 0) {
+			pack_error("pack audio: %s: %s", p->dest, err);
+			return PACK_EXIT_FAIL;
+		}
+		p->packed++;
+	}
+	if (dsstore_writer_commit(p->w, err, errlen) < 0) {
+		pack_error("pack audio: %s: %s", p->dest, err);
+		return PACK_EXIT_FAIL;
+	}
+	return 0;
+}
+
+static void audio_batch_clear(struct pack_reader *r, struct audio_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		free(b->items[i].payload);
+		pack_reader_release(r, &b->items[i].rd);
+		memset(&b->items[i], 0, sizeof(b->items[i]));
+	}
+	b->n = 0;
+}
+
+static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
+{
+	int rc = pack_reader_open(p->srcfd, (const char *const *)p->s.paths, p->s.n, 0, 0, &p->r, err,
+				  errlen);
+	if (rc < 0) {
+		pack_error("pack audio: %s", err);
+		return PACK_EXIT_FAIL;
+	}
+	size_t cap = pack_reader_depth(p->r) / 2;
+	p->items = calloc(cap, sizeof(*p->items));
+	if (!p->items) {
+		pack_error("pack audio: out of memory");
+		return PACK_EXIT_FAIL;
+	}
+	struct audio_batch b = {.items = p->items, .dtype = p->o.dtype};
+	pack_progress_init(&p->prog, p->s.n, p->o.verbose);
+	p->prog.what = "files";
+	int status = 0, done = 0;
+	while (!done && status == 0) {
+		while (b.n < cap) {
+			rc = pack_reader_next(p->r, &b.items[b.n].rd, err, errlen);
+			if (rc < 0) {
+				pack_error("pack audio: %s", err);
+				status = PACK_EXIT_FAIL;
+				break;
+			}
+			if (rc == 0) {
+				done = 1;
+				break;
+			}
+			b.n++;
+		}
+		if (status == 0 && b.n) {
+			audio_run_batch(&b, p->workers, p->o.threads);
+			status = audio_store_batch(p, &b, err, errlen);
+		}
+		audio_batch_clear(p->r, &b);
+	}
+	if (status)
+		return status;
+	pack_progress_done(&p->prog);
+	if (p->packed == 0) {
+		pack_error("pack audio: %s: none of the %zu .wav files gave features", p->src, p->s.n);
+		return PACK_EXIT_USAGE;
+	}
+	struct dsformat_header h = {
+		.version = DSFORMAT_VERSION,
+		.kind = DSFORMAT_KIND_FEATURES,
+		.samples = p->packed,
+		.classes = p->s.nspk,
+		.feat_dim = p->dim,
+		.dtype = p->o.dtype,
+	};
+	snprintf(h.packer_version, sizeof(h.packer_version), "%s", FEEDER_VERSION);
+	audio_options_string(p, h.options, sizeof(h.options));
+	for (uint32_t c = 0; c < p->s.nspk; c++)
+		if (dsstore_writer_put_label(p->w, c, p->s.speakers[c], err, errlen) < 0) {
+			pack_error("pack audio: %s: %s", p->dest, err);
+			return PACK_EXIT_FAIL;
+		}
+	rc = dsstore_writer_finish(p->w, &h, err, errlen);
+	p->w = NULL; /* finish consumes the writer, on success and on failure */
+	if (rc < 0) {
+		pack_error("pack audio: %s: %s", p->dest, err);
+		return PACK_EXIT_FAIL;
+	}
+	if (pack_dest_commit(&p->pd, err, errlen) < 0) {
+		pack_error("pack audio: %s", err);
+		return PACK_EXIT_FAIL;
+	}
+	if (p->skipped || p->empty || p->o.verbose)
+		fprintf(stderr, "packer: %s: %llu utterances of %u speakers, %u x %s features"
+			" (%llu unreadable or bad files skipped, %llu without frames)\n",
+			p->dest, (unsigned long long)p->packed, p->s.nspk, p->dim,
+			dsformat_dtype_name(p->o.dtype), (unsigned long long)p->skipped,
+			(unsigned long long)p->empty);
+	return 0;
+}
+
+int pack_audio_main(int argc, char **argv)
+{
+	struct audio_pack p;
+	char err[512];
+	int first = 0;
+	memset(&p, 0, sizeof(p));
+	p.srcfd = -1;
+	int rc = audio_parse_args(argc, argv, &p.o, &first);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	p.src = argv[first];
+	p.dest = argv[first + 1];
+
+	/* One extractor per worker; this also validates the feature options
+	 * before anything touches DEST. */
+	p.workers = calloc(p.o.threads, sizeof(*p.workers));
+	if (!p.workers) {
+		pack_error("pack audio: out of memory");
+		return PACK_EXIT_FAIL;
+	}
+	int status = 0;
+	for (unsigned t = 0; t < p.o.threads && status == 0; t++) {
+		rc = fbank_create(&p.o.fb, &p.workers[t].fb, err, sizeof(err));
+		if (rc < 0) {
+			pack_error("pack audio: %s", err);
+			status = rc == -ENOMEM ? PACK_EXIT_FAIL : PACK_EXIT_USAGE;
+		}
+	}
+	if (status)
+		goto out;
+	p.dim = fbank_dim(p.workers[0].fb);
+
+	p.srcfd = open(p.src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (p.srcfd < 0) {
+		pack_error("pack audio: %s: %s", p.src, strerror(errno));
+		status = PACK_EXIT_USAGE;
+		goto out;
+	}
+	rc = audio_scan(p.src, p.srcfd, &p.s, err, sizeof(err));
+	if (rc < 0) {
+		pack_error("pack audio: %s", err);
+		status = rc == -ENOMEM ? PACK_EXIT_FAIL : PACK_EXIT_USAGE;
+		goto out;
+	}
+	if (p.s.n == 0) {
+		pack_error("pack audio: %s: no .wav files in speaker folders (SRC/<speaker>/*.wav)", p.src);
+		status = PACK_EXIT_USAGE;
+		goto out;
+	}
+	rc = pack_dest_begin(&p.pd, p.dest, p.o.force, err, sizeof(err));
+	if (rc < 0) {
+		pack_error("pack audio: %s", err);
+		status = rc == -EEXIST ? PACK_EXIT_USAGE : PACK_EXIT_FAIL;
+		goto out;
+	}
+	rc = dsstore_writer_open(p.pd.tmp, 0, &p.w, err, sizeof(err));
+	if (rc < 0) {
+		pack_error("pack audio: %s", err);
+		status = PACK_EXIT_FAIL;
+		goto out;
+	}
+	status = audio_pack_run(&p, err, sizeof(err));
+out:
+	if (p.w)
+		dsstore_writer_abort(p.w);
+	if (status)
+		pack_dest_abort(&p.pd);
+	pack_reader_close(p.r);
+	free(p.items);
+	for (unsigned t = 0; p.workers && t < p.o.threads; t++)
+		fbank_destroy(p.workers[t].fb);
+	free(p.workers);
+	audio_src_free(&p.s);
+	if (p.srcfd >= 0)
+		close(p.srcfd);
+	return status;
+}

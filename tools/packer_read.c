@@ -1,0 +1,477 @@
+/* packer_read.c — packer inspect, verify and cat (see packer_read.h).
+ *
+ * All three walk the dataset through dsstore's read API; nothing here knows
+ * LMDB. inspect and verify visit every sample header (a B-tree lookup each,
+ * touching only the pages of that record), verify also every payload byte. */
+#include "packer_read.h"
+
+#include "dsstore.h"
+#include "pack_common.h"
+#include "status.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <turbojpeg.h>
+#include <unistd.h>
+
+static int usage_error(const char *cmd, const char *msg, const char *arg)
+{
+	fprintf(stderr, "packer: %s: ", cmd);
+	fprintf(stderr, msg, arg);
+	fprintf(stderr, " (try 'packer --help')\n");
+	return PACK_EXIT_USAGE;
+}
+
+/* getopt_long with our own one-line errors; returns the option, -1 at the
+ * end of options, or '?' after printing the error. */
+static int next_opt(const char *cmd, int argc, char **argv, const struct option *opts, int *bad)
+{
+	int c = getopt_long(argc, argv, "+:h", opts, NULL);
+	if (c == '?') {
+		if (optopt)
+			fprintf(stderr, "packer: %s: unknown option '-%c' (try 'packer --help')\n", cmd, optopt);
+		else
+			usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		*bad = 1;
+	} else if (c == ':') {
+		usage_error(cmd, "option '%s' needs an argument", argv[optind - 1]);
+		*bad = 1;
+		c = '?';
+	}
+	return c;
+}
+
+static int open_dataset(const char *cmd, const char *dir, struct dsstore **ds, struct dsstore_txn **t)
+{
+	char err[512];
+	if (dsstore_open(dir, ds, err, sizeof(err)) != 0) {
+		fprintf(stderr, "packer: %s: %s\n", cmd, err);
+		return PACK_EXIT_FAIL;
+	}
+	if (dsstore_txn_begin(*ds, t, err, sizeof(err)) != 0) {
+		fprintf(stderr, "packer: %s: %s: %s\n", cmd, dir, err);
+		dsstore_close(*ds);
+		return PACK_EXIT_FAIL;
+	}
+	return 0;
+}
+
+/* ---- inspect ---- */
+
+struct stat_u64 {
+	uint64_t n, sum, min, max;
+	uint64_t *all; /* for the median */
+};
+
+static void stat_add(struct stat_u64 *s, uint64_t v)
+{
+	if (s->n == 0 || v < s->min)
+		s->min = v;
+	if (v > s->max)
+		s->max = v;
+	s->sum += v;
+	if (s->all)
+		s->all[s->n] = v;
+	s->n++;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t stat_median(struct stat_u64 *s)
+{
+	if (!s->n || !s->all)
+		return 0;
+	qsort(s->all, s->n, sizeof(uint64_t), cmp_u64);
+	return s->n % 2 ? s->all[s->n / 2] : (s->all[s->n / 2 - 1] + s->all[s->n / 2]) / 2;
+}
+
+static double stat_mean(const struct stat_u64 *s) { return s->n ? (double)s->sum / (double)s->n : 0; }
+
+static void json_string(FILE *f, const char *p, size_t len)
+{
+	fputc('"', f);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void json_stats(FILE *f, const char *key, struct stat_u64 *s, double scale, int last)
+{
+	uint64_t med = stat_median(s);
+	if (scale == 1.0)
+		fprintf(f, "\"%s\":{\"total\":%llu,\"min\":%llu,\"max\":%llu,\"mean\":%.3f,\"median\":%llu}%s",
+			key, (unsigned long long)s->sum, (unsigned long long)s->min,
+			(unsigned long long)s->max, stat_mean(s), (unsigned long long)med, last ? "" : ",");
+	else
+		fprintf(f, "\"%s\":{\"total\":%.3f,\"min\":%.3f,\"max\":%.3f,\"mean\":%.3f,\"median\":%.3f}%s",
+			key, (double)s->sum * scale, (double)s->min * scale, (double)s->max * scale,
+			stat_mean(s) * scale, (double)med * scale, last ? "" : ",");
+}
+
+int packer_inspect_main(int argc, char **argv)
+{
+	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+					      { "help", no_argument, NULL, 'h' },
+					      { NULL, 0, NULL, 0 } };
+	int json = 0, bad = 0, c;
+	optind = 0;
+	opterr = 0;
+	while ((c = next_opt("inspect", argc, argv, opts, &bad)) != -1) {
+		if (c == 'j')
+			json = 1;
+		else if (c == 'h') {
+			puts("usage: packer inspect DEST [--json]");
+			return 0;
+		} else
+			return PACK_EXIT_USAGE;
+	}
+	/* Allow `inspect DEST --json` too: options after the operand. */
+	const char *dir = NULL;
+	for (int i = optind; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (argv[i][0] == '-' && argv[i][1])
+			return usage_error("inspect", "unknown option '%s'", argv[i]);
+		else if (!dir)
+			dir = argv[i];
+		else
+			return usage_error("inspect", "unexpected argument '%s'", argv[i]);
+	}
+	if (!dir)
+		return usage_error("inspect", "%s", "missing DEST");
+
+	struct dsstore *ds;
+	struct dsstore_txn *t;
+	int rc = open_dataset("inspect", dir, &ds, &t);
+	if (rc)
+		return rc;
+	const struct dsformat_header *h = dsstore_header(ds);
+	int features = h->kind == DSFORMAT_KIND_FEATURES;
+	uint64_t *hist = calloc(h->classes ? h->classes : 1, sizeof(uint64_t));
+	struct stat_u64 bytes = { .all = malloc((h->samples ? h->samples : 1) * sizeof(uint64_t)) };
+	struct stat_u64 frames = { .all = features ? malloc((h->samples ? h->samples : 1) * sizeof(uint64_t)) : NULL };
+	uint64_t unreadable = 0, bad_label = 0;
+	if (!hist || !bytes.all || (features && !frames.all)) {
+		fprintf(stderr, "packer: inspect: out of memory\n");
+		rc = PACK_EXIT_FAIL;
+		goto out;
+	}
+	for (uint64_t i = 0; i < h->samples; i++) {
+		struct dsformat_sample s;
+		const uint8_t *p;
+		char err[256];
+		if (dsstore_get_sample(t, i, &s, &p, err, sizeof(err)) != 0) {
+			unreadable++;
+			continue;
+		}
+		if (s.label < h->classes)
+			hist[s.label]++;
+		else
+			bad_label++;
+		stat_add(&bytes, s.payload_len);
+		if (features)
+			stat_add(&frames, s.frames);
+	}
+
+	if (json) {
+		printf("{\"path\":");
+		json_string(stdout, dir, strlen(dir));
+		printf(",\"kind\":\"%s\",\"version\":%u,\"samples\":%llu,\"classes\":%u,\"bytes\":%llu,",
+		       dsformat_kind_name(h->kind), h->version, (unsigned long long)h->samples,
+		       h->classes, (unsigned long long)bytes.sum);
+		printf("\"packer_version\":");
+		json_string(stdout, h->packer_version, strlen(h->packer_version));
+		printf(",\"options\":");
+		json_string(stdout, h->options, strlen(h->options));
+		printf(",\"unreadable\":%llu,\"bad_labels\":%llu,", (unsigned long long)unreadable,
+		       (unsigned long long)bad_label);
+		json_stats(stdout, "payload_bytes", &bytes, 1.0, 0);
+		if (features) {
+			printf("\"feat_dim\":%u,\"dtype\":\"%s\",", h->feat_dim, dsformat_dtype_name(h->dtype));
+			json_stats(stdout, "frames", &frames, 1.0, 0);
+			json_stats(stdout, "duration_s", &frames, 0.01, 0);
+		}
+		printf("\"labels\":[");
+		for (uint32_t k = 0; k < h->classes; k++) {
+			const char *name;
+			size_t len;
+			if (dsstore_get_label(t, k, &name, &len) != 0) {
+				name = "";
+				len = 0;
+			}
+			if (k)
+				putchar(',');
+			json_string(stdout, name, len);
+		}
+		printf("],\"histogram\":[");
+		for (uint32_t k = 0; k < h->classes; k++)
+			printf("%s%llu", k ? "," : "", (unsigned long long)hist[k]);
+		printf("]}\n");
+	} else {
+		printf("dataset:   %s\n", dir);
+		printf("format:    version %u, kind %s\n", h->version, dsformat_kind_name(h->kind));
+		printf("packer:    %s  options: %s\n", h->packer_version, h->options[0] ? h->options : "(none)");
+		printf("samples:   %llu\n", (unsigned long long)h->samples);
+		printf("classes:   %u\n", h->classes);
+		if (features)
+			printf("features:  feat_dim %u, dtype %s\n", h->feat_dim, dsformat_dtype_name(h->dtype));
+		uint64_t med = stat_median(&bytes);
+		printf("payload:   %llu bytes total; per sample min %llu, max %llu, mean %.1f, median %llu\n",
+		       (unsigned long long)bytes.sum, (unsigned long long)bytes.min,
+		       (unsigned long long)bytes.max, stat_mean(&bytes), (unsigned long long)med);
+		if (features) {
+			uint64_t fmed = stat_median(&frames);
+			printf("frames:    %llu total; per sample min %llu, max %llu, mean %.1f, median %llu\n",
+			       (unsigned long long)frames.sum, (unsigned long long)frames.min,
+			       (unsigned long long)frames.max, stat_mean(&frames), (unsigned long long)fmed);
+			printf("duration:  %.2f s total; per sample min %.2f s, max %.2f s, mean %.2f s (10 ms frames)\n",
+			       (double)frames.sum * 0.01, (double)frames.min * 0.01,
+			       (double)frames.max * 0.01, stat_mean(&frames) * 0.01);
+		}
+		if (unreadable || bad_label)
+			printf("problems:  %llu unreadable records, %llu labels out of range (run packer verify)\n",
+			       (unsigned long long)unreadable, (unsigned long long)bad_label);
+		printf("histogram: class id, samples, name\n");
+		for (uint32_t k = 0; k < h->classes; k++) {
+			const char *name;
+			size_t len;
+			if (dsstore_get_label(t, k, &name, &len) != 0) {
+				name = "?";
+				len = 1;
+			}
+			printf("  %6u %8llu  %.*s\n", k, (unsigned long long)hist[k], (int)len, name);
+		}
+	}
+	rc = unreadable ? PACK_EXIT_FAIL : 0;
+out:
+	free(hist);
+	free(bytes.all);
+	free(frames.all);
+	dsstore_txn_end(t);
+	dsstore_close(ds);
+	return rc;
+}
+
+/* ---- verify ---- */
+
+static int check_features(const struct dsformat_header *h, const struct dsformat_sample *s,
+			  const uint8_t *p, char *why, size_t wlen)
+{
+	if (s->dim != h->feat_dim)
+		return status_fail(why, wlen, FEEDER_ECORRUPT, "feature dim %u, header says %u", s->dim,
+				   h->feat_dim);
+	if (s->dtype != h->dtype)
+		return status_fail(why, wlen, FEEDER_ECORRUPT, "dtype %s, header says %s",
+				   dsformat_dtype_name(s->dtype), dsformat_dtype_name(h->dtype));
+	size_t esz = dsformat_dtype_size(s->dtype);
+	if (!esz || (uint64_t)s->frames * s->dim * esz != s->payload_len)
+		return status_fail(why, wlen, FEEDER_ECORRUPT, "matrix %u x %u of %s is not %u bytes",
+				   s->frames, s->dim, dsformat_dtype_name(s->dtype), s->payload_len);
+	size_t n = (size_t)s->frames * s->dim;
+	for (size_t i = 0; i < n; i++) {
+		int finite;
+		if (esz == 2) {
+			uint16_t v;
+			memcpy(&v, p + 2 * i, 2);
+			finite = (v & 0x7c00u) != 0x7c00u;
+		} else {
+			float v;
+			memcpy(&v, p + 4 * i, 4);
+			finite = isfinite(v);
+		}
+		if (!finite)
+			return status_fail(why, wlen, FEEDER_ECORRUPT,
+					   "value at frame %zu, column %zu is not finite", i / s->dim, i % s->dim);
+	}
+	return 0;
+}
+
+static int check_jpeg(tjhandle tj, const uint8_t *p, size_t len, uint8_t **buf, size_t *cap,
+		      char *why, size_t wlen)
+{
+	int w = 0, hgt = 0, sub = 0, cs = 0;
+	if (tjDecompressHeader3(tj, p, (unsigned long)len, &w, &hgt, &sub, &cs) != 0)
+		return status_fail(why, wlen, FEEDER_EDECODE, "JPEG header: %s", tjGetErrorStr2(tj));
+	/* A stream that ends before any frame header "succeeds" without
+	 * filling in the size. */
+	if (w <= 0 || hgt <= 0)
+		return status_fail(why, wlen, FEEDER_EDECODE, "JPEG header: no image (%s)",
+				   tjGetErrorStr2(tj));
+	size_t need = (size_t)w * (size_t)hgt * 3;
+	if (need > *cap) {
+		uint8_t *nb = realloc(*buf, need);
+		if (!nb)
+			return status_fail(why, wlen, -ENOMEM, "out of memory for a %dx%d image", w, hgt);
+		*buf = nb;
+		*cap = need;
+	}
+	if (tjDecompress2(tj, p, (unsigned long)len, *buf, w, 0, hgt, TJPF_RGB, 0) != 0) {
+		/* Most warnings (extraneous bytes before a marker, common in real
+		 * photo collections) still decode every pixel and pass; a stream
+		 * cut short does not: its missing rows come out grey. */
+		const char *msg = tjGetErrorStr2(tj);
+		if (tjGetErrorCode(tj) == TJERR_FATAL || strstr(msg, "Premature end"))
+			return status_fail(why, wlen, FEEDER_EDECODE, "JPEG decode: %s", msg);
+	}
+	return 0;
+}
+
+int packer_verify_main(int argc, char **argv)
+{
+	static const struct option opts[] = { { "decode", no_argument, NULL, 'd' },
+					      { "help", no_argument, NULL, 'h' },
+					      { NULL, 0, NULL, 0 } };
+	int decode = 0, bad = 0, c;
+	optind = 0;
+	opterr = 0;
+	while ((c = next_opt("verify", argc, argv, opts, &bad)) != -1) {
+		if (c == 'd')
+			decode = 1;
+		else if (c == 'h') {
+			puts("usage: packer verify DEST [--decode]");
+			return 0;
+		} else
+			return PACK_EXIT_USAGE;
+	}
+	const char *dir = NULL;
+	for (int i = optind; i < argc; i++) {
+		if (!strcmp(argv[i], "--decode"))
+			decode = 1;
+		else if (argv[i][0] == '-' && argv[i][1])
+			return usage_error("verify", "unknown option '%s'", argv[i]);
+		else if (!dir)
+			dir = argv[i];
+		else
+			return usage_error("verify", "unexpected argument '%s'", argv[i]);
+	}
+	if (!dir)
+		return usage_error("verify", "%s", "missing DEST");
+
+	struct dsstore *ds;
+	struct dsstore_txn *t;
+	int rc = open_dataset("verify", dir, &ds, &t);
+	if (rc)
+		return rc;
+	const struct dsformat_header *h = dsstore_header(ds);
+	tjhandle tj = NULL;
+	if (decode && h->kind == DSFORMAT_KIND_JPEG && !(tj = tjInitDecompress())) {
+		fprintf(stderr, "packer: verify: cannot start the JPEG decoder\n");
+		dsstore_txn_end(t);
+		dsstore_close(ds);
+		return PACK_EXIT_FAIL;
+	}
+	uint8_t *pix = NULL;
+	size_t pixcap = 0;
+	uint64_t nbad = 0, bytes = 0;
+	struct pack_progress prog;
+	pack_progress_init(&prog, h->samples, 0);
+	prog.what = "samples";
+	for (uint64_t i = 0; i < h->samples; i++) {
+		struct dsformat_sample s;
+		const uint8_t *p;
+		char why[300];
+		int r = dsstore_get_sample(t, i, &s, &p, why, sizeof(why));
+		if (!r)
+			r = dsformat_sample_verify(&s, p, why, sizeof(why));
+		if (!r && s.label >= h->classes)
+			r = status_fail(why, sizeof(why), FEEDER_ECORRUPT, "label %u out of range (%u classes)",
+					s.label, h->classes);
+		if (!r && h->kind == DSFORMAT_KIND_FEATURES)
+			r = check_features(h, &s, p, why, sizeof(why));
+		if (!r && tj)
+			r = check_jpeg(tj, p, s.payload_len, &pix, &pixcap, why, sizeof(why));
+		if (r) {
+			printf("sample %llu: %s\n", (unsigned long long)i, why);
+			nbad++;
+		} else {
+			bytes += s.payload_len;
+		}
+		pack_progress_add(&prog, 1, r ? 0 : s.payload_len);
+	}
+	pack_progress_done(&prog);
+	printf("%s: %llu samples, %llu bytes checked%s, %llu bad\n", dir,
+	       (unsigned long long)h->samples, (unsigned long long)bytes,
+	       tj ? " and decoded" : "", (unsigned long long)nbad);
+	free(pix);
+	if (tj)
+		tjDestroy(tj);
+	dsstore_txn_end(t);
+	dsstore_close(ds);
+	return nbad ? PACK_EXIT_FAIL : 0;
+}
+
+/* ---- cat ---- */
+
+int packer_cat_main(int argc, char **argv)
+{
+	static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 } };
+	int bad = 0, c;
+	optind = 0;
+	opterr = 0;
+	while ((c = next_opt("cat", argc, argv, opts, &bad)) != -1) {
+		if (c == 'h') {
+			puts("usage: packer cat DEST INDEX");
+			return 0;
+		}
+		return PACK_EXIT_USAGE;
+	}
+	if (argc - optind < 2)
+		return usage_error("cat", "%s", "missing DEST or INDEX");
+	if (argc - optind > 2)
+		return usage_error("cat", "unexpected argument '%s'", argv[optind + 2]);
+	const char *dir = argv[optind];
+	unsigned long long index;
+	if (pack_parse_uint(argv[optind + 1], 0, UINT64_MAX, &index) != 0)
+		return usage_error("cat", "INDEX '%s' is not a non-negative integer", argv[optind + 1]);
+	struct dsstore *ds;
+	struct dsstore_txn *t;
+	int rc = open_dataset("cat", dir, &ds, &t);
+	if (rc)
+		return rc;
+	const struct dsformat_header *h = dsstore_header(ds);
+	if (index >= h->samples) {
+		fprintf(stderr, "packer: cat: index %llu out of range (%s has %llu samples)\n", index, dir,
+			(unsigned long long)h->samples);
+		rc = PACK_EXIT_USAGE;
+		goto out;
+	}
+	struct dsformat_sample s;
+	const uint8_t *p;
+	char err[300];
+	if (dsstore_get_sample(t, index, &s, &p, err, sizeof(err)) != 0) {
+		fprintf(stderr, "packer: cat: %s: %s\n", dir, err);
+		rc = PACK_EXIT_FAIL;
+		goto out;
+	}
+	for (size_t off = 0; off < s.payload_len;) {
+		ssize_t w = write(STDOUT_FILENO, p + off, s.payload_len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			fprintf(stderr, "packer: cat: writing to stdout: %s\n", strerror(errno));
+			rc = PACK_EXIT_FAIL;
+			goto out;
+		}
+		off += (size_t)w;
+	}
+out:
+	dsstore_txn_end(t);
+	dsstore_close(ds);
+	return rc;
+}
