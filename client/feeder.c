@@ -134,6 +134,8 @@ static int set_dead(struct feeder *f, int code, const char *fmt, ...)
 	return f->dead;
 }
 
+static int send_msg(struct feeder *f, const struct proto_msg *m);
+
 static struct feeder_stream *find_stream(struct feeder *f, uint32_t id)
 {
 	for (struct feeder_stream *s = f->streams; s; s = s->next)
@@ -179,6 +181,13 @@ static int dispatch(struct feeder *f, const struct proto_msg *m)
 	}
 	case PROTO_GOODBYE:
 		return set_dead(f, FEEDER_ECLOSED, "feederd is shutting down");
+	case PROTO_STREAM_OPENED: {
+		/* The answer to an open that gave up waiting: the daemon holds a
+		 * ring for nobody, so give it back. */
+		struct proto_msg c = { .type = PROTO_CLOSE_STREAM };
+		c.u.close.stream = m->u.opened.stream;
+		return send_msg(f, &c);
+	}
 	default:
 		/* Replies to requests nobody is waiting for any more (a timed-out
 		 * open, a status reply): harmless. */
@@ -234,6 +243,13 @@ static int send_msg(struct feeder *f, const struct proto_msg *m)
 		return f->dead;
 	char err[ERR_MAX];
 	int rc = sockmsg_send_msg(f->sock, m, -1, err, sizeof err);
+	if (rc == FEEDER_ECLOSED) {
+		/* The daemon usually said why before it closed (GOODBYE, a fatal
+		 * ERROR): read what is left so that the caller gets that reason. */
+		struct proto_msg left;
+		while (!f->dead && recv_one(f, 0, &left, NULL) == 0)
+			dispatch(f, &left);
+	}
 	if (rc < 0)
 		return set_dead(f, rc, "sending %s to feederd failed: %s", proto_type_name(m->type),
 				err);

@@ -176,9 +176,9 @@ struct feeder_batch {
  * -ENOMEM; *out is NULL and feeder_last_error(NULL) gives the sentence. */
 int feeder_connect(const char *path, int timeout_ms, struct feeder **out);
 
-/* Close every stream still open on f (as feeder_close_stream, without
- * waiting for the daemon), then the connection, and free f. NULL is a no-op.
- * Batches and streams of f must not be used afterwards. */
+/* Unmap and free every stream still open on f, close the connection (the
+ * daemon reclaims the streams when it sees the connection close) and free f.
+ * NULL is a no-op. Batches and streams of f must not be used afterwards. */
 void feeder_disconnect(struct feeder *f);
 
 /* The sentence describing the last failure on f, or, when f is NULL, of the
@@ -233,8 +233,9 @@ int feeder_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b)
 
 /* Give b's slot back to the daemon so it can refill it; b is zeroed and its
  * pointers must not be used any more. Returns 0, FEEDER_EINVAL (b is not a
- * batch of s that is currently held), or FEEDER_ECLOSED (the slot is gone
- * with the connection; nothing more to do). */
+ * batch of s that is currently held; nothing happens), or, when the
+ * connection has failed, its error (FEEDER_ECLOSED when the daemon went
+ * away): the slot is gone with the connection and nothing more is needed. */
 int feeder_release(struct feeder_stream *s, struct feeder_batch *b);
 
 /* Close the stream: tell the daemon, wait briefly for its acknowledgement,

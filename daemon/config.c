@@ -411,30 +411,26 @@ int config_parse_text(struct config *cfg, const char *name, const char *text, ch
 }
 
 /* Read a whole file (at most CONFIG_FILE_MAX bytes) into a NUL-terminated
- * heap string. */
+ * heap string. Anything but a directory is accepted, so that --config
+ * /dev/null means "defaults only". */
 static int read_file(const char *path, char **out, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return status_fail(err, errlen, -errno, "config %s: %s", path, strerror(errno));
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
 		close(fd);
-		return status_fail(err, errlen, FEEDER_EINVAL, "config %s: not a regular file", path);
+		return status_fail(err, errlen, FEEDER_EINVAL, "config %s: is a directory", path);
 	}
-	if ((uint64_t)st.st_size > CONFIG_FILE_MAX) {
-		close(fd);
-		return status_fail(err, errlen, FEEDER_EINVAL, "config %s: larger than %u bytes",
-				   path, CONFIG_FILE_MAX);
-	}
-	char *buf = malloc((size_t)st.st_size + 1);
+	char *buf = malloc(CONFIG_FILE_MAX + 1);
 	if (!buf) {
 		close(fd);
 		return status_fail(err, errlen, -ENOMEM, "config %s: out of memory", path);
 	}
 	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+	for (;;) {
+		ssize_t n = read(fd, buf + got, CONFIG_FILE_MAX + 1 - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -446,6 +442,12 @@ static int read_file(const char *path, char **out, char *err, size_t errlen)
 		if (n == 0)
 			break;
 		got += (size_t)n;
+		if (got > CONFIG_FILE_MAX) {
+			free(buf);
+			close(fd);
+			return status_fail(err, errlen, FEEDER_EINVAL, "config %s: larger than %u bytes",
+					   path, CONFIG_FILE_MAX);
+		}
 	}
 	close(fd);
 	buf[got] = '\0';

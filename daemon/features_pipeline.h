@@ -11,7 +11,15 @@
  * by repeating them from the start (FEAT_PAD_REPEAT) or skipped
  * (FEAT_PAD_SKIP: the caller replaces the sample like a corrupt one).
  *
- * Stateless and thread-safe: scratch, if any, lives on the stack or in out. */
+ * The statistics are those of the whole utterance (or of a window around
+ * each frame of it), not of the chunk alone, as when Kaldi normalizes the
+ * features before its x-vector egs are cut. The sliding window of frame t is
+ * [t - window/2, t - window/2 + window) shifted to lie inside the utterance
+ * (and cut to its length), as apply-cmvn-sliding --center=true computes it.
+ * Variances are floored at 1e-20 before division.
+ *
+ * Stateless and thread-safe: scratch lives on the stack (two doubles per
+ * feature dimension). */
 #ifndef FEEDER_FEATURES_PIPELINE_H
 #define FEEDER_FEATURES_PIPELINE_H
 
@@ -39,7 +47,8 @@ struct features_params {
 	int train;           /* 1: random chunk offset; 0: centred chunk */
 };
 
-/* chunk_len 200, pad repeat, cmn sliding over 300 frames, no cvn, f32, train. */
+/* chunk_len as given, pad repeat, cmn sliding over 300 frames (Kaldi's
+ * default), no cvn, f32, train as given. */
 void features_params_default(struct features_params *p, uint32_t chunk_len, int train);
 
 /* 0 if p is usable, else FEEDER_EINVAL with a sentence naming the field. */

@@ -26,9 +26,12 @@
 enum { PIPE_DTYPE_U8 = 1, PIPE_DTYPE_F16 = 2, PIPE_DTYPE_F32 = 3 };
 enum { PIPE_LAYOUT_NCHW = 1, PIPE_LAYOUT_NHWC = 2 };
 
-/* Largest accepted out_h / out_w, and largest accepted image side. */
+/* Largest accepted out_h / out_w. */
 #define JPEG_PIPELINE_MAX_OUT 8192
-#define JPEG_PIPELINE_MAX_SIDE 65500
+/* Images above this many pixels are refused (FEEDER_EDECODE) before any
+ * large allocation: no real training photo comes near it, and a hostile
+ * header could ask for gigabytes. */
+#define JPEG_PIPELINE_MAX_PIXELS (1ull << 27)
 
 struct jpeg_params {
 	uint32_t out_h, out_w;

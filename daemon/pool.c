@@ -16,6 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Samples a stream may take before the next stream's turn. */
+#define POOL_QUANTUM 8
+
 struct worker {
 	struct pool *pool;
 	pthread_t thread;
@@ -28,6 +31,7 @@ struct pool {
 	pthread_cond_t work;
 	struct stream **streams;
 	size_t n, cap, rr;
+	uint32_t credit;         /* samples taken from streams[rr] in this turn */
 	int stop;
 	int wake_fd;
 	unsigned nworkers;
@@ -72,6 +76,10 @@ unsigned pool_remove(struct pool *p, struct stream *s)
 		p->n--;
 		if (p->rr > i)
 			p->rr--;
+		else if (p->rr == i)
+			p->credit = 0;
+		if (p->rr >= p->n)
+			p->rr = 0;
 		break;
 	}
 	s->closing = 1;
@@ -101,11 +109,20 @@ static void *worker_main(void *arg)
 		int found = 0;
 		for (size_t j = 0; j < p->n; j++) {
 			size_t i = (p->rr + j) % p->n;
-			if (stream_claim(p->streams[i], &t)) {
+			if (!stream_claim(p->streams[i], &t))
+				continue;
+			/* Each stream's turn lasts POOL_QUANTUM samples whatever its
+			 * task size, so streams share the workers by images, not by
+			 * claims (a batch-256 stream takes 8 samples a claim, a
+			 * batch-4 one a single sample). */
+			p->credit = i == p->rr ? p->credit + t.count : t.count;
+			p->rr = i;
+			if (p->credit >= POOL_QUANTUM) {
 				p->rr = (i + 1) % p->n;
-				found = 1;
-				break;
+				p->credit = 0;
 			}
+			found = 1;
+			break;
 		}
 		if (!found) {
 			pthread_cond_wait(&p->work, &p->lock);

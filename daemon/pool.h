@@ -1,9 +1,10 @@
 /* pool.h — feederd's worker threads and the fair schedule over streams.
  *
  * The pool keeps the list of streams that have work. Each idle worker scans
- * it round-robin from where the previous claim left off and takes a few
- * samples of the first stream that has any (stream_claim), so many streams
- * from many clients progress at the same pace whatever their batch sizes.
+ * it round-robin and takes a few samples of the first stream that has any
+ * (stream_claim); a stream's turn ends after a fixed number of samples, so
+ * many streams from many clients progress at the same pace in images,
+ * whatever their batch sizes.
  * Workers decode without the lock, then account the result; when a slot
  * completes, a stream fails or a closing stream drains, they write to the
  * event loop's eventfd.

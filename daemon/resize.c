@@ -30,6 +30,36 @@ static inline double triangle(double x)
 	return x < 1.0 ? 1.0 - x : 0.0;
 }
 
+/* Give every output the same number of taps (the most any one uses),
+ * zero-weighted and shifted to stay inside [lo, hi), so that the inner loop
+ * of the horizontal pass has a fixed trip count that can be unrolled.
+ * Adding 0 * pixel leaves a sum unchanged. Only a range narrower than the
+ * filter keeps uneven counts (uniform stays 0). */
+static void pad_uniform(struct resize_axis *a, int32_t lo, int32_t hi)
+{
+	int32_t most = 1;
+	for (uint32_t i = 0; i < a->out_len; i++)
+		most = a->count[i] > most ? a->count[i] : most;
+	a->uniform = most <= hi - lo;
+	if (!a->uniform)
+		return;
+	for (uint32_t i = 0; i < a->out_len; i++) {
+		int32_t n = a->count[i];
+		if (n == most)
+			continue;
+		float *w = a->w + (size_t)i * a->taps;
+		int32_t start = a->start[i];
+		int32_t shift = start + most > hi ? start + most - hi : 0;
+		memmove(w + shift, w, (size_t)n * sizeof *w);
+		for (int32_t k = 0; k < shift; k++)
+			w[k] = 0.0f;
+		for (int32_t k = shift + n; k < most; k++)
+			w[k] = 0.0f;
+		a->start[i] = start - shift;
+		a->count[i] = most;
+	}
+}
+
 int resize_axis_plan(struct resize_axis *a, double off, double len, uint32_t out_len,
 		     int32_t lo, int32_t hi)
 {
@@ -80,9 +110,18 @@ int resize_axis_plan(struct resize_axis *a, double off, double len, uint32_t out
 		}
 		for (int32_t k = 0; k < n; k++)
 			w[k] = (float)(w[k] / total);
-		a->start[i] = xmin;
-		a->count[i] = n;
+		/* Taps that land exactly on the triangle's feet weigh nothing. */
+		int32_t k0 = 0;
+		while (k0 < n - 1 && w[k0] == 0.0f)
+			k0++;
+		while (n - 1 > k0 && w[n - 1] == 0.0f)
+			n--;
+		if (k0)
+			memmove(w, w + k0, (size_t)(n - k0) * sizeof *w);
+		a->start[i] = xmin + k0;
+		a->count[i] = n - k0;
 	}
+	pad_uniform(a, lo, hi);
 	return 0;
 }
 
@@ -210,6 +249,34 @@ static void write_row(const struct resize_out *o, const v4f *acc, float *line, u
 		store_run(o, c * plane + (size_t)y * out_w, line + (size_t)c * out_w, out_w);
 }
 
+/* The horizontal pass of one row when every output has n taps: each case
+ * is a loop of known trip count that the compiler unrolls. */
+#define HPASS_CASE(N)                                                          \
+	case N:                                                                \
+		for (uint32_t x = 0; x < out_w; x++) {                         \
+			const float *w = ax->w + (size_t)x * ax->taps;         \
+			const v4f *p = wide + ax->start[x];                    \
+			v4f s0 = w[0] * p[0];                                  \
+			for (int k = 1; k < N; k++)                            \
+				s0 += w[k] * p[k];                             \
+			t[x] = s0;                                             \
+		}                                                              \
+		break;
+
+static void hpass_fixed(const struct resize_axis *ax, const v4f *wide, v4f *t, uint32_t out_w)
+{
+	switch (ax->count[0]) {
+	HPASS_CASE(1)
+	HPASS_CASE(2)
+	HPASS_CASE(3)
+	HPASS_CASE(4)
+	HPASS_CASE(5)
+	HPASS_CASE(6)
+	HPASS_CASE(7)
+	HPASS_CASE(8)
+	}
+}
+
 void resize_rgb(const uint8_t *src, size_t stride, const struct resize_axis *ax,
 		const struct resize_axis *ay, float *scratch, const struct resize_out *o)
 {
@@ -227,6 +294,10 @@ void resize_rgb(const uint8_t *src, size_t stride, const struct resize_axis *ax,
 		v4f *t = tmp + (size_t)(r - first) * out_w;
 		widen_row(src + (size_t)r * stride + (size_t)xfirst * 4, wide + xfirst,
 			  (size_t)(xend - xfirst));
+		if (ax->uniform && ax->count[0] <= 8) {
+			hpass_fixed(ax, wide, t, out_w);
+			continue;
+		}
 		for (uint32_t x = 0; x < out_w; x++) {
 			const float *w = ax->w + (size_t)x * ax->taps;
 			const v4f *p = wide + ax->start[x];

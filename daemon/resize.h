@@ -24,6 +24,7 @@ struct resize_axis {
 	int32_t *start;    /* out_len: first input pixel */
 	int32_t *count;    /* out_len: input pixels used, <= taps */
 	float *w;          /* out_len * taps weights, summing to 1 per output */
+	int uniform;       /* every count is the same (padded with zero weights) */
 	size_t cap_out, cap_w; /* allocated entries, grown on demand */
 };
 

@@ -45,8 +45,22 @@ struct session {
 	struct stream **streams;
 	size_t nstreams, cap;
 	uint64_t mem;            /* ring bytes held */
+	struct outmsg *out_head, *out_tail; /* waiting for the socket to drain */
+	unsigned nout;
+	int want_out;            /* EPOLLOUT is armed */
 	struct session *next;
 };
+
+/* A message the client's socket could not take yet. */
+struct outmsg {
+	struct outmsg *next;
+	int fd;                  /* descriptor to pass with it (owned), or -1 */
+	size_t len;
+	uint8_t buf[PROTO_MAX_MESSAGE];
+};
+
+/* A client that leaves this many messages unread is not reading at all. */
+#define SESSION_MAX_QUEUED 65536
 
 struct server {
 	struct config cfg;
@@ -62,7 +76,7 @@ struct server {
 	struct stream **zombies; /* closed, waiting for in-flight tasks */
 	size_t nzombies, zcap;
 	uint64_t mem_used;
-	uint64_t start_us, last_tick_us;
+	uint64_t start_us, last_tick_us, last_status_us;
 	uint64_t watchdog_us;
 	int stop;
 	/* totals of streams already gone, and counters of the loop */
@@ -85,21 +99,110 @@ static double mib(uint64_t b)
 
 /* ---- sending ---------------------------------------------------------- */
 
+static void set_want_out(struct session *c, int on)
+{
+	if (c->want_out == on)
+		return;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0),
+				  .data.ptr = &c->w };
+	if (epoll_ctl(c->srv->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0)
+		c->want_out = on;
+}
+
+static void out_free(struct outmsg *o)
+{
+	if (o->fd >= 0)
+		close(o->fd);
+	free(o);
+}
+
+/* Send queued messages in order until the socket is full again. */
+static void flush_out(struct session *c)
+{
+	char err[256];
+	while (c->out_head && !c->dead) {
+		struct outmsg *o = c->out_head;
+		int rc = sockmsg_send(c->fd, o->buf, o->len, o->fd, err, sizeof(err));
+		if (rc == -EAGAIN)
+			break;
+		if (rc) {
+			if (rc != FEEDER_ECLOSED)
+				log_warn("client %u (pid %d): %s; disconnecting", c->id, (int)c->pid, err);
+			c->dead = 1;
+			break;
+		}
+		c->out_head = o->next;
+		if (!c->out_head)
+			c->out_tail = NULL;
+		c->nout--;
+		out_free(o);
+	}
+	set_want_out(c, c->out_head != NULL && !c->dead);
+}
+
+static void drop_out(struct session *c)
+{
+	while (c->out_head) {
+		struct outmsg *o = c->out_head;
+		c->out_head = o->next;
+		out_free(o);
+	}
+	c->out_tail = NULL;
+	c->nout = 0;
+}
+
+/* Send m (with descriptor fd, which stays the caller's). Messages keep their
+ * order: once one had to wait, the rest queue behind it until the client
+ * reads; the event loop never blocks on a client. */
 static void send_to(struct session *c, const struct proto_msg *m, int fd)
 {
 	char err[256];
 	if (c->dead)
 		return;
-	int rc = sockmsg_send_msg(c->fd, m, fd, err, sizeof(err));
-	if (rc == 0)
+	uint8_t buf[PROTO_MAX_MESSAGE];
+	int len = proto_encode(m, buf, sizeof(buf));
+	if (len < 0) {
+		log_err("client %u: message %s cannot be encoded", c->id, proto_type_name(m->type));
 		return;
-	/* A client that lets its socket fill up (it sends requests and never
-	 * reads) cannot be served without blocking everyone: drop it. */
-	if (rc == -EAGAIN)
-		log_warn("client %u (pid %d): not reading its socket; disconnecting", c->id, (int)c->pid);
-	else if (rc != FEEDER_ECLOSED)
-		log_warn("client %u (pid %d): %s; disconnecting", c->id, (int)c->pid, err);
-	c->dead = 1;
+	}
+	if (!c->out_head) {
+		int rc = sockmsg_send(c->fd, buf, (size_t)len, fd, err, sizeof(err));
+		if (rc == 0)
+			return;
+		if (rc != -EAGAIN) {
+			if (rc != FEEDER_ECLOSED)
+				log_warn("client %u (pid %d): %s; disconnecting", c->id, (int)c->pid, err);
+			c->dead = 1;
+			return;
+		}
+	}
+	if (c->nout >= SESSION_MAX_QUEUED) {
+		log_warn("client %u (pid %d): %u messages unread; disconnecting", c->id, (int)c->pid,
+			 c->nout);
+		c->dead = 1;
+		return;
+	}
+	struct outmsg *o = malloc(sizeof(*o));
+	int dfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (!o || (fd >= 0 && dfd < 0)) {
+		free(o);
+		if (dfd >= 0)
+			close(dfd);
+		log_warn("client %u (pid %d): cannot queue a message; disconnecting", c->id, (int)c->pid);
+		c->dead = 1;
+		return;
+	}
+	o->next = NULL;
+	o->fd = dfd;
+	o->len = (size_t)len;
+	memcpy(o->buf, buf, (size_t)len);
+	if (c->out_tail)
+		c->out_tail->next = o;
+	else
+		c->out_head = o;
+	c->out_tail = o;
+	c->nout++;
+	set_want_out(c, 1);
 }
 
 static void send_error(struct session *c, int code, uint32_t stream, uint32_t tag, int fatal,
@@ -241,6 +344,12 @@ static void service_all(struct server *srv)
 			srv->zombies[keep++] = srv->zombies[i];
 	}
 	srv->nzombies = keep;
+	/* More than one turn's worth: come back for the rest. */
+	if (nfailed == 64 || ndrained == 64) {
+		uint64_t one = 1;
+		ssize_t w = write(srv->wake_fd, &one, sizeof(one));
+		(void)w;
+	}
 	pool_unlock(srv->pool);
 	for (size_t i = 0; i < ndrained; i++)
 		stream_gone(srv, drained[i]);
@@ -356,7 +465,7 @@ static void handle_open(struct server *srv, struct session *c, const struct prot
 	c->streams[c->nstreams++] = s;
 	c->mem += s->geo.ring_size;
 	srv->mem_used += s->geo.ring_size;
-	log_info("client %u: stream %u opened: '%s' batch %u, %u slots of %.1f MiB, %llu batches, "
+	log_info("client %u: stream %u opened: '%s' batch %u, %u slots of %.2f MiB, %llu batches, "
 		 "rank %u/%u, seed %llu, epoch %llu+%u from batch %llu",
 		 c->id, s->id, o->dataset, o->batch, s->nslots, mib(s->geo.slot_size),
 		 (unsigned long long)s->total, o->rank, o->world, (unsigned long long)o->seed,
@@ -576,6 +685,7 @@ static void drop_session(struct server *srv, struct session *c)
 		}
 	srv->nsessions--;
 	log_info("client %u (pid %d): disconnected", c->id, (int)c->pid);
+	drop_out(c);
 	free(c->streams);
 	free(c);
 	/* Streams of the session may have freed slots other streams wait on
@@ -630,13 +740,15 @@ static void accept_clients(struct server *srv)
 		struct ucred cred = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
 		socklen_t len = sizeof(cred);
 		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
-		struct session tmp = { .fd = fd, .pid = cred.pid, .uid = cred.uid, .gid = cred.gid };
+		struct session tmp = { .fd = fd, .pid = cred.pid, .uid = cred.uid, .gid = cred.gid,
+				       .srv = srv };
 		uint32_t id = ++srv->next_session;
 		tmp.id = id;
 		if (!peer_allowed(&srv->cfg, fd, cred.uid, cred.gid)) {
 			log_warn("client %u (pid %d, uid %u, gid %u): not in allow_users/allow_groups; refused",
 				 id, (int)cred.pid, (unsigned)cred.uid, (unsigned)cred.gid);
 			send_error(&tmp, FEEDER_EDENIED, 0, 0, 1, "this user is not allowed to use feederd");
+			drop_out(&tmp);
 			close(fd);
 			continue;
 		}
@@ -644,9 +756,14 @@ static void accept_clients(struct server *srv)
 			log_warn("client %u (pid %d, uid %u): refused, %u clients is the limit", id,
 				 (int)cred.pid, (unsigned)cred.uid, srv->cfg.max_clients);
 			send_error(&tmp, FEEDER_EQUOTA, 0, 0, 1, "the daemon serves its maximum number of clients");
+			drop_out(&tmp);
 			close(fd);
 			continue;
 		}
+		/* Room for many BATCH_READY notices before a slow reader makes
+		 * the loop queue them. */
+		int sndbuf = 1 << 20;
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 		struct session *c = calloc(1, sizeof(*c));
 		if (!c) {
 			close(fd);
@@ -721,8 +838,13 @@ static void tick(struct server *srv)
 		}
 	pool_unlock(srv->pool);
 	srv->rate = live_rate(srv);
-	notify_status("%u clients, %u streams, %.0f images/s, %.0f MiB of rings", srv->nsessions,
-		      streams, srv->rate, mib(srv->mem_used));
+	/* The watchdog may tick faster; the status line needs no more than
+	 * one update a second. */
+	if (now - srv->last_status_us >= 900000) {
+		srv->last_status_us = now;
+		notify_status("%u clients, %u streams, %.0f images/s, %.0f MiB of rings",
+			      srv->nsessions, streams, srv->rate, mib(srv->mem_used));
+	}
 	if (srv->watchdog_us)
 		notify_watchdog();
 }
@@ -777,24 +899,34 @@ static int bind_socket(struct server *srv, char *err, size_t errlen)
 		}
 		unlink(path);
 	}
+	/* Bind and listen under a temporary name, then rename into place: a
+	 * client that sees the path can connect at once (no window between
+	 * bind and listen). */
+	struct sockaddr_un tmp = { .sun_family = AF_UNIX };
+	int n = snprintf(tmp.sun_path, sizeof(tmp.sun_path), "%s.%d", path, (int)getpid());
+	int use_tmp = n > 0 && (size_t)n < sizeof(tmp.sun_path);
+	const struct sockaddr_un *at = use_tmp ? &tmp : &sa;
+	if (use_tmp)
+		unlink(tmp.sun_path);
 	mode_t old = umask(0117); /* the socket file is created 0660 */
-	int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	int rc = bind(fd, (const struct sockaddr *)at, sizeof(*at));
 	umask(old);
 	if (rc != 0) {
 		int e = errno;
 		close(fd);
-		return status_fail(err, errlen, -e, "cannot bind %s: %s", path, strerror(e));
+		return status_fail(err, errlen, -e, "cannot bind %s: %s", at->sun_path, strerror(e));
 	}
-	srv->bound = 1;
-	if (chmod(path, 0660) != 0)
-		log_warn("chmod 0660 %s: %s", path, strerror(errno));
-	if (srv->cfg.socket_gid != (gid_t)-1 && chown(path, (uid_t)-1, srv->cfg.socket_gid) != 0)
-		log_warn("chown %s to group %s: %s", path, srv->cfg.socket_group, strerror(errno));
-	if (listen(fd, 128) != 0) {
+	if (chmod(at->sun_path, 0660) != 0)
+		log_warn("chmod 0660 %s: %s", at->sun_path, strerror(errno));
+	if (srv->cfg.socket_gid != (gid_t)-1 && chown(at->sun_path, (uid_t)-1, srv->cfg.socket_gid) != 0)
+		log_warn("chown %s to group %s: %s", at->sun_path, srv->cfg.socket_group, strerror(errno));
+	if (listen(fd, 128) != 0 || (use_tmp && rename(tmp.sun_path, path) != 0)) {
 		int e = errno;
+		unlink(at->sun_path);
 		close(fd);
 		return status_fail(err, errlen, -e, "listen on %s: %s", path, strerror(e));
 	}
+	srv->bound = 1;
 	srv->listen_fd = fd;
 	return 0;
 }
@@ -920,6 +1052,8 @@ int server_run(struct server *srv, char *err, size_t errlen)
 			}
 			case WATCH_SESSION: {
 				struct session *c = (struct session *)w;
+				if (evs[i].events & EPOLLOUT)
+					flush_out(c);
 				if (evs[i].events & EPOLLIN)
 					session_input(srv, c);
 				if (!(evs[i].events & EPOLLIN) && (evs[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)))

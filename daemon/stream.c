@@ -316,6 +316,13 @@ static int run_sample(struct stream *s, struct dsstore_txn *txn, struct jpeg_wor
 	rc = dsformat_sample_verify(&smp, payload, err, errlen);
 	if (rc)
 		return rc;
+	/* The slot was sized from the dataset header; a record of another
+	 * feature width (the CRC does not cover the record header) would make
+	 * the features pipeline write past this sample's place (found by
+	 * tests/fuzz, fuzz_features). */
+	rc = dsformat_sample_check(&s->ds->hdr, &smp, err, errlen);
+	if (rc)
+		return rc;
 	uint64_t key = detrand_key(s->req.seed, epoch, index);
 	if (s->req.pipeline == PROTO_PIPE_JPEG)
 		rc = jpeg_pipeline_run(jw, &s->jpeg, payload, smp.payload_len, key, out, err, errlen);

@@ -129,6 +129,28 @@ int dsformat_sample_verify(const struct dsformat_sample *s, const uint8_t *paylo
 	return 0;
 }
 
+int dsformat_sample_check(const struct dsformat_header *h, const struct dsformat_sample *s,
+			  char *err, size_t errlen)
+{
+	/* classes 0: no label table, labels are opaque to the reader. */
+	if (h->classes > 0 && s->label >= h->classes)
+		return status_fail(err, errlen, FEEDER_ECORRUPT,
+				   "sample label %u is not below the dataset's %u classes", s->label,
+				   h->classes);
+	if (h->kind == DSFORMAT_KIND_FEATURES) {
+		if (s->dtype != h->dtype || s->dim != h->feat_dim)
+			return status_fail(err, errlen, FEEDER_ECORRUPT,
+					   "features sample has dimension %u of dtype %s, the dataset "
+					   "%u of dtype %s", s->dim, dsformat_dtype_name(s->dtype),
+					   h->feat_dim, dsformat_dtype_name(h->dtype));
+	} else if (s->dtype != DSFORMAT_DTYPE_NONE || s->frames || s->dim) {
+		return status_fail(err, errlen, FEEDER_ECORRUPT,
+				   "jpeg sample carries a feature matrix header (%ux%u, dtype %u)",
+				   s->frames, s->dim, s->dtype);
+	}
+	return 0;
+}
+
 void dsformat_sample_key(uint64_t index, uint8_t out[8]) { bytes_put_be64(out, index); }
 uint64_t dsformat_sample_key_decode(const uint8_t in[8]) { return bytes_be64(in); }
 void dsformat_label_key(uint32_t id, uint8_t out[4]) { bytes_put_be32(out, id); }

@@ -80,6 +80,17 @@ int dsformat_sample_decode(const void *buf, size_t len, struct dsformat_sample *
 int dsformat_sample_verify(const struct dsformat_sample *s, const uint8_t *payload,
 			   char *err, size_t errlen);
 
+/* 0 if sample s fits the dataset whose header is h: label below h->classes
+ * (when classes > 0; a dataset without a label table has opaque labels);
+ * for features, the header's dtype and feat_dim (readers size their output
+ * by the header, so a record of another width would write past it); for
+ * jpeg, no matrix fields. Else FEEDER_ECORRUPT with a sentence. The CRC
+ * covers only the payload, so these header fields need their own check.
+ * (Added by the fuzzing work: a features record wider than the dataset made
+ * feederd write past a batch slot.) */
+int dsformat_sample_check(const struct dsformat_header *h, const struct dsformat_sample *s,
+			  char *err, size_t errlen);
+
 /* LMDB keys. */
 void dsformat_sample_key(uint64_t index, uint8_t out[8]);
 uint64_t dsformat_sample_key_decode(const uint8_t in[8]);

@@ -75,6 +75,7 @@ static inline float half_to_float(uint16_t h)
  * treat subnormals and NaN exactly like the portable code above; elsewhere
  * they loop over it. */
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 __attribute__((target("avx,f16c"))) static inline void half_from_float_n_f16c(uint16_t *dst,
@@ -105,7 +106,12 @@ static inline int half_have_f16c(void)
 	static int have = -1; /* every thread computes the same value */
 	int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
 	if (h < 0) {
-		h = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+		/* F16C is read from CPUID leaf 1 directly: clang 14's
+		 * __builtin_cpu_supports does not know "f16c", and the fuzz
+		 * harnesses (tests/fuzz) compile this header with clang. */
+		unsigned a, b, c, d;
+		h = __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) &&
+		    (c & bit_F16C) != 0;
 		__atomic_store_n(&have, h, __ATOMIC_RELAXED);
 	}
 	return h;

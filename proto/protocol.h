@@ -28,12 +28,20 @@
  *   D GOODBYE          the daemon is shutting down; the socket closes next
  *   D ERROR(code, stream, tag, fatal, message)
  *
- * A malformed message (bad magic/version/type/length/field) is answered with
- * a fatal ERROR and the connection is closed. A well-formed request that
+ * HELLO must come first; anything else before it, a second HELLO, or a
+ * daemon-side type sent by a client is a protocol error. A malformed message
+ * (bad magic/version/type/length/field, a dataset name that is not allowed
+ * such as "../x": FEEDER_EBADNAME) is answered with a fatal ERROR and the
+ * connection is closed. A well-formed request that
  * cannot be served (no such dataset, over quota) gets a non-fatal ERROR that
  * carries the request's tag, and the connection stays usable. A stream that
  * fails while running (on_error=fail and a corrupt sample) gets a non-fatal
  * ERROR carrying its stream id; the stream is then gone.
+ *
+ * After STREAM_END(reason 0) a stream keeps its ring (and its share of the
+ * quota) until the client sends CLOSE_STREAM or disconnects. Messages from
+ * the daemon are queued in order when the client's socket is full; a client
+ * that leaves very many unread is dropped.
  *
  * This module does no I/O (see sockmsg.h for sending and receiving). */
 #ifndef FEEDER_PROTOCOL_H
@@ -341,7 +349,8 @@ size_t proto_dtype_size(uint32_t dtype);
 
 /* Compute the ring geometry of a stream: shape, offsets, slot and ring sizes.
  * For jpeg: shape {B,3,H,W} (NCHW) or {B,H,W,3} (NHWC); for features:
- * {B, feat_dim, chunk_len, 1}. page is the page size (a power of two).
+ * {B, feat_dim, chunk_len, 1}; ndim is 4 for both. page is the page size
+ * (a power of two).
  * Returns 0, or FEEDER_EQUOTA if the sizes overflow. */
 struct proto_geometry {
 	uint32_t ndim;

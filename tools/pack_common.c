@@ -1,11 +1,11 @@
 /* pack_common.c — temporary destination, io_uring reader, progress line and
  * messages shared by the pack subcommands (see pack_common.h).
  *
- * The reader opens and stats each file synchronously (cheap, metadata is
- * cached) and leaves the data transfer to io_uring, so up to depth reads are
- * in flight while the caller CRCs and writes earlier files. Slots form a ring
- * indexed by file index modulo depth; a file is submitted only when its slot
- * is free, so files come back strictly in index order. */
+ * The reader does all its file I/O through io_uring (statx, open, read,
+ * close), so up to depth files are in flight while the caller CRCs and
+ * writes earlier ones. Slots form a ring indexed by file index modulo depth;
+ * a file is started only when its slot is free, so files come back strictly
+ * in index order. */
 #include "pack_common.h"
 
 #include "dsformat.h"
@@ -263,6 +263,7 @@ int pack_dest_begin(struct pack_dest *d, const char *dest, int force, char *err,
 	struct stat st;
 
 	memset(d, 0, sizeof(*d));
+	d->data_fd = -1;
 	size_t len = strlen(dest);
 	while (len > 1 && dest[len - 1] == '/')
 		len--;
@@ -321,12 +322,35 @@ static int fsync_path(const char *path, int flags)
 	return rc;
 }
 
+void pack_dest_writeback(struct pack_dest *d)
+{
+	if (!d->active)
+		return;
+	if (d->data_fd < 0) {
+		char path[PATH_MAX + 16];
+		if (fmt_path(path, sizeof(path), d->tmp, "/data.mdb"))
+			return;
+		d->data_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (d->data_fd < 0)
+			return;
+	}
+	sync_file_range(d->data_fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
+static void close_data_fd(struct pack_dest *d)
+{
+	if (d->data_fd >= 0)
+		close(d->data_fd);
+	d->data_fd = -1;
+}
+
 int pack_dest_commit(struct pack_dest *d, char *err, size_t errlen)
 {
 	char path[PATH_MAX + 16], parent[PATH_MAX];
 	const char *base;
 	int rc;
 
+	close_data_fd(d);
 	if (!d->active)
 		return status_fail(err, errlen, -EINVAL, "%s: nothing to commit", d->dest);
 	snprintf(path, sizeof(path), "%s/packer.pid", d->tmp);
@@ -384,6 +408,7 @@ fail:
 
 void pack_dest_abort(struct pack_dest *d)
 {
+	close_data_fd(d);
 	if (!d->active)
 		return;
 	remove_flat_dir(d->tmp);
@@ -393,7 +418,15 @@ void pack_dest_abort(struct pack_dest *d)
 
 /* ---- io_uring batch reader ---- */
 
-enum slot_state { SLOT_FREE, SLOT_READING, SLOT_DONE, SLOT_HELD };
+/* A file goes through three io_uring operations, each submitted when the
+ * previous one completes: STATX (type and size, without opening: a FIFO in
+ * the tree is reported, never opened, so it cannot hang us), OPENAT, READ
+ * (repeated after a short read); then an unwaited CLOSE. On a cold cache the
+ * metadata reads then overlap just like the data reads. user_data carries
+ * the slot number and the operation, because a CLOSE may complete after its
+ * slot has moved on to the next file. */
+enum slot_state { SLOT_FREE, SLOT_BUSY, SLOT_DONE, SLOT_HELD };
+enum { OP_STATX, OP_OPEN, OP_READ, OP_CLOSE, OP_BITS = 2 };
 
 struct slot {
 	enum slot_state state;
@@ -402,6 +435,7 @@ struct slot {
 	int error;
 	uint8_t *buf;
 	size_t cap, size, got;
+	struct statx stx;
 };
 
 struct pack_reader {
@@ -431,12 +465,18 @@ int pack_reader_open(int dirfd, const char *const *paths, size_t n, unsigned dep
 		free(r);
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
 	}
-	int rc = io_uring_queue_init(depth, &r->ring, 0);
+	/* Room for one operation per slot plus the CLOSEs still pending. */
+	int rc = io_uring_queue_init(depth * 2, &r->ring, 0);
 	if (rc < 0) {
 		free(r->slots);
 		free(r);
 		return status_fail(err, errlen, rc, "io_uring setup: %s", strerror(-rc));
 	}
+	/* Reads that miss the page cache, and every statx and open, run on
+	 * io_uring's worker threads; the default cap on those (a few per CPU)
+	 * would leave most of depth waiting on a cold cache. */
+	unsigned workers[2] = { depth, depth };
+	io_uring_register_iowq_max_workers(&r->ring, workers);
 	r->dirfd = dirfd;
 	r->paths = paths;
 	r->n = n;
@@ -450,26 +490,60 @@ int pack_reader_open(int dirfd, const char *const *paths, size_t n, unsigned dep
 
 unsigned pack_reader_depth(const struct pack_reader *r) { return r->depth; }
 
-static void slot_finish(struct slot *s, int error)
+static struct io_uring_sqe *get_sqe(struct pack_reader *r, struct slot *s, unsigned op)
 {
-	if (s->fd >= 0)
-		close(s->fd);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+	if (!sqe) {
+		/* The ring is full of unsubmitted entries: hand them over. */
+		io_uring_submit(&r->ring);
+		sqe = io_uring_get_sqe(&r->ring);
+	}
+	if (sqe) {
+		io_uring_sqe_set_data64(sqe, (uint64_t)(s - r->slots) << OP_BITS | op);
+		r->inflight++;
+	}
+	return sqe;
+}
+
+static void slot_finish(struct pack_reader *r, struct slot *s, int error)
+{
+	if (s->fd >= 0) {
+		struct io_uring_sqe *sqe = get_sqe(r, s, OP_CLOSE);
+		if (sqe)
+			io_uring_prep_close(sqe, s->fd);
+		else
+			close(s->fd);
+	}
 	s->fd = -1;
 	s->error = error;
 	s->state = SLOT_DONE;
 }
 
-static void queue_read(struct pack_reader *r, struct slot *s)
+static void queue_statx(struct pack_reader *r, struct slot *s)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
-	/* Never NULL: at most depth reads are outstanding on a depth-sized ring,
-	 * and each submission round is flushed before waiting. */
-	io_uring_prep_read(sqe, s->fd, s->buf + s->got, (unsigned)(s->size - s->got), s->got);
-	io_uring_sqe_set_data(sqe, s);
-	r->inflight++;
+	struct io_uring_sqe *sqe = get_sqe(r, s, OP_STATX);
+	if (!sqe)
+		return slot_finish(r, s, -EBUSY);
+	io_uring_prep_statx(sqe, r->dirfd, r->paths[s->index], 0, STATX_TYPE | STATX_SIZE, &s->stx);
 }
 
-/* Open the next file(s) and queue their reads while their slots are free. */
+static void queue_open(struct pack_reader *r, struct slot *s)
+{
+	struct io_uring_sqe *sqe = get_sqe(r, s, OP_OPEN);
+	if (!sqe)
+		return slot_finish(r, s, -EBUSY);
+	io_uring_prep_openat(sqe, r->dirfd, r->paths[s->index], O_RDONLY | O_CLOEXEC, 0);
+}
+
+static void queue_read(struct pack_reader *r, struct slot *s)
+{
+	struct io_uring_sqe *sqe = get_sqe(r, s, OP_READ);
+	if (!sqe)
+		return slot_finish(r, s, -EBUSY);
+	io_uring_prep_read(sqe, s->fd, s->buf + s->got, (unsigned)(s->size - s->got), s->got);
+}
+
+/* Start the next file(s) while their slots are free. */
 static void fill(struct pack_reader *r)
 {
 	while (r->next_submit < r->n) {
@@ -479,53 +553,74 @@ static void fill(struct pack_reader *r)
 		s->index = r->next_submit++;
 		s->got = s->size = 0;
 		s->error = 0;
-		s->state = SLOT_READING;
-		/* O_NONBLOCK so that a FIFO or device in a source tree cannot hang
-		 * the open; it is cleared again for regular files, where io_uring
-		 * would otherwise answer -EAGAIN instead of waiting for the disk. */
-		int oflags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
-		s->fd = openat(r->dirfd, r->paths[s->index], oflags | O_NOATIME);
-		if (s->fd < 0 && errno == EPERM)
-			s->fd = openat(r->dirfd, r->paths[s->index], oflags);
-		if (s->fd < 0) {
-			slot_finish(s, -errno);
-			continue;
-		}
-		struct stat st;
-		if (fstat(s->fd, &st) != 0) {
-			slot_finish(s, -errno);
-			continue;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			slot_finish(s, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL);
-			continue;
-		}
-		if (fcntl(s->fd, F_SETFL, O_RDONLY) != 0) {
-			slot_finish(s, -errno);
-			continue;
-		}
-		if ((uint64_t)st.st_size > r->max_file) {
-			slot_finish(s, -EFBIG);
-			continue;
-		}
-		s->size = (size_t)st.st_size;
-		if (s->cap < s->size || !s->buf) {
-			size_t cap = s->size > 4096 ? s->size : 4096;
-			cap += cap / 4;
-			uint8_t *nb = realloc(s->buf, cap);
-			if (!nb) {
-				slot_finish(s, -ENOMEM);
-				continue;
-			}
-			s->buf = nb;
-			s->cap = cap;
-		}
-		if (s->size == 0) {
-			slot_finish(s, 0);
-			continue;
-		}
-		queue_read(r, s);
+		s->state = SLOT_BUSY;
+		queue_statx(r, s);
 	}
+}
+
+static void on_statx(struct pack_reader *r, struct slot *s, int res)
+{
+	if (res < 0)
+		return slot_finish(r, s, res);
+	if (S_ISDIR(s->stx.stx_mode))
+		return slot_finish(r, s, -EISDIR);
+	if (!S_ISREG(s->stx.stx_mode))
+		return slot_finish(r, s, -EINVAL);
+	if (s->stx.stx_size > r->max_file)
+		return slot_finish(r, s, -EFBIG);
+	s->size = (size_t)s->stx.stx_size;
+	if (s->cap < s->size || !s->buf) {
+		size_t cap = s->size > 4096 ? s->size : 4096;
+		cap += cap / 4;
+		uint8_t *nb = realloc(s->buf, cap);
+		if (!nb)
+			return slot_finish(r, s, -ENOMEM);
+		s->buf = nb;
+		s->cap = cap;
+	}
+	if (s->size == 0)
+		return slot_finish(r, s, 0);
+	queue_open(r, s);
+}
+
+static void on_read(struct pack_reader *r, struct slot *s, int res)
+{
+	if (res < 0)
+		return slot_finish(r, s, res);
+	if (res == 0) {
+		/* The file shrank after statx: keep what was read. */
+		s->size = s->got;
+		return slot_finish(r, s, 0);
+	}
+	s->got += (size_t)res;
+	if (s->got < s->size)
+		return queue_read(r, s); /* short read: continue at the new offset */
+	slot_finish(r, s, 0);
+}
+
+static void on_cqe(struct pack_reader *r, uint64_t data, int res)
+{
+	struct slot *s = &r->slots[data >> OP_BITS];
+	unsigned op = data & ((1u << OP_BITS) - 1);
+	r->inflight--;
+	if (op == OP_CLOSE)
+		return;
+	if (res == -EINTR || res == -EAGAIN) {
+		if (op == OP_STATX)
+			return queue_statx(r, s);
+		if (op == OP_OPEN)
+			return queue_open(r, s);
+		return queue_read(r, s);
+	}
+	if (op == OP_STATX)
+		return on_statx(r, s, res);
+	if (op == OP_OPEN) {
+		if (res < 0)
+			return slot_finish(r, s, res);
+		s->fd = res;
+		return queue_read(r, s);
+	}
+	on_read(r, s, res);
 }
 
 int pack_reader_next(struct pack_reader *r, struct pack_read *out, char *err, size_t errlen)
@@ -540,31 +635,16 @@ int pack_reader_next(struct pack_reader *r, struct pack_read *out, char *err, si
 		if (want->state == SLOT_HELD || (want->state == SLOT_FREE && r->inflight == 0))
 			return status_fail(err, errlen, -EDEADLK,
 					   "file reader: all %u slots are held by the caller", r->depth);
-		struct io_uring_cqe *cqe;
 		int rc = io_uring_submit_and_wait(&r->ring, 1);
 		if (rc < 0 && rc != -EINTR)
 			return status_fail(err, errlen, rc, "io_uring submit: %s", strerror(-rc));
 		/* Reap everything that is ready, then loop to refill and check. */
+		struct io_uring_cqe *cqe;
 		while (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
-			struct slot *s = io_uring_cqe_get_data(cqe);
+			uint64_t data = io_uring_cqe_get_data64(cqe);
 			int res = cqe->res;
 			io_uring_cqe_seen(&r->ring, cqe);
-			r->inflight--;
-			if (res == -EINTR || res == -EAGAIN) {
-				queue_read(r, s);
-			} else if (res < 0) {
-				slot_finish(s, res);
-			} else if (res == 0) {
-				/* The file shrank after fstat: keep what was read. */
-				s->size = s->got;
-				slot_finish(s, 0);
-			} else {
-				s->got += (size_t)res;
-				if (s->got < s->size)
-					queue_read(r, s); /* short read: continue at the new offset */
-				else
-					slot_finish(s, 0);
-			}
+			on_cqe(r, data, res);
 		}
 	}
 	want->state = SLOT_HELD;
@@ -598,12 +678,17 @@ void pack_reader_close(struct pack_reader *r)
 {
 	if (!r)
 		return;
-	/* Drain reads still in flight before their buffers go away. */
+	/* Let operations in flight land before their buffers go away; files
+	 * they open are closed below, no new ones are started. */
 	while (r->inflight > 0) {
 		struct io_uring_cqe *cqe;
 		if (io_uring_submit_and_wait(&r->ring, 1) < 0 && io_uring_peek_cqe(&r->ring, &cqe) != 0)
 			break;
 		while (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
+			uint64_t data = io_uring_cqe_get_data64(cqe);
+			struct slot *s = &r->slots[data >> OP_BITS];
+			if ((data & ((1u << OP_BITS) - 1)) == OP_OPEN && cqe->res >= 0)
+				s->fd = cqe->res;
 			io_uring_cqe_seen(&r->ring, cqe);
 			r->inflight--;
 		}

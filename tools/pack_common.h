@@ -66,7 +66,8 @@ struct pack_dest {
 	char dest[PATH_MAX];
 	char tmp[PATH_MAX];
 	int force;
-	int active; /* tmp exists and belongs to us */
+	int active;  /* tmp exists and belongs to us */
+	int data_fd; /* tmp/data.mdb, opened by pack_dest_writeback; -1 if not */
 };
 
 /* Prepare to write dest. Fails with -EEXIST (message "DEST: already exists
@@ -83,6 +84,13 @@ int pack_dest_begin(struct pack_dest *d, const char *dest, int force, char *err,
  * one), fsync the parent directory, disarm the signal handlers. Call after
  * dsstore_writer_finish. On failure the temporary directory is removed. */
 int pack_dest_commit(struct pack_dest *d, char *err, size_t errlen);
+
+/* Start writing tmp/data.mdb's dirty pages to disk now, without waiting
+ * (sync_file_range). Call it every few tens of MB written: the disk then
+ * works while packing goes on, and the final sync in dsstore_writer_finish
+ * finds little left to do. Best effort: errors are ignored here and caught
+ * by that final sync. */
+void pack_dest_writeback(struct pack_dest *d);
 
 /* Remove the temporary directory and disarm the handlers. Safe to call on a
  * committed or never-begun pack_dest. */

@@ -90,6 +90,12 @@ static int cmp_str(const void *a, const void *b)
 
 /* ---- ImageFolder ---- */
 
+/* Names with a one-byte type prefix (see walk_class), sorted by name. */
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a + 1, *(char *const *)b + 1);
+}
+
 /* Append every file under dirfd/rel (recursively) with label, in sorted
  * order at each level. */
 static int walk_class(int dirfd, const char *rel, uint32_t label, struct srclist *l,
@@ -105,6 +111,8 @@ static int walk_class(int dirfd, const char *rel, uint32_t label, struct srclist
 		close(fd);
 		return status_fail(err, errlen, -errno, "%s: %s", rel, strerror(errno));
 	}
+	/* Each name carries its d_type in a leading byte, so that plain files
+	 * (the usual case) need no stat. */
 	char **names = NULL;
 	size_t n = 0, cap = 0;
 	int rc = 0;
@@ -121,23 +129,26 @@ static int walk_class(int dirfd, const char *rel, uint32_t label, struct srclist
 			}
 			names = nn;
 		}
-		if (!(names[n] = strdup(e->d_name))) {
+		size_t len = strlen(e->d_name);
+		if (!(names[n] = malloc(len + 2))) {
 			rc = -ENOMEM;
 			break;
 		}
+		names[n][0] = (char)(e->d_type == DT_REG ? 'f' : '?');
+		memcpy(names[n] + 1, e->d_name, len + 1);
 		n++;
 	}
 	if (n)
-		qsort(names, n, sizeof(*names), cmp_str);
+		qsort(names, n, sizeof(*names), cmp_name);
 	for (size_t i = 0; i < n && !rc; i++) {
 		char path[PATH_MAX];
-		if (snprintf(path, sizeof(path), "%s/%s", rel, names[i]) >= (int)sizeof(path)) {
-			rc = status_fail(err, errlen, -ENAMETOOLONG, "%s/%s: path too long", rel, names[i]);
+		if (snprintf(path, sizeof(path), "%s/%s", rel, names[i] + 1) >= (int)sizeof(path)) {
+			rc = status_fail(err, errlen, -ENAMETOOLONG, "%s/%s: path too long", rel, names[i] + 1);
 			break;
 		}
 		struct stat st;
 		/* Follow symlinks: trees of links into a cache are common. */
-		if (fstatat(dirfd, path, &st, 0) == 0 && S_ISDIR(st.st_mode))
+		if (names[i][0] != 'f' && fstatat(dirfd, path, &st, 0) == 0 && S_ISDIR(st.st_mode))
 			rc = walk_class(dirfd, path, label, l, err, errlen, depth + 1);
 		else
 			rc = srclist_add(l, path, label); /* unreadable ones fail at read */
@@ -309,8 +320,13 @@ static int scan_list(const char *file, struct srclist *l, char *err, size_t errl
 
 /* ---- writing ---- */
 
+/* Kick the disk every this many bytes (see pack_dest_writeback). */
+#define WRITEBACK_BYTES ((uint64_t)32 << 20)
+
 struct packer {
 	struct dsstore_writer *w;
+	struct pack_dest *dst;
+	uint64_t since_writeback;
 	const char *src;
 	uint64_t next;        /* index of the next stored sample */
 	uint64_t since_commit;
@@ -349,6 +365,11 @@ static int put_one(struct packer *pk, const uint8_t *data, size_t len, uint32_t 
 	pk->next++;
 	pk->bytes += len;
 	pk->since_commit += len;
+	pk->since_writeback += len;
+	if (pk->since_writeback >= WRITEBACK_BYTES) {
+		pk->since_writeback = 0;
+		pack_dest_writeback(pk->dst);
+	}
 	if (pk->since_commit >= COMMIT_BYTES) {
 		pk->since_commit = 0;
 		if ((rc = dsstore_writer_commit(pk->w, err, errlen)))
@@ -617,9 +638,9 @@ int pack_images_main(int argc, char **argv)
 	char err[1024];
 	int status = PACK_EXIT_FAIL, rc;
 	struct srclist l = { 0 };
-	struct pack_dest dst = { 0 };
+	struct pack_dest dst = { .data_fd = -1 };
 	struct pack_reader *rd = NULL;
-	struct packer pk = { .src = src, .strict = strict };
+	struct packer pk = { .src = src, .strict = strict, .dst = &dst };
 
 	int dirfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0) {
@@ -676,9 +697,9 @@ int pack_images_main(int argc, char **argv)
 		goto out;
 	}
 	if (verbose || isatty(STDERR_FILENO))
-		fprintf(stderr, "packer: packed %llu images (%u classes, %llu bytes) into %s%s%llu skipped\n",
+		fprintf(stderr, "packer: packed %llu images (%u classes, %llu bytes) into %s, %llu skipped\n",
 			(unsigned long long)pk.next, l.nclasses, (unsigned long long)pk.bytes, dst.dest,
-			pk.skipped ? "; " : "; ", (unsigned long long)pk.skipped);
+			(unsigned long long)pk.skipped);
 	status = 0;
 out:
 	pack_reader_close(rd);

@@ -1,4 +1,5 @@
-/* adam.c — AdamW (see adam.h for the exact update). */
+/* adam.c — AdamW (see adam.h for the exact update); elementwise, so the optional
+ * OpenMP loop gives the same bits for any thread count. */
 #include "adam.h"
 #include "status.h"
 
@@ -55,6 +56,9 @@ void adam_step(struct adam *a, float *params, const float *grads, size_t n_decay
 	if (a->weight_decay > 0.0f)
 		for (size_t i = 0; i < n_decay; i++)
 			params[i] *= decay;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (a->n >= 262144)
+#endif
 	for (size_t i = 0; i < a->n; i++) {
 		float g = grads[i];
 

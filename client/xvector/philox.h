@@ -23,8 +23,8 @@
  *     _curand_box_muller: u = w0 * 2^-32 + 2^-33, v = w1 * 2pi 2^-32 + pi 2^-32
  *     (float constants 2.3283064e-10f and 1.4629181e-09f),
  *     z = sqrtf(-2 logf(u)) * sinf(v). Words w2 and w3 are unused. Equals
- *     curand_normal() after curand_init(seed, subseq, 4 * i), up to the last
- *     bits of the device's logf/sinf. */
+ *     curand_normal() after curand_init(seed, subseq, 4 * i), up to the
+ *     device's fast __sincosf/logf (about 1e-6 absolute). */
 #ifndef FEEDER_PHILOX_H
 #define FEEDER_PHILOX_H
 

@@ -2,13 +2,29 @@
  *
  * Reductions over a channel (batch norm, pooling) sum each contiguous frame
  * row in float and the rows in double: the row loops vectorize, and the
- * result does not drift with batch size. */
+ * result does not drift with batch size. ReLU is written `a < 0 ? 0 : a` so
+ * that a NaN passes through (as in PyTorch) instead of being hidden as 0:
+ * the trainer then sees a non-finite loss and refuses the step.
+ *
+ * With OpenMP, the elementwise and per-channel loops run in parallel (the
+ * GEMMs are threaded by OpenBLAS). Every output element and every channel
+ * reduction is computed by exactly one thread in a fixed order, so results
+ * are bit-identical for any number of threads. */
 #include "tdnn.h"
 #include "philox.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
+
+/* Parallel loops only where there is enough work to pay for the threads. */
+#define TDNN_PAR_MIN 262144
+#ifdef _OPENMP
+#define TDNN_PRAGMA(x) _Pragma(#x)
+#define TDNN_PARALLEL_FOR(work) TDNN_PRAGMA(omp parallel for schedule(static) if ((work) >= TDNN_PAR_MIN))
+#else
+#define TDNN_PARALLEL_FOR(work)
+#endif
 
 int tdnn_context_left(const int *off, int k)
 {
@@ -93,9 +109,14 @@ void tdnn_relu_bn_train(const float *a, int B, int C, int L, const float *gamma,
 	size_t n = (size_t)B * C * L;
 	double N = (double)B * L;
 
-	for (size_t i = 0; i < n; i++)
-		r[i] = a[i] > 0.0f ? a[i] : 0.0f;
+	TDNN_PARALLEL_FOR(n)
 	for (int c = 0; c < C; c++) {
+		for (int b = 0; b < B; b++) {
+			size_t o = ((size_t)b * C + c) * L;
+
+			for (int t = 0; t < L; t++)
+				r[o + t] = a[o + t] < 0.0f ? 0.0f : a[o + t];
+		}
 		float m = (float)(tdnn_channel_sum(r, B, C, L, c) / N);
 		double ss = 0.0;
 
@@ -108,27 +129,30 @@ void tdnn_relu_bn_train(const float *a, int B, int C, int L, const float *gamma,
 			ss += p;
 		}
 		double var = ss / N;
-		mean[c] = m;
-		invstd[c] = (float)(1.0 / sqrt(var + TDNN_BN_EPS));
+		float is = (float)(1.0 / sqrt(var + TDNN_BN_EPS));
 		double unbiased = N > 1 ? ss / (N - 1) : var;
+
+		mean[c] = m;
+		invstd[c] = is;
 		running_mean[c] = (1.0f - TDNN_BN_MOMENTUM) * running_mean[c] + TDNN_BN_MOMENTUM * m;
 		running_var[c] = (1.0f - TDNN_BN_MOMENTUM) * running_var[c] +
 				 TDNN_BN_MOMENTUM * (float)unbiased;
-	}
-	for (int b = 0; b < B; b++)
-		for (int c = 0; c < C; c++) {
+
+		float g = gamma[c] * is, be = beta[c];
+		for (int b = 0; b < B; b++) {
 			size_t o = ((size_t)b * C + c) * L;
-			float g = gamma[c] * invstd[c], m = mean[c], be = beta[c];
 
 			for (int t = 0; t < L; t++)
 				y[o + t] = (r[o + t] - m) * g + be;
 		}
+	}
 }
 
 void tdnn_relu_bn_eval(const float *a, int B, int C, int L, const float *gamma,
 		       const float *beta, const float *running_mean, const float *running_var,
 		       float *y)
 {
+	TDNN_PARALLEL_FOR((size_t)B * C * L)
 	for (int c = 0; c < C; c++) {
 		float g = gamma[c] / sqrtf(running_var[c] + TDNN_BN_EPS);
 		float m = running_mean[c], be = beta[c];
@@ -137,7 +161,7 @@ void tdnn_relu_bn_eval(const float *a, int B, int C, int L, const float *gamma,
 			size_t o = ((size_t)b * C + c) * L;
 
 			for (int t = 0; t < L; t++) {
-				float v = a[o + t] > 0.0f ? a[o + t] : 0.0f;
+				float v = a[o + t] < 0.0f ? 0.0f : a[o + t];
 				y[o + t] = (v - m) * g + be;
 			}
 		}
@@ -150,6 +174,7 @@ void tdnn_relu_bn_backward(const float *r, int B, int C, int L, const float *gam
 {
 	float N = (float)B * L;
 
+	TDNN_PARALLEL_FOR((size_t)B * C * L)
 	for (int c = 0; c < C; c++) {
 		float m = mean[c], is = invstd[c];
 		double sdy = 0.0, sdyx = 0.0;
@@ -191,10 +216,11 @@ uint64_t tdnn_dropout_subseq(uint64_t step, int layer)
 static void tdnn_dropout_apply(float *v, size_t n, float p, uint64_t seed, uint64_t subseq)
 {
 	float scale = 1.0f / (1.0f - p);
-	float u[256];
 
+	TDNN_PARALLEL_FOR(n)
 	for (size_t i = 0; i < n; i += 256) {
 		size_t m = n - i < 256 ? n - i : 256;
+		float u[256];
 
 		philox_uniforms(seed, subseq, i, m, u);
 		for (size_t j = 0; j < m; j++)
@@ -217,15 +243,16 @@ void tdnn_dropout_backward(float *dy, size_t n, float p, uint64_t seed, uint64_t
 void tdnn_noise_add(const float *x, float *out, size_t n, float eps, uint64_t seed,
 		    uint64_t subseq)
 {
-	float z[256];
-
 	if (eps == 0.0f) {
 		if (out != x)
 			memcpy(out, x, sizeof(float) * n);
 		return;
 	}
+	/* normals cost ~20x a multiply-add: parallel from a smaller size */
+	TDNN_PARALLEL_FOR(n * 16)
 	for (size_t i = 0; i < n; i += 256) {
 		size_t m = n - i < 256 ? n - i : 256;
+		float z[256];
 
 		philox_normals(seed, subseq, i, m, z);
 		for (size_t j = 0; j < m; j++)
@@ -235,6 +262,7 @@ void tdnn_noise_add(const float *x, float *out, size_t n, float eps, uint64_t se
 
 void tdnn_stats_pool_forward(const float *x, int B, int C, int T, float *out)
 {
+	TDNN_PARALLEL_FOR((size_t)B * C * T)
 	for (int b = 0; b < B; b++)
 		for (int c = 0; c < C; c++) {
 			const float *row = x + ((size_t)b * C + c) * T;
@@ -253,6 +281,7 @@ void tdnn_stats_pool_forward(const float *x, int B, int C, int T, float *out)
 void tdnn_stats_pool_backward(const float *x, int B, int C, int T, const float *out,
 			      const float *dout, float *dx)
 {
+	TDNN_PARALLEL_FOR((size_t)B * C * T)
 	for (int b = 0; b < B; b++)
 		for (int c = 0; c < C; c++) {
 			size_t o = ((size_t)b * C + c) * T;

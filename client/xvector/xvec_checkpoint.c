@@ -207,8 +207,8 @@ int xvec_checkpoint_load(struct xvec_model *m, const char *path, void *blob, siz
 	if (fn > SIZE_MAX / 16 || fnb > SIZE_MAX / 16 || fblob > XVEC_CHECKPOINT_MAX_BLOB ||
 	    len != XVEC_CKPT_HEADER + 4 * (3 * fn + fnb) + fblob + 4) {
 		rc = status_fail(err, errlen, FEEDER_ECORRUPT,
-				 "checkpoint %s: %zu bytes do not match the %llu parameters, %llu "
-				 "statistics and %llu-byte blob its header declares (truncated?)",
+				 "checkpoint %s: truncated or damaged: %zu bytes, but its header "
+				 "declares %llu parameters, %llu statistics and a %llu-byte blob",
 				 path, len, (unsigned long long)fn, (unsigned long long)fnb,
 				 (unsigned long long)fblob);
 		goto out;
@@ -251,4 +251,33 @@ int xvec_checkpoint_load(struct xvec_model *m, const char *path, void *blob, siz
 out:
 	free(buf);
 	return rc;
+}
+
+int xvec_checkpoint_peek(const char *path, struct xvec_options *o, char *err, size_t errlen)
+{
+	uint8_t h[XVEC_CKPT_HEADER];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return status_fail(err, errlen, -errno, "checkpoint %s: cannot open: %s", path,
+				   status_str(-errno));
+	ssize_t r = read(fd, h, sizeof(h));
+	close(fd);
+	if (r < 12 || memcmp(h, xvec_ckpt_magic, 8) != 0)
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "checkpoint %s: not an x-vector checkpoint (bad magic)", path);
+	if (bytes_le32(h + 8) != XVEC_CHECKPOINT_VERSION)
+		return status_fail(err, errlen, FEEDER_EVERSION,
+				   "checkpoint %s: version %u, this build reads version %d", path,
+				   bytes_le32(h + 8), XVEC_CHECKPOINT_VERSION);
+	if (r != (ssize_t)sizeof(h))
+		return status_fail(err, errlen, FEEDER_ECORRUPT,
+				   "checkpoint %s: truncated (shorter than the header)", path);
+	xvec_options_default(o);
+	o->feat_dim = (int)bytes_le32(h + 12);
+	o->width = (int)bytes_le32(h + 16);
+	o->pool_width = (int)bytes_le32(h + 20);
+	o->embed = (int)bytes_le32(h + 24);
+	o->num_speakers = (int)bytes_le32(h + 28);
+	o->seed = bytes_le64(h + 32);
+	return 0;
 }

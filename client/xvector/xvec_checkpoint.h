@@ -37,7 +37,9 @@ int xvec_checkpoint_save(struct xvec_model *m, const char *path, const void *blo
 			 size_t bloblen, char *err, size_t errlen);
 
 /* Read path into m, which must have been created with the same sizes
- * (feat_dim, widths, speakers); the seed and step are taken from the file.
+ * (feat_dim, widths, speakers); the seed and step are taken from the file,
+ * while hyper-parameters (learning rate, betas, weight decay, dropout, noise
+ * eps) stay those of m's options, so a resumed run may change them.
  * The blob is copied to blob (blobcap bytes available; may be NULL when
  * blobcap is 0) and its length stored in *bloblen (may be NULL). Everything is
  * validated (magic, version, sizes, CRC) before m is touched: on error m is
@@ -46,5 +48,12 @@ int xvec_checkpoint_save(struct xvec_model *m, const char *path, const void *blo
  * FEEDER_EINVAL (shape differs from the model, blob larger than blobcap). */
 int xvec_checkpoint_load(struct xvec_model *m, const char *path, void *blob, size_t blobcap,
 			 size_t *bloblen, char *err, size_t errlen);
+
+/* Read only the header of the checkpoint at path and fill o with the model's
+ * shape (feat_dim, widths, speakers) and seed, the other fields defaulted, so
+ * a model of the right size can be created before xvec_checkpoint_load.
+ * The CRC is checked by xvec_checkpoint_load, not here. Errors as for
+ * xvec_checkpoint_load. */
+int xvec_checkpoint_peek(const char *path, struct xvec_options *o, char *err, size_t errlen);
 
 #endif

@@ -50,6 +50,7 @@ struct xvec_model {
 	float *params, *grads;
 	size_t nparams, ndecay;
 	float *bn;                        /* running means and variances */
+	float *bn_saved;                  /* bn before the current step, to undo a bad batch */
 	size_t nbn, bn_off[XVEC_BN_LAYERS];
 	int bn_ch[XVEC_BN_LAYERS];
 	struct adam adam;
@@ -274,7 +275,8 @@ int xvec_model_create(struct xvec_model **out, const struct xvec_options *o, int
 	m->params = calloc(m->nparams, sizeof(float));
 	m->grads = calloc(m->nparams, sizeof(float));
 	m->bn = calloc(m->nbn, sizeof(float));
-	if (!m->params || !m->grads || !m->bn) {
+	m->bn_saved = calloc(m->nbn, sizeof(float));
+	if (!m->params || !m->grads || !m->bn || !m->bn_saved) {
 		size_t n = m->nparams;
 
 		xvec_model_destroy(m);
@@ -309,6 +311,7 @@ void xvec_model_destroy(struct xvec_model *m)
 	free(m->params);
 	free(m->grads);
 	free(m->bn);
+	free(m->bn_saved);
 	free(m);
 }
 
@@ -496,13 +499,26 @@ int xvec_model_backward(struct xvec_model *m, const float *x, const int32_t *lab
 int xvec_model_train_step(struct xvec_model *m, const float *x, const int32_t *labels, int batch,
 			  int frames, struct xvec_result *res, char *err, size_t errlen)
 {
+	struct xvec_result r = { 0 };
 	int rc;
 
 	if (!labels)
 		return status_fail(err, errlen, FEEDER_EINVAL, "x-vector model: training needs labels");
-	rc = xvec_model_forward(m, x, labels, batch, frames, 1, res, err, errlen);
-	if (!rc)
-		rc = xvec_model_backward(m, x, labels, batch, frames, NULL, err, errlen);
+	memcpy(m->bn_saved, m->bn, sizeof(float) * m->nbn);
+	rc = xvec_model_forward(m, x, labels, batch, frames, 1, &r, err, errlen);
+	if (res)
+		*res = r;
+	if (rc)
+		return rc;
+	/* a non-finite loss would spread NaN through every weight via Adam's moments */
+	if (!isfinite(r.loss)) {
+		memcpy(m->bn, m->bn_saved, sizeof(float) * m->nbn);
+		m->fwd_batch = 0;
+		return status_fail(err, errlen, -EDOM,
+				   "x-vector model: the loss is not finite (%g) at step %llu; the "
+				   "update was skipped", r.loss, (unsigned long long)m->adam.t);
+	}
+	rc = xvec_model_backward(m, x, labels, batch, frames, NULL, err, errlen);
 	if (rc)
 		return rc;
 	adam_step(&m->adam, m->params, m->grads, m->ndecay);

@@ -27,7 +27,8 @@
  *
  * All functions return 0 or a negative code (FEEDER_EINVAL, -ENOMEM, ...) and
  * fill err with one sentence; nothing exits or aborts. A model is not
- * thread-safe; OpenBLAS may use threads inside each call. */
+ * thread-safe; OpenBLAS (and OpenMP, when built with it) may use threads
+ * inside each call, without changing any result. */
 #ifndef FEEDER_XVEC_MODEL_H
 #define FEEDER_XVEC_MODEL_H
 
@@ -92,7 +93,9 @@ int xvec_model_reserve(struct xvec_model *m, int batch, int frames, char *err, s
 
 /* One training step: forward in training mode, backward, AdamW update,
  * step + 1. x is (batch, feat_dim, frames); labels in [0, num_speakers).
- * res (may be NULL) gets the loss and accuracy of the forward pass. */
+ * res (may be NULL) gets the loss and accuracy of the forward pass. A loss
+ * that is not finite (NaN or infinite input) returns -EDOM and leaves the
+ * parameters, optimizer state, running statistics and step as they were. */
 int xvec_model_train_step(struct xvec_model *m, const float *x, const int32_t *labels, int batch,
 			  int frames, struct xvec_result *res, char *err, size_t errlen);
 

@@ -14,7 +14,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-static char tmpdir[] = "/tmp/feeder-config-XXXXXX";
+static char tmpdir[] = "/tmp/feeder-config-______";
 
 static void write_file(const char *path, const char *text)
 {
@@ -251,8 +251,8 @@ static void test_precedence(void)
 	rc = load(&c, err, sizeof err, "--config", path, "--workers", "2", "--workers=7", NULL);
 	CHECKF(rc == 0 && c.workers == 7, "%s", err);
 
-	setenv("FEEDER_SOCKET", "relative/too/long/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-				"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 1);
+	setenv("FEEDER_SOCKET", "relative/too/long/yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+				"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy", 1);
 	rc = load(&c, err, sizeof err, "--config", path, NULL);
 	expect_error(rc, err, "environment: FEEDER_SOCKET", "longer than");
 	unsetenv("FEEDER_SOCKET");
@@ -293,6 +293,8 @@ static void test_sizes(void)
 
 int main(void)
 {
+	/* mkdtemp's template: six capital X after the prefix. */
+	memset(tmpdir + strlen(tmpdir) - 6, 'X', 6);
 	CHECK(mkdtemp(tmpdir));
 	char missing[300];
 	snprintf(missing, sizeof missing, "%s/missing.conf", tmpdir);

@@ -29,6 +29,9 @@
  *               on_error=fail the stream fails with FEEDER_ESTREAM
  *   refusals    missing dataset, "../" in a name, over-quota request: each a
  *               clear error, and the connection stays usable after a refusal
+ *   timeouts    feeder_next times out when every slot is held; an open
+ *               that timed out leaves no stream behind; double release fails
+ *   pin         feeder_pin registers the ring with CUDA (skip without a GPU)
  *   mkcorrupt SRC DST  write a copy of dataset SRC with record 1 failing its
  *               CRC and record 4 holding non-JPEG bytes (with a valid CRC)
  *
@@ -44,6 +47,7 @@
 #include "jpeg_pipeline.h"
 #include "protocol.h"
 #include "sampler.h"
+#include "sockmsg.h"
 
 #include <errno.h>
 #include <math.h>
@@ -51,7 +55,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TIMEOUT_MS 20000
@@ -601,6 +607,110 @@ static void stream_some(struct feeder *f, struct feeder_stream *s, int k)
 	}
 }
 
+/* feeder_pin: 0 with a CUDA device, FEEDER_ENODEV (skip) without; a pinned
+ * stream keeps delivering and closes cleanly (unregistering first). */
+static int cmd_pin(const char *dataset)
+{
+	struct feeder *f = connect_or_die();
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 32);
+	o.epochs = 3;
+	struct feeder_stream *s = open_or_die(f, &o);
+	int rc = feeder_pin(s);
+	if (rc == FEEDER_ENODEV) {
+		printf("pin: %s\n", feeder_last_error(f));
+		feeder_close_stream(s);
+		feeder_disconnect(f);
+		return 77;
+	}
+	CHECKF(rc == 0, "feeder_pin: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
+	CHECK(feeder_pin(s) == 0); /* twice is fine */
+	stream_some(f, s, 4);
+	CHECK(feeder_close_stream(s) == 0);
+	feeder_disconnect(f);
+	printf("pin: ring registered with cudaHostRegister, 4 batches streamed\n");
+	return 0;
+}
+
+/* The daemon's STATUS summary over a connection of our own. */
+static struct proto_status_reply daemon_status(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock_path);
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	CHECK(s >= 0);
+	CHECKF(connect(s, (struct sockaddr *)&sa, sizeof sa) == 0, "connect: %s", strerror(errno));
+	struct timeval tv = { .tv_sec = 10 };
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	char err[512];
+	struct proto_msg m = { .type = PROTO_HELLO };
+	CHECKF(sockmsg_send_msg(s, &m, -1, err, sizeof err) == 0, "%s", err);
+	CHECKF(sockmsg_recv_msg(s, &m, NULL, err, sizeof err) == 0 && m.type == PROTO_WELCOME, "%s", err);
+	m.type = PROTO_STATUS;
+	m.u.status.what = PROTO_STATUS_SUMMARY;
+	CHECKF(sockmsg_send_msg(s, &m, -1, err, sizeof err) == 0, "%s", err);
+	CHECKF(sockmsg_recv_msg(s, &m, NULL, err, sizeof err) == 0 && m.type == PROTO_STATUS_REPLY,
+	       "%s", err);
+	close(s);
+	return m.u.status_reply;
+}
+
+/* Timeouts: feeder_next with nothing ready returns FEEDER_ETIMEDOUT after
+ * about its timeout; an open that gives up before the answer leaves no
+ * stream behind in the daemon (the late answer is closed by the library). */
+static int cmd_timeouts(const char *dataset)
+{
+	struct feeder *f = connect_or_die();
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 16);
+	o.epochs = 1000;
+	struct feeder_stream *s;
+	/* The daemon often answers before a 0 ms wait ends; try until one open
+	 * gives up first. */
+	int orphans = 0;
+	for (int i = 0; i < 50 && !orphans; i++) {
+		int rc = feeder_open_stream(f, &o, 0, &s);
+		if (rc == 0) {
+			CHECK(feeder_close_stream(s) == 0);
+		} else {
+			CHECKF(rc == FEEDER_ETIMEDOUT, "open with timeout 0: %d (%s)", rc,
+			       feeder_last_error(f));
+			orphans++;
+		}
+	}
+	/* A stream whose client holds every slot has nothing more to give. */
+	o.slots = 2;
+	s = open_or_die(f, &o);
+	struct feeder_batch b[2], c;
+	for (int i = 0; i < 2; i++)
+		CHECKF(feeder_next(s, TIMEOUT_MS, &b[i]) == 0, "%s", feeder_last_error(f));
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int rc = feeder_next(s, 300, &c);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	CHECKF(rc == FEEDER_ETIMEDOUT && took >= 0.28 && took < 3, "next: %d after %.3f s", rc, took);
+	CHECK(c.data == NULL);
+	/* Releasing twice, or a batch of another stream, is refused. */
+	struct feeder_batch copy = b[0];
+	CHECK(feeder_release(s, &b[0]) == 0 && b[0].data == NULL);
+	CHECK(feeder_release(s, &copy) == FEEDER_EINVAL);
+	CHECK(feeder_release(s, &b[1]) == 0);
+	CHECKF(feeder_next(s, TIMEOUT_MS, &c) == 0, "%s", feeder_last_error(f));
+	CHECK(feeder_release(s, &c) == 0);
+	struct proto_status_reply st = daemon_status();
+	CHECKF(st.streams == 1, "daemon has %u streams, expected 1 (the orphan was not closed)",
+	       st.streams);
+	CHECK(feeder_close_stream(s) == 0);
+	for (int i = 0; i < 100 && daemon_status().streams != 0; i++)
+		usleep(20000);
+	CHECK(daemon_status().streams == 0);
+	feeder_disconnect(f);
+	printf("timeouts: next timed out after %.3f s; %d abandoned open(s) left no stream; "
+	       "double release refused\n", took, orphans);
+	return 0;
+}
+
 static int cmd_garbage(const char *dataset)
 {
 	struct feeder *f = connect_or_die();
@@ -709,8 +819,9 @@ static int cmd_corrupt(const char *dataset, uint32_t n_corrupt)
 	return 0;
 }
 
+/* The refusal must carry code and a message mentioning needle (or alt). */
 static void expect_refusal(const char *name, const struct feeder_stream_opts *o, int code,
-			   const char *needle)
+			   const char *needle, const char *alt)
 {
 	struct feeder *f = connect_or_die();
 	struct feeder_stream *s;
@@ -718,7 +829,8 @@ static void expect_refusal(const char *name, const struct feeder_stream_opts *o,
 	CHECKF(rc == code, "%s: got %d (%s: %s), expected %d (%s)", name, rc, feeder_strerror(rc),
 	       feeder_last_error(f), code, feeder_strerror(code));
 	const char *msg = feeder_last_error(f);
-	CHECKF(strstr(msg, needle), "%s: message '%s' does not mention '%s'", name, msg, needle);
+	CHECKF(strcasestr(msg, needle) || (alt && strcasestr(msg, alt)),
+	       "%s: message '%s' does not mention '%s'", name, msg, needle);
 	printf("refusals: %s -> %s: %s\n", name, feeder_strerror(rc), msg);
 	feeder_disconnect(f);
 }
@@ -727,14 +839,14 @@ static int cmd_refusals(const char *dataset)
 {
 	struct feeder_stream_opts o;
 	opts_small(&o, "no-such-dataset", 32);
-	expect_refusal("missing dataset", &o, FEEDER_ENODATASET, "no-such-dataset");
+	expect_refusal("missing dataset", &o, FEEDER_ENODATASET, "no-such-dataset", NULL);
 	opts_small(&o, "../etc", 32);
-	expect_refusal("'../etc'", &o, FEEDER_EBADNAME, "../etc");
+	expect_refusal("'../etc'", &o, FEEDER_EBADNAME, "../etc", NULL);
 	opts_small(&o, dataset, 512);
 	o.batch = 256;
 	o.slots = 16;
 	o.dtype = FEEDER_DTYPE_F32; /* 16 slots x 256 x 3 x 512 x 512 x 4 bytes = 12 GiB */
-	expect_refusal("over-quota request", &o, FEEDER_EQUOTA, "quota");
+	expect_refusal("over-quota request", &o, FEEDER_EQUOTA, "quota", "limit");
 
 	/* After a refusal the same connection still serves. */
 	struct feeder *f = connect_or_die();
@@ -760,6 +872,7 @@ static int cmd_mkcorrupt(const char *src, const char *dst)
 	const struct dsformat_header *h = dsstore_header(in);
 	CHECK(h->samples > 4);
 	struct dsstore_writer *w;
+	CHECKF(mkdir(dst, 0755) == 0, "mkdir %s: %s", dst, strerror(errno));
 	CHECKF(dsstore_writer_open(dst, 0, &w, err, sizeof err) == 0, "%s", err);
 	for (uint32_t c = 0; c < h->classes; c++) {
 		const char *name;
@@ -834,6 +947,10 @@ int main(int argc, char **argv)
 		return cmd_corrupt(dataset, arg ? (uint32_t)atoi(arg) : 2);
 	if (strcmp(cmd, "refusals") == 0)
 		return cmd_refusals(dataset);
+	if (strcmp(cmd, "timeouts") == 0)
+		return cmd_timeouts(dataset);
+	if (strcmp(cmd, "pin") == 0)
+		return cmd_pin(dataset);
 	fprintf(stderr, "e2e_client: unknown command '%s'\n", cmd);
 	return 1;
 }

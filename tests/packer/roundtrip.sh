@@ -23,11 +23,12 @@ for i, (s, (c, rel)) in enumerate(zip(ds["samples"], files)):
     assert s["len"] == os.path.getsize(os.path.join(src, rel)), (i, "len")
 print("ok", len(files))
 PYEOF
-n=$($PY -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["samples"]))' "$T/ds.json")
+mapfile -t names < <($PY -c 'import json,sys; [print(s["name"]) for s in json.load(open(sys.argv[1]))["samples"]]' "$T/ds.json")
+n=${#names[@]}
+[ "$n" = 48 ] || fail "$n names"
 for ((i = 0; i < n; i++)); do
-	name=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"][int(sys.argv[2])]["name"])' "$T/ds.json" $i)
 	"$PACKER" cat "$T/ds" $i >"$T/payload" || fail "cat $i"
-	cmp -s "$T/payload" "$T/src/$name" || fail "sample $i differs from $name"
+	cmp -s "$T/payload" "$T/src/${names[i]}" || fail "sample $i differs from ${names[i]}"
 done
 # CRC in the record is CRC-32C of the payload (independent implementation).
 $PY - "$T/ds" "$T/ds.json" <<'PYEOF' || fail "crc"

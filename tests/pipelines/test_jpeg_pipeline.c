@@ -122,7 +122,7 @@ static void check_plan(void)
 		struct jpeg_crop c, c2;
 		jpeg_pipeline_plan(&p, 640, 480, (uint64_t)k, &c);
 		jpeg_pipeline_plan(&p, 640, 480, (uint64_t)k, &c2);
-		CHECK(memcmp(&c, &c2, sizeof c) == 0);
+		CHECK(c.x == c2.x && c.y == c2.y && c.w == c2.w && c.h == c2.h && c.flip == c2.flip);
 		CHECK(c.x == floor(c.x) && c.y == floor(c.y) && c.w == floor(c.w) && c.h == floor(c.h));
 		CHECK(c.w >= 1 && c.h >= 1 && c.x >= 0 && c.y >= 0);
 		CHECK(c.x + c.w <= 640 && c.y + c.h <= 480);
@@ -256,7 +256,59 @@ static void check_layout_flip_norm(const struct image *im)
 	free(u8);
 }
 
-static void expect_decode_error(const char *what, const uint8_t *buf, size_t len)
+/* A worker that has decoded other images (and failed on some) gives the
+ * same bytes as a new one: no state leaks between samples. */
+static void check_fresh_worker(const struct image *im)
+{
+	char err[256];
+	struct jpeg_params p;
+	jpeg_params_default(&p, 96, 1);
+	p.dtype = PIPE_DTYPE_F16;
+	size_t n = jpeg_pipeline_sample_bytes(&p);
+	uint8_t *a = malloc(n), *b = malloc(n);
+	CHECK(a && b);
+	struct jpeg_worker *fresh;
+	CHECK(jpeg_worker_create(&fresh, err, sizeof err) == 0);
+	for (uint64_t key = 0; key < 4; key++) {
+		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, a, err, sizeof err) == 0);
+		CHECK(jpeg_pipeline_run(fresh, &p, im->jpeg, im->len, key, b, err, sizeof err) == 0);
+		CHECK(memcmp(a, b, n) == 0);
+		CHECK(jpeg_pipeline_run(fresh, &p, im->jpeg, im->len / 3, key, b, err, sizeof err) ==
+		      FEEDER_EDECODE);
+	}
+	jpeg_worker_destroy(fresh);
+	free(a);
+	free(b);
+}
+
+/* Images smaller than the output, one pixel wide or tall: upscaled, no
+ * crash, values in range. */
+static void check_tiny(void)
+{
+	static const int dims[][2] = { { 1, 1 }, { 8, 1 }, { 1, 300 }, { 17, 9 } };
+	char err[256];
+	for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+		unsigned long len;
+		uint8_t *jpeg = jpeg_synth(dims[i][0], dims[i][1], TJSAMP_420, 90, 5, &len);
+		CHECK(jpeg);
+		for (int train = 0; train <= 1; train++) {
+			struct jpeg_params p;
+			jpeg_params_default(&p, 32, train);
+			p.dtype = PIPE_DTYPE_U8;
+			uint8_t out[3 * 32 * 32], ref[3 * 32 * 32];
+			for (uint64_t key = 0; key < 3; key++) {
+				CHECKF(jpeg_pipeline_run(worker, &p, jpeg, len, key, out, err, sizeof err) == 0,
+				       "%dx%d: %s", dims[i][0], dims[i][1], err);
+				CHECK(jpeg_pipeline_reference(worker, &p, jpeg, len, key, ref, err, sizeof err) == 0);
+				CHECK(mad_u8(out, ref, sizeof out) <= 2.0 / 255);
+			}
+		}
+		tjFree(jpeg);
+	}
+}
+
+/* want: a phrase the error must contain, or NULL for any reason. */
+static void expect_decode_error(const char *what, const uint8_t *buf, size_t len, const char *want)
 {
 	char err[256] = "";
 	struct jpeg_params p;
@@ -264,7 +316,8 @@ static void expect_decode_error(const char *what, const uint8_t *buf, size_t len
 	float *out = malloc(jpeg_pipeline_sample_bytes(&p));
 	CHECK(out);
 	int rc = jpeg_pipeline_run(worker, &p, buf, len, 0, out, err, sizeof err);
-	CHECKF(rc == FEEDER_EDECODE && err[0], "%s: rc %d (%s)", what, rc, err);
+	CHECKF(rc == FEEDER_EDECODE && err[0] && (!want || strstr(err, want)), "%s: rc %d (%s)", what,
+	       rc, err);
 	rc = jpeg_pipeline_reference(worker, &p, buf, len, 0, out, err, sizeof err);
 	CHECKF(rc == FEEDER_EDECODE && err[0], "%s (reference): rc %d (%s)", what, rc, err);
 	free(out);
@@ -272,19 +325,19 @@ static void expect_decode_error(const char *what, const uint8_t *buf, size_t len
 
 static void check_corrupt(const struct image *im)
 {
-	expect_decode_error("zero length", im->jpeg, 0);
-	expect_decode_error("truncated to half", im->jpeg, im->len / 2);
-	expect_decode_error("header only", im->jpeg, 200);
+	expect_decode_error("zero length", im->jpeg, 0, "empty");
+	expect_decode_error("truncated to half", im->jpeg, im->len / 2, NULL);
+	expect_decode_error("header only", im->jpeg, 200, NULL);
 	uint8_t junk[4096];
 	uint32_t s = 1;
 	for (size_t i = 0; i < sizeof junk; i++) {
 		s = s * 1664525u + 1013904223u;
 		junk[i] = (uint8_t)(s >> 24);
 	}
-	expect_decode_error("random bytes", junk, sizeof junk);
+	expect_decode_error("random bytes", junk, sizeof junk, NULL);
 	junk[0] = 0xff;
 	junk[1] = 0xd8; /* a JPEG start marker, then noise */
-	expect_decode_error("SOI then noise", junk, sizeof junk);
+	expect_decode_error("SOI then noise", junk, sizeof junk, NULL);
 
 	/* Flipped bytes in the entropy-coded data: either an error or an
 	 * image, never a crash; and the worker still works afterwards. */
@@ -309,6 +362,21 @@ static void check_corrupt(const struct image *im)
 	free(out);
 	free(copy);
 
+	/* A header claiming 20000x20000 pixels is refused before decoding. */
+	memcpy(copy = malloc(im->len), im->jpeg, im->len);
+	CHECK(copy);
+	size_t sof = 0;
+	for (size_t i = 2; i + 9 < im->len && !sof; i++)
+		if (copy[i] == 0xff && copy[i + 1] == 0xc0)
+			sof = i;
+	CHECK(sof);
+	copy[sof + 5] = 20000 >> 8; /* height */
+	copy[sof + 6] = 20000 & 0xff;
+	copy[sof + 7] = 20000 >> 8; /* width */
+	copy[sof + 8] = 20000 & 0xff;
+	expect_decode_error("20000x20000 header", copy, im->len, "larger than");
+	free(copy);
+
 	/* CMYK is refused with a reason. */
 	tjhandle tj = tjInitCompress();
 	uint8_t cmyk[32 * 32 * 4];
@@ -317,7 +385,7 @@ static void check_corrupt(const struct image *im)
 	unsigned long len = 0;
 	CHECK(tj && tjCompress2(tj, cmyk, 32, 0, 32, TJPF_CMYK, &jpeg, &len, TJSAMP_444, 90, 0) == 0);
 	tjDestroy(tj);
-	expect_decode_error("CMYK", jpeg, len);
+	expect_decode_error("CMYK", jpeg, len, "CMYK");
 	tjFree(jpeg);
 }
 
@@ -398,6 +466,8 @@ int main(void)
 	CHECK(scale_seen[1] && scale_seen[2] && scale_seen[4] && scale_seen[8]);
 
 	check_layout_flip_norm(&images[1]);
+	check_fresh_worker(&images[2]);
+	check_tiny();
 	check_corrupt(&images[0]);
 	for (size_t i = 0; i < nimg; i++)
 		tjFree(images[i].jpeg);

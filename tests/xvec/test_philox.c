@@ -65,5 +65,17 @@ int main(void)
 		       (unsigned long long)i, z[k], want);
 		CHECK(z[k] == philox_normal(seed, sub, i));
 	}
+	/* the bulk paths (several blocks at once) equal the one-at-a-time ones */
+	static float big[1000];
+	philox_uniforms(seed, sub, 3, 1000, big);
+	for (int k = 0; k < 1000; k++)
+		CHECKF(big[k] == philox_uniform(seed, sub, 3 + (uint64_t)k), "uniform %d", k);
+	philox_normals(seed, sub, 13, 1000, big);
+	for (int k = 0; k < 1000; k++)
+		CHECKF(big[k] == philox_normal(seed, sub, 13 + (uint64_t)k), "normal %d", k);
+	/* blocks past 2^32 carry into the counter's second word */
+	philox_uniforms(seed, sub, (1ull << 34) - 6, 40, big);
+	for (int k = 0; k < 40; k++)
+		CHECK(big[k] == philox_uniform(seed, sub, (1ull << 34) - 6 + (uint64_t)k));
 	return 0;
 }

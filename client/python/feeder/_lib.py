@@ -1,0 +1,162 @@
+"""_lib.py — libfeeder for Python: the cffi (ABI mode) declarations of
+client/feeder.h and the loading of libfeeder.so.
+
+ABI mode means no compiled extension: the package is pure Python and works
+with any Python 3 that has cffi (Debian's python3-cffi), whatever its version.
+The price is that the declarations below are not checked by a compiler: they
+MUST MATCH client/feeder.h field for field. tests/python/test_layout.py
+compares every size and offset with what a C compiler makes of feeder.h, so a
+header change that is not copied here fails the tests instead of corrupting
+memory.
+
+The library is looked up in this order: $FEEDER_LIBRARY (a path); the build
+tree (this package is configured into <build>/client/python/feeder and the
+library is <build>/client/libfeeder.so); the install's libdir recorded by
+Meson in _paths.py; then the dynamic linker's search for "libfeeder.so.0".
+"""
+import os
+
+from cffi import FFI
+
+# ---- Must match client/feeder.h ----------------------------------------
+CDEF = """
+enum {
+    FEEDER_ECORRUPT = -10001,
+    FEEDER_EVERSION = -10002,
+    FEEDER_EFORMAT = -10003,
+    FEEDER_EPROTO = -10004,
+    FEEDER_EDECODE = -10005,
+    FEEDER_EQUOTA = -10006,
+    FEEDER_ENODATASET = -10007,
+    FEEDER_EBADNAME = -10008,
+    FEEDER_EINVAL = -10009,
+    FEEDER_ECLOSED = -10010,
+    FEEDER_ETIMEDOUT = -10011,
+    FEEDER_EEND = -10012,
+    FEEDER_ENODEV = -10013,
+    FEEDER_EDENIED = -10014,
+    FEEDER_ESTREAM = -10015,
+};
+enum feeder_pipeline { FEEDER_PIPE_JPEG = 1, FEEDER_PIPE_FEATURES = 2 };
+enum feeder_dtype { FEEDER_DTYPE_U8 = 1, FEEDER_DTYPE_F16 = 2, FEEDER_DTYPE_F32 = 3 };
+enum feeder_layout { FEEDER_LAYOUT_NCHW = 1, FEEDER_LAYOUT_NHWC = 2 };
+enum feeder_on_error { FEEDER_ON_ERROR_REPLACE = 0, FEEDER_ON_ERROR_FAIL = 1 };
+enum feeder_feat_pad { FEEDER_FEAT_PAD_REPEAT = 1, FEEDER_FEAT_PAD_SKIP = 2 };
+enum feeder_feat_cmn { FEEDER_FEAT_CMN_NONE = 0, FEEDER_FEAT_CMN_UTT = 1,
+                       FEEDER_FEAT_CMN_SLIDING = 2 };
+
+struct feeder;
+struct feeder_stream;
+
+struct feeder_stream_opts {
+    const char *dataset;
+    int pipeline;
+    uint32_t batch;
+    uint64_t seed;
+    uint64_t epoch;
+    uint32_t epochs;
+    uint64_t start_batch;
+    uint32_t rank, world;
+    int drop_last;
+    uint32_t slots;
+    int dtype;
+    int layout;
+    int on_error;
+    struct {
+        uint32_t height, width;
+        int train;
+        float scale_min, scale_max;
+        float ratio_min, ratio_max;
+        float flip_p;
+        float resize_ratio;
+        float mean[3], std[3];
+    } jpeg;
+    struct {
+        uint32_t chunk_len;
+        int pad;
+        int cmn;
+        uint32_t cmn_window;
+        int cvn;
+        int train;
+    } features;
+};
+
+struct feeder_stream_info {
+    uint32_t id;
+    uint32_t slots, batch;
+    int dtype, layout;
+    uint32_t ndim, shape[4];
+    uint64_t batches;
+    uint64_t batches_per_epoch;
+    uint64_t samples;
+    uint32_t classes;
+    void *ring;
+    size_t ring_size;
+    size_t slot_size;
+};
+
+struct feeder_batch {
+    void *data;
+    size_t bytes;
+    uint32_t ndim;
+    uint32_t shape[4];
+    int dtype, layout;
+    const int32_t *labels;
+    uint32_t count;
+    uint64_t epoch;
+    uint64_t batch_index;
+    uint32_t replacements;
+    uint32_t slot;
+    uint32_t stream;
+};
+
+int feeder_connect(const char *path, int timeout_ms, struct feeder **out);
+void feeder_disconnect(struct feeder *f);
+const char *feeder_last_error(const struct feeder *f);
+const char *feeder_strerror(int code);
+int feeder_fd(const struct feeder *f);
+void feeder_stream_opts_init(struct feeder_stream_opts *o);
+int feeder_open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
+                       struct feeder_stream **out);
+void feeder_stream_info(const struct feeder_stream *s, struct feeder_stream_info *info);
+int feeder_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b);
+int feeder_release(struct feeder_stream *s, struct feeder_batch *b);
+int feeder_close_stream(struct feeder_stream *s);
+int feeder_pin(struct feeder_stream *s);
+"""
+# ---- end of the part that must match client/feeder.h -------------------
+
+ffi = FFI()
+ffi.cdef(CDEF)
+
+
+def _candidates():
+    env = os.environ.get("FEEDER_LIBRARY")
+    if env:
+        return [env]
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = [os.path.join(here, "..", "..", "libfeeder.so.0")]
+    try:
+        from . import _paths
+        out.append(os.path.join(_paths.LIBDIR, "libfeeder.so.0"))
+    except ImportError:
+        pass
+    out.append("libfeeder.so.0")
+    return out
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(path + " (missing)")
+            continue
+        try:
+            return ffi.dlopen(path), path
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+    raise ImportError("feeder: cannot load libfeeder; tried " + "; ".join(tried)
+                      + " (set FEEDER_LIBRARY to the library's path)")
+
+
+lib, library_path = _load()

@@ -1,0 +1,192 @@
+"""_stream.py — one libfeeder stream, owned by Python, and zero-copy NumPy
+views of its batches.
+
+Each Stream has its own connection (feeder_connect + feeder_open_stream), so
+closing it is one feeder_disconnect and no two Python objects share a
+libfeeder connection (libfeeder takes no locks; a finalizer running on another
+thread must not touch a connection that a Loader is waiting on).
+
+The arrays handed to the trainer point into the stream's shared-memory ring.
+Each one holds a reference to the owner of the stream's connection (through
+the array's .base), so the ring stays mapped for as long as any view of it is
+alive: a view kept past the end of an epoch shows stale data, never unmapped
+memory. The connection closes when the Loader has let go of the Stream and
+the last view is gone.
+"""
+import time
+
+import numpy as np
+
+from ._lib import ffi, lib
+from .errors import DaemonTimeoutError, error_from, last_error
+
+NUMPY_DTYPE = {
+    lib.FEEDER_DTYPE_U8: np.dtype(np.uint8),
+    lib.FEEDER_DTYPE_F16: np.dtype(np.float16),
+    lib.FEEDER_DTYPE_F32: np.dtype(np.float32),
+}
+_LABEL_DTYPE = np.dtype(np.int32)
+# feeder_next waits in slices this long, so that Ctrl-C interrupts a wait.
+_SLICE_MS = 200
+
+
+def _ms(seconds):
+    """libfeeder's timeout_ms for a timeout in seconds (None: forever)."""
+    if seconds is None:
+        return -1
+    return max(0, int(seconds * 1000))
+
+
+class _SlotMemory:
+    """The base of a view: exposes ring memory through the array interface
+    and keeps the connection (and so the mapping) alive."""
+
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, owner, address, shape, typestr):
+        self.__array_interface__ = {"data": (address, False), "shape": shape,
+                                    "typestr": typestr, "version": 3}
+        self.owner = owner
+
+
+class _Owner:
+    """Owns the libfeeder connection (and with it the stream and the ring's
+    mapping). Views reference this, not the Stream, so that the Stream may
+    cache views of its slots without a reference cycle: the connection then
+    closes as soon as the last reference goes, not at the next GC run."""
+
+    __slots__ = ("conn", "closers")
+
+    def __init__(self):
+        self.conn = ffi.NULL
+        self.closers = []
+
+    def close(self):
+        closers, self.closers = self.closers, []
+        for fn in closers:
+            fn()
+        conn, self.conn = self.conn, ffi.NULL
+        if conn != ffi.NULL:
+            lib.feeder_disconnect(conn)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: modules may be gone
+            pass
+
+
+class Stream:
+    """A connection with one open stream. opts is a filled
+    struct feeder_stream_opts (its dataset string kept alive by the caller)."""
+
+    def __init__(self, socket, opts, connect_timeout, timeout, ndim=4):
+        self._owner = _Owner()
+        self._conn = ffi.NULL
+        self._s = ffi.NULL
+        pconn = ffi.new("struct feeder **")
+        path = ffi.NULL if socket is None else ffi.new("char[]", str(socket).encode())
+        rc = lib.feeder_connect(path, _ms(connect_timeout), pconn)
+        if rc:
+            raise error_from(rc, last_error(ffi.NULL))
+        self._conn = self._owner.conn = pconn[0]
+        ps = ffi.new("struct feeder_stream **")
+        rc = lib.feeder_open_stream(self._conn, opts, _ms(timeout), ps)
+        if rc:
+            msg = last_error(self._conn)
+            # feederd's protocol decoder refuses out-of-range request fields
+            # ("OPEN_STREAM: slots 300 is not within 1..256") as a protocol
+            # error; for the trainer that is a bad option.
+            if rc == lib.FEEDER_EPROTO and "OPEN_STREAM: " in msg:
+                rc = lib.FEEDER_EINVAL
+            exc = error_from(rc, msg)
+            self.close()
+            raise exc
+        self._s = ps[0]
+        info = ffi.new("struct feeder_stream_info *")
+        lib.feeder_stream_info(self._s, info)
+        self.id = info.id
+        self.slots = info.slots
+        self.batch = info.batch
+        # libfeeder always describes 4 dimensions; feature batches are
+        # (B, feat_dim, chunk_len, 1), which trainers want without the 1.
+        self.shape = tuple(info.shape[i] for i in range(info.ndim))
+        while len(self.shape) > ndim and self.shape[-1] == 1:
+            self.shape = self.shape[:-1]
+        self.batches = info.batches
+        self.batches_per_epoch = info.batches_per_epoch
+        self.samples = info.samples
+        self.classes = info.classes
+        self.ring_address = int(ffi.cast("uintptr_t", info.ring))
+        self.ring_size = info.ring_size
+        self.dtype = NUMPY_DTYPE.get(info.dtype)
+        if self.dtype is None:
+            exc = error_from(lib.FEEDER_EPROTO, "feederd announced unknown dtype %d" % info.dtype)
+            self.close()
+            raise exc
+        self._typestr = self.dtype.str
+        self._slot_views = {}
+        self._sample_shape = self.shape[1:]
+
+    def next(self, timeout):
+        """The next batch (a struct feeder_batch cdata), or None after the
+        last one. Raises the matching FeederError, or DaemonTimeoutError when
+        nothing arrives within timeout seconds (None: wait forever)."""
+        b = ffi.new("struct feeder_batch *")
+        rc = lib.feeder_next(self._s, 0, b)
+        if rc == lib.FEEDER_ETIMEDOUT:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while rc == lib.FEEDER_ETIMEDOUT:
+                wait = _SLICE_MS
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise DaemonTimeoutError(
+                            "no batch from feederd within %g s (stream %d); the daemon is "
+                            "alive but not delivering" % (timeout, self.id),
+                            lib.FEEDER_ETIMEDOUT)
+                    wait = min(wait, max(1, int(left * 1000)))
+                rc = lib.feeder_next(self._s, wait, b)
+        if rc == 0:
+            return b
+        if rc == lib.FEEDER_EEND:
+            return None
+        raise error_from(rc, last_error(self._conn))
+
+    def release(self, b):
+        """Give b's slot back. A daemon that is gone needs nothing back."""
+        rc = lib.feeder_release(self._s, b)
+        if rc and rc != lib.FEEDER_ECLOSED:
+            raise error_from(rc, last_error(self._conn))
+
+    def pin(self):
+        """feeder_pin: 0 or libfeeder's code (FEEDER_ENODEV without CUDA)."""
+        rc = lib.feeder_pin(self._s)
+        if rc and rc != lib.FEEDER_ENODEV:
+            raise error_from(rc, last_error(self._conn))
+        return rc
+
+    def on_close(self, fn):
+        """Call fn() before the ring is unmapped (e.g. to unregister it)."""
+        self._owner.closers.append(fn)
+
+    def views(self, b):
+        """(data, labels) NumPy arrays over batch b's slot, no copy. Each
+        slot's full-batch arrays are made once; a batch gets slices of them
+        (a new array object each time, about a microsecond)."""
+        count = b.count
+        addr = int(ffi.cast("uintptr_t", b.data))
+        full = self._slot_views.get(b.slot)
+        if full is None or full[0] != addr:
+            laddr = int(ffi.cast("uintptr_t", b.labels))
+            data = np.asarray(_SlotMemory(self._owner, addr, (self.batch,) + self._sample_shape,
+                                          self._typestr))
+            labels = np.asarray(_SlotMemory(self._owner, laddr, (self.batch,), _LABEL_DTYPE.str))
+            full = self._slot_views[b.slot] = (addr, data, labels)
+        return full[1][:count], full[2][:count]
+
+    def close(self):
+        """Unmap and disconnect now: only for a Stream no view has seen
+        (the normal end is _Owner's finalizer)."""
+        self._s = ffi.NULL
+        self._owner.close()

@@ -1,0 +1,380 @@
+"""loader.py — feeder.Loader, the drop-in for torch.utils.data.DataLoader.
+
+A Loader asks feederd for one stream per epoch (dataset, pipeline, batch
+size, seed, epoch, rank of world, start batch) and yields its batches as
+(data, labels). Everything that decides the bytes of a batch is in that
+request, so the Loader's whole state is (seed, epoch, next batch): a trainer
+that saves state_dict() and later load_state_dict()s it gets exactly the
+batches it had not seen, and set_epoch(e) reshuffles like DistributedSampler.
+
+Batches are zero-copy views of the stream's shared-memory slot, valid until
+the next batch is asked for (the slot then goes back to the daemon for
+refilling); copy=True gives owned arrays, device="cuda" device tensors. The
+first stream is opened by the constructor, so a missing dataset or a bad
+option fails there and the daemon starts decoding before the first batch is
+asked for.
+"""
+import os
+
+import numpy as np
+
+from ._lib import ffi, lib
+from ._stream import Stream
+from .errors import OptionError, ProtocolError
+from .pipelines import as_pipeline
+
+_DTYPES = {
+    "uint8": lib.FEEDER_DTYPE_U8,
+    "float16": lib.FEEDER_DTYPE_F16,
+    "float32": lib.FEEDER_DTYPE_F32,
+}
+_LAYOUTS = {"nchw": lib.FEEDER_LAYOUT_NCHW, "nhwc": lib.FEEDER_LAYOUT_NHWC}
+_ON_ERROR = {"replace": lib.FEEDER_ON_ERROR_REPLACE, "fail": lib.FEEDER_ON_ERROR_FAIL}
+# A stream runs on into the following epochs, so that a loop that calls
+# set_epoch(e + 1) finds that epoch's first batches already decoded, as
+# feeder-bench's single long stream does (no refill stall at each epoch). A
+# loop that goes elsewhere (the same epoch again, a resume) opens a new one.
+_EPOCHS_AHEAD = 1000
+_STATE_KEYS = ("seed", "epoch", "next_batch", "dataset", "batch_size", "rank", "world_size")
+
+
+def _dtype_code(dtype):
+    """A libfeeder dtype from a name, a NumPy dtype or a torch dtype."""
+    if isinstance(dtype, str) or type(dtype).__module__.startswith("torch"):
+        name = str(dtype).replace("torch.", "")
+        name = {"half": "float16", "float": "float32", "f16": "float16", "f32": "float32",
+                "u8": "uint8"}.get(name, name)
+    else:
+        name = dtype
+    try:
+        name = np.dtype(name).name
+    except TypeError:
+        pass
+    if name not in _DTYPES:
+        raise OptionError("dtype must be uint8, float16 or float32, not %r" % (dtype,))
+    return _DTYPES[name]
+
+
+def _env_int(name, default):
+    v = os.environ.get(name)
+    if v is None or v == "":
+        return default
+    try:
+        return int(v)
+    except ValueError:
+        raise OptionError("environment variable %s=%r is not an integer" % (name, v)) from None
+
+
+def _nonneg_int(name, v):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+        raise OptionError("%s must be a non-negative integer, not %r" % (name, v))
+    return int(v)
+
+
+class Loader:
+    """Batches of a feederd dataset for a training loop.
+
+    dataset: name of a dataset the daemon serves. batch_size: samples per
+    batch. pipeline: feeder.Jpeg(...), feeder.Features(...), "jpeg" or
+    "features". seed, epoch: the shuffle (and augmentation) is a pure function
+    of both. rank, world_size: this process's share of each epoch (every
+    world_size-th sample); default $RANK / $WORLD_SIZE as torchrun sets them,
+    else 0 of 1. drop_last: drop the epoch's last short batch. slots: batches
+    prefetched in shared memory. dtype: "uint8", "float16" or "float32" (or the
+    numpy/torch dtype); layout: "NCHW" or "NHWC" (images). socket: the daemon's
+    socket (default $FEEDER_SOCKET, else /run/feeder/feederd.sock).
+    on_error: "replace" a corrupt sample by the next valid one, or "fail" the
+    epoch with DatasetError.
+
+    as_torch: yield torch.Tensors (torch.from_numpy, still zero-copy) instead
+    of NumPy arrays. copy: yield owned copies instead of views of the slot.
+    device: None (host memory) or "cuda"/"cuda:N": yield device tensors,
+    copied from the pinned ring on a side CUDA stream while the trainer
+    computes on the previous batch. timeout: seconds to wait for a batch (or
+    the stream) before DaemonTimeoutError; None waits forever.
+    connect_timeout: seconds to keep retrying a daemon that is not up yet.
+
+    A view (copy=False, no device) is valid until the next batch is asked
+    for: the slot then goes back to the daemon and is overwritten. Keep a
+    batch longer with copy=True or arr.copy(). Memory stays mapped while any
+    view exists, so a stale view reads old data but never faults.
+    Labels are int32 (use labels.long() for torch losses).
+
+    len(loader) is the number of batches of an epoch for this rank;
+    loader.samples, loader.classes and loader.shape (of a full batch) come
+    from the daemon. After an epoch the stream runs on into the next one, so
+    that set_epoch(e + 1) finds its first batches decoded already. A Loader is
+    used by one thread at a time.
+    """
+
+    def __init__(self, dataset, batch_size, pipeline="jpeg", seed=0, epoch=0, rank=None,
+                 world_size=None, drop_last=True, slots=4, dtype="float16", layout="NCHW",
+                 socket=None, on_error="replace", as_torch=False, copy=False, device=None,
+                 timeout=60.0, connect_timeout=10.0):
+        if not isinstance(dataset, str) or not dataset:
+            raise OptionError("dataset must be a non-empty name, not %r" % (dataset,))
+        self.dataset = dataset
+        self.batch_size = _nonneg_int("batch_size", batch_size)
+        self.pipeline = as_pipeline(pipeline)
+        self.seed = _nonneg_int("seed", seed)
+        self.epoch = _nonneg_int("epoch", epoch)
+        self.world_size = _nonneg_int(
+            "world_size", _env_int("WORLD_SIZE", 1) if world_size is None else world_size)
+        self.rank = _nonneg_int("rank", _env_int("RANK", 0) if rank is None else rank)
+        self.drop_last = bool(drop_last)
+        self.slots = _nonneg_int("slots", slots)
+        if not 1 <= self.batch_size <= 65536:
+            raise OptionError("batch_size %d is not within 1..65536" % self.batch_size)
+        if not 1 <= self.slots <= 256:
+            raise OptionError("slots %d is not within 1..256" % self.slots)
+        if self.world_size < 1 or self.rank >= self.world_size:
+            raise OptionError("rank %d of world_size %d is not valid (0 <= rank < world_size)"
+                              % (self.rank, self.world_size))
+        self._dtype = _dtype_code(dtype)
+        key = str(layout).lower()
+        if key not in _LAYOUTS:
+            raise OptionError("layout must be 'NCHW' or 'NHWC', not %r" % (layout,))
+        self._layout = _LAYOUTS[key]
+        key = str(on_error).lower()
+        if key not in _ON_ERROR:
+            raise OptionError("on_error must be 'replace' or 'fail', not %r" % (on_error,))
+        self._on_error = _ON_ERROR[key]
+        self.socket = socket
+        self.as_torch = bool(as_torch)
+        self.copy = bool(copy)
+        if timeout is not None and timeout < 0 or connect_timeout is not None and connect_timeout < 0:
+            raise OptionError("timeouts must be >= 0 seconds or None")
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self._copier = None
+        if device is not None:
+            from ._cuda import DeviceCopier
+            self._copier = DeviceCopier(device)
+            if self.slots < 2:
+                raise OptionError("device=%r needs slots >= 2 (one batch is copied while the "
+                                  "previous one is in use)" % (device,))
+        if self.as_torch or self._copier:
+            try:
+                import torch
+            except ImportError:
+                raise OptionError("as_torch=True needs PyTorch, which is not installed") from None
+            self._torch = torch
+        self.next_batch = 0
+        self.replacements = 0  # corrupt samples the daemon replaced, over the Loader's life
+        self._iter_id = 0
+        self._stream = None    # the stream of the running (or next) epoch
+        self._stream = self._open(self.epoch, 0)
+        self._batches_per_epoch = self._stream.batches_per_epoch
+        self.samples = self._stream.samples
+        self.classes = self._stream.classes
+        self.shape = self._stream.shape  # of a full batch, e.g. (B, 3, H, W)
+
+    # ---- the request --------------------------------------------------
+
+    def _opts(self, epoch, start):
+        o = ffi.new("struct feeder_stream_opts *")
+        lib.feeder_stream_opts_init(o)
+        name = ffi.new("char[]", self.dataset.encode())
+        try:
+            o.dataset = name
+            self.pipeline.fill(o)
+            o.batch = self.batch_size
+            o.seed = self.seed
+            o.epoch = epoch
+            o.epochs = _EPOCHS_AHEAD
+            o.start_batch = start
+            o.rank = self.rank
+            o.world = self.world_size
+            o.drop_last = int(self.drop_last)
+            o.slots = self.slots
+            o.dtype = self._dtype
+            o.layout = self._layout
+            o.on_error = self._on_error
+        except (OverflowError, TypeError) as e:
+            raise OptionError("option out of range for feederd: %s" % e) from None
+        return o, name
+
+    def _open(self, epoch, start):
+        o, name = self._opts(epoch, start)
+        s = Stream(self.socket, o, self.connect_timeout, self.timeout,
+                   ndim=3 if self.pipeline.kind == "features" else 4)
+        del name  # kept alive through the open call above
+        s.pos = (epoch, start)  # of the next batch it delivers
+        s.left = s.batches      # batches it still delivers
+        if self._copier:
+            self._copier.prepare(s)
+        return s
+
+    # ---- the DataLoader surface ----------------------------------------
+
+    def __len__(self):
+        """Batches of one epoch for this rank."""
+        return self._batches_per_epoch
+
+    def set_epoch(self, epoch):
+        """Use epoch's order from the next iteration on. Setting the epoch
+        the Loader is already at keeps its position (so a trainer may call
+        load_state_dict and then set_epoch with the same epoch)."""
+        epoch = _nonneg_int("epoch", epoch)
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.next_batch = 0
+
+    def state_dict(self):
+        """What resumes this Loader exactly: seed, epoch and the next batch
+        (the one after the last handed out), plus the request's shape so
+        that a mismatched resume is refused."""
+        return {"seed": self.seed, "epoch": self.epoch, "next_batch": self.next_batch,
+                "dataset": self.dataset, "batch_size": self.batch_size, "rank": self.rank,
+                "world_size": self.world_size}
+
+    def load_state_dict(self, state):
+        missing = [k for k in _STATE_KEYS if k not in state]
+        if missing:
+            raise OptionError("Loader state lacks %s" % ", ".join(missing))
+        for k in ("dataset", "batch_size", "rank", "world_size"):
+            if state[k] != getattr(self, k):
+                raise OptionError("Loader state is for %s=%r, this Loader has %r; resuming it would "
+                                  "not give the same batches" % (k, state[k], getattr(self, k)))
+        self.seed = _nonneg_int("seed", state["seed"])
+        self.epoch = _nonneg_int("epoch", state["epoch"])
+        self.next_batch = _nonneg_int("next_batch", state["next_batch"])
+
+    def __iter__(self):
+        self._iter_id += 1
+        if self._copier:
+            return self._iter_device(self._iter_id)
+        return self._iter_host(self._iter_id)
+
+    def close(self):
+        """Let go of the stream. Views still alive keep its memory mapped
+        until they are dropped; the connection closes with the last one."""
+        self._iter_id += 1
+        self._stream = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def ring(self):
+        """(address, size) of the current stream's shared-memory ring, or
+        None: for checking that views are zero-copy."""
+        s = self._stream
+        return None if s is None else (s.ring_address, s.ring_size)
+
+    # ---- iteration -------------------------------------------------------
+
+    def _take_stream(self):
+        """The stream for (epoch, next_batch): the one already prefetching
+        if it is there, else a new one."""
+        s = self._stream
+        if s is None or s.pos != (self.epoch, self.next_batch) or s.left == 0:
+            self._stream = None
+            s = self._stream = self._open(self.epoch, self.next_batch)
+        return s
+
+    def _epoch_done(self):
+        self.next_batch = 0
+
+    def _fetch(self, s):
+        """The stream's next batch, which must be the one at s.pos; s.pos
+        moves on (into the next epoch after the last batch of this one)."""
+        b = s.next(self.timeout)
+        if b is None or (b.epoch, b.batch_index) != s.pos:
+            got = "the end of the stream" if b is None else "batch %d of epoch %d" % (
+                b.batch_index, b.epoch)
+            raise ProtocolError("feederd sent %s where batch %d of epoch %d was due (stream %d)"
+                                % (got, s.pos[1], s.pos[0], s.id), lib.FEEDER_EPROTO)
+        s.left -= 1
+        nxt = b.batch_index + 1
+        s.pos = (b.epoch, nxt) if nxt < self._batches_per_epoch else (b.epoch + 1, 0)
+        return b
+
+    def _host_batch(self, stream, b):
+        data, labels = stream.views(b)
+        if self.copy:
+            data, labels = data.copy(), labels.copy()
+        if self.as_torch:
+            data, labels = self._torch.from_numpy(data), self._torch.from_numpy(labels)
+        return data, labels
+
+    def _iter_host(self, my_id):
+        bpe = self._batches_per_epoch
+        if self.next_batch >= bpe:
+            self._epoch_done()
+            return
+        s = self._take_stream()
+        held = None
+        try:
+            while True:
+                if held is not None:
+                    s.release(held)
+                    held = None
+                if self.next_batch >= bpe:
+                    self._epoch_done()
+                    return
+                if self._iter_id != my_id:
+                    return
+                b = self._fetch(s)
+                self.next_batch = b.batch_index + 1
+                self.replacements += b.replacements
+                out = self._host_batch(s, b)
+                if self.copy:
+                    s.release(b)
+                else:
+                    held = b
+                yield out
+        finally:
+            # A loop left early (break, exception) gives its slot back; the
+            # stream stays for a later iteration to continue.
+            if held is not None:
+                try:
+                    s.release(held)
+                except Exception:
+                    pass
+
+    def _iter_device(self, my_id):
+        bpe = self._batches_per_epoch
+        if self.next_batch >= bpe:
+            self._epoch_done()
+            return
+        s = self._take_stream()
+        cp = self._copier
+        done = None     # (batch, event) handed out last; released next step
+        pending = None  # (batch, (data, labels, event)) copy in flight
+        try:
+            b = self._fetch(s)
+            pending = (b, cp.start(*s.views(b)))
+            while pending is not None:
+                if done is not None:
+                    done[1].synchronize()
+                    s.release(done[0])
+                    done = None
+                if self._iter_id != my_id:
+                    return
+                pb, copy = pending
+                nxt = None
+                if pb.batch_index + 1 < bpe:
+                    b = self._fetch(s)
+                    nxt = (b, cp.start(*s.views(b)))
+                self.next_batch = pb.batch_index + 1
+                self.replacements += pb.replacements
+                out = cp.finish(copy)
+                done, pending = (pb, copy[2]), nxt
+                yield out
+            if done is not None:
+                done[1].synchronize()
+                s.release(done[0])
+                done = None
+            self._epoch_done()
+        finally:
+            for held, ev in ((done, done and done[1]), (pending, pending and pending[1][2])):
+                if held is not None:
+                    try:
+                        ev.synchronize()
+                        s.release(held[0])
+                    except Exception:
+                        pass

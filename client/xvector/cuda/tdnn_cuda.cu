@@ -1,0 +1,719 @@
+/* tdnn_cuda.cu — GPU kernels of the x-vector TDNN (see tdnn_cuda.h for layouts).
+ *
+ * Each kernel follows its CPU twin in tdnn.c formula by formula, so that the
+ * tests can compare them and a reader can check one against the other.
+ * Reductions over a channel run one thread block per channel and add in
+ * double; pooling runs one warp per (channel, utterance) row.
+ *
+ * Random numbers: the Philox4x32-10 bijection is cuRAND's own device
+ * function curand_Philox4x32_10 (curand_philox4x32_x.h, part of the
+ * device API behind curand_kernel.h), fed the counter
+ * and key that philox.c uses (counter = {block lo, block hi, subseq lo,
+ * subseq hi}, key = {seed lo, seed hi}), which is also what
+ * curand_init(seed, subseq, 4 * block) sets up for curandStatePhilox4_32_10_t.
+ * The 32-bit words are therefore bit for bit those of philox.c. The float
+ * mappings are written with explicitly rounded operations (__fmul_rn,
+ * __fadd_rn), which nvcc never fuses into an FMA, so uniforms — and hence
+ * dropout masks — equal philox_uniform exactly. Normals use logf and sinf
+ * (CUDA: at most 1 and 2 ulp from the exact value; glibc is closer), so a
+ * normal may differ from philox_normal in its last bits; cuRAND's
+ * curand_normal itself uses the faster __sincosf. We take the accurate
+ * functions: the noise costs little next to the GEMMs. */
+#include "tdnn_cuda.h"
+
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <curand_philox4x32_x.h>
+#include <math.h>
+
+extern "C" {
+#include "tdnn.h"
+}
+
+#define TC_THREADS 256
+#define TC_WARPS_PER_BLOCK (TC_THREADS / 32)
+/* philox.c's PHILOX_2POW32_INV and PHILOX_2POW32_INV_2PI (cuRAND's values). */
+#define TC_2POW32_INV 2.3283064e-10f
+#define TC_2POW32_INV_2PI 1.4629181e-09f
+
+static unsigned tc_blocks(size_t n)
+{
+	size_t b = (n + TC_THREADS - 1) / TC_THREADS;
+
+	if (b < 1)
+		b = 1;
+	return b > 1048576 ? 1048576u : (unsigned)b;
+}
+
+__device__ static inline uint4 tc_philox_block(uint64_t seed, uint64_t subseq, uint64_t block)
+{
+	uint4 ctr = make_uint4((uint32_t)block, (uint32_t)(block >> 32), (uint32_t)subseq,
+			       (uint32_t)(subseq >> 32));
+	uint2 key = make_uint2((uint32_t)seed, (uint32_t)(seed >> 32));
+
+	return curand_Philox4x32_10(ctr, key);
+}
+
+__device__ static inline float tc_word_uniform(uint32_t w)
+{
+	return __fadd_rn(__fmul_rn((float)w, TC_2POW32_INV), TC_2POW32_INV / 2.0f);
+}
+
+__device__ static inline float tc_uniform(uint64_t seed, uint64_t subseq, uint64_t i)
+{
+	uint4 w = tc_philox_block(seed, subseq, i / 4);
+	unsigned k = (unsigned)(i % 4);
+	uint32_t word = k == 0 ? w.x : k == 1 ? w.y : k == 2 ? w.z : w.w;
+
+	return tc_word_uniform(word);
+}
+
+__device__ static inline float tc_normal(uint64_t seed, uint64_t subseq, uint64_t i)
+{
+	uint4 w = tc_philox_block(seed, subseq, i);
+	float u = tc_word_uniform(w.x);
+	float v = __fadd_rn(__fmul_rn((float)w.y, TC_2POW32_INV_2PI), TC_2POW32_INV_2PI / 2.0f);
+
+	return __fmul_rn(sqrtf(-2.0f * logf(u)), sinf(v));
+}
+
+/* x + eps * N(0,1) at CPU index i, rounded like tdnn_noise_add; x when eps == 0. */
+__device__ static inline float tc_noisy(float x, float eps, uint64_t seed, uint64_t subseq,
+					uint64_t i)
+{
+	if (eps == 0.0f)
+		return x;
+	return __fadd_rn(x, __fmul_rn(eps, tc_normal(seed, subseq, i)));
+}
+
+/* Sum a and b over the block; every thread gets the totals. blockDim.x must
+ * be a multiple of 32. */
+__device__ static void tc_block_sum2(double *a, double *b)
+{
+	__shared__ double sa[32], sb[32];
+	int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+	double x = *a, y = *b;
+
+	for (int o = 16; o > 0; o >>= 1) {
+		x += __shfl_down_sync(0xffffffffu, x, o);
+		y += __shfl_down_sync(0xffffffffu, y, o);
+	}
+	__syncthreads(); /* the previous call's readers are done with sa/sb */
+	if (lane == 0) {
+		sa[w] = x;
+		sb[w] = y;
+	}
+	__syncthreads();
+	if (w == 0) {
+		x = lane < nw ? sa[lane] : 0.0;
+		y = lane < nw ? sb[lane] : 0.0;
+		for (int o = 16; o > 0; o >>= 1) {
+			x += __shfl_down_sync(0xffffffffu, x, o);
+			y += __shfl_down_sync(0xffffffffu, y, o);
+		}
+		if (lane == 0) {
+			sa[0] = x;
+			sb[0] = y;
+		}
+	}
+	__syncthreads();
+	*a = sa[0];
+	*b = sb[0];
+}
+
+__device__ static inline float tc_warp_sum(float v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+/* ---- layout ---------------------------------------------------------- */
+
+__global__ static void tc_to_cbt(const float *x, int B, int C, int T, float *out)
+{
+	size_t n = (size_t)B * C * T;
+
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		size_t t = i % T, row = i / T;       /* i indexes out (C, B, T) */
+		size_t b = row % B, c = row / B;
+
+		out[i] = x[(b * C + c) * T + t];
+	}
+}
+
+__global__ static void tc_from_cbt(const float *x, int B, int C, int T, float *out)
+{
+	size_t n = (size_t)B * C * T;
+
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		size_t t = i % T, row = i / T;       /* i indexes out (B, C, T) */
+		size_t c = row % C, b = row / C;
+
+		out[i] = x[(c * B + b) * T + t];
+	}
+}
+
+extern "C" void tdnn_cuda_to_cbt(const float *x, int B, int C, int T, float *out,
+				 cudaStream_t stream)
+{
+	tc_to_cbt<<<tc_blocks((size_t)B * C * T), TC_THREADS, 0, stream>>>(x, B, C, T, out);
+}
+
+extern "C" void tdnn_cuda_from_cbt(const float *x, int B, int C, int T, float *out,
+				   cudaStream_t stream)
+{
+	tc_from_cbt<<<tc_blocks((size_t)B * C * T), TC_THREADS, 0, stream>>>(x, B, C, T, out);
+}
+
+struct tc_context {
+	int k, left, tp;
+	int off[TDNN_CUDA_MAX_CONTEXT];
+};
+
+static struct tc_context tc_make_context(const int *off, int K, int T)
+{
+	struct tc_context c;
+
+	c.k = K < TDNN_CUDA_MAX_CONTEXT ? K : TDNN_CUDA_MAX_CONTEXT;
+	for (int i = 0; i < TDNN_CUDA_MAX_CONTEXT; i++)
+		c.off[i] = i < c.k ? off[i] : 0;
+	c.left = tdnn_context_left(off, c.k);
+	c.tp = T - c.left - tdnn_context_right(off, c.k);
+	return c;
+}
+
+__global__ static void tc_splice(const float *x, int D, int B, int T, struct tc_context ctx,
+				 float *S)
+{
+	size_t cols = (size_t)B * ctx.tp, n = (size_t)ctx.k * D * cols;
+
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		size_t row = i / cols, col = i % cols;
+		int k = (int)(row / D), d = (int)(row % D);
+		size_t b = col / ctx.tp, t = col % ctx.tp;
+
+		S[i] = x[(size_t)d * B * T + b * T + t + ctx.left + ctx.off[k]];
+	}
+}
+
+__global__ static void tc_unsplice(const float *dS, int D, int B, int T, struct tc_context ctx,
+				   float *dx)
+{
+	size_t n = (size_t)D * B * T, cols = (size_t)B * ctx.tp;
+
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		size_t d = i / ((size_t)B * T), rem = i % ((size_t)B * T);
+		size_t b = rem / T;
+		int t = (int)(rem % T);
+		float s = 0.0f;
+
+		for (int k = 0; k < ctx.k; k++) {
+			int tt = t - ctx.left - ctx.off[k];
+
+			if (tt >= 0 && tt < ctx.tp)
+				s += dS[((size_t)k * D + d) * cols + b * ctx.tp + tt];
+		}
+		dx[i] = s;
+	}
+}
+
+extern "C" void tdnn_cuda_splice(const float *x, int D, int B, int T, const int *off, int K,
+				 float *S, cudaStream_t stream)
+{
+	struct tc_context c = tc_make_context(off, K, T);
+
+	tc_splice<<<tc_blocks((size_t)c.k * D * B * c.tp), TC_THREADS, 0, stream>>>(x, D, B, T, c, S);
+}
+
+extern "C" void tdnn_cuda_unsplice(const float *dS, int D, int B, int T, const int *off, int K,
+				   float *dx, cudaStream_t stream)
+{
+	struct tc_context c = tc_make_context(off, K, T);
+
+	tc_unsplice<<<tc_blocks((size_t)D * B * T), TC_THREADS, 0, stream>>>(dS, D, B, T, c, dx);
+}
+
+/* ---- ReLU + batch norm + dropout --------------------------------------- */
+
+/* Element j (= b * L + t) of channel c: its address in the device layout
+ * and its index in the CPU's (B, C, L) layout. */
+__device__ static inline size_t tc_addr(int c, size_t j, size_t N, int C, int cm)
+{
+	return cm ? (size_t)c * N + j : j * C + c;
+}
+
+__device__ static inline uint64_t tc_cpu_index(int c, size_t j, int C, int L)
+{
+	size_t b = j / L, t = j % L;
+
+	return ((uint64_t)b * C + c) * L + t;
+}
+
+__global__ static void tc_relu_bn_train(float *a, const float *bias, int B, int C, int L, int cm,
+					const float *gamma, const float *beta, float *rmean,
+					float *rvar, float *mean, float *invstd, float *y, float p,
+					uint64_t seed, uint64_t subseq)
+{
+	int c = blockIdx.x;
+	size_t N = (size_t)B * L;
+	float bi = bias ? bias[c] : 0.0f;
+	double s = 0.0, ss = 0.0, unused = 0.0;
+
+	for (size_t j = threadIdx.x; j < N; j += blockDim.x) {
+		size_t i = tc_addr(c, j, N, C, cm);
+		float v = a[i] + bi;
+
+		v = v < 0.0f ? 0.0f : v; /* a NaN passes, as in tdnn.c */
+		a[i] = v;
+		s += v;
+	}
+	tc_block_sum2(&s, &unused);
+	float m = (float)(s / (double)N);
+	for (size_t j = threadIdx.x; j < N; j += blockDim.x) {
+		float d = a[tc_addr(c, j, N, C, cm)] - m;
+
+		ss += d * d;
+	}
+	tc_block_sum2(&ss, &unused);
+	double var = ss / (double)N;
+	float is = (float)(1.0 / sqrt(var + TDNN_BN_EPS));
+	if (threadIdx.x == 0) {
+		double unbiased = N > 1 ? ss / (double)(N - 1) : var;
+
+		mean[c] = m;
+		invstd[c] = is;
+		rmean[c] = (1.0f - TDNN_BN_MOMENTUM) * rmean[c] + TDNN_BN_MOMENTUM * m;
+		rvar[c] = (1.0f - TDNN_BN_MOMENTUM) * rvar[c] + TDNN_BN_MOMENTUM * (float)unbiased;
+	}
+	float g = gamma[c] * is, be = beta[c];
+	float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+	for (size_t j = threadIdx.x; j < N; j += blockDim.x) {
+		size_t i = tc_addr(c, j, N, C, cm);
+		float v = (a[i] - m) * g + be;
+
+		if (p > 0.0f)
+			v = tc_uniform(seed, subseq, tc_cpu_index(c, j, C, L)) > p ? v * scale : 0.0f;
+		y[i] = v;
+	}
+}
+
+__global__ static void tc_relu_bn_eval(const float *a, const float *bias, int B, int C, int L,
+				       int cm, const float *gamma, const float *beta,
+				       const float *rmean, const float *rvar, float *y)
+{
+	size_t N = (size_t)B * L, n = N * C;
+
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		int c = cm ? (int)(i / N) : (int)(i % C);
+		float g = gamma[c] / sqrtf(rvar[c] + TDNN_BN_EPS);
+		float v = a[i] + (bias ? bias[c] : 0.0f);
+
+		v = v < 0.0f ? 0.0f : v;
+		y[i] = (v - rmean[c]) * g + beta[c];
+	}
+}
+
+__global__ static void tc_relu_bn_backward(const float *r, int B, int C, int L, int cm,
+					   const float *gamma, const float *mean,
+					   const float *invstd, float *dy, float *dgamma,
+					   float *dbeta, float *dbias, float p, uint64_t seed,
+					   uint64_t subseq)
+{
+	int c = blockIdx.x;
+	size_t N = (size_t)B * L;
+	float m = mean[c], is = invstd[c];
+	float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
+	double sdy = 0.0, sdyx = 0.0, sb = 0.0, unused = 0.0;
+
+	for (size_t j = threadIdx.x; j < N; j += blockDim.x) {
+		size_t i = tc_addr(c, j, N, C, cm);
+		float g = dy[i];
+
+		if (p > 0.0f) {
+			g = tc_uniform(seed, subseq, tc_cpu_index(c, j, C, L)) > p ? g * scale : 0.0f;
+			dy[i] = g;
+		}
+		sdy += g;
+		sdyx += g * (r[i] - m) * is;
+	}
+	tc_block_sum2(&sdy, &sdyx);
+	if (threadIdx.x == 0) {
+		dbeta[c] = (float)sdy;
+		dgamma[c] = (float)sdyx;
+	}
+	float Nf = (float)N;
+	float k = gamma[c] * is / Nf;
+	float s1 = (float)sdy, s2 = (float)sdyx;
+	for (size_t j = threadIdx.x; j < N; j += blockDim.x) {
+		size_t i = tc_addr(c, j, N, C, cm);
+		float xhat = (r[i] - m) * is;
+		float d = k * (Nf * dy[i] - s1 - xhat * s2);
+
+		d = r[i] > 0.0f ? d : 0.0f;
+		dy[i] = d;
+		sb += d;
+	}
+	tc_block_sum2(&sb, &unused);
+	if (threadIdx.x == 0 && dbias)
+		dbias[c] = (float)sb;
+}
+
+extern "C" void tdnn_cuda_relu_bn_train(float *a, const float *bias, int B, int C, int L,
+					int channel_major, const float *gamma, const float *beta,
+					float *running_mean, float *running_var, float *mean,
+					float *invstd, float *y, float p, uint64_t seed,
+					uint64_t subseq, cudaStream_t stream)
+{
+	tc_relu_bn_train<<<C, TC_THREADS, 0, stream>>>(a, bias, B, C, L, channel_major, gamma, beta,
+							running_mean, running_var, mean, invstd, y,
+							p, seed, subseq);
+}
+
+extern "C" void tdnn_cuda_relu_bn_eval(const float *a, const float *bias, int B, int C, int L,
+				       int channel_major, const float *gamma, const float *beta,
+				       const float *running_mean, const float *running_var,
+				       float *y, cudaStream_t stream)
+{
+	tc_relu_bn_eval<<<tc_blocks((size_t)B * C * L), TC_THREADS, 0, stream>>>(
+		a, bias, B, C, L, channel_major, gamma, beta, running_mean, running_var, y);
+}
+
+extern "C" void tdnn_cuda_relu_bn_backward(const float *r, int B, int C, int L,
+					   int channel_major, const float *gamma,
+					   const float *mean, const float *invstd, float *dy,
+					   float *dgamma, float *dbeta, float *dbias, float p,
+					   uint64_t seed, uint64_t subseq, cudaStream_t stream)
+{
+	tc_relu_bn_backward<<<C, TC_THREADS, 0, stream>>>(r, B, C, L, channel_major, gamma, mean,
+							   invstd, dy, dgamma, dbeta, dbias, p, seed,
+							   subseq);
+}
+
+/* ---- noise + statistics pooling -------------------------------------- */
+
+__global__ static void tc_pool_forward(const float *x, int B, int C, int T, float eps,
+				       uint64_t seed, uint64_t subseq, float *out)
+{
+	size_t row = (size_t)blockIdx.x * TC_WARPS_PER_BLOCK + threadIdx.x / 32;
+	int lane = threadIdx.x & 31;
+
+	if (row >= (size_t)B * C)
+		return; /* the whole warp leaves together: row is per warp */
+	size_t c = row / B, b = row % B;
+	const float *xr = x + row * T;
+	uint64_t base = ((uint64_t)b * C + c) * T;
+	float s = 0.0f, ss = 0.0f;
+
+	for (int t = lane; t < T; t += 32)
+		s += tc_noisy(xr[t], eps, seed, subseq, base + t);
+	s = tc_warp_sum(s);
+	float m = s / (float)T;
+	/* the second pass regenerates the noise rather than keeping it */
+	for (int t = lane; t < T; t += 32) {
+		float d = tc_noisy(xr[t], eps, seed, subseq, base + t) - m;
+
+		ss += d * d;
+	}
+	ss = tc_warp_sum(ss);
+	if (lane == 0) {
+		out[b * 2 * C + c] = m;
+		out[b * 2 * C + C + c] = sqrtf(ss / (float)T + TDNN_POOL_EPS);
+	}
+}
+
+__global__ static void tc_pool_backward(const float *x, int B, int C, int T, float eps,
+					uint64_t seed, uint64_t subseq, const float *out,
+					const float *dout, float *dx)
+{
+	size_t n = (size_t)B * C * T;
+
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		size_t row = i / T, t = i % T;
+		size_t c = row / B, b = row % B;
+		size_t o = b * 2 * C;
+		float m = out[o + c], sd = out[o + C + c];
+		float gm = dout[o + c] / (float)T;
+		float gs = dout[o + C + c] / ((float)T * sd);
+		float v = tc_noisy(x[i], eps, seed, subseq, ((uint64_t)b * C + c) * T + t);
+
+		dx[i] = gm + gs * (v - m);
+	}
+}
+
+extern "C" void tdnn_cuda_pool_forward(const float *x, int B, int C, int T, float eps,
+				       uint64_t seed, uint64_t subseq, float *out,
+				       cudaStream_t stream)
+{
+	size_t rows = (size_t)B * C;
+	unsigned blocks = (unsigned)((rows + TC_WARPS_PER_BLOCK - 1) / TC_WARPS_PER_BLOCK);
+
+	tc_pool_forward<<<blocks, TC_THREADS, 0, stream>>>(x, B, C, T, eps, seed, subseq, out);
+}
+
+extern "C" void tdnn_cuda_pool_backward(const float *x, int B, int C, int T, float eps,
+					uint64_t seed, uint64_t subseq, const float *out,
+					const float *dout, float *dx, cudaStream_t stream)
+{
+	tc_pool_backward<<<tc_blocks((size_t)B * C * T), TC_THREADS, 0, stream>>>(
+		x, B, C, T, eps, seed, subseq, out, dout, dx);
+}
+
+__global__ static void tc_normals(float *out, size_t n, uint64_t seed, uint64_t subseq,
+				  uint64_t first)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		out[i] = tc_normal(seed, subseq, first + i);
+}
+
+__global__ static void tc_uniforms(float *out, size_t n, uint64_t seed, uint64_t subseq,
+				   uint64_t first)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		out[i] = tc_uniform(seed, subseq, first + i);
+}
+
+extern "C" void tdnn_cuda_normals(float *out, size_t n, uint64_t seed, uint64_t subseq,
+				  uint64_t first, cudaStream_t stream)
+{
+	tc_normals<<<tc_blocks(n), TC_THREADS, 0, stream>>>(out, n, seed, subseq, first);
+}
+
+extern "C" void tdnn_cuda_uniforms(float *out, size_t n, uint64_t seed, uint64_t subseq,
+				   uint64_t first, cudaStream_t stream)
+{
+	tc_uniforms<<<tc_blocks(n), TC_THREADS, 0, stream>>>(out, n, seed, subseq, first);
+}
+
+/* ---- softmax cross-entropy ------------------------------------------- */
+
+__global__ static void tc_softmax_xent(const float *logits, const float *bias,
+				       const int32_t *labels, int B, int S, float *probs,
+				       float *dlogits, double *row_loss, int *row_ok,
+				       struct tdnn_cuda_acc *acc)
+{
+	__shared__ float smx[TC_THREADS];
+	__shared__ int sarg[TC_THREADS];
+	int b = blockIdx.x, tid = threadIdx.x;
+	const float *z = logits + (size_t)b * S;
+	float mx = -INFINITY;
+	int arg = S;
+
+	/* arg-max, the first index on ties as the CPU's strict '>' scan */
+	for (int s = tid; s < S; s += blockDim.x) {
+		float v = z[s] + (bias ? bias[s] : 0.0f);
+
+		if (v > mx || arg == S) {
+			mx = v;
+			arg = s;
+		}
+	}
+	smx[tid] = mx;
+	sarg[tid] = arg;
+	__syncthreads();
+	for (int o = blockDim.x / 2; o > 0; o >>= 1) {
+		if (tid < o) {
+			float v = smx[tid + o];
+			int a = sarg[tid + o];
+
+			if (a < S && (sarg[tid] == S || v > smx[tid] ||
+				      (v == smx[tid] && a < sarg[tid]))) {
+				smx[tid] = v;
+				sarg[tid] = a;
+			}
+		}
+		__syncthreads();
+	}
+	mx = smx[0];
+	arg = sarg[0];
+
+	double sum = 0.0, unused = 0.0;
+	for (int s = tid; s < S; s += blockDim.x)
+		sum += exp((double)(z[s] + (bias ? bias[s] : 0.0f)) - mx);
+	tc_block_sum2(&sum, &unused);
+	double lse = mx + log(sum);
+	int lab = labels ? labels[b] : -1;
+	int bad = labels && (lab < 0 || lab >= S);
+	if (bad)
+		lab = -1;
+	for (int s = tid; s < S; s += blockDim.x) {
+		float p = (float)exp((double)(z[s] + (bias ? bias[s] : 0.0f)) - lse);
+
+		probs[(size_t)b * S + s] = p;
+		if (dlogits && labels)
+			dlogits[(size_t)b * S + s] = (p - (s == lab ? 1.0f : 0.0f)) / (float)B;
+	}
+	if (tid == 0) {
+		row_loss[b] = lab >= 0 ? lse - (double)(z[lab] + (bias ? bias[lab] : 0.0f)) : 0.0;
+		row_ok[b] = lab >= 0 && arg == lab;
+		if (bad && acc)
+			acc->bad_label = 1;
+	}
+}
+
+/* One block: add a batch's rows to the accumulator. */
+__global__ static void tc_accumulate(const double *row_loss, const int *row_ok, int B,
+				     struct tdnn_cuda_acc *acc)
+{
+	double l = 0.0, k = 0.0;
+
+	for (int i = threadIdx.x; i < B; i += blockDim.x) {
+		l += row_loss[i];
+		k += row_ok[i];
+	}
+	tc_block_sum2(&l, &k);
+	if (threadIdx.x == 0) {
+		acc->last_loss = l / B;
+		acc->loss_sum += l / B;
+		acc->last_correct = (int)k;
+		acc->last_rows = B;
+		acc->correct += (long long)k;
+		acc->rows += B;
+		acc->steps += 1;
+	}
+}
+
+extern "C" void tdnn_cuda_softmax_xent(const float *logits, const float *bias,
+				       const int32_t *labels, int B, int S, float *probs,
+				       float *dlogits, double *row_loss, int *row_ok,
+				       struct tdnn_cuda_acc *acc, cudaStream_t stream)
+{
+	tc_softmax_xent<<<B, TC_THREADS, 0, stream>>>(logits, bias, labels, B, S, probs, dlogits,
+						       row_loss, row_ok, acc);
+	if (acc)
+		tc_accumulate<<<1, TC_THREADS, 0, stream>>>(row_loss, row_ok, B, acc);
+}
+
+/* ---- dense-layer helpers ----------------------------------------------- */
+
+__global__ static void tc_col_sum(const float *dy, int B, int n, float *out)
+{
+	for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < n; o += gridDim.x * blockDim.x) {
+		float s = 0.0f;
+
+		for (int i = 0; i < B; i++)
+			s += dy[(size_t)i * n + o];
+		out[o] = s;
+	}
+}
+
+__global__ static void tc_add_bias(const float *a, const float *bias, int B, int n, float *out)
+{
+	size_t total = (size_t)B * n;
+
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+	     i += (size_t)gridDim.x * blockDim.x)
+		out[i] = a[i] + bias[i % n];
+}
+
+extern "C" void tdnn_cuda_col_sum(const float *dy, int B, int n, float *out, cudaStream_t stream)
+{
+	tc_col_sum<<<tc_blocks((size_t)n), TC_THREADS, 0, stream>>>(dy, B, n, out);
+}
+
+extern "C" void tdnn_cuda_add_bias(const float *a, const float *bias, int B, int n, float *out,
+				   cudaStream_t stream)
+{
+	tc_add_bias<<<tc_blocks((size_t)B * n), TC_THREADS, 0, stream>>>(a, bias, B, n, out);
+}
+
+/* ---- AdamW ------------------------------------------------------------- */
+
+__global__ static void tc_adam(float *p, const float *g, float *m, float *v, size_t n,
+			       size_t n_decay, float step, float isb2, float b1, float b2,
+			       float eps, float decay, int use_decay,
+			       const struct tdnn_cuda_acc *guard)
+{
+	if (guard && !isfinite(guard->last_loss))
+		return; /* the step is skipped: see tdnn_cuda_guard_step */
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		float pi = p[i], gi = g[i];
+
+		if (use_decay && i < n_decay)
+			pi = __fmul_rn(pi, decay);
+		float mi = __fadd_rn(__fmul_rn(b1, m[i]), __fmul_rn(1.0f - b1, gi));
+		float vi = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(1.0f - b2, gi), gi));
+		float den = __fadd_rn(__fmul_rn(__fsqrt_rn(vi), isb2), eps);
+
+		m[i] = mi;
+		v[i] = vi;
+		p[i] = __fsub_rn(pi, __fdiv_rn(__fmul_rn(step, mi), den));
+	}
+}
+
+extern "C" void tdnn_cuda_adam(float *p, const float *g, float *m, float *v, size_t n,
+			       size_t n_decay, float step, float inv_sqrt_bc2, float beta1,
+			       float beta2, float eps, float decay, int use_decay,
+			       const struct tdnn_cuda_acc *guard, cudaStream_t stream)
+{
+	tc_adam<<<tc_blocks(n), TC_THREADS, 0, stream>>>(p, g, m, v, n, n_decay, step, inv_sqrt_bc2,
+							  beta1, beta2, eps, decay, use_decay,
+							  guard);
+}
+
+__global__ static void tc_guard_step(float *bn, const float *bn_saved, size_t n,
+				     struct tdnn_cuda_acc *acc)
+{
+	if (isfinite(acc->last_loss))
+		return;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		bn[i] = bn_saved[i];
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		acc->skipped++;
+}
+
+extern "C" void tdnn_cuda_guard_step(float *bn, const float *bn_saved, size_t n,
+				     struct tdnn_cuda_acc *acc, cudaStream_t stream)
+{
+	tc_guard_step<<<tc_blocks(n), TC_THREADS, 0, stream>>>(bn, bn_saved, n, acc);
+}
+
+/* Non-negative floats order like their bit patterns, so atomicMax on the
+ * bits is a float max (NaN's bits exceed infinity's). */
+__global__ static void tc_max_diff(const float *a, const float *b, int rows, int cols, int ld,
+				   float *out)
+{
+	size_t n = (size_t)rows * cols;
+	float d = 0.0f, r = 0.0f;
+
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		size_t k = (i / cols) * ld + i % cols;
+		float e = fabsf(a[k] - b[k]);
+
+		if (d == d && !(e <= d))
+			d = e; /* a NaN stays */
+		r = fmaxf(r, fabsf(b[k]));
+	}
+	atomicMax((int *)&out[0], __float_as_int(d));
+	atomicMax((int *)&out[1], __float_as_int(r));
+}
+
+extern "C" void tdnn_cuda_max_diff(const float *a, const float *b, int rows, int cols, int ld,
+				   float *out, cudaStream_t stream)
+{
+	tc_max_diff<<<tc_blocks((size_t)rows * cols), TC_THREADS, 0, stream>>>(a, b, rows, cols, ld,
+									      out);
+}
+
+__global__ static void tc_to_bf16(const float *x, size_t n, __nv_bfloat16 *out)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		out[i] = __float2bfloat16_rn(x[i]);
+}
+
+extern "C" void tdnn_cuda_to_bf16(const float *x, size_t n, void *out, cudaStream_t stream)
+{
+	tc_to_bf16<<<tc_blocks(n), TC_THREADS, 0, stream>>>(x, n, (__nv_bfloat16 *)out);
+}

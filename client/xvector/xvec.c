@@ -1,0 +1,681 @@
+/* xvec.c — the x-vector trainer: `xvec train | embed | eval`.
+ *
+ * A client of feederd through libfeeder. `train` opens one stream of random
+ * feature chunks (pipeline features, float32, (batch, feat_dim, chunk)) over
+ * all the epochs it runs and feeds each batch straight from the shared-memory
+ * slot into the model (xvec_model.h): no copy between the daemon's writer and
+ * the first GEMM. It reports, per logging interval, the loss, accuracy,
+ * samples/s and the fraction of step time spent waiting for data, and writes
+ * checkpoints (xvec_checkpoint.h) that hold the stream position, so --resume
+ * continues with exactly the loss sequence of an uninterrupted run.
+ * `embed` and `eval` run the evaluation network on centered chunks of every
+ * utterance of a (held-out) dataset; `eval` scores all same-speaker and
+ * different-speaker pairs by cosine similarity and reports EER and minDCF.
+ *
+ * --device cuda needs the CUDA trainer, which this build does not have; it
+ * says so (and what cuda_info found) instead of silently training on CPU. */
+#include "feeder.h"
+
+#include "bytes.h"
+#include "cuda_info.h"
+#include "metrics.h"
+#include "xvec_checkpoint.h"
+#include "xvec_model.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EXIT_USAGE 2
+#define BLOB_MAGIC 0x50535658u /* "XVSP": stream position */
+#define BLOB_SIZE 40
+
+struct args {
+	const char *cmd;
+	const char *dataset, *socket, *out, *resume, *checkpoint, *device;
+	int epochs, batch, chunk, log_every, slots, json;
+	long stop_after, steps;
+	int in_memory;
+	float lr, noise_eps, dropout, weight_decay;
+	int width, pool_width, embed;
+	uint64_t seed;
+	int timeout_ms;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: xvec train --dataset NAME --out CKPT [options]\n"
+	      "       xvec embed --checkpoint CKPT --dataset NAME --out FILE [options]\n"
+	      "       xvec eval  --checkpoint CKPT --dataset NAME [--json] [options]\n"
+	      "common:  --socket PATH (default $FEEDER_SOCKET, then " FEEDER_DEFAULT_SOCKET ")\n"
+	      "         --batch B (64)  --chunk L (train 200, eval 300)  --slots N (4)\n"
+	      "         --device cpu|cuda (cpu)  --timeout-ms MS (60000)\n"
+	      "train:   --epochs E (10) --lr R (0.001) --noise-eps EPS (0) --dropout P (0)\n"
+	      "         --weight-decay W (0) --seed S (1) --width 512 --pool-width 1500\n"
+	      "         --embed 512 --log-every N (10) --resume CKPT --stop-after STEPS\n"
+	      "         --steps N (stop after N steps in all)  --in-memory K (benchmark:\n"
+	      "         train on K batches held in memory instead of the stream)\n",
+	      f);
+}
+
+static int parse_num(const char *opt, const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+		fprintf(stderr, "xvec: %s: '%s' is not a number in [%g, %g]\n", opt, s, lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	static const struct option opts[] = {
+		{"dataset", 1, 0, 'd'}, {"socket", 1, 0, 'S'}, {"out", 1, 0, 'o'},
+		{"resume", 1, 0, 'r'}, {"checkpoint", 1, 0, 'c'}, {"device", 1, 0, 'D'},
+		{"epochs", 1, 0, 'e'}, {"batch", 1, 0, 'b'}, {"chunk", 1, 0, 'L'},
+		{"lr", 1, 0, 'l'}, {"noise-eps", 1, 0, 'n'}, {"dropout", 1, 0, 'p'},
+		{"weight-decay", 1, 0, 'w'}, {"width", 1, 0, 1}, {"pool-width", 1, 0, 2},
+		{"embed", 1, 0, 3}, {"seed", 1, 0, 4}, {"log-every", 1, 0, 5},
+		{"slots", 1, 0, 6}, {"stop-after", 1, 0, 7}, {"steps", 1, 0, 8},
+		{"in-memory", 1, 0, 9}, {"timeout-ms", 1, 0, 10}, {"json", 0, 0, 'j'},
+		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+	memset(a, 0, sizeof(*a));
+	a->device = "cpu";
+	a->epochs = 10;
+	a->batch = 64;
+	a->chunk = 0;
+	a->lr = 1e-3f;
+	a->width = 512;
+	a->pool_width = 1500;
+	a->embed = 512;
+	a->seed = 1;
+	a->log_every = 10;
+	a->slots = 4;
+	a->stop_after = -1;
+	a->steps = -1;
+	a->timeout_ms = 60000;
+	if (argc < 2) {
+		usage(stderr);
+		return -1;
+	}
+	a->cmd = argv[1];
+	if (!strcmp(a->cmd, "-h") || !strcmp(a->cmd, "--help")) {
+		usage(stdout);
+		exit(0);
+	}
+	if (strcmp(a->cmd, "train") && strcmp(a->cmd, "embed") && strcmp(a->cmd, "eval")) {
+		fprintf(stderr, "xvec: unknown command '%s' (train, embed or eval)\n", a->cmd);
+		return -1;
+	}
+	optind = 2;
+	opterr = 0;
+	int c;
+	double v;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		const char *name = optind > 1 ? argv[optind - 1] : "?";
+		switch (c) {
+		case 'd': a->dataset = optarg; break;
+		case 'S': a->socket = optarg; break;
+		case 'o': a->out = optarg; break;
+		case 'r': a->resume = optarg; break;
+		case 'c': a->checkpoint = optarg; break;
+		case 'D': a->device = optarg; break;
+		case 'j': a->json = 1; break;
+		case 'h': usage(stdout); exit(0);
+		case '?':
+			fprintf(stderr, "xvec: unknown option or missing value: '%s' (see --help)\n",
+				argv[optind - 1]);
+			return -1;
+		default:
+			switch (c) {
+#define NUM(lo, hi, dst) do { if (parse_num(name, optarg, lo, hi, &v)) return -1; dst; } while (0)
+			case 'e': NUM(1, 1e6, a->epochs = (int)v); break;
+			case 'b': NUM(1, 65536, a->batch = (int)v); break;
+			case 'L': NUM(15, 100000, a->chunk = (int)v); break;
+			case 'l': NUM(0, 10, a->lr = (float)v); break;
+			case 'n': NUM(0, 100, a->noise_eps = (float)v); break;
+			case 'p': NUM(0, 0.99, a->dropout = (float)v); break;
+			case 'w': NUM(0, 10, a->weight_decay = (float)v); break;
+			case 1: NUM(1, 65536, a->width = (int)v); break;
+			case 2: NUM(1, 65536, a->pool_width = (int)v); break;
+			case 3: NUM(1, 65536, a->embed = (int)v); break;
+			case 4: NUM(0, 1e18, a->seed = (uint64_t)v); break;
+			case 5: NUM(1, 1e9, a->log_every = (int)v); break;
+			case 6: NUM(1, 256, a->slots = (int)v); break;
+			case 7: NUM(1, 1e15, a->stop_after = (long)v); break;
+			case 8: NUM(1, 1e15, a->steps = (long)v); break;
+			case 9: NUM(1, 4096, a->in_memory = (int)v); break;
+			case 10: NUM(0, 1e9, a->timeout_ms = (int)v); break;
+#undef NUM
+			}
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "xvec: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!a->dataset) {
+		fprintf(stderr, "xvec %s: --dataset is required\n", a->cmd);
+		return -1;
+	}
+	if (!strcmp(a->cmd, "train") && !a->out) {
+		fprintf(stderr, "xvec train: --out CKPT is required\n");
+		return -1;
+	}
+	if (strcmp(a->cmd, "train") && !a->checkpoint) {
+		fprintf(stderr, "xvec %s: --checkpoint is required\n", a->cmd);
+		return -1;
+	}
+	if (!strcmp(a->cmd, "embed") && !a->out) {
+		fprintf(stderr, "xvec embed: --out FILE is required\n");
+		return -1;
+	}
+	if (strcmp(a->device, "cpu") && strcmp(a->device, "cuda")) {
+		fprintf(stderr, "xvec: --device: '%s' is not cpu or cuda\n", a->device);
+		return -1;
+	}
+	if (!a->chunk)
+		a->chunk = strcmp(a->cmd, "train") ? 300 : 200;
+	return 0;
+}
+
+/* The CUDA trainer is a separate build target that this build lacks; say
+ * exactly that, plus what the device probe found, and fail. */
+static int check_device(const struct args *a)
+{
+	if (!strcmp(a->device, "cpu"))
+		return 0;
+	char why[256];
+	struct cuda_info_device d;
+	int n = cuda_info_devices(&d, why, sizeof(why));
+	if (n < 0)
+		fprintf(stderr, "xvec: --device cuda: %s; this build also has no CUDA trainer "
+				"(use --device cpu)\n", why);
+	else
+		fprintf(stderr, "xvec: --device cuda: found %s, but this build has no CUDA "
+				"trainer (use --device cpu)\n", d.name);
+	return -1;
+}
+
+static void opts_for(const struct args *a, struct feeder_stream_opts *o, int train)
+{
+	feeder_stream_opts_init(o);
+	o->dataset = a->dataset;
+	o->pipeline = FEEDER_PIPE_FEATURES;
+	o->batch = (uint32_t)a->batch;
+	o->seed = a->seed;
+	o->slots = (uint32_t)a->slots;
+	o->dtype = FEEDER_DTYPE_F32;
+	o->drop_last = train;
+	o->features.chunk_len = (uint32_t)a->chunk;
+	o->features.train = train;
+}
+
+static int open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
+		       struct feeder_stream **s, struct feeder_stream_info *info)
+{
+	int rc = feeder_open_stream(f, o, timeout_ms, s);
+	if (rc) {
+		fprintf(stderr, "xvec: opening a stream on '%s': %s\n", o->dataset,
+			feeder_last_error(f)[0] ? feeder_last_error(f) : feeder_strerror(rc));
+		return rc;
+	}
+	feeder_stream_info(*s, info);
+	return 0;
+}
+
+static int connect_daemon(const struct args *a, struct feeder **f)
+{
+	int rc = feeder_connect(a->socket, a->timeout_ms, f);
+	if (rc)
+		fprintf(stderr, "xvec: connecting to feederd: %s\n",
+			feeder_last_error(NULL)[0] ? feeder_last_error(NULL) : feeder_strerror(rc));
+	return rc;
+}
+
+/* Stream position kept in the checkpoint blob. */
+static void blob_encode(uint8_t *p, uint64_t epoch, uint64_t next_batch, const struct args *a)
+{
+	memset(p, 0, BLOB_SIZE);
+	bytes_put_le32(p, BLOB_MAGIC);
+	bytes_put_le32(p + 4, 1);
+	bytes_put_le64(p + 8, epoch);
+	bytes_put_le64(p + 16, next_batch);
+	bytes_put_le32(p + 24, (uint32_t)a->batch);
+	bytes_put_le32(p + 28, (uint32_t)a->chunk);
+	bytes_put_le64(p + 32, a->seed);
+}
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) { (void)sig; interrupted = 1; }
+
+static int save(struct xvec_model *m, const struct args *a, uint64_t epoch, uint64_t next_batch,
+		uint64_t batches_per_epoch)
+{
+	uint8_t blob[BLOB_SIZE];
+	char err[512];
+	if (next_batch >= batches_per_epoch) {
+		epoch++;
+		next_batch = 0;
+	}
+	blob_encode(blob, epoch, next_batch, a);
+	if (xvec_checkpoint_save(m, a->out, blob, sizeof(blob), err, sizeof(err))) {
+		fprintf(stderr, "xvec: saving %s: %s\n", a->out, err);
+		return -1;
+	}
+	return 0;
+}
+
+static int cmd_train(const struct args *a)
+{
+	struct feeder *f = NULL;
+	struct feeder_stream *s = NULL;
+	struct feeder_stream_info info;
+	struct feeder_stream_opts o;
+	struct xvec_model *m = NULL;
+	char err[512];
+	int rc = 1;
+	uint64_t epoch = 0, next_batch = 0;
+	float *mem = NULL;
+	int32_t *mem_labels = NULL;
+
+	if (check_device(a) || connect_daemon(a, &f))
+		return 1;
+
+	struct xvec_options xo;
+	xvec_options_default(&xo);
+	xo.width = a->width;
+	xo.pool_width = a->pool_width;
+	xo.embed = a->embed;
+	xo.lr = a->lr;
+	xo.noise_eps = a->noise_eps;
+	xo.dropout = a->dropout;
+	xo.weight_decay = a->weight_decay;
+	xo.seed = a->seed;
+	if (a->resume) {
+		uint8_t blob[BLOB_SIZE];
+		size_t bl = 0;
+		if (xvec_checkpoint_peek(a->resume, &xo, err, sizeof(err))) {
+			fprintf(stderr, "xvec: --resume %s: %s\n", a->resume, err);
+			goto out;
+		}
+		xo.lr = a->lr;
+		xo.noise_eps = a->noise_eps;
+		xo.dropout = a->dropout;
+		xo.weight_decay = a->weight_decay;
+		if (xvec_model_create(&m, &xo, a->batch, a->chunk, err, sizeof(err)) ||
+		    xvec_checkpoint_load(m, a->resume, blob, sizeof(blob), &bl, err, sizeof(err))) {
+			fprintf(stderr, "xvec: --resume %s: %s\n", a->resume, err);
+			goto out;
+		}
+		if (bl != BLOB_SIZE || bytes_le32(blob) != BLOB_MAGIC ||
+		    bytes_le32(blob + 24) != (uint32_t)a->batch ||
+		    bytes_le32(blob + 28) != (uint32_t)a->chunk) {
+			fprintf(stderr, "xvec: --resume %s: the checkpoint was written with another "
+					"--batch/--chunk or by another program\n", a->resume);
+			goto out;
+		}
+		epoch = bytes_le64(blob + 8);
+		next_batch = bytes_le64(blob + 16);
+		if (epoch >= (uint64_t)a->epochs) {
+			fprintf(stderr, "xvec: --resume %s: already trained %llu of %d epochs\n",
+				a->resume, (unsigned long long)epoch, a->epochs);
+			rc = 0;
+			goto out;
+		}
+		printf("resuming from %s at epoch %llu batch %llu (step %llu)\n", a->resume,
+		       (unsigned long long)epoch, (unsigned long long)next_batch,
+		       (unsigned long long)xvec_model_step(m));
+	}
+
+	opts_for(a, &o, 1);
+	o.epoch = epoch;
+	o.epochs = (uint32_t)(a->epochs - (int)epoch);
+	o.start_batch = next_batch;
+	if (open_stream(f, &o, a->timeout_ms, &s, &info))
+		goto out;
+	if (info.ndim < 3 || info.shape[2] != (uint32_t)a->chunk) {
+		fprintf(stderr, "xvec: stream on '%s' is not a features stream of %d frames\n",
+			a->dataset, a->chunk);
+		goto out;
+	}
+	if (!m) {
+		xo.feat_dim = (int)info.shape[1];
+		xo.num_speakers = (int)info.classes;
+		if (xvec_model_create(&m, &xo, a->batch, a->chunk, err, sizeof(err))) {
+			fprintf(stderr, "xvec: %s\n", err);
+			goto out;
+		}
+	} else if (xvec_model_options(m)->feat_dim != (int)info.shape[1] ||
+		   xvec_model_options(m)->num_speakers != (int)info.classes) {
+		fprintf(stderr, "xvec: --resume: the checkpoint's model (%d features, %d speakers) "
+				"does not fit dataset '%s' (%u, %u)\n",
+			xvec_model_options(m)->feat_dim, xvec_model_options(m)->num_speakers,
+			a->dataset, info.shape[1], info.classes);
+		goto out;
+	}
+	printf("xvec train: dataset %s, %llu utterances, %u speakers, %u-dim features, "
+	       "batch %d x %d frames, %llu batches/epoch, epochs %llu..%d, device cpu\n",
+	       a->dataset, (unsigned long long)info.samples, info.classes, info.shape[1], a->batch,
+	       a->chunk, (unsigned long long)info.batches_per_epoch, (unsigned long long)epoch,
+	       a->epochs - 1);
+	printf("model: width %d, pool %d, embed %d, noise eps %g, dropout %g, lr %g\n",
+	       xo.width, xo.pool_width, xo.embed, xo.noise_eps, xo.dropout, xo.lr);
+
+	size_t sample_floats = info.shape[1] * (size_t)a->chunk;
+	if (a->in_memory) {
+		/* Benchmark mode: the same work with the data path taken away. */
+		mem = malloc(sizeof(float) * sample_floats * a->batch * (size_t)a->in_memory);
+		mem_labels = malloc(sizeof(int32_t) * a->batch * (size_t)a->in_memory);
+		if (!mem || !mem_labels) {
+			fprintf(stderr, "xvec: out of memory for --in-memory\n");
+			goto out;
+		}
+		for (int k = 0; k < a->in_memory; k++) {
+			struct feeder_batch b;
+			int r = feeder_next(s, a->timeout_ms, &b);
+			if (r || b.count != (uint32_t)a->batch) {
+				fprintf(stderr, "xvec: --in-memory: could not fetch batch %d: %s\n", k,
+					feeder_strerror(r));
+				goto out;
+			}
+			memcpy(mem + k * sample_floats * a->batch, b.data, b.bytes);
+			memcpy(mem_labels + k * a->batch, b.labels, sizeof(int32_t) * a->batch);
+			feeder_release(s, &b);
+		}
+		feeder_close_stream(s);
+		s = NULL;
+	}
+
+	signal(SIGINT, on_sigint);
+	signal(SIGTERM, on_sigint);
+	double t_start = now_s(), t_int = t_start, wait_int = 0, wait_all = 0;
+	double loss_sum = 0;
+	long correct = 0, seen = 0, steps = 0, int_steps = 0;
+	uint64_t cur_epoch = epoch, cur_batch = next_batch;
+	for (;;) {
+		struct feeder_batch b;
+		const float *x;
+		const int32_t *labels;
+		double t0 = now_s();
+		if (a->in_memory) {
+			int k = (int)(steps % a->in_memory);
+			x = mem + k * sample_floats * a->batch;
+			labels = mem_labels + k * a->batch;
+			memset(&b, 0, sizeof(b));
+			b.count = (uint32_t)a->batch;
+		} else {
+			int r = feeder_next(s, a->timeout_ms, &b);
+			if (r == FEEDER_EEND)
+				break;
+			if (r) {
+				fprintf(stderr, "xvec: waiting for a batch: %s\n",
+					r == FEEDER_ESTREAM || r == FEEDER_ECLOSED
+						? feeder_last_error(f) : feeder_strerror(r));
+				goto out;
+			}
+			x = b.data;
+			labels = b.labels;
+			cur_epoch = b.epoch;
+			cur_batch = b.batch_index;
+		}
+		double t1 = now_s();
+		struct xvec_result res;
+		if (xvec_model_train_step(m, x, labels, (int)b.count, a->chunk, &res, err,
+					  sizeof(err))) {
+			fprintf(stderr, "xvec: training step: %s\n", err);
+			goto out;
+		}
+		if (!a->in_memory)
+			feeder_release(s, &b);
+		wait_int += t1 - t0;
+		wait_all += t1 - t0;
+		loss_sum += res.loss;
+		correct += res.correct;
+		seen += b.count;
+		steps++;
+		int_steps++;
+		if (!isfinite(res.loss)) {
+			fprintf(stderr, "xvec: loss became %g at step %llu (lower --lr?)\n", res.loss,
+				(unsigned long long)xvec_model_step(m));
+			goto out;
+		}
+		int last = a->steps > 0 && steps >= a->steps;
+		int stop = a->stop_after > 0 && (long)xvec_model_step(m) >= a->stop_after;
+		if (int_steps >= a->log_every || last || stop || interrupted) {
+			double t = now_s(), dt = t - t_int;
+			printf("step %llu epoch %llu batch %llu loss %.9g acc %.3f samples/s %.1f "
+			       "wait %.1f%%\n",
+			       (unsigned long long)xvec_model_step(m), (unsigned long long)cur_epoch,
+			       (unsigned long long)cur_batch, loss_sum / int_steps,
+			       (double)correct / (double)seen, seen / dt, 100.0 * wait_int / dt);
+			fflush(stdout);
+			t_int = t;
+			wait_int = loss_sum = 0;
+			correct = seen = int_steps = 0;
+		}
+		if (last || stop || interrupted)
+			break;
+	}
+	double total = now_s() - t_start;
+	printf("trained %ld steps in %.2f s: %.1f samples/s, waiting for data %.2f%% of the time\n",
+	       steps, total, steps * a->batch / total, 100.0 * wait_all / total);
+	if (!a->in_memory) {
+		if (save(m, a, cur_epoch, cur_batch + 1, info.batches_per_epoch))
+			goto out;
+		printf("checkpoint: %s (step %llu)\n", a->out, (unsigned long long)xvec_model_step(m));
+	}
+	rc = interrupted ? 130 : 0;
+out:
+	free(mem);
+	free(mem_labels);
+	if (s)
+		feeder_close_stream(s);
+	feeder_disconnect(f);
+	xvec_model_destroy(m);
+	return rc;
+}
+
+/* Embeddings of every utterance of the dataset (centered chunks, eval mode). */
+static int compute_embeddings(const struct args *a, float **emb, int32_t **labels, size_t *n,
+			      int *dim)
+{
+	struct feeder *f = NULL;
+	struct feeder_stream *s = NULL;
+	struct feeder_stream_info info;
+	struct feeder_stream_opts o;
+	struct xvec_model *m = NULL;
+	struct xvec_options xo;
+	char err[512];
+	int rc = -1;
+
+	*emb = NULL;
+	*labels = NULL;
+	if (check_device(a))
+		return -1;
+	if (xvec_checkpoint_peek(a->checkpoint, &xo, err, sizeof(err))) {
+		fprintf(stderr, "xvec: %s: %s\n", a->checkpoint, err);
+		return -1;
+	}
+	if (xvec_model_create(&m, &xo, a->batch, a->chunk, err, sizeof(err)) ||
+	    xvec_checkpoint_load(m, a->checkpoint, NULL, 0, NULL, err, sizeof(err))) {
+		fprintf(stderr, "xvec: %s: %s\n", a->checkpoint, err);
+		goto out;
+	}
+	if (connect_daemon(a, &f))
+		goto out;
+	opts_for(a, &o, 0);
+	if (open_stream(f, &o, a->timeout_ms, &s, &info))
+		goto out;
+	if (info.shape[1] != (uint32_t)xo.feat_dim) {
+		fprintf(stderr, "xvec: dataset '%s' has %u-dim features, the model takes %d\n",
+			a->dataset, info.shape[1], xo.feat_dim);
+		goto out;
+	}
+	*dim = xo.embed;
+	*emb = malloc(sizeof(float) * (size_t)xo.embed * info.samples);
+	*labels = malloc(sizeof(int32_t) * info.samples);
+	if (!*emb || !*labels) {
+		fprintf(stderr, "xvec: out of memory for %llu embeddings\n",
+			(unsigned long long)info.samples);
+		goto out;
+	}
+	*n = 0;
+	for (;;) {
+		struct feeder_batch b;
+		int r = feeder_next(s, a->timeout_ms, &b);
+		if (r == FEEDER_EEND)
+			break;
+		if (r) {
+			fprintf(stderr, "xvec: waiting for a batch: %s\n", feeder_strerror(r));
+			goto out;
+		}
+		if (*n + b.count > info.samples) {
+			fprintf(stderr, "xvec: the stream sent more utterances than the dataset has\n");
+			goto out;
+		}
+		if (xvec_model_embed(m, b.data, (int)b.count, a->chunk, *emb + *n * xo.embed, err,
+				     sizeof(err))) {
+			fprintf(stderr, "xvec: %s\n", err);
+			goto out;
+		}
+		memcpy(*labels + *n, b.labels, sizeof(int32_t) * b.count);
+		*n += b.count;
+		feeder_release(s, &b);
+	}
+	rc = 0;
+out:
+	if (s)
+		feeder_close_stream(s);
+	feeder_disconnect(f);
+	xvec_model_destroy(m);
+	if (rc) {
+		free(*emb);
+		free(*labels);
+		*emb = NULL;
+		*labels = NULL;
+	}
+	return rc;
+}
+
+static int cmd_embed(const struct args *a)
+{
+	float *emb;
+	int32_t *labels;
+	size_t n;
+	int dim;
+	if (compute_embeddings(a, &emb, &labels, &n, &dim))
+		return 1;
+	FILE *out = fopen(a->out, "w");
+	if (!out) {
+		fprintf(stderr, "xvec: %s: %s\n", a->out, strerror(errno));
+		free(emb);
+		free(labels);
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		fprintf(out, "%d", labels[i]);
+		for (int j = 0; j < dim; j++)
+			fprintf(out, " %.6g", emb[i * dim + j]);
+		fputc('\n', out);
+	}
+	int bad = fclose(out) != 0;
+	if (bad)
+		fprintf(stderr, "xvec: writing %s: %s\n", a->out, strerror(errno));
+	else
+		printf("%zu x-vectors of dimension %d written to %s (one line each: label, values)\n",
+		       n, dim, a->out);
+	free(emb);
+	free(labels);
+	return bad;
+}
+
+/* Score every pair of utterances: cosine similarity of mean-centered
+ * x-vectors (the usual step before PLDA, which this trainer does not do). */
+static int cmd_eval(const struct args *a)
+{
+	float *emb;
+	int32_t *labels;
+	size_t n;
+	int dim, rc = 1;
+	char err[256];
+	if (compute_embeddings(a, &emb, &labels, &n, &dim))
+		return 1;
+	float *tgt = NULL, *non = NULL;
+	size_t nt = 0, nn = 0;
+	double *mean = calloc((size_t)dim, sizeof(double));
+	if (!mean || n < 2)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		for (int j = 0; j < dim; j++)
+			mean[j] += emb[i * dim + j] / (double)n;
+	for (size_t i = 0; i < n; i++)
+		for (int j = 0; j < dim; j++)
+			emb[i * dim + j] -= (float)mean[j];
+	size_t pairs = n * (n - 1) / 2;
+	tgt = malloc(sizeof(float) * pairs);
+	non = malloc(sizeof(float) * pairs);
+	if (!tgt || !non)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = i + 1; k < n; k++) {
+			float sc = metrics_cosine(emb + i * dim, emb + k * dim, (size_t)dim);
+			if (labels[i] == labels[k])
+				tgt[nt++] = sc;
+			else
+				non[nn++] = sc;
+		}
+	double eer, dcf;
+	if (metrics_eer(tgt, nt, non, nn, &eer, err, sizeof(err)) ||
+	    metrics_min_dcf(tgt, nt, non, nn, 0.01, 1, 1, &dcf, NULL, err, sizeof(err))) {
+		fprintf(stderr, "xvec eval: %s (need utterances of at least two speakers, one with "
+				"two utterances)\n", err);
+		goto out;
+	}
+	if (a->json)
+		printf("{\"eer\": %.6f, \"min_dcf\": %.6f, \"utterances\": %zu, \"target_trials\": %zu, "
+		       "\"nontarget_trials\": %zu}\n", eer, dcf, n, nt, nn);
+	else
+		printf("EER %.2f %%  minDCF(p_target=0.01) %.4f  (%zu utterances, %zu target and %zu "
+		       "non-target trials, cosine scoring)\n", 100 * eer, dcf, n, nt, nn);
+	rc = 0;
+out:
+	if (rc && n < 2)
+		fprintf(stderr, "xvec eval: dataset '%s' has fewer than two utterances\n", a->dataset);
+	free(mean);
+	free(tgt);
+	free(non);
+	free(emb);
+	free(labels);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	if (parse_args(argc, argv, &a)) {
+		return EXIT_USAGE;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(a.cmd, "train"))
+		return cmd_train(&a);
+	if (!strcmp(a.cmd, "embed"))
+		return cmd_embed(&a);
+	return cmd_eval(&a);
+}

@@ -1,0 +1,194 @@
+/* features_pipeline.c — chunk selection, cepstral mean/variance
+ * normalization and the transposed (feat_dim, chunk_len) write for feature
+ * matrices; see features_pipeline.h. */
+#include "features_pipeline.h"
+
+#include "bytes.h"
+#include "detrand.h"
+#include "half.h"
+#include "jpeg_pipeline.h"
+#include "status.h"
+
+#include <math.h>
+#include <string.h>
+
+#define FEAT_VAR_FLOOR 1e-20
+
+void features_params_default(struct features_params *p, uint32_t chunk_len, int train)
+{
+	*p = (struct features_params){
+		.chunk_len = chunk_len, .pad = FEAT_PAD_REPEAT, .cmn = FEAT_CMN_SLIDING,
+		.cmn_window = 300, .cvn = 0, .dtype = PIPE_DTYPE_F32, .train = train,
+	};
+}
+
+int features_params_check(const struct features_params *p, char *err, size_t errlen)
+{
+	if (p->chunk_len == 0 || p->chunk_len > FEATURES_MAX_CHUNK)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "features pipeline: chunk length %u is outside 1..%u", p->chunk_len,
+				   FEATURES_MAX_CHUNK);
+	if (p->pad != FEAT_PAD_REPEAT && p->pad != FEAT_PAD_SKIP)
+		return status_fail(err, errlen, FEEDER_EINVAL, "features pipeline: unknown pad mode %d",
+				   p->pad);
+	if (p->cmn != FEAT_CMN_NONE && p->cmn != FEAT_CMN_UTT && p->cmn != FEAT_CMN_SLIDING)
+		return status_fail(err, errlen, FEEDER_EINVAL, "features pipeline: unknown cmn mode %d",
+				   p->cmn);
+	if (p->cmn == FEAT_CMN_SLIDING && p->cmn_window == 0)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "features pipeline: the sliding cmn window must be at least 1 frame");
+	if (p->cvn != 0 && p->cvn != 1)
+		return status_fail(err, errlen, FEEDER_EINVAL, "features pipeline: cvn must be 0 or 1");
+	if (p->cvn && p->cmn == FEAT_CMN_NONE)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "features pipeline: variance normalization needs cmn utt or sliding");
+	if (p->dtype != PIPE_DTYPE_F16 && p->dtype != PIPE_DTYPE_F32)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "features pipeline: dtype %d is not f16 or f32", p->dtype);
+	if (p->train != 0 && p->train != 1)
+		return status_fail(err, errlen, FEEDER_EINVAL, "features pipeline: train must be 0 or 1");
+	return 0;
+}
+
+size_t features_pipeline_sample_bytes(const struct features_params *p, uint32_t feat_dim)
+{
+	return (size_t)feat_dim * p->chunk_len * (p->dtype == PIPE_DTYPE_F16 ? 2 : 4);
+}
+
+uint32_t features_pipeline_offset(const struct features_params *p, uint32_t frames,
+				  uint64_t aug_key)
+{
+	if (frames <= p->chunk_len)
+		return 0;
+	uint32_t span = frames - p->chunk_len;
+	if (!p->train)
+		return span / 2;
+	struct detrand r;
+	detrand_init(&r, aug_key);
+	return (uint32_t)detrand_range(&r, 0, span);
+}
+
+/* The payload read one frame at a time (little-endian f16 or f32). */
+struct matrix {
+	const uint8_t *data;
+	uint32_t frames, dim;
+	int f16;
+};
+
+static inline double matrix_at(const struct matrix *m, uint32_t t, uint32_t d)
+{
+	size_t i = (size_t)t * m->dim + d;
+	if (m->f16)
+		return half_to_float(bytes_le16(m->data + i * 2));
+	uint32_t u = bytes_le32(m->data + i * 4);
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* Running sums over a window [lo, hi) of frames, moved one frame at a time. */
+struct window {
+	uint32_t lo, hi;
+	double *sum, *sumsq; /* dim each */
+};
+
+static void window_add(const struct matrix *m, struct window *w, uint32_t t, double sign)
+{
+	for (uint32_t d = 0; d < m->dim; d++) {
+		double x = matrix_at(m, t, d);
+		w->sum[d] += sign * x;
+		w->sumsq[d] += sign * x * x;
+	}
+}
+
+/* Move w to [lo, hi): grow before shrinking so that it never goes empty. */
+static void window_move(const struct matrix *m, struct window *w, uint32_t lo, uint32_t hi)
+{
+	while (w->hi < hi)
+		window_add(m, w, w->hi++, 1.0);
+	while (w->lo > lo)
+		window_add(m, w, --w->lo, 1.0);
+	while (w->lo < lo)
+		window_add(m, w, w->lo++, -1.0);
+	while (w->hi > hi)
+		window_add(m, w, --w->hi, -1.0);
+}
+
+/* Kaldi's SlidingWindowCmnInternal window for frame t with center=true. */
+static void sliding_bounds(uint32_t t, uint32_t frames, uint32_t window, uint32_t *lo,
+			   uint32_t *hi)
+{
+	int64_t start = (int64_t)t - window / 2, end = start + window;
+	if (start < 0) {
+		end -= start;
+		start = 0;
+	}
+	if (end > frames) {
+		start -= end - frames;
+		end = frames;
+		if (start < 0)
+			start = 0;
+	}
+	*lo = (uint32_t)start;
+	*hi = (uint32_t)end;
+}
+
+int features_pipeline_run(const struct features_params *p, const struct dsformat_sample *s,
+			  const uint8_t *payload, uint64_t aug_key, void *out, char *err,
+			  size_t errlen)
+{
+	int rc = features_params_check(p, err, errlen);
+	if (rc)
+		return rc;
+	if (s->frames == 0 || s->dim == 0 || s->dim > DSFORMAT_MAX_DIM)
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "features: a %ux%u matrix is empty or too wide", s->frames, s->dim);
+	size_t elem = dsformat_dtype_size(s->dtype);
+	if (elem != 2 && elem != 4)
+		return status_fail(err, errlen, FEEDER_EFORMAT, "features: sample dtype %u is not f16 or f32",
+				   s->dtype);
+	if ((uint64_t)s->frames * s->dim * elem != s->payload_len || !payload)
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "features: %u bytes of payload do not hold %ux%u %s values",
+				   s->payload_len, s->frames, s->dim, dsformat_dtype_name(s->dtype));
+	if (s->frames < p->chunk_len && p->pad == FEAT_PAD_SKIP)
+		return FEATURES_SKIPPED;
+
+	const struct matrix m = { payload, s->frames, s->dim, elem == 2 };
+	const uint32_t dim = s->dim, len = p->chunk_len;
+	double sum[DSFORMAT_MAX_DIM], sumsq[DSFORMAT_MAX_DIM];
+	memset(sum, 0, dim * sizeof(double));
+	memset(sumsq, 0, dim * sizeof(double));
+	struct window w = { 0, 0, sum, sumsq };
+	if (p->cmn == FEAT_CMN_UTT)
+		window_move(&m, &w, 0, s->frames);
+
+	uint32_t offset = features_pipeline_offset(p, s->frames, aug_key);
+	for (uint32_t t = 0; t < len; t++) {
+		/* Too-short utterances repeat from their start (pad repeat). */
+		uint32_t src = s->frames > len ? offset + t : t % s->frames;
+		if (p->cmn == FEAT_CMN_SLIDING) {
+			uint32_t lo, hi;
+			sliding_bounds(src, s->frames, p->cmn_window, &lo, &hi);
+			window_move(&m, &w, lo, hi);
+		}
+		double n = (double)(w.hi - w.lo);
+		for (uint32_t d = 0; d < dim; d++) {
+			double x = matrix_at(&m, src, d);
+			if (p->cmn != FEAT_CMN_NONE) {
+				double mean = sum[d] / n;
+				x -= mean;
+				if (p->cvn) {
+					double var = sumsq[d] / n - mean * mean;
+					x /= sqrt(var < FEAT_VAR_FLOOR ? FEAT_VAR_FLOOR : var);
+				}
+			}
+			size_t idx = (size_t)d * len + t;
+			if (p->dtype == PIPE_DTYPE_F16)
+				((uint16_t *)out)[idx] = half_from_float((float)x);
+			else
+				((float *)out)[idx] = (float)x;
+		}
+	}
+	return 0;
+}

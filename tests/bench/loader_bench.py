@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""loader_bench.py — feeder.Loader iterated from Python, the peer of
+feeder-bench on the same request (jpeg pipeline, train transform, square
+output), for tests/bench/vs_torch.sh.
+
+    PYTHONPATH=$BUILD/client/python /usr/bin/python3 tests/bench/loader_bench.py \\
+        --dataset images --batch 256 --size 224 --dtype float16 --batches 15 \\
+        --socket /run/feeder/feederd.sock
+
+Prints one JSON object: images_per_s (timed like feeder-bench: from connect
+to the last batch), overhead_us_per_batch (the time a batch spends in the
+Python layer: each next() minus the time inside libfeeder calls, i.e. the
+cost Python adds over the C client), batches, and wait_us_per_batch (time
+inside libfeeder, mostly waiting for the daemon). The libfeeder calls are
+timed through a thin wrapper around the cffi library object; its own cost
+(two clock reads per call) counts as libfeeder time. On a loaded machine the
+overhead includes the time the Python thread waits for a core.
+"""
+import argparse
+import json
+import sys
+import time
+
+
+class _TimedLib:
+    """feeder._stream's view of libfeeder with every feeder_* call timed
+    (connect and open included: an epoch's new stream is libfeeder's and the
+    daemon's time, not Python's). Other names are copied unchanged."""
+
+    def __init__(self, lib):
+        self.ns = 0
+        for name in dir(lib):
+            v = getattr(lib, name)
+            if name.startswith("feeder_") and callable(v):
+                v = self._timed(v)
+            setattr(self, name, v)
+
+    def _timed(self, fn):
+        clock = time.perf_counter_ns
+
+        def call(*args):
+            t = clock()
+            rc = fn(*args)
+            self.ns += clock() - t
+            return rc
+        return call
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--dtype", default="float16")
+    ap.add_argument("--layout", default="NCHW")
+    ap.add_argument("--batches", type=int, default=100)
+    ap.add_argument("--slots", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--eval", action="store_true", help="resize + center crop instead of train")
+    ap.add_argument("--socket", default=None)
+    a = ap.parse_args()
+
+    import feeder
+    import feeder._stream as fstream
+    timed = _TimedLib(fstream.lib)
+    fstream.lib = timed
+
+    try:
+        return run(a, feeder, timed)
+    except feeder.FeederError as e:
+        print("loader_bench: %s" % e, file=sys.stderr)
+        return 1
+
+
+def run(a, feeder, timed):
+    clock = time.perf_counter_ns
+    t0 = clock()
+    loader = feeder.Loader(a.dataset, a.batch, pipeline=feeder.Jpeg(a.size, train=not a.eval),
+                           seed=a.seed, dtype=a.dtype, layout=a.layout, slots=a.slots,
+                           socket=a.socket, drop_last=False)
+    setup_ns = clock() - t0
+    timed.ns = 0
+    n = images = 0
+    in_next_ns = 0
+    epoch = 0
+    while n < a.batches:
+        it = iter(loader)
+        while n < a.batches:
+            t = clock()
+            try:
+                data, labels = next(it)
+            except StopIteration:
+                in_next_ns += clock() - t
+                break
+            in_next_ns += clock() - t
+            n += 1
+            images += len(labels)
+        else:
+            break
+        epoch += 1
+        loader.set_epoch(epoch)
+    wall_ns = clock() - t0
+    loader.close()
+    if n == 0:
+        print(json.dumps({"error": "no batch delivered"}))
+        return 1
+    print(json.dumps({
+        "images_per_s": round(images / (wall_ns / 1e9), 3),
+        "overhead_us_per_batch": round((in_next_ns - timed.ns) / n / 1e3, 3),
+        "batches": n,
+        "images": images,
+        "seconds": round(wall_ns / 1e9, 6),
+        "setup_ms": round(setup_ns / 1e6, 3),
+        "wait_us_per_batch": round(timed.ns / n / 1e3, 3),
+        "epochs_started": epoch + 1,
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# tests/bench/vs_torch.sh [N] [BATCHES] — Feeder against PyTorch's DataLoader
+# on the same images, in one run, on this machine's cores.
+#
+# Both sides do RandomResizedCrop 224 + horizontal flip + normalize (ImageNet
+# mean/std) to float16 NCHW, batch 256, reading the same packed dataset (the
+# PyTorch side through python3-lmdb + PIL, num_workers = cores; Feeder through
+# feederd with --workers = cores and feeder-bench as the consumer). Also
+# reported: the full-size decode ceiling (single-thread TurboJPEG decode rate
+# x workers, measured by feeder-bench in the same run), feeder_next wait
+# p99, the daemon's memory beyond its rings (RssAnon + RssFile; the rings are
+# RssShmem), and feeder.Loader from Python when the package is built.
+# Prints a markdown table for BENCHMARKS.md.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+src=$(pwd)
+N=${1:-5000}
+BATCHES=${2:-15}
+build=${FEEDER_BUILD:-$src/build}
+export FEEDER_BUILD=$build
+cores=$(nproc)
+FEEDER_DEPS_EXTRA="python3-torch python3-torchvision" tools/install-deps
+[ -f "$build/build.ninja" ] || meson setup "$build" -Dwerror=true >/dev/null
+ninja -C "$build" >/dev/null
+
+imgs=/tmp/feeder-bench-images-$N
+work=$(mktemp -d /tmp/feeder-vs-torch.XXXXXX)
+daemon=
+trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
+[ -d "$imgs" ] || tools/gen-images "$N" "$imgs" --classes 100 --seed 42 >&2
+mkdir -p "$work/datasets"
+"$build/tools/packer" pack images "$imgs" "$work/datasets/images" >&2
+
+"$build/daemon/feederd" --config /dev/null --socket "$work/s.sock" --datasets "$work/datasets" \
+  --workers "$cores" --log-level warning 2>"$work/feederd.log" &
+daemon=$!
+for _ in $(seq 100); do [ -S "$work/s.sock" ] && break; sleep 0.05; done
+export FEEDER_SOCKET=$work/s.sock
+
+rss() { awk '/^RssAnon|^RssFile/ {s += $2} END {print s}' "/proc/$daemon/status"; }
+rss0=$(rss)
+fb=$("$build/tools/feeder-bench" --dataset images --batch 256 --size 224 --dtype f16 \
+  --batches "$BATCHES" --datasets-dir "$work/datasets" --json)
+rss1=$(rss)
+echo "feeder-bench: $fb" >&2
+tb=$(/usr/bin/python3 tests/bench/torch_images.py "$work/datasets/images" --batch 256 --size 224 \
+  --batches "$BATCHES" --workers "$cores")
+echo "pytorch: $tb" >&2
+lb='{}'
+if [ -f "$build/client/python/feeder/__init__.py" ] && [ -f tests/bench/loader_bench.py ]; then
+  lb=$(PYTHONPATH=$build/client/python /usr/bin/python3 tests/bench/loader_bench.py \
+    --dataset images --batch 256 --size 224 --dtype float16 --batches "$BATCHES" --socket "$work/s.sock")
+  echo "feeder.Loader: $lb" >&2
+fi
+/usr/bin/python3 - "$fb" "$tb" "$lb" "$rss0" "$rss1" "$N" "$cores" <<'PY'
+import json, sys
+fb, tb, lb = (json.loads(a) for a in sys.argv[1:4])
+rss0, rss1, n, cores = (int(a) for a in sys.argv[4:8])
+f, t = fb["images_per_s"], tb["images_per_s"]
+c = fb.get("ceiling_images_per_s") or float("nan")
+print(f"\n{n} generated images, RandomResizedCrop 224 + flip + normalize -> f16 NCHW, batch 256, {cores} cores\n")
+print("| pipeline | images/s | vs PyTorch | vs decode ceiling |")
+print("|---|---:|---:|---:|")
+print(f"| PyTorch DataLoader (PIL, python3-lmdb, {tb['workers']} workers) | {t:.0f} | 1.00x | {t / c:.2f}x |")
+print(f"| Feeder: feederd + feeder-bench ({cores} workers) | {f:.0f} | {f / t:.2f}x | {f / c:.2f}x |")
+if lb:
+    l = lb["images_per_s"]
+    print(f"| Feeder: feeder.Loader from Python | {l:.0f} | {l / t:.2f}x | {l / c:.2f}x |")
+print(f"| full-size decode ceiling (1-thread TurboJPEG x {cores}) | {c:.0f} | {c / t:.2f}x | 1.00x |")
+print()
+print(f"feeder_next wait: mean {fb['wait_mean_us']:.1f} us, p99 {fb['wait_p99_us']:.1f} us"
+      + (f"; ready-batch p99 {fb['ready_wait_p99_us']:.1f} us" if 'ready_wait_p99_us' in fb else ""))
+if lb:
+    print(f"feeder.Loader: {l / f * 100:.1f} % of feeder-bench, Python overhead {lb['overhead_us_per_batch']:.1f} us per batch")
+print(f"feederd memory beyond its rings (RssAnon + RssFile): {rss0 / 1024:.1f} MiB idle, {rss1 / 1024:.1f} MiB after streaming")
+PY

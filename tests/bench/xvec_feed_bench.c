@@ -1,0 +1,161 @@
+/* xvec_feed_bench.c — the GPU trainer fed by feederd: how long does the GPU wait for data?
+ *
+ * Connects to feederd, opens a features stream (batch 128, chunk 200 by
+ * default), pins its ring and trains the paper-width x-vector TDNN on the
+ * GPU through xvec_feed (copy of batch k+1 overlapped with step k), then
+ * prints one JSON object: steps, samples_per_s, gpu_wait_fraction. The loop
+ * is the wiring `xvec train --device cuda` uses:
+ *   xvec_feed_next -> xvec_cuda_train_step -> xvec_feed_prefetch,
+ *   xvec_cuda_metrics every --log steps.
+ * Usage: xvec_feed_bench --dataset NAME [--socket PATH] [--batch N]
+ *   [--chunk N] [--steps N] [--precision fp32|tf32|bf16] [--eps X] [--log N]
+ *   [--width N] [--pool N] [--embed N]   (paper widths 512/1500/512 by default)
+ * Exits 77 with the reason when there is no CUDA device. */
+#include "cuda_info.h"
+#include "feeder.h"
+#include "xvec_cuda.h"
+#include "xvec_feed.h"
+#include "xvec_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dataset = NULL, *sock = NULL, *precision = "fp32";
+	int batch = 128, chunk = 200, steps = 200, log_every = 50;
+	int width = 512, pool = 1500, embed = 512;
+	float eps = 0.0f;
+	char err[512], why[256];
+	struct cuda_info_device dev;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		const char *a = argv[i], *v = argv[i + 1];
+
+		if (!strcmp(a, "--dataset")) dataset = v;
+		else if (!strcmp(a, "--socket")) sock = v;
+		else if (!strcmp(a, "--batch")) batch = atoi(v);
+		else if (!strcmp(a, "--chunk")) chunk = atoi(v);
+		else if (!strcmp(a, "--steps")) steps = atoi(v);
+		else if (!strcmp(a, "--precision")) precision = v;
+		else if (!strcmp(a, "--eps")) eps = strtof(v, NULL);
+		else if (!strcmp(a, "--log")) log_every = atoi(v);
+		else if (!strcmp(a, "--width")) width = atoi(v);
+		else if (!strcmp(a, "--pool")) pool = atoi(v);
+		else if (!strcmp(a, "--embed")) embed = atoi(v);
+		else {
+			fprintf(stderr, "xvec_feed_bench: unknown option %s\n", a);
+			return 2;
+		}
+	}
+	if (!dataset || batch < 1 || chunk <= XVEC_CONTEXT || steps < 2 || log_every < 1) {
+		fprintf(stderr, "usage: xvec_feed_bench --dataset NAME [--socket PATH] [--batch N] "
+				"[--chunk N>%d] [--steps N>1] [--precision P] [--eps X] [--log N]\n",
+			XVEC_CONTEXT);
+		return 2;
+	}
+	if (cuda_info_devices(&dev, why, sizeof(why)) < 1) {
+		fprintf(stderr, "xvec_feed_bench: %s\n", why);
+		return 77;
+	}
+
+	struct feeder *f;
+	struct feeder_stream *s;
+	struct feeder_stream_opts so;
+	struct feeder_stream_info info;
+	int rc = feeder_connect(sock, 10000, &f);
+	if (rc) {
+		fprintf(stderr, "xvec_feed_bench: %s\n", feeder_last_error(NULL));
+		return 1;
+	}
+	feeder_stream_opts_init(&so);
+	so.dataset = dataset;
+	so.pipeline = FEEDER_PIPE_FEATURES;
+	so.batch = (uint32_t)batch;
+	so.epochs = 1000;
+	so.drop_last = 1;
+	so.slots = 6;
+	so.seed = 1;
+	so.dtype = FEEDER_DTYPE_F32;
+	so.features.chunk_len = (uint32_t)chunk;
+	rc = feeder_open_stream(f, &so, 30000, &s);
+	if (rc) {
+		fprintf(stderr, "xvec_feed_bench: %s\n", feeder_last_error(f));
+		return 1;
+	}
+	feeder_stream_info(s, &info);
+
+	struct xvec_options o;
+	struct xvec_cuda_config cfg;
+	struct xvec_model *m;
+	struct xvec_cuda *g;
+	struct xvec_feed *fd;
+	xvec_options_default(&o);
+	o.feat_dim = (int)info.shape[1];
+	o.num_speakers = info.classes >= 2 ? (int)info.classes : 2;
+	o.noise_eps = eps;
+	o.width = width, o.pool_width = pool, o.embed = embed;
+	xvec_cuda_config_default(&cfg);
+	cfg.log = stderr;
+	cfg.autotune = 1;
+	if (xvec_cuda_parse_precision(precision, &cfg.precision, err, sizeof(err)) ||
+	    xvec_model_create(&m, &o, 1, XVEC_CONTEXT + 1, err, sizeof(err)) ||
+	    xvec_cuda_create(&g, m, &cfg, batch, chunk, err, sizeof(err)) ||
+	    xvec_feed_create(&fd, s, xvec_cuda_stream(g), batch, o.feat_dim, chunk, err, sizeof(err))) {
+		fprintf(stderr, "xvec_feed_bench: %s\n", err);
+		return 1;
+	}
+
+	struct xvec_feed_batch b;
+	struct xvec_cuda_metrics mt;
+	struct xvec_feed_stats st;
+	double t0 = now_s();
+	long long samples = 0;
+	int done = 0;
+	for (; done < steps; done++) {
+		rc = xvec_feed_next(fd, 60000, &b, err, sizeof(err));
+		if (rc == FEEDER_EEND)
+			break;
+		if (!rc)
+			rc = xvec_cuda_train_step(g, b.x, b.labels, b.batch, b.frames, err, sizeof(err));
+		if (!rc)
+			rc = xvec_feed_prefetch(fd, 60000, err, sizeof(err));
+		if (!rc && (done + 1) % log_every == 0) {
+			rc = xvec_cuda_metrics(g, &mt, 1, err, sizeof(err));
+			if (!rc)
+				fprintf(stderr, "step %d: loss %.4f accuracy %.3f\n", done + 1, mt.loss,
+					mt.accuracy);
+		}
+		if (rc) {
+			fprintf(stderr, "xvec_feed_bench: %s\n", err);
+			return 1;
+		}
+		samples += b.batch;
+	}
+	if (xvec_feed_stats(fd, &st, err, sizeof(err)) || xvec_cuda_metrics(g, &mt, 0, err, sizeof(err))) {
+		fprintf(stderr, "xvec_feed_bench: %s\n", err);
+		return 1;
+	}
+	double dt = now_s() - t0;
+	printf("{\"device\": \"%s\", \"precision\": \"%s\", \"steps\": %d, \"samples_per_s\": %.1f, "
+	       "\"gpu_wait_ms\": %.3f, \"gpu_span_ms\": %.3f, \"gpu_wait_fraction\": %.5f, "
+	       "\"loss\": %.6f}\n",
+	       dev.name, xvec_cuda_precision_name(cfg.precision), done, samples / dt, st.wait_ms,
+	       st.span_ms, st.wait_fraction, mt.loss);
+	xvec_feed_destroy(fd);
+	xvec_cuda_destroy(g);
+	xvec_model_destroy(m);
+	feeder_close_stream(s);
+	feeder_disconnect(f);
+	return 0;
+}

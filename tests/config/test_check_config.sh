@@ -1,0 +1,52 @@
+#!/bin/bash
+# test_check_config.sh — `feederd --check-config` end to end: exit 0 and the
+# effective configuration for a good file (the shipped example included),
+# exit 2 with exactly one line naming the problem for an unknown key, an
+# unknown flag, a bad value or a missing datasets directory; precedence of
+# flag > FEEDER_SOCKET > file as feederd prints it.
+set -u
+build=${FEEDER_BUILD:?} ; src=${FEEDER_SOURCE:?}
+feederd=$build/daemon/feederd
+[ -x "$feederd" ] || { echo "SKIP: $feederd is not built"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d) ; trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/ds"
+unset FEEDER_SOCKET
+
+# expect_error EXIT NEEDLE ARGS...: exit status EXIT, one stderr line with NEEDLE.
+expect_error() {
+	local want=$1 needle=$2; shift 2
+	"$feederd" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+	[ $rc -eq "$want" ] || fail "feederd $* exited $rc, expected $want: $(cat "$tmp/err")"
+	[ "$(wc -l < "$tmp/err")" -eq 1 ] || fail "feederd $*: not one line: $(cat "$tmp/err")"
+	grep -qF -- "$needle" "$tmp/err" || fail "feederd $*: '$needle' not in: $(cat "$tmp/err")"
+	echo "exit $rc: $(cat "$tmp/err")"
+}
+
+printf '[feederd]\nworkers = 3\ndatasets = %s\nsocket = %s/file.sock\n' "$tmp/ds" "$tmp" > "$tmp/good.conf"
+"$feederd" --config "$tmp/good.conf" --check-config > "$tmp/out" 2>"$tmp/err" || fail "good config: $(cat "$tmp/err")"
+grep -qx 'workers = 3' "$tmp/out" || fail "printed config lacks workers = 3: $(cat "$tmp/out")"
+grep -qx "socket = $tmp/file.sock" "$tmp/out" || fail "file socket not used"
+
+FEEDER_SOCKET=$tmp/env.sock "$feederd" --config "$tmp/good.conf" --check-config > "$tmp/out" || fail "env"
+grep -qx "socket = $tmp/env.sock" "$tmp/out" || fail "FEEDER_SOCKET did not override the file"
+FEEDER_SOCKET=$tmp/env.sock "$feederd" --config "$tmp/good.conf" --socket "$tmp/flag.sock" \
+	--check-config > "$tmp/out" || fail "flag"
+grep -qx "socket = $tmp/flag.sock" "$tmp/out" || fail "--socket did not override FEEDER_SOCKET"
+
+# The shipped example is valid and says the defaults.
+"$feederd" --config "$src/tools/feederd.conf" --datasets "$tmp/ds" --check-config > "$tmp/out" \
+	2>"$tmp/err" || fail "tools/feederd.conf: $(cat "$tmp/err")"
+grep -qx 'memory_limit = 4294967296' "$tmp/out" || fail "example: $(cat "$tmp/out")"
+grep -qx 'socket = /run/feeder/feederd.sock' "$tmp/out" || fail "example socket"
+
+printf 'workers = 2\nwrokers = 3\n' > "$tmp/typo.conf"
+expect_error 2 "config $tmp/typo.conf:2: unknown key 'wrokers'" --config "$tmp/typo.conf" --check-config
+expect_error 2 "unknown flag '--bogus'" --config "$tmp/good.conf" --bogus --check-config
+expect_error 2 "--workers: 'lots' is not a number" --config "$tmp/good.conf" --workers lots
+expect_error 2 "--memory-limit: '12X' is not a size" --config "$tmp/good.conf" --memory-limit 12X --check-config
+expect_error 2 "$tmp/nope" --config "$tmp/good.conf" --datasets "$tmp/nope" --check-config
+expect_error 2 "$tmp/missing.conf" --config "$tmp/missing.conf" --check-config
+"$feederd" --help | grep -q -- '--memory-limit' || fail "--help lacks --memory-limit"
+"$feederd" --version | grep -q '^feederd ' || fail "--version"
+echo "ok: --check-config"

@@ -1,0 +1,59 @@
+#!/bin/bash
+# test_tools.sh — feederctl status/datasets/streams (table and --json) and
+# feeder-bench --json against a real feederd: the JSON parses, names the
+# dataset with its sample count, shows a live stream with its figures, and
+# feeder-bench reports the fields the issue asks for with plausible values.
+. "$(dirname "$0")/lib.sh"
+bench=$build/tools/feeder-bench
+[ -x "$bench" ] || skip "feeder-bench is not built"
+make_dataset imgs 16 2 7
+start_daemon
+"$feederctl" --socket "$sock" status > "$tmp/status.txt" || fail "feederctl status"
+grep -q 'workers *2' "$tmp/status.txt" || fail "status table: $(cat "$tmp/status.txt")"
+"$feederctl" --socket "$sock" datasets --json > "$tmp/ds.json" || fail "feederctl datasets"
+python3 - "$tmp/ds.json" <<'PY' || fail "datasets JSON: $(cat "$tmp/ds.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))["datasets"]
+assert [x["name"] for x in d] == ["imgs"], d
+assert d[0]["samples"] == 16 and d[0]["classes"] == 2 and d[0]["kind"] == "jpeg", d
+PY
+"$feederctl" --socket "$sock" datasets | grep -q '^imgs *jpeg *16 ' || fail "datasets table"
+
+"$client" "${client_args[@]}" hold imgs >"$tmp/hold.log" 2>&1 &
+bg_pids=($!)
+for _ in $(seq 200); do grep -q HOLDING "$tmp/hold.log" && break; sleep 0.05; done
+grep -q HOLDING "$tmp/hold.log" || fail "holding client: $(cat "$tmp/hold.log")"
+"$feederctl" --socket "$sock" streams --json > "$tmp/streams.json" || fail "feederctl streams"
+python3 - "$tmp/streams.json" <<'PY' || fail "streams JSON: $(cat "$tmp/streams.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))["streams"]
+assert len(s) == 1, s
+s = s[0]
+assert s["dataset"] == "imgs" and s["pipeline"] == "jpeg" and s["batch"] == 4 and s["slots"] == 3, s
+assert s["batches_sent"] >= 3 and s["samples"] >= 12, s
+for k in ("images_per_s", "replacements", "client_wait_us", "pid", "uid"):
+    assert k in s, k
+PY
+"$feederctl" --socket "$sock" streams | grep -q ' imgs ' || fail "streams table"
+kill -9 "${bg_pids[0]}"; wait "${bg_pids[0]}" 2>/dev/null; bg_pids=()
+
+"$bench" --socket "$sock" --datasets "$datasets" --dataset imgs --batch 4 --size 32 \
+	--dtype f16 --batches 6 --streams 2 --json > "$tmp/bench.json" 2>"$tmp/bench.err" \
+	|| fail "feeder-bench: $(cat "$tmp/bench.err")"
+python3 - "$tmp/bench.json" <<'PY' || fail "bench JSON: $(cat "$tmp/bench.json")"
+import json, sys
+b = json.load(open(sys.argv[1]))
+for k in ("images_per_s", "mb_per_s", "wait_mean_us", "wait_p99_us", "ceiling_images_per_s"):
+    assert isinstance(b[k], (int, float)), k
+assert b["batches"] == 12 and b["images"] == 48, b
+assert b["images_per_s"] > 0 and b["mb_per_s"] > 0 and b["ceiling_images_per_s"] > 0, b
+assert b["wait_p99_us"] >= b["wait_mean_us"] * 0.999 or b["batches"] < 100, b
+assert b["workers"] == 2, b
+# f16 32x32: 3*32*32*2 bytes per image
+assert b["bytes"] == 48 * 3 * 32 * 32 * 2, b
+PY
+cat "$tmp/bench.json"
+"$feederctl" --socket /nonexistent/feederd.sock status 2>"$tmp/err.txt" && fail "feederctl reached a missing socket"
+grep -q 'cannot connect' "$tmp/err.txt" || fail "feederctl error: $(cat "$tmp/err.txt")"
+stop_daemon
+echo "ok: feederctl and feeder-bench"

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# tests/fuzz/build.sh — build the libFuzzer harnesses with clang.
+#
+# The project builds with gcc, but libFuzzer, and its coverage feedback, need
+# clang's -fsanitize=fuzzer; so each harness is compiled here, together with
+# the few project sources its decoder needs, into $FEEDER_BUILD/fuzz/<harness>
+# with ASan and UBSan (every UB report fatal). A harness is rebuilt only when a
+# source, a header or this script is newer than it.
+#
+# Usage: tests/fuzz/build.sh [HARNESS...]   (default: all; see HARNESSES)
+#        tests/fuzz/build.sh seeds          (rewrite the generated seeds of
+#                                            corpus/protocol and corpus/dsformat)
+# Env:   FEEDER_BUILD (default: build), FEEDER_SOURCE (default: this tree),
+#        CLANG (default: clang).
+# Exit:  0 built, 1 a compile failed, 77 no clang with libFuzzer here.
+set -eu
+src=${FEEDER_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
+bld=${FEEDER_BUILD:-$src/build}
+cc=${CLANG:-clang}
+out=$bld/fuzz
+
+HARNESSES="protocol dsformat config jpeg wav features"
+
+# Project sources and libraries per harness.
+sources() {
+  case "$1" in
+    protocol) echo "proto/protocol.c proto/status.c" ;;
+    dsformat) echo "proto/dsformat.c proto/crc32c.c proto/status.c" ;;
+    config) echo "daemon/config.c proto/status.c" ;;
+    jpeg) echo "daemon/jpeg_pipeline.c daemon/resize.c daemon/detrand.c proto/status.c" ;;
+    wav) echo "tools/wav.c proto/status.c" ;;
+    features) echo "daemon/features_pipeline.c daemon/detrand.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
+    *) return 1 ;;
+  esac
+}
+libs() {
+  case "$1" in
+    jpeg) echo "-ljpeg -lm" ;;
+    *) echo "-lm" ;;
+  esac
+}
+
+if ! command -v "$cc" >/dev/null 2>&1; then
+  echo "build.sh: $cc not found (install clang; tools/install-deps lists it)" >&2
+  exit 77
+fi
+mkdir -p "$out"
+# feeder_config.h lives in the meson build root; without one, the defaults
+# of a machine without CUDA or systemd are all these sources need.
+inc=(-I"$src/proto" -I"$src/daemon" -I"$src/tools" -I"$src/tests/fuzz")
+if [ -f "$bld/feeder_config.h" ]; then
+  inc+=(-I"$bld")
+else
+  printf '#define FEEDER_HAVE_CUDA 0\n#define FEEDER_HAVE_SYSTEMD 0\n' >"$out/feeder_config.h"
+  inc+=(-I"$out")
+fi
+cflags=(-std=gnu11 -g -O1 -fno-omit-frame-pointer -Wall -Wextra -D_GNU_SOURCE
+  -DFEEDER_VERSION='"fuzz"' "${inc[@]}")
+
+# Can this clang link a fuzzer at all? (Debian: libclang-rt-14-dev.)
+probe=$out/.probe-ok
+if [ ! -f "$probe" ]; then
+  printf '#include <stdint.h>\n#include <stddef.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' >"$out/probe.c"
+  if ! "$cc" -fsanitize=fuzzer,address,undefined "$out/probe.c" -o "$out/probe" 2>"$out/probe.log"; then
+    echo "build.sh: $cc cannot link -fsanitize=fuzzer (install libclang-rt-dev): $(head -1 "$out/probe.log")" >&2
+    exit 77
+  fi
+  rm -f "$out/probe" "$out/probe.c" "$out/probe.log"
+  touch "$probe"
+fi
+
+# Newer than $1? Any project header counts, since decoders share them.
+stale() {
+  local bin=$1; shift
+  [ -f "$bin" ] || return 0
+  local f
+  for f in "$@" "$0" "$src"/proto/*.h "$src"/daemon/*.h "$src"/tools/*.h "$src"/tests/fuzz/fuzz.h; do
+    [ "$f" -nt "$bin" ] && return 0
+  done
+  return 1
+}
+
+if [ "${1:-}" = seeds ]; then
+  gen=$out/make_seeds
+  files=("$src/tests/fuzz/make_seeds.c" "$src/proto/protocol.c" "$src/proto/dsformat.c"
+    "$src/proto/crc32c.c" "$src/proto/status.c")
+  "$cc" "${cflags[@]}" -fsanitize=address,undefined "${files[@]}" -o "$gen"
+  mkdir -p "$src/tests/fuzz/corpus/protocol" "$src/tests/fuzz/corpus/dsformat"
+  "$gen" "$src/tests/fuzz/corpus"
+  echo "build.sh: seeds written to $src/tests/fuzz/corpus/{protocol,dsformat}"
+  exit 0
+fi
+
+[ $# -gt 0 ] || set -- $HARNESSES
+for h in "$@"; do
+  if ! srcs=$(sources "$h"); then
+    echo "build.sh: unknown harness '$h' (known: $HARNESSES)" >&2
+    exit 1
+  fi
+  files=("$src/tests/fuzz/fuzz_$h.c")
+  for s in $srcs; do files+=("$src/$s"); done
+  bin=$out/fuzz_$h
+  if stale "$bin" "${files[@]}"; then
+    # Build beside the target and rename, so a concurrent run of the same
+    # harness never executes a half-written binary.
+    "$cc" "${cflags[@]}" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+      "${files[@]}" $(libs "$h") -o "$bin.tmp.$$" || { rm -f "$bin.tmp.$$"; exit 1; }
+    mv -f "$bin.tmp.$$" "$bin"
+    echo "build.sh: built $bin"
+  fi
+done

@@ -1,0 +1,114 @@
+/* fuzz_jpeg.c — arbitrary bytes as one JPEG sample of a dataset.
+ *
+ * feederd's workers run jpeg_pipeline_run on whatever a dataset holds, and a
+ * dataset may hold anything (a truncated upload, a PNG renamed .jpg, a
+ * hostile file). Each input goes through several parameter sets that together
+ * cover train and eval, every dtype, both layouts, down- and up-scaling, the
+ * IDCT scaling path and odd output sizes. The worker is kept across inputs,
+ * as a daemon thread keeps it, so state left behind by a failed sample is
+ * exercised too. On success every output value must be inside the range that
+ * normalizing pixels in [0, 1] can give (the resize filter has no negative
+ * lobes), and finite; the output buffer is exactly the promised size, so ASan
+ * sees any write past it. */
+#include "fuzz.h"
+
+#include "half.h"
+#include "jpeg_pipeline.h"
+#include "status.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+struct pset {
+	uint32_t out_h, out_w;
+	int train, dtype, layout;
+	float scale_min, flip_p, resize_ratio;
+};
+
+static const struct pset psets[] = {
+	{ 32, 32, 1, PIPE_DTYPE_F32, PIPE_LAYOUT_NCHW, 0.08f, 0.5f, 0 },
+	{ 24, 40, 0, PIPE_DTYPE_U8, PIPE_LAYOUT_NHWC, 0, 0, 256.0f / 224.0f },
+	{ 17, 9, 1, PIPE_DTYPE_F16, PIPE_LAYOUT_NHWC, 0.5f, 1.0f, 0 },
+	{ 8, 8, 0, PIPE_DTYPE_F16, PIPE_LAYOUT_NCHW, 0, 0, 1.0f },
+	{ 96, 72, 0, PIPE_DTYPE_F32, PIPE_LAYOUT_NHWC, 0, 0, 1.5f },
+	{ 5, 64, 1, PIPE_DTYPE_U8, PIPE_LAYOUT_NCHW, 0.01f, 0.0f, 0 },
+};
+#define N_PSETS (sizeof(psets) / sizeof(psets[0]))
+
+static void params_of(const struct pset *s, struct jpeg_params *p)
+{
+	jpeg_params_default(p, 32, s->train);
+	p->out_h = s->out_h;
+	p->out_w = s->out_w;
+	p->dtype = s->dtype;
+	p->layout = s->layout;
+	if (s->train) {
+		p->scale_min = s->scale_min;
+		p->flip_p = s->flip_p;
+	} else {
+		p->resize_ratio = s->resize_ratio;
+	}
+}
+
+/* Channel of output element i for layout and size. */
+static int channel_of(const struct jpeg_params *p, size_t i)
+{
+	size_t plane = (size_t)p->out_h * p->out_w;
+	return p->layout == PIPE_LAYOUT_NHWC ? (int)(i % 3) : (int)(i / plane);
+}
+
+static void check_output(const struct jpeg_params *p, const void *out, size_t bytes)
+{
+	if (p->dtype == PIPE_DTYPE_U8)
+		return; /* every byte value is a pixel value */
+	size_t n = bytes / (p->dtype == PIPE_DTYPE_F16 ? 2 : 4);
+	for (size_t i = 0; i < n; i++) {
+		float v;
+		if (p->dtype == PIPE_DTYPE_F16)
+			v = half_to_float(((const uint16_t *)out)[i]);
+		else
+			v = ((const float *)out)[i];
+		int c = channel_of(p, i);
+		float lo = (0.0f - p->mean[c]) / p->std[c], hi = (1.0f - p->mean[c]) / p->std[c];
+		/* f16 rounds to 11 significant bits; allow that and float noise. */
+		float tol = 0.01f * (fabsf(lo) + fabsf(hi));
+		FUZZ_CHECK(isfinite(v) && v >= lo - tol && v <= hi + tol,
+			   "element %zu (channel %d) = %g outside [%g, %g]", i, c, v, lo, hi);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct jpeg_worker *w;
+	char err[256] = "";
+	if (!w && jpeg_worker_create(&w, err, sizeof(err)) != 0) {
+		fprintf(stderr, "fuzz_jpeg: %s\n", err);
+		abort();
+	}
+	/* The augmentation key follows the bytes so that an input replays the
+	 * same crops; FNV-1a is enough to spread it. */
+	uint64_t key = 1469598103934665603ull;
+	for (size_t i = 0; i < size; i++)
+		key = (key ^ data[i]) * 1099511628211ull;
+	for (size_t k = 0; k < N_PSETS; k++) {
+		struct jpeg_params p;
+		params_of(&psets[k], &p);
+		FUZZ_CHECK(jpeg_params_check(&p, err, sizeof(err)) == 0, "param set %zu: %s", k, err);
+		size_t bytes = jpeg_pipeline_sample_bytes(&p);
+		void *out = malloc(bytes);
+		if (!out)
+			return 0;
+		err[0] = '\0';
+		int rc = jpeg_pipeline_run(w, &p, data, size, key + k, out, err, sizeof(err));
+		if (rc == 0) {
+			check_output(&p, out, bytes);
+		} else {
+			FUZZ_CHECK(rc == FEEDER_EDECODE || rc == FEEDER_EINVAL || rc == -ENOMEM,
+				   "param set %zu: code %d", k, rc);
+			FUZZ_CHECK_ERR(err, sizeof(err));
+		}
+		free(out);
+	}
+	return 0;
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# tests/fuzz/fuzz_test.sh — fuzz one harness for a bounded time (a meson test).
+#
+# Usage: tests/fuzz/fuzz_test.sh HARNESS SECONDS [SANITIZE]
+# Builds the harness if needed (build.sh), then runs libFuzzer on a corpus
+# kept in $FEEDER_BUILD/fuzz/corpus/HARNESS (it grows from run to run), with
+# the committed seeds and saved regressions as extra input. Fails on any crash,
+# leak, UB report, timeout (10 s per input) or memory blow-up (2 GiB), and
+# prints libFuzzer's executions count. SANITIZE is the meson build's
+# b_sanitize: tests/run runs the suite twice (plain and --sanitize) and the
+# fuzzing belongs to one of them, so with "none" the test skips.
+# Exit: 0 no crash, 1 crash (the input is kept under $FEEDER_BUILD/fuzz/
+# artifacts/HARNESS/), 77 skipped.
+set -u
+h=${1:?usage: fuzz_test.sh HARNESS SECONDS [SANITIZE]}
+secs=${2:?usage: fuzz_test.sh HARNESS SECONDS [SANITIZE]}
+san=${3:-}
+src=${FEEDER_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
+bld=${FEEDER_BUILD:-$src/build}
+
+if [ "$san" = none ]; then
+  echo "SKIP: fuzz runs in the sanitizer build (tests/run --sanitize); this build replays the corpus (fuzz_replay_$h)"
+  exit 77
+fi
+"$src/tests/fuzz/build.sh" "$h"
+rc=$?
+[ $rc = 0 ] || exit $rc
+
+corpus=$bld/fuzz/corpus/$h
+art=$bld/fuzz/artifacts/$h
+mkdir -p "$corpus" "$art"
+seeds=("$src/tests/fuzz/corpus/$h")
+[ -d "$src/tests/fuzz/regressions/$h" ] && seeds+=("$src/tests/fuzz/regressions/$h")
+log=$bld/fuzz/fuzz_$h.log
+
+# The meson environment asks ASan for leak checks; libFuzzer does its own
+# (-detect_leaks), and UBSan reports are already fatal in the binary.
+# libFuzzer's own exit status for a crash is 77, which meson reads as "skip":
+# -error_exitcode/-timeout_exitcode make every finding a failure.
+"$bld/fuzz/fuzz_$h" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+  -print_final_stats=1 -error_exitcode=1 -timeout_exitcode=1 -artifact_prefix="$art/" "$corpus/" "${seeds[@]}" >"$log" 2>&1
+rc=$?
+execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+cov=$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
+ninputs=$(ls "$corpus" | wc -l)
+if [ $rc != 0 ]; then
+  tail -60 "$log"
+  echo "fuzz_$h: CRASH after ${execs:-?} executions (exit $rc); input(s): $(ls "$art" | tr '\n' ' ')"
+  echo "fuzz_$h: save it under tests/fuzz/regressions/$h/ and fix the decoder (full log: $log)"
+  exit 1
+fi
+echo "fuzz_$h: ${execs:-?} executions in $secs s, coverage ${cov:-?} edges, corpus $ninputs inputs, no crash"
+exit 0

@@ -1,0 +1,66 @@
+#!/bin/bash
+# features.sh — inspect and verify on a features dataset (packed by
+# `packer pack audio` from tools/gen-speech output): inspect reports kind,
+# feat_dim, dtype and frame/duration statistics that match the records;
+# verify passes, then names the sample whose matrix holds an infinity (with
+# its CRC made consistent, so only the finiteness check can catch it) and
+# the sample whose header claims the wrong number of frames.
+source "$FEEDER_SOURCE/tests/packer/lib.sh"
+GS="$FEEDER_BUILD/tools/gen-speech"
+[ -x "$GS" ] || { echo "SKIP: gen-speech not built" >&2; exit 77; }
+"$PACKER" pack audio --help >/dev/null 2>&1 || { echo "SKIP: packer built without pack audio" >&2; exit 77; }
+"$GS" 3 3 "$T/sp" --seed 3 --min-dur 0.8 --max-dur 1.5 >/dev/null || fail "gen-speech"
+expect_rc 0 "$PACKER" pack audio --dtype f16 "$T/sp" "$T/ds"
+expect_rc 0 "$PACKER" inspect --json "$T/ds"
+cp "$T/out" "$T/inspect.json"
+$PY "$HERE/dsread.py" "$T/ds" >"$T/ds.json" || fail dsread
+$PY - "$T/inspect.json" "$T/ds.json" <<'PYEOF' || fail "inspect figures"
+import json, sys
+j, ds = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+fr = [s["frames"] for s in ds["samples"]]
+assert j["kind"] == "features" and j["samples"] == 9 and j["classes"] == 3, j
+assert j["feat_dim"] == ds["header"]["feat_dim"] and j["dtype"] == "f16", j
+assert j["frames"]["total"] == sum(fr) and j["frames"]["min"] == min(fr) and j["frames"]["max"] == max(fr)
+assert abs(j["duration_s"]["total"] - sum(fr) * 0.01) < 1e-6, j["duration_s"]
+assert j["bytes"] == sum(s["len"] for s in ds["samples"]) == 2 * ds["header"]["feat_dim"] * sum(fr)
+assert j["histogram"] == [3, 3, 3], j["histogram"]
+PYEOF
+expect_rc 0 "$PACKER" inspect "$T/ds"
+grep -q "^features: *feat_dim [0-9]*, dtype f16" "$T/out" || fail "text inspect: $(cat "$T/out")"
+grep -q "^duration: " "$T/out" || fail "text inspect has no duration line"
+expect_rc 0 "$PACKER" verify "$T/ds"
+
+# Sample 4: an f16 infinity at frame 1, column 2, CRC recomputed.
+# Sample 7: its header claims one frame fewer than the payload holds.
+for k in 4 7; do "$PACKER" cat "$T/ds" $k >"$T/p$k" || fail "cat $k"; done
+$PY - "$T/ds/data.mdb" "$T/p4" "$T/p7" "$(grep -o '"feat_dim":[0-9]*' "$T/inspect.json" | cut -d: -f2)" <<'PYEOF' || fail "corrupting"
+import struct, sys
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c ^= x
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
+    return c ^ 0xFFFFFFFF
+data = bytearray(open(sys.argv[1], "rb").read())
+dim = int(sys.argv[4])
+def locate(p):
+    at = data.find(p)
+    assert at >= 24 and data.find(p, at + 1) < 0, "payload not found once"
+    return at
+p4 = bytearray(open(sys.argv[2], "rb").read())
+at = locate(bytes(p4))
+p4[2 * (dim + 2):2 * (dim + 2) + 2] = struct.pack("<H", 0x7C00)
+data[at:at + len(p4)] = p4
+struct.pack_into("<I", data, at - 24 + 8, crc32c(p4))
+p7 = open(sys.argv[3], "rb").read()
+at = locate(p7)
+frames = struct.unpack_from("<I", data, at - 24 + 12)[0]
+struct.pack_into("<I", data, at - 24 + 12, frames - 1)
+open(sys.argv[1], "r+b").write(data)
+PYEOF
+expect_rc 1 "$PACKER" verify "$T/ds"
+grep -q "^sample 4: .*frame 1, column 2 is not finite" "$T/out" || fail "no finiteness report: $(cat "$T/out")"
+grep -q "^sample 7: " "$T/out" || fail "no shape report: $(cat "$T/out")"
+[ "$(grep -c '^sample ' "$T/out")" = 2 ] || fail "unexpected reports: $(cat "$T/out")"
+echo "features: ok"

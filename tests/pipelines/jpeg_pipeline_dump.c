@@ -1,0 +1,86 @@
+/* jpeg_pipeline_dump.c — run the jpeg pipeline on one file, for tests in
+ * other languages (test_pil_parity.py holds it to PIL, i.e. to what
+ * torchvision's transforms compute on PIL images).
+ *
+ *   jpeg_pipeline_dump FILE.jpg train|eval SIZE KEY OUT
+ *
+ * Prints the crop box "x y w h flip" and writes the u8 NHWC output of
+ * jpeg_pipeline_run to OUT and that of jpeg_pipeline_reference to OUT.ref. */
+#include "jpeg_pipeline.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int write_file(const char *path, const void *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(buf, 1, len, f) != len) {
+		fprintf(stderr, "jpeg_pipeline_dump: cannot write %s\n", path);
+		if (f)
+			fclose(f);
+		return 1;
+	}
+	return fclose(f) != 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 6 || (strcmp(argv[2], "train") && strcmp(argv[2], "eval"))) {
+		fprintf(stderr, "usage: jpeg_pipeline_dump FILE.jpg train|eval SIZE KEY OUT\n");
+		return 2;
+	}
+	FILE *f = fopen(argv[1], "rb");
+	if (!f) {
+		fprintf(stderr, "jpeg_pipeline_dump: cannot open %s\n", argv[1]);
+		return 1;
+	}
+	static uint8_t jpeg[1 << 24];
+	size_t len = fread(jpeg, 1, sizeof jpeg, f);
+	fclose(f);
+	if (len == sizeof jpeg) {
+		fprintf(stderr, "jpeg_pipeline_dump: %s is larger than %zu bytes\n", argv[1], sizeof jpeg);
+		return 1;
+	}
+
+	struct jpeg_params p;
+	jpeg_params_default(&p, (uint32_t)atoi(argv[3]), !strcmp(argv[2], "train"));
+	p.dtype = PIPE_DTYPE_U8;
+	p.layout = PIPE_LAYOUT_NHWC;
+	uint64_t key = strtoull(argv[4], NULL, 10);
+	char err[256];
+	struct jpeg_worker *w;
+	if (jpeg_worker_create(&w, err, sizeof err)) {
+		fprintf(stderr, "jpeg_pipeline_dump: %s\n", err);
+		return 1;
+	}
+	size_t n = jpeg_pipeline_sample_bytes(&p);
+	uint8_t *out = malloc(n), *ref = malloc(n);
+	if (!out || !ref)
+		return 1;
+	if (jpeg_pipeline_run(w, &p, jpeg, len, key, out, err, sizeof err) ||
+	    jpeg_pipeline_reference(w, &p, jpeg, len, key, ref, err, sizeof err)) {
+		fprintf(stderr, "jpeg_pipeline_dump: %s\n", err);
+		return 1;
+	}
+	/* The planner needs the image size: take it from the frame header
+	 * (SOF0/1/2), which is enough for the test images. */
+	uint32_t iw = 0, ih = 0;
+	for (size_t i = 2; i + 9 < len; i++)
+		if (jpeg[i] == 0xff && (jpeg[i + 1] == 0xc0 || jpeg[i + 1] == 0xc1 || jpeg[i + 1] == 0xc2)) {
+			ih = (uint32_t)jpeg[i + 5] << 8 | jpeg[i + 6];
+			iw = (uint32_t)jpeg[i + 7] << 8 | jpeg[i + 8];
+			break;
+		}
+	struct jpeg_crop c;
+	jpeg_pipeline_plan(&p, iw, ih, key, &c);
+	printf("%.17g %.17g %.17g %.17g %d\n", c.x, c.y, c.w, c.h, c.flip);
+	char path[4096];
+	snprintf(path, sizeof path, "%s.ref", argv[5]);
+	int rc = write_file(argv[5], out, n) || write_file(path, ref, n);
+	free(out);
+	free(ref);
+	jpeg_worker_destroy(w);
+	return rc;
+}

@@ -1,0 +1,259 @@
+/* test_features_pipeline.c — the features pipeline: the chunk lies inside
+ * the utterance and is a pure function of the key (centred in eval), pad
+ * repeat wraps and pad skip skips, per-utterance and sliding (Kaldi
+ * apply-cmvn-sliding --center=true) mean and variance normalization against
+ * a direct computation, the (feat_dim, chunk_len) layout, f16 output, f16
+ * input, and malformed samples and params. */
+#include "check.h"
+#include "dsformat.h"
+#include "features_pipeline.h"
+#include "half.h"
+#include "jpeg_pipeline.h"
+#include "status.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A frames x dim utterance with distinct, smooth-and-varying values. */
+static float value(uint32_t t, uint32_t d)
+{
+	return (float)(10.0 * sin(t * 0.05 + d) + 0.01 * t + d + 0.3 * cos(t * 1.7 * (d + 1)));
+}
+
+static uint8_t *make(uint32_t frames, uint32_t dim, int f16, struct dsformat_sample *s)
+{
+	size_t elem = f16 ? 2 : 4;
+	uint8_t *buf = malloc((size_t)frames * dim * elem);
+	CHECK(buf);
+	for (uint32_t t = 0; t < frames; t++)
+		for (uint32_t d = 0; d < dim; d++) {
+			size_t i = (size_t)t * dim + d;
+			float v = value(t, d);
+			if (f16) {
+				uint16_t h = half_from_float(v);
+				buf[i * 2] = (uint8_t)h;
+				buf[i * 2 + 1] = (uint8_t)(h >> 8);
+			} else {
+				uint32_t u;
+				memcpy(&u, &v, 4);
+				for (int b = 0; b < 4; b++)
+					buf[i * 4 + b] = (uint8_t)(u >> (8 * b));
+			}
+		}
+	*s = (struct dsformat_sample){ .label = 3, .payload_len = (uint32_t)(frames * dim * elem),
+				       .frames = frames, .dim = dim,
+				       .dtype = f16 ? DSFORMAT_DTYPE_F16 : DSFORMAT_DTYPE_F32 };
+	return buf;
+}
+
+static double input(uint32_t t, uint32_t d, int f16)
+{
+	return f16 ? half_to_float(half_from_float(value(t, d))) : value(t, d);
+}
+
+/* The expected output at (d, column t) computed directly, no running sums. */
+static double expect(const struct features_params *p, uint32_t frames, uint32_t src, uint32_t d,
+		     int f16)
+{
+	double x = input(src, d, f16);
+	if (p->cmn == FEAT_CMN_NONE)
+		return x;
+	int64_t lo = 0, hi = frames;
+	if (p->cmn == FEAT_CMN_SLIDING) {
+		lo = (int64_t)src - p->cmn_window / 2;
+		hi = lo + p->cmn_window;
+		if (lo < 0) {
+			hi -= lo;
+			lo = 0;
+		}
+		if (hi > frames) {
+			lo -= hi - frames;
+			hi = frames;
+			if (lo < 0)
+				lo = 0;
+		}
+	}
+	double sum = 0, sumsq = 0;
+	for (int64_t t = lo; t < hi; t++) {
+		double v = input((uint32_t)t, d, f16);
+		sum += v;
+		sumsq += v * v;
+	}
+	double mean = sum / (double)(hi - lo);
+	x -= mean;
+	if (p->cvn)
+		x /= sqrt(sumsq / (double)(hi - lo) - mean * mean);
+	return x;
+}
+
+static void check_against_direct(struct features_params p, uint32_t frames, uint32_t dim,
+				 int f16_in, uint64_t key)
+{
+	char err[256];
+	struct dsformat_sample s;
+	uint8_t *payload = make(frames, dim, f16_in, &s);
+	size_t n = (size_t)dim * p.chunk_len;
+	float *out = malloc(n * 4);
+	uint16_t *out16 = malloc(n * 2);
+	CHECK(out && out16);
+	p.dtype = PIPE_DTYPE_F32;
+	CHECKF(features_pipeline_run(&p, &s, payload, key, out, err, sizeof err) == 0, "%s", err);
+	uint32_t off = features_pipeline_offset(&p, frames, key);
+	for (uint32_t d = 0; d < dim; d++)
+		for (uint32_t t = 0; t < p.chunk_len; t++) {
+			uint32_t src = frames > p.chunk_len ? off + t : t % frames;
+			double want = expect(&p, frames, src, d, f16_in);
+			double got = out[(size_t)d * p.chunk_len + t];
+			CHECKF(fabs(got - want) <= 1e-4 * (1 + fabs(want)),
+			       "cmn %d cvn %d window %u frames %u: (d %u, t %u) = %f, want %f", p.cmn,
+			       p.cvn, p.cmn_window, frames, d, t, got, want);
+		}
+	p.dtype = PIPE_DTYPE_F16;
+	CHECK(features_pipeline_run(&p, &s, payload, key, out16, err, sizeof err) == 0);
+	for (size_t i = 0; i < n; i++)
+		CHECKF(out16[i] == half_from_float(out[i]), "f16 %04x vs f32 %f", out16[i], out[i]);
+	CHECK(features_pipeline_sample_bytes(&p, dim) == n * 2);
+	free(out);
+	free(out16);
+	free(payload);
+}
+
+int main(void)
+{
+	char err[256];
+	struct features_params p;
+
+	/* Chunk bounds, determinism, spread of offsets, eval centring. */
+	features_params_default(&p, 50, 1);
+	CHECK(features_params_check(&p, err, sizeof err) == 0);
+	CHECK(p.cmn == FEAT_CMN_SLIDING && p.cmn_window == 300 && p.pad == FEAT_PAD_REPEAT);
+	uint8_t hit[151] = { 0 };
+	for (uint64_t key = 0; key < 3000; key++) {
+		uint32_t off = features_pipeline_offset(&p, 200, key);
+		CHECK(off <= 150);
+		CHECK(off == features_pipeline_offset(&p, 200, key));
+		hit[off] = 1;
+	}
+	int distinct = 0;
+	for (int i = 0; i <= 150; i++)
+		distinct += hit[i];
+	CHECKF(distinct == 151, "only %d of 151 offsets drawn", distinct);
+	CHECK(features_pipeline_offset(&p, 50, 7) == 0 && features_pipeline_offset(&p, 10, 7) == 0);
+	p.train = 0;
+	CHECK(features_pipeline_offset(&p, 200, 1) == 75 && features_pipeline_offset(&p, 201, 9) == 75);
+
+	/* No normalization: the output is the chunk, transposed. */
+	features_params_default(&p, 40, 1);
+	p.cmn = FEAT_CMN_NONE;
+	for (uint64_t key = 0; key < 5; key++)
+		check_against_direct(p, 300, 13, 0, key);
+	/* Determinism of the bytes, and different keys differ. */
+	{
+		struct dsformat_sample s;
+		uint8_t *payload = make(300, 8, 0, &s);
+		float a[8 * 40], b[8 * 40];
+		CHECK(features_pipeline_run(&p, &s, payload, 11, a, err, sizeof err) == 0);
+		CHECK(features_pipeline_run(&p, &s, payload, 11, b, err, sizeof err) == 0);
+		CHECK(memcmp(a, b, sizeof a) == 0);
+		CHECK(features_pipeline_run(&p, &s, payload, 12, b, err, sizeof err) == 0);
+		CHECK(memcmp(a, b, sizeof a) != 0);
+		free(payload);
+	}
+	/* Pad repeat wraps a short utterance; pad skip skips it untouched. */
+	check_against_direct(p, 7, 5, 0, 3);
+	{
+		struct dsformat_sample s;
+		uint8_t *payload = make(7, 5, 0, &s);
+		float out[5 * 40];
+		memset(out, 0x5a, sizeof out);
+		p.pad = FEAT_PAD_SKIP;
+		CHECK(features_pipeline_run(&p, &s, payload, 3, out, err, sizeof err) == FEATURES_SKIPPED);
+		for (size_t i = 0; i < sizeof out; i++)
+			CHECK(((uint8_t *)out)[i] == 0x5a);
+		/* Exactly chunk_len frames is not short. */
+		free(payload);
+		payload = make(40, 5, 0, &s);
+		CHECK(features_pipeline_run(&p, &s, payload, 3, out, err, sizeof err) == 0);
+		free(payload);
+		p.pad = FEAT_PAD_REPEAT;
+	}
+
+	/* Per-utterance and sliding cmn (and cvn), in train and eval, with
+	 * windows shorter and longer than the utterance and f16 input. */
+	static const struct {
+		int cmn, cvn;
+		uint32_t window, frames, chunk;
+		int f16_in;
+	} cases[] = {
+		{ FEAT_CMN_UTT, 0, 300, 500, 100, 0 },  { FEAT_CMN_UTT, 1, 300, 500, 100, 0 },
+		{ FEAT_CMN_SLIDING, 0, 300, 1000, 200, 0 }, { FEAT_CMN_SLIDING, 1, 300, 1000, 200, 0 },
+		{ FEAT_CMN_SLIDING, 0, 300, 150, 100, 0 }, { FEAT_CMN_SLIDING, 0, 301, 700, 300, 1 },
+		{ FEAT_CMN_SLIDING, 1, 7, 90, 60, 1 },     { FEAT_CMN_SLIDING, 0, 1, 50, 20, 0 },
+		{ FEAT_CMN_SLIDING, 0, 300, 30, 80, 0 },   { FEAT_CMN_UTT, 1, 300, 30, 80, 1 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (int train = 0; train <= 1; train++) {
+			features_params_default(&p, cases[i].chunk, train);
+			p.cmn = cases[i].cmn;
+			p.cvn = cases[i].cvn;
+			p.cmn_window = cases[i].window;
+			for (uint64_t key = 0; key < 3; key++)
+				check_against_direct(p, cases[i].frames, 11, cases[i].f16_in, key * 77);
+		}
+	/* Sliding cmn over a window at least as long as the utterance is the
+	 * per-utterance cmn. */
+	{
+		struct dsformat_sample s;
+		uint8_t *payload = make(120, 6, 0, &s);
+		float a[6 * 50], b[6 * 50];
+		features_params_default(&p, 50, 1);
+		p.cmn_window = 300;
+		CHECK(features_pipeline_run(&p, &s, payload, 5, a, err, sizeof err) == 0);
+		p.cmn = FEAT_CMN_UTT;
+		CHECK(features_pipeline_run(&p, &s, payload, 5, b, err, sizeof err) == 0);
+		for (size_t i = 0; i < 6 * 50; i++)
+			CHECK(fabsf(a[i] - b[i]) < 1e-5f);
+		free(payload);
+	}
+
+	/* Malformed samples. */
+	{
+		struct dsformat_sample s;
+		uint8_t *payload = make(20, 4, 0, &s);
+		float out[4 * 10];
+		features_params_default(&p, 10, 1);
+		struct dsformat_sample bad = s;
+		bad.payload_len -= 4;
+		CHECK(features_pipeline_run(&p, &bad, payload, 0, out, err, sizeof err) == FEEDER_EFORMAT);
+		bad = s;
+		bad.dim = 0;
+		CHECK(features_pipeline_run(&p, &bad, payload, 0, out, err, sizeof err) == FEEDER_EFORMAT);
+		bad = s;
+		bad.frames = 0;
+		CHECK(features_pipeline_run(&p, &bad, payload, 0, out, err, sizeof err) == FEEDER_EFORMAT);
+		bad = s;
+		bad.dtype = DSFORMAT_DTYPE_NONE;
+		CHECK(features_pipeline_run(&p, &bad, payload, 0, out, err, sizeof err) == FEEDER_EFORMAT);
+		free(payload);
+	}
+	/* Bad params. */
+	struct features_params q;
+	features_params_default(&q, 0, 1);
+	CHECK(features_params_check(&q, err, sizeof err) == FEEDER_EINVAL);
+	features_params_default(&q, 10, 1);
+	q.dtype = PIPE_DTYPE_U8;
+	CHECK(features_params_check(&q, err, sizeof err) == FEEDER_EINVAL);
+	features_params_default(&q, 10, 1);
+	q.cmn_window = 0;
+	CHECK(features_params_check(&q, err, sizeof err) == FEEDER_EINVAL);
+	features_params_default(&q, 10, 1);
+	q.cmn = FEAT_CMN_NONE;
+	q.cvn = 1;
+	CHECK(features_params_check(&q, err, sizeof err) == FEEDER_EINVAL);
+	features_params_default(&q, 10, 1);
+	q.pad = 0;
+	CHECK(features_params_check(&q, err, sizeof err) == FEEDER_EINVAL && strstr(err, "pad"));
+	return 0;
+}

@@ -1,0 +1,109 @@
+"""test_errors.py — failures reach Python as feeder exceptions carrying the
+daemon's sentence: a missing dataset, a bad name, bad options (caught in
+Python or refused by the daemon), no daemon, a daemon killed mid-epoch (an
+exception, not a hang) and a daemon that stops answering (a timeout)."""
+import os
+import signal
+import time
+
+import pytest
+
+feeder = pytest.importorskip("feeder")
+
+
+def test_missing_dataset(daemon):
+    with pytest.raises(feeder.DatasetError) as e:
+        feeder.Loader("no-such-set", 8, socket=daemon.sock)
+    assert "no-such-set" in str(e.value) and e.value.code == feeder._lib.lib.FEEDER_ENODATASET
+    assert isinstance(e.value, feeder.FeederError)
+
+
+def test_bad_dataset_name(daemon):
+    with pytest.raises(feeder.DatasetError) as e:
+        feeder.Loader("../etc", 8, socket=daemon.sock)
+    assert "../etc" in str(e.value)
+
+
+@pytest.mark.parametrize("kw,words", [
+    (dict(dtype="int7"), "dtype"),
+    (dict(layout="CHWN"), "layout"),
+    (dict(batch_size=0), "batch_size"),
+    (dict(slots=0), "slots"),
+    (dict(rank=2, world_size=2), "rank"),
+    (dict(pipeline="audio"), "pipeline"),
+    (dict(on_error="ignore"), "on_error"),
+    (dict(seed=-1), "seed"),
+])
+def test_bad_option_in_python(daemon, kw, words):
+    kw.setdefault("batch_size", 8)
+    with pytest.raises(feeder.OptionError) as e:
+        feeder.Loader("imgs", socket=daemon.sock, **kw)
+    assert words in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+def test_bad_option_refused_by_daemon(daemon):
+    with pytest.raises(feeder.OptionError) as e:
+        feeder.Loader("imgs", 8, pipeline=feeder.Jpeg(0), socket=daemon.sock)
+    assert "jpeg" in str(e.value) and "0x0" in str(e.value)
+    with pytest.raises(feeder.OptionError) as e:
+        feeder.Loader("imgs", 8, pipeline=feeder.Jpeg(32, scale=(0.5, 3.0)), socket=daemon.sock)
+    assert "scale" in str(e.value)
+
+
+def test_bad_pipeline_value():
+    with pytest.raises(feeder.OptionError):
+        feeder.Features(cmn="global")
+    with pytest.raises(feeder.OptionError):
+        feeder.Jpeg((1, 2, 3))
+
+
+def test_no_daemon(workdir):
+    t0 = time.monotonic()
+    with pytest.raises(feeder.DaemonConnectionError) as e:
+        feeder.Loader("imgs", 8, socket=os.path.join(workdir, "nobody.sock"), connect_timeout=0.3)
+    assert "nobody.sock" in str(e.value)
+    assert isinstance(e.value, ConnectionError)
+    assert time.monotonic() - t0 < 5
+
+
+def test_state_of_other_request_refused(daemon):
+    a = feeder.Loader("imgs", 8, pipeline=feeder.Jpeg(32), socket=daemon.sock)
+    b = feeder.Loader("imgs", 4, pipeline=feeder.Jpeg(32), socket=daemon.sock)
+    with pytest.raises(feeder.OptionError) as e:
+        b.load_state_dict(a.state_dict())
+    assert "batch_size" in str(e.value)
+
+
+def test_killed_daemon_raises(own_daemon):
+    d = own_daemon()
+    ld = feeder.Loader("imgs", 2, pipeline=feeder.Jpeg(32), slots=2, socket=d.sock, timeout=10)
+    it = iter(ld)
+    next(it)
+    d.kill(signal.SIGKILL)
+    t0 = time.monotonic()
+    with pytest.raises(feeder.DaemonConnectionError) as e:
+        for _ in it:
+            pass
+    assert not isinstance(e.value, feeder.DaemonTimeoutError), str(e.value)
+    assert time.monotonic() - t0 < 5
+    # A new Loader on the dead socket fails fast as well.
+    with pytest.raises(feeder.DaemonConnectionError):
+        feeder.Loader("imgs", 2, socket=d.sock, connect_timeout=0.2)
+
+
+def test_stalled_daemon_times_out(own_daemon):
+    d = own_daemon()
+    ld = feeder.Loader("imgs", 2, pipeline=feeder.Jpeg(32), slots=2, socket=d.sock, timeout=0.5)
+    it = iter(ld)
+    next(it)
+    d.kill(signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(feeder.DaemonTimeoutError) as e:
+            for _ in it:
+                pass
+        assert 0.4 < time.monotonic() - t0 < 5
+        assert isinstance(e.value, TimeoutError) and "0.5 s" in str(e.value)
+    finally:
+        d.kill(signal.SIGCONT)
