@@ -436,6 +436,7 @@ static int cmd_train(const struct args *a)
 			cur_batch = b.batch_index;
 		}
 		double t1 = now_s();
+		uint32_t count = b.count; /* feeder_release zeroes b */
 		struct xvec_result res;
 		if (xvec_model_train_step(m, x, labels, (int)b.count, a->chunk, &res, err,
 					  sizeof(err))) {
@@ -448,7 +449,7 @@ static int cmd_train(const struct args *a)
 		wait_all += t1 - t0;
 		loss_sum += res.loss;
 		correct += res.correct;
-		seen += b.count;
+		seen += count;
 		steps++;
 		int_steps++;
 		if (!isfinite(res.loss)) {
@@ -503,6 +504,7 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 	struct xvec_model *m = NULL;
 	struct xvec_options xo;
 	char err[512];
+	uint8_t blob[BLOB_SIZE];
 	int rc = -1;
 
 	*emb = NULL;
@@ -514,7 +516,7 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 		return -1;
 	}
 	if (xvec_model_create(&m, &xo, a->batch, a->chunk, err, sizeof(err)) ||
-	    xvec_checkpoint_load(m, a->checkpoint, NULL, 0, NULL, err, sizeof(err))) {
+	    xvec_checkpoint_load(m, a->checkpoint, blob, sizeof(blob), NULL, err, sizeof(err))) {
 		fprintf(stderr, "xvec: %s: %s\n", a->checkpoint, err);
 		goto out;
 	}

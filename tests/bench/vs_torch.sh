@@ -40,7 +40,7 @@ export FEEDER_SOCKET=$work/s.sock
 rss() { awk '/^RssAnon|^RssFile/ {s += $2} END {print s}' "/proc/$daemon/status"; }
 rss0=$(rss)
 fb=$("$build/tools/feeder-bench" --dataset images --batch 256 --size 224 --dtype f16 \
-  --batches "$BATCHES" --datasets-dir "$work/datasets" --json)
+  --batches "$BATCHES" --datasets "$work/datasets" --json)
 rss1=$(rss)
 echo "feeder-bench: $fb" >&2
 tb=$(/usr/bin/python3 tests/bench/torch_images.py "$work/datasets/images" --batch 256 --size 224 \
