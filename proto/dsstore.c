@@ -244,9 +244,11 @@ int dsstore_writer_open(const char *dir, size_t initial_map, struct dsstore_writ
 		rc = lmdb_fail(err, errlen, rc, dir);
 		goto fail;
 	}
-	/* One writer in a private directory: no lock file. WRITEMAP puts data
-	 * straight into the page cache; nothing is synced until finish. */
-	rc = mdb_env_open(w->env, dir, MDB_NOLOCK | MDB_WRITEMAP | MDB_NOSYNC | MDB_NOMETASYNC, 0644);
+	/* One writer in a private directory: no lock file; nothing is synced
+	 * until finish. Not MDB_WRITEMAP: writing through the map costs a page
+	 * fault and a zero-fill per new page, which made packing 20,000 images
+	 * into tmpfs take 5.7 s against 3.6-5.0 s with LMDB's own buffers. */
+	rc = mdb_env_open(w->env, dir, MDB_NOLOCK | MDB_NOSYNC | MDB_NOMETASYNC, 0644);
 	if (rc) {
 		rc = lmdb_fail(err, errlen, rc, dir);
 		goto fail;
@@ -378,7 +380,7 @@ int dsstore_writer_finish(struct dsstore_writer *w, const struct dsformat_header
 	size_t used = ((size_t)info.me_last_pgno + 1) * w->psize;
 	mdb_env_close(w->env);
 	w->env = NULL;
-	/* WRITEMAP sized the file to the whole map; give back the sparse tail. */
+	/* Give back any tail beyond the used pages (the map may have grown). */
 	char path[PATH_MAX + 16];
 	snprintf(path, sizeof(path), "%s/data.mdb", w->dir);
 	if (truncate(path, (off_t)used) != 0) {

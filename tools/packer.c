@@ -12,6 +12,7 @@
 
 #include "dsformat.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,6 +59,14 @@ int pack_audio_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* LMDB allocates a buffer per large value during a write transaction
+	 * and frees them all at commit. With glibc's defaults the heap is
+	 * trimmed after every commit and regrown, so each page is faulted and
+	 * zeroed again: packing 20,000 images into tmpfs took 4.5-5.3 s of
+	 * mostly kernel time, 2.0-2.3 s with the heap kept. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 1 << 30);
+	mallopt(M_TOP_PAD, 64 << 20);
 	if (argc < 2)
 		return usage_error("%s", "missing command");
 	const char *cmd = argv[1];

@@ -12,8 +12,12 @@
  * utterance of a (held-out) dataset; `eval` scores all same-speaker and
  * different-speaker pairs by cosine similarity and reports EER and minDCF.
  *
- * --device cuda needs the CUDA trainer, which this build does not have; it
- * says so (and what cuda_info found) instead of silently training on CPU. */
+ * --device cuda trains with the CUDA model (cuda/xvec_cuda.h) fed through
+ * cuda/xvec_feed.h (pinned ring, copies on a second stream overlapping the
+ * previous step); the CPU model stays the host mirror that checkpoints are
+ * written from. Where the CUDA model is not built or there is no device,
+ * xvec says so instead of silently training on the CPU. The CUDA path has
+ * been compiled but not yet run on a GPU. */
 #include "feeder.h"
 
 #include "bytes.h"
@@ -21,6 +25,10 @@
 #include "metrics.h"
 #include "xvec_checkpoint.h"
 #include "xvec_model.h"
+#ifdef FEEDER_HAVE_XVEC_CUDA
+#include "xvec_cuda.h"
+#include "xvec_feed.h"
+#endif
 
 #include <errno.h>
 #include <getopt.h>
@@ -37,7 +45,8 @@
 
 struct args {
 	const char *cmd;
-	const char *dataset, *socket, *out, *resume, *checkpoint, *device;
+	const char *dataset, *socket, *out, *resume, *checkpoint, *device, *precision;
+	int autotune;
 	int epochs, batch, chunk, log_every, slots, json;
 	long stop_after, steps;
 	int in_memory;
@@ -66,7 +75,8 @@ static void usage(FILE *f)
 	      "         --weight-decay W (0) --seed S (1) --width 512 --pool-width 1500\n"
 	      "         --embed 512 --log-every N (10) --resume CKPT --stop-after STEPS\n"
 	      "         --steps N (stop after N steps in all)  --in-memory K (benchmark:\n"
-	      "         train on K batches held in memory instead of the stream)\n",
+	      "         train on K batches held in memory instead of the stream)\n"
+	      "cuda:    --precision fp32|tf32|bf16 (fp32)  --autotune\n",
 	      f);
 }
 
@@ -94,9 +104,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"embed", 1, 0, 3}, {"seed", 1, 0, 4}, {"log-every", 1, 0, 5},
 		{"slots", 1, 0, 6}, {"stop-after", 1, 0, 7}, {"steps", 1, 0, 8},
 		{"in-memory", 1, 0, 9}, {"timeout-ms", 1, 0, 10}, {"json", 0, 0, 'j'},
+		{"precision", 1, 0, 11}, {"autotune", 0, 0, 12},
 		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	memset(a, 0, sizeof(*a));
 	a->device = "cpu";
+	a->precision = "fp32";
 	a->epochs = 10;
 	a->batch = 64;
 	a->chunk = 0;
@@ -137,6 +149,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'c': a->checkpoint = optarg; break;
 		case 'D': a->device = optarg; break;
 		case 'j': a->json = 1; break;
+		case 11: a->precision = optarg; break;
+		case 12: a->autotune = 1; break;
 		case 'h': usage(stdout); exit(0);
 		case '?':
 			fprintf(stderr, "xvec: unknown option or missing value: '%s' (see --help)\n",
@@ -195,8 +209,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return 0;
 }
 
-/* The CUDA trainer is a separate build target that this build lacks; say
- * exactly that, plus what the device probe found, and fail. */
+/* --device cuda needs the CUDA model in this build and a usable device; say
+ * exactly which is missing. eval and embed run on the CPU model. */
 static int check_device(const struct args *a)
 {
 	if (!strcmp(a->device, "cpu"))
@@ -204,6 +218,20 @@ static int check_device(const struct args *a)
 	char why[256];
 	struct cuda_info_device d;
 	int n = cuda_info_devices(&d, why, sizeof(why));
+#ifdef FEEDER_HAVE_XVEC_CUDA
+	if (!strcmp(a->cmd, "train")) {
+		if (n < 0) {
+			fprintf(stderr, "xvec: --device cuda: %s\n", why);
+			return -1;
+		}
+		if (a->in_memory) {
+			fprintf(stderr, "xvec: --in-memory is a CPU benchmark mode\n");
+			return -1;
+		}
+		printf("device: %s (sm_%d%d, %zu MiB)\n", d.name, d.major, d.minor, d.total_mem >> 20);
+		return 0;
+	}
+#endif
 	if (n < 0)
 		fprintf(stderr, "xvec: --device cuda: %s; this build also has no CUDA trainer "
 				"(use --device cpu)\n", why);
@@ -281,6 +309,99 @@ static int save(struct xvec_model *m, const struct args *a, uint64_t epoch, uint
 	}
 	return 0;
 }
+
+#ifdef FEEDER_HAVE_XVEC_CUDA
+/* The training loop on the GPU: the model lives on the device, batches are
+ * copied from the pinned ring on a second CUDA stream while the previous
+ * step computes, and the loss is read back only once per logging interval. */
+static int train_cuda(const struct args *a, struct feeder_stream *s,
+		      const struct feeder_stream_info *info, struct xvec_model *m, uint64_t epoch,
+		      uint64_t next_batch)
+{
+	struct xvec_cuda_config cfg;
+	struct xvec_cuda *g = NULL;
+	struct xvec_feed *fd = NULL;
+	char err[512];
+	int rc = 1;
+
+	xvec_cuda_config_default(&cfg);
+	if (xvec_cuda_parse_precision(a->precision, &cfg.precision, err, sizeof(err))) {
+		fprintf(stderr, "xvec: --precision: %s\n", err);
+		return 1;
+	}
+	cfg.autotune = a->autotune;
+	cfg.log = stdout;
+	if (xvec_cuda_create(&g, m, &cfg, a->batch, a->chunk, err, sizeof(err)) ||
+	    xvec_feed_create(&fd, s, xvec_cuda_stream(g), a->batch, (int)info->shape[1], a->chunk,
+			     err, sizeof(err))) {
+		fprintf(stderr, "xvec: --device cuda: %s\n", err);
+		goto out;
+	}
+	printf("precision %s%s\n", xvec_cuda_precision_name(cfg.precision),
+	       cfg.autotune ? ", autotuned" : "");
+	signal(SIGINT, on_sigint);
+	signal(SIGTERM, on_sigint);
+	double t_start = now_s(), t_int = t_start;
+	long steps = 0, int_steps = 0;
+	uint64_t cur_epoch = epoch, cur_batch = next_batch ? next_batch - 1 : 0;
+	struct xvec_feed_stats st = {0};
+	for (;;) {
+		struct xvec_feed_batch b;
+		int r = xvec_feed_next(fd, a->timeout_ms, &b, err, sizeof(err));
+		if (r == FEEDER_EEND)
+			break;
+		if (r || xvec_cuda_train_step(g, b.x, b.labels, b.batch, b.frames, err, sizeof(err)) ||
+		    xvec_feed_prefetch(fd, a->timeout_ms, err, sizeof(err))) {
+			fprintf(stderr, "xvec: training step: %s\n", err);
+			goto out;
+		}
+		cur_epoch = b.epoch;
+		cur_batch = b.index;
+		steps++;
+		int_steps++;
+		int last = a->steps > 0 && steps >= a->steps;
+		int stop = a->stop_after > 0 && (long)xvec_cuda_step(g) >= a->stop_after;
+		if (int_steps >= a->log_every || last || stop || interrupted) {
+			struct xvec_cuda_metrics mt;
+			r = xvec_cuda_metrics(g, &mt, 1, err, sizeof(err));
+			if (r == -EDOM) {
+				fprintf(stderr, "xvec: loss became non-finite by step %llu (lower --lr?)\n",
+					(unsigned long long)xvec_cuda_step(g));
+				goto out;
+			}
+			if (r || xvec_feed_stats(fd, &st, err, sizeof(err))) {
+				fprintf(stderr, "xvec: %s\n", err);
+				goto out;
+			}
+			double t = now_s(), dt = t - t_int;
+			printf("step %llu epoch %llu batch %llu loss %.9g acc %.3f samples/s %.1f "
+			       "gpu-wait %.1f%%\n",
+			       (unsigned long long)xvec_cuda_step(g), (unsigned long long)cur_epoch,
+			       (unsigned long long)cur_batch, mt.loss, mt.accuracy,
+			       int_steps * a->batch / dt, 100.0 * st.wait_fraction);
+			t_int = t;
+			int_steps = 0;
+		}
+		if (last || stop || interrupted)
+			break;
+	}
+	double total = now_s() - t_start;
+	printf("trained %ld steps in %.2f s: %.1f samples/s, GPU waiting for data %.2f%% of the time\n",
+	       steps, total, steps * a->batch / total, 100.0 * st.wait_fraction);
+	if (xvec_cuda_to_model(g, m, err, sizeof(err))) {
+		fprintf(stderr, "xvec: copying the model back from the GPU: %s\n", err);
+		goto out;
+	}
+	if (save(m, a, cur_epoch, cur_batch + 1, info->batches_per_epoch))
+		goto out;
+	printf("checkpoint: %s (step %llu)\n", a->out, (unsigned long long)xvec_model_step(m));
+	rc = interrupted ? 130 : 0;
+out:
+	xvec_feed_destroy(fd); /* before the stream closes: it holds slots */
+	xvec_cuda_destroy(g);
+	return rc;
+}
+#endif
 
 static int cmd_train(const struct args *a)
 {
@@ -371,12 +492,18 @@ static int cmd_train(const struct args *a)
 		goto out;
 	}
 	printf("xvec train: dataset %s, %llu utterances, %u speakers, %u-dim features, "
-	       "batch %d x %d frames, %llu batches/epoch, epochs %llu..%d, device cpu\n",
+	       "batch %d x %d frames, %llu batches/epoch, epochs %llu..%d, device %s\n",
 	       a->dataset, (unsigned long long)info.samples, info.classes, info.shape[1], a->batch,
 	       a->chunk, (unsigned long long)info.batches_per_epoch, (unsigned long long)epoch,
-	       a->epochs - 1);
+	       a->epochs - 1, a->device);
 	printf("model: width %d, pool %d, embed %d, noise eps %g, dropout %g, lr %g\n",
 	       xo.width, xo.pool_width, xo.embed, xo.noise_eps, xo.dropout, xo.lr);
+#ifdef FEEDER_HAVE_XVEC_CUDA
+	if (!strcmp(a->device, "cuda")) {
+		rc = train_cuda(a, s, &info, m, epoch, next_batch);
+		goto out;
+	}
+#endif
 
 	size_t sample_floats = info.shape[1] * (size_t)a->chunk;
 	if (a->in_memory) {
