@@ -37,11 +37,20 @@ daemon=$!
 for _ in $(seq 100); do [ -S "$work/s.sock" ] && break; sleep 0.05; done
 export FEEDER_SOCKET=$work/s.sock
 
-rss() { awk '/^RssAnon|^RssFile/ {s += $2} END {print s}' "/proc/$daemon/status"; }
-rss0=$(rss)
+# The daemon's own memory is RssAnon (heap, stacks); RssFile is mostly the
+# dataset's LMDB pages it touched (page cache, shared and reclaimable); the
+# rings are RssShmem.
+rss() { awk '/^RssAnon/ {a = $2} /^RssFile/ {f = $2} END {print a, f}' "/proc/$daemon/status"; }
+read -r anon0 file0 < <(rss)
 fb=$("$build/tools/feeder-bench" --dataset images --batch 256 --size 224 --dtype f16 \
   --batches "$BATCHES" --datasets "$work/datasets" --json)
-rss1=$(rss)
+read -r anon1 file1 < <(rss)
+# feeder_next when the batch is already waiting: a consumer slower than the
+# daemon (50 ms of simulated compute per batch of 32), so the ring is full
+# when it asks; 150 batches so that the first (never ready) is not the p99.
+fr=$("$build/tools/feeder-bench" --dataset images --batch 32 --size 224 --dtype f16 \
+  --batches 150 --hold-us 50000 --json)
+echo "feeder-bench (slow consumer): $fr" >&2
 echo "feeder-bench: $fb" >&2
 tb=$(/usr/bin/python3 tests/bench/torch_images.py "$work/datasets/images" --batch 256 --size 224 \
   --batches "$BATCHES" --workers "$cores")
@@ -52,10 +61,10 @@ if [ -f "$build/client/python/feeder/__init__.py" ] && [ -f tests/bench/loader_b
     --dataset images --batch 256 --size 224 --dtype float16 --batches "$BATCHES" --socket "$work/s.sock")
   echo "feeder.Loader: $lb" >&2
 fi
-/usr/bin/python3 - "$fb" "$tb" "$lb" "$rss0" "$rss1" "$N" "$cores" <<'PY'
+/usr/bin/python3 - "$fb" "$tb" "$lb" "$fr" "$anon0" "$file0" "$anon1" "$file1" "$N" "$cores" <<'PY'
 import json, sys
-fb, tb, lb = (json.loads(a) for a in sys.argv[1:4])
-rss0, rss1, n, cores = (int(a) for a in sys.argv[4:8])
+fb, tb, lb, fr = (json.loads(a) for a in sys.argv[1:5])
+anon0, file0, anon1, file1, n, cores = (int(a) for a in sys.argv[5:11])
 f, t = fb["images_per_s"], tb["images_per_s"]
 c = fb.get("ceiling_images_per_s") or float("nan")
 print(f"\n{n} generated images, RandomResizedCrop 224 + flip + normalize -> f16 NCHW, batch 256, {cores} cores\n")
@@ -68,9 +77,10 @@ if lb:
     print(f"| Feeder: feeder.Loader from Python | {l:.0f} | {l / t:.2f}x | {l / c:.2f}x |")
 print(f"| full-size decode ceiling (1-thread TurboJPEG x {cores}) | {c:.0f} | {c / t:.2f}x | 1.00x |")
 print()
-print(f"feeder_next wait: mean {fb['wait_mean_us']:.1f} us, p99 {fb['wait_p99_us']:.1f} us"
-      + (f"; ready-batch p99 {fb['ready_wait_p99_us']:.1f} us" if 'ready_wait_p99_us' in fb else ""))
+print(f"feeder_next wait, consumer faster than the daemon: mean {fb['wait_mean_us']:.1f} us, p99 {fb['wait_p99_us']:.1f} us")
+print(f"feeder_next wait, batch already ready (batch 32, 50 ms of compute per batch, 150 batches): mean {fr['wait_mean_us']:.1f} us, p99 {fr['wait_p99_us']:.1f} us")
 if lb:
     print(f"feeder.Loader: {l / f * 100:.1f} % of feeder-bench, Python overhead {lb['overhead_us_per_batch']:.1f} us per batch")
-print(f"feederd memory beyond its rings (RssAnon + RssFile): {rss0 / 1024:.1f} MiB idle, {rss1 / 1024:.1f} MiB after streaming")
+print(f"feederd memory beyond its rings: RssAnon {anon0 / 1024:.1f} MiB idle, {anon1 / 1024:.1f} MiB after streaming; "
+      f"RssFile (dataset pages mapped from the page cache, binaries) {file0 / 1024:.1f} -> {file1 / 1024:.1f} MiB")
 PY
