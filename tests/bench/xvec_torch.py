@@ -20,11 +20,10 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
-from feeder_lmdb import FeederLMDB  # noqa: E402
-
 
 class Chunks(Dataset):
     def __init__(self, path, chunk):
+        from feeder_lmdb import FeederLMDB  # python3-lmdb only where a dataset is read
         self.db = FeederLMDB(path)
         self.chunk = chunk
 
@@ -45,7 +44,11 @@ class Chunks(Dataset):
 
 
 class XVector(nn.Module):
-    def __init__(self, feat_dim, classes, width, pool_width, embed, eps, dropout=0.0):
+    """noise: "gpu" = torch.randn_like (made where x is), "cpu" =
+    torch.randn(x.size()).to(x.device) (made on the CPU and copied)."""
+
+    def __init__(self, feat_dim, classes, width, pool_width, embed, eps, dropout=0.0,
+                 noise="gpu"):
         super().__init__()
         spec = [(feat_dim, width, 5, 1), (width, width, 3, 2), (width, width, 3, 3),
                 (width, width, 1, 1), (width, pool_width, 1, 1)]
@@ -53,7 +56,7 @@ class XVector(nn.Module):
         for i, o, k, d in spec:
             self.frames.append(nn.Sequential(nn.Conv1d(i, o, k, dilation=d), nn.ReLU(),
                                              nn.BatchNorm1d(o), nn.Dropout(dropout)))
-        self.eps = eps
+        self.eps, self.noise = eps, noise
         self.seg6 = nn.Linear(2 * pool_width, embed)
         self.bn6 = nn.BatchNorm1d(embed)
         self.seg7 = nn.Linear(embed, embed)
@@ -64,10 +67,11 @@ class XVector(nn.Module):
         for f in self.frames:
             x = f(x)
         if self.training and self.eps > 0:
-            x = x + torch.randn_like(x) * self.eps
+            z = torch.randn(x.size()).to(x.device) if self.noise == "cpu" else torch.randn_like(x)
+            x = x + z * self.eps
         mean = x.mean(dim=2)
-        std = torch.sqrt(x.var(dim=2, unbiased=False) + 1e-5)
-        h = torch.cat([mean, std], dim=1)
+        std = torch.sqrt(x.float().var(dim=2, unbiased=False) + 1e-5)  # fp32 under autocast
+        h = torch.cat([mean.float(), std], dim=1)
         h = self.bn6(torch.relu(self.seg6(h)))
         h = self.bn7(torch.relu(self.seg7(h)))
         return self.out(h)

@@ -12,41 +12,15 @@ and --compile (torch.compile) and --amp (bf16 autocast, fp32 master weights).
 Prints one JSON object with samples_per_s."""
 import argparse
 import json
+import os
+import sys
 import time
 
-import torch
-import torch.nn as nn
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch  # noqa: E402
 
+from xvec_torch import XVector  # noqa: E402  (one definition of the peer model)
 
-class XVector(nn.Module):
-    def __init__(self, feat_dim, classes, width, pool_width, embed, eps, noise):
-        super().__init__()
-        spec = [(feat_dim, width, 5, 1), (width, width, 3, 2), (width, width, 3, 3),
-                (width, width, 1, 1), (width, pool_width, 1, 1)]
-        self.frames = nn.ModuleList()
-        for i, o, k, d in spec:
-            self.frames.append(nn.Sequential(nn.Conv1d(i, o, k, dilation=d), nn.ReLU(),
-                                             nn.BatchNorm1d(o), nn.Dropout(0.0)))
-        self.eps, self.noise = eps, noise
-        self.seg6 = nn.Linear(2 * pool_width, embed)
-        self.bn6 = nn.BatchNorm1d(embed)
-        self.seg7 = nn.Linear(embed, embed)
-        self.bn7 = nn.BatchNorm1d(embed)
-        self.out = nn.Linear(embed, classes)
-
-    def forward(self, x):
-        for f in self.frames:
-            x = f(x)
-        if self.training and self.eps > 0 and self.noise == "cpu":
-            x = x + torch.randn(x.size()).to(x.device) * self.eps
-        elif self.training and self.eps > 0 and self.noise == "gpu":
-            x = x + torch.randn_like(x) * self.eps
-        mean = x.mean(dim=2)
-        std = torch.sqrt(x.float().var(dim=2, unbiased=False) + 1e-5)
-        h = torch.cat([mean.float(), std], dim=1)
-        h = self.bn6(torch.relu(self.seg6(h)))
-        h = self.bn7(torch.relu(self.seg7(h)))
-        return self.out(h)
 
 
 def main():
@@ -72,7 +46,8 @@ def main():
     torch.backends.cudnn.benchmark = True
     torch.manual_seed(0)
     eps = 0.0 if a.noise == "none" else a.eps
-    model = XVector(a.feat, a.speakers, a.width, a.pool_width, a.embed, eps, a.noise).to(dev)
+    model = XVector(a.feat, a.speakers, a.width, a.pool_width, a.embed, eps,
+                    noise=a.noise).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-4)
     step_model = torch.compile(model) if a.compile else model
     xs = [torch.randn(a.batch, a.feat, a.chunk, device=dev) for _ in range(4)]
@@ -81,7 +56,7 @@ def main():
 
     def step(i):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.amp):
-            loss = nn.functional.cross_entropy(step_model(xs[i % 4]), ys[i % 4])
+            loss = torch.nn.functional.cross_entropy(step_model(xs[i % 4]), ys[i % 4])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
