@@ -43,15 +43,33 @@
 
 enum slot_state { SLOT_DAEMON = 0, SLOT_QUEUED = 1, SLOT_HELD = 2 };
 
+/* The ring of a stream on a connection that was lost (the daemon restarted):
+ * kept mapped until the stream closes, because the caller may still hold, or
+ * point into, batches of it. */
+struct old_ring {
+	struct old_ring *next;
+	uint8_t *ring;
+	uint64_t size;
+	uint32_t slots, held;
+	uint8_t *state;
+	int fd, pinned;
+};
+
 struct feeder_stream {
 	struct feeder *f;
 	struct feeder_stream *next;
 	struct proto_stream_opened geo;
+	struct proto_open_stream req;    /* as first asked, to reopen after a reconnect */
+	uint64_t total;                  /* batches of the whole stream */
+	uint64_t delivered;              /* batches feeder_next has handed out */
+	uint64_t next_epoch, next_batch; /* where the stream goes on after them */
+	struct old_ring *old;            /* rings of lost connections still in use */
 	uint64_t sample_bytes;
 	int fd;
 	uint8_t *ring;
 	int readonly;
-	int pinned;
+	int pinned;                      /* the ring is registered with CUDA */
+	int want_pin;                    /* feeder_pin was called: pin reopened rings too */
 	struct proto_batch_ready *queue; /* circular, geo.slots entries */
 	uint32_t qhead, qlen;
 	uint8_t *state;                  /* enum slot_state per slot */
@@ -63,6 +81,9 @@ struct feeder_stream {
 struct feeder {
 	int sock;
 	int dead;                        /* 0, or the code every call now returns */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int reconnect_ms;                /* feeder_set_reconnect: 0 off, < 0 forever */
+	uint32_t reconnects;             /* connections re-established so far */
 	uint32_t next_tag;
 	struct feeder_stream *streams;
 	struct proto_welcome welcome;
@@ -135,6 +156,7 @@ static int set_dead(struct feeder *f, int code, const char *fmt, ...)
 }
 
 static int send_msg(struct feeder *f, const struct proto_msg *m);
+static int revive(struct feeder *f, int code);
 
 static struct feeder_stream *find_stream(struct feeder *f, uint32_t id)
 {
@@ -271,30 +293,24 @@ static int connect_fail(int sock, int code, const char *fmt, ...)
 	return code;
 }
 
-int feeder_connect(const char *path, int timeout_ms, struct feeder **out)
+/* Connect a SEQPACKET socket to path, retrying a socket that does not exist
+ * yet or refuses (the daemon is starting) until deadline (-1: forever,
+ * now: once). Returns the socket or a negative code with connect_err set. */
+static int dial(const char *path, int64_t deadline)
 {
-	*out = NULL;
-	connect_err[0] = '\0';
-	if (!path || !*path)
-		path = getenv("FEEDER_SOCKET");
-	if (!path || !*path)
-		path = FEEDER_DEFAULT_SOCKET;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof sa.sun_path)
 		return connect_fail(-1, -ENAMETOOLONG, "socket path '%s' is longer than %zu bytes",
 				    path, sizeof sa.sun_path - 1);
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	int64_t deadline = deadline_of(timeout_ms);
-	int sock = -1;
 	for (;;) {
-		sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		int sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 		if (sock < 0)
 			return connect_fail(-1, -errno, "socket: %s", strerror(errno));
 		if (connect(sock, (struct sockaddr *)&sa, sizeof sa) == 0)
-			break;
+			return sock;
 		int e = errno;
 		close(sock);
-		sock = -1;
 		int retry = e == ENOENT || e == ECONNREFUSED || e == EAGAIN || e == EINTR;
 		if (!retry || left_ms(deadline) == 0)
 			return connect_fail(-1, -e, "cannot connect to feederd at %s: %s", path,
@@ -302,11 +318,11 @@ int feeder_connect(const char *path, int timeout_ms, struct feeder **out)
 		int wait = left_ms(deadline);
 		usleep((useconds_t)(wait < 0 || wait > 20 ? 20 : wait) * 1000);
 	}
-	struct feeder *f = calloc(1, sizeof *f);
-	if (!f)
-		return connect_fail(sock, -ENOMEM, "out of memory");
-	f->sock = sock;
-	f->next_tag = 1;
+}
+
+/* HELLO / WELCOME on f->sock. Returns 0 or the failure (f->err says why). */
+static int greet(struct feeder *f, int64_t deadline)
+{
 	struct proto_msg m = { .type = PROTO_HELLO };
 	m.u.hello.pid = (uint32_t)getpid();
 	snprintf(m.u.hello.agent, sizeof m.u.hello.agent, "libfeeder %s", FEEDER_VERSION);
@@ -317,7 +333,6 @@ int feeder_connect(const char *path, int timeout_ms, struct feeder **out)
 			break;
 		if (m.type == PROTO_WELCOME) {
 			f->welcome = m.u.welcome;
-			*out = f;
 			return 0;
 		}
 		if (m.type == PROTO_ERROR) {
@@ -329,13 +344,48 @@ int feeder_connect(const char *path, int timeout_ms, struct feeder **out)
 		rc = set_dead(f, FEEDER_EPROTO, "feederd answered HELLO with %s",
 			      proto_type_name(m.type));
 	}
-	snprintf(connect_err, sizeof connect_err, "%s", f->err);
 	if (rc == FEEDER_ETIMEDOUT)
-		snprintf(connect_err, sizeof connect_err, "feederd at %s did not answer HELLO in time",
-			 path);
+		snprintf(f->err, sizeof f->err, "feederd at %s did not answer HELLO in time", f->path);
+	return rc;
+}
+
+int feeder_connect(const char *path, int timeout_ms, struct feeder **out)
+{
+	*out = NULL;
+	connect_err[0] = '\0';
+	if (!path || !*path)
+		path = getenv("FEEDER_SOCKET");
+	if (!path || !*path)
+		path = FEEDER_DEFAULT_SOCKET;
+	int64_t deadline = deadline_of(timeout_ms);
+	int sock = dial(path, deadline);
+	if (sock < 0)
+		return sock;
+	struct feeder *f = calloc(1, sizeof *f);
+	if (!f)
+		return connect_fail(sock, -ENOMEM, "out of memory");
+	f->sock = sock;
+	f->next_tag = 1;
+	snprintf(f->path, sizeof f->path, "%s", path); /* dial checked its length */
+	int rc = greet(f, deadline);
+	if (rc == 0) {
+		*out = f;
+		return 0;
+	}
+	snprintf(connect_err, sizeof connect_err, "%s", f->err);
 	close(f->sock);
 	free(f);
 	return rc;
+}
+
+static void ring_unmap(uint8_t *ring, uint64_t size, int fd, int pinned)
+{
+	if (pinned)
+		fcuda_host_unregister(ring);
+	if (ring)
+		munmap(ring, size);
+	if (fd >= 0)
+		close(fd);
 }
 
 static void stream_free(struct feeder_stream *s)
@@ -346,12 +396,14 @@ static void stream_free(struct feeder_stream *s)
 			*pp = s->next;
 			break;
 		}
-	if (s->pinned)
-		fcuda_host_unregister(s->ring);
-	if (s->ring)
-		munmap(s->ring, s->geo.ring_size);
-	if (s->fd >= 0)
-		close(s->fd);
+	ring_unmap(s->ring, s->geo.ring_size, s->fd, s->pinned);
+	while (s->old) {
+		struct old_ring *o = s->old;
+		s->old = o->next;
+		ring_unmap(o->ring, o->size, o->fd, o->pinned);
+		free(o->state);
+		free(o);
+	}
 	free(s->queue);
 	free(s->state);
 	free(s);
@@ -363,8 +415,20 @@ void feeder_disconnect(struct feeder *f)
 		return;
 	while (f->streams)
 		stream_free(f->streams);
-	close(f->sock);
+	if (f->sock >= 0)
+		close(f->sock);
 	free(f);
+}
+
+int feeder_set_reconnect(struct feeder *f, int timeout_ms)
+{
+	f->reconnect_ms = timeout_ms;
+	return 0;
+}
+
+uint32_t feeder_reconnects(const struct feeder *f)
+{
+	return f->reconnects;
 }
 
 /* ---- Streams ------------------------------------------------------------ */
@@ -492,21 +556,22 @@ static int stream_map(struct feeder *f, struct feeder_stream *s)
 	return 0;
 }
 
-int feeder_open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
-		       struct feeder_stream **out)
+/* Send OPEN_STREAM p and wait until deadline for its answer. On success the
+ * geometry is in *g and the ring's descriptor in *fd. A refusal returns the
+ * daemon's code with its sentence in f->err and leaves f usable. */
+static int ask_open(struct feeder *f, struct proto_open_stream *p, int64_t deadline,
+		    struct proto_stream_opened *g, int *ring_fd)
 {
-	*out = NULL;
+	*ring_fd = -1;
 	struct proto_msg m = { .type = PROTO_OPEN_STREAM };
-	int rc = opts_to_proto(f, o, &m.u.open);
-	if (rc)
-		return rc;
 	uint32_t tag = f->next_tag++;
 	if (f->next_tag == 0)
 		f->next_tag = 1;
-	m.u.open.tag = tag;
-	if ((rc = send_msg(f, &m)))
+	p->tag = tag;
+	m.u.open = *p;
+	int rc = send_msg(f, &m);
+	if (rc)
 		return rc;
-	int64_t deadline = deadline_of(timeout_ms);
 	int fd = -1;
 	for (;;) {
 		rc = recv_one(f, deadline, &m, &fd);
@@ -524,31 +589,41 @@ int feeder_open_stream(struct feeder *f, const struct feeder_stream_opts *o, int
 		if ((rc = dispatch(f, &m)))
 			return rc;
 	}
-	const struct proto_stream_opened *g = &m.u.opened;
+	*g = m.u.opened;
 	if (fd < 0)
 		return set_dead(f, FEEDER_EPROTO, "STREAM_OPENED arrived without the ring descriptor");
-	if (g->batch != o->batch || g->slots != o->slots || find_stream(f, g->stream) ||
+	if (g->batch != p->batch || g->slots != p->slots || find_stream(f, g->stream) ||
 	    g->ndim != 4 || g->tensor_bytes % g->batch) {
 		close(fd);
 		return set_dead(f, FEEDER_EPROTO, "STREAM_OPENED does not match the request");
 	}
-	struct feeder_stream *s = calloc(1, sizeof *s);
-	if (!s) {
-		close(fd);
-		return status_fail(f->err, sizeof f->err, -ENOMEM, "out of memory");
-	}
-	s->f = f;
+	*ring_fd = fd;
+	return 0;
+}
+
+/* Take the ring that ask_open delivered into s (queue, slot states, mapping,
+ * CUDA registration when asked for). On failure the daemon is told to close
+ * the stream; s is left without a ring. */
+static int stream_attach(struct feeder_stream *s, const struct proto_stream_opened *g, int fd)
+{
+	struct feeder *f = s->f;
 	s->fd = fd;
 	s->geo = *g;
 	s->sample_bytes = g->tensor_bytes / g->batch;
-	s->queue = calloc(g->slots, sizeof *s->queue);
-	s->state = calloc(g->slots, 1);
-	s->next = f->streams;
-	f->streams = s;
-	if (!s->queue || !s->state) {
+	s->qhead = s->qlen = 0;
+	int rc = 0;
+	if (!s->queue)
+		s->queue = calloc(g->slots, sizeof *s->queue);
+	if (!s->state)
+		s->state = calloc(g->slots, 1);
+	if (!s->queue || !s->state)
 		rc = status_fail(f->err, sizeof f->err, -ENOMEM, "out of memory");
-	} else {
+	else
 		rc = stream_map(f, s);
+	if (rc == 0 && s->want_pin) {
+		rc = fcuda_host_register(s->ring, (size_t)g->ring_size, s->readonly, f->err,
+					 sizeof f->err);
+		s->pinned = rc == 0;
 	}
 	if (rc) {
 		/* The daemon has the stream; tell it we will not use it. */
@@ -557,12 +632,196 @@ int feeder_open_stream(struct feeder *f, const struct feeder_stream_opts *o, int
 		char keep[ERR_MAX];
 		snprintf(keep, sizeof keep, "%s", f->err);
 		send_msg(f, &c);
-		stream_free(s);
 		snprintf(f->err, sizeof f->err, "%s", keep);
+		ring_unmap(s->ring, g->ring_size, s->fd, 0);
+		s->ring = NULL;
+		s->fd = -1;
+	}
+	return rc;
+}
+
+int feeder_open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
+		       struct feeder_stream **out)
+{
+	*out = NULL;
+	struct proto_open_stream p;
+	int rc = opts_to_proto(f, o, &p);
+	if (rc)
+		return rc;
+	int64_t deadline = deadline_of(timeout_ms);
+	struct proto_stream_opened g;
+	int fd;
+	rc = ask_open(f, &p, deadline, &g, &fd);
+	if (rc && revive(f, rc) == 0) /* the daemon restarted: ask the new one */
+		rc = ask_open(f, &p, deadline, &g, &fd);
+	if (rc)
+		return rc;
+	struct feeder_stream *s = calloc(1, sizeof *s);
+	if (!s) {
+		close(fd);
+		return status_fail(f->err, sizeof f->err, -ENOMEM, "out of memory");
+	}
+	s->f = f;
+	s->fd = -1;
+	s->req = p;
+	s->total = g.batches;
+	s->next_epoch = p.epoch;
+	s->next_batch = p.start_batch;
+	s->next = f->streams;
+	f->streams = s;
+	if ((rc = stream_attach(s, &g, fd))) {
+		stream_free(s);
 		return rc;
 	}
 	*out = s;
 	return 0;
+}
+
+/* ---- Surviving a daemon restart ------------------------------------------- */
+
+/* Connection losses that a restarted daemon cures. Refusals and protocol
+ * errors are not among them: they would happen again. */
+static int lost_connection(int code)
+{
+	return code == FEEDER_ECLOSED || code == -ECONNRESET || code == -EPIPE ||
+	       code == -ECONNREFUSED || code == -ENOENT;
+}
+
+/* The connection is gone: keep the rings whose batches the caller still
+ * holds, drop everything else of it. */
+static void stream_detach(struct feeder_stream *s)
+{
+	uint32_t held = 0;
+	for (uint32_t i = 0; s->state && i < s->geo.slots; i++)
+		held += s->state[i] == SLOT_HELD;
+	/* The ring stays mapped until the stream is closed, not only while
+	 * batches of it are held: callers (the Python views) may keep stale
+	 * pointers into released slots, which must read old data, not fault. */
+	struct old_ring *o = calloc(1, sizeof *o);
+	uint8_t *state = s->state ? malloc(s->geo.slots) : NULL;
+	if (o && state) {
+		memcpy(state, s->state, s->geo.slots);
+		*o = (struct old_ring){ .next = s->old, .ring = s->ring, .size = s->geo.ring_size,
+					.slots = s->geo.slots,
+					.held = held, .state = state, .fd = s->fd,
+					.pinned = s->pinned };
+		s->old = o;
+	} else {
+		free(o);
+		free(state);
+		ring_unmap(s->ring, s->geo.ring_size, s->fd, s->pinned);
+	}
+	s->ring = NULL;
+	s->fd = -1;
+	s->pinned = 0;
+	s->qhead = s->qlen = 0;
+	/* Ids are per daemon: the new one may hand this id to another stream
+	 * (ids are never 0, so nothing matches until the reopen). */
+	s->geo.stream = 0;
+	if (s->state)
+		memset(s->state, SLOT_DAEMON, s->geo.slots);
+}
+
+/* Reopen s on the new connection at the batch after the last one the caller
+ * got, so that the batches it sees stay one gap-free, duplicate-free run. */
+static int stream_reopen(struct feeder_stream *s, int64_t deadline)
+{
+	struct feeder *f = s->f;
+	uint64_t last_epoch = s->req.epoch + s->req.epochs - 1;
+	if (s->delivered == s->total || s->next_epoch > last_epoch) {
+		s->ended = 1;
+		return 0;
+	}
+	struct proto_open_stream p = s->req;
+	p.epoch = s->next_epoch;
+	p.start_batch = s->next_batch;
+	p.epochs = (uint32_t)(last_epoch - s->next_epoch + 1);
+	struct proto_stream_opened g;
+	int fd;
+	int rc = ask_open(f, &p, deadline, &g, &fd);
+	if (rc == 0 && (g.batches != s->total - s->delivered || g.tensor_bytes != s->geo.tensor_bytes ||
+			g.batches_per_epoch != s->geo.batches_per_epoch ||
+			memcmp(g.shape, s->geo.shape, sizeof g.shape) != 0)) {
+		struct proto_msg c = { .type = PROTO_CLOSE_STREAM };
+		c.u.close.stream = g.stream;
+		close(fd);
+		send_msg(f, &c);
+		rc = status_fail(f->err, sizeof f->err, FEEDER_ESTREAM,
+				 "the restarted feederd serves dataset '%s' with another geometry",
+				 s->req.dataset);
+	}
+	if (rc == 0)
+		rc = stream_attach(s, &g, fd);
+	if (rc && !f->dead) {
+		/* Refused by the new daemon (the dataset is gone, ...): this
+		 * stream fails, the others go on. */
+		s->failed = rc;
+		snprintf(s->fail_msg, sizeof s->fail_msg, "reopening after a reconnect: %.200s",
+			 f->err);
+		return 0;
+	}
+	return rc;
+}
+
+/* After the call that met `code` on f: when reconnecting is enabled and code
+ * is a lost connection, dial again with exponential backoff (10 ms doubling
+ * to 1 s) until the reconnect timeout, greet, and reopen every stream.
+ * Returns 0 when f works again, else the code to give the caller. */
+static int revive(struct feeder *f, int code)
+{
+	if (!f->reconnect_ms || !f->dead || !lost_connection(code))
+		return code;
+	char why[ERR_MAX];
+	snprintf(why, sizeof why, "%s", f->err);
+	int64_t deadline = deadline_of(f->reconnect_ms);
+	int backoff = 10;
+	int rc = code;
+	for (;;) {
+		if (f->sock >= 0)
+			close(f->sock);
+		f->sock = -1;
+		for (struct feeder_stream *s = f->streams; s; s = s->next)
+			if (s->ring)
+				stream_detach(s);
+		int wait = left_ms(deadline);
+		if (wait == 0)
+			break;
+		usleep((useconds_t)(wait < 0 || wait > backoff ? backoff : wait) * 1000);
+		backoff = backoff >= 500 ? 1000 : backoff * 2;
+		int sock = dial(f->path, now_ms());
+		if (sock < 0) {
+			rc = sock;
+			snprintf(why, sizeof why, "%s", connect_err);
+			continue;
+		}
+		f->sock = sock;
+		f->dead = 0;
+		f->err[0] = '\0';
+		/* A daemon that accepts but never answers must not hold us past
+		 * the reconnect timeout. */
+		int64_t step = deadline < 0 ? now_ms() + 10000 : deadline;
+		rc = greet(f, step);
+		/* Streams that had ended still reopen: batches queued before the
+		 * loss went with the old connection. */
+		for (struct feeder_stream *s = f->streams; rc == 0 && s; s = s->next)
+			if (!s->failed) {
+				s->ended = 0;
+				rc = stream_reopen(s, step);
+			}
+		if (rc == 0) {
+			f->reconnects++;
+			return 0;
+		}
+		snprintf(why, sizeof why, "%s", f->err);
+		if (!f->dead)
+			set_dead(f, rc, "%s", why);
+		if (!lost_connection(rc))
+			break;
+	}
+	f->dead = 0;
+	f->err[0] = '\0';
+	return set_dead(f, rc, "feederd at %s went away and could not be reached again: %s",
+			f->path, why);
 }
 
 void feeder_stream_info(const struct feeder_stream *s, struct feeder_stream_info *info)
@@ -576,7 +835,7 @@ void feeder_stream_info(const struct feeder_stream *s, struct feeder_stream_info
 	info->layout = (int)g->layout;
 	info->ndim = g->ndim;
 	memcpy(info->shape, g->shape, sizeof info->shape);
-	info->batches = g->batches;
+	info->batches = s->total;
 	info->batches_per_epoch = g->batches_per_epoch;
 	info->samples = g->samples;
 	info->classes = g->classes;
@@ -618,6 +877,13 @@ int feeder_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b)
 			s->qlen--;
 			s->state[r.slot] = SLOT_HELD;
 			fill_batch(s, &r, b);
+			s->delivered++;
+			s->next_epoch = r.epoch;
+			s->next_batch = r.batch_index + 1;
+			if (s->next_batch >= s->geo.batches_per_epoch) {
+				s->next_epoch++;
+				s->next_batch = 0;
+			}
 			return 0;
 		}
 		if (s->failed)
@@ -628,18 +894,40 @@ int feeder_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b)
 					   "stream %u has delivered all its batches", s->geo.stream);
 		struct proto_msg m;
 		int rc = recv_one(f, deadline, &m, NULL);
-		if (rc)
-			return rc;
-		if ((rc = dispatch(f, &m)))
+		if (rc == 0)
+			rc = dispatch(f, &m);
+		if (rc && (rc = revive(f, rc)))
 			return rc;
 	}
+}
+
+/* Release a batch of a ring left over from a lost connection: nothing to
+ * tell anybody (the ring is unmapped when the stream closes). */
+static int release_old(struct feeder_stream *s, struct feeder_batch *b)
+{
+	struct feeder *f = s->f;
+	for (struct old_ring *o = s->old; o; o = o->next) {
+		if ((uint8_t *)b->data < o->ring || (uint8_t *)b->data >= o->ring + o->size)
+			continue;
+		if (b->slot >= o->slots || o->state[b->slot] != SLOT_HELD)
+			break;
+		o->state[b->slot] = SLOT_DAEMON;
+		o->held--;
+		memset(b, 0, sizeof *b);
+		return 0;
+	}
+	return status_fail(f->err, sizeof f->err, FEEDER_EINVAL,
+			   "batch (stream %u, slot %u) is not held from stream %u", b->stream,
+			   b->slot, s->geo.stream);
 }
 
 int feeder_release(struct feeder_stream *s, struct feeder_batch *b)
 {
 	struct feeder *f = s->f;
-	if (b->stream != s->geo.stream || b->slot >= s->geo.slots || !b->data ||
-	    s->state[b->slot] != SLOT_HELD)
+	uint8_t *d = b->data;
+	if (!s->ring || d < s->ring || d >= s->ring + s->geo.ring_size)
+		return release_old(s, b);
+	if (b->stream != s->geo.stream || b->slot >= s->geo.slots || s->state[b->slot] != SLOT_HELD)
 		return status_fail(f->err, sizeof f->err, FEEDER_EINVAL,
 				   "batch (stream %u, slot %u) is not held from stream %u", b->stream,
 				   b->slot, s->geo.stream);
@@ -648,7 +936,12 @@ int feeder_release(struct feeder_stream *s, struct feeder_batch *b)
 	m.u.release.stream = s->geo.stream;
 	m.u.release.slot = b->slot;
 	memset(b, 0, sizeof *b);
-	return send_msg(f, &m);
+	int rc = send_msg(f, &m);
+	/* With reconnecting on, the slot went with the lost connection and the
+	 * next feeder_next reconnects: nothing for the caller to do. */
+	if (rc && f->reconnect_ms && lost_connection(rc))
+		return 0;
+	return rc;
 }
 
 int feeder_close_stream(struct feeder_stream *s)
@@ -677,6 +970,7 @@ int feeder_close_stream(struct feeder_stream *s)
 int feeder_pin(struct feeder_stream *s)
 {
 	struct feeder *f = s->f;
+	s->want_pin = 1;
 	if (s->pinned)
 		return 0;
 	int rc = fcuda_host_register(s->ring, (size_t)s->geo.ring_size, s->readonly, f->err,

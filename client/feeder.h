@@ -194,6 +194,25 @@ const char *feeder_strerror(int code);
  * waiting; call feeder_next with timeout 0). Do not read from it yourself. */
 int feeder_fd(const struct feeder *f);
 
+/* Survive a restart of the daemon (a crash, SIGKILL, `systemctl restart`).
+ * With timeout_ms != 0, a call that finds the connection lost (the daemon
+ * closed it or vanished; refusals do not count) dials the same socket again
+ * with exponential backoff (10 ms doubling up to 1 s) for up to timeout_ms
+ * (< 0: forever), greets the new daemon and reopens every open stream at the
+ * batch after the last one feeder_next returned. Streams are pure functions
+ * of their options, so the caller sees exactly the batches an undisturbed
+ * stream delivers: none skipped, none twice. The call that reconnects blocks
+ * for as long as that takes, whatever its own timeout. Batches held across
+ * the loss stay valid (their release is then local): the old ring stays
+ * mapped until the stream is closed. A
+ * stream the new daemon refuses (its dataset is gone) fails with
+ * FEEDER_ESTREAM and the others go on; stream ids change. 0, the default,
+ * turns it off: a lost connection is FEEDER_ECLOSED. Returns 0. */
+int feeder_set_reconnect(struct feeder *f, int timeout_ms);
+
+/* How many times f has reconnected to a restarted daemon. */
+uint32_t feeder_reconnects(const struct feeder *f);
+
 /* ---- Streams ------------------------------------------------------------ */
 
 /* Fill o with the defaults documented in struct feeder_stream_opts (dataset

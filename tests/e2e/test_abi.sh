@@ -13,7 +13,8 @@ syms=$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | sed 's/@.*//
 bad=$(echo "$syms" | grep -v '^feeder_')
 [ -z "$bad" ] && echo "exported: $(echo $syms)" || fail "symbols outside feeder_*: $bad"
 for want in feeder_connect feeder_disconnect feeder_open_stream feeder_next feeder_release \
-	    feeder_close_stream feeder_strerror feeder_last_error feeder_pin feeder_stream_opts_init; do
+	    feeder_close_stream feeder_strerror feeder_last_error feeder_pin feeder_stream_opts_init \
+	    feeder_set_reconnect feeder_reconnects; do
 	echo "$syms" | grep -qx "$want" || fail "$want is not exported"
 done
 objdump -p "$lib" | grep -q 'SONAME *libfeeder.so.0' || fail "no soname libfeeder.so.0"

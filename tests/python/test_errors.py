@@ -1,11 +1,14 @@
 """test_errors.py — failures reach Python as feeder exceptions carrying the
 daemon's sentence: a missing dataset, a bad name, bad options (caught in
 Python or refused by the daemon), no daemon, a daemon killed mid-epoch (an
-exception, not a hang) and a daemon that stops answering (a timeout)."""
+exception, not a hang; with reconnect= the Loader goes on, exactly) and a
+daemon that stops answering (a timeout)."""
+import hashlib
 import os
 import signal
 import time
 
+import numpy as np
 import pytest
 
 feeder = pytest.importorskip("feeder")
@@ -107,3 +110,42 @@ def test_stalled_daemon_times_out(own_daemon):
         assert isinstance(e.value, TimeoutError) and "0.5 s" in str(e.value)
     finally:
         d.kill(signal.SIGCONT)
+
+
+def _digest(loader, batches):
+    """(epoch-independent) list of (labels, content hash) of the next
+    `batches` batches of an iterator over loader, as copies."""
+    out = []
+    for data, labels in loader:
+        out.append((labels.tolist(), hashlib.sha1(np.ascontiguousarray(data).tobytes()).hexdigest()))
+        if len(out) == batches:
+            break
+    return out
+
+
+def test_reconnect_after_daemon_restart(own_daemon):
+    """A Loader with reconnect= survives feederd being killed and restarted
+    mid-epoch: the batches go on at the exact one after the last delivered,
+    identical (labels and bytes) to an undisturbed run."""
+    d = own_daemon()
+    opts = dict(pipeline=feeder.Jpeg(32), dtype="uint8", slots=2, socket=d.sock, seed=4,
+                drop_last=False)
+    ref = _digest(feeder.Loader("imgs", 3, **opts), 14)
+    assert len(ref) == 14  # 40 samples in batches of 3
+    ld = feeder.Loader("imgs", 3, reconnect=20, **opts)
+    got = []
+    for data, labels in ld:
+        got.append((labels.tolist(), hashlib.sha1(np.ascontiguousarray(data).tobytes()).hexdigest()))
+        if len(got) == 5:
+            d.kill(signal.SIGKILL)
+            d = own_daemon()  # same socket path
+    assert ld.reconnects == 1
+    assert got == ref
+
+
+def test_no_reconnect_by_default(own_daemon):
+    d = own_daemon()
+    ld = feeder.Loader("imgs", 3, pipeline=feeder.Jpeg(32), slots=2, socket=d.sock)
+    assert ld.reconnect == 0
+    with pytest.raises(feeder.OptionError):
+        feeder.Loader("imgs", 3, pipeline=feeder.Jpeg(32), socket=d.sock, reconnect=-1)

@@ -115,6 +115,8 @@ void feeder_disconnect(struct feeder *f);
 const char *feeder_last_error(const struct feeder *f);
 const char *feeder_strerror(int code);
 int feeder_fd(const struct feeder *f);
+int feeder_set_reconnect(struct feeder *f, int timeout_ms);
+uint32_t feeder_reconnects(const struct feeder *f);
 void feeder_stream_opts_init(struct feeder_stream_opts *o);
 int feeder_open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
                        struct feeder_stream **out);

@@ -80,7 +80,7 @@ class Stream:
     """A connection with one open stream. opts is a filled
     struct feeder_stream_opts (its dataset string kept alive by the caller)."""
 
-    def __init__(self, socket, opts, connect_timeout, timeout, ndim=4):
+    def __init__(self, socket, opts, connect_timeout, timeout, ndim=4, reconnect=0):
         self._owner = _Owner()
         self._conn = ffi.NULL
         self._s = ffi.NULL
@@ -90,6 +90,10 @@ class Stream:
         if rc:
             raise error_from(rc, last_error(ffi.NULL))
         self._conn = self._owner.conn = pconn[0]
+        if reconnect is None or reconnect > 0:
+            # A restarted daemon is dialled again and the stream reopened at
+            # the batch after the last one delivered (feeder_set_reconnect).
+            lib.feeder_set_reconnect(self._conn, max(1, _ms(reconnect)) if reconnect else -1)
         ps = ffi.new("struct feeder_stream **")
         rc = lib.feeder_open_stream(self._conn, opts, _ms(timeout), ps)
         if rc:
@@ -117,8 +121,6 @@ class Stream:
         self.batches_per_epoch = info.batches_per_epoch
         self.samples = info.samples
         self.classes = info.classes
-        self.ring_address = int(ffi.cast("uintptr_t", info.ring))
-        self.ring_size = info.ring_size
         self.dtype = NUMPY_DTYPE.get(info.dtype)
         if self.dtype is None:
             exc = error_from(lib.FEEDER_EPROTO, "feederd announced unknown dtype %d" % info.dtype)
@@ -127,6 +129,24 @@ class Stream:
         self._typestr = self.dtype.str
         self._slot_views = {}
         self._sample_shape = self.shape[1:]
+
+    def _info(self):
+        info = ffi.new("struct feeder_stream_info *")
+        lib.feeder_stream_info(self._s, info)
+        return info
+
+    @property
+    def ring_address(self):
+        """Address of the current ring (a reconnect maps a new one)."""
+        return int(ffi.cast("uintptr_t", self._info().ring))
+
+    @property
+    def ring_size(self):
+        return self._info().ring_size
+
+    @property
+    def reconnects(self):
+        return lib.feeder_reconnects(self._conn)
 
     def next(self, timeout):
         """The next batch (a struct feeder_batch cdata), or None after the

@@ -93,6 +93,11 @@ class Loader:
     computes on the previous batch. timeout: seconds to wait for a batch (or
     the stream) before DaemonTimeoutError; None waits forever.
     connect_timeout: seconds to keep retrying a daemon that is not up yet.
+    reconnect: seconds to keep trying a daemon that went away mid-stream (it
+    crashed or was restarted): the stream is reopened at the batch after the
+    last one delivered, so iteration goes on with exactly the batches an
+    undisturbed run would have had. 0 (the default) raises DaemonGoneError
+    instead; None keeps trying forever. loader.reconnects counts them.
 
     A view (copy=False, no device) is valid until the next batch is asked
     for: the slot then goes back to the daemon and is overwritten. Keep a
@@ -110,7 +115,7 @@ class Loader:
     def __init__(self, dataset, batch_size, pipeline="jpeg", seed=0, epoch=0, rank=None,
                  world_size=None, drop_last=True, slots=4, dtype="float16", layout="NCHW",
                  socket=None, on_error="replace", as_torch=False, copy=False, device=None,
-                 timeout=60.0, connect_timeout=10.0):
+                 timeout=60.0, connect_timeout=10.0, reconnect=0):
         if not isinstance(dataset, str) or not dataset:
             raise OptionError("dataset must be a non-empty name, not %r" % (dataset,))
         self.dataset = dataset
@@ -144,8 +149,12 @@ class Loader:
         self.copy = bool(copy)
         if timeout is not None and timeout < 0 or connect_timeout is not None and connect_timeout < 0:
             raise OptionError("timeouts must be >= 0 seconds or None")
+        if reconnect is not None and reconnect < 0:
+            raise OptionError("reconnect must be >= 0 seconds or None")
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self.reconnect = reconnect
+        self._reconnects = 0   # of streams already let go
         self._copier = None
         if device is not None:
             from ._cuda import DeviceCopier
@@ -197,7 +206,7 @@ class Loader:
     def _open(self, epoch, start):
         o, name = self._opts(epoch, start)
         s = Stream(self.socket, o, self.connect_timeout, self.timeout,
-                   ndim=3 if self.pipeline.kind == "features" else 4)
+                   ndim=3 if self.pipeline.kind == "features" else 4, reconnect=self.reconnect)
         del name  # kept alive through the open call above
         s.pos = (epoch, start)  # of the next batch it delivers
         s.left = s.batches      # batches it still delivers
@@ -250,6 +259,11 @@ class Loader:
         """Let go of the stream. Views still alive keep its memory mapped
         until they are dropped; the connection closes with the last one."""
         self._iter_id += 1
+        self._drop_stream()
+
+    def _drop_stream(self):
+        if self._stream is not None:
+            self._reconnects += self._stream.reconnects
         self._stream = None
 
     def __enter__(self):
@@ -257,6 +271,12 @@ class Loader:
 
     def __exit__(self, *exc):
         self.close()
+
+    @property
+    def reconnects(self):
+        """Times the Loader's streams reconnected to a restarted daemon."""
+        s = self._stream
+        return self._reconnects + (0 if s is None else s.reconnects)
 
     @property
     def ring(self):
@@ -272,7 +292,7 @@ class Loader:
         if it is there, else a new one."""
         s = self._stream
         if s is None or s.pos != (self.epoch, self.next_batch) or s.left == 0:
-            self._stream = None
+            self._drop_stream()
             s = self._stream = self._open(self.epoch, self.next_batch)
         return s
 
