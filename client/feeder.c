@@ -70,6 +70,10 @@ struct feeder_stream {
 	int readonly;
 	int pinned;                      /* the ring is registered with CUDA */
 	int want_pin;                    /* feeder_pin was called: pin reopened rings too */
+	struct fcuda_ring *dev;          /* PROTO_MEM_DEVICE: the opened device ring */
+	uint8_t *dev_base;               /* its tensor buffer here */
+	uint64_t dev_stride;             /* bytes between slots' tensors */
+	int dev_ordinal;
 	struct proto_batch_ready *queue; /* circular, geo.slots entries */
 	uint32_t qhead, qlen;
 	uint8_t *state;                  /* enum slot_state per slot */
@@ -102,6 +106,40 @@ static int fcuda_host_register(void *p, size_t len, int readonly, char *err, siz
 static void fcuda_host_unregister(void *p)
 {
 	(void)p;
+}
+
+struct fcuda_ring;
+static int fcuda_device_usable(void)
+{
+	return 0;
+}
+
+static int fcuda_ring_open(const struct proto_device_table *t, const struct proto_device_slot *slots,
+			   uint32_t nslots, void **base, int *device, struct fcuda_ring **out,
+			   char *err, size_t errlen)
+{
+	(void)t, (void)slots, (void)nslots, (void)base, (void)device;
+	*out = NULL;
+	return status_fail(err, errlen, FEEDER_ENODEV, "libfeeder was built without CUDA");
+}
+
+static void fcuda_ring_close(struct fcuda_ring *r)
+{
+	(void)r;
+}
+
+static int fcuda_ring_wait(struct fcuda_ring *r, uint32_t slot, void *cuda_stream, char *err,
+			   size_t errlen)
+{
+	(void)r, (void)slot, (void)cuda_stream;
+	return status_fail(err, errlen, FEEDER_ENODEV, "libfeeder was built without CUDA");
+}
+
+static int fcuda_ring_release(struct fcuda_ring *r, uint32_t slot, void *cuda_stream, char *err,
+			      size_t errlen)
+{
+	(void)r, (void)slot, (void)cuda_stream;
+	return status_fail(err, errlen, FEEDER_ENODEV, "libfeeder was built without CUDA");
 }
 #endif
 
@@ -396,6 +434,7 @@ static void stream_free(struct feeder_stream *s)
 			*pp = s->next;
 			break;
 		}
+	fcuda_ring_close(s->dev);
 	ring_unmap(s->ring, s->geo.ring_size, s->fd, s->pinned);
 	while (s->old) {
 		struct old_ring *o = s->old;
@@ -496,6 +535,14 @@ static int opts_to_proto(struct feeder *f, const struct feeder_stream_opts *o,
 	p->dtype = (uint32_t)o->dtype;
 	p->layout = (uint32_t)o->layout;
 	p->on_error = (uint32_t)o->on_error;
+	if (o->placement < 0 || o->placement > FEEDER_PLACEMENT_AUTO)
+		return status_fail(f->err, sizeof f->err, FEEDER_EINVAL,
+				   "stream options: placement %d is not cpu, gpu or auto", o->placement);
+	p->flags = (uint32_t)o->placement;
+	/* Device batches only where this process can open them; otherwise the
+	 * daemon serves the host ring (the documented fallback). */
+	if (o->device_batches && o->placement == FEEDER_PLACEMENT_GPU && fcuda_device_usable())
+		p->flags |= PROTO_FLAG_DEVICE_OK;
 	if (o->pipeline == FEEDER_PIPE_JPEG) {
 		p->jpeg.out_h = o->jpeg.height;
 		p->jpeg.out_w = o->jpeg.width;
@@ -553,6 +600,22 @@ static int stream_map(struct feeder *f, struct feeder_stream *s)
 	    h->labels_offset != g->labels_offset || h->tensor_bytes != g->tensor_bytes)
 		return status_fail(f->err, sizeof f->err, FEEDER_EPROTO,
 				   "ring header of stream %u disagrees with STREAM_OPENED", g->stream);
+	if (g->memory != PROTO_MEM_DEVICE)
+		return 0;
+	/* The decoder checked that the table lies inside the ring. */
+	const struct proto_device_table *t =
+		(const struct proto_device_table *)(s->ring + g->device_table);
+	if (t->magic != PROTO_DEVICE_MAGIC || t->tensor_stride < g->tensor_bytes)
+		return status_fail(f->err, sizeof f->err, FEEDER_EPROTO,
+				   "device table of stream %u is malformed", g->stream);
+	void *base;
+	int rc = fcuda_ring_open(t, (const struct proto_device_slot *)((const uint8_t *)t +
+								    PROTO_DEVICE_TABLE_HEAD),
+				 g->slots, &base, &s->dev_ordinal, &s->dev, f->err, sizeof f->err);
+	if (rc)
+		return rc;
+	s->dev_base = base;
+	s->dev_stride = t->tensor_stride;
 	return 0;
 }
 
@@ -691,6 +754,10 @@ static int lost_connection(int code)
  * holds, drop everything else of it. */
 static void stream_detach(struct feeder_stream *s)
 {
+	/* A device ring dies with the daemon that allocated it. */
+	fcuda_ring_close(s->dev);
+	s->dev = NULL;
+	s->dev_base = NULL;
 	uint32_t held = 0;
 	for (uint32_t i = 0; s->state && i < s->geo.slots; i++)
 		held += s->state[i] == SLOT_HELD;
@@ -842,6 +909,9 @@ void feeder_stream_info(const struct feeder_stream *s, struct feeder_stream_info
 	info->ring = s->ring;
 	info->ring_size = (size_t)g->ring_size;
 	info->slot_size = (size_t)g->slot_size;
+	info->placement = (int)g->placement;
+	info->memory = s->dev ? FEEDER_MEMORY_DEVICE : FEEDER_MEMORY_HOST;
+	info->device = s->dev ? s->dev_ordinal : -1;
 }
 
 static void fill_batch(struct feeder_stream *s, const struct proto_batch_ready *r,
@@ -863,6 +933,13 @@ static void fill_batch(struct feeder_stream *s, const struct proto_batch_ready *
 	b->replacements = r->replacements;
 	b->slot = r->slot;
 	b->stream = r->stream;
+	b->memory = FEEDER_MEMORY_HOST;
+	b->device = -1;
+	if (s->dev) {
+		b->data = s->dev_base + (uint64_t)r->slot * s->dev_stride;
+		b->memory = FEEDER_MEMORY_DEVICE;
+		b->device = s->dev_ordinal;
+	}
 }
 
 int feeder_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b)
@@ -906,6 +983,12 @@ int feeder_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b)
 static int release_old(struct feeder_stream *s, struct feeder_batch *b)
 {
 	struct feeder *f = s->f;
+	/* A device batch that is not of the current ring was of a daemon that
+	 * went away: its memory went with it, and nothing is owed. */
+	if (b->memory == FEEDER_MEMORY_DEVICE && b->data && s->f->reconnects) {
+		memset(b, 0, sizeof *b);
+		return 0;
+	}
 	for (struct old_ring *o = s->old; o; o = o->next) {
 		if ((uint8_t *)b->data < o->ring || (uint8_t *)b->data >= o->ring + o->size)
 			continue;
@@ -921,16 +1004,49 @@ static int release_old(struct feeder_stream *s, struct feeder_batch *b)
 			   b->slot, s->geo.stream);
 }
 
+/* Whether b is a batch of s's current ring (else of a ring of a lost
+ * connection, or not of s at all). */
+static int batch_is_current(const struct feeder_stream *s, const struct feeder_batch *b)
+{
+	const uint8_t *d = b->data;
+	if (s->dev)
+		return b->memory == FEEDER_MEMORY_DEVICE && d >= s->dev_base &&
+		       d < s->dev_base + (uint64_t)s->geo.slots * s->dev_stride;
+	return b->memory == FEEDER_MEMORY_HOST && s->ring && d >= s->ring &&
+	       d < s->ring + s->geo.ring_size;
+}
+
+int feeder_batch_wait(struct feeder_stream *s, const struct feeder_batch *b, void *cuda_stream)
+{
+	if (b->memory != FEEDER_MEMORY_DEVICE)
+		return 0;
+	struct feeder *f = s->f;
+	if (!batch_is_current(s, b) || b->slot >= s->geo.slots || s->state[b->slot] != SLOT_HELD)
+		return status_fail(f->err, sizeof f->err, FEEDER_EINVAL,
+				   "batch (stream %u, slot %u) is not a held device batch of stream %u",
+				   b->stream, b->slot, s->geo.stream);
+	return fcuda_ring_wait(s->dev, b->slot, cuda_stream, f->err, sizeof f->err);
+}
+
 int feeder_release(struct feeder_stream *s, struct feeder_batch *b)
 {
+	return feeder_release_on(s, b, NULL);
+}
+
+int feeder_release_on(struct feeder_stream *s, struct feeder_batch *b, void *cuda_stream)
+{
 	struct feeder *f = s->f;
-	uint8_t *d = b->data;
-	if (!s->ring || d < s->ring || d >= s->ring + s->geo.ring_size)
+	if (!batch_is_current(s, b))
 		return release_old(s, b);
 	if (b->stream != s->geo.stream || b->slot >= s->geo.slots || s->state[b->slot] != SLOT_HELD)
 		return status_fail(f->err, sizeof f->err, FEEDER_EINVAL,
 				   "batch (stream %u, slot %u) is not held from stream %u", b->stream,
 				   b->slot, s->geo.stream);
+	if (s->dev) {
+		int rc = fcuda_ring_release(s->dev, b->slot, cuda_stream, f->err, sizeof f->err);
+		if (rc)
+			return rc;
+	}
 	s->state[b->slot] = SLOT_DAEMON;
 	struct proto_msg m = { .type = PROTO_RELEASE };
 	m.u.release.stream = s->geo.stream;

@@ -85,6 +85,15 @@ enum feeder_on_error { FEEDER_ON_ERROR_REPLACE = 0, FEEDER_ON_ERROR_FAIL = 1 };
 enum feeder_feat_pad { FEEDER_FEAT_PAD_REPEAT = 1, FEEDER_FEAT_PAD_SKIP = 2 };
 enum feeder_feat_cmn { FEEDER_FEAT_CMN_NONE = 0, FEEDER_FEAT_CMN_UTT = 1,
 		       FEEDER_FEAT_CMN_SLIDING = 2 };
+/* Where the daemon preprocesses a stream: on its worker threads, on its GPU
+ * (feederd --gpu N; the workers still entropy-decode), or whichever the first
+ * batches show to be faster (feederctl streams prints the choice). Without a
+ * GPU in the daemon, gpu is refused (FEEDER_EINVAL) and auto means cpu. */
+enum feeder_placement { FEEDER_PLACEMENT_CPU = 0, FEEDER_PLACEMENT_GPU = 1,
+			FEEDER_PLACEMENT_AUTO = 2 };
+/* Where a batch's tensor is: host memory (the shared ring) or the GPU's
+ * memory (a device-resident ring shared through CUDA IPC). */
+enum feeder_memory { FEEDER_MEMORY_HOST = 0, FEEDER_MEMORY_DEVICE = 1 };
 
 struct feeder;
 struct feeder_stream;
@@ -127,6 +136,11 @@ struct feeder_stream_opts {
 		int cvn;                     /* variance normalization; default 0 */
 		int train;                   /* random chunk (1) or centered (0); default 1 */
 	} features;
+	int placement;         /* enum feeder_placement; default cpu */
+	int device_batches;    /* 1: take batches in GPU memory when the daemon
+				  preprocesses on a GPU this process sees too
+				  (placement gpu); otherwise, and by default,
+				  batches are in the host ring */
 };
 
 /* Geometry of an open stream, as the daemon announced it. */
@@ -142,6 +156,9 @@ struct feeder_stream_info {
 	void *ring;                   /* the mapping of the whole ring */
 	size_t ring_size;             /* its length in bytes */
 	size_t slot_size;
+	int placement;                /* enum feeder_placement, as served */
+	int memory;                   /* enum feeder_memory of the batches */
+	int device;                   /* FEEDER_MEMORY_DEVICE: CUDA ordinal here; else -1 */
 };
 
 /* A zero-copy view of one ready batch. data points into the shared ring and
@@ -160,6 +177,10 @@ struct feeder_batch {
 	uint32_t replacements;        /* corrupt samples replaced in this batch */
 	uint32_t slot;                /* ring slot, for feeder_release */
 	uint32_t stream;              /* stream id, for feeder_release */
+	int memory;                   /* enum feeder_memory: data is a device pointer
+					 when FEEDER_MEMORY_DEVICE (labels stay on
+					 the host) */
+	int device;                   /* its CUDA ordinal in this process, or -1 */
 };
 
 /* ---- Connections ------------------------------------------------------ */
@@ -262,6 +283,20 @@ int feeder_release(struct feeder_stream *s, struct feeder_batch *b);
  * no-op. Returns 0 or the error of the goodbye exchange (the stream is freed
  * either way). */
 int feeder_close_stream(struct feeder_stream *s);
+
+/* For a batch in device memory: make cuda_stream (a cudaStream_t; NULL is
+ * the legacy default stream) wait, on the GPU, until the daemon's write of
+ * the batch is complete. Call before launching work that reads b->data on
+ * that stream; the CPU does not wait. A host batch needs nothing: returns 0.
+ * Errors: -EIO with CUDA's reason, FEEDER_ENODEV without CUDA. */
+int feeder_batch_wait(struct feeder_stream *s, const struct feeder_batch *b, void *cuda_stream);
+
+/* feeder_release for a batch whose readers were queued on cuda_stream: the
+ * daemon overwrites a device slot only after the work queued there so far
+ * has run (an IPC event recorded on cuda_stream). For host batches and for
+ * feeder_release (cuda_stream NULL: the legacy default stream) it is the same
+ * call. */
+int feeder_release_on(struct feeder_stream *s, struct feeder_batch *b, void *cuda_stream);
 
 /* Register the stream's ring with cudaHostRegister (portable, mapped), so
  * that copies from its batches to the GPU are single DMAs. Call once after

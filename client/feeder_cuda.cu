@@ -34,3 +34,161 @@ extern "C" void fcuda_host_unregister(void *p)
 	cudaHostUnregister(p);
 	cudaGetLastError();
 }
+
+/* ---- Device-resident rings ------------------------------------------------ */
+
+extern "C" {
+#include "protocol.h"
+}
+
+#include <stdlib.h>
+#include <string.h>
+
+struct fcuda_ring {
+	int device;
+	void *base;
+	uint32_t nslots;
+	cudaEvent_t *ready, *release;
+};
+
+extern "C" int fcuda_device_usable(void)
+{
+	int n = 0;
+	if (cudaGetDeviceCount(&n) != cudaSuccess) {
+		cudaGetLastError();
+		return 0;
+	}
+	return n > 0;
+}
+
+static int cuda_fail(char *err, size_t errlen, cudaError_t e, const char *what)
+{
+	cudaGetLastError();
+	return status_fail(err, errlen, -EIO, "%s failed: %s", what, cudaGetErrorString(e));
+}
+
+/* CUDA calls act on the current device; the trainer's choice of current
+ * device is restored after each of ours. */
+struct device_scope {
+	int saved;
+	bool ok;
+	explicit device_scope(int dev) : saved(0), ok(false)
+	{
+		if (cudaGetDevice(&saved) != cudaSuccess)
+			return;
+		ok = cudaSetDevice(dev) == cudaSuccess;
+	}
+	~device_scope()
+	{
+		cudaSetDevice(saved);
+	}
+};
+
+extern "C" void fcuda_ring_close(struct fcuda_ring *r)
+{
+	if (!r)
+		return;
+	{
+		device_scope scope(r->device);
+		for (uint32_t i = 0; i < r->nslots; i++) {
+			if (r->ready && r->ready[i])
+				cudaEventDestroy(r->ready[i]);
+			if (r->release && r->release[i])
+				cudaEventDestroy(r->release[i]);
+		}
+		if (r->base)
+			cudaIpcCloseMemHandle(r->base);
+		cudaGetLastError();
+	}
+	free(r->ready);
+	free(r->release);
+	free(r);
+}
+
+extern "C" int fcuda_ring_open(const struct proto_device_table *t,
+			       const struct proto_device_slot *slots, uint32_t nslots, void **base,
+			       int *device, struct fcuda_ring **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	char bus[sizeof t->pci_bus_id + 1];
+	memcpy(bus, t->pci_bus_id, sizeof t->pci_bus_id);
+	bus[sizeof t->pci_bus_id] = '\0';
+	int dev = -1;
+	cudaError_t e = cudaDeviceGetByPCIBusId(&dev, bus);
+	if (e != cudaSuccess) {
+		cudaGetLastError();
+		return status_fail(err, errlen, FEEDER_ENODEV,
+				   "feederd's GPU %s is not visible to this process: %s", bus,
+				   cudaGetErrorString(e));
+	}
+	struct fcuda_ring *r = (struct fcuda_ring *)calloc(1, sizeof *r);
+	if (r) {
+		r->ready = (cudaEvent_t *)calloc(nslots, sizeof(cudaEvent_t));
+		r->release = (cudaEvent_t *)calloc(nslots, sizeof(cudaEvent_t));
+	}
+	if (!r || !r->ready || !r->release) {
+		if (r) {
+			free(r->ready);
+			free(r->release);
+			free(r);
+		}
+		return status_fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	r->device = dev;
+	r->nslots = nslots;
+	int rc = 0;
+	{
+		device_scope scope(dev);
+		if (!scope.ok)
+			rc = status_fail(err, errlen, -EIO, "cannot use GPU %s", bus);
+		cudaIpcMemHandle_t mh;
+		memcpy(&mh, t->mem_handle, sizeof mh);
+		if (rc == 0 && (e = cudaIpcOpenMemHandle(&r->base, mh,
+							  cudaIpcMemLazyEnablePeerAccess)) != cudaSuccess) {
+			r->base = NULL;
+			rc = cuda_fail(err, errlen, e, "cudaIpcOpenMemHandle of the ring");
+		}
+		for (uint32_t i = 0; rc == 0 && i < nslots; i++) {
+			cudaIpcEventHandle_t eh;
+			memcpy(&eh, slots[i].ready_event, sizeof eh);
+			if ((e = cudaIpcOpenEventHandle(&r->ready[i], eh)) != cudaSuccess) {
+				r->ready[i] = NULL;
+				rc = cuda_fail(err, errlen, e, "cudaIpcOpenEventHandle (ready)");
+				break;
+			}
+			memcpy(&eh, slots[i].release_event, sizeof eh);
+			if ((e = cudaIpcOpenEventHandle(&r->release[i], eh)) != cudaSuccess) {
+				r->release[i] = NULL;
+				rc = cuda_fail(err, errlen, e, "cudaIpcOpenEventHandle (release)");
+			}
+		}
+	}
+	if (rc) {
+		fcuda_ring_close(r);
+		return rc;
+	}
+	*base = r->base;
+	*device = dev;
+	*out = r;
+	return 0;
+}
+
+extern "C" int fcuda_ring_wait(struct fcuda_ring *r, uint32_t slot, void *cuda_stream, char *err,
+			       size_t errlen)
+{
+	if (slot >= r->nslots)
+		return status_fail(err, errlen, FEEDER_EINVAL, "slot %u of %u", slot, r->nslots);
+	device_scope scope(r->device);
+	cudaError_t e = cudaStreamWaitEvent((cudaStream_t)cuda_stream, r->ready[slot], 0);
+	return e == cudaSuccess ? 0 : cuda_fail(err, errlen, e, "cudaStreamWaitEvent");
+}
+
+extern "C" int fcuda_ring_release(struct fcuda_ring *r, uint32_t slot, void *cuda_stream,
+				  char *err, size_t errlen)
+{
+	if (slot >= r->nslots)
+		return status_fail(err, errlen, FEEDER_EINVAL, "slot %u of %u", slot, r->nslots);
+	device_scope scope(r->device);
+	cudaError_t e = cudaEventRecord(r->release[slot], (cudaStream_t)cuda_stream);
+	return e == cudaSuccess ? 0 : cuda_fail(err, errlen, e, "cudaEventRecord");
+}

@@ -179,6 +179,9 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 		w_u64(c, &o->labels_offset);
 		w_u64(c, &o->tensor_offset);
 		w_u64(c, &o->tensor_bytes);
+		w_u32(c, &o->placement);
+		w_u32(c, &o->memory);
+		w_u64(c, &o->device_table);
 		return true;
 	}
 	case PROTO_BATCH_READY: {
@@ -262,6 +265,12 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 		w_f64(c, &s->images_per_s);
 		w_u64(c, &s->client_wait_us);
 		w_u64(c, &s->ring_full_us);
+		w_u32(c, &s->placement);
+		w_u32(c, &s->active);
+		w_u32(c, &s->memory);
+		w_u32(c, &s->deciding);
+		w_f32(c, &s->auto_cpu_ms);
+		w_f32(c, &s->auto_gpu_ms);
 		return true;
 	}
 	case PROTO_LIST_END:
@@ -407,8 +416,10 @@ static int check_open(const struct proto_open_stream *o, char *err, size_t errle
 		return rc;
 	if (o->pipeline != PROTO_PIPE_JPEG && o->pipeline != PROTO_PIPE_FEATURES)
 		return BAD("pipeline %u is unknown", o->pipeline);
-	if (o->flags)
+	if (o->flags & ~PROTO_FLAGS_KNOWN)
 		return BAD("flags 0x%x has unknown bits", o->flags);
+	if ((o->flags & PROTO_FLAG_PLACEMENT) > PROTO_PLACE_AUTO)
+		return BAD("placement %u is unknown", o->flags & PROTO_FLAG_PLACEMENT);
 	if (o->batch == 0 || o->batch > PROTO_MAX_BATCH)
 		return BAD("batch size %u is not within 1..%d", o->batch, PROTO_MAX_BATCH);
 	if (o->epochs == 0 || o->epochs > PROTO_MAX_EPOCHS)
@@ -461,10 +472,21 @@ static int check_msg(const struct proto_msg *m, char *err, size_t errlen)
 		    (o->layout != PROTO_LAYOUT_NCHW && o->layout != PROTO_LAYOUT_NHWC))
 			return status_fail(err, errlen, FEEDER_EPROTO,
 					   "STREAM_OPENED: dtype %u or layout %u is unknown", o->dtype, o->layout);
+		if (o->placement > PROTO_PLACE_AUTO || o->memory > PROTO_MEM_DEVICE ||
+		    (o->memory == PROTO_MEM_HOST) != (o->device_table == 0))
+			return status_fail(err, errlen, FEEDER_EPROTO,
+					   "STREAM_OPENED: placement %u, memory %u or device table "
+					   "offset out of range", o->placement, o->memory);
 		/* The client maps ring_size bytes and indexes slots with these
 		 * numbers: they must describe a ring that fits. */
+		uint64_t slots_end = PROTO_RING_HEADER + o->slots * o->slot_size;
 		if (o->slot_size == 0 || o->slot_size > (UINT64_MAX - PROTO_RING_HEADER) / o->slots ||
-		    o->ring_size != PROTO_RING_HEADER + o->slots * o->slot_size ||
+		    (o->memory == PROTO_MEM_HOST && o->ring_size != slots_end) ||
+		    (o->memory == PROTO_MEM_DEVICE &&
+		     (o->device_table < slots_end || o->device_table % PROTO_TENSOR_ALIGN ||
+		      o->device_table > UINT64_MAX / 2 ||
+		      o->ring_size != o->device_table + proto_device_table_size(o->slots,
+										   PROTO_TENSOR_ALIGN))) ||
 		    o->labels_offset < PROTO_SLOT_HEADER ||
 		    o->labels_offset + 4ull * o->batch > o->tensor_offset ||
 		    o->tensor_offset % PROTO_TENSOR_ALIGN || o->tensor_bytes > o->slot_size ||
@@ -583,6 +605,12 @@ void proto_open_stream_defaults(struct proto_open_stream *o, uint32_t size, int 
 	const float mean[3] = { 0.485f, 0.456f, 0.406f }, std[3] = { 0.229f, 0.224f, 0.225f };
 	memcpy(j->mean, mean, sizeof(mean));
 	memcpy(j->std, std, sizeof(std));
+}
+
+uint64_t proto_device_table_size(uint32_t slots, uint64_t page)
+{
+	uint64_t n = PROTO_DEVICE_TABLE_HEAD + (uint64_t)slots * PROTO_DEVICE_SLOT_ENTRY;
+	return (n + page - 1) / page * page;
 }
 
 size_t proto_dtype_size(uint32_t dtype)

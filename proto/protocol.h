@@ -51,7 +51,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x52444546u /* "FEDR" in little-endian byte order */
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
 #define PROTO_HEADER_SIZE 16
 /* No message is larger than this; a receiver's buffer of this size plus one
  * byte detects oversized messages (MSG_TRUNC). */
@@ -99,6 +99,18 @@ enum proto_status_what { PROTO_STATUS_SUMMARY = 1, PROTO_STATUS_DATASETS = 2,
 /* features options (same numbering as features_pipeline.h). */
 enum proto_feat_pad { PROTO_FEAT_PAD_REPEAT = 1, PROTO_FEAT_PAD_SKIP = 2 };
 enum proto_feat_cmn { PROTO_FEAT_CMN_NONE = 0, PROTO_FEAT_CMN_UTT = 1, PROTO_FEAT_CMN_SLIDING = 2 };
+/* Where a stream's samples are preprocessed: on the worker threads, on the
+ * daemon's GPU (workers still entropy-decode), or whichever the first
+ * batches show to be faster. */
+enum proto_placement { PROTO_PLACE_CPU = 0, PROTO_PLACE_GPU = 1, PROTO_PLACE_AUTO = 2 };
+/* Where a stream's batch tensors live: the memfd (host), or device memory
+ * shared through CUDA IPC (the memfd then still carries headers and labels,
+ * and the device table). */
+enum proto_memory { PROTO_MEM_HOST = 0, PROTO_MEM_DEVICE = 1 };
+/* OPEN_STREAM flags. */
+#define PROTO_FLAG_PLACEMENT 0x3u  /* enum proto_placement */
+#define PROTO_FLAG_DEVICE_OK 0x4u  /* the client can take batches in device memory */
+#define PROTO_FLAGS_KNOWN 0x7u
 
 struct proto_hello {
 	uint32_t pid;                  /* informative; the daemon trusts SO_PEERCRED */
@@ -146,7 +158,7 @@ struct proto_open_stream {
 	uint32_t dtype;                /* enum proto_dtype (u8 only for jpeg) */
 	uint32_t layout;               /* enum proto_layout (jpeg only; features: NCHW) */
 	uint32_t on_error;             /* enum proto_on_error */
-	uint32_t flags;                /* reserved for later options, must be 0 */
+	uint32_t flags;                /* PROTO_FLAG_*: placement, device delivery */
 	char dataset[PROTO_NAME_MAX];  /* [A-Za-z0-9._-], not starting with '.' */
 	uint64_t seed;
 	uint64_t epoch;                /* first epoch served */
@@ -175,6 +187,10 @@ struct proto_stream_opened {
 	uint64_t labels_offset;        /* from the start of a slot */
 	uint64_t tensor_offset;        /* from the start of a slot, PROTO_TENSOR_ALIGN */
 	uint64_t tensor_bytes;         /* of a full batch */
+	uint32_t placement;            /* enum proto_placement, as the daemon serves it */
+	uint32_t memory;               /* enum proto_memory */
+	uint64_t device_table;         /* PROTO_MEM_DEVICE: offset of the device table
+					  in the memfd (after the slots); else 0 */
 };
 
 struct proto_batch_ready {
@@ -249,6 +265,11 @@ struct proto_stream_info {
 	double images_per_s;           /* over the last few seconds */
 	uint64_t client_wait_us;       /* time with no batch ready for the client */
 	uint64_t ring_full_us;         /* time all slots were held by the client */
+	uint32_t placement;            /* requested, enum proto_placement */
+	uint32_t active;               /* PROTO_PLACE_CPU or _GPU: what runs now */
+	uint32_t memory;               /* enum proto_memory */
+	uint32_t deciding;             /* 1 while placement=auto still measures */
+	float auto_cpu_ms, auto_gpu_ms; /* auto: measured ms per batch each way, or 0 */
 };
 
 struct proto_list_end {
@@ -343,6 +364,33 @@ struct proto_slot_header {
 	uint32_t shape[4];             /* shape[0] == samples */
 	uint32_t sequence;             /* counts fills of this slot, for debugging */
 };
+
+/* The device table of a PROTO_MEM_DEVICE ring, at STREAM_OPENED's
+ * device_table offset of the memfd (page aligned), PROTO_DEVICE_TABLE_HEAD
+ * bytes and then one entry per slot. The handles are CUDA's opaque 64-byte
+ * IPC handles: the tensor buffer (slots * tensor_stride bytes; slot i's
+ * tensor at i * tensor_stride), and per slot an event the daemon records
+ * after writing the slot (the client's stream waits on it) and one the
+ * client records when it releases the slot (the daemon waits on it before
+ * writing again). Both events are interprocess, without timing. */
+#define PROTO_DEVICE_MAGIC 0x56454446u /* "FDEV" */
+#define PROTO_DEVICE_TABLE_HEAD 256
+#define PROTO_DEVICE_SLOT_ENTRY 128
+#define PROTO_IPC_HANDLE 64
+struct proto_device_table {
+	uint32_t magic;                /* PROTO_DEVICE_MAGIC */
+	int32_t device;                /* the daemon's CUDA ordinal (informative) */
+	char pci_bus_id[32];           /* "0000:3b:00.0": finds the same GPU whatever
+					  CUDA_VISIBLE_DEVICES the client has */
+	uint64_t tensor_stride;
+	uint8_t mem_handle[PROTO_IPC_HANDLE];
+};
+struct proto_device_slot {
+	uint8_t ready_event[PROTO_IPC_HANDLE];
+	uint8_t release_event[PROTO_IPC_HANDLE];
+};
+/* Bytes of a device table for slots, rounded up to page. */
+uint64_t proto_device_table_size(uint32_t slots, uint64_t page);
 
 /* Bytes per element of dtype, 0 if unknown. */
 size_t proto_dtype_size(uint32_t dtype);

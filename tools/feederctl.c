@@ -180,6 +180,28 @@ static const char *kind_name(uint32_t k)
 }
 
 /* Receive DATASET_INFO or STREAM_INFO entries up to LIST_END and print them. */
+
+static const char *placement_name(uint32_t p)
+{
+	return p == PROTO_PLACE_GPU ? "gpu" : p == PROTO_PLACE_AUTO ? "auto" : "cpu";
+}
+
+/* "cpu", "gpu (device memory)", "auto: measuring", "auto -> gpu (cpu 12.1
+ * ms, gpu 3.2 ms a batch)": what placement=auto chose, and why. */
+static void placement_text(const struct proto_stream_info *s, char *buf, size_t len)
+{
+	const char *mem = s->memory == PROTO_MEM_DEVICE ? " (device memory)" : "";
+	if (s->placement != PROTO_PLACE_AUTO)
+		snprintf(buf, len, "%s%s", placement_name(s->active), mem);
+	else if (s->deciding)
+		snprintf(buf, len, "auto: measuring");
+	else if (s->auto_cpu_ms > 0 && s->auto_gpu_ms > 0)
+		snprintf(buf, len, "auto -> %s (cpu %.1f ms, gpu %.1f ms a batch)%s",
+			 placement_name(s->active), (double)s->auto_cpu_ms, (double)s->auto_gpu_ms, mem);
+	else
+		snprintf(buf, len, "auto -> %s (no GPU)", placement_name(s->active));
+}
+
 static int print_list(int sock, uint32_t what, int64_t deadline, int json, char *err,
 		      size_t errlen)
 {
@@ -190,9 +212,9 @@ static int print_list(int sock, uint32_t what, int64_t deadline, int json, char 
 		printf("%-24s %-8s %10s %8s %8s %7s\n", "NAME", "KIND", "SAMPLES", "CLASSES", "FEAT_DIM",
 		       "STREAMS");
 	else
-		printf("%6s %7s %7s %6s %-16s %-8s %5s %5s %5s %6s %17s %9s %6s %10s %10s\n", "ID",
+		printf("%6s %7s %7s %6s %-16s %-8s %5s %5s %5s %6s %17s %9s %6s %10s %10s  %s\n", "ID",
 		       "SESSION", "PID", "UID", "DATASET", "PIPELINE", "BATCH", "SLOTS", "READY", "EPOCH",
-		       "BATCHES", "IMAGES/S", "REPL", "WAIT_MS", "FULL_MS");
+		       "BATCHES", "IMAGES/S", "REPL", "WAIT_MS", "FULL_MS", "PLACEMENT");
 	uint32_t n = 0;
 	for (;;) {
 		struct proto_msg m;
@@ -237,21 +259,30 @@ static int print_list(int sock, uint32_t what, int64_t deadline, int json, char 
 				       ", \"batches_sent\": %" PRIu64 ", \"batches_total\": %" PRIu64
 				       ", \"samples\": %" PRIu64 ", \"replacements\": %" PRIu64
 				       ", \"images_per_s\": %.1f, \"client_wait_us\": %" PRIu64
-				       ", \"ring_full_us\": %" PRIu64 "}",
+				       ", \"ring_full_us\": %" PRIu64 ", \"placement\": \"%s\", "
+				       "\"active\": \"%s\", \"memory\": \"%s\", \"deciding\": %s, "
+				       "\"auto_cpu_ms\": %.3f, \"auto_gpu_ms\": %.3f}",
 				       n ? ", " : "", s->stream, s->session, s->pid, s->uid, s->dataset,
 				       pipeline_name(s->pipeline), s->batch, s->slots, s->ready, s->epoch,
 				       s->batches_sent, s->batches_total, s->samples, s->replacements,
-				       s->images_per_s, s->client_wait_us, s->ring_full_us);
+				       s->images_per_s, s->client_wait_us, s->ring_full_us,
+				       placement_name(s->placement), placement_name(s->active),
+				       s->memory == PROTO_MEM_DEVICE ? "device" : "host",
+				       s->deciding ? "true" : "false", (double)s->auto_cpu_ms,
+				       (double)s->auto_gpu_ms);
 			else {
 				char batches[40];
 				snprintf(batches, sizeof batches, "%" PRIu64 "/%" PRIu64, s->batches_sent,
 					 s->batches_total);
+				char place[96];
+				placement_text(s, place, sizeof place);
 				printf("%6u %7u %7u %6u %-16s %-8s %5u %5u %5u %6" PRIu64
-				       " %17s %9.1f %6" PRIu64 " %10.1f %10.1f\n",
+				       " %17s %9.1f %6" PRIu64 " %10.1f %10.1f  %s\n",
 				       s->stream, s->session, s->pid, s->uid, s->dataset,
 				       pipeline_name(s->pipeline), s->batch, s->slots, s->ready, s->epoch,
 				       batches, s->images_per_s, s->replacements,
-				       (double)s->client_wait_us / 1000, (double)s->ring_full_us / 1000);
+				       (double)s->client_wait_us / 1000, (double)s->ring_full_us / 1000,
+				       place);
 			}
 		}
 		n++;

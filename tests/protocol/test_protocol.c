@@ -318,7 +318,8 @@ static void test_open_fields(void)
 	BAD_OPEN(m.u.open.layout = 0);
 	BAD_OPEN(m.u.open.layout = 3);
 	BAD_OPEN(m.u.open.on_error = 2);
-	BAD_OPEN(m.u.open.flags = 1);
+	BAD_OPEN(m.u.open.flags = 8);                 /* an unknown bit */
+	BAD_OPEN(m.u.open.flags = 3);                 /* placement 3 does not exist */
 	BAD_OPEN(m.u.open.jpeg.out_h = 0);
 	BAD_OPEN(m.u.open.jpeg.out_w = PROTO_MAX_SIDE + 1);
 	BAD_OPEN(m.u.open.jpeg.train = 2);
@@ -391,6 +392,32 @@ static void test_other_fields(void)
 	m.u.opened.tensor_bytes = m.u.opened.slot_size;
 	n = enc(&m);
 	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "tensor past slot");
+	/* A device ring: the device table follows the slots, page aligned. */
+	m = all[4];
+	m.u.opened.memory = PROTO_MEM_DEVICE;
+	m.u.opened.placement = PROTO_PLACE_GPU;
+	m.u.opened.device_table = m.u.opened.ring_size;
+	m.u.opened.ring_size += proto_device_table_size(4, PROTO_TENSOR_ALIGN);
+	CHECK(proto_device_table_size(4, 4096) == 4096 && proto_device_table_size(32, 4096) == 8192);
+	n = enc(&m);
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), 0, "device ring");
+	CHECK(d.u.opened.memory == PROTO_MEM_DEVICE && d.u.opened.device_table == m.u.opened.device_table);
+	struct proto_msg dev = m;
+	m.u.opened.device_table -= 4096; /* over the last slot */
+	n = enc(&m);
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "table over slots");
+	m = dev;
+	m.u.opened.ring_size -= 4096;    /* table cut short */
+	n = enc(&m);
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "short table");
+	m = dev;
+	m.u.opened.memory = PROTO_MEM_HOST; /* a host ring with a table */
+	n = enc(&m);
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "host ring, table");
+	m = dev;
+	m.u.opened.memory = 2;
+	n = enc(&m);
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "memory kind 2");
 
 	CHECK(proto_type_from_client(PROTO_HELLO) && proto_type_from_client(PROTO_RELEASE));
 	CHECK(!proto_type_from_client(PROTO_BATCH_READY) && !proto_type_from_client(0));

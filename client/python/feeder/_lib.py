@@ -44,6 +44,9 @@ enum feeder_on_error { FEEDER_ON_ERROR_REPLACE = 0, FEEDER_ON_ERROR_FAIL = 1 };
 enum feeder_feat_pad { FEEDER_FEAT_PAD_REPEAT = 1, FEEDER_FEAT_PAD_SKIP = 2 };
 enum feeder_feat_cmn { FEEDER_FEAT_CMN_NONE = 0, FEEDER_FEAT_CMN_UTT = 1,
                        FEEDER_FEAT_CMN_SLIDING = 2 };
+enum feeder_placement { FEEDER_PLACEMENT_CPU = 0, FEEDER_PLACEMENT_GPU = 1,
+                        FEEDER_PLACEMENT_AUTO = 2 };
+enum feeder_memory { FEEDER_MEMORY_HOST = 0, FEEDER_MEMORY_DEVICE = 1 };
 
 struct feeder;
 struct feeder_stream;
@@ -79,6 +82,8 @@ struct feeder_stream_opts {
         int cvn;
         int train;
     } features;
+    int placement;
+    int device_batches;
 };
 
 struct feeder_stream_info {
@@ -93,6 +98,9 @@ struct feeder_stream_info {
     void *ring;
     size_t ring_size;
     size_t slot_size;
+    int placement;
+    int memory;
+    int device;
 };
 
 struct feeder_batch {
@@ -108,6 +116,8 @@ struct feeder_batch {
     uint32_t replacements;
     uint32_t slot;
     uint32_t stream;
+    int memory;
+    int device;
 };
 
 int feeder_connect(const char *path, int timeout_ms, struct feeder **out);
@@ -125,6 +135,8 @@ int feeder_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b)
 int feeder_release(struct feeder_stream *s, struct feeder_batch *b);
 int feeder_close_stream(struct feeder_stream *s);
 int feeder_pin(struct feeder_stream *s);
+int feeder_batch_wait(struct feeder_stream *s, const struct feeder_batch *b, void *cuda_stream);
+int feeder_release_on(struct feeder_stream *s, struct feeder_batch *b, void *cuda_stream);
 """
 # ---- end of the part that must match client/feeder.h -------------------
 

@@ -76,6 +76,19 @@ class _Owner:
             pass
 
 
+class _DeviceSlot:
+    """A device batch for torch.as_tensor (CUDA array interface v3); keeps
+    the connection, and so the IPC mapping, alive while tensors use it."""
+
+    __slots__ = ("__cuda_array_interface__", "owner")
+
+    def __init__(self, address, shape, typestr, owner):
+        self.owner = owner
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr,
+                                         "data": (address, False), "version": 3,
+                                         "strides": None}
+
+
 class Stream:
     """A connection with one open stream. opts is a filled
     struct feeder_stream_opts (its dataset string kept alive by the caller)."""
@@ -143,6 +156,33 @@ class Stream:
     @property
     def ring_size(self):
         return self._info().ring_size
+
+    @property
+    def memory(self):
+        """lib.FEEDER_MEMORY_HOST or _DEVICE: where this stream's batches are."""
+        return self._info().memory
+
+    def wait_on(self, b, cuda_stream):
+        """feeder_batch_wait: cuda_stream (an int handle) waits for b."""
+        rc = lib.feeder_batch_wait(self._s, b, ffi.cast("void *", cuda_stream))
+        if rc:
+            raise error_from(rc, last_error(self._conn))
+
+    def release_on(self, b, cuda_stream):
+        """feeder_release_on: b's slot goes back after cuda_stream's work."""
+        rc = lib.feeder_release_on(self._s, b, ffi.cast("void *", cuda_stream))
+        if rc and rc != lib.FEEDER_ECLOSED:
+            raise error_from(rc, last_error(self._conn))
+
+    def device_view(self, b):
+        """An object with __cuda_array_interface__ over a device batch."""
+        return _DeviceSlot(int(ffi.cast("uintptr_t", b.data)),
+                           (b.count,) + self._sample_shape, self._typestr, self._owner)
+
+    def views_labels(self, b):
+        """The labels of batch b (host memory) as a NumPy array, no copy."""
+        laddr = int(ffi.cast("uintptr_t", b.labels))
+        return np.asarray(_SlotMemory(self._owner, laddr, (b.count,), _LABEL_DTYPE.str))
 
     @property
     def reconnects(self):

@@ -30,6 +30,8 @@ _DTYPES = {
 }
 _LAYOUTS = {"nchw": lib.FEEDER_LAYOUT_NCHW, "nhwc": lib.FEEDER_LAYOUT_NHWC}
 _ON_ERROR = {"replace": lib.FEEDER_ON_ERROR_REPLACE, "fail": lib.FEEDER_ON_ERROR_FAIL}
+_PLACEMENTS = {"cpu": lib.FEEDER_PLACEMENT_CPU, "gpu": lib.FEEDER_PLACEMENT_GPU,
+               "auto": lib.FEEDER_PLACEMENT_AUTO}
 # A stream runs on into the following epochs, so that a loop that calls
 # set_epoch(e + 1) finds that epoch's first batches already decoded, as
 # feeder-bench's single long stream does (no refill stall at each epoch). A
@@ -93,6 +95,11 @@ class Loader:
     computes on the previous batch. timeout: seconds to wait for a batch (or
     the stream) before DaemonTimeoutError; None waits forever.
     connect_timeout: seconds to keep retrying a daemon that is not up yet.
+    placement: where feederd preprocesses: "cpu" (its worker threads), "gpu"
+    (its GPU, feederd --gpu N) or "auto" (whichever its first batches show
+    to be faster). With placement="gpu" and device="cuda" on the daemon's GPU,
+    batches are delivered in device memory (CUDA IPC), with no copy at all;
+    otherwise through the pinned host ring as usual.
     reconnect: seconds to keep trying a daemon that went away mid-stream (it
     crashed or was restarted): the stream is reopened at the batch after the
     last one delivered, so iteration goes on with exactly the batches an
@@ -115,7 +122,7 @@ class Loader:
     def __init__(self, dataset, batch_size, pipeline="jpeg", seed=0, epoch=0, rank=None,
                  world_size=None, drop_last=True, slots=4, dtype="float16", layout="NCHW",
                  socket=None, on_error="replace", as_torch=False, copy=False, device=None,
-                 timeout=60.0, connect_timeout=10.0, reconnect=0):
+                 timeout=60.0, connect_timeout=10.0, reconnect=0, placement="cpu"):
         if not isinstance(dataset, str) or not dataset:
             raise OptionError("dataset must be a non-empty name, not %r" % (dataset,))
         self.dataset = dataset
@@ -144,6 +151,10 @@ class Loader:
         if key not in _ON_ERROR:
             raise OptionError("on_error must be 'replace' or 'fail', not %r" % (on_error,))
         self._on_error = _ON_ERROR[key]
+        key = str(placement).lower()
+        if key not in _PLACEMENTS:
+            raise OptionError("placement must be 'cpu', 'gpu' or 'auto', not %r" % (placement,))
+        self.placement = key
         self.socket = socket
         self.as_torch = bool(as_torch)
         self.copy = bool(copy)
@@ -199,6 +210,8 @@ class Loader:
             o.dtype = self._dtype
             o.layout = self._layout
             o.on_error = self._on_error
+            o.placement = _PLACEMENTS[self.placement]
+            o.device_batches = int(self._copier is not None and self.placement == "gpu")
         except (OverflowError, TypeError) as e:
             raise OptionError("option out of range for feederd: %s" % e) from None
         return o, name
@@ -210,7 +223,7 @@ class Loader:
         del name  # kept alive through the open call above
         s.pos = (epoch, start)  # of the next batch it delivers
         s.left = s.batches      # batches it still delivers
-        if self._copier:
+        if self._copier and s.memory == lib.FEEDER_MEMORY_HOST:
             self._copier.prepare(s)
         return s
 
@@ -362,6 +375,9 @@ class Loader:
             self._epoch_done()
             return
         s = self._take_stream()
+        if s.memory == lib.FEEDER_MEMORY_DEVICE:
+            yield from self._iter_resident(my_id, s)
+            return
         cp = self._copier
         done = None     # (batch, event) handed out last; released next step
         pending = None  # (batch, (data, labels, event)) copy in flight
@@ -398,3 +414,42 @@ class Loader:
                         s.release(held[0])
                     except Exception:
                         pass
+
+    def _iter_resident(self, my_id, s):
+        """Batches that feederd wrote into GPU memory shared with us: a
+        tensor over the slot itself. The trainer's current CUDA stream waits
+        (on the GPU) for the daemon's write; the slot goes back when the next
+        batch is asked for, ordered after the work queued on that stream."""
+        torch = self._torch
+        dev = self._copier.device
+        bpe = self._batches_per_epoch
+        held = None
+        try:
+            while True:
+                cur = torch.cuda.current_stream(dev).cuda_stream
+                if held is not None:
+                    s.release_on(held, cur)
+                    held = None
+                if self.next_batch >= bpe:
+                    self._epoch_done()
+                    return
+                if self._iter_id != my_id:
+                    return
+                b = self._fetch(s)
+                self.next_batch = b.batch_index + 1
+                self.replacements += b.replacements
+                s.wait_on(b, cur)
+                data = torch.as_tensor(s.device_view(b), device=dev)
+                labels = torch.from_numpy(s.views_labels(b)).to(dev)
+                if self.copy:
+                    data = data.clone()
+                    s.release_on(b, cur)
+                else:
+                    held = b
+                yield data, labels
+        finally:
+            if held is not None:
+                try:
+                    s.release_on(held, torch.cuda.current_stream(dev).cuda_stream)
+                except Exception:
+                    pass
