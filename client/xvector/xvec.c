@@ -54,6 +54,8 @@ struct args {
 	int width, pool_width, embed;
 	uint64_t seed;
 	int timeout_ms;
+	int placement;     /* enum feeder_placement */
+	int reconnect_ms;  /* feeder_set_reconnect; 0 off */
 };
 
 static double now_s(void)
@@ -71,6 +73,9 @@ static void usage(FILE *f)
 	      "common:  --socket PATH (default $FEEDER_SOCKET, then " FEEDER_DEFAULT_SOCKET ")\n"
 	      "         --batch B (64)  --chunk L (train 200, eval 300)  --slots N (4)\n"
 	      "         --device cpu|cuda (cpu)  --timeout-ms MS (60000)\n"
+	      "         --placement cpu|gpu|auto (cpu): where feederd preprocesses; gpu\n"
+	      "         with --device cuda takes batches in GPU memory (CUDA IPC)\n"
+	      "         --reconnect SEC (0): wait this long for a restarted feederd\n"
 	      "train:   --epochs E (10) --lr R (0.001) --noise-eps EPS (0) --dropout P (0)\n"
 	      "         --weight-decay W (0) --seed S (1) --width 512 --pool-width 1500\n"
 	      "         --embed 512 --log-every N (10) --resume CKPT --stop-after STEPS\n"
@@ -104,7 +109,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"embed", 1, 0, 3}, {"seed", 1, 0, 4}, {"log-every", 1, 0, 5},
 		{"slots", 1, 0, 6}, {"stop-after", 1, 0, 7}, {"steps", 1, 0, 8},
 		{"in-memory", 1, 0, 9}, {"timeout-ms", 1, 0, 10}, {"json", 0, 0, 'j'},
-		{"precision", 1, 0, 11}, {"autotune", 0, 0, 12},
+		{"precision", 1, 0, 11}, {"autotune", 0, 0, 12}, {"placement", 1, 0, 13},
+		{"reconnect", 1, 0, 14},
 		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	memset(a, 0, sizeof(*a));
 	a->device = "cpu";
@@ -151,6 +157,19 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'j': a->json = 1; break;
 		case 11: a->precision = optarg; break;
 		case 12: a->autotune = 1; break;
+		case 13:
+			if (!strcmp(optarg, "cpu"))
+				a->placement = FEEDER_PLACEMENT_CPU;
+			else if (!strcmp(optarg, "gpu"))
+				a->placement = FEEDER_PLACEMENT_GPU;
+			else if (!strcmp(optarg, "auto"))
+				a->placement = FEEDER_PLACEMENT_AUTO;
+			else {
+				fprintf(stderr, "xvec: --placement: '%s' is not cpu, gpu or auto\n",
+					optarg);
+				return -1;
+			}
+			break;
 		case 'h': usage(stdout); exit(0);
 		case '?':
 			fprintf(stderr, "xvec: unknown option or missing value: '%s' (see --help)\n",
@@ -176,6 +195,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 			case 8: NUM(1, 1e15, a->steps = (long)v); break;
 			case 9: NUM(1, 4096, a->in_memory = (int)v); break;
 			case 10: NUM(0, 1e9, a->timeout_ms = (int)v); break;
+			case 14: NUM(0, 1e6, a->reconnect_ms = (int)(v * 1000)); break;
 #undef NUM
 			}
 		}
@@ -253,6 +273,11 @@ static void opts_for(const struct args *a, struct feeder_stream_opts *o, int tra
 	o->drop_last = train;
 	o->features.chunk_len = (uint32_t)a->chunk;
 	o->features.train = train;
+	o->placement = a->placement;
+	/* The CUDA trainer takes device-resident batches when the daemon
+	 * preprocesses on a GPU this process sees (xvec_feed copies them on
+	 * the device); libfeeder falls back to the host ring otherwise. */
+	o->device_batches = train && !strcmp(a->device, "cuda");
 }
 
 static int open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
@@ -274,6 +299,8 @@ static int connect_daemon(const struct args *a, struct feeder **f)
 	if (rc)
 		fprintf(stderr, "xvec: connecting to feederd: %s\n",
 			feeder_last_error(NULL)[0] ? feeder_last_error(NULL) : feeder_strerror(rc));
+	else if (a->reconnect_ms)
+		feeder_set_reconnect(*f, a->reconnect_ms);
 	return rc;
 }
 

@@ -123,8 +123,20 @@ static int xf_issue(struct xvec_feed *f, int i, int timeout_ms, char *err, size_
 	b->held = 1;
 	if (b->consumed_recorded)
 		XF_CUDA(cudaStreamWaitEvent(f->copy, b->consumed, 0), "order a copy after its reader");
-	XF_CUDA(cudaMemcpyAsync(b->x, h->data, h->bytes, cudaMemcpyHostToDevice, f->copy),
-		"copy a batch to the device");
+	if (h->memory == FEEDER_MEMORY_DEVICE) {
+		/* feederd wrote the batch into GPU memory shared with us: the
+		 * copy stream waits for that write on the GPU, the copy stays on
+		 * the device, and the slot goes back ordered after the copy. */
+		rc = feeder_batch_wait(f->s, h, f->copy);
+		if (rc)
+			return status_fail(err, errlen, rc, "x-vector feed: waiting for a device batch "
+					   "failed: %s", feeder_strerror(rc));
+		XF_CUDA(cudaMemcpyAsync(b->x, h->data, h->bytes, cudaMemcpyDeviceToDevice, f->copy),
+			"copy a device batch");
+	} else {
+		XF_CUDA(cudaMemcpyAsync(b->x, h->data, h->bytes, cudaMemcpyHostToDevice, f->copy),
+			"copy a batch to the device");
+	}
 	XF_CUDA(cudaMemcpyAsync(b->labels, h->labels, sizeof(int32_t) * h->count,
 				cudaMemcpyHostToDevice, f->copy), "copy labels to the device");
 	XF_CUDA(cudaEventRecord(b->copied, f->copy), "record a copy");
