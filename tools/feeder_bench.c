@@ -59,6 +59,8 @@ static const char usage_text[] =
 	"  --eval             eval transform (resize + center crop) instead of train\n"
 	"  --seed S           shuffle seed (default 0)\n"
 	"  --hold-us T        simulated compute per batch before release (default 0)\n"
+	"  --placement P      where feederd preprocesses: cpu, gpu or auto (default cpu)\n"
+	"  --device-batches   with --placement gpu: take batches in GPU memory (CUDA IPC)\n"
 	"  --socket PATH      daemon socket (default $FEEDER_SOCKET, else the standard path)\n"
 	"  --config PATH      feederd config to find the datasets directory\n"
 	"  --datasets DIR     datasets directory (overrides the config)\n"
@@ -71,6 +73,7 @@ struct bench_opts {
 	uint64_t batches, seed;
 	int dtype, layout, train, json;
 	unsigned hold_us, workers;
+	int placement, device_batches;
 };
 
 struct bench_thread {
@@ -114,6 +117,8 @@ static void *bench_run(void *arg)
 	so.jpeg.height = so.jpeg.width = o->size;
 	so.jpeg.train = o->train;
 	so.epochs = 1000; /* enough epochs for any --batches; the stream is closed early */
+	so.placement = o->placement;
+	so.device_batches = o->device_batches;
 	t->rc = feeder_open_stream(f, &so, 10000, &s);
 	if (t->rc) {
 		snprintf(t->err, sizeof t->err, "%s", feeder_last_error(f));
@@ -136,6 +141,13 @@ static void *bench_run(void *arg)
 		t->images += b.count;
 		t->bytes += b.bytes;
 		t->replacements += b.replacements;
+		/* A device batch is complete when announced (feederd waits for its
+		 * kernel); a trainer's stream would feeder_batch_wait on it. */
+		if (b.memory == FEEDER_MEMORY_DEVICE && (rc = feeder_batch_wait(s, &b, NULL))) {
+			t->rc = rc;
+			snprintf(t->err, sizeof t->err, "%s", feeder_last_error(f));
+			break;
+		}
 		if (o->hold_us)
 			usleep(o->hold_us);
 		if ((rc = feeder_release(s, &b))) {
@@ -277,6 +289,8 @@ int main(int argc, char **argv)
 			o.json = 1;
 		} else if (strcmp(a, "--eval") == 0) {
 			o.train = 0;
+		} else if (strcmp(a, "--device-batches") == 0) {
+			o.device_batches = 1;
 		} else if (!v) {
 			fprintf(stderr, "feeder-bench: unknown option or missing value: '%s' (try --help)\n", a);
 			return 2;
@@ -332,6 +346,18 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--seed") == 0) {
 			if (parse_u64(a, argv[++i], 0, UINT64_MAX, &o.seed))
 				return 2;
+		} else if (strcmp(a, "--placement") == 0) {
+			i++;
+			if (strcmp(v, "cpu") == 0)
+				o.placement = FEEDER_PLACEMENT_CPU;
+			else if (strcmp(v, "gpu") == 0)
+				o.placement = FEEDER_PLACEMENT_GPU;
+			else if (strcmp(v, "auto") == 0)
+				o.placement = FEEDER_PLACEMENT_AUTO;
+			else {
+				fprintf(stderr, "feeder-bench: --placement: '%s' is not cpu, gpu or auto\n", v);
+				return 2;
+			}
 		} else if (strcmp(a, "--hold-us") == 0) {
 			if (parse_u64(a, argv[++i], 0, 10000000, &x))
 				return 2;
