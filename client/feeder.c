@@ -608,7 +608,7 @@ static int stream_map(struct feeder *f, struct feeder_stream *s)
 	if (t->magic != PROTO_DEVICE_MAGIC || t->tensor_stride < g->tensor_bytes)
 		return status_fail(f->err, sizeof f->err, FEEDER_EPROTO,
 				   "device table of stream %u is malformed", g->stream);
-	void *base;
+	void *base = NULL;
 	int rc = fcuda_ring_open(t, (const struct proto_device_slot *)((const uint8_t *)t +
 								    PROTO_DEVICE_TABLE_HEAD),
 				 g->slots, &base, &s->dev_ordinal, &s->dev, f->err, sizeof f->err);
