@@ -62,4 +62,16 @@ size_t resize_scratch_floats(const struct resize_axis *ax, const struct resize_a
 void resize_rgb(const uint8_t *src, size_t stride, const struct resize_axis *ax,
 		const struct resize_axis *ay, float *scratch, const struct resize_out *o);
 
+/* resize_rgb's implementations. AUTO (the default) takes the fastest this
+ * CPU runs: AVX2 where the CPU has AVX2, FMA and F16C, else PORTABLE, plain
+ * C and the reference the others are tested against (tests/pipelines
+ * resize_simd). They agree to float rounding: the same plans and taps,
+ * summed vertical-first and with fused multiply-adds in the AVX2 path. */
+enum { RESIZE_IMPL_AUTO = 0, RESIZE_IMPL_PORTABLE = 1, RESIZE_IMPL_AVX2 = 2 };
+
+/* Make resize_rgb use impl in the whole process, for tests and benchmarks;
+ * call it while no thread is inside resize_rgb. Returns 0, -ENOTSUP where
+ * this CPU or build lacks impl, or -EINVAL for an unknown value. */
+int resize_select(int impl);
+
 #endif

@@ -5,11 +5,15 @@
  * images, what a naive loader pays before it even crops), jpeg_pipeline_run
  * in train mode (random resized crop + flip) and eval mode, and the slow
  * reference. The region decode with IDCT scaling must beat the full decode.
+ * --resize portable measures with resize_rgb's plain C path instead of the
+ * fastest one this CPU runs (resize.h, resize_select), for before/after.
  *
- *   pipeline_bench [--width W --height H --size S --dtype u8|f16|f32 --seconds T]
+ *   pipeline_bench [--width W --height H --size S --dtype u8|f16|f32 --seconds T
+ *                   --resize auto|portable]
  */
 #include "jpeg_pipeline.h"
 #include "jpeg_synth.h"
+#include "resize.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +84,7 @@ int main(int argc, char **argv)
 	struct bench b = { .w = 500, .h = 375, .seconds = 1.0 };
 	uint32_t size = 224;
 	int dtype = PIPE_DTYPE_F16;
+	int impl = RESIZE_IMPL_AUTO;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!v) {
@@ -98,9 +103,11 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--dtype"))
 			dtype = !strcmp(v, "u8") ? PIPE_DTYPE_U8 : !strcmp(v, "f32") ? PIPE_DTYPE_F32
 										     : PIPE_DTYPE_F16;
+		else if (!strcmp(a, "--resize") && (!strcmp(v, "auto") || !strcmp(v, "portable")))
+			impl = !strcmp(v, "auto") ? RESIZE_IMPL_AUTO : RESIZE_IMPL_PORTABLE;
 		else {
 			fprintf(stderr, "usage: pipeline_bench [--width W --height H --size S "
-					"--dtype u8|f16|f32 --seconds T]\n");
+					"--dtype u8|f16|f32 --seconds T --resize auto|portable]\n");
 			return 2;
 		}
 	}
@@ -116,6 +123,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	resize_select(impl);
 	char err[256];
 	struct jpeg_worker *w;
 	if (jpeg_worker_create(&w, err, sizeof err)) {
@@ -133,8 +141,9 @@ int main(int argc, char **argv)
 	double tr = rate_pipeline(&b, w, &train, jpeg_pipeline_run, out);
 	double ev = rate_pipeline(&b, w, &eval, jpeg_pipeline_run, out);
 	double ref = rate_pipeline(&b, w, &train, jpeg_pipeline_reference, out);
-	printf("images %dx%d 4:2:0 q90, output %ux%u %s, one thread\n", b.w, b.h, size, size,
-	       dtype == PIPE_DTYPE_U8 ? "u8" : dtype == PIPE_DTYPE_F32 ? "f32" : "f16");
+	printf("images %dx%d 4:2:0 q90, output %ux%u %s, one thread, resize %s\n", b.w, b.h, size,
+	       size, dtype == PIPE_DTYPE_U8 ? "u8" : dtype == PIPE_DTYPE_F32 ? "f32" : "f16",
+	       impl == RESIZE_IMPL_PORTABLE ? "portable" : "auto");
 	printf("full-size tjDecompress2     %8.0f images/s\n", full);
 	printf("jpeg_pipeline_run train     %8.0f images/s (%.2fx full decode)\n", tr, tr / full);
 	printf("jpeg_pipeline_run eval      %8.0f images/s (%.2fx full decode)\n", ev, ev / full);
