@@ -541,7 +541,7 @@ static int opts_to_proto(struct feeder *f, const struct feeder_stream_opts *o,
 	p->flags = (uint32_t)o->placement;
 	/* Device batches only where this process can open them; otherwise the
 	 * daemon serves the host ring (the documented fallback). */
-	if (o->device_batches && o->placement == FEEDER_PLACEMENT_GPU && fcuda_device_usable())
+	if (o->device_batches && o->placement != FEEDER_PLACEMENT_CPU && fcuda_device_usable())
 		p->flags |= PROTO_FLAG_DEVICE_OK;
 	if (o->pipeline == FEEDER_PIPE_JPEG) {
 		p->jpeg.out_h = o->jpeg.height;

@@ -138,9 +138,10 @@ struct feeder_stream_opts {
 	} features;
 	int placement;         /* enum feeder_placement; default cpu */
 	int device_batches;    /* 1: take batches in GPU memory when the daemon
-				  preprocesses on a GPU this process sees too
-				  (placement gpu); otherwise, and by default,
-				  batches are in the host ring */
+				  offers them: it preprocesses this stream on
+				  a GPU (placement gpu) that this process sees
+				  too; otherwise, and by default, batches are
+				  in the host ring */
 };
 
 /* Geometry of an open stream, as the daemon announced it. */

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <string.h>
 
-#define FEAT_VAR_FLOOR 1e-20
+#define FEAT_VAR_FLOOR FEATURES_VAR_FLOOR
 
 void features_params_default(struct features_params *p, uint32_t chunk_len, int train)
 {
@@ -133,9 +133,10 @@ static void sliding_bounds(uint32_t t, uint32_t frames, uint32_t window, uint32_
 	*hi = (uint32_t)end;
 }
 
-int features_pipeline_run(const struct features_params *p, const struct dsformat_sample *s,
-			  const uint8_t *payload, uint64_t aug_key, void *out, char *err,
-			  size_t errlen)
+/* Also the GPU pipeline's check (daemon/gpu_staging.c). */
+int features_pipeline_check_sample(const struct features_params *p,
+				   const struct dsformat_sample *s, const uint8_t *payload,
+				   char *err, size_t errlen)
 {
 	int rc = features_params_check(p, err, errlen);
 	if (rc)
@@ -153,7 +154,17 @@ int features_pipeline_run(const struct features_params *p, const struct dsformat
 				   s->payload_len, s->frames, s->dim, dsformat_dtype_name(s->dtype));
 	if (s->frames < p->chunk_len && p->pad == FEAT_PAD_SKIP)
 		return FEATURES_SKIPPED;
+	return 0;
+}
 
+int features_pipeline_run(const struct features_params *p, const struct dsformat_sample *s,
+			  const uint8_t *payload, uint64_t aug_key, void *out, char *err,
+			  size_t errlen)
+{
+	int rc = features_pipeline_check_sample(p, s, payload, err, errlen);
+	if (rc)
+		return rc;
+	size_t elem = dsformat_dtype_size(s->dtype);
 	const struct matrix m = { payload, s->frames, s->dim, elem == 2 };
 	const uint32_t dim = s->dim, len = p->chunk_len;
 	double sum[DSFORMAT_MAX_DIM], sumsq[DSFORMAT_MAX_DIM];
@@ -166,7 +177,7 @@ int features_pipeline_run(const struct features_params *p, const struct dsformat
 	uint32_t offset = features_pipeline_offset(p, s->frames, aug_key);
 	for (uint32_t t = 0; t < len; t++) {
 		/* Too-short utterances repeat from their start (pad repeat). */
-		uint32_t src = s->frames > len ? offset + t : t % s->frames;
+		uint32_t src = features_pipeline_source(p, s->frames, offset, t);
 		if (p->cmn == FEAT_CMN_SLIDING) {
 			uint32_t lo, hi;
 			sliding_bounds(src, s->frames, p->cmn_window, &lo, &hi);
@@ -191,4 +202,27 @@ int features_pipeline_run(const struct features_params *p, const struct dsformat
 		}
 	}
 	return 0;
+}
+
+/* For the GPU pipeline (daemon/gpu_staging.c): the same chunk frames and
+ * statistics windows as features_pipeline_run. */
+
+uint32_t features_pipeline_source(const struct features_params *p, uint32_t frames,
+				  uint32_t offset, uint32_t t)
+{
+	return frames > p->chunk_len ? offset + t : t % frames;
+}
+
+void features_pipeline_window(const struct features_params *p, uint32_t frames, uint32_t src,
+			      uint32_t *lo, uint32_t *hi)
+{
+	if (p->cmn == FEAT_CMN_SLIDING) {
+		sliding_bounds(src, frames, p->cmn_window, lo, hi);
+	} else if (p->cmn == FEAT_CMN_UTT) {
+		*lo = 0;
+		*hi = frames;
+	} else {
+		*lo = 0;
+		*hi = 0;
+	}
 }

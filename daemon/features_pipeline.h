@@ -71,4 +71,27 @@ int features_pipeline_run(const struct features_params *p, const struct dsformat
 			  const uint8_t *payload, uint64_t aug_key, void *out, char *err,
 			  size_t errlen);
 
+/* For the GPU pipeline (daemon/gpu_staging.c), which runs the same
+ * computation on the device.
+ *
+ * Variances are floored at this before the division (cvn). */
+#define FEATURES_VAR_FLOOR 1e-20
+
+/* The checks features_pipeline_run makes before reading the matrix: 0,
+ * FEATURES_SKIPPED, FEEDER_EINVAL or FEEDER_EFORMAT, as it returns them. */
+int features_pipeline_check_sample(const struct features_params *p,
+				   const struct dsformat_sample *s, const uint8_t *payload,
+				   char *err, size_t errlen);
+
+/* The utterance frame that chunk frame t (0..chunk_len-1) is, for a chunk
+ * at offset (features_pipeline_offset) of an utterance of `frames` frames
+ * (repeating from the start when it is shorter than chunk_len). */
+uint32_t features_pipeline_source(const struct features_params *p, uint32_t frames,
+				  uint32_t offset, uint32_t t);
+
+/* The frames [lo, hi) whose statistics normalize utterance frame src: the
+ * sliding window, the whole utterance, or none (lo = hi = 0, cmn none). */
+void features_pipeline_window(const struct features_params *p, uint32_t frames, uint32_t src,
+			      uint32_t *lo, uint32_t *hi);
+
 #endif

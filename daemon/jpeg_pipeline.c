@@ -249,13 +249,15 @@ static unsigned max_idct_scale(const struct jpeg_decompress_struct *ci)
 }
 
 /* Plan both axes for crop c seen at IDCT scale 1/s, decode the rows and
- * columns they need into w->region, and rebase the plans onto it. Sets
- * *stride. With reference set, decode the whole image at scale 1 instead.
- * Returns 0 or a negative code with err filled; on error the decompressor
- * is reset for the next sample. */
+ * columns they need into w->region (or into memory from dest, the GPU
+ * path's staging), and rebase the plans onto it. Fills r. With reference
+ * set, decode the whole image at scale 1 instead. Returns 0 or a negative
+ * code with err filled; on error the decompressor is reset for the next
+ * sample. */
 static int decode_region(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t *jpeg,
-			 size_t len, uint64_t aug_key, int reference, int *flip, size_t *stride,
-			 char *err, size_t errlen)
+			 size_t len, uint64_t aug_key, int reference,
+			 const struct jpeg_region_dest *dest, struct jpeg_region *r, char *err,
+			 size_t errlen)
 {
 	struct jpeg_decompress_struct *ci = &w->cinfo;
 	if (setjmp(w->jerr.jump)) {
@@ -277,7 +279,6 @@ static int decode_region(struct jpeg_worker *w, const struct jpeg_params *p, con
 	}
 	struct jpeg_crop c;
 	jpeg_pipeline_plan(p, W, H, aug_key, &c);
-	*flip = c.flip;
 
 	/* IDCT scaling: the scaled region must stay at least 1.5x the output.
 	 * At 1-1.5x the IDCT's own low-pass, not the resize filter, shapes the
@@ -326,15 +327,30 @@ static int decode_region(struct jpeg_worker *w, const struct jpeg_params *p, con
 	resize_axis_rebase(&w->ax, (int32_t)xoff);
 	resize_axis_rebase(&w->ay, y0);
 
-	*stride = (size_t)cw * 4;
+	size_t stride = (size_t)cw * 4;
 	size_t rows = (size_t)(y1 - y0);
-	size_t need_scratch = resize_scratch_floats(&w->ax, &w->ay) * sizeof(float);
-	if (grow_bytes((void **)&w->region, &w->region_cap, *stride * rows) ||
-	    grow_bytes((void **)&w->scratch, &w->scratch_cap, need_scratch)) {
-		jpeg_abort_decompress(ci);
-		return status_fail(err, errlen, -ENOMEM, "jpeg: out of memory for a %ux%zu region",
-				   (unsigned)cw, rows);
+	uint8_t *region;
+	if (dest) {
+		region = dest->alloc(dest->ctx, stride * rows);
+		if (!region) {
+			jpeg_abort_decompress(ci);
+			return status_fail(err, errlen, FEEDER_EQUOTA,
+					   "jpeg: no room for a %ux%zu region in the staging memory",
+					   (unsigned)cw, rows);
+		}
+	} else {
+		size_t need_scratch = resize_scratch_floats(&w->ax, &w->ay) * sizeof(float);
+		if (grow_bytes((void **)&w->region, &w->region_cap, stride * rows) ||
+		    grow_bytes((void **)&w->scratch, &w->scratch_cap, need_scratch)) {
+			jpeg_abort_decompress(ci);
+			return status_fail(err, errlen, -ENOMEM,
+					   "jpeg: out of memory for a %ux%zu region", (unsigned)cw, rows);
+		}
+		region = w->region;
 	}
+	*r = (struct jpeg_region){ .pixels = region, .stride = stride, .cols = (uint32_t)cw,
+				   .rows = (uint32_t)rows, .flip = c.flip, .ax = &w->ax,
+				   .ay = &w->ay };
 	if (y0 > 0)
 		jpeg_skip_scanlines(ci, (JDIMENSION)y0);
 	while (ci->output_scanline < (JDIMENSION)y1) {
@@ -342,7 +358,7 @@ static int decode_region(struct jpeg_worker *w, const struct jpeg_params *p, con
 		JDIMENSION want = (JDIMENSION)y1 - ci->output_scanline;
 		want = want > 16 ? 16 : want;
 		for (JDIMENSION k = 0; k < want; k++)
-			rowp[k] = w->region + (ci->output_scanline - (JDIMENSION)y0 + k) * *stride;
+			rowp[k] = region + (ci->output_scanline - (JDIMENSION)y0 + k) * stride;
 		if (jpeg_read_scanlines(ci, rowp, want) == 0) {
 			jpeg_abort_decompress(ci);
 			return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: no rows decoded");
@@ -363,17 +379,13 @@ static int run(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t
 		return rc;
 	if (!jpeg || len == 0)
 		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: empty payload");
-	int flip = 0;
-	size_t stride = 0;
-	rc = decode_region(w, p, jpeg, len, aug_key, reference, &flip, &stride, err, errlen);
+	struct jpeg_region r = { 0 };
+	rc = decode_region(w, p, jpeg, len, aug_key, reference, NULL, &r, err, errlen);
 	if (rc)
 		return rc;
-	struct resize_out o = { .out = out, .dtype = p->dtype, .layout = p->layout, .flip = flip };
-	for (int c = 0; c < 3; c++) {
-		o.mul[c] = 1.0f / (255.0f * p->std[c]);
-		o.add[c] = -p->mean[c] / p->std[c];
-	}
-	resize_rgb(w->region, stride, &w->ax, &w->ay, w->scratch, &o);
+	struct resize_out o = { .out = out, .dtype = p->dtype, .layout = p->layout, .flip = r.flip };
+	jpeg_pipeline_norm(p, o.mul, o.add);
+	resize_rgb(r.pixels, r.stride, &w->ax, &w->ay, w->scratch, &o);
 	return 0;
 }
 
@@ -388,4 +400,29 @@ int jpeg_pipeline_reference(struct jpeg_worker *w, const struct jpeg_params *p,
 			    char *err, size_t errlen)
 {
 	return run(w, p, jpeg, len, aug_key, out, 1, err, errlen);
+}
+
+/* The GPU pipeline's host side (daemon/gpu_staging.c): the same region
+ * decode and resize plans as jpeg_pipeline_run, into memory the caller
+ * provides, and the same normalization constants. */
+
+void jpeg_pipeline_norm(const struct jpeg_params *p, float mul[3], float add[3])
+{
+	for (int c = 0; c < 3; c++) {
+		mul[c] = 1.0f / (255.0f * p->std[c]);
+		add[c] = -p->mean[c] / p->std[c];
+	}
+}
+
+int jpeg_pipeline_decode(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t *jpeg,
+			 size_t len, uint64_t aug_key, const struct jpeg_region_dest *dest,
+			 struct jpeg_region *r, char *err, size_t errlen)
+{
+	int rc = jpeg_params_check(p, err, errlen);
+	if (rc)
+		return rc;
+	if (!jpeg || len == 0)
+		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: empty payload");
+	*r = (struct jpeg_region){ 0 };
+	return decode_region(w, p, jpeg, len, aug_key, 0, dest, r, err, errlen);
 }

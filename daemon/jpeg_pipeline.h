@@ -92,4 +92,38 @@ int jpeg_pipeline_reference(struct jpeg_worker *w, const struct jpeg_params *p,
 			    const uint8_t *jpeg, size_t len, uint64_t aug_key, void *out,
 			    char *err, size_t errlen);
 
+/* For the GPU pipeline (daemon/gpu_staging.c), which decodes on worker
+ * threads and resizes on the device with exactly this pipeline's choices.
+ *
+ * A decoded region: rows x cols RGBX pixels (4 bytes each, the 4th
+ * ignored) at pixels, rows stride bytes apart, and the resize plans (owned
+ * by the worker, valid until its next call) rebased so that plan pixel 0 is
+ * column 0 / row 0 of the region; flip as in struct jpeg_crop. */
+struct resize_axis;
+struct jpeg_region {
+	uint8_t *pixels;
+	size_t stride;
+	uint32_t cols, rows;
+	int flip;
+	const struct resize_axis *ax, *ay;
+};
+
+/* Where jpeg_pipeline_decode puts the region: alloc(ctx, bytes) returns
+ * memory for it, or NULL when there is no room. */
+struct jpeg_region_dest {
+	uint8_t *(*alloc)(void *ctx, size_t bytes);
+	void *ctx;
+};
+
+/* The first half of jpeg_pipeline_run: parse, plan the crop, pick the IDCT
+ * scale, decode only the needed region into dest's memory and plan the
+ * resize. Returns 0, FEEDER_EINVAL, FEEDER_EDECODE (as jpeg_pipeline_run)
+ * or FEEDER_EQUOTA when dest->alloc has no room (nothing decoded). */
+int jpeg_pipeline_decode(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t *jpeg,
+			 size_t len, uint64_t aug_key, const struct jpeg_region_dest *dest,
+			 struct jpeg_region *r, char *err, size_t errlen);
+
+/* value = pixel (0..255) * mul[c] + add[c]: Normalize(mean, std) of p. */
+void jpeg_pipeline_norm(const struct jpeg_params *p, float mul[3], float add[3]);
+
 #endif

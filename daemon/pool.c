@@ -133,8 +133,18 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&p->lock);
 		if (stream_task_finish(&t))
 			wake_loop(p);
+		if (t.submit) {
+			/* The last sample of a GPU batch is staged: this worker
+			 * runs the batch on the device, outside the lock. */
+			pthread_mutex_unlock(&p->lock);
+			stream_task_submit(&t);
+			pthread_mutex_lock(&p->lock);
+			if (stream_submit_finish(&t))
+				wake_loop(p);
+		}
 	}
 	pthread_mutex_unlock(&p->lock);
+	stream_worker_exit();
 	return NULL;
 }
 

@@ -1,23 +1,57 @@
 /* registry.c — scan, open and reference-count the served datasets (see
- * registry.h). */
+ * registry.h).
+ *
+ * Datasets that change while served. A stream reads exactly one version of
+ * its dataset (the mapping it was opened on), so it can never mix two; what
+ * remains to decide is whether it may go on once that version is gone from
+ * disk. It may not: a version that is no longer served is retired, and every
+ * stream still on it ends with an ERROR naming the dataset and the reason;
+ * streams on other datasets go on untouched.
+ *
+ *  - Removed (the directory or its data.mdb deleted, even though the open
+ *    file keeps the data readable): "dataset 'x' was removed from DIR".
+ *    Noticed by the periodic check (registry_check, about once a second
+ *    from the server's timer) or a SIGHUP rescan.
+ *  - Replaced (data.mdb is another file: st_dev/st_ino differ, as after
+ *    `packer --force` or `rm -rf x && mv new x`): the periodic check retires
+ *    the old version and stops serving the name; the new version is opened
+ *    by the next SIGHUP (the operator's "serve what is on disk now", like new
+ *    datasets), and only new streams get it. A SIGHUP rescan also treats a
+ *    data.mdb modified in place (other mtime) as replaced.
+ *  - Unreadable (REGISTRY_IO_FAIL_RUN reads in a row failed with SIGBUS,
+ *    see mapguard.h): retired, still listed, new streams refused with the
+ *    reason until a SIGHUP reopens it (after the disk was fixed).
+ *
+ * A retired version is freed when its last stream lets go of it. */
 #include "registry.h"
 
 #include "log.h"
+#include "mapguard.h"
 #include "status.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Names retired since the last rescan, remembered for the refusal of a
+ * stream asking for one of them. */
+#define REGISTRY_RETIRED_MAX 64
+
 struct registry {
 	char dir[4096];
 	struct dataset **items;
 	size_t n;
+	struct {
+		char name[PROTO_NAME_MAX];
+		char msg[PROTO_TEXT_MAX];
+	} retired[REGISTRY_RETIRED_MAX];
+	unsigned nretired;
 };
 
 void dataset_ref(struct dataset *d)
@@ -29,6 +63,7 @@ void dataset_unref(struct dataset *d)
 {
 	if (!d || atomic_fetch_sub(&d->refs, 1) != 1)
 		return;
+	mapguard_unregister(d->map);
 	dsstore_close(d->store);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -49,6 +84,48 @@ int dataset_note_corrupt(struct dataset *d, uint64_t index)
 		first = 0; /* past the cap: counted, no longer logged one by one */
 	pthread_mutex_unlock(&d->lock);
 	return first;
+}
+
+void dataset_retire(struct dataset *d, int code, const char *fmt, ...)
+{
+	pthread_mutex_lock(&d->lock);
+	if (!atomic_load_explicit(&d->gone, memory_order_relaxed)) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(d->gone_msg, sizeof(d->gone_msg), fmt, ap);
+		va_end(ap);
+		d->gone_code = code;
+		atomic_store_explicit(&d->gone, 1, memory_order_release);
+		log_warn("%s; streams reading it end", d->gone_msg);
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+int dataset_gone(const struct dataset *d)
+{
+	return atomic_load_explicit(&((struct dataset *)d)->gone, memory_order_acquire);
+}
+
+void dataset_note_io_error(struct dataset *d, uint64_t fault_off)
+{
+	if (atomic_exchange(&d->io_logged, 1) == 0)
+		log_err("I/O error (SIGBUS) reading dataset '%s' (at byte %llu of its data.mdb): "
+			"samples that cannot be read are replaced and counted",
+			d->name, (unsigned long long)fault_off);
+	unsigned run = atomic_fetch_add(&d->io_run, 1) + 1;
+	if (run == REGISTRY_IO_FAIL_RUN)
+		dataset_retire(d, -EIO,
+			       "dataset '%s' is unreadable: %u reads in a row failed with an I/O "
+			       "error (SIGBUS) on its data.mdb",
+			       d->name, run);
+}
+
+void dataset_note_io_ok(struct dataset *d)
+{
+	/* Read first: a store on every sample would bounce the cache line
+	 * between workers. */
+	if (atomic_load_explicit(&d->io_run, memory_order_relaxed))
+		atomic_store_explicit(&d->io_run, 0, memory_order_relaxed);
 }
 
 /* Open the dataset in sub-directory name of dirfd; NULL (and a log line when
@@ -83,7 +160,8 @@ static struct dataset *open_one(int dirfd, const char *dir, const char *name,
 	/* Unchanged since the last scan: share the open one. */
 	for (size_t i = 0; old && i < old->n; i++) {
 		struct dataset *o = old->items[i];
-		if (strcmp(o->name, name) == 0 && o->dev == dst.st_dev && o->ino == dst.st_ino &&
+		if (strcmp(o->name, name) == 0 && !dataset_gone(o) && o->dev == dst.st_dev &&
+		    o->ino == dst.st_ino &&
 		    o->mtime.tv_sec == dst.st_mtim.tv_sec && o->mtime.tv_nsec == dst.st_mtim.tv_nsec) {
 			close(sub);
 			dataset_ref(o);
@@ -107,6 +185,13 @@ static struct dataset *open_one(int dirfd, const char *dir, const char *name,
 		return NULL;
 	}
 	snprintf(d->name, sizeof(d->name), "%s", name);
+	size_t map_len;
+	dsstore_map(d->store, &d->map, &map_len);
+	if (mapguard_register(d->map, map_len) != 0) {
+		log_warn("dataset '%s': %d mappings are guarded already; an I/O error on this one "
+			 "would stop feederd", name, MAPGUARD_MAX);
+		d->map = NULL;
+	}
 	d->hdr = *dsstore_header(d->store);
 	d->dev = dst.st_dev;
 	d->ino = dst.st_ino;
@@ -118,6 +203,8 @@ static struct dataset *open_one(int dirfd, const char *dir, const char *name,
 		 (unsigned long long)d->hdr.samples, d->hdr.classes);
 	return d;
 }
+
+static void retire_version(struct registry *r, int dirfd, struct dataset *d, int served_again);
 
 static int by_name(const void *a, const void *b)
 {
@@ -162,15 +249,111 @@ int registry_rescan(struct registry *r, char *err, size_t errlen)
 		items[n++] = d;
 	}
 	closedir(dp);
-	close(dirfd);
 	if (n)
 		qsort(items, n, sizeof(*items), by_name);
-	for (size_t i = 0; i < r->n; i++)
-		dataset_unref(r->items[i]);
+	r->nretired = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		struct dataset *o = r->items[i];
+		int kept = 0, renamed = 0;
+		for (size_t j = 0; j < n && !kept; j++) {
+			kept = items[j] == o;
+			renamed |= strcmp(items[j]->name, o->name) == 0;
+		}
+		if (!kept)
+			retire_version(r, dirfd, o, renamed);
+		dataset_unref(o);
+	}
+	close(dirfd);
 	free(r->items);
 	r->items = items;
 	r->n = n;
 	return 0;
+}
+
+static void remember(struct registry *r, const struct dataset *d)
+{
+	if (r->nretired == REGISTRY_RETIRED_MAX)
+		return;
+	snprintf(r->retired[r->nretired].name, sizeof(r->retired[0].name), "%s", d->name);
+	snprintf(r->retired[r->nretired].msg, sizeof(r->retired[0].msg), "%s", d->gone_msg);
+	r->nretired++;
+}
+
+/* d is no longer served: retire it with the reason, found on disk now. */
+static void retire_version(struct registry *r, int dirfd, struct dataset *d, int served_again)
+{
+	char sub[PROTO_NAME_MAX + 16];
+	struct stat st;
+	snprintf(sub, sizeof(sub), "%s/data.mdb", d->name);
+	if (served_again)
+		dataset_retire(d, FEEDER_ENODATASET,
+			       "dataset '%s' was replaced in %s; streams of the old version end, "
+			       "new streams read the new one", d->name, r->dir);
+	else if (dirfd < 0 || fstatat(dirfd, sub, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		dataset_retire(d, FEEDER_ENODATASET, "dataset '%s' was removed from %s", d->name,
+			       r->dir);
+	else
+		dataset_retire(d, FEEDER_ENODATASET,
+			       "dataset '%s' in %s changed on disk and can no longer be served "
+			       "(see feederd's log)", d->name, r->dir);
+	if (!served_again)
+		remember(r, d);
+}
+
+unsigned registry_check(struct registry *r)
+{
+	int dirfd = open(r->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0 && errno != ENOENT && errno != ENOTDIR)
+		return 0; /* cannot tell (EMFILE, EACCES...): try again next time */
+	unsigned dropped = 0;
+	size_t keep = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		struct dataset *d = r->items[i];
+		char sub[PROTO_NAME_MAX + 16];
+		struct stat st;
+		snprintf(sub, sizeof(sub), "%s/data.mdb", d->name);
+		int removed = 0, replaced = 0;
+		if (dirfd < 0) {
+			removed = 1;
+		} else if (fstatat(dirfd, d->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			removed = errno == ENOENT || errno == ENOTDIR;
+		} else if (!S_ISDIR(st.st_mode)) {
+			/* A symbolic link put in its place is no longer the
+			 * dataset either (open_one refuses links). */
+			removed = 1;
+		} else if (fstatat(dirfd, sub, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			removed = errno == ENOENT || errno == ENOTDIR;
+		} else {
+			replaced = st.st_dev != d->dev || st.st_ino != d->ino;
+		}
+		if (!removed && !replaced) {
+			r->items[keep++] = d;
+			continue;
+		}
+		if (removed)
+			dataset_retire(d, FEEDER_ENODATASET, "dataset '%s' was removed from %s",
+				       d->name, r->dir);
+		else
+			dataset_retire(d, FEEDER_ENODATASET,
+				       "dataset '%s' was replaced in %s; streams of the old version "
+				       "end, and feederd serves the new one after SIGHUP",
+				       d->name, r->dir);
+		remember(r, d);
+		dataset_unref(d);
+		dropped++;
+	}
+	r->n = keep;
+	if (dirfd >= 0)
+		close(dirfd);
+	return dropped;
+}
+
+const char *registry_retired(const struct registry *r, const char *name)
+{
+	for (unsigned i = 0; i < r->nretired; i++)
+		if (strcmp(r->retired[i].name, name) == 0)
+			return r->retired[i].msg;
+	return NULL;
 }
 
 int registry_open(struct registry **out, const char *dir, char *err, size_t errlen)

@@ -9,9 +9,14 @@
  * directory is ever opened, even if entries are renamed meanwhile.
  *
  * Datasets are reference counted: a stream holds its dataset while it runs,
- * so a rescan that drops or replaces a dataset never pulls it from under a
- * stream. The registry itself is used by the event loop thread only; a
- * dataset (and its dsstore) may be read by any worker thread. */
+ * so a rescan that drops or replaces a dataset never pulls its mapping from
+ * under a worker. The registry itself is used by the event loop thread only;
+ * a dataset (and its dsstore) may be read by any worker thread.
+ *
+ * A version of a dataset that is no longer served is retired
+ * (dataset_retire): streams still reading it end with an ERROR that says
+ * why, instead of going on with data that is gone from disk. See registry.c
+ * for when that happens (removed, replaced, unreadable). */
 #ifndef FEEDER_REGISTRY_H
 #define FEEDER_REGISTRY_H
 
@@ -35,24 +40,45 @@ struct dataset {
 	struct timespec mtime;
 	atomic_uint refs;
 	atomic_uint streams;       /* open streams reading it (for STATUS) */
-	pthread_mutex_t lock;      /* guards logged[] */
+	pthread_mutex_t lock;      /* guards logged[] and the retirement */
 	uint64_t logged[REGISTRY_LOGGED_MAX]; /* corrupt samples already logged */
 	unsigned nlogged;
+	const void *map;           /* the data file's mapping (SIGBUS guard) */
+	/* Retired: set once (release) after code and message are written;
+	 * whoever reads it set (acquire) may read them without the lock. */
+	atomic_int gone;
+	int gone_code;
+	char gone_msg[PROTO_TEXT_MAX];
+	atomic_uint io_run;        /* I/O errors in a row (reset by a good read) */
+	atomic_int io_logged;
 };
+
+/* I/O errors in a row after which a dataset counts as unreadable and is
+ * retired: streams end with one clear ERROR instead of searching thousands
+ * of positions per sample for a replacement that cannot be read either. */
+#define REGISTRY_IO_FAIL_RUN 64
 
 struct registry;
 
 /* Create a registry for dir and scan it. A directory that cannot be opened is
  * an error; datasets that fail to open are logged and skipped. */
 int registry_open(struct registry **out, const char *dir, char *err, size_t errlen);
-/* Scan again: new datasets appear, removed ones disappear, changed ones
- * (data.mdb replaced) are reopened. Streams keep the dataset they hold. */
+/* Scan again (SIGHUP): new datasets appear, removed ones disappear, changed
+ * ones (data.mdb replaced or modified) and unreadable ones are reopened.
+ * Versions no longer served are retired. Returns 0 or a negative code. */
 int registry_rescan(struct registry *r, char *err, size_t errlen);
+/* The periodic check: a served dataset whose data.mdb is gone, or is
+ * another file (st_dev, st_ino), is retired and no longer served (the new
+ * version is served after the next rescan). Returns how many were retired. */
+unsigned registry_check(struct registry *r);
+/* Why name is not served, if it was retired since the last rescan: a
+ * sentence, or NULL. */
+const char *registry_retired(const struct registry *r, const char *name);
 void registry_close(struct registry *r);
 
 size_t registry_count(const struct registry *r);
 /* The i-th dataset (sorted by name), not referenced: valid until the next
- * rescan or close. */
+ * rescan, check or close. */
 struct dataset *registry_at(const struct registry *r, size_t i);
 /* The dataset called name with a reference taken, or NULL. */
 struct dataset *registry_get(const struct registry *r, const char *name);
@@ -62,5 +88,17 @@ void dataset_unref(struct dataset *d);
 /* 1 the first time sample index is reported corrupt (the caller logs it),
  * 0 after that. Thread-safe. */
 int dataset_note_corrupt(struct dataset *d, uint64_t index);
+/* Retire d: code (FEEDER_ENODATASET, -EIO, ...) and a printf sentence for
+ * the streams that read it. The first retirement wins. Thread-safe. */
+void dataset_retire(struct dataset *d, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* 1 if d is retired; then d->gone_code and d->gone_msg are set. */
+int dataset_gone(const struct dataset *d);
+/* A read of d faulted (fault_off: offset in the data file). Logs the first
+ * one, counts the run, and retires d after REGISTRY_IO_FAIL_RUN in a row.
+ * Thread-safe. */
+void dataset_note_io_error(struct dataset *d, uint64_t fault_off);
+/* A read of d succeeded: the run of I/O errors is over. Thread-safe. */
+void dataset_note_io_ok(struct dataset *d);
 
 #endif

@@ -1,7 +1,10 @@
 /* server.c — sockets, sessions, dispatch and the epoll loop (see server.h). */
 #include "server.h"
 
+#include "gpu_pipeline.h"
+#include "gpu_slot.h"
 #include "log.h"
+#include "mapguard.h"
 #include "notify.h"
 #include "pool.h"
 #include "protocol.h"
@@ -27,7 +30,8 @@
 #include <unistd.h>
 
 /* What an epoll event points at: the fixed descriptors, or a session. */
-enum watch_kind { WATCH_LISTEN = 1, WATCH_SIGNAL, WATCH_WAKE, WATCH_TIMER, WATCH_SESSION };
+enum watch_kind { WATCH_LISTEN = 1, WATCH_SIGNAL, WATCH_WAKE, WATCH_TIMER, WATCH_SESSION,
+		  WATCH_REFUSED };
 struct watch {
 	int kind;
 };
@@ -59,6 +63,25 @@ struct outmsg {
 	uint8_t buf[PROTO_MAX_MESSAGE];
 };
 
+/* A connection refused at accept (max_clients, allow lists): its ERROR is
+ * sent and the socket half-closed, but the descriptor is kept until the
+ * client hangs up. Closing at once would lose the reason: when the client's
+ * HELLO is still unread, the kernel resets the connection and the client's
+ * next recv fails with ECONNRESET instead of returning the queued ERROR. */
+struct refused {
+	struct watch w;          /* first: epoll data points here */
+	int fd;
+	int done;                /* close at the end of this loop turn */
+	uint64_t until_us;       /* give up waiting for the hang-up then */
+	struct refused *next;
+};
+
+/* How long, and how many at once, refused connections are kept; past the
+ * cap they are closed at once (the reason may then be lost, never a
+ * descriptor). */
+#define REFUSED_LINGER_US 2000000
+#define REFUSED_MAX 256
+
 /* A client that leaves this many messages unread is not reading at all. */
 #define SESSION_MAX_QUEUED 65536
 
@@ -76,13 +99,16 @@ struct server {
 	struct stream **zombies; /* closed, waiting for in-flight tasks */
 	size_t nzombies, zcap;
 	uint64_t mem_used;
-	uint64_t start_us, last_tick_us, last_status_us;
+	uint64_t start_us, last_tick_us, last_status_us, last_check_us;
 	uint64_t watchdog_us;
 	int stop;
 	/* totals of streams already gone, and counters of the loop */
 	uint64_t done_batches, done_samples, done_replacements, done_decode_errors;
 	uint64_t protocol_errors;
 	double rate;
+	struct refused *refused; /* connections refused, waiting for the hang-up */
+	unsigned nrefused;
+	int gpu;                 /* --gpu: CUDA ordinal, GPU_SLOT_EMULATED, or -1 */
 };
 
 static uint64_t now_us(void)
@@ -320,6 +346,12 @@ static void service_all(struct server *srv)
 	for (struct session *c = srv->sessions; c; c = c->next) {
 		for (size_t i = 0; i < c->nstreams; i++) {
 			struct stream *s = c->streams[i];
+			/* Its dataset was removed, replaced or found unreadable:
+			 * end it even if no worker is on it (every slot held). */
+			if (!s->fail_code && dataset_gone(s->ds)) {
+				s->fail_code = s->ds->gone_code ? s->ds->gone_code : FEEDER_ENODATASET;
+				snprintf(s->fail_msg, sizeof(s->fail_msg), "%s", s->ds->gone_msg);
+			}
 			if (s->fail_code) {
 				if (!s->fail_reported && nfailed < 64) {
 					s->fail_reported = 1;
@@ -356,8 +388,8 @@ static void service_all(struct server *srv)
 	for (size_t i = 0; i < nfailed; i++) {
 		struct stream *s = failed[i];
 		struct session *c = failed_owner[i];
-		log_warn("client %u (pid %d): stream %u fails (on_error=fail): %s", c->id, (int)c->pid,
-			 s->id, s->fail_msg);
+		log_warn("client %u (pid %d): stream %u fails: %s", c->id, (int)c->pid, s->id,
+			 s->fail_msg);
 		send_error(c, s->fail_code, s->id, 0, 0, s->fail_msg);
 		close_stream(srv, c, s);
 	}
@@ -397,9 +429,21 @@ static void handle_open(struct server *srv, struct session *c, const struct prot
 	}
 	struct dataset *ds = registry_get(srv->reg, o->dataset);
 	if (!ds) {
-		snprintf(err, sizeof(err), "no dataset named '%s' is served (%zu datasets available)",
-			 o->dataset, registry_count(srv->reg));
+		const char *why = registry_retired(srv->reg, o->dataset);
+		if (why)
+			snprintf(err, sizeof(err), "%s", why);
+		else
+			snprintf(err, sizeof(err), "no dataset named '%s' is served (%zu datasets available)",
+				 o->dataset, registry_count(srv->reg));
 		send_error(c, FEEDER_ENODATASET, 0, tag, 0, err);
+		return;
+	}
+	if (dataset_gone(ds)) {
+		int code = ds->gone_code ? ds->gone_code : FEEDER_ENODATASET;
+		snprintf(err, sizeof(err), "%s", ds->gone_msg);
+		dataset_unref(ds);
+		log_info("client %u: OPEN_STREAM of '%s' refused: %s", c->id, o->dataset, err);
+		send_error(c, code, 0, tag, 0, err);
 		return;
 	}
 	/* Check the size before building anything. */
@@ -416,10 +460,24 @@ static void handle_open(struct server *srv, struct session *c, const struct prot
 			 "stream ring of %.1f MiB does not fit: %.1f of the daemon's %.1f MiB are in use",
 			 mib(g.ring_size), mib(srv->mem_used), mib(srv->cfg.memory_limit));
 	}
+	/* Placement: gpu needs the daemon's GPU; auto without one is cpu.
+	 * Device-resident batches only for gpu, when the client can take them
+	 * and the GPU is real. */
+	uint32_t placement = o->flags & PROTO_FLAG_PLACEMENT;
+	struct stream_gpu gpu = { .placement = placement, .device = srv->gpu };
+	if (rc == 0 && placement == PROTO_PLACE_GPU && srv->gpu == -1) {
+		rc = FEEDER_EINVAL;
+		snprintf(err, sizeof(err), "placement=gpu, but feederd runs without a GPU (start it "
+			 "with --gpu N, or ask for placement=auto or cpu)");
+	}
+	gpu.device_ring = placement == PROTO_PLACE_GPU && (o->flags & PROTO_FLAG_DEVICE_OK) &&
+			  srv->gpu >= 0;
 	struct stream *s = NULL;
 	uint32_t id = srv->next_stream + 1 ? srv->next_stream + 1 : 1;
 	if (rc == 0)
-		rc = stream_create(&s, id, ds, o, srv->page, pool_workers(srv->pool), err, sizeof(err));
+		rc = stream_create_placed(&s, id, ds, o, srv->page, pool_workers(srv->pool),
+					  placement != PROTO_PLACE_CPU && srv->gpu != -1 ? &gpu : NULL,
+					  err, sizeof(err));
 	dataset_unref(ds);
 	if (rc) {
 		log_info("client %u: OPEN_STREAM of '%s' refused: %s", c->id, o->dataset, err);
@@ -459,6 +517,10 @@ static void handle_open(struct server *srv, struct session *c, const struct prot
 	r->labels_offset = s->geo.labels_offset;
 	r->tensor_offset = s->geo.tensor_offset;
 	r->tensor_bytes = s->geo.tensor_bytes;
+	r->placement = s->gslots ? s->placement : PROTO_PLACE_CPU;
+	r->memory = s->dring ? PROTO_MEM_DEVICE : PROTO_MEM_HOST;
+	r->device_table = s->device_table;
+	r->ring_size = s->ring_bytes;
 	send_to(c, &m, s->memfd);
 	close(s->memfd);
 	s->memfd = -1;
@@ -618,6 +680,12 @@ static void handle_status(struct server *srv, struct session *c, uint32_t what)
 				r->images_per_s = st->rate;
 				r->client_wait_us = st->client_wait_us;
 				r->ring_full_us = st->ring_full_us;
+				r->placement = st->req.flags & PROTO_FLAG_PLACEMENT;
+				r->active = (uint32_t)st->active;
+				r->memory = st->dring ? PROTO_MEM_DEVICE : PROTO_MEM_HOST;
+				r->deciding = (uint32_t)st->deciding;
+				r->auto_cpu_ms = st->auto_cpu_ms;
+				r->auto_gpu_ms = st->auto_gpu_ms;
 				send_to(c, &m, -1);
 				count++;
 			}
@@ -704,6 +772,68 @@ static void drop_dead(struct server *srv)
 	}
 }
 
+/* ---- accepting ---------------------------------------------------------- */
+
+static void refused_input(struct refused *r)
+{
+	uint8_t buf[PROTO_MAX_MESSAGE];
+	for (;;) {
+		ssize_t n = recv(r->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n > 0)
+			continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			r->done = 1;
+		return;
+	}
+}
+
+/* Close refused connections that hung up or waited long enough (all of
+ * them when now is 0). */
+static void drop_refused(struct server *srv, uint64_t now)
+{
+	for (struct refused **p = &srv->refused; *p;) {
+		struct refused *r = *p;
+		if (r->done || now == 0 || now >= r->until_us) {
+			*p = r->next;
+			close(r->fd);
+			free(r);
+			srv->nrefused--;
+		} else {
+			p = &r->next;
+		}
+	}
+}
+
+/* Send a fatal ERROR to a connection that is not served and let it go. */
+static void refuse(struct server *srv, int fd, uint32_t id, int code, const char *text)
+{
+	struct session tmp = { .fd = fd, .id = id, .srv = srv };
+	send_error(&tmp, code, 0, 0, 1, text);
+	drop_out(&tmp);
+	shutdown(fd, SHUT_WR);
+	struct refused *r = srv->nrefused < REFUSED_MAX ? calloc(1, sizeof(*r)) : NULL;
+	if (r) {
+		r->w.kind = WATCH_REFUSED;
+		r->fd = fd;
+		r->until_us = now_us() + REFUSED_LINGER_US;
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = &r->w };
+		if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) {
+			r->next = srv->refused;
+			srv->refused = r;
+			srv->nrefused++;
+			return;
+		}
+		free(r);
+	}
+	close(fd);
+}
+
+/* Root is always served (it could read the rings anyway); otherwise, when
+ * allow_users or allow_groups is set, the peer's uid must be listed or its
+ * primary or one of its supplementary groups (SO_PEERGROUPS, the groups the
+ * client had when it connected) must be. */
 static int peer_allowed(const struct config *cfg, int fd, uid_t uid, gid_t gid)
 {
 	if (cfg->n_allow_uids == 0 && cfg->n_allow_gids == 0)
@@ -713,19 +843,23 @@ static int peer_allowed(const struct config *cfg, int fd, uid_t uid, gid_t gid)
 	for (unsigned i = 0; i < cfg->n_allow_uids; i++)
 		if (cfg->allow_uids[i] == uid)
 			return 1;
-	gid_t groups[256];
-	socklen_t len = sizeof(groups);
-	int ng = 0;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0)
-		ng = (int)(len / sizeof(gid_t));
-	for (unsigned i = 0; i < cfg->n_allow_gids; i++) {
+	for (unsigned i = 0; i < cfg->n_allow_gids; i++)
 		if (cfg->allow_gids[i] == gid)
 			return 1;
-		for (int j = 0; j < ng; j++)
-			if (groups[j] == cfg->allow_gids[i])
-				return 1;
-	}
-	return 0;
+	if (cfg->n_allow_gids == 0)
+		return 0;
+	gid_t some[64], *groups = some;
+	socklen_t len = sizeof(some);
+	int ok = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0;
+	if (!ok && errno == ERANGE && (groups = malloc(len)) != NULL)
+		ok = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0;
+	int allowed = 0;
+	for (size_t j = 0; ok && !allowed && j < len / sizeof(gid_t); j++)
+		for (unsigned i = 0; i < cfg->n_allow_gids && !allowed; i++)
+			allowed = groups[j] == cfg->allow_gids[i];
+	if (groups != some)
+		free(groups);
+	return allowed;
 }
 
 static void accept_clients(struct server *srv)
@@ -737,9 +871,12 @@ static void accept_clients(struct server *srv)
 				log_warn("accept failed: %s", strerror(errno));
 			return;
 		}
+		/* The kernel's word on who connected; a peer it cannot name
+		 * is nobody (uid -1), which no allow list contains. */
 		struct ucred cred = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
 		socklen_t len = sizeof(cred);
-		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+			cred = (struct ucred){ .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
 		struct session tmp = { .fd = fd, .pid = cred.pid, .uid = cred.uid, .gid = cred.gid,
 				       .srv = srv };
 		uint32_t id = ++srv->next_session;
@@ -747,17 +884,21 @@ static void accept_clients(struct server *srv)
 		if (!peer_allowed(&srv->cfg, fd, cred.uid, cred.gid)) {
 			log_warn("client %u (pid %d, uid %u, gid %u): not in allow_users/allow_groups; refused",
 				 id, (int)cred.pid, (unsigned)cred.uid, (unsigned)cred.gid);
-			send_error(&tmp, FEEDER_EDENIED, 0, 0, 1, "this user is not allowed to use feederd");
-			drop_out(&tmp);
-			close(fd);
+			char text[PROTO_TEXT_MAX];
+			snprintf(text, sizeof(text),
+				 "user %u is not allowed to use feederd (not in allow_users or allow_groups)",
+				 (unsigned)cred.uid);
+			refuse(srv, fd, id, FEEDER_EDENIED, text);
 			continue;
 		}
 		if (srv->nsessions >= srv->cfg.max_clients) {
 			log_warn("client %u (pid %d, uid %u): refused, %u clients is the limit", id,
 				 (int)cred.pid, (unsigned)cred.uid, srv->cfg.max_clients);
-			send_error(&tmp, FEEDER_EQUOTA, 0, 0, 1, "the daemon serves its maximum number of clients");
-			drop_out(&tmp);
-			close(fd);
+			char text[PROTO_TEXT_MAX];
+			snprintf(text, sizeof(text),
+				 "the daemon serves its maximum number of clients (max_clients = %u)",
+				 srv->cfg.max_clients);
+			refuse(srv, fd, id, FEEDER_EQUOTA, text);
 			continue;
 		}
 		/* Room for many BATCH_READY notices before a slow reader makes
@@ -797,7 +938,9 @@ static void session_input(struct server *srv, struct session *c)
 	 * others or the completion events. */
 	for (int turn = 0; turn < 64 && !c->dead; turn++) {
 		char err[256];
-		int n = sockmsg_recv(c->fd, buf, cap + 1, NULL, err, sizeof(err));
+		/* sockmsg_recv reports anything longer than cap (MSG_TRUNC), so
+		 * max_message itself is the largest message accepted. */
+		int n = sockmsg_recv(c->fd, buf, cap, NULL, err, sizeof(err));
 		if (n == -EAGAIN)
 			return;
 		if (n == FEEDER_ECLOSED) {
@@ -847,6 +990,12 @@ static void tick(struct server *srv)
 	}
 	if (srv->watchdog_us)
 		notify_watchdog();
+	/* Datasets removed or replaced on disk: about once a second. */
+	if (now - srv->last_check_us >= 900000) {
+		srv->last_check_us = now;
+		if (registry_check(srv->reg))
+			service_all(srv);
+	}
 }
 
 static void handle_signal(struct server *srv)
@@ -860,6 +1009,8 @@ static void handle_signal(struct server *srv)
 				log_err("SIGHUP: rescanning the datasets failed: %s", err);
 			else
 				log_notice("SIGHUP: %zu datasets served", registry_count(srv->reg));
+			/* End the streams of versions that are no longer served. */
+			service_all(srv);
 		} else {
 			log_notice("%s: shutting down", strsignal((int)si.ssi_signo));
 			srv->stop = 1;
@@ -916,10 +1067,21 @@ static int bind_socket(struct server *srv, char *err, size_t errlen)
 		close(fd);
 		return status_fail(err, errlen, -e, "cannot bind %s: %s", at->sun_path, strerror(e));
 	}
-	if (chmod(at->sun_path, 0660) != 0)
-		log_warn("chmod 0660 %s: %s", at->sun_path, strerror(errno));
-	if (srv->cfg.socket_gid != (gid_t)-1 && chown(at->sun_path, (uid_t)-1, srv->cfg.socket_gid) != 0)
-		log_warn("chown %s to group %s: %s", at->sun_path, srv->cfg.socket_group, strerror(errno));
+	/* Mode and group are who may connect at all: a socket that cannot be
+	 * given them is not served (a wider one would let others in, a
+	 * narrower one lock out the group the operator named). */
+	rc = chmod(at->sun_path, 0660);
+	if (rc == 0 && srv->cfg.socket_gid != (gid_t)-1)
+		rc = chown(at->sun_path, (uid_t)-1, srv->cfg.socket_gid);
+	if (rc != 0) {
+		int e = errno;
+		unlink(at->sun_path);
+		close(fd);
+		if (srv->cfg.socket_gid != (gid_t)-1)
+			return status_fail(err, errlen, -e, "cannot make %s mode 0660, group %s: %s",
+					   path, srv->cfg.socket_group, strerror(e));
+		return status_fail(err, errlen, -e, "cannot make %s mode 0660: %s", path, strerror(e));
+	}
 	if (listen(fd, 128) != 0 || (use_tmp && rename(tmp.sun_path, path) != 0)) {
 		int e = errno;
 		unlink(at->sun_path);
@@ -940,6 +1102,34 @@ static int watch_fd(struct server *srv, int fd, struct watch *w, int kind, char 
 	return 0;
 }
 
+/* --gpu N: the device must be there (a clear start-up error otherwise).
+ * FEEDERD_GPU_EMULATE=1 runs GPU placement on the host instead, for tests
+ * on machines without a GPU (gpu_slot.h). */
+static int gpu_check(struct server *srv, char *err, size_t errlen)
+{
+	int want = srv->cfg.gpu;
+	if (want < 0)
+		return 0;
+	const char *emu = getenv("FEEDERD_GPU_EMULATE");
+	if (emu && strcmp(emu, "1") == 0) {
+		srv->gpu = GPU_SLOT_EMULATED;
+		log_warn("--gpu %d: the GPU is emulated on the host (FEEDERD_GPU_EMULATE=1), for tests "
+			 "only: no CUDA kernel, copy or IPC runs", want);
+		return 0;
+	}
+	char why[256];
+	int n = gpu_pipeline_devices(why, sizeof(why));
+	if (n < 0)
+		return status_fail(err, errlen, FEEDER_ENODEV, "--gpu %d: %s", want, why);
+	if (want >= n)
+		return status_fail(err, errlen, FEEDER_ENODEV,
+				   "--gpu %d: this machine has %d CUDA device%s (0..%d)", want, n,
+				   n == 1 ? "" : "s", n - 1);
+	srv->gpu = want;
+	log_info("preprocessing on GPU %d for streams with placement gpu or auto", want);
+	return 0;
+}
+
 int server_create(struct server **out, const struct config *cfg, char *err, size_t errlen)
 {
 	struct server *srv = calloc(1, sizeof(*srv));
@@ -947,6 +1137,7 @@ int server_create(struct server **out, const struct config *cfg, char *err, size
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
 	srv->cfg = *cfg;
 	srv->epfd = srv->listen_fd = srv->sig_fd = srv->wake_fd = srv->timer_fd = -1;
+	srv->gpu = -1;
 	srv->start_us = srv->last_tick_us = now_us();
 	long pg = sysconf(_SC_PAGESIZE);
 	srv->page = pg > 0 ? (uint64_t)pg : 4096;
@@ -966,6 +1157,13 @@ int server_create(struct server **out, const struct config *cfg, char *err, size
 		rc = status_fail(err, errlen, -errno, "event descriptors: %s", strerror(errno));
 		goto fail;
 	}
+	/* Before any dataset is mapped: I/O errors on a mapping must never
+	 * take the daemon down (mapguard.h). */
+	rc = mapguard_install(err, errlen);
+	if (rc)
+		goto fail;
+	if ((rc = gpu_check(srv, err, errlen)))
+		goto fail;
 	rc = registry_open(&srv->reg, cfg->datasets_dir, err, errlen);
 	if (rc)
 		goto fail;
@@ -1060,6 +1258,13 @@ int server_run(struct server *srv, char *err, size_t errlen)
 					c->dead = 1;
 				break;
 			}
+			case WATCH_REFUSED: {
+				struct refused *r = (struct refused *)w;
+				refused_input(r);
+				if (evs[i].events & (EPOLLHUP | EPOLLERR))
+					r->done = 1;
+				break;
+			}
 			}
 		}
 		/* Completions first, then sessions that went away (whose
@@ -1067,6 +1272,9 @@ int server_run(struct server *srv, char *err, size_t errlen)
 		if (wake)
 			service_all(srv);
 		drop_dead(srv);
+		/* The timer's tick wakes this loop at least once a second. */
+		if (srv->refused)
+			drop_refused(srv, now_us());
 	}
 	/* Stop accepting, tell everyone, let the rest go in server_destroy. */
 	notify_stopping();
@@ -1098,6 +1306,7 @@ void server_destroy(struct server *srv)
 		drop_session(srv, srv->sessions);
 	pool_destroy(srv->pool);
 	srv->pool = NULL;
+	drop_refused(srv, 0);
 	for (size_t i = 0; i < srv->nzombies; i++)
 		stream_gone(srv, srv->zombies[i]);
 	free(srv->zombies);

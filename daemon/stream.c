@@ -2,15 +2,20 @@
 #include "stream.h"
 
 #include "detrand.h"
+#include "gpu_ring.h"
+#include "gpu_slot.h"
 #include "log.h"
+#include "mapguard.h"
 #include "status.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* How far a corrupt sample's replacement is searched for before the stream
@@ -60,12 +65,19 @@ static void params_from_request(struct stream *s)
 	}
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static int make_ring(struct stream *s, char *err, size_t errlen)
 {
 	int fd = memfd_create("feeder-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return status_fail(err, errlen, -errno, "memfd_create failed: %s", strerror(errno));
-	if (ftruncate(fd, (off_t)s->geo.ring_size) != 0) {
+	if (ftruncate(fd, (off_t)s->ring_bytes) != 0) {
 		int e = errno;
 		close(fd);
 		return status_fail(err, errlen, -e, "ring of %llu bytes cannot be sized: %s",
@@ -79,7 +91,7 @@ static int make_ring(struct stream *s, char *err, size_t errlen)
 		close(fd);
 		return status_fail(err, errlen, -e, "sealing the ring failed: %s", strerror(e));
 	}
-	void *map = mmap(NULL, s->geo.ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *map = mmap(NULL, s->ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		int e = errno;
 		close(fd);
@@ -87,7 +99,7 @@ static int make_ring(struct stream *s, char *err, size_t errlen)
 	}
 	s->memfd = fd;
 	s->map = map;
-	s->map_len = s->geo.ring_size;
+	s->map_len = s->ring_bytes;
 	struct proto_ring_header *h = map;
 	h->magic = PROTO_RING_MAGIC;
 	h->version = PROTO_VERSION;
@@ -106,9 +118,46 @@ static int make_ring(struct stream *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* GPU contexts per slot and the device ring (after make_ring, which left
+ * room for the device table). */
+static int gpu_setup(struct stream *s, const struct stream_gpu *gpu, char *err, size_t errlen)
+{
+	s->gslots = calloc(s->nslots, sizeof(*s->gslots));
+	if (!s->gslots)
+		return status_fail(err, errlen, -ENOMEM, "out of memory");
+	int jpeg = s->req.pipeline == PROTO_PIPE_JPEG;
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		int rc = gpu_slot_create(&s->gslots[i], gpu->device, jpeg ? &s->jpeg : NULL,
+					 jpeg ? NULL : &s->feat, s->ds->hdr.feat_dim, s->req.batch, err,
+					 errlen);
+		if (rc)
+			return rc;
+	}
+	if (gpu->device_ring) {
+		struct proto_device_table *t = (struct proto_device_table *)(s->map + s->device_table);
+		int rc = gpu_ring_create(&s->dring, gpu->device, s->nslots, s->geo.tensor_bytes, t,
+					 (struct proto_device_slot *)((uint8_t *)t +
+								      PROTO_DEVICE_TABLE_HEAD),
+					 err, errlen);
+		if (rc)
+			return rc;
+	}
+	s->placement = gpu->placement;
+	s->active = gpu->placement == PROTO_PLACE_GPU ? PROTO_PLACE_GPU : PROTO_PLACE_CPU;
+	s->deciding = gpu->placement == PROTO_PLACE_AUTO;
+	return 0;
+}
+
 int stream_create(struct stream **out, uint32_t id, struct dataset *ds,
 		  const struct proto_open_stream *req, uint64_t page, unsigned workers,
 		  char *err, size_t errlen)
+{
+	return stream_create_placed(out, id, ds, req, page, workers, NULL, err, errlen);
+}
+
+int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
+			 const struct proto_open_stream *req, uint64_t page, unsigned workers,
+			 const struct stream_gpu *gpu, char *err, size_t errlen)
 {
 	const struct dsformat_header *h = &ds->hdr;
 	if (req->pipeline == PROTO_PIPE_JPEG && h->kind != DSFORMAT_KIND_JPEG)
@@ -163,6 +212,11 @@ int stream_create(struct stream **out, uint32_t id, struct dataset *ds,
 		rc = status_fail(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
 	}
+	s->ring_bytes = s->geo.ring_size;
+	if (gpu && gpu->device_ring) {
+		s->device_table = s->geo.ring_size;
+		s->ring_bytes += proto_device_table_size(s->nslots, PROTO_TENSOR_ALIGN);
+	}
 	rc = make_ring(s, err, errlen);
 	if (rc)
 		goto fail;
@@ -172,9 +226,14 @@ int stream_create(struct stream **out, uint32_t id, struct dataset *ds,
 	 * locking per sample when batches are big. */
 	uint32_t chunk = req->batch / (2 * (workers ? workers : 1));
 	s->chunk = chunk < 1 ? 1 : chunk > 8 ? 8 : chunk;
+	s->workers = workers ? workers : 1;
 	dataset_ref(ds);
 	s->ds = ds;
 	atomic_fetch_add(&ds->streams, 1);
+	if (gpu && gpu->placement != PROTO_PLACE_CPU && (rc = gpu_setup(s, gpu, err, errlen))) {
+		stream_destroy(s);
+		return rc;
+	}
 	*out = s;
 	return 0;
 fail:
@@ -187,6 +246,10 @@ void stream_destroy(struct stream *s)
 {
 	if (!s)
 		return;
+	for (uint32_t i = 0; s->gslots && i < s->nslots; i++)
+		gpu_slot_destroy(s->gslots[i]);
+	free(s->gslots);
+	gpu_ring_destroy(s->dring);
 	if (s->map)
 		munmap(s->map, s->map_len);
 	if (s->memfd >= 0)
@@ -224,6 +287,27 @@ unsigned stream_refill(struct stream *s)
 		sl->batch = batch;
 		sl->count = left < s->req.batch ? (uint32_t)left : s->req.batch;
 		sl->claimed = sl->done = sl->replacements = 0;
+		sl->work_s = 0;
+		sl->on_gpu = 0;
+		if (s->gslots) {
+			if (s->deciding)
+				sl->on_gpu = sl->seq >= STREAM_AUTO_BATCHES &&
+					     sl->seq < 2 * STREAM_AUTO_BATCHES;
+			else
+				sl->on_gpu = s->active == PROTO_PLACE_GPU;
+			if (!s->deciding && !sl->on_gpu && s->gslots[i]) {
+				/* placement=auto chose the CPU: the slot's staging
+				 * memory (pinned, large) is of no more use. */
+				gpu_slot_destroy(s->gslots[i]);
+				s->gslots[i] = NULL;
+			}
+			char err[PROTO_TEXT_MAX];
+			if (sl->on_gpu && gpu_slot_begin(s->gslots[i], err, sizeof(err)) != 0) {
+				s->fail_code = FEEDER_ENODEV;
+				snprintf(s->fail_msg, sizeof(s->fail_msg), "GPU: %.200s", err);
+				return started;
+			}
+		}
 		sl->fills++;
 		started++;
 	}
@@ -303,16 +387,80 @@ int stream_claim(struct stream *s, struct stream_task *t)
 	return 1;
 }
 
-/* Decode sample index into out; 0, FEATURES_SKIPPED or a negative code. */
-static int run_sample(struct stream *s, struct dsstore_txn *txn, struct jpeg_worker *jw,
-		      uint64_t epoch, uint64_t index, void *out, int32_t *label, char *err,
-		      size_t errlen)
+/* This worker's copy of the record being decoded: records are copied out
+ * of the dataset's mapping under the SIGBUS guard, so that the CRC check and
+ * the decoders (libjpeg keeps state across calls) never touch the mapping
+ * and never need to be unwound. */
+static _Thread_local struct {
+	uint8_t *buf;
+	size_t cap;
+} scratch;
+
+void stream_worker_exit(void)
+{
+	free(scratch.buf);
+	scratch.buf = NULL;
+	scratch.cap = 0;
+}
+
+/* Fetch sample index of the stream's dataset: its header into smp and its
+ * payload into scratch.buf, beginning the read transaction *txn if there is
+ * none. Returns 0, a negative code with a sentence, or STREAM_IO_FAULT when
+ * the mapping faulted (then *txn is ended and NULL, and *fault_off says
+ * where). A fault inside the transaction's begin leaks LMDB's small
+ * transaction object: only a data file cut below its meta pages does that,
+ * and the dataset is retired after REGISTRY_IO_FAIL_RUN of them. */
+#define STREAM_IO_FAULT 2
+static int fetch(struct stream *s, struct dsstore_txn **txn, uint64_t index,
+		 struct dsformat_sample *smp, uint64_t *fault_off, char *err, size_t errlen)
+{
+	sigjmp_buf env;
+	if (sigsetjmp(env, 0) == 0) {
+		int rc = 0;
+		const uint8_t *payload;
+		mapguard_arm(&env);
+		if (!*txn)
+			rc = dsstore_txn_begin(s->ds->store, txn, err, errlen);
+		if (rc == 0)
+			rc = dsstore_get_sample(*txn, index, smp, &payload, err, errlen);
+		if (rc == 0 && smp->payload_len > scratch.cap) {
+			size_t cap = smp->payload_len < 65536 ? 65536 : (size_t)smp->payload_len;
+			uint8_t *nb = realloc(scratch.buf, cap);
+			if (nb) {
+				scratch.buf = nb;
+				scratch.cap = cap;
+			} else {
+				rc = status_fail(err, errlen, -ENOMEM,
+						 "out of memory for a record of %u bytes", smp->payload_len);
+			}
+		}
+		if (rc == 0 && smp->payload_len)
+			memcpy(scratch.buf, payload, smp->payload_len);
+		mapguard_disarm();
+		return rc;
+	}
+	/* The mapping faulted: the lookup was abandoned halfway, so its
+	 * transaction is not trusted any more (a read-only one owns no lock). */
+	if (*txn) {
+		dsstore_txn_end(*txn);
+		*txn = NULL;
+	}
+	*fault_off = (uint64_t)((const uint8_t *)mapguard_fault_addr() - (const uint8_t *)s->ds->map);
+	status_fail(err, errlen, -EIO, "I/O error (SIGBUS) reading dataset '%s'", s->ds->name);
+	return STREAM_IO_FAULT;
+}
+
+/* Decode sample index into out; 0, FEATURES_SKIPPED, STREAM_IO_FAULT or a
+ * negative code. */
+static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_worker *jw,
+		      struct gpu_slot *gs, uint32_t pos_in_batch, uint64_t epoch, uint64_t index,
+		      void *out, int32_t *label, uint64_t *fault_off, char *err, size_t errlen)
 {
 	struct dsformat_sample smp;
-	const uint8_t *payload;
-	int rc = dsstore_get_sample(txn, index, &smp, &payload, err, errlen);
+	int rc = fetch(s, txn, index, &smp, fault_off, err, errlen);
 	if (rc)
 		return rc;
+	const uint8_t *payload = scratch.buf;
 	rc = dsformat_sample_verify(&smp, payload, err, errlen);
 	if (rc)
 		return rc;
@@ -324,7 +472,9 @@ static int run_sample(struct stream *s, struct dsstore_txn *txn, struct jpeg_wor
 	if (rc)
 		return rc;
 	uint64_t key = detrand_key(s->req.seed, epoch, index);
-	if (s->req.pipeline == PROTO_PIPE_JPEG)
+	if (gs)
+		rc = gpu_slot_stage(gs, jw, pos_in_batch, &smp, payload, key, err, errlen);
+	else if (s->req.pipeline == PROTO_PIPE_JPEG)
 		rc = jpeg_pipeline_run(jw, &s->jpeg, payload, smp.payload_len, key, out, err, errlen);
 	else
 		rc = features_pipeline_run(&s->feat, &smp, payload, key, out, err, errlen);
@@ -333,30 +483,51 @@ static int run_sample(struct stream *s, struct dsstore_txn *txn, struct jpeg_wor
 	return rc;
 }
 
+/* The task fails with the retired dataset's reason. */
+static void fail_gone(struct stream_task *t)
+{
+	const struct dataset *d = t->s->ds;
+	t->fail_code = d->gone_code ? d->gone_code : FEEDER_ENODATASET;
+	snprintf(t->fail_msg, sizeof(t->fail_msg), "%s", d->gone_msg);
+}
+
 void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 {
 	struct stream *s = t->s;
 	struct slot *sl = &s->slots[t->slot];
 	char err[256];
-	struct dsstore_txn *txn;
-	int rc = dsstore_txn_begin(s->ds->store, &txn, err, sizeof(err));
-	if (rc) {
-		t->fail_code = rc;
-		status_fail(t->fail_msg, sizeof(t->fail_msg), 0, "dataset '%s': %s", s->ds->name, err);
-		return;
-	}
+	struct dsstore_txn *txn = NULL;
+	int rc;
 	int32_t *labels = (int32_t *)(sl->base + s->geo.labels_offset);
 	uint8_t *tensor = sl->base + s->geo.tensor_offset;
+	struct gpu_slot *gs = sl->on_gpu ? s->gslots[t->slot] : NULL;
+	double t0 = mono_s();
+	/* A device slot's labels (host) and tensor (device) are the client's
+	 * until the work it queued before its release has run. */
+	if (s->dring && gpu_ring_wait_release(s->dring, t->slot, err, sizeof(err)) != 0) {
+		t->fail_code = FEEDER_ENODEV;
+		snprintf(t->fail_msg, sizeof(t->fail_msg), "GPU: %.200s", err);
+		return;
+	}
 	for (uint32_t i = t->first; i < t->first + t->count; i++) {
 		uint8_t *out = tensor + (size_t)i * s->geo.sample_bytes;
 		uint64_t pos = sl->batch * s->req.batch + i;
 		uint64_t tries = s->rank_len < STREAM_MAX_REPLACE_TRIES ? s->rank_len
 									: STREAM_MAX_REPLACE_TRIES;
 		int ok = 0;
+		uint64_t faults = 0;
 		for (uint64_t k = 0; k < tries; k++) {
+			if (dataset_gone(s->ds)) {
+				fail_gone(t);
+				dsstore_txn_end(txn);
+				return;
+			}
 			uint64_t index = sampler_at(&sl->order, (pos + k) % s->rank_len);
-			rc = run_sample(s, txn, jw, sl->epoch, index, out, &labels[i], err, sizeof(err));
+			uint64_t fault_off = 0;
+			rc = run_sample(s, &txn, jw, gs, i, sl->epoch, index, out, &labels[i],
+					&fault_off, err, sizeof(err));
 			if (rc == 0) {
+				dataset_note_io_ok(s->ds);
 				ok = 1;
 				break;
 			}
@@ -364,10 +535,15 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 				t->skipped++;
 			} else {
 				t->decode_errors++;
-				if (dataset_note_corrupt(s->ds, index))
+				if (rc == STREAM_IO_FAULT) {
+					faults++;
+					dataset_note_io_error(s->ds, fault_off);
+					rc = -EIO;
+				} else if (dataset_note_corrupt(s->ds, index)) {
 					log_warn("dataset '%s': sample %llu is unusable and is replaced "
 						 "in every stream: %s",
 						 s->ds->name, (unsigned long long)index, err);
+				}
 				if (s->req.on_error == PROTO_ON_ERROR_FAIL) {
 					t->fail_code = rc;
 					status_fail(t->fail_msg, sizeof(t->fail_msg), 0,
@@ -383,15 +559,60 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 				t->replacements++;
 		}
 		if (!ok) {
+			/* Nothing this rank may read can be read: the dataset is
+			 * unreadable, whatever the run in a row says. */
+			if (faults == tries)
+				dataset_retire(s->ds, -EIO,
+					       "dataset '%s' is unreadable: %llu reads in a row failed with "
+					       "an I/O error (SIGBUS) on its data.mdb",
+					       s->ds->name, (unsigned long long)faults);
+			if (dataset_gone(s->ds)) {
+				fail_gone(t);
+				break;
+			}
 			t->fail_code = FEEDER_ECORRUPT;
 			status_fail(t->fail_msg, sizeof(t->fail_msg), 0,
-				 "dataset '%s': no usable sample among %llu after position %llu of epoch %llu",
+				 "dataset '%s': no usable sample among %llu after position %llu of epoch %llu "
+				 "(the last: %s)",
 				 s->ds->name, (unsigned long long)tries, (unsigned long long)pos,
-				 (unsigned long long)sl->epoch);
+				 (unsigned long long)sl->epoch, err);
 			break;
 		}
 	}
+	t->run_s = mono_s() - t0;
 	dsstore_txn_end(txn);
+}
+
+/* placement=auto: account a finished batch of the measuring phase and
+ * decide once both ways have STREAM_AUTO_BATCHES. The CPU way costs its
+ * worker seconds spread over the pool; the GPU way the larger of its staging
+ * share and its device time (they overlap across slots). */
+static void auto_note(struct stream *s, const struct slot *sl, double gpu_s)
+{
+	if (!s->deciding)
+		return;
+	if (sl->on_gpu) {
+		s->auto_gpu_n++;
+		s->auto_gpu_stage_s += sl->work_s;
+		s->auto_gpu_dev_s += gpu_s;
+	} else if (sl->seq < STREAM_AUTO_BATCHES) {
+		s->auto_cpu_n++;
+		s->auto_cpu_s += sl->work_s;
+	}
+	if (s->auto_cpu_n < STREAM_AUTO_BATCHES || s->auto_gpu_n < STREAM_AUTO_BATCHES)
+		return;
+	double cpu = s->auto_cpu_s / s->auto_cpu_n / s->workers;
+	double stage = s->auto_gpu_stage_s / s->auto_gpu_n / s->workers;
+	double dev = s->auto_gpu_dev_s / s->auto_gpu_n;
+	double gpu = stage > dev ? stage : dev;
+	s->auto_cpu_ms = (float)(cpu * 1e3);
+	s->auto_gpu_ms = (float)(gpu * 1e3);
+	s->active = gpu < cpu ? PROTO_PLACE_GPU : PROTO_PLACE_CPU;
+	s->deciding = 0;
+	log_info("stream %u: placement=auto chose %s: %.2f ms a batch on the CPU, %.2f ms on "
+		 "the GPU (staging %.2f, device %.2f)",
+		 s->id, s->active == PROTO_PLACE_GPU ? "gpu" : "cpu", cpu * 1e3, gpu * 1e3,
+		 stage * 1e3, dev * 1e3);
 }
 
 int stream_task_finish(struct stream_task *t)
@@ -411,12 +632,56 @@ int stream_task_finish(struct stream_task *t)
 		s->samples += t->count;
 		sl->replacements += t->replacements;
 		sl->done += t->count;
-		if (sl->done == sl->count) {
+		sl->work_s += t->run_s;
+		if (sl->done == sl->count && sl->on_gpu && !s->fail_code) {
+			/* This worker runs the batch on the GPU, holding the
+			 * stream open meanwhile. */
+			sl->state = SLOT_GPU;
+			s->inflight++;
+			t->submit = 1;
+		} else if (sl->done == sl->count) {
 			sl->state = SLOT_DONE;
+			auto_note(s, sl, 0);
 			wake = 1;
 		}
 	}
 	if (s->closing && s->inflight == 0)
 		wake = 1;
 	return wake;
+}
+
+void stream_task_submit(struct stream_task *t)
+{
+	struct stream *s = t->s;
+	struct slot *sl = &s->slots[t->slot];
+	char err[256];
+	double t0 = mono_s();
+	void *dev = s->dring ? gpu_ring_slot(s->dring, t->slot) : NULL;
+	void *host = s->dring ? NULL : sl->base + s->geo.tensor_offset;
+	int rc = gpu_slot_run(s->gslots[t->slot], sl->count, dev, host, err, sizeof(err));
+	if (rc == 0 && s->dring)
+		rc = gpu_ring_mark_ready(s->dring, t->slot, NULL, err, sizeof(err));
+	t->gpu_s = mono_s() - t0;
+	if (rc) {
+		t->fail_code = rc;
+		snprintf(t->fail_msg, sizeof(t->fail_msg), "GPU batch of stream %u failed: %.200s", s->id,
+			 err);
+	}
+}
+
+int stream_submit_finish(struct stream_task *t)
+{
+	struct stream *s = t->s;
+	struct slot *sl = &s->slots[t->slot];
+	s->inflight--;
+	if (t->fail_code) {
+		if (!s->fail_code) {
+			s->fail_code = t->fail_code;
+			memcpy(s->fail_msg, t->fail_msg, sizeof(s->fail_msg));
+		}
+	} else {
+		sl->state = SLOT_DONE;
+		auto_note(s, sl, t->gpu_s);
+	}
+	return 1;
 }

@@ -9,9 +9,10 @@
  * the slots: each claims a few samples of a filling slot (stream_claim),
  * decodes them straight into the shared memory (stream_task_run, without
  * any lock) and reports back (stream_task_finish); the slot completes when
- * its last sample is in. A sample that fails (bad CRC, undecodable) is
- * replaced by the next valid sample of this rank's epoch order, counted in
- * the batch header, or — with on_error=fail — fails the stream.
+ * its last sample is in. A sample that fails (bad CRC, undecodable, an I/O
+ * error on the dataset's mapping) is replaced by the next valid sample of
+ * this rank's epoch order, counted in the batch header, or — with
+ * on_error=fail — fails the stream.
  *
  * Locking: every function except stream_create/destroy and stream_task_run
  * must be called with the pool lock held (pool_lock); the fields marked
@@ -29,7 +30,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_DONE, SLOT_HELD };
+/* SLOT_GPU: every sample is staged and the worker that staged the last one
+ * runs the batch on the GPU (stream_task_submit), without the pool lock. */
+enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_DONE, SLOT_HELD, SLOT_GPU };
 
 struct slot {
 	int state;
@@ -41,6 +44,8 @@ struct slot {
 	uint32_t fills;
 	struct sampler order;    /* the epoch's order (copied: slots may straddle epochs) */
 	uint8_t *base;           /* the slot in the mapping */
+	int on_gpu;              /* this batch is staged for the GPU (placement gpu/auto) */
+	double work_s;           /* worker seconds spent on this batch (placement=auto) */
 };
 
 struct stream_task {
@@ -50,7 +55,20 @@ struct stream_task {
 	uint32_t replacements, decode_errors, skipped;
 	int fail_code;           /* nonzero: the stream must fail (on_error=fail) */
 	char fail_msg[PROTO_TEXT_MAX];
+	double run_s;            /* seconds stream_task_run took */
+	int submit;              /* set by stream_task_finish: run the GPU batch */
+	double gpu_s;            /* seconds the GPU batch took */
 };
+
+/* Where a stream is preprocessed (server.c decides from the request and the
+ * daemon's GPU). */
+struct stream_gpu {
+	uint32_t placement;      /* PROTO_PLACE_GPU or _AUTO */
+	int device;              /* CUDA ordinal, or GPU_SLOT_EMULATED */
+	int device_ring;         /* batches in device memory shared by CUDA IPC */
+};
+struct gpu_slot;
+struct gpu_ring;
 
 struct stream {
 	/* immutable after stream_create */
@@ -70,6 +88,12 @@ struct stream {
 	uint64_t per_epoch;      /* batches of this rank in a full epoch */
 	uint64_t total;          /* batches this stream serves */
 	struct slot *slots;
+	unsigned workers;        /* the pool's threads */
+	uint32_t placement;      /* requested: PROTO_PLACE_* (cpu without a GPU) */
+	struct gpu_slot **gslots; /* per slot, placement gpu/auto */
+	struct gpu_ring *dring;  /* device-resident ring, or NULL */
+	uint64_t device_table;   /* its table's offset in the memfd, or 0 */
+	size_t ring_bytes;       /* the memfd: geo.ring_size plus the device table */
 
 	/* under the pool lock */
 	uint64_t next_assign, next_send;
@@ -78,6 +102,11 @@ struct stream {
 	int fail_code;           /* set by a worker; the loop reports and closes */
 	char fail_msg[PROTO_TEXT_MAX];
 	uint64_t samples, replacements, decode_errors; /* totals */
+	int active;              /* PROTO_PLACE_CPU or _GPU: where new batches go */
+	int deciding;            /* placement=auto still measures */
+	uint32_t auto_cpu_n, auto_gpu_n;
+	double auto_cpu_s, auto_gpu_stage_s, auto_gpu_dev_s;
+	float auto_cpu_ms, auto_gpu_ms; /* the measured cost of a batch each way */
 
 	/* event loop only */
 	int fail_reported, end_sent;
@@ -96,6 +125,16 @@ struct stream {
 int stream_create(struct stream **out, uint32_t id, struct dataset *ds,
 		  const struct proto_open_stream *req, uint64_t page, unsigned workers,
 		  char *err, size_t errlen);
+/* The same, preprocessed as gpu says (NULL: on the CPU): a GPU context per
+ * slot and, with gpu->device_ring, the tensors in device memory and the
+ * device table after the slots in the memfd. placement=auto runs its first
+ * STREAM_AUTO_BATCHES batches on the CPU, the next as many on the GPU, and
+ * keeps the cheaper (worker seconds per batch over the pool, against the
+ * larger of the staging share and the device time). */
+#define STREAM_AUTO_BATCHES 3
+int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
+			 const struct proto_open_stream *req, uint64_t page, unsigned workers,
+			 const struct stream_gpu *gpu, char *err, size_t errlen);
 void stream_destroy(struct stream *s);
 
 /* Assign the next batches to free slots. Returns how many slots started. */
@@ -112,10 +151,20 @@ int stream_finished(const struct stream *s);
  * returns 1 and fills t, or 0 if there is nothing to do. */
 int stream_claim(struct stream *s, struct stream_task *t);
 /* Decode the task's samples into the slot (no lock held). jw is the calling
- * thread's jpeg state. */
+ * thread's jpeg state. Records are read under the SIGBUS guard (mapguard.h):
+ * a read that faults is an I/O error, replaced and counted like a corrupt
+ * record (or failing the stream with on_error=fail); a retired dataset
+ * (registry.h) fails the task with the dataset's reason. */
 void stream_task_run(struct stream_task *t, struct jpeg_worker *jw);
+/* Free the calling worker thread's record buffer (before it exits). */
+void stream_worker_exit(void);
 /* Account a finished task. Returns 1 if the event loop has something to do
  * (a slot completed, the stream failed, or a closing stream drained). */
 int stream_task_finish(struct stream_task *t);
+/* After stream_task_finish set t->submit: run the completed batch on the
+ * GPU and wait for it (no lock held), then account it (pool lock held;
+ * returns 1 like stream_task_finish). */
+void stream_task_submit(struct stream_task *t);
+int stream_submit_finish(struct stream_task *t);
 
 #endif

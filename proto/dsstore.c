@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct dsstore {
@@ -25,6 +26,8 @@ struct dsstore {
 	MDB_dbi meta, labels, samples, names;
 	int have_names;
 	struct dsformat_header hdr;
+	const void *map;         /* LMDB's read-only mapping of data.mdb */
+	size_t map_len;
 };
 
 struct dsstore_txn {
@@ -53,6 +56,28 @@ static int lmdb_fail(char *err, size_t errlen, int rc, const char *what)
 	else if (rc < 0)
 		code = FEEDER_EFORMAT;
 	return status_fail(err, errlen, code, "%s: %s", what, mdb_strerror(rc));
+}
+
+/* The mapping (from /proc/self/maps) that holds address p; start NULL if
+ * it cannot be told. */
+static void find_mapping(const void *p, const void **start, size_t *len)
+{
+	*start = NULL;
+	*len = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return;
+	char line[512];
+	uintptr_t a = (uintptr_t)p;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && a >= lo && a < hi) {
+			*start = (const void *)(uintptr_t)lo;
+			*len = hi - lo;
+			break;
+		}
+	}
+	fclose(f);
 }
 
 int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen)
@@ -87,6 +112,29 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 		rc = lmdb_fail(err, errlen, rc, dir);
 		goto fail;
 	}
+	/* A data file shorter than its last page (truncated, or a disk that
+	 * lost its tail) would turn the reads below into SIGBUS: refuse it
+	 * while only the meta pages, read with pread, have been looked at. */
+	MDB_envinfo info;
+	MDB_stat est;
+	mdb_filehandle_t fd;
+	struct stat fst;
+	if ((rc = mdb_env_info(ds->env, &info)) || (rc = mdb_env_stat(ds->env, &est)) ||
+	    (rc = mdb_env_get_fd(ds->env, &fd))) {
+		rc = lmdb_fail(err, errlen, rc, dir);
+		goto fail;
+	}
+	if (fstat(fd, &fst) != 0) {
+		rc = status_fail(err, errlen, -errno, "%s: data.mdb: %s", dir, strerror(errno));
+		goto fail;
+	}
+	uint64_t need = ((uint64_t)info.me_last_pgno + 1) * est.ms_psize;
+	if ((uint64_t)fst.st_size < need) {
+		rc = status_fail(err, errlen, FEEDER_ECORRUPT,
+				 "%s: data.mdb is truncated: %lld bytes, its pages need %llu", dir,
+				 (long long)fst.st_size, (unsigned long long)need);
+		goto fail;
+	}
 	if ((rc = mdb_txn_begin(ds->env, NULL, MDB_RDONLY, &txn))) {
 		rc = lmdb_fail(err, errlen, rc, dir);
 		goto fail;
@@ -104,6 +152,9 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 				 dir, mdb_strerror(rc));
 		goto fail;
 	}
+	/* LMDB does not tell where it mapped the file (me_mapaddr is only set
+	 * for fixed maps), but the header record lies inside the mapping. */
+	find_mapping(v.mv_data, &ds->map, &ds->map_len);
 	char why[200];
 	if ((rc = dsformat_header_decode(v.mv_data, v.mv_size, &ds->hdr, why, sizeof(why)))) {
 		status_fail(err, errlen, rc, "%s: %s", dir, why);
@@ -151,6 +202,12 @@ void dsstore_close(struct dsstore *ds)
 }
 
 const struct dsformat_header *dsstore_header(const struct dsstore *ds) { return &ds->hdr; }
+
+void dsstore_map(const struct dsstore *ds, const void **addr, size_t *len)
+{
+	*addr = ds->map;
+	*len = ds->map_len;
+}
 
 int dsstore_txn_begin(struct dsstore *ds, struct dsstore_txn **out, char *err, size_t errlen)
 {

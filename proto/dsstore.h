@@ -26,6 +26,11 @@ struct dsstore_writer;
 int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen);
 void dsstore_close(struct dsstore *ds);
 const struct dsformat_header *dsstore_header(const struct dsstore *ds);
+/* The read-only mapping of the data file that record pointers point into
+ * (*addr NULL where /proc/self/maps cannot say). Reading it can raise SIGBUS if the file shrinks or the disk fails after
+ * the open (dsstore_open refuses a file already shorter than its pages);
+ * feederd registers it with its SIGBUS guard (daemon/mapguard.h). */
+void dsstore_map(const struct dsstore *ds, const void **addr, size_t *len);
 
 /* A read transaction: one per thread. Pointers returned by the getters stay
  * valid until the transaction is ended (they point into the map). */

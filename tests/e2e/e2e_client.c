@@ -35,6 +35,24 @@
  *   mkcorrupt SRC DST  write a copy of dataset SRC with record 1 failing its
  *               CRC and record 4 holding non-JPEG bytes (with a valid CRC)
  *
+ * Commands of the fault tests (tests/fault/):
+ *
+ *   survive MAX [fail]  stream many epochs (slowly, 2 ms a batch; printing
+ *               STREAMING after 3 batches) until MAX batches or until the
+ *               stream ends or is refused; every label must lie in the
+ *               dataset's classes. Prints one line
+ *               "survive: opened=0|1 batches=N replacements=R
+ *               result=ok|error|refused code=N message=TEXT" for the script, and exits 0 unless a
+ *               delivered batch is wrong or the connection died.
+ *               "fail": on_error=fail.
+ *   quota Q L   with feederd run with --client-quota Q --memory-limit L:
+ *               client B streams (every batch checked against the
+ *               reference) while client A opens streams until its quota
+ *               refuses one, a third client until the memory limit does;
+ *               each refusal is FEEDER_EQUOTA with a sentence, leaves no
+ *               stream behind, and B keeps streaming and may open within
+ *               its quota (but not past the full limit)
+ *
  * Exit status: 0 pass, 1 fail, 77 skip. */
 #include "status.h"
 
@@ -907,6 +925,186 @@ static int cmd_mkcorrupt(const char *src, const char *dst)
 	return 0;
 }
 
+/* ---- Fault tests (tests/fault/) ----------------------------------------- */
+
+static int cmd_survive(const char *dataset, const char *max_arg, const char *mode)
+{
+	uint64_t max = max_arg ? strtoull(max_arg, NULL, 10) : 1000;
+	struct feeder *f = connect_or_die();
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 24);
+	o.epochs = 100000;
+	if (mode && strcmp(mode, "fail") == 0)
+		o.on_error = FEEDER_ON_ERROR_FAIL;
+	struct feeder_stream *s;
+	int rc = feeder_open_stream(f, &o, TIMEOUT_MS, &s);
+	if (rc) {
+		CHECKF(rc != FEEDER_ECLOSED && rc != FEEDER_ETIMEDOUT, "open: %s (%s)",
+		       feeder_strerror(rc), feeder_last_error(f));
+		printf("survive: opened=0 batches=0 replacements=0 result=refused code=%d message=%s\n",
+		       rc, feeder_last_error(f));
+		feeder_disconnect(f);
+		return 0;
+	}
+	struct feeder_stream_info info;
+	feeder_stream_info(s, &info);
+	uint64_t n = 0, repl = 0;
+	for (; n < max;) {
+		struct feeder_batch b;
+		rc = feeder_next(s, TIMEOUT_MS, &b);
+		if (rc)
+			break;
+		for (uint32_t i = 0; i < b.count; i++)
+			CHECKF(b.labels[i] >= 0 && (uint32_t)b.labels[i] < info.classes,
+			       "batch %llu sample %u: label %d, the dataset has %u classes",
+			       (unsigned long long)n, i, b.labels[i], info.classes);
+		repl += b.replacements;
+		if (++n == 3) {
+			printf("STREAMING\n");
+			fflush(stdout);
+		}
+		usleep(2000);
+		CHECK(feeder_release(s, &b) == 0);
+	}
+	CHECKF(rc == 0 || rc == FEEDER_ESTREAM, "stream stopped with %s: %s", feeder_strerror(rc),
+	       feeder_last_error(f));
+	printf("survive: opened=1 batches=%llu replacements=%llu result=%s code=%d message=%s\n",
+	       (unsigned long long)n, (unsigned long long)repl, rc ? "error" : "ok", rc,
+	       rc ? feeder_last_error(f) : "");
+	feeder_close_stream(s);
+	feeder_disconnect(f);
+	return 0;
+}
+
+/* A consumer whose every batch is checked against the reference. */
+struct checked {
+	struct feeder *f;
+	struct feeder_stream *s;
+	struct feeder_stream_opts o;
+	uint64_t batches, samples;
+};
+
+static void checked_some(struct checked *c, struct jpeg_worker *w, struct ds *d, int k)
+{
+	for (int i = 0; i < k; i++) {
+		struct feeder_batch b;
+		int rc = feeder_next(c->s, TIMEOUT_MS, &b);
+		CHECKF(rc == 0, "the other client's stream stopped: %s (%s)", feeder_strerror(rc),
+		       feeder_last_error(c->f));
+		CHECK(b.replacements == 0);
+		check_batch(w, d, &c->o, &b);
+		c->batches++;
+		c->samples += b.count;
+		CHECK(feeder_release(c->s, &b) == 0);
+	}
+}
+
+/* Open streams on f until one is refused; returns how many opened. The
+ * refusal must be FEEDER_EQUOTA naming needle. */
+static unsigned open_until_refused(struct feeder *f, const struct feeder_stream_opts *o,
+				   struct feeder_stream **out, unsigned cap, const char *needle,
+				   const char *who)
+{
+	for (unsigned k = 0; k < cap; k++) {
+		int rc = feeder_open_stream(f, o, TIMEOUT_MS, &out[k]);
+		if (rc == 0)
+			continue;
+		CHECKF(rc == FEEDER_EQUOTA, "%s: stream %u: %s (%s), expected FEEDER_EQUOTA", who, k,
+		       feeder_strerror(rc), feeder_last_error(f));
+		CHECKF(strcasestr(feeder_last_error(f), needle), "%s: refusal '%s' does not say '%s'",
+		       who, feeder_last_error(f), needle);
+		printf("quota: %s opened %u streams, then: %s\n", who, k, feeder_last_error(f));
+		return k;
+	}
+	CHECKF(0, "%s: %u streams opened and none refused", who, cap);
+	return cap;
+}
+
+static int cmd_quota(const char *dataset, const char *q_arg, const char *l_arg)
+{
+	CHECKF(q_arg && l_arg, "quota needs the daemon's client quota and memory limit in bytes");
+	uint64_t quota = strtoull(q_arg, NULL, 10), limit = strtoull(l_arg, NULL, 10);
+	struct ds d;
+	ds_open(&d, dataset);
+	struct jpeg_worker *w;
+	char err[256];
+	CHECKF(jpeg_worker_create(&w, err, sizeof err) == 0, "%s", err);
+
+	/* B: the well-behaved client, checked throughout. */
+	struct checked b = { .f = connect_or_die() };
+	opts_small(&b.o, dataset, 32);
+	b.o.epochs = 100000;
+	b.s = open_or_die(b.f, &b.o);
+	struct feeder_stream_info info;
+	feeder_stream_info(b.s, &info);
+	uint64_t ring = info.ring_size;
+	checked_some(&b, w, &d, 2);
+
+	/* A: the greedy one, same request, until its quota stops it. */
+	uint64_t n_a = quota / ring, used = ring * (1 + n_a);
+	CHECKF(n_a >= 1 && used + ring <= limit && (limit - used) / ring < n_a,
+	       "rings of %llu bytes: quota %llu and limit %llu do not make a test", (unsigned long long)ring,
+	       (unsigned long long)quota, (unsigned long long)limit);
+	struct feeder *a = connect_or_die();
+	struct feeder_stream *as[64], *a2s[64];
+	CHECK(n_a < 64);
+	unsigned got = open_until_refused(a, &b.o, as, 64, "quota", "client A");
+	CHECKF(got == n_a, "client A opened %u streams of %llu bytes under a quota of %llu", got,
+	       (unsigned long long)ring, (unsigned long long)quota);
+	checked_some(&b, w, &d, 2);
+	struct proto_status_reply st = daemon_status();
+	CHECKF(st.streams == 1 + n_a && st.memory_used == used,
+	       "daemon: %u streams, %llu bytes in use; expected %llu and %llu", st.streams,
+	       (unsigned long long)st.memory_used, (unsigned long long)(1 + n_a),
+	       (unsigned long long)used);
+
+	/* B may still open within its own quota. */
+	struct feeder_stream *extra = open_or_die(b.f, &b.o);
+	stream_some(b.f, extra, 1);
+	CHECK(feeder_close_stream(extra) == 0);
+	checked_some(&b, w, &d, 2);
+
+	/* A second greedy client takes what is left of the daemon's limit. */
+	struct feeder *a2 = connect_or_die();
+	unsigned got2 = open_until_refused(a2, &b.o, a2s, 64, "in use", "client C");
+	uint64_t want2 = (limit - used) / ring;
+	CHECKF(got2 == want2, "client C opened %u streams, %llu fit the limit", got2,
+	       (unsigned long long)want2);
+	checked_some(&b, w, &d, 3);
+	/* Now nobody gets more, B included, with the same sentence. */
+	struct feeder_stream *none;
+	int rc = feeder_open_stream(b.f, &b.o, TIMEOUT_MS, &none);
+	CHECKF(rc == FEEDER_EQUOTA && strcasestr(feeder_last_error(b.f), "in use"),
+	       "B's open at the full limit: %s (%s)", feeder_strerror(rc), feeder_last_error(b.f));
+	checked_some(&b, w, &d, 2);
+	st = daemon_status();
+	CHECKF(st.streams == 1 + n_a + got2 && st.memory_used <= limit,
+	       "daemon: %u streams, %llu of %llu bytes", st.streams,
+	       (unsigned long long)st.memory_used, (unsigned long long)limit);
+
+	/* The greedy clients leave: their memory comes back, B opens again. */
+	feeder_disconnect(a);
+	feeder_disconnect(a2);
+	for (int i = 0; i < 100 && daemon_status().streams != 1; i++)
+		usleep(20000);
+	st = daemon_status();
+	CHECKF(st.streams == 1 && st.memory_used == ring, "after A and C left: %u streams, %llu bytes",
+	       st.streams, (unsigned long long)st.memory_used);
+	extra = open_or_die(b.f, &b.o);
+	stream_some(b.f, extra, 1);
+	CHECK(feeder_close_stream(extra) == 0);
+	checked_some(&b, w, &d, 2);
+	printf("quota: rings of %llu bytes; client B streamed %llu checked batches (%llu samples) "
+	       "throughout; greedy clients opened %u and %u streams before quota and limit refused\n",
+	       (unsigned long long)ring, (unsigned long long)b.batches,
+	       (unsigned long long)b.samples, got, got2);
+	CHECK(feeder_close_stream(b.s) == 0);
+	feeder_disconnect(b.f);
+	jpeg_worker_destroy(w);
+	ds_close(&d);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int i = 1;
@@ -951,6 +1149,12 @@ int main(int argc, char **argv)
 		return cmd_timeouts(dataset);
 	if (strcmp(cmd, "pin") == 0)
 		return cmd_pin(dataset);
+	/* fault tests */
+	const char *arg2 = i + 3 < argc ? argv[i + 3] : NULL;
+	if (strcmp(cmd, "survive") == 0)
+		return cmd_survive(dataset, arg, arg2);
+	if (strcmp(cmd, "quota") == 0)
+		return cmd_quota(dataset, arg, arg2);
 	fprintf(stderr, "e2e_client: unknown command '%s'\n", cmd);
 	return 1;
 }

@@ -8,6 +8,7 @@ activation: a listening SOCK_SEQPACKET socket passed as fd 3 with LISTEN_FDS
 and LISTEN_PID, which the daemon must serve (HELLO -> WELCOME) instead of
 binding its own. Exit 0 pass, 1 fail, 77 skip."""
 import os
+import re
 import signal
 import socket
 import struct
@@ -29,8 +30,11 @@ with open(os.path.join(BUILD, "feeder_config.h")) as f:
         print("SKIP: built without libsystemd", file=sys.stderr)
         sys.exit(77)
 
-# Wire constants of proto/protocol.h.
-MAGIC, VERSION, HELLO, WELCOME = 0x52444546, 1, 1, 2
+# Wire constants of proto/protocol.h (the version read from it, so that a
+# protocol bump does not leave this test behind).
+MAGIC, HELLO, WELCOME = 0x52444546, 1, 2
+with open(os.path.join(os.environ["FEEDER_SOURCE"], "proto", "protocol.h")) as f:
+    VERSION = int(re.search(r"#define PROTO_VERSION (\d+)", f.read()).group(1))
 
 
 def fail(msg):

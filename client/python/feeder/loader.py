@@ -211,7 +211,7 @@ class Loader:
             o.layout = self._layout
             o.on_error = self._on_error
             o.placement = _PLACEMENTS[self.placement]
-            o.device_batches = int(self._copier is not None and self.placement == "gpu")
+            o.device_batches = int(self._copier is not None)
         except (OverflowError, TypeError) as e:
             raise OptionError("option out of range for feederd: %s" % e) from None
         return o, name

@@ -1,0 +1,107 @@
+/* gpu_slot.c — a slot's GPU context on a CUDA device or emulated on the
+ * host (see gpu_slot.h). */
+#include "gpu_slot.h"
+
+#include "gpu_pipeline.h"
+#include "gpu_staging.h"
+#include "status.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gpu_slot {
+	int kind;                 /* GPU_KIND_JPEG / _FEATURES */
+	struct gpu_pipeline *gp;  /* on a device; NULL when emulated */
+	struct gpu_staging st;    /* emulated: the staging block in host memory */
+	void *block;
+};
+
+int gpu_slot_create(struct gpu_slot **out, int device, const struct jpeg_params *jp,
+		    const struct features_params *fp, uint32_t feat_dim, uint32_t max_batch,
+		    char *err, size_t errlen)
+{
+	*out = NULL;
+	struct gpu_slot *g = calloc(1, sizeof(*g));
+	if (!g)
+		return status_fail(err, errlen, -ENOMEM, "out of memory");
+	g->kind = jp ? GPU_KIND_JPEG : GPU_KIND_FEATURES;
+	int rc;
+	if (device != GPU_SLOT_EMULATED) {
+		rc = jp ? gpu_pipeline_create_jpeg(&g->gp, device, jp, max_batch, 0, err, errlen)
+			: gpu_pipeline_create_features(&g->gp, device, fp, feat_dim, max_batch, 0, err,
+						       errlen);
+	} else {
+		size_t cap = jp ? gpu_staging_default_bytes_jpeg(jp, max_batch)
+				: gpu_staging_default_bytes_features(fp, feat_dim, max_batch, 0);
+		g->block = aligned_alloc(GPU_STAGING_ALIGN,
+					 (cap + GPU_STAGING_ALIGN - 1) / GPU_STAGING_ALIGN *
+						 GPU_STAGING_ALIGN);
+		if (!g->block)
+			rc = status_fail(err, errlen, -ENOMEM,
+					 "out of memory for a staging block of %zu bytes", cap);
+		else if (jp)
+			rc = gpu_staging_init_jpeg(&g->st, g->block, cap, max_batch, jp, err, errlen);
+		else
+			rc = gpu_staging_init_features(&g->st, g->block, cap, max_batch, fp, feat_dim,
+						       err, errlen);
+	}
+	if (rc) {
+		gpu_slot_destroy(g);
+		return rc;
+	}
+	*out = g;
+	return 0;
+}
+
+void gpu_slot_destroy(struct gpu_slot *g)
+{
+	if (!g)
+		return;
+	gpu_pipeline_destroy(g->gp);
+	free(g->block);
+	free(g);
+}
+
+int gpu_slot_begin(struct gpu_slot *g, char *err, size_t errlen)
+{
+	if (g->gp)
+		return gpu_pipeline_begin(g->gp, err, errlen);
+	gpu_staging_reset(&g->st);
+	return 0;
+}
+
+int gpu_slot_stage(struct gpu_slot *g, struct jpeg_worker *w, uint32_t index,
+		   const struct dsformat_sample *s, const uint8_t *payload, uint64_t aug_key,
+		   char *err, size_t errlen)
+{
+	if (g->kind == GPU_KIND_JPEG)
+		return g->gp ? gpu_pipeline_stage_jpeg(g->gp, w, index, payload, s->payload_len,
+						       aug_key, err, errlen)
+			     : gpu_staging_jpeg(&g->st, w, index, payload, s->payload_len, aug_key,
+						err, errlen);
+	return g->gp ? gpu_pipeline_stage_features(g->gp, index, s, payload, aug_key, err, errlen)
+		     : gpu_staging_features(&g->st, index, s, payload, aug_key, err, errlen);
+}
+
+int gpu_slot_run(struct gpu_slot *g, uint32_t n, void *dev_dst, void *host_dst, char *err,
+		 size_t errlen)
+{
+	if (g->gp) {
+		int rc = gpu_pipeline_submit(g->gp, n, dev_dst, host_dst, err, errlen);
+		return rc ? rc : gpu_pipeline_wait(g->gp, err, errlen);
+	}
+	if (dev_dst || !host_dst)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "an emulated GPU has no device memory to write");
+	size_t bytes;
+	int rc = gpu_staging_bytes(&g->st, n, &bytes, err, errlen);
+	if (rc == 0)
+		gpu_staging_run_host(&g->st, n, host_dst);
+	return rc;
+}
+
+uint32_t gpu_slot_cpu_finished(const struct gpu_slot *g)
+{
+	return g->gp ? gpu_pipeline_cpu_finished(g->gp) : g->st.cpu_finished;
+}

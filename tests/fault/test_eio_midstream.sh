@@ -1,0 +1,47 @@
+#!/bin/bash
+# test_eio_midstream.sh — the disk under a dataset fails while a stream reads
+# it. Datasets are read through LMDB's mmap, so lost pages arrive as SIGBUS,
+# not EIO; truncating data.mdb under the running daemon is exactly that (the
+# kernel unmaps the lost pages). feederd must not crash: the stream either
+# goes on with the unreadable samples replaced and counted, or ends with a
+# clear ERROR; a stream on another dataset delivers correct batches
+# (labels and pixels checked) before, during and after; status answers.
+. "$FEEDER_SOURCE/tests/e2e/lib.sh"
+. "$FEEDER_SOURCE/tests/fault/lib.sh"
+make_dataset victim 48 4 3
+make_dataset good 24 3 5
+start_daemon
+"$client" "${client_args[@]}" survive victim 1500 >"$tmp/victim.log" 2>&1 &
+vpid=$!
+bg_pids=("$vpid")
+wait_for "$tmp/victim.log" STREAMING "$vpid"
+"$client" "${client_args[@]}" epoch good 1 >"$tmp/good1.log" 2>&1 &
+gpid=$!
+bg_pids+=("$gpid")
+size=$(stat -c %s "$datasets/victim/data.mdb")
+truncate -s $((size * 4 / 10)) "$datasets/victim/data.mdb"
+wait_client "$gpid" "$tmp/good1.log" 20
+wait_client "$vpid" "$tmp/victim.log" 20
+bg_pids=()
+daemon_alive
+result=$(survive_field "$tmp/victim.log" result)
+msg=$(survive_field "$tmp/victim.log" message)
+batches=$(survive_field "$tmp/victim.log" batches)
+repl=$(survive_field "$tmp/victim.log" replacements)
+case "$result" in
+ok) [ "$repl" -gt 0 ] || fail "the victim stream saw no replacement after the truncation" ;;
+*) case "$msg" in
+   *"I/O error (SIGBUS)"*|*unreadable*) ;;
+   *) fail "the victim stream ended with an unclear error: $result: $msg" ;;
+   esac ;;
+esac
+errors=$(json_get "$tmp/status.json" decode_errors)
+[ "$errors" -ge 1 ] || fail "feederd counted no unreadable sample"
+logged=$(grep -c "^<3>I/O error (SIGBUS) reading dataset 'victim' (at byte" "$tmp/feederd.log")
+[ "$logged" -eq 1 ] || fail "the I/O error was logged $logged times, expected once"
+run_client epoch good 2 >"$tmp/good2.log" 2>&1 || fail "good after the fault: $(cat "$tmp/good2.log")"
+checked=$(samples_checked "$tmp"/good*.log)
+stop_daemon
+echo "ok: eio mid-stream: 1 truncation (60% of data.mdb lost) injected and survived; $errors reads" \
+	"failed with SIGBUS and were counted; victim stream: $batches batches, $repl replacements," \
+	"end: ${result} ${msg:+($msg)}; other dataset: $checked samples checked, all correct; feederd exited 0"

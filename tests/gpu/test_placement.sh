@@ -1,0 +1,103 @@
+#!/bin/bash
+# test_placement.sh — stream placement (cpu / gpu / auto) through a real
+# feederd and libfeeder:
+#   * without --gpu, placement=gpu is refused with a sentence that says why,
+#     placement=auto quietly runs on the CPU (the same bytes as cpu) and
+#     feederctl streams says "auto -> cpu (no GPU)";
+#   * feederd --gpu 0 on a machine without a usable GPU does not start, and
+#     says why (skipped where a GPU is present);
+#   * with the GPU emulated on the host (FEEDERD_GPU_EMULATE=1: the GPU path's
+#     staging by worker threads, its batch submission and its per-element
+#     code, but no CUDA), placement=gpu delivers the same labels as cpu and
+#     pixels within the jpeg pipeline's tolerance (mean |diff| <= 2/255), and
+#     placement=auto measures both ways, decides, and feederctl prints the
+#     choice with the two costs.
+# The CUDA kernels themselves are tested by test_gpu_jpeg / test_gpu_features
+# on a machine with a GPU.
+. "$FEEDER_SOURCE/tests/e2e/lib.sh"
+rc_client=$build/tests/fault/restart_client
+[ -x "$rc_client" ] || skip "$rc_client is not built"
+
+make_dataset imgs 30 3 5
+run() { "$rc_client" --socket "$sock" --dataset imgs --batch 4 "$@"; }
+checks=0
+
+start_daemon
+run --placement gpu --out "$tmp/g.txt" >"$tmp/g.log" 2>&1 && fail "placement=gpu served without a GPU"
+grep -q "placement=gpu, but feederd runs without a GPU" "$tmp/g.log" ||
+	fail "placement=gpu without a GPU: no clear refusal: $(cat "$tmp/g.log")"
+checks=$((checks + 1))
+run --placement cpu --out "$tmp/cpu.txt" >/dev/null 2>&1 || fail "placement=cpu stream"
+run --placement auto --out "$tmp/auto.txt" --delay-ms 100 >"$tmp/auto.log" 2>&1 &
+apid=$!
+bg_pids+=($apid)
+seen=
+for _ in $(seq 100); do
+	"$feederctl" --socket "$sock" streams > "$tmp/streams.txt" 2>&1
+	grep -q "auto -> cpu (no GPU)" "$tmp/streams.txt" && { seen=1; break; }
+	sleep 0.05
+done
+[ -n "$seen" ] || fail "feederctl streams does not show auto -> cpu: $(cat "$tmp/streams.txt")"
+wait "$apid" || fail "placement=auto stream: $(cat "$tmp/auto.log")"
+bg_pids=()
+cmp -s "$tmp/cpu.txt" "$tmp/auto.txt" || fail "placement=auto without a GPU gave other bytes than cpu"
+checks=$((checks + 2))
+stop_daemon
+
+# --gpu 0 where CUDA sees no device: a start-up error naming --gpu.
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+	"$feederd" --config /dev/null --socket "$tmp/x.sock" --datasets "$datasets" --gpu 0 \
+		>"$tmp/gpu0.log" 2>&1 && fail "feederd --gpu 0 started without a GPU"
+	grep -q "cannot start: --gpu 0: " "$tmp/gpu0.log" ||
+		fail "feederd --gpu 0 without a GPU: unclear error: $(cat "$tmp/gpu0.log")"
+	head -n 1 "$tmp/gpu0.log"
+	checks=$((checks + 1))
+fi
+
+# The GPU placement path with the device emulated on the host.
+export FEEDERD_GPU_EMULATE=1
+start_daemon --gpu 0
+unset FEEDERD_GPU_EMULATE
+grep -q "emulated on the host" "$tmp/feederd.log" || fail "feederd did not say the GPU is emulated"
+for mode in train eval; do
+	extra=()
+	[ $mode = eval ] && extra=(--eval)
+	run "${extra[@]}" --placement cpu --out "$tmp/c-$mode.txt" --dump "$tmp/c-$mode.bin" \
+		>"$tmp/c.log" 2>&1 || fail "cpu stream ($mode): $(cat "$tmp/c.log")"
+	run "${extra[@]}" --placement gpu --out "$tmp/g-$mode.txt" --dump "$tmp/g-$mode.bin" \
+		>"$tmp/g.log" 2>&1 || fail "gpu stream ($mode): $(cat "$tmp/g.log")"
+	labels() { awk '{ for (i = 3; i <= NF; i++) { split($i, a, ":"); printf "%s ", a[1] } print "" }' "$1"; }
+	[ "$(labels "$tmp/c-$mode.txt")" = "$(labels "$tmp/g-$mode.txt")" ] ||
+		fail "placement=gpu ($mode): other labels or order than cpu"
+	/usr/bin/python3 - "$tmp/c-$mode.bin" "$tmp/g-$mode.bin" $mode <<'PY' || fail "placement=gpu ($mode): pixels differ from cpu"
+import sys
+import numpy as np
+a = np.fromfile(sys.argv[1], np.uint8).astype(np.int16)
+b = np.fromfile(sys.argv[2], np.uint8).astype(np.int16)
+assert a.size == b.size and a.size == 30 * 3 * 32 * 32, (a.size, b.size)
+d = np.abs(a - b)
+print("placement gpu vs cpu (%s): %d values, mean |diff| %.4f/255, max %d/255" % (sys.argv[3], a.size, d.mean(), d.max()))
+sys.exit(0 if d.mean() <= 2.0 else 1)
+PY
+	checks=$((checks + 1))
+done
+run --placement auto --epochs 3 --out "$tmp/a.txt" --delay-ms 40 >"$tmp/a.log" 2>&1 &
+apid=$!
+bg_pids+=($apid)
+seen=
+for _ in $(seq 200); do
+	"$feederctl" --socket "$sock" streams > "$tmp/streams.txt" 2>&1
+	grep -Eq "auto -> (cpu|gpu) \(cpu [0-9.]+ ms, gpu [0-9.]+ ms a batch\)" "$tmp/streams.txt" &&
+		{ seen=1; break; }
+	sleep 0.05
+done
+[ -n "$seen" ] || fail "placement=auto did not decide: $(cat "$tmp/streams.txt")"
+grep -o "auto -> .*" "$tmp/streams.txt"
+wait "$apid" || fail "placement=auto stream (emulated GPU): $(cat "$tmp/a.log")"
+bg_pids=()
+[ "$(wc -l < "$tmp/a.txt")" = 24 ] || fail "placement=auto: $(wc -l < "$tmp/a.txt") batches, not 24"
+grep "placement=auto chose" "$tmp/feederd.log" | tail -n 1
+checks=$((checks + 1))
+stop_daemon
+echo "ok: $checks placement checks (refusal, auto without a GPU, --gpu 0 start-up error," \
+	"emulated GPU: train/eval pixels and labels vs cpu, auto's decision)"

@@ -1,0 +1,16 @@
+#!/bin/bash
+# test_churn.sh — 64 clients connecting and disconnecting in a loop: 64
+# threads each connect, HELLO, open a stream, read a batch and close (or just
+# disconnect), ROUNDS times, while a steady client streams and checks every
+# sample; then all 64 hold a connection and the next one is refused. The
+# daemon runs with max_clients = 66 (64 + the steady client + a watcher);
+# afterwards its anonymous memory, descriptors and memfds are back to where
+# they were after a warm-up round, and it still serves.
+source "$FEEDER_SOURCE/tests/security/lib.sh"
+rounds=${1:-100}
+make_unique_dataset uniq 24
+start_daemon --max-clients 66 --log-level notice
+"$limits" "$sock" churn uniq 64 "$rounds" "$daemon_pid" || fail "churn"
+daemon_alive
+grep -q "refused, 66 clients is the limit" "$tmp/feederd.log" || fail "the refusal was not logged"
+echo "PASS: churn"

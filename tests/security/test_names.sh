@@ -1,0 +1,35 @@
+#!/bin/bash
+# test_names.sh — a dataset name or path cannot leave the datasets directory:
+# names with "../", "/", "." are refused (EBADNAME, fatal), and entries of
+# the datasets directory that lead outside it — a symbolic link to a dataset
+# elsewhere, a directory whose data.mdb is a link to one elsewhere — are not
+# served (ENODATASET), at start and after SIGHUP. A lock.mdb link is harmless
+# (datasets are opened with MDB_NOLOCK): its target is never created.
+# (test_daemon_wire's test_rescan covers links that stay inside.)
+source "$FEEDER_SOURCE/tests/security/lib.sh"
+# A dataset outside the served directory, and one inside it.
+make_unique_dataset secret 12
+mkdir -p "$tmp/outside"
+mv "$datasets/secret" "$tmp/outside/secret"
+make_unique_dataset uniq 12
+
+ln -s "$tmp/outside/secret" "$datasets/linkdir"
+ln -s ../outside/secret "$datasets/rellink"
+mkdir "$datasets/linkdata"
+ln -s "$tmp/outside/secret/data.mdb" "$datasets/linkdata/data.mdb"
+mkdir "$datasets/linklock"
+cp "$tmp/outside/secret/data.mdb" "$datasets/linklock/data.mdb"
+ln -s "$tmp/outside/secret/lock.mdb" "$datasets/linklock/lock.mdb"
+
+start_daemon
+"$limits" "$sock" names uniq linkdir rellink linkdata secret || fail "names at start"
+# Links made while the daemon runs are not picked up by a rescan either.
+ln -s "$tmp/outside/secret" "$datasets/latelink"
+kill -HUP "$daemon_pid"
+sleep 0.3
+"$limits" "$sock" names uniq latelink linkdir || fail "names after SIGHUP"
+"$limits" "$sock" connect linklock >/dev/null || fail "linklock (a real data.mdb) was not served"
+[ -e "$tmp/outside/secret/lock.mdb" ] && fail "the daemon followed a lock.mdb link out of the datasets"
+daemon_alive
+grep -q "data.mdb is not a regular file" "$tmp/feederd.log" || fail "the linked data.mdb was not logged"
+echo "PASS: names"
