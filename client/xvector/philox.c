@@ -6,6 +6,12 @@
 #include "philox.h"
 
 #include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define PHILOX_HAVE_AVX2 1
+#endif
 
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
@@ -138,10 +144,102 @@ void philox_uniforms(uint64_t seed, uint64_t subseq, uint64_t first, size_t n, f
 		out[k] = philox_uniform(seed, subseq, first + k);
 }
 
+#if PHILOX_HAVE_AVX2
+/* glibc's vector math (libmvec): logf and sinf of 8 floats, within 2 ulp of
+ * the scalar ones. */
+__m256 _ZGVdN8v_logf(__m256 x);
+__m256 _ZGVdN8v_sinf(__m256 x);
+
+/* The high and low 32 bits of the eight products m * c (32 x 32 -> 64):
+ * _mm256_mul_epu32 multiplies the even lanes; the odd ones are shifted down
+ * for a second multiply and the halves blended back in place. */
+__attribute__((target("avx2"))) static inline void mul_hilo(__m256i m, __m256i c, __m256i *hi,
+							      __m256i *lo)
+{
+	__m256i pe = _mm256_mul_epu32(c, m);
+	__m256i po = _mm256_mul_epu32(_mm256_srli_epi64(c, 32), m);
+	*hi = _mm256_blend_epi32(_mm256_srli_epi64(pe, 32), po, 0xAA);
+	*lo = _mm256_blend_epi32(pe, _mm256_slli_epi64(po, 32), 0xAA);
+}
+
+/* (float)w of eight unsigned words, rounded once like the scalar cast. */
+__attribute__((target("avx2"))) static inline __m256 u32_to_float(__m256i w)
+{
+	__m256 hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(w, 16));
+	__m256 lo = _mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(0xFFFF)));
+	return _mm256_add_ps(_mm256_mul_ps(hi, _mm256_set1_ps(65536.0f)), lo);
+}
+
+/* philox_normals for n a multiple of 8 whose block numbers first..first+n-1
+ * share their high 32 bits: Philox on 8 blocks per AVX2 register (the same
+ * words as philox4x32_10), Box-Muller through libmvec. About 4x the scalar
+ * path; the normals differ from it by the vector logf/sinf's rounding. */
+__attribute__((target("avx2,fma"))) static void normals_avx2(uint64_t seed, uint64_t subseq,
+							     uint64_t first, size_t n, float *out)
+{
+	const __m256i m0 = _mm256_set1_epi32((int)PHILOX_M0), m1 = _mm256_set1_epi32((int)PHILOX_M1);
+	const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+	const __m256 inv = _mm256_set1_ps(PHILOX_2POW32_INV);
+	const __m256 inv_half = _mm256_set1_ps(PHILOX_2POW32_INV / 2.0f);
+	const __m256 inv2pi = _mm256_set1_ps(PHILOX_2POW32_INV_2PI);
+	const __m256 inv2pi_half = _mm256_set1_ps(PHILOX_2POW32_INV_2PI / 2.0f);
+	const __m256 minus2 = _mm256_set1_ps(-2.0f);
+	for (size_t k = 0; k < n; k += 8) {
+		uint64_t b = first + k;
+		__m256i c0 = _mm256_add_epi32(_mm256_set1_epi32((int)(uint32_t)b), lane);
+		__m256i c1 = _mm256_set1_epi32((int)(uint32_t)(b >> 32));
+		__m256i c2 = _mm256_set1_epi32((int)(uint32_t)subseq);
+		__m256i c3 = _mm256_set1_epi32((int)(uint32_t)(subseq >> 32));
+		uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+		for (int r = 0; r < 10; r++) {
+			__m256i hi0, lo0, hi1, lo1;
+			mul_hilo(m0, c0, &hi0, &lo0);
+			mul_hilo(m1, c2, &hi1, &lo1);
+			c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32((int)k0));
+			c1 = lo1;
+			c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32((int)k1));
+			c3 = lo0;
+			k0 += PHILOX_W0;
+			k1 += PHILOX_W1;
+		}
+		/* No fused multiply-add: the same float steps as the scalar code. */
+		__m256 u = _mm256_add_ps(_mm256_mul_ps(u32_to_float(c0), inv), inv_half);
+		__m256 v = _mm256_add_ps(_mm256_mul_ps(u32_to_float(c1), inv2pi), inv2pi_half);
+		__m256 r = _mm256_sqrt_ps(_mm256_mul_ps(minus2, _ZGVdN8v_logf(u)));
+		_mm256_storeu_ps(out + k, _mm256_mul_ps(r, _ZGVdN8v_sinf(v)));
+	}
+}
+
+static int use_avx2(void)
+{
+	static int cached = -1;
+	if (cached < 0)
+		cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	return cached;
+}
+#endif
+
 void philox_normals(uint64_t seed, uint64_t subseq, uint64_t first, size_t n, float *out)
 {
 	size_t k = 0;
 
+#if PHILOX_HAVE_AVX2
+	if (use_avx2()) {
+		/* Whole groups of 8 whose block numbers do not carry into the
+		 * high word (all but one group in 2^29). */
+		while (n - k >= 8) {
+			uint64_t b = first + k;
+			size_t m = (n - k) & ~(size_t)7;
+			uint64_t room = 0x100000000ull - (b & 0xffffffffull);
+			if (room < 8)
+				break;
+			if (m > room)
+				m = (size_t)(room & ~7ull);
+			normals_avx2(seed, subseq, b, m, out + k);
+			k += m;
+		}
+	}
+#endif
 	while (n - k >= PHILOX_LANES) {
 		uint32_t w[4][PHILOX_LANES];
 

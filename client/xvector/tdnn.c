@@ -6,16 +6,26 @@
  * that a NaN passes through (as in PyTorch) instead of being hidden as 0:
  * the trainer then sees a non-finite loss and refuses the step.
  *
- * With OpenMP, the elementwise and per-channel loops run in parallel (the
- * GEMMs are threaded by OpenBLAS). Every output element and every channel
- * reduction is computed by exactly one thread in a fixed order, so results
- * are bit-identical for any number of threads. */
+ * With OpenMP, the elementwise and per-channel loops run in parallel, and so
+ * do the GEMMs: OpenBLAS is set to one thread and each OpenMP thread runs
+ * whole GEMMs (an utterance's frame layer, or a block of output rows or
+ * columns). Two thread pools on the same cores (OpenBLAS's, yielding in a
+ * spin while OpenMP's runs, and the other way round) cost about a sixth of a
+ * step on two cores; the per-utterance GEMMs are also too small for
+ * OpenBLAS to split well. Every output element and every channel reduction
+ * is computed by exactly one thread in a fixed order (a GEMM's element sums
+ * over its inner dimension in the same order whatever block it is in), so
+ * results are bit-identical for any number of threads. */
 #include "tdnn.h"
 #include "philox.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#include <pthread.h>
+#endif
 
 /* Parallel loops only where there is enough work to pay for the threads. */
 #define TDNN_PAR_MIN 262144
@@ -25,6 +35,32 @@
 #else
 #define TDNN_PARALLEL_FOR(work)
 #endif
+
+/* GEMMs of at least this many multiply-adds are split over threads. */
+#define TDNN_GEMM_PAR_MIN 4000000
+/* Blocks a split GEMM is cut into (a multiple of likely thread counts). */
+#define TDNN_BLOCKS 8
+
+#ifdef _OPENMP
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_single(void)
+{
+	openblas_set_num_threads(1);
+}
+#define TDNN_BLAS_SETUP() pthread_once(&blas_once, blas_single)
+#define TDNN_PAR(cond) TDNN_PRAGMA(omp parallel for schedule(static) if (cond))
+#else
+#define TDNN_BLAS_SETUP() ((void)0)
+#define TDNN_PAR(cond)
+#endif
+
+/* Row range [*lo, *hi) of block i of n rows cut into TDNN_BLOCKS. */
+static void block_range(int i, int n, int *lo, int *hi)
+{
+	*lo = (int)((long)n * i / TDNN_BLOCKS);
+	*hi = (int)((long)n * (i + 1) / TDNN_BLOCKS);
+}
 
 int tdnn_context_left(const int *off, int k)
 {
@@ -42,6 +78,8 @@ void tdnn_affine_forward(const float *x, int B, int D, int T, const int *off, in
 	int left = tdnn_context_left(off, K);
 	int Tp = T - left - tdnn_context_right(off, K);
 
+	TDNN_BLAS_SETUP();
+	TDNN_PAR((double)B * H * Tp * D * K >= TDNN_GEMM_PAR_MIN)
 	for (int b = 0; b < B; b++) {
 		float *yb = y + (size_t)b * H * Tp;
 
@@ -60,29 +98,48 @@ void tdnn_affine_backward(const float *x, const float *dy, int B, int D, int T, 
 {
 	int left = tdnn_context_left(off, K);
 	int Tp = T - left - tdnn_context_right(off, K);
+	int par = (double)B * H * Tp * D * K >= TDNN_GEMM_PAR_MIN;
 
+	TDNN_BLAS_SETUP();
 	if (dx)
 		memset(dx, 0, sizeof(float) * (size_t)B * D * T);
+	/* db and dW: blocks of output rows, each summing over b and k in order. */
+	TDNN_PAR(par)
+	for (int i = 0; i < TDNN_BLOCKS; i++) {
+		int h0, h1;
+
+		block_range(i, H, &h0, &h1);
+		if (h0 == h1)
+			continue;
+		for (int b = 0; b < B; b++) {
+			const float *dyb = dy + (size_t)b * H * Tp;
+			const float *xb = x + (size_t)b * D * T;
+
+			for (int h = h0; h < h1; h++) {
+				const float *row = dyb + (size_t)h * Tp;
+				float s = 0.0f;
+
+				for (int t = 0; t < Tp; t++)
+					s += row[t];
+				db[h] += s;
+			}
+			for (int k = 0; k < K; k++)
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, h1 - h0, D, Tp, 1.0f,
+					    dyb + (size_t)h0 * Tp, Tp, xb + off[k] + left, T, 1.0f,
+					    dW + (size_t)h0 * K * D + (size_t)k * D, K * D);
+		}
+	}
+	if (!dx)
+		return;
+	/* dx: each utterance's own. */
+	TDNN_PAR(par)
 	for (int b = 0; b < B; b++) {
 		const float *dyb = dy + (size_t)b * H * Tp;
-		const float *xb = x + (size_t)b * D * T;
 
-		for (int h = 0; h < H; h++) {
-			const float *row = dyb + (size_t)h * Tp;
-			float s = 0.0f;
-
-			for (int t = 0; t < Tp; t++)
-				s += row[t];
-			db[h] += s;
-		}
-		for (int k = 0; k < K; k++) {
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, H, D, Tp, 1.0f, dyb, Tp,
-				    xb + off[k] + left, T, 1.0f, dW + (size_t)k * D, K * D);
-			if (dx)
-				cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, D, Tp, H, 1.0f,
-					    W + (size_t)k * D, K * D, dyb, Tp, 1.0f,
-					    dx + (size_t)b * D * T + off[k] + left, T);
-		}
+		for (int k = 0; k < K; k++)
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, D, Tp, H, 1.0f,
+				    W + (size_t)k * D, K * D, dyb, Tp, 1.0f,
+				    dx + (size_t)b * D * T + off[k] + left, T);
 	}
 }
 
@@ -298,21 +355,51 @@ void tdnn_stats_pool_backward(const float *x, int B, int C, int T, const float *
 void tdnn_dense_forward(const float *x, int B, int nin, const float *W, const float *b, int nout,
 			float *y)
 {
+	TDNN_BLAS_SETUP();
 	for (int i = 0; i < B; i++)
 		memcpy(y + (size_t)i * nout, b, sizeof(float) * nout);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, nout, nin, 1.0f, x, nin, W, nin, 1.0f, y, nout);
+	/* Blocks of output columns. */
+	TDNN_PAR((double)B * nin * nout >= TDNN_GEMM_PAR_MIN)
+	for (int i = 0; i < TDNN_BLOCKS; i++) {
+		int o0, o1;
+
+		block_range(i, nout, &o0, &o1);
+		if (o0 < o1)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, o1 - o0, nin, 1.0f, x,
+				    nin, W + (size_t)o0 * nin, nin, 1.0f, y + o0, nout);
+	}
 }
 
 void tdnn_dense_backward(const float *x, const float *dy, int B, int nin, const float *W, int nout,
 			 float *dx, float *dW, float *db)
 {
+	int par = (double)B * nin * nout >= TDNN_GEMM_PAR_MIN;
+
+	TDNN_BLAS_SETUP();
 	for (int i = 0; i < B; i++)
 		for (int o = 0; o < nout; o++)
 			db[o] += dy[(size_t)i * nout + o];
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nout, nin, B, 1.0f, dy, nout, x, nin, 1.0f, dW, nin);
-	if (dx)
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, nin, nout, 1.0f, dy, nout, W, nin,
-			    0.0f, dx, nin);
+	/* dW: blocks of its rows (outputs); dx: blocks of its columns (inputs). */
+	TDNN_PAR(par)
+	for (int i = 0; i < TDNN_BLOCKS; i++) {
+		int o0, o1;
+
+		block_range(i, nout, &o0, &o1);
+		if (o0 < o1)
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, nin, B, 1.0f,
+				    dy + o0, nout, x, nin, 1.0f, dW + (size_t)o0 * nin, nin);
+	}
+	if (!dx)
+		return;
+	TDNN_PAR(par)
+	for (int i = 0; i < TDNN_BLOCKS; i++) {
+		int j0, j1;
+
+		block_range(i, nin, &j0, &j1);
+		if (j0 < j1)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, j1 - j0, nout, 1.0f,
+				    dy, nout, W + j0, nin, 0.0f, dx + j0, nin);
+	}
 }
 
 double tdnn_softmax_xent(const float *logits, const int32_t *labels, int B, int S, float *probs,

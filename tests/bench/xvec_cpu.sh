@@ -40,12 +40,28 @@ rate() { grep '^step ' "$1" | tail -1 | sed -E 's/.* samples\/s ([0-9.]+) wait (
   --out "$work/warm.ckpt" >"$work/warm.log"   # warm the page cache and the daemon
 "$x" train --dataset sp-train "${paper[@]}" --epochs 100 --steps 2 --log-every 2 \
   --out "$work/a.ckpt" >/dev/null
-"$x" train --dataset sp-train "${paper[@]}" --epochs 100 --steps $((STEPS + 2)) --log-every $((STEPS + 2)) \
-  --out "$work/fed.ckpt" >"$work/fed.log"
-"$x" train --dataset sp-train "${paper[@]}" --epochs 100 --steps $((STEPS + 2)) --log-every $((STEPS + 2)) \
-  --in-memory 4 --out "$work/mem.ckpt" >"$work/mem.log"
-read -r fed fedwait < <(rate "$work/fed.log")
-read -r mem _ < <(rate "$work/mem.log")
+# Fed and in-memory runs alternate three times (the machine is shared: a
+# single pair mostly measures its neighbours); the medians are reported, and
+# the daemon's own CPU time over the fed runs (/proc/PID/stat).
+ticks() { awk '{ print $14 + $15 }' "/proc/$daemon/stat"; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+feds=() fedwaits=() mems=() dticks=0 fedms=0
+for round in 1 2 3; do
+  t0=$(ticks); s0=$(now_ms)
+  "$x" train --dataset sp-train "${paper[@]}" --epochs 100 --steps $((STEPS + 2)) \
+    --log-every $((STEPS + 2)) --out "$work/fed.ckpt" >"$work/fed.log"
+  t1=$(ticks); s1=$(now_ms)
+  dticks=$((dticks + t1 - t0)); fedms=$((fedms + s1 - s0))
+  "$x" train --dataset sp-train "${paper[@]}" --epochs 100 --steps $((STEPS + 2)) \
+    --log-every $((STEPS + 2)) --in-memory 4 --out "$work/mem.ckpt" >"$work/mem.log"
+  read -r f fw < <(rate "$work/fed.log")
+  read -r m _ < <(rate "$work/mem.log")
+  feds+=("$f") fedwaits+=("$fw") mems+=("$m")
+  echo "round $round: fed $f samples/s (wait $fw %), in memory $m samples/s" >&2
+done
+median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+fed=$(median "${feds[@]}") fedwait=$(median "${fedwaits[@]}") mem=$(median "${mems[@]}")
+dcpu=$(/usr/bin/python3 -c "print($dticks / $(getconf CLK_TCK) / ($fedms / 1000) * 100)")
 tj=$(/usr/bin/python3 tests/bench/xvec_torch.py "$work/datasets/sp-train" --batch 32 --chunk 200 \
   --steps "$STEPS" --threads "$cores" --workers 1 --noise-eps 0.1)
 echo "pytorch: $tj" >&2
@@ -54,16 +70,18 @@ pt=$(/usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])["sample
 "$x" train --dataset sp-train --batch 32 --chunk 100 --width 128 --pool-width 256 --embed 64 \
   --epochs 8 --lr 0.003 --noise-eps 0.1 --log-every 1000 --out "$work/small.ckpt" >"$work/small.log"
 ev=$("$x" eval --checkpoint "$work/small.ckpt" --dataset sp-test --json)
-/usr/bin/python3 - "$fed" "$fedwait" "$mem" "$pt" "$ev" "$cores" "$STEPS" <<'PY'
+/usr/bin/python3 - "$fed" "$fedwait" "$mem" "$pt" "$ev" "$cores" "$STEPS" "$dcpu" "${feds[*]}" "${mems[*]}" <<'PY'
 import json, sys
 fed, fedwait, mem, pt = (float(a) for a in sys.argv[1:5])
 ev = json.loads(sys.argv[5]); cores, steps = sys.argv[6], sys.argv[7]
+dcpu, feds, mems = float(sys.argv[8]), sys.argv[9], sys.argv[10]
 print(f"\nx-vector TDNN 512/1500/512, 30-dim MFCC, batch 32 x 200 frames, noise eps 0.1, {cores} cores, {steps} steps\n")
 print("| trainer | samples/s | vs PyTorch |")
 print("|---|---:|---:|")
 print(f"| PyTorch {__import__('torch').__version__} (same model, DataLoader over python3-lmdb) | {pt:.1f} | 1.00x |")
 print(f"| xvec --device cpu, batches in memory | {mem:.1f} | {mem / pt:.2f}x |")
 print(f"| xvec --device cpu, fed by feederd | {fed:.1f} | {fed / pt:.2f}x |")
-print(f"\ndata path cost: {(1 - fed / mem) * 100:.1f} % of in-memory throughput; xvec's own measure of step time waiting for data: {fedwait:.1f} %")
+print(f"\n(medians of 3 alternating runs: fed {feds}, in memory {mems} samples/s)")
+print(f"data path cost: {(1 - fed / mem) * 100:.1f} % of in-memory throughput (medians); xvec's own measure of step time waiting for data: {fedwait:.1f} %; feederd's CPU time during the fed runs: {dcpu:.2f} % of their wall time")
 print(f"held-out EER (10 unseen speakers x 12 utterances, small model 128/256/64, 8 epochs): {ev['eer'] * 100:.1f} %, minDCF(0.01) {ev['min_dcf']:.3f}")
 PY
