@@ -97,6 +97,8 @@ static int protocol_seeds(void)
 	m.u.open.features.train = 1;
 	snprintf(m.u.open.dataset, sizeof(m.u.open.dataset), "voxceleb");
 	rc |= put_msg("open_stream_features", &m);
+	m.u.open.flags = PROTO_PLACE_GPU | PROTO_FLAG_DEVICE_OK;
+	rc |= put_msg("open_stream_gpu", &m);
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_STREAM_OPENED;
@@ -119,6 +121,11 @@ static int protocol_seeds(void)
 	o->samples = 20;
 	o->classes = 3;
 	rc |= put_msg("stream_opened", &m);
+	o->placement = PROTO_PLACE_GPU;
+	o->memory = PROTO_MEM_DEVICE;
+	o->device_table = o->ring_size;
+	o->ring_size += proto_device_table_size(o->slots, PROTO_TENSOR_ALIGN);
+	rc |= put_msg("stream_opened_device", &m);
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_BATCH_READY;
