@@ -740,12 +740,17 @@ bad:
 
 /* ---- sessions ---------------------------------------------------------- */
 
+static void linger_close(struct server *srv, int fd);
+
 static void drop_session(struct server *srv, struct session *c)
 {
 	while (c->nstreams)
 		close_stream(srv, c, c->streams[c->nstreams - 1]);
 	epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-	close(c->fd);
+	/* A session dropped for a fatal error may still have unread input
+	 * queued (a client that sent more after its bad message): closing at
+	 * once would reset the connection and lose the ERROR that says why. */
+	linger_close(srv, c->fd);
 	for (struct session **pp = &srv->sessions; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
 			*pp = c->next;
@@ -806,12 +811,10 @@ static void drop_refused(struct server *srv, uint64_t now)
 	}
 }
 
-/* Send a fatal ERROR to a connection that is not served and let it go. */
-static void refuse(struct server *srv, int fd, uint32_t id, int code, const char *text)
+/* Half-close fd and keep it until the peer hangs up (or REFUSED_LINGER_US),
+ * so that what was sent last (a fatal ERROR) reaches it. */
+static void linger_close(struct server *srv, int fd)
 {
-	struct session tmp = { .fd = fd, .id = id, .srv = srv };
-	send_error(&tmp, code, 0, 0, 1, text);
-	drop_out(&tmp);
 	shutdown(fd, SHUT_WR);
 	struct refused *r = srv->nrefused < REFUSED_MAX ? calloc(1, sizeof(*r)) : NULL;
 	if (r) {
@@ -828,6 +831,15 @@ static void refuse(struct server *srv, int fd, uint32_t id, int code, const char
 		free(r);
 	}
 	close(fd);
+}
+
+/* Send a fatal ERROR to a connection that is not served and let it go. */
+static void refuse(struct server *srv, int fd, uint32_t id, int code, const char *text)
+{
+	struct session tmp = { .fd = fd, .id = id, .srv = srv };
+	send_error(&tmp, code, 0, 0, 1, text);
+	drop_out(&tmp);
+	linger_close(srv, fd);
 }
 
 /* Root is always served (it could read the rings anyway); otherwise, when

@@ -690,6 +690,19 @@ static void test_garbage(void)
 		CHECK(recv_msg(bad, &m, NULL) == FEEDER_ECLOSED);
 		close(bad);
 	}
+	/* Garbage followed at once by more input: the ERROR that says why must
+	 * still arrive (the daemon lingers instead of resetting the connection
+	 * with unread input). */
+	for (int round = 0; round < 20; round++) {
+		int bad = connect_raw();
+		CHECK(sockmsg_send(bad, junk, 40, -1, err, sizeof(err)) == 0);
+		CHECK(sockmsg_send(bad, hb, (size_t)hlen, -1, err, sizeof(err)) == 0);
+		CHECK(sockmsg_send(bad, hb, (size_t)hlen, -1, err, sizeof(err)) == 0);
+		struct proto_msg m;
+		CHECKF(recv_msg(bad, &m, NULL) == 0, "garbage + more (round %d): %s", round, err);
+		CHECK(m.type == PROTO_ERROR && m.u.error.fatal);
+		close(bad);
+	}
 	/* A message before HELLO, a daemon-only message, a descriptor. */
 	int bad = connect_raw();
 	struct proto_msg m = { .type = PROTO_STATUS };
