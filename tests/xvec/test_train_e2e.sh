@@ -14,7 +14,7 @@ for s in train test; do
 done
 start_daemon
 common=(--socket "$sock" --batch 32 --width 128 --pool-width 256 --embed 64)
-"$xvec" train --dataset speech-train "${common[@]}" --epochs 8 --chunk 100 --lr 0.003 \
+"$xvec" train --dataset speech-train "${common[@]}" --epochs 12 --chunk 100 --lr 0.003 \
 	--noise-eps 0.1 --log-every 9 --out "$tmp/ckpt" >"$tmp/train.log" 2>&1 \
 	|| { cat "$tmp/train.log"; fail "xvec train"; }
 cat "$tmp/train.log"
