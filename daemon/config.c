@@ -484,12 +484,24 @@ static void print_ids(FILE *f, const char *key, const unsigned *ids, unsigned n)
 	fputc('\n', f);
 }
 
+/* A string value as the parser reads it back: one layer of surrounding
+ * double quotes is stripped and the value trimmed, so a value that starts or
+ * ends with a quote or with white space is printed inside quotes (found by
+ * tests/fuzz, fuzz_config: printing was not stable). */
+static void print_str(FILE *f, const char *key, const char *v)
+{
+	size_t n = strlen(v);
+	int quote = n && (v[0] == '"' || v[n - 1] == '"' || isspace((unsigned char)v[0]) ||
+			  isspace((unsigned char)v[n - 1]));
+	fprintf(f, quote ? "%s = \"%s\"\n" : "%s = %s\n", key, v);
+}
+
 void config_print(const struct config *cfg, FILE *f)
 {
 	fprintf(f, "# effective configuration (file: %s)\n[feederd]\n",
 		cfg->config_path[0] ? cfg->config_path : "none");
-	fprintf(f, "socket = %s\n", cfg->socket_path);
-	fprintf(f, "datasets = %s\n", cfg->datasets_dir);
+	print_str(f, "socket", cfg->socket_path);
+	print_str(f, "datasets", cfg->datasets_dir);
 	fprintf(f, "workers = %u\n", cfg->workers);
 	fprintf(f, "memory_limit = %" PRIu64 "\n", cfg->memory_limit);
 	fprintf(f, "max_clients = %u\n", cfg->max_clients);
@@ -498,7 +510,7 @@ void config_print(const struct config *cfg, FILE *f)
 	fprintf(f, "max_streams_per_client = %u\n", cfg->max_streams_per_client);
 	fprintf(f, "max_slots = %u\n", cfg->max_slots);
 	fprintf(f, "max_message = %" PRIu32 "\n", cfg->max_message);
-	fprintf(f, "socket_group = %s\n", cfg->socket_group);
+	print_str(f, "socket_group", cfg->socket_group);
 	unsigned ids[CONFIG_MAX_IDS];
 	for (unsigned i = 0; i < cfg->n_allow_uids; i++)
 		ids[i] = (unsigned)cfg->allow_uids[i];
