@@ -978,19 +978,28 @@ int feeder_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b)
 	}
 }
 
+/* Whether b is a batch of s's current ring (else of a ring of a lost
+ * connection, or not of s at all). Its labels are in the host ring for
+ * either memory kind, so they tell which ring it came from. */
+static int in_ring(const uint8_t *ring, uint64_t size, const struct feeder_batch *b)
+{
+	const uint8_t *l = (const uint8_t *)b->labels;
+	return ring && l >= ring && l < ring + size;
+}
+
+static int batch_is_current(const struct feeder_stream *s, const struct feeder_batch *b)
+{
+	return in_ring(s->ring, s->geo.ring_size, b) &&
+	       b->memory == (s->dev ? FEEDER_MEMORY_DEVICE : FEEDER_MEMORY_HOST);
+}
+
 /* Release a batch of a ring left over from a lost connection: nothing to
  * tell anybody (the ring is unmapped when the stream closes). */
 static int release_old(struct feeder_stream *s, struct feeder_batch *b)
 {
 	struct feeder *f = s->f;
-	/* A device batch that is not of the current ring was of a daemon that
-	 * went away: its memory went with it, and nothing is owed. */
-	if (b->memory == FEEDER_MEMORY_DEVICE && b->data && s->f->reconnects) {
-		memset(b, 0, sizeof *b);
-		return 0;
-	}
 	for (struct old_ring *o = s->old; o; o = o->next) {
-		if ((uint8_t *)b->data < o->ring || (uint8_t *)b->data >= o->ring + o->size)
+		if (!in_ring(o->ring, o->size, b))
 			continue;
 		if (b->slot >= o->slots || o->state[b->slot] != SLOT_HELD)
 			break;
@@ -1002,18 +1011,6 @@ static int release_old(struct feeder_stream *s, struct feeder_batch *b)
 	return status_fail(f->err, sizeof f->err, FEEDER_EINVAL,
 			   "batch (stream %u, slot %u) is not held from stream %u", b->stream,
 			   b->slot, s->geo.stream);
-}
-
-/* Whether b is a batch of s's current ring (else of a ring of a lost
- * connection, or not of s at all). */
-static int batch_is_current(const struct feeder_stream *s, const struct feeder_batch *b)
-{
-	const uint8_t *d = b->data;
-	if (s->dev)
-		return b->memory == FEEDER_MEMORY_DEVICE && d >= s->dev_base &&
-		       d < s->dev_base + (uint64_t)s->geo.slots * s->dev_stride;
-	return b->memory == FEEDER_MEMORY_HOST && s->ring && d >= s->ring &&
-	       d < s->ring + s->geo.ring_size;
 }
 
 int feeder_batch_wait(struct feeder_stream *s, const struct feeder_batch *b, void *cuda_stream)

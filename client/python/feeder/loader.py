@@ -335,16 +335,22 @@ class Loader:
         return data, labels
 
     def _iter_host(self, my_id):
-        bpe = self._batches_per_epoch
-        if self.next_batch >= bpe:
+        if self.next_batch >= self._batches_per_epoch:
             self._epoch_done()
             return
         s = self._take_stream()
+        yield from self._iter_slots(my_id, s, lambda b: self._host_batch(s, b), s.release)
+
+    def _iter_slots(self, my_id, s, make, release):
+        """The rest of the epoch from stream s, each batch made by make(b)
+        from its slot; a slot is held (release(b) gives it back) until the
+        next batch is asked for, or released at once with copy=True."""
+        bpe = self._batches_per_epoch
         held = None
         try:
             while True:
                 if held is not None:
-                    s.release(held)
+                    release(held)
                     held = None
                 if self.next_batch >= bpe:
                     self._epoch_done()
@@ -354,9 +360,9 @@ class Loader:
                 b = self._fetch(s)
                 self.next_batch = b.batch_index + 1
                 self.replacements += b.replacements
-                out = self._host_batch(s, b)
+                out = make(b)
                 if self.copy:
-                    s.release(b)
+                    release(b)
                 else:
                     held = b
                 yield out
@@ -365,7 +371,7 @@ class Loader:
             # stream stays for a later iteration to continue.
             if held is not None:
                 try:
-                    s.release(held)
+                    release(held)
                 except Exception:
                     pass
 
@@ -422,34 +428,14 @@ class Loader:
         batch is asked for, ordered after the work queued on that stream."""
         torch = self._torch
         dev = self._copier.device
-        bpe = self._batches_per_epoch
-        held = None
-        try:
-            while True:
-                cur = torch.cuda.current_stream(dev).cuda_stream
-                if held is not None:
-                    s.release_on(held, cur)
-                    held = None
-                if self.next_batch >= bpe:
-                    self._epoch_done()
-                    return
-                if self._iter_id != my_id:
-                    return
-                b = self._fetch(s)
-                self.next_batch = b.batch_index + 1
-                self.replacements += b.replacements
-                s.wait_on(b, cur)
-                data = torch.as_tensor(s.device_view(b), device=dev)
-                labels = torch.from_numpy(s.views_labels(b)).to(dev)
-                if self.copy:
-                    data = data.clone()
-                    s.release_on(b, cur)
-                else:
-                    held = b
-                yield data, labels
-        finally:
-            if held is not None:
-                try:
-                    s.release_on(held, torch.cuda.current_stream(dev).cuda_stream)
-                except Exception:
-                    pass
+
+        def current():
+            return torch.cuda.current_stream(dev).cuda_stream
+
+        def make(b):
+            s.wait_on(b, current())
+            data = torch.as_tensor(s.device_view(b), device=dev)
+            labels = torch.from_numpy(s.views_labels(b)).to(dev)
+            return (data.clone() if self.copy else data), labels
+
+        yield from self._iter_slots(my_id, s, make, lambda b: s.release_on(b, current()))
