@@ -2,8 +2,8 @@
  * for the API contract and proto/protocol.h for the wire format).
  *
  * One connection multiplexes any number of streams over one SEQPACKET
- * socket, so whichever call is waiting on the socket (feeder_next of one
- * stream, feeder_open_stream, feeder_close_stream) dispatches every message
+ * socket, so whichever call is waiting on the socket (feeder_stream_next of one
+ * stream, feeder_stream_open, feeder_stream_close) dispatches every message
  * that arrives: BATCH_READY goes to its stream's queue, STREAM_END and
  * stream ERRORs mark their stream, GOODBYE and fatal ERRORs mark the
  * connection dead. A stream's queue never holds more than `slots` entries,
@@ -38,7 +38,7 @@
 #endif
 
 #define ERR_MAX 320
-/* How long feeder_close_stream waits for the daemon to confirm. */
+/* How long feeder_stream_close waits for the daemon to confirm. */
 #define CLOSE_WAIT_MS 2000
 
 enum slot_state { SLOT_DAEMON = 0, SLOT_QUEUED = 1, SLOT_HELD = 2 };
@@ -61,7 +61,7 @@ struct feeder_stream {
 	struct proto_stream_opened geo;
 	struct proto_open_stream req;    /* as first asked, to reopen after a reconnect */
 	uint64_t total;                  /* batches of the whole stream */
-	uint64_t delivered;              /* batches feeder_next has handed out */
+	uint64_t delivered;              /* batches feeder_stream_next has handed out */
 	uint64_t next_epoch, next_batch; /* where the stream goes on after them */
 	struct old_ring *old;            /* rings of lost connections still in use */
 	uint64_t sample_bytes;
@@ -69,7 +69,7 @@ struct feeder_stream {
 	uint8_t *ring;
 	int readonly;
 	int pinned;                      /* the ring is registered with CUDA */
-	int want_pin;                    /* feeder_pin was called: pin reopened rings too */
+	int want_pin;                    /* feeder_stream_pin was called: pin reopened rings too */
 	struct fcuda_ring *dev;          /* PROTO_MEM_DEVICE: the opened device ring */
 	uint8_t *dev_base;               /* its tensor buffer here */
 	uint64_t dev_stride;             /* bytes between slots' tensors */
@@ -465,7 +465,7 @@ int feeder_set_reconnect(struct feeder *f, int timeout_ms)
 	return 0;
 }
 
-uint32_t feeder_reconnects(const struct feeder *f)
+uint32_t feeder_get_reconnects(const struct feeder *f)
 {
 	return f->reconnects;
 }
@@ -703,7 +703,7 @@ static int stream_attach(struct feeder_stream *s, const struct proto_stream_open
 	return rc;
 }
 
-int feeder_open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
+int feeder_stream_open(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
 		       struct feeder_stream **out)
 {
 	*out = NULL;
@@ -942,7 +942,7 @@ static void fill_batch(struct feeder_stream *s, const struct proto_batch_ready *
 	}
 }
 
-int feeder_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b)
+int feeder_stream_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b)
 {
 	struct feeder *f = s->f;
 	memset(b, 0, sizeof *b);
@@ -1025,12 +1025,12 @@ int feeder_batch_wait(struct feeder_stream *s, const struct feeder_batch *b, voi
 	return fcuda_ring_wait(s->dev, b->slot, cuda_stream, f->err, sizeof f->err);
 }
 
-int feeder_release(struct feeder_stream *s, struct feeder_batch *b)
+int feeder_batch_release(struct feeder_stream *s, struct feeder_batch *b)
 {
-	return feeder_release_on(s, b, NULL);
+	return feeder_batch_release_on(s, b, NULL);
 }
 
-int feeder_release_on(struct feeder_stream *s, struct feeder_batch *b, void *cuda_stream)
+int feeder_batch_release_on(struct feeder_stream *s, struct feeder_batch *b, void *cuda_stream)
 {
 	struct feeder *f = s->f;
 	if (!batch_is_current(s, b))
@@ -1051,13 +1051,13 @@ int feeder_release_on(struct feeder_stream *s, struct feeder_batch *b, void *cud
 	memset(b, 0, sizeof *b);
 	int rc = send_msg(f, &m);
 	/* With reconnecting on, the slot went with the lost connection and the
-	 * next feeder_next reconnects: nothing for the caller to do. */
+	 * next feeder_stream_next reconnects: nothing for the caller to do. */
 	if (rc && f->reconnect_ms && lost_connection(rc))
 		return 0;
 	return rc;
 }
 
-int feeder_close_stream(struct feeder_stream *s)
+int feeder_stream_close(struct feeder_stream *s)
 {
 	if (!s)
 		return 0;
@@ -1080,7 +1080,7 @@ int feeder_close_stream(struct feeder_stream *s)
 	return rc;
 }
 
-int feeder_pin(struct feeder_stream *s)
+int feeder_stream_pin(struct feeder_stream *s)
 {
 	struct feeder *f = s->f;
 	s->want_pin = 1;

@@ -3,9 +3,9 @@
  * feederd decodes and augments training samples on its own worker threads and
  * writes each batch straight into shared memory that this library maps into
  * the trainer's address space. A batch is therefore never copied on its way
- * from the decoder to the trainer: feeder_next() hands out a view (pointer,
+ * from the decoder to the trainer: feeder_stream_next() hands out a view (pointer,
  * shape, dtype, labels) into a slot of the stream's ring, and the trainer
- * gives the slot back with feeder_release() once it has consumed it (e.g.
+ * gives the slot back with feeder_batch_release() once it has consumed it (e.g.
  * after the host-to-device copy). The daemon refills released slots while the
  * trainer works on the others, so with `slots` of prefetch the next batch is
  * normally ready before it is asked for.
@@ -14,10 +14,10 @@
  *   struct feeder         one connection to feederd (feeder_connect /
  *                         feeder_disconnect). Opaque.
  *   struct feeder_stream  one stream of batches on a connection
- *                         (feeder_open_stream / feeder_close_stream). It owns
+ *                         (feeder_stream_open / feeder_stream_close). It owns
  *                         the mapping of its ring. Opaque.
  *   struct feeder_batch   a caller-owned view of one ready slot, filled by
- *                         feeder_next. Its pointers stay valid until the
+ *                         feeder_stream_next. Its pointers stay valid until the
  *                         batch is released or its stream is closed.
  *
  * Threads: a connection and its streams may be used from any thread, but by
@@ -36,6 +36,11 @@
  * stream twice yields the same bytes. Ranks of one world are disjoint and
  * together cover each epoch; start_batch = k yields exactly the tail of the
  * full epoch from batch k on.
+ *
+ * Names: the connection is the library's root object, so its calls are
+ * feeder_<verb> (feeder_connect, feeder_disconnect, feeder_set_reconnect);
+ * everything else is feeder_<object>_<verb> (feeder_stream_open,
+ * feeder_stream_next, feeder_batch_release).
  *
  * Link with `pkg-config --cflags --libs feeder`. Only feeder_* symbols are
  * exported. */
@@ -164,7 +169,7 @@ struct feeder_stream_info {
 
 /* A zero-copy view of one ready batch. data points into the shared ring and
  * is writable (the trainer may normalize in place); it stays valid until
- * feeder_release(), feeder_close_stream() or feeder_disconnect(). */
+ * feeder_batch_release(), feeder_stream_close() or feeder_disconnect(). */
 struct feeder_batch {
 	void *data;                   /* the tensor, 4096-byte aligned */
 	size_t bytes;                 /* of this batch: count * one sample */
@@ -176,8 +181,8 @@ struct feeder_batch {
 	uint64_t epoch;
 	uint64_t batch_index;         /* within the epoch, counted for this rank */
 	uint32_t replacements;        /* corrupt samples replaced in this batch */
-	uint32_t slot;                /* ring slot, for feeder_release */
-	uint32_t stream;              /* stream id, for feeder_release */
+	uint32_t slot;                /* ring slot, for feeder_batch_release */
+	uint32_t stream;              /* stream id, for feeder_batch_release */
 	int memory;                   /* enum feeder_memory: data is a device pointer
 					 when FEEDER_MEMORY_DEVICE (labels stay on
 					 the host) */
@@ -213,7 +218,7 @@ const char *feeder_strerror(int code);
 
 /* The connection's socket descriptor, for poll/epoll loops that want to wait
  * for batches of several connections at once (readable = a message is
- * waiting; call feeder_next with timeout 0). Do not read from it yourself. */
+ * waiting; call feeder_stream_next with timeout 0). Do not read from it yourself. */
 int feeder_fd(const struct feeder *f);
 
 /* Survive a restart of the daemon (a crash, SIGKILL, `systemctl restart`).
@@ -221,7 +226,7 @@ int feeder_fd(const struct feeder *f);
  * closed it or vanished; refusals do not count) dials the same socket again
  * with exponential backoff (10 ms doubling up to 1 s) for up to timeout_ms
  * (< 0: forever), greets the new daemon and reopens every open stream at the
- * batch after the last one feeder_next returned. Streams are pure functions
+ * batch after the last one feeder_stream_next returned. Streams are pure functions
  * of their options, so the caller sees exactly the batches an undisturbed
  * stream delivers: none skipped, none twice. The call that reconnects blocks
  * for as long as that takes, whatever its own timeout. Batches held across
@@ -233,7 +238,7 @@ int feeder_fd(const struct feeder *f);
 int feeder_set_reconnect(struct feeder *f, int timeout_ms);
 
 /* How many times f has reconnected to a restarted daemon. */
-uint32_t feeder_reconnects(const struct feeder *f);
+uint32_t feeder_get_reconnects(const struct feeder *f);
 
 /* ---- Streams ------------------------------------------------------------ */
 
@@ -244,13 +249,13 @@ void feeder_stream_opts_init(struct feeder_stream_opts *o);
 /* Ask the daemon for a stream and map its ring. Waits up to timeout_ms (< 0:
  * forever) for the answer; batches of other streams that arrive meanwhile are
  * queued for them. On success *out is the new stream, owned by the caller
- * until feeder_close_stream (or feeder_disconnect).
+ * until feeder_stream_close (or feeder_disconnect).
  * Errors: FEEDER_EINVAL (an option out of range), FEEDER_EBADNAME,
  * FEEDER_ENODATASET, FEEDER_EQUOTA (over this client's memory or stream
  * quota), FEEDER_ETIMEDOUT, FEEDER_ECLOSED, FEEDER_EPROTO, -errno from mmap;
  * feeder_last_error(f) has the sentence (the daemon's for refusals). A
  * refused stream leaves the connection usable. */
-int feeder_open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
+int feeder_stream_open(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
 		       struct feeder_stream **out);
 
 /* The stream's geometry. Never fails. */
@@ -259,7 +264,7 @@ void feeder_stream_info(const struct feeder_stream *s, struct feeder_stream_info
 /* Wait up to timeout_ms (< 0: forever, 0: only what already arrived) for the
  * stream's next batch and fill *b with a view of it. Batches come in order
  * (epoch, batch_index). The caller holds the batch's slot until
- * feeder_release(); holding all `slots` slots stalls the stream.
+ * feeder_batch_release(); holding all `slots` slots stalls the stream.
  * Returns 0, or:
  *   FEEDER_ETIMEDOUT  nothing yet; try again.
  *   FEEDER_EEND       every batch of the stream has been delivered.
@@ -270,20 +275,20 @@ void feeder_stream_info(const struct feeder_stream *s, struct feeder_stream_info
  *   FEEDER_EPROTO     the daemon sent something malformed; the connection is
  *                     unusable.
  * On error *b is zeroed. */
-int feeder_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b);
+int feeder_stream_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b);
 
 /* Give b's slot back to the daemon so it can refill it; b is zeroed and its
  * pointers must not be used any more. Returns 0, FEEDER_EINVAL (b is not a
  * batch of s that is currently held; nothing happens), or, when the
  * connection has failed, its error (FEEDER_ECLOSED when the daemon went
  * away): the slot is gone with the connection and nothing more is needed. */
-int feeder_release(struct feeder_stream *s, struct feeder_batch *b);
+int feeder_batch_release(struct feeder_stream *s, struct feeder_batch *b);
 
 /* Close the stream: tell the daemon, wait briefly for its acknowledgement,
  * unpin and unmap the ring, free s. Held batches become invalid. NULL is a
  * no-op. Returns 0 or the error of the goodbye exchange (the stream is freed
  * either way). */
-int feeder_close_stream(struct feeder_stream *s);
+int feeder_stream_close(struct feeder_stream *s);
 
 /* For a batch in device memory: make cuda_stream (a cudaStream_t; NULL is
  * the legacy default stream) wait, on the GPU, until the daemon's write of
@@ -292,19 +297,19 @@ int feeder_close_stream(struct feeder_stream *s);
  * Errors: -EIO with CUDA's reason, FEEDER_ENODEV without CUDA. */
 int feeder_batch_wait(struct feeder_stream *s, const struct feeder_batch *b, void *cuda_stream);
 
-/* feeder_release for a batch whose readers were queued on cuda_stream: the
+/* feeder_batch_release for a batch whose readers were queued on cuda_stream: the
  * daemon overwrites a device slot only after the work queued there so far
  * has run (an IPC event recorded on cuda_stream). For host batches and for
- * feeder_release (cuda_stream NULL: the legacy default stream) it is the same
+ * feeder_batch_release (cuda_stream NULL: the legacy default stream) it is the same
  * call. */
-int feeder_release_on(struct feeder_stream *s, struct feeder_batch *b, void *cuda_stream);
+int feeder_batch_release_on(struct feeder_stream *s, struct feeder_batch *b, void *cuda_stream);
 
 /* Register the stream's ring with cudaHostRegister (portable, mapped), so
  * that copies from its batches to the GPU are single DMAs. Call once after
- * opening; feeder_close_stream unregisters. Returns 0, FEEDER_ENODEV when
+ * opening; feeder_stream_close unregisters. Returns 0, FEEDER_ENODEV when
  * libfeeder was built without CUDA or there is no device, or -EIO when CUDA
  * refuses (the sentence is in feeder_last_error). */
-int feeder_pin(struct feeder_stream *s);
+int feeder_stream_pin(struct feeder_stream *s);
 
 #ifdef __cplusplus
 }

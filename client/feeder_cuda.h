@@ -1,5 +1,5 @@
 /* feeder_cuda.h — libfeeder's use of the CUDA runtime: page-locking a
- * stream's ring (feeder_pin), and the device-resident rings of streams that
+ * stream's ring (feeder_stream_pin), and the device-resident rings of streams that
  * feederd serves from GPU memory (CUDA IPC memory and events, described by
  * the ring's device table, proto/protocol.h). Built from feeder_cuda.cu when
  * CUDA is present; feeder.c has the no-CUDA versions. Internal: the names avoid the

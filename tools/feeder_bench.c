@@ -7,8 +7,8 @@
  *
  * Each of the K streams runs on its own thread with its own connection (rank
  * k of world K, like one data-parallel trainer per GPU) and loops
- * feeder_next -> (optional simulated compute) -> feeder_release, timing every
- * feeder_next. The decode ceiling is measured in the same run: full-size
+ * feeder_stream_next -> (optional simulated compute) -> feeder_batch_release, timing every
+ * feeder_stream_next. The decode ceiling is measured in the same run: full-size
  * TurboJPEG decodes (tjDecompress2 to RGB) of a sample of the dataset's
  * images on one thread, read through proto/dsstore.h, times the daemon's
  * worker count (from STATUS). The dataset directory is found like feederd
@@ -46,7 +46,7 @@ static const char usage_text[] =
 	"usage: feeder-bench --dataset NAME [options]\n"
 	"\n"
 	"Consume jpeg streams from feederd like a trainer and report images/s, MB/s,\n"
-	"the wait per feeder_next (mean, p99) and the decode ceiling of this machine.\n"
+	"the wait per feeder_stream_next (mean, p99) and the decode ceiling of this machine.\n"
 	"\n"
 	"  --dataset NAME     dataset served by feederd (required)\n"
 	"  --batch B          samples per batch (default 32)\n"
@@ -80,7 +80,7 @@ struct bench_thread {
 	const struct bench_opts *o;
 	uint32_t rank;
 	pthread_t tid;
-	double *waits_us;      /* one per feeder_next that returned a batch */
+	double *waits_us;      /* one per feeder_stream_next that returned a batch */
 	uint64_t n, images, bytes, replacements;
 	int rc;
 	char err[512];
@@ -119,7 +119,7 @@ static void *bench_run(void *arg)
 	so.epochs = 1000; /* enough epochs for any --batches; the stream is closed early */
 	so.placement = o->placement;
 	so.device_batches = o->device_batches;
-	t->rc = feeder_open_stream(f, &so, 10000, &s);
+	t->rc = feeder_stream_open(f, &so, 10000, &s);
 	if (t->rc) {
 		snprintf(t->err, sizeof t->err, "%s", feeder_last_error(f));
 		feeder_disconnect(f);
@@ -128,7 +128,7 @@ static void *bench_run(void *arg)
 	while (t->n < o->batches) {
 		struct feeder_batch b;
 		double t0 = now_s();
-		int rc = feeder_next(s, 60000, &b);
+		int rc = feeder_stream_next(s, 60000, &b);
 		double waited = now_s() - t0;
 		if (rc == FEEDER_EEND)
 			break;
@@ -150,13 +150,13 @@ static void *bench_run(void *arg)
 		}
 		if (o->hold_us)
 			usleep(o->hold_us);
-		if ((rc = feeder_release(s, &b))) {
+		if ((rc = feeder_batch_release(s, &b))) {
 			t->rc = rc;
 			snprintf(t->err, sizeof t->err, "%s", feeder_last_error(f));
 			break;
 		}
 	}
-	feeder_close_stream(s);
+	feeder_stream_close(s);
 	feeder_disconnect(f);
 	return NULL;
 }
@@ -482,7 +482,7 @@ int main(int argc, char **argv)
 		printf("  consumed      %" PRIu64 " batches, %" PRIu64 " images in %.3f s\n", n, images,
 		       wall);
 		printf("  throughput    %.1f images/s, %.1f MB/s\n", ips, mbps);
-		printf("  wait          mean %.1f us, p99 %.1f us per feeder_next\n", wait_mean,
+		printf("  wait          mean %.1f us, p99 %.1f us per feeder_stream_next\n", wait_mean,
 		       wait_p99);
 		printf("  replacements  %" PRIu64 "\n", repl);
 		if (ceiling > 0)

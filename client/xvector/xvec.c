@@ -283,7 +283,7 @@ static void opts_for(const struct args *a, struct feeder_stream_opts *o, int tra
 static int open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
 		       struct feeder_stream **s, struct feeder_stream_info *info)
 {
-	int rc = feeder_open_stream(f, o, timeout_ms, s);
+	int rc = feeder_stream_open(f, o, timeout_ms, s);
 	if (rc) {
 		fprintf(stderr, "xvec: opening a stream on '%s': %s\n", o->dataset,
 			feeder_last_error(f)[0] ? feeder_last_error(f) : feeder_strerror(rc));
@@ -543,7 +543,7 @@ static int cmd_train(const struct args *a)
 		}
 		for (int k = 0; k < a->in_memory; k++) {
 			struct feeder_batch b;
-			int r = feeder_next(s, a->timeout_ms, &b);
+			int r = feeder_stream_next(s, a->timeout_ms, &b);
 			if (r || b.count != (uint32_t)a->batch) {
 				fprintf(stderr, "xvec: --in-memory: could not fetch batch %d: %s\n", k,
 					feeder_strerror(r));
@@ -551,9 +551,9 @@ static int cmd_train(const struct args *a)
 			}
 			memcpy(mem + k * sample_floats * a->batch, b.data, b.bytes);
 			memcpy(mem_labels + k * a->batch, b.labels, sizeof(int32_t) * a->batch);
-			feeder_release(s, &b);
+			feeder_batch_release(s, &b);
 		}
-		feeder_close_stream(s);
+		feeder_stream_close(s);
 		s = NULL;
 	}
 
@@ -575,7 +575,7 @@ static int cmd_train(const struct args *a)
 			memset(&b, 0, sizeof(b));
 			b.count = (uint32_t)a->batch;
 		} else {
-			int r = feeder_next(s, a->timeout_ms, &b);
+			int r = feeder_stream_next(s, a->timeout_ms, &b);
 			if (r == FEEDER_EEND)
 				break;
 			if (r) {
@@ -590,7 +590,7 @@ static int cmd_train(const struct args *a)
 			cur_batch = b.batch_index;
 		}
 		double t1 = now_s();
-		uint32_t count = b.count; /* feeder_release zeroes b */
+		uint32_t count = b.count; /* feeder_batch_release zeroes b */
 		struct xvec_result res;
 		if (xvec_model_train_step(m, x, labels, (int)b.count, a->chunk, &res, err,
 					  sizeof(err))) {
@@ -598,7 +598,7 @@ static int cmd_train(const struct args *a)
 			goto out;
 		}
 		if (!a->in_memory)
-			feeder_release(s, &b);
+			feeder_batch_release(s, &b);
 		wait_int += t1 - t0;
 		wait_all += t1 - t0;
 		loss_sum += res.loss;
@@ -641,7 +641,7 @@ out:
 	free(mem);
 	free(mem_labels);
 	if (s)
-		feeder_close_stream(s);
+		feeder_stream_close(s);
 	feeder_disconnect(f);
 	xvec_model_destroy(m);
 	return rc;
@@ -695,7 +695,7 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 	*n = 0;
 	for (;;) {
 		struct feeder_batch b;
-		int r = feeder_next(s, a->timeout_ms, &b);
+		int r = feeder_stream_next(s, a->timeout_ms, &b);
 		if (r == FEEDER_EEND)
 			break;
 		if (r) {
@@ -713,12 +713,12 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 		}
 		memcpy(*labels + *n, b.labels, sizeof(int32_t) * b.count);
 		*n += b.count;
-		feeder_release(s, &b);
+		feeder_batch_release(s, &b);
 	}
 	rc = 0;
 out:
 	if (s)
-		feeder_close_stream(s);
+		feeder_stream_close(s);
 	feeder_disconnect(f);
 	xvec_model_destroy(m);
 	if (rc) {

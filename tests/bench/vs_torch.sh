@@ -7,7 +7,7 @@
 # PyTorch side through python3-lmdb + PIL, num_workers = cores; Feeder through
 # feederd with --workers = cores and feeder-bench as the consumer). Also
 # reported: the full-size decode ceiling (single-thread TurboJPEG decode rate
-# x workers, measured by feeder-bench in the same run), feeder_next wait
+# x workers, measured by feeder-bench in the same run), feeder_stream_next wait
 # p99, the daemon's memory beyond its rings (RssAnon + RssFile; the rings are
 # RssShmem), and feeder.Loader from Python when the package is built.
 # Prints a markdown table for BENCHMARKS.md.
@@ -45,7 +45,7 @@ read -r anon0 file0 < <(rss)
 fb=$("$build/tools/feeder-bench" --dataset images --batch 256 --size 224 --dtype f16 \
   --batches "$BATCHES" --datasets "$work/datasets" --json)
 read -r anon1 file1 < <(rss)
-# feeder_next when the batch is already waiting: a consumer slower than the
+# feeder_stream_next when the batch is already waiting: a consumer slower than the
 # daemon (50 ms of simulated compute per batch of 32), so the ring is full
 # when it asks; 150 batches so that the first (never ready) is not the p99.
 fr=$("$build/tools/feeder-bench" --dataset images --batch 32 --size 224 --dtype f16 \
@@ -77,8 +77,8 @@ if lb:
     print(f"| Feeder: feeder.Loader from Python | {l:.0f} | {l / t:.2f}x | {l / c:.2f}x |")
 print(f"| full-size decode ceiling (1-thread TurboJPEG x {cores}) | {c:.0f} | {c / t:.2f}x | 1.00x |")
 print()
-print(f"feeder_next wait, consumer faster than the daemon: mean {fb['wait_mean_us']:.1f} us, p99 {fb['wait_p99_us']:.1f} us")
-print(f"feeder_next wait, batch already ready (batch 32, 50 ms of compute per batch, 150 batches): mean {fr['wait_mean_us']:.1f} us, p99 {fr['wait_p99_us']:.1f} us")
+print(f"feeder_stream_next wait, consumer faster than the daemon: mean {fb['wait_mean_us']:.1f} us, p99 {fb['wait_p99_us']:.1f} us")
+print(f"feeder_stream_next wait, batch already ready (batch 32, 50 ms of compute per batch, 150 batches): mean {fr['wait_mean_us']:.1f} us, p99 {fr['wait_p99_us']:.1f} us")
 if lb:
     print(f"feeder.Loader: {l / f * 100:.1f} % of feeder-bench, Python overhead {lb['overhead_us_per_batch']:.1f} us per batch")
 print(f"feederd memory beyond its rings: RssAnon {anon0 / 1024:.1f} MiB idle, {anon1 / 1024:.1f} MiB after streaming; "

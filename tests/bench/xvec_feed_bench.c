@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 	so.seed = 1;
 	so.dtype = FEEDER_DTYPE_F32;
 	so.features.chunk_len = (uint32_t)chunk;
-	rc = feeder_open_stream(f, &so, 30000, &s);
+	rc = feeder_stream_open(f, &so, 30000, &s);
 	if (rc) {
 		fprintf(stderr, "xvec_feed_bench: %s\n", feeder_last_error(f));
 		return 1;
@@ -155,7 +155,7 @@ int main(int argc, char **argv)
 	xvec_feed_destroy(fd);
 	xvec_cuda_destroy(g);
 	xvec_model_destroy(m);
-	feeder_close_stream(s);
+	feeder_stream_close(s);
 	feeder_disconnect(f);
 	return 0;
 }

@@ -29,9 +29,9 @@
  *               on_error=fail the stream fails with FEEDER_ESTREAM
  *   refusals    missing dataset, "../" in a name, over-quota request: each a
  *               clear error, and the connection stays usable after a refusal
- *   timeouts    feeder_next times out when every slot is held; an open
+ *   timeouts    feeder_stream_next times out when every slot is held; an open
  *               that timed out leaves no stream behind; double release fails
- *   pin         feeder_pin registers the ring with CUDA (skip without a GPU)
+ *   pin         feeder_stream_pin registers the ring with CUDA (skip without a GPU)
  *   mkcorrupt SRC DST  write a copy of dataset SRC with record 1 failing its
  *               CRC and record 4 holding non-JPEG bytes (with a valid CRC)
  *
@@ -143,7 +143,7 @@ static void opts_small(struct feeder_stream_opts *o, const char *dataset, uint32
 static struct feeder_stream *open_or_die(struct feeder *f, const struct feeder_stream_opts *o)
 {
 	struct feeder_stream *s;
-	int rc = feeder_open_stream(f, o, TIMEOUT_MS, &s);
+	int rc = feeder_stream_open(f, o, TIMEOUT_MS, &s);
 	CHECKF(rc == 0, "open %s: %s (%s)", o->dataset, feeder_last_error(f), feeder_strerror(rc));
 	return s;
 }
@@ -289,17 +289,17 @@ static int cmd_pixels(const char *dataset)
 		double worst = 0;
 		for (int k = 0; k < 3; k++) {
 			struct feeder_batch b;
-			int rc = feeder_next(s, TIMEOUT_MS, &b);
+			int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 			CHECKF(rc == 0, "next: %s", feeder_last_error(f));
 			CHECK(b.epoch == 0 && b.batch_index == (uint64_t)k && b.replacements == 0);
 			double m = check_batch(w, &d, &o, &b);
 			if (m > worst)
 				worst = m;
-			CHECK(feeder_release(s, &b) == 0);
+			CHECK(feeder_batch_release(s, &b) == 0);
 		}
 		printf("pixels: case %zu (dtype %d layout %d train %d): 12 samples, worst MAD %.5f\n",
 		       c, o.dtype, o.layout, o.jpeg.train, worst);
-		CHECK(feeder_close_stream(s) == 0);
+		CHECK(feeder_stream_close(s) == 0);
 	}
 	feeder_disconnect(f);
 	jpeg_worker_destroy(w);
@@ -334,7 +334,7 @@ static void capture_stream(struct feeder *f, const struct feeder_stream_opts *o,
 	uint64_t expect = o->start_batch;
 	for (;;) {
 		struct feeder_batch b;
-		int rc = feeder_next(s, TIMEOUT_MS, &b);
+		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 		if (rc == FEEDER_EEND)
 			break;
 		CHECKF(rc == 0, "next: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
@@ -346,13 +346,13 @@ static void capture_stream(struct feeder *f, const struct feeder_stream_opts *o,
 		c->batches++;
 		capture_add(c, b.labels, b.count * sizeof(int32_t));
 		capture_add(c, b.data, b.bytes);
-		CHECK(feeder_release(s, &b) == 0);
+		CHECK(feeder_batch_release(s, &b) == 0);
 	}
 	struct feeder_stream_info info;
 	feeder_stream_info(s, &info);
 	CHECKF(c->batches == info.batches, "got %llu batches, stream announced %llu",
 	       (unsigned long long)c->batches, (unsigned long long)info.batches);
-	CHECK(feeder_close_stream(s) == 0);
+	CHECK(feeder_stream_close(s) == 0);
 }
 
 static int cmd_determinism(const char *dataset)
@@ -445,7 +445,7 @@ static int cmd_ranks(const char *dataset, uint32_t world)
 		uint64_t pos = 0;
 		for (;;) {
 			struct feeder_batch b;
-			int rc = feeder_next(s, TIMEOUT_MS, &b);
+			int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 			if (rc == FEEDER_EEND)
 				break;
 			CHECKF(rc == 0, "rank %u: %s", r, feeder_last_error(f));
@@ -472,10 +472,10 @@ static int cmd_ranks(const char *dataset, uint32_t world)
 				       (unsigned long long)sampler_at(&sm, pos));
 				seen[best]++;
 			}
-			CHECK(feeder_release(s, &b) == 0);
+			CHECK(feeder_batch_release(s, &b) == 0);
 		}
 		lens[r] = pos;
-		CHECK(feeder_close_stream(s) == 0);
+		CHECK(feeder_stream_close(s) == 0);
 	}
 	uint64_t total = 0, lo = UINT64_MAX, hi = 0;
 	for (uint32_t r = 0; r < world; r++) {
@@ -516,7 +516,7 @@ static int cmd_epoch(const char *dataset, uint64_t seed)
 	uint64_t samples = 0, batches = 0;
 	for (;;) {
 		struct feeder_batch b;
-		int rc = feeder_next(s, TIMEOUT_MS, &b);
+		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 		if (rc == FEEDER_EEND)
 			break;
 		CHECKF(rc == 0, "next: %s", feeder_last_error(f));
@@ -524,11 +524,11 @@ static int cmd_epoch(const char *dataset, uint64_t seed)
 		check_batch(w, &d, &o, &b);
 		samples += b.count;
 		batches++;
-		CHECK(feeder_release(s, &b) == 0);
+		CHECK(feeder_batch_release(s, &b) == 0);
 	}
 	CHECKF(samples == d.n, "epoch delivered %llu of %llu samples", (unsigned long long)samples,
 	       (unsigned long long)d.n);
-	CHECK(feeder_close_stream(s) == 0);
+	CHECK(feeder_stream_close(s) == 0);
 	feeder_disconnect(f);
 	jpeg_worker_destroy(w);
 	ds_close(&d);
@@ -546,7 +546,7 @@ static int cmd_hold(const char *dataset)
 	struct feeder_stream *s = open_or_die(f, &o);
 	struct feeder_batch b[16];
 	for (uint32_t i = 0; i < o.slots; i++) {
-		int rc = feeder_next(s, TIMEOUT_MS, &b[i]);
+		int rc = feeder_stream_next(s, TIMEOUT_MS, &b[i]);
 		CHECKF(rc == 0, "next: %s", feeder_last_error(f));
 	}
 	printf("HOLDING %u\n", o.slots);
@@ -565,14 +565,14 @@ static int cmd_until_closed(const char *dataset)
 	uint64_t n = 0;
 	for (;;) {
 		struct feeder_batch b;
-		int rc = feeder_next(s, TIMEOUT_MS, &b);
+		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 		if (rc == 0) {
 			if (++n == 3) {
 				printf("STREAMING\n");
 				fflush(stdout);
 			}
 			usleep(2000);
-			rc = feeder_release(s, &b);
+			rc = feeder_batch_release(s, &b);
 			if (rc == 0)
 				continue;
 		}
@@ -582,7 +582,7 @@ static int cmd_until_closed(const char *dataset)
 		CHECK(n >= 3);
 		break;
 	}
-	feeder_close_stream(s);
+	feeder_stream_close(s);
 	feeder_disconnect(f);
 	return 0;
 }
@@ -619,13 +619,13 @@ static void stream_some(struct feeder *f, struct feeder_stream *s, int k)
 {
 	for (int i = 0; i < k; i++) {
 		struct feeder_batch b;
-		int rc = feeder_next(s, TIMEOUT_MS, &b);
+		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 		CHECKF(rc == 0, "the other client's stream stopped: %s", feeder_last_error(f));
-		CHECK(feeder_release(s, &b) == 0);
+		CHECK(feeder_batch_release(s, &b) == 0);
 	}
 }
 
-/* feeder_pin: 0 with a CUDA device, FEEDER_ENODEV (skip) without; a pinned
+/* feeder_stream_pin: 0 with a CUDA device, FEEDER_ENODEV (skip) without; a pinned
  * stream keeps delivering and closes cleanly (unregistering first). */
 static int cmd_pin(const char *dataset)
 {
@@ -634,17 +634,17 @@ static int cmd_pin(const char *dataset)
 	opts_small(&o, dataset, 32);
 	o.epochs = 3;
 	struct feeder_stream *s = open_or_die(f, &o);
-	int rc = feeder_pin(s);
+	int rc = feeder_stream_pin(s);
 	if (rc == FEEDER_ENODEV) {
 		printf("pin: %s\n", feeder_last_error(f));
-		feeder_close_stream(s);
+		feeder_stream_close(s);
 		feeder_disconnect(f);
 		return 77;
 	}
-	CHECKF(rc == 0, "feeder_pin: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
-	CHECK(feeder_pin(s) == 0); /* twice is fine */
+	CHECKF(rc == 0, "feeder_stream_pin: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
+	CHECK(feeder_stream_pin(s) == 0); /* twice is fine */
 	stream_some(f, s, 4);
-	CHECK(feeder_close_stream(s) == 0);
+	CHECK(feeder_stream_close(s) == 0);
 	feeder_disconnect(f);
 	printf("pin: ring registered with cudaHostRegister, 4 batches streamed\n");
 	return 0;
@@ -673,7 +673,7 @@ static struct proto_status_reply daemon_status(void)
 	return m.u.status_reply;
 }
 
-/* Timeouts: feeder_next with nothing ready returns FEEDER_ETIMEDOUT after
+/* Timeouts: feeder_stream_next with nothing ready returns FEEDER_ETIMEDOUT after
  * about its timeout; an open that gives up before the answer leaves no
  * stream behind in the daemon (the late answer is closed by the library). */
 static int cmd_timeouts(const char *dataset)
@@ -687,9 +687,9 @@ static int cmd_timeouts(const char *dataset)
 	 * gives up first. */
 	int orphans = 0;
 	for (int i = 0; i < 50 && !orphans; i++) {
-		int rc = feeder_open_stream(f, &o, 0, &s);
+		int rc = feeder_stream_open(f, &o, 0, &s);
 		if (rc == 0) {
-			CHECK(feeder_close_stream(s) == 0);
+			CHECK(feeder_stream_close(s) == 0);
 		} else {
 			CHECKF(rc == FEEDER_ETIMEDOUT, "open with timeout 0: %d (%s)", rc,
 			       feeder_last_error(f));
@@ -701,25 +701,25 @@ static int cmd_timeouts(const char *dataset)
 	s = open_or_die(f, &o);
 	struct feeder_batch b[2], c;
 	for (int i = 0; i < 2; i++)
-		CHECKF(feeder_next(s, TIMEOUT_MS, &b[i]) == 0, "%s", feeder_last_error(f));
+		CHECKF(feeder_stream_next(s, TIMEOUT_MS, &b[i]) == 0, "%s", feeder_last_error(f));
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int rc = feeder_next(s, 300, &c);
+	int rc = feeder_stream_next(s, 300, &c);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	CHECKF(rc == FEEDER_ETIMEDOUT && took >= 0.28 && took < 3, "next: %d after %.3f s", rc, took);
 	CHECK(c.data == NULL);
 	/* Releasing twice, or a batch of another stream, is refused. */
 	struct feeder_batch copy = b[0];
-	CHECK(feeder_release(s, &b[0]) == 0 && b[0].data == NULL);
-	CHECK(feeder_release(s, &copy) == FEEDER_EINVAL);
-	CHECK(feeder_release(s, &b[1]) == 0);
-	CHECKF(feeder_next(s, TIMEOUT_MS, &c) == 0, "%s", feeder_last_error(f));
-	CHECK(feeder_release(s, &c) == 0);
+	CHECK(feeder_batch_release(s, &b[0]) == 0 && b[0].data == NULL);
+	CHECK(feeder_batch_release(s, &copy) == FEEDER_EINVAL);
+	CHECK(feeder_batch_release(s, &b[1]) == 0);
+	CHECKF(feeder_stream_next(s, TIMEOUT_MS, &c) == 0, "%s", feeder_last_error(f));
+	CHECK(feeder_batch_release(s, &c) == 0);
 	struct proto_status_reply st = daemon_status();
 	CHECKF(st.streams == 1, "daemon has %u streams, expected 1 (the orphan was not closed)",
 	       st.streams);
-	CHECK(feeder_close_stream(s) == 0);
+	CHECK(feeder_stream_close(s) == 0);
 	for (int i = 0; i < 100 && daemon_status().streams != 0; i++)
 		usleep(20000);
 	CHECK(daemon_status().streams == 0);
@@ -770,7 +770,7 @@ static int cmd_garbage(const char *dataset)
 	raw_expect_error(buf, PROTO_HEADER_SIZE, "protocol version 99");
 	stream_some(f, s, 2);
 
-	CHECK(feeder_close_stream(s) == 0);
+	CHECK(feeder_stream_close(s) == 0);
 	feeder_disconnect(f);
 	printf("garbage: the other client kept streaming throughout\n");
 	return 0;
@@ -788,7 +788,7 @@ static int cmd_corrupt(const char *dataset, uint32_t n_corrupt)
 	uint64_t samples = 0, repl = 0;
 	for (;;) {
 		struct feeder_batch b;
-		int rc = feeder_next(s, TIMEOUT_MS, &b);
+		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 		if (rc == FEEDER_EEND)
 			break;
 		CHECKF(rc == 0, "next: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
@@ -799,9 +799,9 @@ static int cmd_corrupt(const char *dataset, uint32_t n_corrupt)
 			CHECK(b.labels[i] >= 0);
 		samples += b.count;
 		repl += b.replacements;
-		CHECK(feeder_release(s, &b) == 0);
+		CHECK(feeder_batch_release(s, &b) == 0);
 	}
-	CHECK(feeder_close_stream(s) == 0);
+	CHECK(feeder_stream_close(s) == 0);
 	CHECKF(samples == d.n, "epoch had %llu of %llu samples", (unsigned long long)samples,
 	       (unsigned long long)d.n);
 	CHECKF(repl == n_corrupt, "%llu replacements counted, %u corrupt records",
@@ -815,23 +815,23 @@ static int cmd_corrupt(const char *dataset, uint32_t n_corrupt)
 	uint64_t before = 0;
 	for (;;) {
 		struct feeder_batch b;
-		rc = feeder_next(s, TIMEOUT_MS, &b);
+		rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 		if (rc)
 			break;
 		before++;
 		CHECK(b.replacements == 0);
-		CHECK(feeder_release(s, &b) == 0);
+		CHECK(feeder_batch_release(s, &b) == 0);
 	}
 	CHECKF(rc == FEEDER_ESTREAM, "on_error=fail ended with %d (%s): %s", rc, feeder_strerror(rc),
 	       feeder_last_error(f));
 	printf("corrupt: on_error=fail: FEEDER_ESTREAM after %llu batches: %s\n",
 	       (unsigned long long)before, feeder_last_error(f));
-	feeder_close_stream(s);
+	feeder_stream_close(s);
 	/* The connection is still good for another stream. */
 	o.on_error = FEEDER_ON_ERROR_REPLACE;
 	s = open_or_die(f, &o);
 	stream_some(f, s, 1);
-	CHECK(feeder_close_stream(s) == 0);
+	CHECK(feeder_stream_close(s) == 0);
 	feeder_disconnect(f);
 	ds_close(&d);
 	return 0;
@@ -843,7 +843,7 @@ static void expect_refusal(const char *name, const struct feeder_stream_opts *o,
 {
 	struct feeder *f = connect_or_die();
 	struct feeder_stream *s;
-	int rc = feeder_open_stream(f, o, TIMEOUT_MS, &s);
+	int rc = feeder_stream_open(f, o, TIMEOUT_MS, &s);
 	CHECKF(rc == code, "%s: got %d (%s: %s), expected %d (%s)", name, rc, feeder_strerror(rc),
 	       feeder_last_error(f), code, feeder_strerror(code));
 	const char *msg = feeder_last_error(f);
@@ -870,11 +870,11 @@ static int cmd_refusals(const char *dataset)
 	struct feeder *f = connect_or_die();
 	struct feeder_stream *s;
 	opts_small(&o, "no-such-dataset", 32);
-	CHECK(feeder_open_stream(f, &o, TIMEOUT_MS, &s) == FEEDER_ENODATASET);
+	CHECK(feeder_stream_open(f, &o, TIMEOUT_MS, &s) == FEEDER_ENODATASET);
 	opts_small(&o, dataset, 32);
 	s = open_or_die(f, &o);
 	stream_some(f, s, 2);
-	CHECK(feeder_close_stream(s) == 0);
+	CHECK(feeder_stream_close(s) == 0);
 	feeder_disconnect(f);
 	return 0;
 }
@@ -937,7 +937,7 @@ static int cmd_survive(const char *dataset, const char *max_arg, const char *mod
 	if (mode && strcmp(mode, "fail") == 0)
 		o.on_error = FEEDER_ON_ERROR_FAIL;
 	struct feeder_stream *s;
-	int rc = feeder_open_stream(f, &o, TIMEOUT_MS, &s);
+	int rc = feeder_stream_open(f, &o, TIMEOUT_MS, &s);
 	if (rc) {
 		CHECKF(rc != FEEDER_ECLOSED && rc != FEEDER_ETIMEDOUT, "open: %s (%s)",
 		       feeder_strerror(rc), feeder_last_error(f));
@@ -951,7 +951,7 @@ static int cmd_survive(const char *dataset, const char *max_arg, const char *mod
 	uint64_t n = 0, repl = 0;
 	for (; n < max;) {
 		struct feeder_batch b;
-		rc = feeder_next(s, TIMEOUT_MS, &b);
+		rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 		if (rc)
 			break;
 		for (uint32_t i = 0; i < b.count; i++)
@@ -964,14 +964,14 @@ static int cmd_survive(const char *dataset, const char *max_arg, const char *mod
 			fflush(stdout);
 		}
 		usleep(2000);
-		CHECK(feeder_release(s, &b) == 0);
+		CHECK(feeder_batch_release(s, &b) == 0);
 	}
 	CHECKF(rc == 0 || rc == FEEDER_ESTREAM, "stream stopped with %s: %s", feeder_strerror(rc),
 	       feeder_last_error(f));
 	printf("survive: opened=1 batches=%llu replacements=%llu result=%s code=%d message=%s\n",
 	       (unsigned long long)n, (unsigned long long)repl, rc ? "error" : "ok", rc,
 	       rc ? feeder_last_error(f) : "");
-	feeder_close_stream(s);
+	feeder_stream_close(s);
 	feeder_disconnect(f);
 	return 0;
 }
@@ -988,14 +988,14 @@ static void checked_some(struct checked *c, struct jpeg_worker *w, struct ds *d,
 {
 	for (int i = 0; i < k; i++) {
 		struct feeder_batch b;
-		int rc = feeder_next(c->s, TIMEOUT_MS, &b);
+		int rc = feeder_stream_next(c->s, TIMEOUT_MS, &b);
 		CHECKF(rc == 0, "the other client's stream stopped: %s (%s)", feeder_strerror(rc),
 		       feeder_last_error(c->f));
 		CHECK(b.replacements == 0);
 		check_batch(w, d, &c->o, &b);
 		c->batches++;
 		c->samples += b.count;
-		CHECK(feeder_release(c->s, &b) == 0);
+		CHECK(feeder_batch_release(c->s, &b) == 0);
 	}
 }
 
@@ -1006,7 +1006,7 @@ static unsigned open_until_refused(struct feeder *f, const struct feeder_stream_
 				   const char *who)
 {
 	for (unsigned k = 0; k < cap; k++) {
-		int rc = feeder_open_stream(f, o, TIMEOUT_MS, &out[k]);
+		int rc = feeder_stream_open(f, o, TIMEOUT_MS, &out[k]);
 		if (rc == 0)
 			continue;
 		CHECKF(rc == FEEDER_EQUOTA, "%s: stream %u: %s (%s), expected FEEDER_EQUOTA", who, k,
@@ -1061,7 +1061,7 @@ static int cmd_quota(const char *dataset, const char *q_arg, const char *l_arg)
 	/* B may still open within its own quota. */
 	struct feeder_stream *extra = open_or_die(b.f, &b.o);
 	stream_some(b.f, extra, 1);
-	CHECK(feeder_close_stream(extra) == 0);
+	CHECK(feeder_stream_close(extra) == 0);
 	checked_some(&b, w, &d, 2);
 
 	/* A second greedy client takes what is left of the daemon's limit. */
@@ -1073,7 +1073,7 @@ static int cmd_quota(const char *dataset, const char *q_arg, const char *l_arg)
 	checked_some(&b, w, &d, 3);
 	/* Now nobody gets more, B included, with the same sentence. */
 	struct feeder_stream *none;
-	int rc = feeder_open_stream(b.f, &b.o, TIMEOUT_MS, &none);
+	int rc = feeder_stream_open(b.f, &b.o, TIMEOUT_MS, &none);
 	CHECKF(rc == FEEDER_EQUOTA && strcasestr(feeder_last_error(b.f), "in use"),
 	       "B's open at the full limit: %s (%s)", feeder_strerror(rc), feeder_last_error(b.f));
 	checked_some(&b, w, &d, 2);
@@ -1092,13 +1092,13 @@ static int cmd_quota(const char *dataset, const char *q_arg, const char *l_arg)
 	       st.streams, (unsigned long long)st.memory_used);
 	extra = open_or_die(b.f, &b.o);
 	stream_some(b.f, extra, 1);
-	CHECK(feeder_close_stream(extra) == 0);
+	CHECK(feeder_stream_close(extra) == 0);
 	checked_some(&b, w, &d, 2);
 	printf("quota: rings of %llu bytes; client B streamed %llu checked batches (%llu samples) "
 	       "throughout; greedy clients opened %u and %u streams before quota and limit refused\n",
 	       (unsigned long long)ring, (unsigned long long)b.batches,
 	       (unsigned long long)b.samples, got, got2);
-	CHECK(feeder_close_stream(b.s) == 0);
+	CHECK(feeder_stream_close(b.s) == 0);
 	feeder_disconnect(b.f);
 	jpeg_worker_destroy(w);
 	ds_close(&d);

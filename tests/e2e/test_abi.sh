@@ -12,9 +12,9 @@ syms=$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | sed 's/@.*//
 [ -n "$syms" ] || fail "no symbols exported"
 bad=$(echo "$syms" | grep -v '^feeder_')
 [ -z "$bad" ] && echo "exported: $(echo $syms)" || fail "symbols outside feeder_*: $bad"
-for want in feeder_connect feeder_disconnect feeder_open_stream feeder_next feeder_release \
-	    feeder_close_stream feeder_strerror feeder_last_error feeder_pin feeder_stream_opts_init \
-	    feeder_set_reconnect feeder_reconnects; do
+for want in feeder_connect feeder_disconnect feeder_stream_open feeder_stream_next feeder_batch_release \
+	    feeder_stream_close feeder_strerror feeder_last_error feeder_stream_pin feeder_stream_opts_init \
+	    feeder_set_reconnect feeder_get_reconnects; do
 	echo "$syms" | grep -qx "$want" || fail "$want is not exported"
 done
 objdump -p "$lib" | grep -q 'SONAME *libfeeder.so.0' || fail "no soname libfeeder.so.0"

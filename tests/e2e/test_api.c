@@ -130,7 +130,7 @@ int main(void)
 	close(l);
 
 	feeder_disconnect(NULL);
-	feeder_close_stream(NULL);
+	feeder_stream_close(NULL);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	return system(cmd) == 0 ? 0 : 1;

@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 	o.jpeg.train = train;
 	o.placement = placement;
 	struct feeder_stream *s;
-	if ((rc = feeder_open_stream(f, &o, 10000, &s))) {
+	if ((rc = feeder_stream_open(f, &o, 10000, &s))) {
 		fprintf(stderr, "restart_client: open: %s\n", feeder_last_error(f));
 		return 1;
 	}
@@ -129,7 +129,7 @@ int main(int argc, char **argv)
 	uint32_t seen_reconnects = 0;
 	int status = 0;
 	for (;;) {
-		rc = feeder_next(s, 30000, &b);
+		rc = feeder_stream_next(s, 30000, &b);
 		if (rc == FEEDER_EEND)
 			break;
 		if (rc) {
@@ -138,8 +138,8 @@ int main(int argc, char **argv)
 			status = 1;
 			break;
 		}
-		if (feeder_reconnects(f) != seen_reconnects) {
-			seen_reconnects = feeder_reconnects(f);
+		if (feeder_get_reconnects(f) != seen_reconnects) {
+			seen_reconnects = feeder_get_reconnects(f);
 			if (held.data && batch_hash(&held) != held_hash) {
 				fprintf(stderr, "restart_client: the batch held across the restart "
 						"changed\n");
@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		n++;
-		if (held.data && (rc = feeder_release(s, &held))) {
+		if (held.data && (rc = feeder_batch_release(s, &held))) {
 			fprintf(stderr, "restart_client: release: %s\n", feeder_last_error(f));
 			status = 1;
 			break;
@@ -173,9 +173,9 @@ int main(int argc, char **argv)
 			usleep((useconds_t)delay_ms * 1000);
 	}
 	if (held.data)
-		feeder_release(s, &held);
-	printf("batches %llu reconnects %u\n", (unsigned long long)n, feeder_reconnects(f));
-	feeder_close_stream(s);
+		feeder_batch_release(s, &held);
+	printf("batches %llu reconnects %u\n", (unsigned long long)n, feeder_get_reconnects(f));
+	feeder_stream_close(s);
 	feeder_disconnect(f);
 	fclose(fo);
 	if (fd && fclose(fd) != 0)

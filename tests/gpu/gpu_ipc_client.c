@@ -39,7 +39,7 @@ static int open_one(const char *sock, const char *dataset, int placement, int sl
 	o.jpeg.train = 0;
 	o.placement = placement;
 	o.device_batches = placement == FEEDER_PLACEMENT_GPU;
-	if (feeder_open_stream(*f, &o, 10000, s)) {
+	if (feeder_stream_open(*f, &o, 10000, s)) {
 		fprintf(stderr, "open (placement %d): %s\n", placement, feeder_last_error(*f));
 		return 1;
 	}
@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "hold") == 0) {
 		struct feeder_batch b[3];
 		for (int i = 0; i < 3; i++)
-			if (feeder_next(sd, 30000, &b[i])) {
+			if (feeder_stream_next(sd, 30000, &b[i])) {
 				fprintf(stderr, "next: %s\n", feeder_last_error(fd));
 				return 1;
 			}
@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 	int maxd = 0;
 	for (long k = 0; k < n; k++) {
 		struct feeder_batch bd, bh;
-		if (feeder_next(sd, 30000, &bd) || feeder_next(sh, 30000, &bh)) {
+		if (feeder_stream_next(sd, 30000, &bd) || feeder_stream_next(sh, 30000, &bh)) {
 			fprintf(stderr, "batch %ld: %s / %s\n", k, feeder_last_error(fd),
 				feeder_last_error(fh));
 			return 1;
@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 		}
 		if (feeder_batch_wait(sd, &bd, cs) ||
 		    cudaMemcpyAsync(host, bd.data, bd.bytes, cudaMemcpyDeviceToHost, cs) != cudaSuccess ||
-		    feeder_release_on(sd, &bd, cs) || cudaStreamSynchronize(cs) != cudaSuccess) {
+		    feeder_batch_release_on(sd, &bd, cs) || cudaStreamSynchronize(cs) != cudaSuccess) {
 			fprintf(stderr, "batch %ld: reading the device batch failed: %s\n", k,
 				feeder_last_error(fd));
 			return 1;
@@ -113,15 +113,15 @@ int main(int argc, char **argv)
 			maxd = d > maxd ? d : maxd;
 		}
 		values += (long)bd.bytes;
-		feeder_release(sh, &bh);
+		feeder_batch_release(sh, &bh);
 	}
 	double mad = (double)diffs / (double)values;
 	printf("%ld device batches vs host batches: mean |diff| %.4f/255, max %d/255\n", n, mad, maxd);
 	if (mad > 2.0)
 		return 1;
 	printf("ok: %ld batches\n", n);
-	feeder_close_stream(sd);
-	feeder_close_stream(sh);
+	feeder_stream_close(sd);
+	feeder_stream_close(sh);
 	feeder_disconnect(fd);
 	feeder_disconnect(fh);
 	free(host);

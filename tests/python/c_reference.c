@@ -219,7 +219,7 @@ static int dump(const char *sock, const char *out, int nkv, char **kv)
 		return 1;
 	}
 	struct feeder_stream *s;
-	rc = feeder_open_stream(f, &o, 10000, &s);
+	rc = feeder_stream_open(f, &o, 10000, &s);
 	if (rc) {
 		fprintf(stderr, "c_reference: open: %s\n", feeder_last_error(f));
 		feeder_disconnect(f);
@@ -228,7 +228,7 @@ static int dump(const char *sock, const char *out, int nkv, char **kv)
 	}
 	int status = 0;
 	struct feeder_batch b;
-	while ((rc = feeder_next(s, 20000, &b)) == 0) {
+	while ((rc = feeder_stream_next(s, 20000, &b)) == 0) {
 		uint8_t h[48];
 		put_le(h, b.epoch, 8);
 		put_le(h + 8, b.batch_index, 8);
@@ -244,13 +244,13 @@ static int dump(const char *sock, const char *out, int nkv, char **kv)
 			status = 1;
 			break;
 		}
-		feeder_release(s, &b);
+		feeder_batch_release(s, &b);
 	}
 	if (status == 0 && rc != FEEDER_EEND) {
 		fprintf(stderr, "c_reference: next: %s\n", feeder_last_error(f));
 		status = 1;
 	}
-	feeder_close_stream(s);
+	feeder_stream_close(s);
 	feeder_disconnect(f);
 	if (fclose(fp) != 0 && status == 0) {
 		fprintf(stderr, "c_reference: closing %s: %s\n", out, strerror(errno));

@@ -94,7 +94,7 @@ static void small_opts(struct feeder_stream_opts *o, uint32_t slots)
 
 static int try_open(struct feeder *f, const struct feeder_stream_opts *o, struct feeder_stream **s)
 {
-	int rc = feeder_open_stream(f, o, TIMEOUT_MS, s);
+	int rc = feeder_stream_open(f, o, TIMEOUT_MS, s);
 	if (rc)
 		printf("  refused (%s): %s\n", feeder_strerror(rc), feeder_last_error(f));
 	return rc;
@@ -106,12 +106,12 @@ static uint64_t drain(struct feeder *f, struct feeder_stream *s)
 	uint64_t n = 0;
 	for (;;) {
 		struct feeder_batch b;
-		int rc = feeder_next(s, TIMEOUT_MS, &b);
+		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 		if (rc == FEEDER_EEND)
 			return n;
 		CHECKF(rc == 0, "next: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
 		n++;
-		CHECK(feeder_release(s, &b) == 0);
+		CHECK(feeder_batch_release(s, &b) == 0);
 	}
 }
 
@@ -183,14 +183,14 @@ static int cmd_connect(void)
 	struct feeder_stream_opts o;
 	small_opts(&o, 2);
 	struct feeder_stream *s;
-	rc = feeder_open_stream(f, &o, TIMEOUT_MS, &s);
+	rc = feeder_stream_open(f, &o, TIMEOUT_MS, &s);
 	if (rc) {
 		printf("refused %s: %s\n", feeder_strerror(rc), feeder_last_error(f));
 		feeder_disconnect(f);
 		return 3;
 	}
 	struct feeder_batch b;
-	rc = feeder_next(s, TIMEOUT_MS, &b);
+	rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 	if (rc) {
 		printf("refused %s: %s\n", feeder_strerror(rc), feeder_last_error(f));
 		feeder_disconnect(f);
@@ -198,8 +198,8 @@ static int cmd_connect(void)
 	}
 	CHECK(b.count == 4 && b.labels[0] >= 0);
 	printf("served: batch of %u, first label %d\n", b.count, b.labels[0]);
-	feeder_release(s, &b);
-	feeder_close_stream(s);
+	feeder_batch_release(s, &b);
+	feeder_stream_close(s);
 	feeder_disconnect(f);
 	return 0;
 }
@@ -270,7 +270,7 @@ static int cmd_seals(void)
 	CHECK(try_open(f, &o, &s) == 0);
 	uint64_t other = drain(f, s);
 	CHECK(other == batches_of(s));
-	feeder_close_stream(s);
+	feeder_stream_close(s);
 	feeder_disconnect(f);
 
 	/* And the scribbled stream goes on to its end. */
@@ -320,12 +320,12 @@ static int cmd_streams(unsigned max)
 		CHECKF(n == batches_of(s[i]), "stream %u: %llu batches", i, (unsigned long long)n);
 	}
 	/* Closing one makes room for one. */
-	CHECK(feeder_close_stream(s[0]) == 0);
+	CHECK(feeder_stream_close(s[0]) == 0);
 	CHECK(try_open(f, &o, &s[0]) == 0);
 	rc = try_open(f, &o, &extra);
 	CHECK(rc == FEEDER_EQUOTA);
 	for (unsigned i = 0; i < max; i++)
-		feeder_close_stream(s[i]);
+		feeder_stream_close(s[i]);
 	free(s);
 	feeder_disconnect(f);
 	printf("streams: %u open and served, stream %u refused (EQUOTA), reopened after a close\n", max,
@@ -347,7 +347,7 @@ static int cmd_slots(unsigned max)
 	feeder_stream_info(s, &info);
 	CHECK(info.slots == max);
 	CHECK(drain(f, s) == info.batches);
-	feeder_close_stream(s);
+	feeder_stream_close(s);
 	feeder_disconnect(f);
 	printf("slots: %u accepted and served, %u refused (EQUOTA)\n", max, max + 1);
 	return 0;
@@ -370,14 +370,14 @@ static int cmd_memory(unsigned limit_mib)
 	feeder_stream_info(sa, &info);
 	uint64_t one = info.ring_size;
 	uint32_t slots = (uint32_t)((limit / 2) / one) + 1;
-	feeder_close_stream(sa);
+	feeder_stream_close(sa);
 	o.slots = slots;
 	CHECK(try_open(a, &o, &sa) == 0);
 	feeder_stream_info(sa, &info);
 	CHECK(info.ring_size > limit / 2 && info.ring_size <= limit);
 	struct feeder_batch bt;
-	CHECK(feeder_next(sa, TIMEOUT_MS, &bt) == 0);
-	CHECK(feeder_release(sa, &bt) == 0);
+	CHECK(feeder_stream_next(sa, TIMEOUT_MS, &bt) == 0);
+	CHECK(feeder_batch_release(sa, &bt) == 0);
 	/* B asks for as much: over the daemon's total, refused. */
 	int rc = try_open(b, &o, &sb);
 	CHECKF(rc == FEEDER_EQUOTA, "second big ring: %s, want FEEDER_EQUOTA", feeder_strerror(rc));
@@ -387,16 +387,16 @@ static int cmd_memory(unsigned limit_mib)
 	small_opts(&small, 1);
 	CHECK(try_open(b, &small, &sb) == 0);
 	CHECK(drain(b, sb) == batches_of(sb));
-	feeder_close_stream(sb);
+	feeder_stream_close(sb);
 	uint64_t na = 1 + drain(a, sa);
 	CHECKF(na == batches_of(sa), "the stream holding the memory delivered %llu of %llu",
 	       (unsigned long long)na, (unsigned long long)batches_of(sa));
 	uint64_t big = info.ring_size;
-	CHECK(feeder_close_stream(sa) == 0);
+	CHECK(feeder_stream_close(sa) == 0);
 	/* Its memory is back: now B's big ring fits. */
 	CHECK(try_open(b, &o, &sb) == 0);
-	CHECK(feeder_next(sb, TIMEOUT_MS, &bt) == 0);
-	feeder_close_stream(sb);
+	CHECK(feeder_stream_next(sb, TIMEOUT_MS, &bt) == 0);
+	feeder_stream_close(sb);
 	feeder_disconnect(a);
 	feeder_disconnect(b);
 	printf("memory: limit %u MiB; a second ring of %.1f MiB refused (EQUOTA) while the first "
@@ -417,7 +417,7 @@ static int cmd_message(unsigned max)
 	struct feeder_stream *s;
 	CHECK(try_open(f, &o, &s) == 0);
 	struct feeder_batch b;
-	CHECK(feeder_next(s, TIMEOUT_MS, &b) == 0 && feeder_release(s, &b) == 0);
+	CHECK(feeder_stream_next(s, TIMEOUT_MS, &b) == 0 && feeder_batch_release(s, &b) == 0);
 
 	/* A HELLO whose header claims max + 1 bytes, padded to that. */
 	uint8_t buf[PROTO_MAX_MESSAGE];
@@ -442,7 +442,7 @@ static int cmd_message(unsigned max)
 	}
 	uint64_t n = 1 + drain(f, s);
 	CHECK(n == batches_of(s));
-	feeder_close_stream(s);
+	feeder_stream_close(s);
 	feeder_disconnect(f);
 	printf("message: %u bytes and %u bytes (malformed, oversized) each a fatal ERROR; "
 	       "another client streamed all %llu batches\n", max, max + 1, (unsigned long long)n);
@@ -562,7 +562,7 @@ static void *steady_run(void *arg)
 	uint64_t epoch = 0, in_epoch = 0;
 	while (!atomic_load(&steady_stop)) {
 		struct feeder_batch b;
-		int rc = feeder_next(st->s, TIMEOUT_MS, &b);
+		int rc = feeder_stream_next(st->s, TIMEOUT_MS, &b);
 		CHECKF(rc == 0, "steady: %s (%s)", feeder_last_error(st->f), feeder_strerror(rc));
 		CHECK(b.epoch == epoch);
 		size_t one = b.bytes / b.count;
@@ -575,7 +575,7 @@ static void *steady_run(void *arg)
 		}
 		in_epoch += b.count;
 		atomic_fetch_add(&steady_samples, b.count);
-		CHECK(feeder_release(st->s, &b) == 0);
+		CHECK(feeder_batch_release(st->s, &b) == 0);
 		if (in_epoch == st->n) {
 			memset(seen, 0, st->n);
 			epoch++;
@@ -626,18 +626,18 @@ static void *churn_run(void *arg)
 		o.seed = r;
 		o.jpeg.train = 1;
 		struct feeder_stream *s;
-		int rc = feeder_open_stream(f, &o, TIMEOUT_MS, &s);
+		int rc = feeder_stream_open(f, &o, TIMEOUT_MS, &s);
 		CHECKF(rc == 0, "churn open: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
 		struct feeder_batch b;
-		rc = feeder_next(s, TIMEOUT_MS, &b);
+		rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 		CHECKF(rc == 0, "churn next: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
 		CHECK(b.count == 4 && b.epoch == 0 && b.batch_index == 0);
 		c->batches++;
 		/* Every other round leaves without closing: the daemon must
 		 * clean up after a bare disconnect as well. */
 		if (r % 2 == 0) {
-			CHECK(feeder_release(s, &b) == 0);
-			CHECK(feeder_close_stream(s) == 0);
+			CHECK(feeder_batch_release(s, &b) == 0);
+			CHECK(feeder_stream_close(s) == 0);
 		}
 		feeder_disconnect(f);
 	}
@@ -691,16 +691,16 @@ static int cmd_churn(unsigned clients, unsigned rounds, pid_t pid)
 	CHECK(st.n > 0 && st.n <= 65536);
 	for (;;) {
 		struct feeder_batch b;
-		int rc = feeder_next(s, TIMEOUT_MS, &b);
+		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 		if (rc == FEEDER_EEND)
 			break;
 		CHECK(rc == 0);
 		for (uint32_t i = 0; i < b.count; i++)
 			st.ref[b.labels[i]] = crc32c(0, (const uint8_t *)b.data + i * (b.bytes / b.count),
 						     b.bytes / b.count);
-		CHECK(feeder_release(s, &b) == 0);
+		CHECK(feeder_batch_release(s, &b) == 0);
 	}
-	feeder_close_stream(s);
+	feeder_stream_close(s);
 	o.epochs = PROTO_MAX_EPOCHS;
 	o.seed = 77;
 	CHECK(try_open(st.f, &o, &st.s) == 0);
@@ -772,7 +772,7 @@ static int cmd_churn(unsigned clients, unsigned rounds, pid_t pid)
 	CHECK(atomic_load(&steady_samples) > steady_before);
 	atomic_store(&steady_stop, 1);
 	pthread_join(steady_t, NULL);
-	feeder_close_stream(st.s);
+	feeder_stream_close(st.s);
 	feeder_disconnect(st.f);
 	close(watch);
 

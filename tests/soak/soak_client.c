@@ -155,7 +155,7 @@ int main(int argc, char **argv)
 	o.jpeg.height = o.jpeg.width = a.size;
 	o.jpeg.train = a.train;
 	struct feeder_stream *s;
-	rc = feeder_open_stream(f, &o, TIMEOUT_MS, &s);
+	rc = feeder_stream_open(f, &o, TIMEOUT_MS, &s);
 	CHECKF(rc == 0, "open %s at epoch %llu batch %llu: %s (%s)", a.dataset,
 	       (unsigned long long)epoch, (unsigned long long)start, feeder_last_error(f),
 	       feeder_strerror(rc));
@@ -173,7 +173,7 @@ int main(int argc, char **argv)
 	CHECK(line);
 	for (uint64_t done = 0; !a.max_batches || done < a.max_batches; done++) {
 		struct feeder_batch b;
-		rc = feeder_next(s, TIMEOUT_MS, &b);
+		rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 		if (rc == FEEDER_EEND)
 			break;
 		CHECKF(rc == 0, "next: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
@@ -191,7 +191,7 @@ int main(int argc, char **argv)
 		len += snprintf(line + len, cap - (size_t)len, " end\n");
 		CHECK((size_t)len < cap);
 		CHECKF(write(out, line, (size_t)len) == len, "write %s: %s", a.record, strerror(errno));
-		CHECK(feeder_release(s, &b) == 0);
+		CHECK(feeder_batch_release(s, &b) == 0);
 		if (++start == per_epoch) {
 			epoch++;
 			start = 0;
@@ -203,7 +203,7 @@ int main(int argc, char **argv)
 	}
 	free(line);
 	close(out);
-	feeder_close_stream(s);
+	feeder_stream_close(s);
 	feeder_disconnect(f);
 	return 0;
 }

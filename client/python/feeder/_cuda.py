@@ -2,7 +2,7 @@
 (pinned) ring to the GPU on a side CUDA stream, so that the copy of batch
 i+1 overlaps the trainer's compute on batch i.
 
-Each stream's ring is page-locked once, by feeder_pin (cudaHostRegister in
+Each stream's ring is page-locked once, by feeder_stream_pin (cudaHostRegister in
 libfeeder) or, when libfeeder was built without CUDA, by the same call through
 torch's CUDA runtime; only then is copy_(non_blocking=True) a real
 asynchronous DMA. A batch handed out is made safe for the trainer's current

@@ -126,17 +126,17 @@ const char *feeder_last_error(const struct feeder *f);
 const char *feeder_strerror(int code);
 int feeder_fd(const struct feeder *f);
 int feeder_set_reconnect(struct feeder *f, int timeout_ms);
-uint32_t feeder_reconnects(const struct feeder *f);
+uint32_t feeder_get_reconnects(const struct feeder *f);
 void feeder_stream_opts_init(struct feeder_stream_opts *o);
-int feeder_open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
+int feeder_stream_open(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
                        struct feeder_stream **out);
 void feeder_stream_info(const struct feeder_stream *s, struct feeder_stream_info *info);
-int feeder_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b);
-int feeder_release(struct feeder_stream *s, struct feeder_batch *b);
-int feeder_close_stream(struct feeder_stream *s);
-int feeder_pin(struct feeder_stream *s);
+int feeder_stream_next(struct feeder_stream *s, int timeout_ms, struct feeder_batch *b);
+int feeder_batch_release(struct feeder_stream *s, struct feeder_batch *b);
+int feeder_stream_close(struct feeder_stream *s);
+int feeder_stream_pin(struct feeder_stream *s);
 int feeder_batch_wait(struct feeder_stream *s, const struct feeder_batch *b, void *cuda_stream);
-int feeder_release_on(struct feeder_stream *s, struct feeder_batch *b, void *cuda_stream);
+int feeder_batch_release_on(struct feeder_stream *s, struct feeder_batch *b, void *cuda_stream);
 """
 # ---- end of the part that must match client/feeder.h -------------------
 

@@ -1,7 +1,7 @@
 """_stream.py — one libfeeder stream, owned by Python, and zero-copy NumPy
 views of its batches.
 
-Each Stream has its own connection (feeder_connect + feeder_open_stream), so
+Each Stream has its own connection (feeder_connect + feeder_stream_open), so
 closing it is one feeder_disconnect and no two Python objects share a
 libfeeder connection (libfeeder takes no locks; a finalizer running on another
 thread must not touch a connection that a Loader is waiting on).
@@ -26,7 +26,7 @@ NUMPY_DTYPE = {
     lib.FEEDER_DTYPE_F32: np.dtype(np.float32),
 }
 _LABEL_DTYPE = np.dtype(np.int32)
-# feeder_next waits in slices this long, so that Ctrl-C interrupts a wait.
+# feeder_stream_next waits in slices this long, so that Ctrl-C interrupts a wait.
 _SLICE_MS = 200
 
 
@@ -108,7 +108,7 @@ class Stream:
             # the batch after the last one delivered (feeder_set_reconnect).
             lib.feeder_set_reconnect(self._conn, max(1, _ms(reconnect)) if reconnect else -1)
         ps = ffi.new("struct feeder_stream **")
-        rc = lib.feeder_open_stream(self._conn, opts, _ms(timeout), ps)
+        rc = lib.feeder_stream_open(self._conn, opts, _ms(timeout), ps)
         if rc:
             msg = last_error(self._conn)
             # feederd's protocol decoder refuses out-of-range request fields
@@ -169,8 +169,8 @@ class Stream:
             raise error_from(rc, last_error(self._conn))
 
     def release_on(self, b, cuda_stream):
-        """feeder_release_on: b's slot goes back after cuda_stream's work."""
-        rc = lib.feeder_release_on(self._s, b, ffi.cast("void *", cuda_stream))
+        """feeder_batch_release_on: b's slot goes back after cuda_stream's work."""
+        rc = lib.feeder_batch_release_on(self._s, b, ffi.cast("void *", cuda_stream))
         if rc and rc != lib.FEEDER_ECLOSED:
             raise error_from(rc, last_error(self._conn))
 
@@ -186,14 +186,14 @@ class Stream:
 
     @property
     def reconnects(self):
-        return lib.feeder_reconnects(self._conn)
+        return lib.feeder_get_reconnects(self._conn)
 
     def next(self, timeout):
         """The next batch (a struct feeder_batch cdata), or None after the
         last one. Raises the matching FeederError, or DaemonTimeoutError when
         nothing arrives within timeout seconds (None: wait forever)."""
         b = ffi.new("struct feeder_batch *")
-        rc = lib.feeder_next(self._s, 0, b)
+        rc = lib.feeder_stream_next(self._s, 0, b)
         if rc == lib.FEEDER_ETIMEDOUT:
             deadline = None if timeout is None else time.monotonic() + timeout
             while rc == lib.FEEDER_ETIMEDOUT:
@@ -206,7 +206,7 @@ class Stream:
                             "alive but not delivering" % (timeout, self.id),
                             lib.FEEDER_ETIMEDOUT)
                     wait = min(wait, max(1, int(left * 1000)))
-                rc = lib.feeder_next(self._s, wait, b)
+                rc = lib.feeder_stream_next(self._s, wait, b)
         if rc == 0:
             return b
         if rc == lib.FEEDER_EEND:
@@ -215,13 +215,13 @@ class Stream:
 
     def release(self, b):
         """Give b's slot back. A daemon that is gone needs nothing back."""
-        rc = lib.feeder_release(self._s, b)
+        rc = lib.feeder_batch_release(self._s, b)
         if rc and rc != lib.FEEDER_ECLOSED:
             raise error_from(rc, last_error(self._conn))
 
     def pin(self):
-        """feeder_pin: 0 or libfeeder's code (FEEDER_ENODEV without CUDA)."""
-        rc = lib.feeder_pin(self._s)
+        """feeder_stream_pin: 0 or libfeeder's code (FEEDER_ENODEV without CUDA)."""
+        rc = lib.feeder_stream_pin(self._s)
         if rc and rc != lib.FEEDER_ENODEV:
             raise error_from(rc, last_error(self._conn))
         return rc

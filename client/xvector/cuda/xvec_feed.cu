@@ -63,7 +63,7 @@ static int xf_release_done(struct xvec_feed *f, char *err, size_t errlen)
 		if (e == cudaErrorNotReady)
 			continue;
 		XF_CUDA(e, "copy a batch to the device");
-		int rc = feeder_release(f->s, &b->hb);
+		int rc = feeder_batch_release(f->s, &b->hb);
 		b->held = 0;
 		if (rc && rc != FEEDER_ECLOSED)
 			return status_fail(err, errlen, rc, "x-vector feed: cannot release a slot: %s",
@@ -95,13 +95,13 @@ static int xf_issue(struct xvec_feed *f, int i, int timeout_ms, char *err, size_
 	if (b->held) {
 		/* its previous copy must finish before the slot goes back */
 		XF_CUDA(cudaEventSynchronize(b->copied), "copy a batch to the device");
-		rc = feeder_release(f->s, &b->hb);
+		rc = feeder_batch_release(f->s, &b->hb);
 		b->held = 0;
 		if (rc && rc != FEEDER_ECLOSED)
 			return status_fail(err, errlen, rc, "x-vector feed: cannot release a slot: %s",
 					   feeder_strerror(rc));
 	}
-	rc = feeder_next(f->s, timeout_ms, &b->hb);
+	rc = feeder_stream_next(f->s, timeout_ms, &b->hb);
 	if (rc == FEEDER_EEND) {
 		f->ended = 1;
 		return status_fail(err, errlen, rc, "x-vector feed: the stream has no more batches");
@@ -115,7 +115,7 @@ static int xf_issue(struct xvec_feed *f, int i, int timeout_ms, char *err, size_
 	    h->count > (uint32_t)f->max_batch || h->bytes != floats * sizeof(float)) {
 		uint32_t count = h->count, d = h->shape[1], t = h->shape[2];
 
-		feeder_release(f->s, &b->hb);
+		feeder_batch_release(f->s, &b->hb);
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "x-vector feed: a batch of %u x %u x %u is not float32 %d x %d x %d",
 				   count, d, t, f->max_batch, f->feat_dim, f->frames);
@@ -176,7 +176,7 @@ int xvec_feed_create(struct xvec_feed **out, struct feeder_stream *s, cudaStream
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "x-vector feed: batch shape %d x %d x %d is empty", max_batch,
 				   feat_dim, frames);
-	rc = feeder_pin(s);
+	rc = feeder_stream_pin(s);
 	if (rc)
 		return status_fail(err, errlen, rc,
 				   "x-vector feed: cannot register the stream's ring with CUDA: %s",
@@ -318,7 +318,7 @@ void xvec_feed_destroy(struct xvec_feed *f)
 		struct xf_buf *b = &f->buf[i];
 
 		if (b->held)
-			feeder_release(f->s, &b->hb);
+			feeder_batch_release(f->s, &b->hb);
 		cudaFree(b->x);
 		cudaFree(b->labels);
 		if (b->copied)

@@ -1,7 +1,7 @@
 /* xvec_feed.h — feeding the GPU trainer from a libfeeder stream with overlapped copies.
  *
  * The daemon writes each batch into a slot of the stream's shared ring,
- * which feeder_pin() registers with cudaHostRegister, so the host-to-device
+ * which feeder_stream_pin() registers with cudaHostRegister, so the host-to-device
  * copy of a batch is one DMA straight from the slot. This module runs those
  * copies on a second CUDA stream while the trainer's stream computes:
  *
@@ -23,7 +23,7 @@
  * elapsed time.
  *
  * Functions return 0 or a negative code (FEEDER_EEND at the end of the
- * stream, the codes of feeder_next, FEEDER_EINVAL for a batch of the wrong
+ * stream, the codes of feeder_stream_next, FEEDER_EINVAL for a batch of the wrong
  * shape or type, -EIO for CUDA failures) with a sentence in err. */
 #ifndef FEEDER_XVEC_FEED_H
 #define FEEDER_XVEC_FEED_H
@@ -55,7 +55,7 @@ struct xvec_feed_stats {
 	double wait_fraction;     /* wait_ms / span_ms (0 before two batches) */
 };
 
-/* Pin s's ring (feeder_pin), create the copy stream and two device buffers
+/* Pin s's ring (feeder_stream_pin), create the copy stream and two device buffers
  * for batches up to max_batch x feat_dim x frames float32. compute is the
  * stream the batches are consumed on (xvec_cuda_stream). The feed does not
  * own s: destroy the feed before closing s. */
