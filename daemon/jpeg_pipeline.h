@@ -31,7 +31,8 @@ enum { PIPE_LAYOUT_NCHW = 1, PIPE_LAYOUT_NHWC = 2 };
 /* Images above this many pixels are refused (FEEDER_EDECODE) before any
  * large allocation: no real training photo comes near it, and a hostile
  * header could ask for gigabytes. */
-#define JPEG_PIPELINE_MAX_PIXELS (1ull << 27)
+#include "image_limit.h"
+#define JPEG_PIPELINE_MAX_PIXELS IMAGE_MAX_PIXELS
 
 struct jpeg_params {
 	uint32_t out_h, out_w;

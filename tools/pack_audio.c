@@ -21,7 +21,7 @@
  * count. Each utterance goes through wav_decode (PCM mono 16 kHz 16-bit) and
  * fbank_compute (see fbank.h for the Kaldi recipe), and is stored as a
  * frames x dim row-major matrix, little-endian float16 (round to nearest
- * even, proto/half.h) or float32, with its CRC-32C.
+ * even, media/half.h) or float32, with its CRC-32C.
  *
  * A file that cannot be read or is not such a WAV is skipped with a warning
  * naming it, or ends the pack under --strict. An utterance with no frames

@@ -27,9 +27,9 @@ sources() {
     protocol) echo "proto/protocol.c proto/status.c" ;;
     dsformat) echo "proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     config) echo "daemon/config.c proto/status.c" ;;
-    jpeg) echo "daemon/jpeg_pipeline.c daemon/resize.c daemon/detrand.c proto/status.c" ;;
-    wav) echo "tools/wav.c proto/status.c" ;;
-    features) echo "daemon/features_pipeline.c daemon/detrand.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
+    jpeg) echo "daemon/jpeg_pipeline.c media/resize.c media/detrand.c media/image_limit.c proto/status.c" ;;
+    wav) echo "media/wav.c proto/status.c" ;;
+    features) echo "daemon/features_pipeline.c media/detrand.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     *) return 1 ;;
   esac
 }
@@ -47,7 +47,7 @@ fi
 mkdir -p "$out"
 # feeder_config.h lives in the meson build root; without one, the defaults
 # of a machine without CUDA or systemd are all these sources need.
-inc=(-I"$src/proto" -I"$src/daemon" -I"$src/tools" -I"$src/tests/fuzz")
+inc=(-I"$src/proto" -I"$src/media" -I"$src/daemon" -I"$src/client" -I"$src/tools" -I"$src/tests/fuzz")
 if [ -f "$bld/feeder_config.h" ]; then
   inc+=(-I"$bld")
 else

@@ -4,8 +4,10 @@
  * offset) comes from a small PRNG seeded by detrand_key(seed, epoch, index),
  * so the same stream request always yields the same bytes, whichever worker
  * thread handles the sample and in whatever order. The generator is
- * xoshiro256** seeded through splitmix64; it is not cryptographic. All
- * functions are pure or act only on the caller's struct (thread-safe). */
+ * xoshiro256** seeded through splitmix64; it is not cryptographic. The
+ * generators (gen-speech) draw from it the same way, so that a corpus is a
+ * pure function of its seed. All functions are pure or act only on the
+ * caller's struct (thread-safe). */
 #ifndef FEEDER_DETRAND_H
 #define FEEDER_DETRAND_H
 

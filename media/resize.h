@@ -46,8 +46,8 @@ void resize_axis_free(struct resize_axis *a);
 /* Where and how to write the result. */
 struct resize_out {
 	void *out;
-	int dtype;      /* PIPE_DTYPE_* (jpeg_pipeline.h) */
-	int layout;     /* PIPE_LAYOUT_* */
+	int dtype;      /* FEEDER_DTYPE_* (feeder.h) */
+	int layout;     /* FEEDER_LAYOUT_* */
 	int flip;       /* mirror left-right */
 	float mul[3], add[3]; /* f16/f32: value = pixel(0..255) * mul + add */
 };
