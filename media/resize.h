@@ -10,7 +10,8 @@
  * f16 or f32, in NCHW planes or NHWC pixels. An axis plan (which input
  * pixels and weights make each output pixel) is computed per call per axis;
  * it is cheap next to the decode. Plans and scratch are owned by the caller
- * (one per worker thread). */
+ * (one per worker thread). packer's --resize-shorter shrinks whole images
+ * with the same filter through resize_image_u8, at the end of this file. */
 #ifndef FEEDER_RESIZE_H
 #define FEEDER_RESIZE_H
 
@@ -73,5 +74,19 @@ enum { RESIZE_IMPL_AUTO = 0, RESIZE_IMPL_PORTABLE = 1, RESIZE_IMPL_AVX2 = 2 };
  * call it while no thread is inside resize_rgb. Returns 0, -ENOTSUP where
  * this CPU or build lacks impl, or -EINVAL for an unknown value. */
 int resize_select(int impl);
+
+/* Resize a whole image (resize_image.c), for packer's --resize-shorter:
+ * the same filter as resize_rgb, over every pixel. src holds sh rows of sw
+ * RGBX pixels (4 bytes, the 4th ignored), rows stride bytes apart, and
+ * covers ew x eh source pixels: ew = sw and eh = sh for an ordinary image;
+ * less where an IDCT-scaled decode rounded the pixel count up, so that the
+ * last column or row stands for less than a whole pixel and the output stays
+ * aligned with the original. dst receives dh rows of dw pixels, packed, of
+ * comps channels: 3 (RGB) or 1 (the first channel, for a gray image decoded
+ * as RGBX). Values are rounded as resize_rgb's u8 output. Returns 0,
+ * -EINVAL (an empty size, comps not 1 or 3, an extent outside (0, sw] x
+ * (0, sh]) or -ENOMEM; allocates its plans and scratch per call. */
+int resize_image_u8(const uint8_t *src, size_t stride, uint32_t sw, uint32_t sh, double ew,
+		    double eh, uint8_t *dst, uint32_t dw, uint32_t dh, unsigned comps);
 
 #endif

@@ -4,10 +4,11 @@
  * originals are far larger than the training size: decoding a 4000x3000
  * photo for every 224x224 crop wastes the loader's time, so the packer pays
  * once. The decoder (libjpeg-turbo) scales by M/8 in the IDCT to the
- * smallest size whose shorter side is still >= N, a separable triangle
- * filter widened by the remaining scale factor (antialiased, like PIL's
- * bilinear reduce) brings the shorter side to exactly N, and the result is
- * encoded at the given quality (4:2:0 for colour, grayscale stays gray).
+ * smallest size whose shorter side is still >= N, media's resampler
+ * (resize_image_u8: the antialiased triangle filter feederd's pipeline uses,
+ * like PIL's bilinear reduce) brings the shorter side to exactly N, and the
+ * result is encoded at the given quality (4:2:0 for colour, grayscale stays
+ * gray).
  * Thread-safe: every call owns its decoder and encoder. */
 #ifndef FEEDER_JPEG_RESIZE_H
 #define FEEDER_JPEG_RESIZE_H
@@ -30,11 +31,5 @@ struct jpeg_resize_result {
  * RGB or YCbCr) / -ENOMEM with a sentence in err. */
 int jpeg_resize(const uint8_t *src, size_t len, unsigned shorter, int quality,
 		struct jpeg_resize_result *r, char *err, size_t errlen);
-
-/* Resize an interleaved 8-bit image of `comps` channels from sw x sh to
- * dw x dh with the antialiased triangle filter. Exposed for tests.
- * Returns 0 or -ENOMEM. */
-int jpeg_resize_pixels(const uint8_t *src, unsigned sw, unsigned sh, unsigned comps,
-		       uint8_t *dst, unsigned dw, unsigned dh);
 
 #endif
