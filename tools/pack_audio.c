@@ -13,7 +13,7 @@
  * skipped stays a class (labels are fixed before any file is read) with no
  * samples; `packer inspect` shows it in the histogram.
  *
- * packer.c dispatches here. Files come from pack_common's io_uring reader in
+ * packer.c dispatches here. Files come from pack_reader's io_uring reads in
  * index order; a batch of up to half the reader's depth is held (the other
  * half keeps reading ahead), its features are computed by --threads workers,
  * each with its own fbank extractor (FFTW plans are per thread), and the
@@ -27,7 +27,13 @@
  * naming it, or ends the pack under --strict. An utterance with no frames
  * (shorter than 25 ms, or all silence under --vad) is valid input without
  * features: it is skipped with a warning even under --strict. */
-#include "pack_common.h"
+#include "packer.h"
+
+#include "pack_args.h"
+#include "pack_dest.h"
+#include "pack_msg.h"
+#include "pack_progress.h"
+#include "pack_reader.h"
 
 #include "crc32c.h"
 #include "dsstore.h"
@@ -42,8 +48,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -112,13 +120,7 @@ static const char audio_usage[] =
 	"Frames are 25 ms every 10 ms (snip-edges), Povey window, 512-point FFT, mel\n"
 	"filters from 20 to 7600 Hz, natural log floored at FLT_EPSILON, no dither.\n";
 
-static int audio_usage_error(const char *fmt, const char *arg)
-{
-	char msg[512];
-	snprintf(msg, sizeof(msg), fmt, arg);
-	pack_error("pack audio: %s (try 'packer pack audio --help')", msg);
-	return PACK_EXIT_USAGE;
-}
+#define CMD "pack audio"
 
 static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *first_operand)
 {
@@ -142,9 +144,8 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 	memset(o, 0, sizeof(*o));
 	o->dtype = DSFORMAT_DTYPE_F16;
 	optind = 0; /* GNU: full re-initialisation, argv[0] is the kind word */
-	opterr = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
+	while ((c = pack_getopt(CMD, argc, argv, "hv", longopts)) != -1) {
 		switch (c) {
 		case OPT_FEATURES:
 			if (!strcmp(optarg, "fbank"))
@@ -152,16 +153,16 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 			else if (!strcmp(optarg, "mfcc"))
 				kind = FBANK_KIND_MFCC;
 			else
-				return audio_usage_error("--features '%s' is neither fbank nor mfcc", optarg);
+				return pack_usage_error(CMD, "--features '%s' is neither fbank nor mfcc", optarg);
 			break;
 		case OPT_BINS:
 			if (pack_parse_uint(optarg, 3, FBANK_FFT_LEN / 2, &v) != 0)
-				return audio_usage_error("--bins '%s' is not a number in 3..256", optarg);
+				return pack_usage_error(CMD, "--bins '%s' is not a number in 3..256", optarg);
 			bins = v;
 			break;
 		case OPT_CEPS:
 			if (pack_parse_uint(optarg, 1, FBANK_FFT_LEN / 2, &v) != 0)
-				return audio_usage_error("--ceps '%s' is not a number in 1..256", optarg);
+				return pack_usage_error(CMD, "--ceps '%s' is not a number in 1..256", optarg);
 			ceps = v;
 			break;
 		case OPT_VAD:
@@ -173,11 +174,11 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 			else if (!strcmp(optarg, "f32"))
 				o->dtype = DSFORMAT_DTYPE_F32;
 			else
-				return audio_usage_error("--dtype '%s' is neither f16 nor f32", optarg);
+				return pack_usage_error(CMD, "--dtype '%s' is neither f16 nor f32", optarg);
 			break;
 		case OPT_THREADS:
 			if (pack_parse_uint(optarg, 1, AUDIO_MAX_THREADS, &v) != 0)
-				return audio_usage_error("--threads '%s' is not a number in 1..256", optarg);
+				return pack_usage_error(CMD, "--threads '%s' is not a number in 1..256", optarg);
 			threads = v;
 			break;
 		case OPT_FORCE:
@@ -192,18 +193,16 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 		case 'h':
 			fputs(audio_usage, stdout);
 			return -1;
-		case ':':
-			return audio_usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
-			return audio_usage_error("unknown option '%s'", argv[optind - 1]);
+			return PACK_EXIT_USAGE;
 		}
 	}
 	if (argc - optind < 2)
-		return audio_usage_error("%s", "missing SRC or DEST");
+		return pack_usage_error(CMD, "%s", "missing SRC or DEST");
 	if (argc - optind > 2)
-		return audio_usage_error("unexpected argument '%s'", argv[optind + 2]);
+		return pack_usage_error(CMD, "unexpected argument '%s'", argv[optind + 2]);
 	if (ceps && kind != FBANK_KIND_MFCC)
-		return audio_usage_error("%s", "--ceps applies to --features mfcc only");
+		return pack_usage_error(CMD, "%s", "--ceps applies to --features mfcc only");
 	fbank_opts_default(&o->fb, kind);
 	if (bins)
 		o->fb.bins = (int)bins;

@@ -23,7 +23,13 @@
  * appends to the LMDB writer, committing about every 256 MB. With
  * --resize-shorter, --threads workers decode/resize/encode (jpeg_resize.c)
  * while the main thread keeps reading ahead and writes results in order. */
-#include "pack_common.h"
+#include "packer.h"
+
+#include "pack_args.h"
+#include "pack_dest.h"
+#include "pack_msg.h"
+#include "pack_progress.h"
+#include "pack_reader.h"
 
 #include "crc32c.h"
 #include "dsstore.h"
@@ -34,7 +40,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -545,17 +553,11 @@ static int pack_resized(struct packer *pk, struct pack_reader *rd, const struct 
 
 /* ---- command ---- */
 
+#define CMD "pack images"
+
 static const char usage_line[] =
 	"usage: packer pack images [--resize-shorter N --quality Q --threads N] [--strict] [--force] "
 	"[-v] (SRC | --list FILE [SRC]) DEST";
-
-static int usage_error(const char *fmt, const char *arg)
-{
-	fputs("packer: pack images: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs(" (try 'packer pack images --help')\n", stderr);
-	return PACK_EXIT_USAGE;
-}
 
 int pack_images_main(int argc, char **argv)
 {
@@ -575,25 +577,24 @@ int pack_images_main(int argc, char **argv)
 	unsigned long long shorter = 0, quality = 90, threads = 0, depth = 64;
 	int strict = 0, force = 0, verbose = 0, c;
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
+	while ((c = pack_getopt(CMD, argc, argv, "vh", opts)) != -1) {
 		switch (c) {
 		case 'l': list = optarg; break;
 		case 'r':
 			if (pack_parse_uint(optarg, 1, 65535, &shorter))
-				return usage_error("--resize-shorter '%s' is not an integer in 1..65535", optarg);
+				return pack_usage_error(CMD, "--resize-shorter '%s' is not an integer in 1..65535", optarg);
 			break;
 		case 'q':
 			if (pack_parse_uint(optarg, 1, 100, &quality))
-				return usage_error("--quality '%s' is not an integer in 1..100", optarg);
+				return pack_usage_error(CMD, "--quality '%s' is not an integer in 1..100", optarg);
 			break;
 		case 't':
 			if (pack_parse_uint(optarg, 1, 256, &threads))
-				return usage_error("--threads '%s' is not an integer in 1..256", optarg);
+				return pack_usage_error(CMD, "--threads '%s' is not an integer in 1..256", optarg);
 			break;
 		case 'd':
 			if (pack_parse_uint(optarg, 32, 4096, &depth))
-				return usage_error("--depth '%s' is not an integer in 32..4096", optarg);
+				return pack_usage_error(CMD, "--depth '%s' is not an integer in 32..4096", optarg);
 			break;
 		case 's': strict = 1; break;
 		case 'f': force = 1; break;
@@ -602,20 +603,14 @@ int pack_images_main(int argc, char **argv)
 			puts(usage_line);
 			puts("  see 'packer --help' for the options; --depth N sets the number of reads in flight (default 64)");
 			return 0;
-		case ':': return usage_error("option '%s' needs an argument", argv[optind - 1]);
-		default:
-			if (optopt) {
-				char o[3] = { '-', (char)optopt, 0 };
-				return usage_error("unknown option '%s'", o);
-			}
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+		default: return PACK_EXIT_USAGE;
 		}
 	}
 	int nops = argc - optind;
 	if (nops < (list ? 1 : 2))
-		return usage_error("%s", list ? "missing DEST" : "missing SRC or DEST");
+		return pack_usage_error(CMD, "%s", list ? "missing DEST" : "missing SRC or DEST");
 	if (nops > 2)
-		return usage_error("unexpected argument '%s'", argv[optind + 2]);
+		return pack_usage_error(CMD, "unexpected argument '%s'", argv[optind + 2]);
 	const char *dest = argv[argc - 1];
 	char srcbuf[PATH_MAX];
 	const char *src;

@@ -1,17 +1,16 @@
 /* packer.c — the dataset builder's command line: usage, --help, --version and
- * dispatch to the subcommands.
- *
- *   pack images  -> pack_images_main (pack_images.c)
- *   pack audio   -> pack_audio_main  (pack_audio.c, built when present)
- *   inspect, verify, cat -> packer_read.c
+ * dispatch to the subcommands (see packer.h for the map).
  *
  * Exit status: 0 success, 1 failure (or bad records found by verify),
  * 2 usage errors and bad input. */
-#include "pack_common.h"
+#include "packer.h"
+
+#include "pack_msg.h"
 #include "packer_read.h"
 
 #include "dsformat.h"
 
+#include <getopt.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,24 +38,6 @@ static const char usage_text[] =
 	"  -h, --help                    this text\n"
 	"  --version                     the packer version\n";
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	fputs("packer: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs(" (try 'packer --help')\n", stderr);
-	return PACK_EXIT_USAGE;
-}
-
-#ifndef FEEDER_HAVE_PACK_AUDIO
-int pack_audio_main(int argc, char **argv)
-{
-	(void)argc;
-	(void)argv;
-	pack_error("pack audio: this packer was built without audio support (tools/pack_audio.c)");
-	return PACK_EXIT_USAGE;
-}
-#endif
-
 int main(int argc, char **argv)
 {
 	/* LMDB allocates a buffer per large value during a write transaction
@@ -67,38 +48,58 @@ int main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 1 << 30);
 	mallopt(M_TOP_PAD, 64 << 20);
-	if (argc < 2)
-		return usage_error("%s", "missing command");
-	const char *cmd = argv[1];
-	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+
+	/* Global options come before the command ('+': stop at the first
+	 * operand, which is the command; its options are its own). */
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case 'V':
+			printf("packer %s (dataset format %d)\n", FEEDER_VERSION, DSFORMAT_VERSION);
+			return 0;
+		default:
+			if (optopt && strncmp(argv[optind - 1], "--", 2) != 0)
+				return pack_usage_error(NULL, "unknown option '-%c'", optopt);
+			return pack_usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return pack_usage_error(NULL, "missing command");
+	char **sub = argv + optind;
+	int nsub = argc - optind;
+	const char *cmd = sub[0];
+	if (!strcmp(cmd, "help")) {
 		fputs(usage_text, stdout);
 		return 0;
 	}
-	if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
-		printf("packer %s (dataset format %d)\n", FEEDER_VERSION, DSFORMAT_VERSION);
-		return 0;
-	}
 	if (!strcmp(cmd, "pack")) {
-		if (argc < 3)
-			return usage_error("%s", "pack: missing kind (images or audio)");
-		const char *kind = argv[2];
+		if (nsub < 2)
+			return pack_usage_error(NULL, "pack: missing kind (images or audio)");
+		const char *kind = sub[1];
 		if (!strcmp(kind, "images"))
-			return pack_images_main(argc - 2, argv + 2);
+			return pack_images_main(nsub - 1, sub + 1);
 		if (!strcmp(kind, "audio"))
-			return pack_audio_main(argc - 2, argv + 2);
+			return pack_audio_main(nsub - 1, sub + 1);
 		if (!strcmp(kind, "-h") || !strcmp(kind, "--help")) {
 			fputs(usage_text, stdout);
 			return 0;
 		}
-		return usage_error("pack: unknown kind '%s' (images or audio)", kind);
+		return pack_usage_error(NULL, "pack: unknown kind '%s' (images or audio)", kind);
 	}
 	if (!strcmp(cmd, "inspect"))
-		return packer_inspect_main(argc - 1, argv + 1);
+		return packer_inspect_main(nsub, sub);
 	if (!strcmp(cmd, "verify"))
-		return packer_verify_main(argc - 1, argv + 1);
+		return packer_verify_main(nsub, sub);
 	if (!strcmp(cmd, "cat"))
-		return packer_cat_main(argc - 1, argv + 1);
-	if (cmd[0] == '-')
-		return usage_error("unknown option '%s'", cmd);
-	return usage_error("unknown command '%s'", cmd);
+		return packer_cat_main(nsub, sub);
+	return pack_usage_error(NULL, "unknown command '%s'", cmd);
 }

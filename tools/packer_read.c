@@ -6,7 +6,10 @@
 #include "packer_read.h"
 
 #include "dsstore.h"
-#include "pack_common.h"
+#include "pack_args.h"
+#include "pack_msg.h"
+#include "pack_progress.h"
+#include "packer.h"
 #include "status.h"
 
 #include <errno.h>
@@ -18,33 +21,6 @@
 #include <string.h>
 #include <turbojpeg.h>
 #include <unistd.h>
-
-static int usage_error(const char *cmd, const char *msg, const char *arg)
-{
-	fprintf(stderr, "packer: %s: ", cmd);
-	fprintf(stderr, msg, arg);
-	fprintf(stderr, " (try 'packer --help')\n");
-	return PACK_EXIT_USAGE;
-}
-
-/* getopt_long with our own one-line errors; returns the option, -1 at the
- * end of options, or '?' after printing the error. */
-static int next_opt(const char *cmd, int argc, char **argv, const struct option *opts, int *bad)
-{
-	int c = getopt_long(argc, argv, "+:h", opts, NULL);
-	if (c == '?') {
-		if (optopt)
-			fprintf(stderr, "packer: %s: unknown option '-%c' (try 'packer --help')\n", cmd, optopt);
-		else
-			usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-		*bad = 1;
-	} else if (c == ':') {
-		usage_error(cmd, "option '%s' needs an argument", argv[optind - 1]);
-		*bad = 1;
-		c = '?';
-	}
-	return c;
-}
 
 static int open_dataset(const char *cmd, const char *dir, struct dsstore **ds, struct dsstore_txn **t)
 {
@@ -129,10 +105,9 @@ int packer_inspect_main(int argc, char **argv)
 	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
 					      { "help", no_argument, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
-	int json = 0, bad = 0, c;
+	int json = 0, c;
 	optind = 0;
-	opterr = 0;
-	while ((c = next_opt("inspect", argc, argv, opts, &bad)) != -1) {
+	while ((c = pack_getopt("inspect", argc, argv, "h", opts)) != -1) {
 		if (c == 'j')
 			json = 1;
 		else if (c == 'h') {
@@ -141,20 +116,11 @@ int packer_inspect_main(int argc, char **argv)
 		} else
 			return PACK_EXIT_USAGE;
 	}
-	/* Allow `inspect DEST --json` too: options after the operand. */
-	const char *dir = NULL;
-	for (int i = optind; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (argv[i][0] == '-' && argv[i][1])
-			return usage_error("inspect", "unknown option '%s'", argv[i]);
-		else if (!dir)
-			dir = argv[i];
-		else
-			return usage_error("inspect", "unexpected argument '%s'", argv[i]);
-	}
-	if (!dir)
-		return usage_error("inspect", "%s", "missing DEST");
+	if (optind >= argc)
+		return pack_usage_error("inspect", "missing DEST");
+	if (argc - optind > 1)
+		return pack_usage_error("inspect", "unexpected argument '%s'", argv[optind + 1]);
+	const char *dir = argv[optind];
 
 	struct dsstore *ds;
 	struct dsstore_txn *t;
@@ -337,10 +303,9 @@ int packer_verify_main(int argc, char **argv)
 	static const struct option opts[] = { { "decode", no_argument, NULL, 'd' },
 					      { "help", no_argument, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
-	int decode = 0, bad = 0, c;
+	int decode = 0, c;
 	optind = 0;
-	opterr = 0;
-	while ((c = next_opt("verify", argc, argv, opts, &bad)) != -1) {
+	while ((c = pack_getopt("verify", argc, argv, "h", opts)) != -1) {
 		if (c == 'd')
 			decode = 1;
 		else if (c == 'h') {
@@ -349,19 +314,11 @@ int packer_verify_main(int argc, char **argv)
 		} else
 			return PACK_EXIT_USAGE;
 	}
-	const char *dir = NULL;
-	for (int i = optind; i < argc; i++) {
-		if (!strcmp(argv[i], "--decode"))
-			decode = 1;
-		else if (argv[i][0] == '-' && argv[i][1])
-			return usage_error("verify", "unknown option '%s'", argv[i]);
-		else if (!dir)
-			dir = argv[i];
-		else
-			return usage_error("verify", "unexpected argument '%s'", argv[i]);
-	}
-	if (!dir)
-		return usage_error("verify", "%s", "missing DEST");
+	if (optind >= argc)
+		return pack_usage_error("verify", "missing DEST");
+	if (argc - optind > 1)
+		return pack_usage_error("verify", "unexpected argument '%s'", argv[optind + 1]);
+	const char *dir = argv[optind];
 
 	struct dsstore *ds;
 	struct dsstore_txn *t;
@@ -421,10 +378,9 @@ int packer_verify_main(int argc, char **argv)
 int packer_cat_main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 } };
-	int bad = 0, c;
+	int c;
 	optind = 0;
-	opterr = 0;
-	while ((c = next_opt("cat", argc, argv, opts, &bad)) != -1) {
+	while ((c = pack_getopt("cat", argc, argv, "h", opts)) != -1) {
 		if (c == 'h') {
 			puts("usage: packer cat DEST INDEX");
 			return 0;
@@ -432,13 +388,13 @@ int packer_cat_main(int argc, char **argv)
 		return PACK_EXIT_USAGE;
 	}
 	if (argc - optind < 2)
-		return usage_error("cat", "%s", "missing DEST or INDEX");
+		return pack_usage_error("cat", "missing DEST or INDEX");
 	if (argc - optind > 2)
-		return usage_error("cat", "unexpected argument '%s'", argv[optind + 2]);
+		return pack_usage_error("cat", "unexpected argument '%s'", argv[optind + 2]);
 	const char *dir = argv[optind];
 	unsigned long long index;
 	if (pack_parse_uint(argv[optind + 1], 0, UINT64_MAX, &index) != 0)
-		return usage_error("cat", "INDEX '%s' is not a non-negative integer", argv[optind + 1]);
+		return pack_usage_error("cat", "INDEX '%s' is not a non-negative integer", argv[optind + 1]);
 	struct dsstore *ds;
 	struct dsstore_txn *t;
 	int rc = open_dataset("cat", dir, &ds, &t);

@@ -5,7 +5,7 @@
  * do not disturb the others; a caller holding every slot gets -EDEADLK
  * instead of a hang. */
 #include "check.h"
-#include "pack_common.h"
+#include "pack_reader.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,305 @@
+/* pack_reader.c — the io_uring batch file reader (see pack_reader.h).
+ *
+ * The reader does all its file I/O through io_uring (statx, open, read,
+ * close), so up to depth files are in flight while the caller CRCs and
+ * writes earlier ones. Slots form a ring indexed by file index modulo depth;
+ * a file is started only when its slot is free, so files come back strictly
+ * in index order. */
+#include "pack_reader.h"
+
+#include "dsformat.h"
+#include "status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A file goes through three io_uring operations, each submitted when the
+ * previous one completes: STATX (type and size, without opening: a FIFO in
+ * the tree is reported, never opened, so it cannot hang us), OPENAT, READ
+ * (repeated after a short read); then an unwaited CLOSE. On a cold cache the
+ * metadata reads then overlap just like the data reads. user_data carries
+ * the slot number and the operation, because a CLOSE may complete after its
+ * slot has moved on to the next file. */
+enum slot_state { SLOT_FREE, SLOT_BUSY, SLOT_DONE, SLOT_HELD };
+enum { OP_STATX, OP_OPEN, OP_READ, OP_CLOSE, OP_BITS = 2 };
+
+struct slot {
+	enum slot_state state;
+	size_t index;
+	int fd;
+	int error;
+	uint8_t *buf;
+	size_t cap, size, got;
+	struct statx stx;
+};
+
+struct pack_reader {
+	struct io_uring ring;
+	int dirfd;
+	const char *const *paths;
+	size_t n, next_submit, next_deliver;
+	size_t max_file;
+	unsigned depth, inflight;
+	struct slot *slots;
+};
+
+int pack_reader_open(int dirfd, const char *const *paths, size_t n, unsigned depth,
+		     size_t max_file, struct pack_reader **out, char *err, size_t errlen)
+{
+	if (depth == 0)
+		depth = 64;
+	if (depth < 32)
+		depth = 32;
+	if (depth > 4096)
+		depth = 4096;
+	struct pack_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return status_fail(err, errlen, -ENOMEM, "out of memory");
+	r->slots = calloc(depth, sizeof(*r->slots));
+	if (!r->slots) {
+		free(r);
+		return status_fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	/* Room for one operation per slot plus the CLOSEs still pending. */
+	int rc = io_uring_queue_init(depth * 2, &r->ring, 0);
+	if (rc < 0) {
+		free(r->slots);
+		free(r);
+		return status_fail(err, errlen, rc, "io_uring setup: %s", strerror(-rc));
+	}
+	/* Reads that miss the page cache, and every statx and open, run on
+	 * io_uring's worker threads; the default cap on those (a few per CPU)
+	 * would leave most of depth waiting on a cold cache. */
+	unsigned workers[2] = { depth, depth };
+	io_uring_register_iowq_max_workers(&r->ring, workers);
+	r->dirfd = dirfd;
+	r->paths = paths;
+	r->n = n;
+	r->depth = depth;
+	r->max_file = max_file ? max_file : DSFORMAT_MAX_PAYLOAD;
+	for (unsigned i = 0; i < depth; i++)
+		r->slots[i].fd = -1;
+	*out = r;
+	return 0;
+}
+
+unsigned pack_reader_depth(const struct pack_reader *r) { return r->depth; }
+
+static struct io_uring_sqe *get_sqe(struct pack_reader *r, struct slot *s, unsigned op)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+	if (!sqe) {
+		/* The ring is full of unsubmitted entries: hand them over. */
+		io_uring_submit(&r->ring);
+		sqe = io_uring_get_sqe(&r->ring);
+	}
+	if (sqe) {
+		io_uring_sqe_set_data64(sqe, (uint64_t)(s - r->slots) << OP_BITS | op);
+		r->inflight++;
+	}
+	return sqe;
+}
+
+static void slot_finish(struct pack_reader *r, struct slot *s, int error)
+{
+	if (s->fd >= 0) {
+		struct io_uring_sqe *sqe = get_sqe(r, s, OP_CLOSE);
+		if (sqe)
+			io_uring_prep_close(sqe, s->fd);
+		else
+			close(s->fd);
+	}
+	s->fd = -1;
+	s->error = error;
+	s->state = SLOT_DONE;
+}
+
+static void queue_statx(struct pack_reader *r, struct slot *s)
+{
+	struct io_uring_sqe *sqe = get_sqe(r, s, OP_STATX);
+	if (!sqe)
+		return slot_finish(r, s, -EBUSY);
+	io_uring_prep_statx(sqe, r->dirfd, r->paths[s->index], 0, STATX_TYPE | STATX_SIZE, &s->stx);
+}
+
+static void queue_open(struct pack_reader *r, struct slot *s)
+{
+	struct io_uring_sqe *sqe = get_sqe(r, s, OP_OPEN);
+	if (!sqe)
+		return slot_finish(r, s, -EBUSY);
+	io_uring_prep_openat(sqe, r->dirfd, r->paths[s->index], O_RDONLY | O_CLOEXEC, 0);
+}
+
+static void queue_read(struct pack_reader *r, struct slot *s)
+{
+	struct io_uring_sqe *sqe = get_sqe(r, s, OP_READ);
+	if (!sqe)
+		return slot_finish(r, s, -EBUSY);
+	io_uring_prep_read(sqe, s->fd, s->buf + s->got, (unsigned)(s->size - s->got), s->got);
+}
+
+/* Start the next file(s) while their slots are free. */
+static void fill(struct pack_reader *r)
+{
+	while (r->next_submit < r->n) {
+		struct slot *s = &r->slots[r->next_submit % r->depth];
+		if (s->state != SLOT_FREE)
+			break;
+		s->index = r->next_submit++;
+		s->got = s->size = 0;
+		s->error = 0;
+		s->state = SLOT_BUSY;
+		queue_statx(r, s);
+	}
+}
+
+static void on_statx(struct pack_reader *r, struct slot *s, int res)
+{
+	if (res < 0)
+		return slot_finish(r, s, res);
+	if (S_ISDIR(s->stx.stx_mode))
+		return slot_finish(r, s, -EISDIR);
+	if (!S_ISREG(s->stx.stx_mode))
+		return slot_finish(r, s, -EINVAL);
+	if (s->stx.stx_size > r->max_file)
+		return slot_finish(r, s, -EFBIG);
+	s->size = (size_t)s->stx.stx_size;
+	if (s->cap < s->size || !s->buf) {
+		size_t cap = s->size > 4096 ? s->size : 4096;
+		cap += cap / 4;
+		uint8_t *nb = realloc(s->buf, cap);
+		if (!nb)
+			return slot_finish(r, s, -ENOMEM);
+		s->buf = nb;
+		s->cap = cap;
+	}
+	if (s->size == 0)
+		return slot_finish(r, s, 0);
+	queue_open(r, s);
+}
+
+static void on_read(struct pack_reader *r, struct slot *s, int res)
+{
+	if (res < 0)
+		return slot_finish(r, s, res);
+	if (res == 0) {
+		/* The file shrank after statx: keep what was read. */
+		s->size = s->got;
+		return slot_finish(r, s, 0);
+	}
+	s->got += (size_t)res;
+	if (s->got < s->size)
+		return queue_read(r, s); /* short read: continue at the new offset */
+	slot_finish(r, s, 0);
+}
+
+static void on_cqe(struct pack_reader *r, uint64_t data, int res)
+{
+	struct slot *s = &r->slots[data >> OP_BITS];
+	unsigned op = data & ((1u << OP_BITS) - 1);
+	r->inflight--;
+	if (op == OP_CLOSE)
+		return;
+	if (res == -EINTR || res == -EAGAIN) {
+		if (op == OP_STATX)
+			return queue_statx(r, s);
+		if (op == OP_OPEN)
+			return queue_open(r, s);
+		return queue_read(r, s);
+	}
+	if (op == OP_STATX)
+		return on_statx(r, s, res);
+	if (op == OP_OPEN) {
+		if (res < 0)
+			return slot_finish(r, s, res);
+		s->fd = res;
+		return queue_read(r, s);
+	}
+	on_read(r, s, res);
+}
+
+int pack_reader_next(struct pack_reader *r, struct pack_read *out, char *err, size_t errlen)
+{
+	if (r->next_deliver >= r->n)
+		return 0;
+	struct slot *want = &r->slots[r->next_deliver % r->depth];
+	for (;;) {
+		fill(r);
+		if (want->state == SLOT_DONE && want->index == r->next_deliver)
+			break;
+		if (want->state == SLOT_HELD || (want->state == SLOT_FREE && r->inflight == 0))
+			return status_fail(err, errlen, -EDEADLK,
+					   "file reader: all %u slots are held by the caller", r->depth);
+		int rc = io_uring_submit_and_wait(&r->ring, 1);
+		if (rc < 0 && rc != -EINTR)
+			return status_fail(err, errlen, rc, "io_uring submit: %s", strerror(-rc));
+		/* Reap everything that is ready, then loop to refill and check. */
+		struct io_uring_cqe *cqe;
+		while (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
+			uint64_t data = io_uring_cqe_get_data64(cqe);
+			int res = cqe->res;
+			io_uring_cqe_seen(&r->ring, cqe);
+			on_cqe(r, data, res);
+		}
+	}
+	want->state = SLOT_HELD;
+	out->index = want->index;
+	out->path = r->paths[want->index];
+	out->error = want->error;
+	out->data = want->error ? NULL : want->buf;
+	out->len = want->error ? 0 : want->size;
+	out->slot = (unsigned)(want - r->slots);
+	r->next_deliver++;
+	return 1;
+}
+
+const char *pack_read_strerror(int error)
+{
+	if (error == -EINVAL)
+		return "not a regular file";
+	if (error == -EFBIG)
+		return "larger than the size limit";
+	return strerror(-error);
+}
+
+void pack_reader_release(struct pack_reader *r, struct pack_read *rd)
+{
+	if (rd->slot < r->depth && r->slots[rd->slot].state == SLOT_HELD)
+		r->slots[rd->slot].state = SLOT_FREE;
+	rd->data = NULL;
+}
+
+void pack_reader_close(struct pack_reader *r)
+{
+	if (!r)
+		return;
+	/* Let operations in flight land before their buffers go away; files
+	 * they open are closed below, no new ones are started. */
+	while (r->inflight > 0) {
+		struct io_uring_cqe *cqe;
+		if (io_uring_submit_and_wait(&r->ring, 1) < 0 && io_uring_peek_cqe(&r->ring, &cqe) != 0)
+			break;
+		while (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
+			uint64_t data = io_uring_cqe_get_data64(cqe);
+			struct slot *s = &r->slots[data >> OP_BITS];
+			if ((data & ((1u << OP_BITS) - 1)) == OP_OPEN && cqe->res >= 0)
+				s->fd = cqe->res;
+			io_uring_cqe_seen(&r->ring, cqe);
+			r->inflight--;
+		}
+	}
+	io_uring_queue_exit(&r->ring);
+	for (unsigned i = 0; i < r->depth; i++) {
+		if (r->slots[i].fd >= 0)
+			close(r->slots[i].fd);
+		free(r->slots[i].buf);
+	}
+	free(r->slots);
+	free(r);
+}
+

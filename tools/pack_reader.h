@@ -1,0 +1,59 @@
+/* pack_reader.h — read many files at once through io_uring and hand them
+ * back whole, in index order.
+ *
+ * The pack subcommands read their sources through one reader: it keeps up
+ * to depth files in flight (statx, open, read, close, all io_uring
+ * operations) while the caller CRCs, decodes and writes earlier ones, and
+ * hands files back strictly in index order, which is the order
+ * dsstore_writer_put_sample (MDB_APPEND) needs. A file that cannot be read
+ * is reported in its own pack_read, never as a failure of the reader. */
+#ifndef FEEDER_PACK_READER_H
+#define FEEDER_PACK_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One file handed back by pack_reader_next. data/len are the whole file
+ * (len bytes, data valid until pack_reader_release); error is 0 or a negative
+ * errno for this file alone (open, stat or read failed; -EISDIR a directory,
+ * -EINVAL not a regular file, -EFBIG larger than max_file), in which case
+ * data is NULL. pack_read_strerror words it for a warning. */
+struct pack_read {
+	size_t index;     /* position in the paths array */
+	const char *path; /* paths[index] */
+	uint8_t *data;
+	size_t len;
+	int error;
+	unsigned slot;    /* internal */
+};
+
+struct pack_reader;
+
+/* Open a reader over n paths (borrowed, must outlive the reader), relative
+ * to directory fd dirfd (AT_FDCWD for plain paths). depth is the number of
+ * files in flight (0 = 64; at least 32 is used). Files larger than max_file
+ * bytes (0 = DSFORMAT_MAX_PAYLOAD) are reported with -EFBIG. Each slot keeps
+ * its buffer between files, so after warm-up no allocation happens. */
+int pack_reader_open(int dirfd, const char *const *paths, size_t n, unsigned depth,
+		     size_t max_file, struct pack_reader **out, char *err, size_t errlen);
+
+/* Wait for the next file in index order. Returns 1 and fills *out, 0 when all
+ * n files have been handed out, or a negative code if io_uring itself failed
+ * (per-file failures are in out->error, not here). The caller may hold
+ * several pack_reads at once, up to the reader's depth; a reader with all
+ * its slots held returns -EDEADLK instead of waiting forever. */
+int pack_reader_next(struct pack_reader *r, struct pack_read *out, char *err, size_t errlen);
+
+/* "not a regular file" for -EINVAL, "larger than the size limit" for
+ * -EFBIG, strerror otherwise. */
+const char *pack_read_strerror(int error);
+
+/* Give back the slot of a pack_read; its data pointer becomes invalid. */
+void pack_reader_release(struct pack_reader *r, struct pack_read *rd);
+
+/* Number of slots (files that can be in flight or held at once). */
+unsigned pack_reader_depth(const struct pack_reader *r);
+
+void pack_reader_close(struct pack_reader *r);
+
+#endif

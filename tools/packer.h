@@ -1,0 +1,34 @@
+/* packer.h — packer's subcommands and the conventions they share.
+ *
+ * packer.c parses the global options and dispatches:
+ *
+ *   pack images           pack_images_main (pack_images.c)
+ *   pack audio            pack_audio_main (pack_audio.c; pack_audio_none.c
+ *                         when the build has no FFTW)
+ *   inspect, verify, cat  packer_read.h
+ *
+ * Every pack builds a dataset the same way, from modules with one job each:
+ * the sources and their labels (pack_src.h), a temporary destination renamed
+ * into place at the end (pack_dest.h), files read by io_uring in index
+ * order (pack_reader.h), the LMDB writer (proto/dsstore.h), one-line
+ * messages (pack_msg.h), a progress line (pack_progress.h) and the command
+ * line's helpers (pack_args.h).
+ *
+ * Conventions: a subcommand exits 0 on success, 1 on a runtime failure, 2
+ * (PACK_EXIT_USAGE) on bad usage or bad input (empty source, existing DEST
+ * without --force, a bad list line); its messages go to stderr as one line
+ * starting "packer: ". The modules below the subcommands return 0 or a
+ * negative errno / FEEDER_E* code and fill err; none of them exits. */
+#ifndef FEEDER_PACKER_H
+#define FEEDER_PACKER_H
+
+#define PACK_EXIT_OK 0
+#define PACK_EXIT_FAIL 1
+#define PACK_EXIT_USAGE 2
+
+/* Subcommand entry points; argv[0] is the kind word ("images", "audio"),
+ * options and operands follow. They return the process exit status. */
+int pack_images_main(int argc, char **argv);
+int pack_audio_main(int argc, char **argv);
+
+#endif
