@@ -75,12 +75,23 @@ static uint32_t crc32c_hw(uint32_t crc, const void *buf, size_t len)
 }
 #endif
 
+#if defined(__x86_64__)
+/* Probed once per process: pthread_once orders the write before every
+ * reader, where a lazily set static would be a data race between threads
+ * (packer's workers and feederd's all CRC at once). */
+static int have_hw;
+static pthread_once_t hw_once = PTHREAD_ONCE_INIT;
+
+static void hw_probe(void)
+{
+	have_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+}
+#endif
+
 uint32_t crc32c(uint32_t crc, const void *p, size_t len)
 {
 #if defined(__x86_64__)
-	static int have_hw = -1;
-	if (have_hw < 0)
-		have_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+	pthread_once(&hw_once, hw_probe);
 	if (have_hw)
 		return crc32c_hw(crc, p, len);
 #endif

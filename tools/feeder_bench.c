@@ -22,6 +22,7 @@
 #include "sockmsg.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -30,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <turbojpeg.h>
 #include <unistd.h>
@@ -275,35 +277,66 @@ int main(int argc, char **argv)
 {
 	struct bench_opts o = { .batch = 32, .size = 224, .slots = 4, .streams = 1, .batches = 100,
 				.dtype = FEEDER_DTYPE_F32, .layout = FEEDER_LAYOUT_NCHW, .train = 1 };
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+	enum { OPT_DATASET = 256, OPT_SOCKET, OPT_CONFIG, OPT_DATASETS, OPT_DTYPE, OPT_LAYOUT,
+	       OPT_BATCH, OPT_SIZE, OPT_SLOTS, OPT_STREAMS, OPT_BATCHES, OPT_SEED, OPT_PLACEMENT,
+	       OPT_HOLD, OPT_WORKERS, OPT_JSON, OPT_EVAL, OPT_DEVICE, OPT_VERSION };
+	static const struct option longopts[] = {
+		{ "dataset", required_argument, NULL, OPT_DATASET },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "config", required_argument, NULL, OPT_CONFIG },
+		{ "datasets", required_argument, NULL, OPT_DATASETS },
+		{ "dtype", required_argument, NULL, OPT_DTYPE },
+		{ "layout", required_argument, NULL, OPT_LAYOUT },
+		{ "batch", required_argument, NULL, OPT_BATCH },
+		{ "size", required_argument, NULL, OPT_SIZE },
+		{ "slots", required_argument, NULL, OPT_SLOTS },
+		{ "streams", required_argument, NULL, OPT_STREAMS },
+		{ "batches", required_argument, NULL, OPT_BATCHES },
+		{ "seed", required_argument, NULL, OPT_SEED },
+		{ "placement", required_argument, NULL, OPT_PLACEMENT },
+		{ "hold-us", required_argument, NULL, OPT_HOLD },
+		{ "workers", required_argument, NULL, OPT_WORKERS },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "eval", no_argument, NULL, OPT_EVAL },
+		{ "device-batches", no_argument, NULL, OPT_DEVICE },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		const char *a = argv[optind - 1], *v = optarg;
 		uint64_t x;
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+		switch (c) {
+		case 'h':
 			fputs(usage_text, stdout);
 			return 0;
-		} else if (strcmp(a, "--version") == 0) {
+		case OPT_VERSION:
 			printf("feeder-bench %s\n", FEEDER_VERSION);
 			return 0;
-		} else if (strcmp(a, "--json") == 0) {
+		case OPT_JSON:
 			o.json = 1;
-		} else if (strcmp(a, "--eval") == 0) {
+			break;
+		case OPT_EVAL:
 			o.train = 0;
-		} else if (strcmp(a, "--device-batches") == 0) {
+			break;
+		case OPT_DEVICE:
 			o.device_batches = 1;
-		} else if (!v) {
-			fprintf(stderr, "feeder-bench: unknown option or missing value: '%s' (try --help)\n", a);
-			return 2;
-		} else if (strcmp(a, "--dataset") == 0) {
-			o.dataset = argv[++i];
-		} else if (strcmp(a, "--socket") == 0) {
-			o.socket = argv[++i];
-		} else if (strcmp(a, "--config") == 0) {
-			o.config = argv[++i];
-		} else if (strcmp(a, "--datasets") == 0) {
-			o.datasets = argv[++i];
-		} else if (strcmp(a, "--dtype") == 0) {
-			i++;
+			break;
+		case OPT_DATASET:
+			o.dataset = v;
+			break;
+		case OPT_SOCKET:
+			o.socket = v;
+			break;
+		case OPT_CONFIG:
+			o.config = v;
+			break;
+		case OPT_DATASETS:
+			o.datasets = v;
+			break;
+		case OPT_DTYPE:
 			if (strcmp(v, "u8") == 0)
 				o.dtype = FEEDER_DTYPE_U8;
 			else if (strcmp(v, "f16") == 0)
@@ -314,8 +347,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "feeder-bench: --dtype: '%s' is not u8, f16 or f32\n", v);
 				return 2;
 			}
-		} else if (strcmp(a, "--layout") == 0) {
-			i++;
+			break;
+		case OPT_LAYOUT:
 			if (strcasecmp(v, "nchw") == 0)
 				o.layout = FEEDER_LAYOUT_NCHW;
 			else if (strcasecmp(v, "nhwc") == 0)
@@ -324,30 +357,36 @@ int main(int argc, char **argv)
 				fprintf(stderr, "feeder-bench: --layout: '%s' is not nchw or nhwc\n", v);
 				return 2;
 			}
-		} else if (strcmp(a, "--batch") == 0) {
-			if (parse_u64(a, argv[++i], 1, PROTO_MAX_BATCH, &x))
+			break;
+		case OPT_BATCH:
+			if (parse_u64("--batch", v, 1, PROTO_MAX_BATCH, &x))
 				return 2;
 			o.batch = (uint32_t)x;
-		} else if (strcmp(a, "--size") == 0) {
-			if (parse_u64(a, argv[++i], 1, PROTO_MAX_SIDE, &x))
+			break;
+		case OPT_SIZE:
+			if (parse_u64("--size", v, 1, PROTO_MAX_SIDE, &x))
 				return 2;
 			o.size = (uint32_t)x;
-		} else if (strcmp(a, "--slots") == 0) {
-			if (parse_u64(a, argv[++i], 1, PROTO_MAX_SLOTS, &x))
+			break;
+		case OPT_SLOTS:
+			if (parse_u64("--slots", v, 1, PROTO_MAX_SLOTS, &x))
 				return 2;
 			o.slots = (uint32_t)x;
-		} else if (strcmp(a, "--streams") == 0) {
-			if (parse_u64(a, argv[++i], 1, 256, &x))
+			break;
+		case OPT_STREAMS:
+			if (parse_u64("--streams", v, 1, 256, &x))
 				return 2;
 			o.streams = (uint32_t)x;
-		} else if (strcmp(a, "--batches") == 0) {
-			if (parse_u64(a, argv[++i], 1, 10000000, &o.batches))
+			break;
+		case OPT_BATCHES:
+			if (parse_u64("--batches", v, 1, 10000000, &o.batches))
 				return 2;
-		} else if (strcmp(a, "--seed") == 0) {
-			if (parse_u64(a, argv[++i], 0, UINT64_MAX, &o.seed))
+			break;
+		case OPT_SEED:
+			if (parse_u64("--seed", v, 0, UINT64_MAX, &o.seed))
 				return 2;
-		} else if (strcmp(a, "--placement") == 0) {
-			i++;
+			break;
+		case OPT_PLACEMENT:
 			if (strcmp(v, "cpu") == 0)
 				o.placement = FEEDER_PLACEMENT_CPU;
 			else if (strcmp(v, "gpu") == 0)
@@ -358,18 +397,31 @@ int main(int argc, char **argv)
 				fprintf(stderr, "feeder-bench: --placement: '%s' is not cpu, gpu or auto\n", v);
 				return 2;
 			}
-		} else if (strcmp(a, "--hold-us") == 0) {
-			if (parse_u64(a, argv[++i], 0, 10000000, &x))
+			break;
+		case OPT_HOLD:
+			if (parse_u64("--hold-us", v, 0, 10000000, &x))
 				return 2;
 			o.hold_us = (unsigned)x;
-		} else if (strcmp(a, "--workers") == 0) {
-			if (parse_u64(a, argv[++i], 1, 1024, &x))
+			break;
+		case OPT_WORKERS:
+			if (parse_u64("--workers", v, 1, 1024, &x))
 				return 2;
 			o.workers = (unsigned)x;
-		} else {
-			fprintf(stderr, "feeder-bench: unknown option '%s' (try --help)\n", a);
+			break;
+		case ':':
+			fprintf(stderr, "feeder-bench: option '%s' needs a value (try --help)\n", a);
+			return 2;
+		default:
+			if (optopt && strncmp(a, "--", 2) != 0)
+				fprintf(stderr, "feeder-bench: unknown option '-%c' (try --help)\n", optopt);
+			else
+				fprintf(stderr, "feeder-bench: unknown option '%s' (try --help)\n", a);
 			return 2;
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "feeder-bench: unexpected argument '%s' (try --help)\n", argv[optind]);
+		return 2;
 	}
 	if (!o.dataset) {
 		fprintf(stderr, "feeder-bench: --dataset NAME is required (try --help)\n");
