@@ -4,14 +4,14 @@
  * SRC holds one folder per speaker; the speakers, sorted by folder name
  * (bytewise), are the classes 0..S-1 and their names the label table. The
  * *.wav files (case-insensitive suffix) anywhere under a speaker folder are
- * its utterances, walked depth first in sorted order like `pack images`
- * walks a class (VoxCeleb is laid out speaker/video/utterance.wav); the
- * "names" database records the path below SRC, "speaker/file.wav". Folders
- * without a .wav file are not classes, .wav files directly in SRC belong to
- * no speaker: both are reported and ignored (other files beside the speaker
- * folders, such as gen-speech's speakers.tsv, silently). A speaker all of whose files are
- * skipped stays a class (labels are fixed before any file is read) with no
- * samples; `packer inspect` shows it in the histogram.
+ * its utterances, walked by the same walker as `pack images` (pack_src.h;
+ * VoxCeleb is laid out speaker/video/utterance.wav); the "names" database
+ * records the path below SRC, "speaker/file.wav". Folders without a .wav
+ * file are not classes, .wav files directly in SRC belong to no speaker:
+ * both are reported and ignored (other files beside the speaker folders,
+ * such as gen-speech's speakers.tsv, silently). A speaker all of whose
+ * files are skipped stays a class (labels are fixed before any file is
+ * read) with no samples; `packer inspect` shows it in the histogram.
  *
  * packer.c dispatches here. Files come from pack_reader's io_uring reads in
  * index order; a batch of up to half the reader's depth is held (the other
@@ -34,6 +34,7 @@
 #include "pack_msg.h"
 #include "pack_progress.h"
 #include "pack_reader.h"
+#include "pack_src.h"
 
 #include "crc32c.h"
 #include "dsstore.h"
@@ -44,7 +45,6 @@
 
 #include "bytes.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -64,16 +64,7 @@ struct audio_opts {
 	struct fbank_opts fb;
 	uint32_t dtype;
 	unsigned threads;
-	int force, strict, verbose;
-};
-
-/* The utterances of SRC in index order. */
-struct audio_src {
-	char **paths;       /* "speaker/file.wav", relative to SRC */
-	uint32_t *labels;
-	size_t n, cap;
-	char **speakers;    /* class id -> folder name */
-	uint32_t nspk;
+	int force, strict, verbose, follow_links;
 };
 
 /* One utterance in flight: its file, then its payload or why it has none. */
@@ -113,6 +104,7 @@ static const char audio_usage[] =
 	"  --dtype f16|f32         stored element type (default f16)\n"
 	"  --threads N             feature worker threads (default: online CPUs)\n"
 	"  --strict                an unreadable or non-conforming file is fatal, not skipped\n"
+	"  --follow-links          follow symbolic links to folders (each folder is walked once)\n"
 	"  --force                 replace DEST if it exists\n"
 	"  -v, --verbose           progress lines even when stderr is not a terminal\n"
 	"  -h, --help              this text\n"
@@ -125,7 +117,7 @@ static const char audio_usage[] =
 static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *first_operand)
 {
 	enum { OPT_FEATURES = 256, OPT_BINS, OPT_CEPS, OPT_VAD, OPT_DTYPE, OPT_THREADS, OPT_FORCE,
-	       OPT_STRICT };
+	       OPT_STRICT, OPT_FOLLOW };
 	static const struct option longopts[] = {
 		{"features", required_argument, NULL, OPT_FEATURES},
 		{"bins", required_argument, NULL, OPT_BINS},
@@ -135,6 +127,7 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 		{"threads", required_argument, NULL, OPT_THREADS},
 		{"force", no_argument, NULL, OPT_FORCE},
 		{"strict", no_argument, NULL, OPT_STRICT},
+		{"follow-links", no_argument, NULL, OPT_FOLLOW},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -187,6 +180,9 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 		case OPT_STRICT:
 			o->strict = 1;
 			break;
+		case OPT_FOLLOW:
+			o->follow_links = 1;
+			break;
 		case 'v':
 			o->verbose = 1;
 			break;
@@ -222,169 +218,10 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 
 /* ---- the source tree ---- */
 
-static int audio_cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int audio_is_wav(const char *name)
 {
 	size_t n = strlen(name);
 	return n > 4 && strcasecmp(name + n - 4, ".wav") == 0;
-}
-
-static void audio_names_free(char **names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-}
-
-/* The sorted names in directory fd (closed here), hidden ones left out. */
-static int audio_list(int fd, char ***out, size_t *count)
-{
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? 2 * cap : 64;
-			char **nn = realloc(names, nc * sizeof(*nn));
-			if (!nn) {
-				rc = -ENOMEM;
-				break;
-			}
-			names = nn;
-			cap = nc;
-		}
-		if (!(names[n] = strdup(de->d_name))) {
-			rc = -ENOMEM;
-			break;
-		}
-		n++;
-	}
-	closedir(d);
-	if (rc < 0) {
-		audio_names_free(names, n);
-		return rc;
-	}
-	if (n)
-		qsort(names, n, sizeof(*names), audio_cmp_str);
-	*out = names;
-	*count = n;
-	return 0;
-}
-
-static void audio_src_free(struct audio_src *s)
-{
-	audio_names_free(s->paths, s->n);
-	audio_names_free(s->speakers, s->nspk);
-	free(s->labels);
-	memset(s, 0, sizeof(*s));
-}
-
-static int audio_add(struct audio_src *s, const char *path, uint32_t label)
-{
-	if (s->n == s->cap) {
-		size_t nc = s->cap ? 2 * s->cap : 256;
-		char **np = realloc(s->paths, nc * sizeof(*np));
-		if (!np)
-			return -ENOMEM;
-		s->paths = np;
-		uint32_t *nl = realloc(s->labels, nc * sizeof(*nl));
-		if (!nl)
-			return -ENOMEM;
-		s->labels = nl;
-		s->cap = nc;
-	}
-	if (!(s->paths[s->n] = strdup(path)))
-		return -ENOMEM;
-	s->labels[s->n++] = label;
-	return 0;
-}
-
-/* Add the .wav files under rel (a speaker folder or one inside it, relative
- * to srcfd), depth first in sorted order, as `pack images` walks a class.
- * Symlinks are followed (trees of links into a corpus are common); depth
- * bounds a link loop. Files that are not .wav (transcripts, lists) are not
- * utterances and are passed over. */
-static int audio_walk(const char *src, int srcfd, const char *rel, uint32_t label,
-		      struct audio_src *s, char *err, size_t errlen, int depth)
-{
-	if (depth > 64)
-		return status_fail(err, errlen, -ELOOP, "%s/%s: folders nested too deep", src, rel);
-	char **names = NULL;
-	size_t n = 0;
-	int fd = openat(srcfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc = fd < 0 ? -errno : audio_list(fd, &names, &n);
-	if (rc < 0)
-		return status_fail(err, errlen, rc, "%s/%s: cannot list: %s", src, rel, strerror(-rc));
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		char path[PATH_MAX];
-		if (snprintf(path, sizeof(path), "%s/%s", rel, names[i]) >= (int)sizeof(path)) {
-			rc = status_fail(err, errlen, -ENAMETOOLONG, "%s/%s/%s: path too long", src, rel,
-					 names[i]);
-			break;
-		}
-		struct stat st;
-		if (fstatat(srcfd, path, &st, 0) != 0)
-			continue; /* a dangling link is no utterance */
-		if (S_ISDIR(st.st_mode))
-			rc = audio_walk(src, srcfd, path, label, s, err, errlen, depth + 1);
-		else if (S_ISREG(st.st_mode) && audio_is_wav(names[i]) &&
-			 (rc = audio_add(s, path, label)) < 0)
-			status_fail(err, errlen, rc, "out of memory listing %s", src);
-	}
-	audio_names_free(names, n);
-	return rc;
-}
-
-/* Fill *s from the tree at srcfd. Returns 0 or a negative errno with err. */
-static int audio_scan(const char *src, int srcfd, struct audio_src *s, char *err, size_t errlen)
-{
-	char **names = NULL;
-	size_t n = 0, stray = 0;
-	memset(s, 0, sizeof(*s));
-	int fd = dup(srcfd);
-	int rc = fd < 0 ? -errno : audio_list(fd, &names, &n);
-	if (rc < 0)
-		return status_fail(err, errlen, rc, "%s: cannot list: %s", src, strerror(-rc));
-	s->speakers = calloc(n ? n : 1, sizeof(*s->speakers));
-	if (!s->speakers)
-		rc = status_fail(err, errlen, -ENOMEM, "out of memory listing %s", src);
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		struct stat st;
-		if (fstatat(srcfd, names[i], &st, 0) != 0 || !S_ISDIR(st.st_mode)) {
-			/* Metadata beside the speakers (a speakers.tsv) is expected;
-			 * an utterance there is a mistake worth a word. */
-			stray += audio_is_wav(names[i]);
-			continue;
-		}
-		size_t before = s->n;
-		rc = audio_walk(src, srcfd, names[i], s->nspk, s, err, errlen, 0);
-		if (rc == 0 && s->n == before) {
-			pack_warn("%s/%s: no .wav files, not a speaker", src, names[i]);
-		} else if (rc == 0) {
-			s->speakers[s->nspk++] = names[i];
-			names[i] = NULL;
-		}
-	}
-	if (stray)
-		pack_warn("%s: %zu .wav file%s directly in SRC, not in a speaker folder, ignored", src,
-			  stray, stray == 1 ? "" : "s");
-	audio_names_free(names, n);
-	if (rc < 0)
-		audio_src_free(s);
-	return rc;
 }
 
 /* ---- features of one utterance ---- */
@@ -473,7 +310,7 @@ static void audio_run_batch(struct audio_batch *b, struct audio_worker *w, unsig
 struct audio_pack {
 	const char *src, *dest;
 	struct audio_opts o;
-	struct audio_src s;
+	struct pack_src s;
 	int srcfd;
 	struct pack_dest pd;
 	struct dsstore_writer *w;
@@ -610,14 +447,14 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 		.version = DSFORMAT_VERSION,
 		.kind = DSFORMAT_KIND_FEATURES,
 		.samples = p->packed,
-		.classes = p->s.nspk,
+		.classes = p->s.nclasses,
 		.feat_dim = p->dim,
 		.dtype = p->o.dtype,
 	};
 	snprintf(h.packer_version, sizeof(h.packer_version), "%s", FEEDER_VERSION);
 	audio_options_string(p, h.options, sizeof(h.options));
-	for (uint32_t c = 0; c < p->s.nspk; c++)
-		if (dsstore_writer_put_label(p->w, c, p->s.speakers[c], err, errlen) < 0) {
+	for (uint32_t c = 0; c < p->s.nclasses; c++)
+		if (dsstore_writer_put_label(p->w, c, p->s.classes[c], err, errlen) < 0) {
 			pack_error("pack audio: %s: %s", p->dest, err);
 			return PACK_EXIT_FAIL;
 		}
@@ -634,7 +471,7 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 	if (p->skipped || p->empty || p->o.verbose)
 		fprintf(stderr, "packer: %s: %llu utterances of %u speakers, %u x %s features"
 			" (%llu unreadable or bad files skipped, %llu without frames)\n",
-			p->dest, (unsigned long long)p->packed, p->s.nspk, p->dim,
+			p->dest, (unsigned long long)p->packed, p->s.nclasses, p->dim,
 			dsformat_dtype_name(p->o.dtype), (unsigned long long)p->skipped,
 			(unsigned long long)p->empty);
 	return 0;
@@ -678,7 +515,9 @@ int pack_audio_main(int argc, char **argv)
 		status = PACK_EXIT_USAGE;
 		goto out;
 	}
-	rc = audio_scan(p.src, p.srcfd, &p.s, err, sizeof(err));
+	struct pack_tree_rules rules = { .class_noun = "speaker", .sample_noun = ".wav files",
+					 .is_sample = audio_is_wav, .follow_links = p.o.follow_links };
+	rc = pack_src_scan_tree(p.srcfd, p.src, &rules, &p.s, err, sizeof(err));
 	if (rc < 0) {
 		pack_error("pack audio: %s", err);
 		status = rc == -ENOMEM ? PACK_EXIT_FAIL : PACK_EXIT_USAGE;
@@ -712,7 +551,7 @@ out:
 	for (unsigned t = 0; p.workers && t < p.o.threads; t++)
 		fbank_destroy(p.workers[t].fb);
 	free(p.workers);
-	audio_src_free(&p.s);
+	pack_src_free(&p.s);
 	if (p.srcfd >= 0)
 		close(p.srcfd);
 	return status;

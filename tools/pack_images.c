@@ -1,21 +1,17 @@
 /* pack_images.c — `packer pack images`: JPEG files into a dataset.
  *
- * Sources:
- *   SRC DEST             ImageFolder: each sub-folder of SRC is a class; class
- *                        ids follow the sorted (strcmp) folder names, which
- *                        form the label table; files (searched recursively
- *                        inside each class folder) are packed in (class,
- *                        relative path) order, so packing is deterministic.
- *                        Names starting with '.' are ignored, as are plain
- *                        files directly in SRC (with a warning).
+ * Sources (pack_src.h):
+ *   SRC DEST             ImageFolder: each sub-folder of SRC is a class, ids
+ *                        in sorted (strcmp) folder-name order, the names the
+ *                        label table; every file below a class folder, in
+ *                        (class, relative path) order, so packing is
+ *                        deterministic; an empty class folder is still a
+ *                        class. Links to folders are followed only with
+ *                        --follow-links, and then each folder once.
  *   --list FILE [SRC] DEST
  *                        one sample per line, "path<TAB>label[<TAB>name]",
  *                        in list order. Paths are relative to SRC, or to the
- *                        list file's folder when SRC is omitted. Labels are
- *                        integers; classes = max label + 1; a class's name is
- *                        the optional third column (the same on every line
- *                        that gives one) or else its decimal id. Blank lines
- *                        and lines starting with '#' are skipped; CRLF is ok.
+ *                        list file's folder when SRC is omitted.
  * The "names" database holds each sample's relative path.
  *
  * Data path: pack_reader keeps many io_uring reads in flight; the main thread
@@ -30,6 +26,7 @@
 #include "pack_msg.h"
 #include "pack_progress.h"
 #include "pack_reader.h"
+#include "pack_src.h"
 
 #include "crc32c.h"
 #include "dsstore.h"
@@ -49,282 +46,6 @@
 #include <unistd.h>
 
 #define COMMIT_BYTES ((uint64_t)256 << 20)
-#define MAX_CLASSES (1u << 24)
-
-struct srclist {
-	char **paths;     /* relative to dirfd */
-	uint32_t *labels;
-	size_t n, cap;
-	char **classes;   /* label table */
-	uint32_t nclasses;
-};
-
-static void srclist_free(struct srclist *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->paths[i]);
-	free(l->paths);
-	free(l->labels);
-	for (uint32_t i = 0; i < l->nclasses; i++)
-		free(l->classes[i]);
-	free(l->classes);
-	memset(l, 0, sizeof(*l));
-}
-
-static int srclist_add(struct srclist *l, const char *path, uint32_t label)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 1024;
-		char **p = realloc(l->paths, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		l->paths = p;
-		uint32_t *lb = realloc(l->labels, cap * sizeof(*lb));
-		if (!lb)
-			return -ENOMEM;
-		l->labels = lb;
-		l->cap = cap;
-	}
-	if (!(l->paths[l->n] = strdup(path)))
-		return -ENOMEM;
-	l->labels[l->n++] = label;
-	return 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* ---- ImageFolder ---- */
-
-/* Names with a one-byte type prefix (see walk_class), sorted by name. */
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a + 1, *(char *const *)b + 1);
-}
-
-/* Append every file under dirfd/rel (recursively) with label, in sorted
- * order at each level. */
-static int walk_class(int dirfd, const char *rel, uint32_t label, struct srclist *l,
-		      char *err, size_t errlen, int depth)
-{
-	if (depth > 64)
-		return status_fail(err, errlen, -ELOOP, "%s: folders nested too deep", rel);
-	int fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return status_fail(err, errlen, -errno, "%s: %s", rel, strerror(errno));
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return status_fail(err, errlen, -errno, "%s: %s", rel, strerror(errno));
-	}
-	/* Each name carries its d_type in a leading byte, so that plain files
-	 * (the usual case) need no stat. */
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			char **nn = realloc(names, cap * sizeof(*nn));
-			if (!nn) {
-				rc = -ENOMEM;
-				break;
-			}
-			names = nn;
-		}
-		size_t len = strlen(e->d_name);
-		if (!(names[n] = malloc(len + 2))) {
-			rc = -ENOMEM;
-			break;
-		}
-		names[n][0] = (char)(e->d_type == DT_REG ? 'f' : '?');
-		memcpy(names[n] + 1, e->d_name, len + 1);
-		n++;
-	}
-	if (n)
-		qsort(names, n, sizeof(*names), cmp_name);
-	for (size_t i = 0; i < n && !rc; i++) {
-		char path[PATH_MAX];
-		if (snprintf(path, sizeof(path), "%s/%s", rel, names[i] + 1) >= (int)sizeof(path)) {
-			rc = status_fail(err, errlen, -ENAMETOOLONG, "%s/%s: path too long", rel, names[i] + 1);
-			break;
-		}
-		struct stat st;
-		/* Follow symlinks: trees of links into a cache are common. */
-		if (names[i][0] != 'f' && fstatat(dirfd, path, &st, 0) == 0 && S_ISDIR(st.st_mode))
-			rc = walk_class(dirfd, path, label, l, err, errlen, depth + 1);
-		else
-			rc = srclist_add(l, path, label); /* unreadable ones fail at read */
-	}
-	if (rc == -ENOMEM)
-		status_fail(err, errlen, rc, "out of memory listing %s", rel);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(d);
-	return rc;
-}
-
-static int scan_folder(int dirfd, const char *src, struct srclist *l, char *err, size_t errlen)
-{
-	int fd = dup(dirfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return status_fail(err, errlen, -errno, "%s: %s", src, strerror(errno));
-	}
-	size_t cap = 0;
-	int rc = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		struct stat st;
-		if (fstatat(dirfd, e->d_name, &st, 0) != 0 || !S_ISDIR(st.st_mode)) {
-			pack_warn("%s/%s: not in a class folder, ignored", src, e->d_name);
-			continue;
-		}
-		if (l->nclasses == cap) {
-			cap = cap ? cap * 2 : 64;
-			char **nc = realloc(l->classes, cap * sizeof(*nc));
-			if (!nc) {
-				rc = -ENOMEM;
-				break;
-			}
-			l->classes = nc;
-		}
-		if (!(l->classes[l->nclasses] = strdup(e->d_name))) {
-			rc = -ENOMEM;
-			break;
-		}
-		l->nclasses++;
-	}
-	closedir(d);
-	if (rc)
-		return status_fail(err, errlen, rc, "out of memory listing %s", src);
-	if (l->nclasses == 0)
-		return status_fail(err, errlen, FEEDER_EINVAL, "%s: no class folders (expected SRC/<class>/<image>)", src);
-	qsort(l->classes, l->nclasses, sizeof(*l->classes), cmp_str);
-	for (uint32_t c = 0; c < l->nclasses; c++)
-		if ((rc = walk_class(dirfd, l->classes[c], c, l, err, errlen, 0)))
-			return rc;
-	if (l->n == 0)
-		return status_fail(err, errlen, FEEDER_EINVAL, "%s: no files in its %u class folders", src,
-				   l->nclasses);
-	return 0;
-}
-
-/* ---- --list ---- */
-
-static int scan_list(const char *file, struct srclist *l, char *err, size_t errlen)
-{
-	FILE *f = fopen(file, "r");
-	if (!f)
-		return status_fail(err, errlen, -errno, "%s: %s", file, strerror(errno));
-	char *line = NULL, **names = NULL;
-	size_t lcap = 0, ncap = 0;
-	ssize_t len;
-	unsigned long lineno = 0;
-	int64_t maxlabel = -1;
-	int rc = 0;
-	while ((len = getline(&line, &lcap, f)) >= 0) {
-		lineno++;
-		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-			line[--len] = 0;
-		if (len == 0 || line[0] == '#')
-			continue;
-		if ((size_t)len != strlen(line)) {
-			rc = status_fail(err, errlen, FEEDER_EINVAL, "%s:%lu: line contains a NUL byte", file, lineno);
-			break;
-		}
-		char *tab = strchr(line, '\t');
-		if (!tab) {
-			rc = status_fail(err, errlen, FEEDER_EINVAL,
-					 "%s:%lu: expected 'path<TAB>label', found no tab", file, lineno);
-			break;
-		}
-		*tab = 0;
-		char *lab = tab + 1, *name = strchr(lab, '\t');
-		if (name)
-			*name++ = 0;
-		if (line[0] == 0) {
-			rc = status_fail(err, errlen, FEEDER_EINVAL, "%s:%lu: empty path", file, lineno);
-			break;
-		}
-		unsigned long long v;
-		if (pack_parse_uint(lab, 0, MAX_CLASSES - 1, &v) != 0) {
-			rc = status_fail(err, errlen, FEEDER_EINVAL,
-					 "%s:%lu: label '%s' is not an integer in 0..%u", file, lineno, lab,
-					 MAX_CLASSES - 1);
-			break;
-		}
-		if (name && (!*name || strchr(name, '\t'))) {
-			rc = status_fail(err, errlen, FEEDER_EINVAL,
-					 "%s:%lu: class name column is empty or has a tab", file, lineno);
-			break;
-		}
-		if (name) {
-			if (v >= ncap) {
-				size_t nc = ncap ? ncap : 64;
-				while (nc <= v)
-					nc *= 2;
-				char **nn = realloc(names, nc * sizeof(*nn));
-				if (!nn) {
-					rc = -ENOMEM;
-					break;
-				}
-				memset(nn + ncap, 0, (nc - ncap) * sizeof(*nn));
-				names = nn;
-				ncap = nc;
-			}
-			if (names[v] && strcmp(names[v], name) != 0) {
-				rc = status_fail(err, errlen, FEEDER_EINVAL,
-						 "%s:%lu: label %llu named '%s', earlier '%s'", file, lineno, v,
-						 name, names[v]);
-				break;
-			}
-			if (!names[v] && !(names[v] = strdup(name))) {
-				rc = -ENOMEM;
-				break;
-			}
-		}
-		if ((int64_t)v > maxlabel)
-			maxlabel = (int64_t)v;
-		if ((rc = srclist_add(l, line, (uint32_t)v)))
-			break;
-	}
-	if (!rc && ferror(f))
-		rc = status_fail(err, errlen, -EIO, "%s: read error", file);
-	fclose(f);
-	free(line);
-	if (rc == -ENOMEM)
-		status_fail(err, errlen, rc, "out of memory reading %s", file);
-	if (!rc && l->n == 0)
-		rc = status_fail(err, errlen, FEEDER_EINVAL, "%s: the list has no entries", file);
-	if (!rc) {
-		l->nclasses = (uint32_t)(maxlabel + 1);
-		l->classes = calloc(l->nclasses, sizeof(char *));
-		if (!l->classes)
-			rc = status_fail(err, errlen, -ENOMEM, "out of memory");
-		for (uint32_t c = 0; !rc && c < l->nclasses; c++) {
-			char num[16];
-			snprintf(num, sizeof(num), "%u", c);
-			l->classes[c] = strdup(c < ncap && names[c] ? names[c] : num);
-			if (!l->classes[c])
-				rc = status_fail(err, errlen, -ENOMEM, "out of memory");
-		}
-	}
-	for (size_t i = 0; i < ncap; i++)
-		free(names[i]);
-	free(names);
-	return rc;
-}
 
 /* ---- writing ---- */
 
@@ -386,7 +107,7 @@ static int put_one(struct packer *pk, const uint8_t *data, size_t len, uint32_t 
 	return 0;
 }
 
-static int pack_plain(struct packer *pk, struct pack_reader *rd, const struct srclist *l,
+static int pack_plain(struct packer *pk, struct pack_reader *rd, const struct pack_src *l,
 		      char *err, size_t errlen)
 {
 	struct pack_read f;
@@ -457,7 +178,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static int write_job(struct packer *pk, struct job *j, const struct srclist *l, char *err, size_t errlen)
+static int write_job(struct packer *pk, struct job *j, const struct pack_src *l, char *err, size_t errlen)
 {
 	if (j->status < 0)
 		return bad_file(pk, j->f.path, j->why, err, errlen);
@@ -466,7 +187,7 @@ static int write_job(struct packer *pk, struct job *j, const struct srclist *l, 
 	return put_one(pk, j->res.data, j->res.len, l->labels[j->f.index], j->f.path, err, errlen);
 }
 
-static int pack_resized(struct packer *pk, struct pack_reader *rd, const struct srclist *l,
+static int pack_resized(struct packer *pk, struct pack_reader *rd, const struct pack_src *l,
 			unsigned threads, unsigned shorter, int quality, char *err, size_t errlen)
 {
 	struct pool p = { .cap = pack_reader_depth(rd) - 1, .shorter = shorter, .quality = quality };
@@ -556,8 +277,8 @@ static int pack_resized(struct packer *pk, struct pack_reader *rd, const struct 
 #define CMD "pack images"
 
 static const char usage_line[] =
-	"usage: packer pack images [--resize-shorter N --quality Q --threads N] [--strict] [--force] "
-	"[-v] (SRC | --list FILE [SRC]) DEST";
+	"usage: packer pack images [--resize-shorter N --quality Q --threads N] [--follow-links] "
+	"[--strict] [--force] [-v] (SRC | --list FILE [SRC]) DEST";
 
 int pack_images_main(int argc, char **argv)
 {
@@ -568,6 +289,7 @@ int pack_images_main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "depth", required_argument, NULL, 'd' },
 		{ "strict", no_argument, NULL, 's' },
+		{ "follow-links", no_argument, NULL, 'L' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -575,7 +297,7 @@ int pack_images_main(int argc, char **argv)
 	};
 	const char *list = NULL;
 	unsigned long long shorter = 0, quality = 90, threads = 0, depth = 64;
-	int strict = 0, force = 0, verbose = 0, c;
+	int strict = 0, force = 0, verbose = 0, follow_links = 0, c;
 	optind = 0;
 	while ((c = pack_getopt(CMD, argc, argv, "vh", opts)) != -1) {
 		switch (c) {
@@ -597,6 +319,7 @@ int pack_images_main(int argc, char **argv)
 				return pack_usage_error(CMD, "--depth '%s' is not an integer in 32..4096", optarg);
 			break;
 		case 's': strict = 1; break;
+		case 'L': follow_links = 1; break;
 		case 'f': force = 1; break;
 		case 'v': verbose = 1; break;
 		case 'h':
@@ -632,7 +355,7 @@ int pack_images_main(int argc, char **argv)
 
 	char err[1024];
 	int status = PACK_EXIT_FAIL, rc;
-	struct srclist l = { 0 };
+	struct pack_src l = { 0 };
 	struct pack_dest dst = { .data_fd = -1 };
 	struct pack_reader *rd = NULL;
 	struct packer pk = { .src = src, .strict = strict, .dst = &dst };
@@ -642,7 +365,16 @@ int pack_images_main(int argc, char **argv)
 		pack_error("pack images: %s: %s", src, strerror(errno));
 		return PACK_EXIT_USAGE;
 	}
-	rc = list ? scan_list(list, &l, err, sizeof(err)) : scan_folder(dirfd, src, &l, err, sizeof(err));
+	if (list) {
+		rc = pack_src_read_list(list, &l, err, sizeof(err));
+	} else {
+		struct pack_tree_rules rules = { .class_noun = "class", .sample_noun = "files",
+						 .keep_empty = 1, .follow_links = follow_links };
+		rc = pack_src_scan_tree(dirfd, src, &rules, &l, err, sizeof(err));
+		if (!rc && l.n == 0)
+			rc = status_fail(err, sizeof(err), FEEDER_EINVAL,
+					 "%s: no files in its %u class folders", src, l.nclasses);
+	}
 	if (rc) {
 		pack_error("pack images: %s", err);
 		status = rc == -ENOMEM ? PACK_EXIT_FAIL : PACK_EXIT_USAGE;
@@ -701,7 +433,7 @@ out:
 	if (pk.w)
 		dsstore_writer_abort(pk.w);
 	pack_dest_abort(&dst);
-	srclist_free(&l);
+	pack_src_free(&l);
 	close(dirfd);
 	return status;
 }

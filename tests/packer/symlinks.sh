@@ -1,0 +1,62 @@
+#!/bin/bash
+# symlinks.sh — links to folders in a source tree (issue 13.9). A link loop
+# (class_001/loop -> .), two links to '.' (an exponential walk if followed
+# blindly), a link into another class's folder, a class folder that is a
+# link to another class, and a link to a folder outside SRC:
+#   - by default no link to a folder is followed: the pack ends (under a
+#     timeout) with exactly the tree's real files, each link named in a
+#     warning;
+#   - with --follow-links each folder is walked once, recognised by
+#     (device, inode): the outside folder's files are packed once, the loops
+#     and second ways in are reported, no file (name or content) is packed
+#     twice, and labels stay those of the real class folders.
+source "$FEEDER_SOURCE/tests/packer/lib.sh"
+make_tree 12 "$T/src" 3 9
+make_tree 2 "$T/extra" 1 10
+ln -s . "$T/src/class_001/loop"
+ln -s . "$T/src/class_002/l1"
+ln -s . "$T/src/class_002/l2"
+ln -s ../class_001 "$T/src/class_000/into_001"
+ln -s class_000 "$T/src/class_003"
+ln -s "$T/extra/class_000" "$T/src/class_002/outside"
+
+# check DS NSAMPLES NCLASSES: names unique, contents unique (CRC), labels
+# those of the real class folder each name lies in.
+check() {
+	$PY "$HERE/dsread.py" "$1" >"$T/ds.json" || fail "dsread $1"
+	$PY - "$T/ds.json" "$2" "$3" <<'PYEOF' || fail "content of $1"
+import json, sys
+ds, n, k = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+names = [s["name"] for s in ds["samples"]]
+crcs = [s["crc"] for s in ds["samples"]]
+assert len(names) == n == ds["header"]["samples"], (len(names), n, names)
+assert len(set(names)) == n, "a name packed twice: %s" % names
+assert len(set(crcs)) == n, "a file packed twice under two names: %s" % names
+assert ds["labels"] == ["class_000", "class_001", "class_002"][:k], ds["labels"]
+for s in ds["samples"]:
+    assert ds["labels"][s["label"]] == s["name"].split("/")[0], s
+    assert s["name"].count("/") == (2 if "/outside/" in s["name"] else 1), s["name"]
+PYEOF
+}
+
+timeout 20 "$PACKER" pack images "$T/src" "$T/ds" >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc = 124 ] && fail "pack images followed the link loops (still running after 20 s)"
+[ $rc = 0 ] || { cat "$T/err" >&2; fail "pack images exited $rc"; }
+for l in class_001/loop class_002/l1 class_002/l2 class_000/into_001 class_003 class_002/outside; do
+	grep -q "src/$l: a link to a folder, not followed" "$T/err" || fail "no warning for $l: $(cat "$T/err")"
+done
+check "$T/ds" 12 3
+
+timeout 20 "$PACKER" pack images --follow-links "$T/src" "$T/ds2" >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc = 124 ] && fail "--follow-links walked the link loops (still running after 20 s)"
+[ $rc = 0 ] || { cat "$T/err" >&2; fail "pack images --follow-links exited $rc"; }
+grep -q "src/class_001/loop: the same folder as .*src/class_001, not walked again" "$T/err" ||
+	fail "loop not reported: $(cat "$T/err")"
+grep -q "src/class_000/into_001: the same folder as .*src/class_001, not walked again" "$T/err" ||
+	fail "link into another class not reported: $(cat "$T/err")"
+grep -q "src/class_003: the same folder as .*src/class_000, not a second class" "$T/err" ||
+	fail "class link not reported: $(cat "$T/err")"
+check "$T/ds2" 14 3
+echo "symlinks: ok"
