@@ -18,6 +18,7 @@
 #include "config.h"
 #include "dsstore.h"
 #include "feeder.h"
+#include "image_limit.h"
 #include "protocol.h"
 #include "sockmsg.h"
 
@@ -221,8 +222,9 @@ static int decode_ceiling(const char *dir, double *rate, unsigned *images, char 
 		if (dsstore_get_sample(t, index, &s, &payload, NULL, 0) != 0)
 			continue;
 		int w, hh, sub, cs;
-		if (tjDecompressHeader3(tj, payload, s.payload_len, &w, &hh, &sub, &cs) != 0)
-			continue;
+		if (tjDecompressHeader3(tj, payload, s.payload_len, &w, &hh, &sub, &cs) != 0 ||
+		    image_limit_check((uint64_t)w, (uint64_t)hh, NULL, 0) != 0)
+			continue; /* feederd would not decode it either */
 		size_t need = (size_t)w * (size_t)hh * 3;
 		if (need > rgb_cap) {
 			uint8_t *p = realloc(rgb, need);

@@ -6,6 +6,7 @@
  * out of an error_exit hook; each call keeps its own jmp_buf. */
 #include "jpeg_resize.h"
 
+#include "image_limit.h"
 #include "resize.h"
 #include "status.h"
 
@@ -84,6 +85,10 @@ int jpeg_resize(const uint8_t *src, size_t len, unsigned shorter, int quality,
 	jpeg_read_header(&d, TRUE);
 	r->src_width = d.image_width;
 	r->src_height = d.image_height;
+	/* Before anything is allocated for the pixels: a header may claim
+	 * 65500 x 65500 in a 1.5 KB file. */
+	if ((rc = image_limit_check(d.image_width, d.image_height, err, errlen)))
+		goto out;
 	unsigned sshort = d.image_width < d.image_height ? d.image_width : d.image_height;
 	if (sshort <= shorter) {
 		rc = 1;

@@ -6,6 +6,7 @@
 #include "packer_read.h"
 
 #include "dsstore.h"
+#include "image_limit.h"
 #include "pack_args.h"
 #include "pack_msg.h"
 #include "pack_progress.h"
@@ -279,6 +280,11 @@ static int check_jpeg(tjhandle tj, const uint8_t *p, size_t len, uint8_t **buf, 
 	if (w <= 0 || hgt <= 0)
 		return status_fail(why, wlen, FEEDER_EDECODE, "JPEG header: no image (%s)",
 				   tjGetErrorStr2(tj));
+	/* A 1.5 KB header may claim 30000 x 30000: refused as feederd refuses
+	 * it, before the gigabytes are allocated. */
+	int rc = image_limit_check((uint64_t)w, (uint64_t)hgt, why, wlen);
+	if (rc)
+		return rc;
 	size_t need = (size_t)w * (size_t)hgt * 3;
 	if (need > *cap) {
 		uint8_t *nb = realloc(*buf, need);
