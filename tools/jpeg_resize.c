@@ -1,41 +1,47 @@
 /* jpeg_resize.c — DCT-scaled decode, antialiased resize, re-encode (see
- * jpeg_resize.h). The resize is media's (resize_image_u8: the filter,
- * taps and rounding of feederd's jpeg pipeline). Uses the libjpeg API of
- * libjpeg-turbo rather than the TurboJPEG one because it offers every M/8
- * scale and RGBX output in the decoder. libjpeg reports errors by longjmp
- * out of an error_exit hook; each call keeps its own jmp_buf. */
+ * jpeg_resize.h). Decoding and resizing are media's (jpeg_decode.c,
+ * resize_image.c); this file picks the scale and the output size and
+ * encodes with TurboJPEG. */
 #include "jpeg_resize.h"
 
-#include "image_limit.h"
+#include "jpeg_decode.h"
 #include "resize.h"
 #include "status.h"
 
 #include <errno.h>
-#include <setjmp.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <turbojpeg.h>
 
-#include <jpeglib.h>
-
-struct jerr {
-	struct jpeg_error_mgr mgr;
-	jmp_buf jump;
-	char msg[JMSG_LENGTH_MAX];
+struct jpeg_resizer {
+	struct jpeg_decoder *dec;
+	tjhandle enc;
 };
 
-static void jerr_exit(j_common_ptr cinfo)
+int jpeg_resizer_create(struct jpeg_resizer **out, char *err, size_t errlen)
 {
-	struct jerr *e = (struct jerr *)cinfo->err;
-	(*cinfo->err->format_message)(cinfo, e->msg);
-	longjmp(e->jump, 1);
+	struct jpeg_resizer *z = calloc(1, sizeof(*z));
+	if (!z)
+		return status_fail(err, errlen, -ENOMEM, "JPEG resizer: out of memory");
+	int rc = jpeg_decoder_create(&z->dec, err, errlen);
+	if (!rc && !(z->enc = tjInitCompress()))
+		rc = status_fail(err, errlen, -ENOMEM, "JPEG encoder: %s", tjGetErrorStr2(NULL));
+	if (rc) {
+		jpeg_resizer_destroy(z);
+		return rc;
+	}
+	*out = z;
+	return 0;
 }
 
-/* Corrupt-data warnings must not reach stderr from a library call. */
-static void jerr_silent(j_common_ptr cinfo, int level)
+void jpeg_resizer_destroy(struct jpeg_resizer *z)
 {
-	(void)cinfo;
-	(void)level;
+	if (!z)
+		return;
+	jpeg_decoder_destroy(z->dec);
+	if (z->enc)
+		tjDestroy(z->enc);
+	free(z);
 }
 
 /* Output size: shorter side exactly `shorter`, aspect ratio kept. */
@@ -54,58 +60,24 @@ static void target_size(unsigned w, unsigned h, unsigned shorter, unsigned *dw, 
 		*dh = 1;
 }
 
-int jpeg_resize(const uint8_t *src, size_t len, unsigned shorter, int quality,
-		struct jpeg_resize_result *r, char *err, size_t errlen)
+int jpeg_resize(struct jpeg_resizer *z, const uint8_t *src, size_t len, unsigned shorter,
+		int quality, struct jpeg_resize_result *r, char *err, size_t errlen)
 {
-	struct jpeg_decompress_struct d;
-	struct jpeg_compress_struct c;
-	struct jerr je;
-	uint8_t *volatile pix = NULL, *volatile out = NULL;
-	volatile int have_c = 0;
-	/* Address-taken, so it lives in memory and survives the longjmp. */
-	struct { unsigned char *buf; unsigned long len; } mem = { NULL, 0 };
-	int rc;
-
 	memset(r, 0, sizeof(*r));
 	if (shorter == 0 || quality < 1 || quality > 100)
 		return status_fail(err, errlen, FEEDER_EINVAL, "resize to %u at quality %d is out of range",
 				   shorter, quality);
-	memset(&d, 0, sizeof(d));
-	memset(&c, 0, sizeof(c));
-	d.err = jpeg_std_error(&je.mgr);
-	je.mgr.error_exit = jerr_exit;
-	je.mgr.emit_message = jerr_silent;
-	if (setjmp(je.jump)) {
-		rc = status_fail(err, errlen, FEEDER_EDECODE, "JPEG %s: %s", have_c ? "encode" : "decode",
-				 je.msg);
-		goto out;
-	}
-	jpeg_create_decompress(&d);
-	jpeg_mem_src(&d, src, (unsigned long)len);
-	jpeg_read_header(&d, TRUE);
-	r->src_width = d.image_width;
-	r->src_height = d.image_height;
-	/* Before anything is allocated for the pixels: a header may claim
-	 * 65500 x 65500 in a 1.5 KB file. */
-	if ((rc = image_limit_check(d.image_width, d.image_height, err, errlen)))
-		goto out;
-	unsigned sshort = d.image_width < d.image_height ? d.image_width : d.image_height;
+	struct jpeg_info info;
+	int rc = jpeg_decode_info(z->dec, src, len, &info, err, errlen);
+	if (rc)
+		return rc;
+	r->src_width = info.width;
+	r->src_height = info.height;
+	unsigned sshort = info.width < info.height ? info.width : info.height;
 	if (sshort <= shorter) {
-		rc = 1;
-		goto out;
-	}
-	/* Decoded as RGBX (gray too: R = G = B) for the resampler; stored as
-	 * gray or RGB like the source. */
-	unsigned comps;
-	d.out_color_space = JCS_EXT_RGBX;
-	if (d.jpeg_color_space == JCS_GRAYSCALE) {
-		comps = 1;
-	} else if (d.jpeg_color_space == JCS_YCbCr || d.jpeg_color_space == JCS_RGB) {
-		comps = 3;
-	} else {
-		rc = status_fail(err, errlen, FEEDER_EDECODE, "JPEG colour space %d (CMYK?) is not supported",
-				 (int)d.jpeg_color_space);
-		goto out;
+		/* Kept byte for byte, but only if all of it decodes. */
+		rc = jpeg_decode_rgbx(z->dec, src, len, 8, NULL, NULL, NULL, err, errlen);
+		return rc ? rc : 1;
 	}
 	/* Smallest M/8 whose scaled shorter side still reaches the target. */
 	unsigned m = 8;
@@ -115,62 +87,42 @@ int jpeg_resize(const uint8_t *src, size_t len, unsigned shorter, int quality,
 			break;
 		}
 	}
-	d.scale_num = m;
-	d.scale_denom = 8;
-	d.dct_method = JDCT_ISLOW;
-	jpeg_start_decompress(&d);
-	unsigned sw = d.output_width, sh = d.output_height;
-	pix = malloc((size_t)sw * sh * 4);
-	if (!pix) {
-		rc = status_fail(err, errlen, -ENOMEM, "out of memory for a %ux%u image", sw, sh);
-		goto out;
-	}
-	while (d.output_scanline < sh) {
-		JSAMPROW row = pix + (size_t)d.output_scanline * sw * 4;
-		jpeg_read_scanlines(&d, &row, 1);
-	}
-	jpeg_finish_decompress(&d);
-
-	unsigned dw, dh;
-	target_size(r->src_width, r->src_height, shorter, &dw, &dh);
+	uint8_t *pix = NULL, *out = NULL;
+	uint32_t sw, sh;
+	if ((rc = jpeg_decode_rgbx(z->dec, src, len, m, &pix, &sw, &sh, err, errlen)))
+		return rc;
+	unsigned dw, dh, comps = info.gray ? 1 : 3;
+	target_size(info.width, info.height, shorter, &dw, &dh);
+	/* The decoded image covers width * m / 8 source pixels, a little less
+	 * than sw when the scaling rounded up: resize that extent, so the
+	 * output stays aligned with the original instead of stretched. */
+	double ew = (double)info.width * m / 8, eh = (double)info.height * m / 8;
 	out = malloc((size_t)dw * dh * comps);
-	double ew = (double)r->src_width * m / 8, eh = (double)r->src_height * m / 8;
 	if (!out || resize_image_u8(pix, (size_t)sw * 4, sw, sh, ew, eh, out, dw, dh, comps) != 0) {
 		rc = status_fail(err, errlen, -ENOMEM, "out of memory resizing to %ux%u", dw, dh);
-		goto out;
+		goto done;
 	}
-
-	c.err = jpeg_std_error(&je.mgr);
-	je.mgr.error_exit = jerr_exit;
-	je.mgr.emit_message = jerr_silent;
-	have_c = 1;
-	jpeg_create_compress(&c);
-	jpeg_mem_dest(&c, &mem.buf, &mem.len);
-	c.image_width = dw;
-	c.image_height = dh;
-	c.input_components = (int)comps;
-	c.in_color_space = comps == 1 ? JCS_GRAYSCALE : JCS_RGB;
-	jpeg_set_defaults(&c);
-	jpeg_set_quality(&c, quality, TRUE);
-	jpeg_start_compress(&c, TRUE);
-	while (c.next_scanline < dh) {
-		JSAMPROW row = out + (size_t)c.next_scanline * dw * comps;
-		jpeg_write_scanlines(&c, &row, 1);
+	int samp = comps == 1 ? TJSAMP_GRAY : TJSAMP_420;
+	unsigned long cap = tjBufSize((int)dw, (int)dh, samp), jlen = cap;
+	unsigned char *jpg = cap == (unsigned long)-1 ? NULL : malloc(cap);
+	if (!jpg) {
+		rc = status_fail(err, errlen, -ENOMEM, "out of memory encoding %ux%u", dw, dh);
+		goto done;
 	}
-	jpeg_finish_compress(&c);
-	r->data = mem.buf;
-	r->len = mem.len;
+	/* NOREALLOC: TurboJPEG writes into our malloc'd buffer, which
+	 * tjBufSize makes large enough for any image of this size. */
+	if (tjCompress2(z->enc, out, (int)dw, 0, (int)dh, comps == 1 ? TJPF_GRAY : TJPF_RGB, &jpg,
+			&jlen, samp, quality, TJFLAG_NOREALLOC) != 0) {
+		rc = status_fail(err, errlen, FEEDER_EDECODE, "JPEG encode: %s", tjGetErrorStr2(z->enc));
+		free(jpg);
+		goto done;
+	}
+	r->data = jpg;
+	r->len = jlen;
 	r->width = dw;
 	r->height = dh;
-	mem.buf = NULL;
-	rc = 0;
-out:
-	if (have_c)
-		jpeg_destroy_compress(&c);
-	jpeg_destroy_decompress(&d);
+done:
 	free(pix);
 	free(out);
-	/* jpeg_mem_dest's buffer is ours once allocated, also after an error. */
-	free(mem.buf);
 	return rc;
 }

@@ -3,18 +3,27 @@
  * Used by `packer pack images --resize-shorter N` for datasets whose
  * originals are far larger than the training size: decoding a 4000x3000
  * photo for every 224x224 crop wastes the loader's time, so the packer pays
- * once. The decoder (libjpeg-turbo) scales by M/8 in the IDCT to the
- * smallest size whose shorter side is still >= N, media's resampler
- * (resize_image_u8: the antialiased triangle filter feederd's pipeline uses,
- * like PIL's bilinear reduce) brings the shorter side to exactly N, and the
- * result is encoded at the given quality (4:2:0 for colour, grayscale stays
- * gray).
- * Thread-safe: every call owns its decoder and encoder. */
+ * once. The decoder (media/jpeg_decode.h: feederd's rules, so a file it
+ * would refuse, corrupt data included, is refused here rather than stored
+ * re-encoded as if valid) scales by M/8 in the IDCT to the smallest size
+ * whose shorter side is still >= N, media's resampler (resize_image_u8: the
+ * antialiased triangle filter feederd's pipeline uses, like PIL's bilinear
+ * reduce) brings the shorter side to exactly N, and TurboJPEG encodes the
+ * result at the given quality (4:2:0 for colour, grayscale stays gray).
+ * A resizer belongs to one thread; each worker makes its own. */
 #ifndef FEEDER_JPEG_RESIZE_H
 #define FEEDER_JPEG_RESIZE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+struct jpeg_resizer;
+
+/* A resizer (decoder and encoder), or -ENOMEM with err filled. */
+int jpeg_resizer_create(struct jpeg_resizer **out, char *err, size_t errlen);
+
+/* NULL is fine. */
+void jpeg_resizer_destroy(struct jpeg_resizer *z);
 
 struct jpeg_resize_result {
 	uint8_t *data;    /* malloc'd JPEG (free() it); NULL when kept as is */
@@ -25,11 +34,12 @@ struct jpeg_resize_result {
 
 /* Resize the JPEG src (len bytes) so its shorter side is `shorter` pixels,
  * re-encoding with quality 1..100. Returns 0 with r->data set; 1 when the
- * image is already no larger than that (r->data NULL, the caller keeps the
- * original bytes: never upscale, never re-encode for nothing); or
- * FEEDER_EDECODE (not a decodable JPEG, or a colour space other than gray,
- * RGB or YCbCr) / -ENOMEM with a sentence in err. */
-int jpeg_resize(const uint8_t *src, size_t len, unsigned shorter, int quality,
-		struct jpeg_resize_result *r, char *err, size_t errlen);
+ * image is already no larger than that and decodes cleanly (r->data NULL,
+ * the caller keeps the original bytes: never upscale, never re-encode for
+ * nothing); FEEDER_EDECODE (see jpeg_decode.h: not a clean JPEG, CMYK,
+ * over the pixel limit), FEEDER_EINVAL (bad shorter or quality) or -ENOMEM,
+ * with a sentence in err. */
+int jpeg_resize(struct jpeg_resizer *z, const uint8_t *src, size_t len, unsigned shorter,
+		int quality, struct jpeg_resize_result *r, char *err, size_t errlen);
 
 #endif

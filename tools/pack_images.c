@@ -152,6 +152,9 @@ struct pool {
 static void *worker(void *arg)
 {
 	struct pool *p = arg;
+	struct jpeg_resizer *z = NULL;
+	char zerr[200];
+	int zrc = jpeg_resizer_create(&z, zerr, sizeof(zerr));
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		while (p->taken == p->pushed && !p->stop)
@@ -166,8 +169,11 @@ static void *worker(void *arg)
 		} else if (!looks_like_jpeg(j->f.data, j->f.len)) {
 			j->status = FEEDER_EDECODE;
 			snprintf(j->why, sizeof(j->why), "not a JPEG file");
+		} else if (zrc) {
+			j->status = zrc;
+			snprintf(j->why, sizeof(j->why), "%s", zerr);
 		} else {
-			j->status = jpeg_resize(j->f.data, j->f.len, p->shorter, p->quality, &j->res,
+			j->status = jpeg_resize(z, j->f.data, j->f.len, p->shorter, p->quality, &j->res,
 						j->why, sizeof(j->why));
 		}
 		pthread_mutex_lock(&p->mu);
@@ -175,11 +181,14 @@ static void *worker(void *arg)
 		pthread_cond_broadcast(&p->done);
 	}
 	pthread_mutex_unlock(&p->mu);
+	jpeg_resizer_destroy(z);
 	return NULL;
 }
 
 static int write_job(struct packer *pk, struct job *j, const struct pack_src *l, char *err, size_t errlen)
 {
+	if (j->status == -ENOMEM) /* the machine's problem, not the file's */
+		return status_fail(err, errlen, -ENOMEM, "%s/%s: %s", pk->src, j->f.path, j->why);
 	if (j->status < 0)
 		return bad_file(pk, j->f.path, j->why, err, errlen);
 	if (j->status == 1)

@@ -6,7 +6,7 @@
 #include "packer_read.h"
 
 #include "dsstore.h"
-#include "image_limit.h"
+#include "jpeg_decode.h"
 #include "pack_args.h"
 #include "pack_msg.h"
 #include "pack_progress.h"
@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <turbojpeg.h>
 #include <unistd.h>
 
 static int open_dataset(const char *cmd, const char *dir, struct dsstore **ds, struct dsstore_txn **t)
@@ -269,41 +268,6 @@ static int check_features(const struct dsformat_header *h, const struct dsformat
 	return 0;
 }
 
-static int check_jpeg(tjhandle tj, const uint8_t *p, size_t len, uint8_t **buf, size_t *cap,
-		      char *why, size_t wlen)
-{
-	int w = 0, hgt = 0, sub = 0, cs = 0;
-	if (tjDecompressHeader3(tj, p, (unsigned long)len, &w, &hgt, &sub, &cs) != 0)
-		return status_fail(why, wlen, FEEDER_EDECODE, "JPEG header: %s", tjGetErrorStr2(tj));
-	/* A stream that ends before any frame header "succeeds" without
-	 * filling in the size. */
-	if (w <= 0 || hgt <= 0)
-		return status_fail(why, wlen, FEEDER_EDECODE, "JPEG header: no image (%s)",
-				   tjGetErrorStr2(tj));
-	/* A 1.5 KB header may claim 30000 x 30000: refused as feederd refuses
-	 * it, before the gigabytes are allocated. */
-	int rc = image_limit_check((uint64_t)w, (uint64_t)hgt, why, wlen);
-	if (rc)
-		return rc;
-	size_t need = (size_t)w * (size_t)hgt * 3;
-	if (need > *cap) {
-		uint8_t *nb = realloc(*buf, need);
-		if (!nb)
-			return status_fail(why, wlen, -ENOMEM, "out of memory for a %dx%d image", w, hgt);
-		*buf = nb;
-		*cap = need;
-	}
-	if (tjDecompress2(tj, p, (unsigned long)len, *buf, w, 0, hgt, TJPF_RGB, 0) != 0) {
-		/* Most warnings (extraneous bytes before a marker, common in real
-		 * photo collections) still decode every pixel and pass; a stream
-		 * cut short does not: its missing rows come out grey. */
-		const char *msg = tjGetErrorStr2(tj);
-		if (tjGetErrorCode(tj) == TJERR_FATAL || strstr(msg, "Premature end"))
-			return status_fail(why, wlen, FEEDER_EDECODE, "JPEG decode: %s", msg);
-	}
-	return 0;
-}
-
 int packer_verify_main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "decode", no_argument, NULL, 'd' },
@@ -332,15 +296,17 @@ int packer_verify_main(int argc, char **argv)
 	if (rc)
 		return rc;
 	const struct dsformat_header *h = dsstore_header(ds);
-	tjhandle tj = NULL;
-	if (decode && h->kind == DSFORMAT_KIND_JPEG && !(tj = tjInitDecompress())) {
-		fprintf(stderr, "packer: verify: cannot start the JPEG decoder\n");
+	/* --decode: every JPEG through the rules feederd decodes by
+	 * (media/jpeg_decode.h), in the memory of one row. */
+	struct jpeg_decoder *dec = NULL;
+	char derr[256];
+	if (decode && h->kind == DSFORMAT_KIND_JPEG &&
+	    jpeg_decoder_create(&dec, derr, sizeof(derr)) != 0) {
+		fprintf(stderr, "packer: verify: %s\n", derr);
 		dsstore_txn_end(t);
 		dsstore_close(ds);
 		return PACK_EXIT_FAIL;
 	}
-	uint8_t *pix = NULL;
-	size_t pixcap = 0;
 	uint64_t nbad = 0, bytes = 0;
 	struct pack_progress prog;
 	pack_progress_init(&prog, h->samples, 0);
@@ -357,8 +323,8 @@ int packer_verify_main(int argc, char **argv)
 					s.label, h->classes);
 		if (!r && h->kind == DSFORMAT_KIND_FEATURES)
 			r = check_features(h, &s, p, why, sizeof(why));
-		if (!r && tj)
-			r = check_jpeg(tj, p, s.payload_len, &pix, &pixcap, why, sizeof(why));
+		if (!r && dec)
+			r = jpeg_decode_rgbx(dec, p, s.payload_len, 8, NULL, NULL, NULL, why, sizeof(why));
 		if (r) {
 			printf("sample %llu: %s\n", (unsigned long long)i, why);
 			nbad++;
@@ -370,10 +336,8 @@ int packer_verify_main(int argc, char **argv)
 	pack_progress_done(&prog);
 	printf("%s: %llu samples, %llu bytes checked%s, %llu bad\n", dir,
 	       (unsigned long long)h->samples, (unsigned long long)bytes,
-	       tj ? " and decoded" : "", (unsigned long long)nbad);
-	free(pix);
-	if (tj)
-		tjDestroy(tj);
+	       dec ? " and decoded" : "", (unsigned long long)nbad);
+	jpeg_decoder_destroy(dec);
 	dsstore_txn_end(t);
 	dsstore_close(ds);
 	return nbad ? PACK_EXIT_FAIL : 0;

@@ -12,9 +12,10 @@
 int packer_inspect_main(int argc, char **argv);
 
 /* packer verify DEST [--decode]: check every record (lengths, CRC-32C, label
- * range; with --decode every JPEG is decoded; features: shape matches the
- * header and every value is finite). Lists each bad record by index and
- * reason on stdout; exit 1 if any. */
+ * range; with --decode every JPEG is decoded under feederd's rules,
+ * media/jpeg_decode.h: the pixel limit, no decoder warning; features: shape
+ * matches the header and every value is finite). Lists each bad record by
+ * index and reason on stdout; exit 1 if any. */
 int packer_verify_main(int argc, char **argv);
 
 /* packer cat DEST INDEX: write the payload of one sample to stdout. */

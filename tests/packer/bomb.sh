@@ -6,6 +6,10 @@
 #     allocates the claimed 2.7 GB);
 #   - `pack --resize-shorter` skips the file with a warning naming it and
 #     the limit (and packs the rest), or fails naming it under --strict.
+# Its CPU sibling, where jpegtran is there to make one: a progressive JPEG
+# of 601 scans (a valid full-precision scan repeated; libjpeg re-decodes the
+# coefficients for each) is refused by both past 500 scans, as TurboJPEG's
+# TJFLAG_LIMITSCANS does.
 source "$FEEDER_SOURCE/tests/packer/lib.sh"
 make_tree 6 "$T/src" 2 3
 $PY - "$T/src/class_001/bomb.jpg" <<'PYEOF' || fail "making the bomb"
@@ -21,8 +25,36 @@ assert len(data) < 2000, len(data)
 open(sys.argv[1], "wb").write(data)
 PYEOF
 
+SCANS=0
+if command -v jpegtran >/dev/null; then
+	SCANS=1
+	$PY - "$T/src/class_001/zscans.jpg" <<'PYEOF' || fail "making the many-scan JPEG"
+import io, random, subprocess, sys
+from PIL import Image
+r = random.Random(1)
+im = Image.new("L", (16, 16))
+im.putdata([r.randrange(256) for _ in range(16 * 16)])
+b = io.BytesIO()
+im.save(b, "JPEG", quality=90)
+# DC, then all AC coefficients at full precision: a scan that may repeat
+# without any progression warning.
+script = io.BytesIO(b"0: 0-0, 0, 0;\n0: 1-63, 0, 0;\n")
+open(sys.argv[1] + ".scans", "wb").write(script.getvalue())
+d = subprocess.run(["jpegtran", "-scans", sys.argv[1] + ".scans"], input=b.getvalue(),
+                   capture_output=True, check=True).stdout
+sos = d.find(b"\xff\xda")
+i = sos + 2 + int.from_bytes(d[sos + 2:sos + 4], "big")
+while not (d[i] == 0xFF and d[i + 1] != 0x00 and not 0xD0 <= d[i + 1] <= 0xD7):
+    i += 1  # to the end of the DC scan's data
+assert d[-2:] == b"\xff\xd9"
+open(sys.argv[1], "wb").write(d[:i] + d[i:-2] * 600 + b"\xff\xd9")
+PYEOF
+	rm -f "$T/src/class_001/zscans.jpg.scans"
+fi
+
 expect_rc 0 "$PACKER" pack images "$T/src" "$T/ds"
-K=$($PY "$HERE/dsread.py" "$T/ds" | $PY -c "import json,sys; print([s['index'] for s in json.load(sys.stdin)['samples'] if s['name'].endswith('bomb.jpg')][0])")
+index_of() { $PY "$HERE/dsread.py" "$T/ds" | $PY -c "import json,sys; print([s['index'] for s in json.load(sys.stdin)['samples'] if s['name'].endswith('$1')][0])"; }
+K=$(index_of bomb.jpg)
 # Peak memory, where GNU time is there and no sanitizer (ASan's shadow
 # memory would dominate it).
 timed=()
@@ -34,7 +66,12 @@ rc=$?
 [ $rc = 1 ] || { cat "$T/out" "$T/err" >&2; fail "verify --decode exited $rc, expected 1"; }
 grep -q "^sample $K: .*30000x30000 image is over the 134217728-pixel limit" "$T/out" ||
 	fail "verify does not name sample $K and the limit: $(cat "$T/out")"
-[ "$(grep -c '^sample ' "$T/out")" = 1 ] || fail "more than one bad sample: $(cat "$T/out")"
+if [ $SCANS = 1 ]; then
+	S=$(index_of zscans.jpg)
+	grep -q "^sample $S: .*progressive JPEG with more than 500 scans" "$T/out" ||
+		fail "verify does not refuse the 601-scan JPEG (sample $S): $(cat "$T/out")"
+fi
+[ "$(grep -c '^sample ' "$T/out")" = $((1 + SCANS)) ] || fail "other samples reported bad: $(cat "$T/out")"
 if [ -s "$T/maxrss" ]; then
 	kb=$(tail -1 "$T/maxrss")
 	[ "$kb" -lt 200000 ] || fail "verify --decode peaked at $kb KB for a 1.5 KB file"
@@ -43,6 +80,10 @@ fi
 expect_rc 0 "$PACKER" pack images --resize-shorter 32 "$T/src" "$T/ds2"
 grep -q "warning: .*class_001/bomb.jpg: 30000x30000 image is over the 134217728-pixel limit, skipped" "$T/err" ||
 	fail "--resize-shorter does not skip the bomb by name: $(cat "$T/err")"
+if [ $SCANS = 1 ]; then
+	grep -q "warning: .*class_001/zscans.jpg: .*more than 500 scans, skipped" "$T/err" ||
+		fail "--resize-shorter does not skip the 601-scan JPEG: $(cat "$T/err")"
+fi
 expect_rc 0 "$PACKER" inspect --json "$T/ds2"
 grep -q '"samples":6,' "$T/out" || fail "the bomb was stored: $(cat "$T/out")"
 expect_rc 2 "$PACKER" pack images --strict --resize-shorter 32 "$T/src" "$T/ds3"

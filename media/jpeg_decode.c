@@ -1,0 +1,187 @@
+/* jpeg_decode.c — whole-image JPEG decoding under feederd's rules (see
+ * jpeg_decode.h).
+ *
+ * The libjpeg API of libjpeg-turbo, as in daemon/jpeg_pipeline.c: it
+ * offers every M/8 IDCT scale and RGBX output, and its hooks let every
+ * warning end the decode. libjpeg reports an error by calling error_exit,
+ * which must not return: ours formats the message and longjmps back into
+ * the call that set the jump (each public function sets its own). */
+#include "jpeg_decode.h"
+
+#include "image_limit.h"
+#include "status.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <jpeglib.h>
+
+struct decode_err {
+	struct jpeg_error_mgr pub; /* first: libjpeg hands back a pointer to it */
+	jmp_buf jump;
+	char msg[JMSG_LENGTH_MAX];
+};
+
+struct jpeg_decoder {
+	struct jpeg_decompress_struct ci;
+	struct decode_err err;
+	struct jpeg_progress_mgr progress;
+	uint8_t *row;  /* the one row of a check-only decode */
+	size_t row_cap;
+};
+
+static void on_error(j_common_ptr ci)
+{
+	struct decode_err *e = (struct decode_err *)ci->err;
+	(*ci->err->format_message)(ci, e->msg);
+	longjmp(e->jump, 1);
+}
+
+/* Level -1 is a warning about corrupt data: an error here. Trace messages
+ * (level >= 0) are ignored. */
+static void on_message(j_common_ptr ci, int level)
+{
+	if (level < 0)
+		on_error(ci);
+}
+
+static void on_output(j_common_ptr ci)
+{
+	(void)ci;
+}
+
+/* Called by libjpeg between scans, as TurboJPEG's TJFLAG_LIMITSCANS does. */
+static void on_progress(j_common_ptr ci)
+{
+	if (ci->is_decompressor &&
+	    ((j_decompress_ptr)ci)->input_scan_number > JPEG_DECODE_MAX_SCANS) {
+		struct decode_err *e = (struct decode_err *)ci->err;
+		snprintf(e->msg, sizeof(e->msg), "progressive JPEG with more than %d scans",
+			 JPEG_DECODE_MAX_SCANS);
+		longjmp(e->jump, 1);
+	}
+}
+
+int jpeg_decoder_create(struct jpeg_decoder **out, char *err, size_t errlen)
+{
+	struct jpeg_decoder *d = calloc(1, sizeof(*d));
+	if (!d)
+		return status_fail(err, errlen, -ENOMEM, "JPEG decoder: out of memory");
+	d->ci.err = jpeg_std_error(&d->err.pub);
+	d->err.pub.error_exit = on_error;
+	d->err.pub.emit_message = on_message;
+	d->err.pub.output_message = on_output;
+	d->progress.progress_monitor = on_progress;
+	if (setjmp(d->err.jump)) {
+		int rc = status_fail(err, errlen, -ENOMEM, "JPEG decoder: %s", d->err.msg);
+		free(d);
+		return rc;
+	}
+	jpeg_create_decompress(&d->ci);
+	d->ci.progress = &d->progress;
+	*out = d;
+	return 0;
+}
+
+void jpeg_decoder_destroy(struct jpeg_decoder *d)
+{
+	if (!d)
+		return;
+	jpeg_destroy_decompress(&d->ci);
+	free(d->row);
+	free(d);
+}
+
+/* After jpeg_read_header: the rules that need only the header. */
+static int check_header(struct jpeg_decoder *d, struct jpeg_info *info, char *err, size_t errlen)
+{
+	struct jpeg_decompress_struct *ci = &d->ci;
+	if (ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK)
+		return status_fail(err, errlen, FEEDER_EDECODE, "JPEG: CMYK images are not supported");
+	int rc = image_limit_check(ci->image_width, ci->image_height, err, errlen);
+	if (rc)
+		return rc;
+	if (info) {
+		info->width = ci->image_width;
+		info->height = ci->image_height;
+		info->gray = ci->jpeg_color_space == JCS_GRAYSCALE;
+	}
+	return 0;
+}
+
+int jpeg_decode_info(struct jpeg_decoder *d, const uint8_t *jpeg, size_t len,
+		     struct jpeg_info *info, char *err, size_t errlen)
+{
+	if (setjmp(d->err.jump)) {
+		jpeg_abort_decompress(&d->ci);
+		return status_fail(err, errlen, FEEDER_EDECODE, "JPEG: %s", d->err.msg);
+	}
+	jpeg_mem_src(&d->ci, jpeg, (unsigned long)len);
+	jpeg_read_header(&d->ci, TRUE);
+	int rc = check_header(d, info, err, errlen);
+	jpeg_abort_decompress(&d->ci);
+	return rc;
+}
+
+int jpeg_decode_rgbx(struct jpeg_decoder *d, const uint8_t *jpeg, size_t len, unsigned m,
+		     uint8_t **pixels, uint32_t *out_w, uint32_t *out_h, char *err, size_t errlen)
+{
+	struct jpeg_decompress_struct *ci = &d->ci;
+	/* Set after setjmp and needed after a longjmp: kept in memory. */
+	uint8_t *volatile pix = NULL;
+	if (pixels)
+		*pixels = NULL;
+	if (m < 1 || m > 8)
+		return status_fail(err, errlen, FEEDER_EINVAL, "JPEG: scale %u/8 is not in 1/8..8/8", m);
+	if (setjmp(d->err.jump)) {
+		jpeg_abort_decompress(ci);
+		free(pix);
+		return status_fail(err, errlen, FEEDER_EDECODE, "JPEG: %s", d->err.msg);
+	}
+	jpeg_mem_src(ci, jpeg, (unsigned long)len);
+	jpeg_read_header(ci, TRUE);
+	int rc = check_header(d, NULL, err, errlen);
+	if (rc) {
+		jpeg_abort_decompress(ci);
+		return rc;
+	}
+	ci->scale_num = m;
+	ci->scale_denom = 8;
+	ci->dct_method = JDCT_ISLOW;
+	ci->out_color_space = JCS_EXT_RGBX;
+	jpeg_start_decompress(ci);
+	uint32_t w = ci->output_width, h = ci->output_height;
+	size_t stride = (size_t)w * 4;
+	if (pixels) {
+		pix = malloc(stride * h);
+	} else if (d->row_cap < stride) {
+		free(d->row);
+		d->row_cap = 0;
+		if ((d->row = malloc(stride)))
+			d->row_cap = stride;
+	}
+	if (pixels ? !pix : !d->row) {
+		jpeg_abort_decompress(ci);
+		return status_fail(err, errlen, -ENOMEM, "JPEG: out of memory for a %ux%u image", w, h);
+	}
+	while (ci->output_scanline < h) {
+		JSAMPROW row = pix ? pix + ci->output_scanline * stride : d->row;
+		if (jpeg_read_scanlines(ci, &row, 1) != 1) {
+			/* Only a suspending source returns 0 rows; the memory
+			 * source never does, but never loop on it. */
+			jpeg_abort_decompress(ci);
+			free(pix);
+			return status_fail(err, errlen, FEEDER_EDECODE, "JPEG: no rows decoded");
+		}
+	}
+	jpeg_finish_decompress(ci); /* reads on to EOI: late warnings count too */
+	if (out_w)
+		*out_w = w;
+	if (out_h)
+		*out_h = h;
+	if (pixels)
+		*pixels = pix;
+	return 0;
+}

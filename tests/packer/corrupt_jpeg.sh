@@ -1,0 +1,61 @@
+#!/bin/bash
+# corrupt_jpeg.sh — JPEGs that libjpeg decodes only with warnings (issue
+# 13.11): a truncated file, one whose header claims more rows than its data
+# holds, one with junk before its EOI marker, and a small truncated one (no
+# larger than the resize target, so it would be kept byte for byte). libjpeg
+# fills what is missing with grey and carries on; feederd treats any warning
+# as an error, so packer must too:
+#   - `pack --resize-shorter` skips each with a warning naming the file and
+#     stores only the clean images (which then verify --decode cleanly), or
+#     fails naming the first under --strict;
+#   - packed as they are, `verify --decode` reports exactly those samples,
+#     by index, and exits 1.
+source "$FEEDER_SOURCE/tests/packer/lib.sh"
+$PY "$HERE/mkimages.py" 6 "$T/src" --classes 2 --min-side 120 --max-side 200 --seed 8 || fail mkimages
+$PY - "$T/src/class_001" <<'PYEOF' || fail "making the broken files"
+import io, random, sys
+from PIL import Image
+d = sys.argv[1]
+rng = random.Random(3)
+def jpeg(w, h):
+    im = Image.new("RGB", (w, h))
+    im.putdata([(rng.randrange(256), rng.randrange(256), rng.randrange(256)) for _ in range(w * h)])
+    b = io.BytesIO()
+    im.save(b, "JPEG", quality=90)
+    return bytearray(b.getvalue())
+a = jpeg(200, 150)
+open(d + "/trunc.jpg", "wb").write(a[:len(a) * 6 // 10])
+b = jpeg(200, 150)
+at = b.find(b"\xff\xc0")  # SOF0: length(2) precision(1) height(2) width(2)
+b[at + 5:at + 7] = (300).to_bytes(2, "big")
+open(d + "/tall.jpg", "wb").write(b)
+c = jpeg(200, 150)
+assert c[-2:] == b"\xff\xd9"
+open(d + "/junk.jpg", "wb").write(c[:-2] + b"junk" + c[-2:])
+s = jpeg(40, 30)
+open(d + "/small_trunc.jpg", "wb").write(s[:len(s) * 6 // 10])
+PYEOF
+bad="trunc.jpg tall.jpg junk.jpg small_trunc.jpg"
+
+expect_rc 0 "$PACKER" pack images --resize-shorter 64 "$T/src" "$T/ds"
+for f in $bad; do
+	grep -q "warning: .*class_001/$f: JPEG: .*, skipped" "$T/err" || fail "$f not skipped by name: $(cat "$T/err")"
+done
+expect_rc 0 "$PACKER" inspect --json "$T/ds"
+grep -q '"samples":6,' "$T/out" || fail "a broken file was stored: $(cat "$T/out")"
+expect_rc 0 "$PACKER" verify --decode "$T/ds"
+
+expect_rc 2 "$PACKER" pack images --strict --resize-shorter 64 "$T/src" "$T/ds2"
+grep -q "class_001/junk.jpg: JPEG: .*(--strict)" "$T/err" || fail "--strict: $(cat "$T/err")"
+[ -e "$T/ds2" ] && fail "--strict left DEST"
+
+expect_rc 0 "$PACKER" pack images "$T/src" "$T/ds3"
+expect_rc 1 "$PACKER" verify --decode "$T/ds3"
+$PY "$HERE/dsread.py" "$T/ds3" >"$T/ds3.json" || fail dsread
+for f in $bad; do
+	k=$($PY -c "import json,sys; print([s['index'] for s in json.load(open(sys.argv[1]))['samples'] if s['name'].endswith('/$f')][0])" "$T/ds3.json")
+	grep -q "^sample $k: JPEG: " "$T/out" || fail "verify does not report $f (sample $k): $(cat "$T/out")"
+done
+[ "$(grep -c '^sample ' "$T/out")" = 4 ] || fail "verify reports other samples: $(cat "$T/out")"
+grep -q "10 samples.* 4 bad" "$T/out" || fail "summary: $(cat "$T/out")"
+echo "corrupt_jpeg: ok"
