@@ -64,6 +64,12 @@ static void on_progress(j_common_ptr ci)
 	}
 }
 
+int jpeg_sniff(const uint8_t *p, size_t len)
+{
+	return len >= 4 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF && p[3] >= 0xC0 &&
+	       p[3] != 0xFF;
+}
+
 int jpeg_decoder_create(struct jpeg_decoder **out, char *err, size_t errlen)
 {
 	struct jpeg_decoder *d = calloc(1, sizeof(*d));

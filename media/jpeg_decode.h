@@ -29,6 +29,11 @@
 
 #define JPEG_DECODE_MAX_SCANS 500
 
+/* 1 if the first len bytes of a file (4 are enough) begin a JPEG stream: the
+ * SOI marker and another marker after it; else 0. The check packer makes
+ * without decoding, from a file's head, before it reads the rest. */
+int jpeg_sniff(const uint8_t *head, size_t len);
+
 struct jpeg_decoder;
 
 /* A decoder, or -ENOMEM with err filled. */

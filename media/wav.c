@@ -36,6 +36,12 @@ static int wav_parse_fmt(const uint8_t *p, uint32_t size, struct wav_info *info,
 	return 0;
 }
 
+int wav_sniff(const void *head, size_t len)
+{
+	const uint8_t *p = head;
+	return len >= 12 && memcmp(p, "RIFF", 4) == 0 && memcmp(p + 8, "WAVE", 4) == 0;
+}
+
 int wav_parse(const void *buf, size_t len, struct wav_info *info, char *err, size_t errlen)
 {
 	const uint8_t *p = buf;

@@ -34,6 +34,11 @@ struct wav_info {
 	size_t data_len;   /* bytes of sample data */
 };
 
+/* 1 if the first len bytes of a file (12 are enough) begin a RIFF/WAVE
+ * file, the first thing wav_parse checks; else 0. For readers that look at
+ * a file's head before reading the rest (packer's). */
+int wav_sniff(const void *head, size_t len);
+
 /* Walk the chunks of the len bytes at buf and fill *info. Checks the
  * structure only (RIFF/WAVE tags, a "fmt " chunk before a complete "data"
  * chunk), not the sample layout. Returns 0, or FEEDER_EFORMAT with a

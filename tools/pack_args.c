@@ -54,6 +54,32 @@ int pack_parse_uint(const char *s, unsigned long long min, unsigned long long ma
 	return 0;
 }
 
+int pack_parse_size(const char *s, unsigned long long min, unsigned long long max,
+		    unsigned long long *out)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (errno || *end || v > (max >> shift))
+		return -EINVAL;
+	v <<= shift;
+	if (v < min)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 void pack_options_string(int argc, char **argv, int first, char *out, size_t outlen)
 {
 	size_t n = 0;

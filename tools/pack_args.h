@@ -2,7 +2,8 @@
  *
  * Every subcommand parses its options with getopt_long through
  * pack_getopt, which prints the one-line usage errors (pack_msg.h), and its
- * numbers with pack_parse_uint; pack_options_string records the command
+ * numbers with pack_parse_uint and pack_parse_size; pack_options_string
+ * records the command
  * line in the dataset header. */
 #ifndef FEEDER_PACK_ARGS_H
 #define FEEDER_PACK_ARGS_H
@@ -23,6 +24,11 @@ int pack_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
 
 /* Parse a decimal unsigned number in [min, max] (whole string). 0 or -EINVAL. */
 int pack_parse_uint(const char *s, unsigned long long min, unsigned long long max,
+		    unsigned long long *out);
+
+/* Parse a size: a decimal number of bytes, optionally followed by K, M or G
+ * (KiB, MiB, GiB; "64M"), in [min, max]. 0 or -EINVAL. */
+int pack_parse_size(const char *s, unsigned long long min, unsigned long long max,
 		    unsigned long long *out);
 
 /* Join argv[first..argc) with spaces into out (at most outlen-1 chars,

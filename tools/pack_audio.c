@@ -65,6 +65,7 @@ struct audio_opts {
 	uint32_t dtype;
 	unsigned threads;
 	int force, strict, verbose, follow_links;
+	unsigned long long max_file;
 };
 
 /* One utterance in flight: its file, then its payload or why it has none. */
@@ -78,6 +79,7 @@ struct audio_item {
 };
 
 struct audio_batch {
+	const struct pack_reader *r;
 	struct audio_item *items;
 	size_t n;
 	atomic_size_t next;
@@ -105,6 +107,7 @@ static const char audio_usage[] =
 	"  --threads N             feature worker threads (default: online CPUs)\n"
 	"  --strict                an unreadable or non-conforming file is fatal, not skipped\n"
 	"  --follow-links          follow symbolic links to folders (each folder is walked once)\n"
+	"  --max-file-size SIZE    skip larger files unread (default 64M; K, M, G suffixes)\n"
 	"  --force                 replace DEST if it exists\n"
 	"  -v, --verbose           progress lines even when stderr is not a terminal\n"
 	"  -h, --help              this text\n"
@@ -117,7 +120,7 @@ static const char audio_usage[] =
 static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *first_operand)
 {
 	enum { OPT_FEATURES = 256, OPT_BINS, OPT_CEPS, OPT_VAD, OPT_DTYPE, OPT_THREADS, OPT_FORCE,
-	       OPT_STRICT, OPT_FOLLOW };
+	       OPT_STRICT, OPT_FOLLOW, OPT_MAX_FILE };
 	static const struct option longopts[] = {
 		{"features", required_argument, NULL, OPT_FEATURES},
 		{"bins", required_argument, NULL, OPT_BINS},
@@ -128,6 +131,7 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 		{"force", no_argument, NULL, OPT_FORCE},
 		{"strict", no_argument, NULL, OPT_STRICT},
 		{"follow-links", no_argument, NULL, OPT_FOLLOW},
+		{"max-file-size", required_argument, NULL, OPT_MAX_FILE},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -136,6 +140,7 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 	unsigned long long bins = 0, ceps = 0, threads = 0, v;
 	memset(o, 0, sizeof(*o));
 	o->dtype = DSFORMAT_DTYPE_F16;
+	o->max_file = PACK_MAX_FILE_DEFAULT;
 	optind = 0; /* GNU: full re-initialisation, argv[0] is the kind word */
 	int c;
 	while ((c = pack_getopt(CMD, argc, argv, "hv", longopts)) != -1) {
@@ -183,6 +188,11 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 		case OPT_FOLLOW:
 			o->follow_links = 1;
 			break;
+		case OPT_MAX_FILE:
+			if (pack_parse_size(optarg, 1, DSFORMAT_MAX_PAYLOAD, &o->max_file) != 0)
+				return pack_usage_error(CMD, "--max-file-size '%s' is not a size from 1 to 1G (e.g. 64M)",
+							optarg);
+			break;
 		case 'v':
 			o->verbose = 1;
 			break;
@@ -218,6 +228,12 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 
 /* ---- the source tree ---- */
 
+/* The reader's check of a file's first bytes. */
+static int audio_sniff(const uint8_t *head, size_t len)
+{
+	return wav_sniff(head, len);
+}
+
 static int audio_is_wav(const char *name)
 {
 	size_t n = strlen(name);
@@ -226,13 +242,14 @@ static int audio_is_wav(const char *name)
 
 /* ---- features of one utterance ---- */
 
-static void audio_process(struct audio_item *it, struct fbank *fb, uint32_t dtype)
+static void audio_process(const struct pack_reader *r, struct audio_item *it, struct fbank *fb,
+			  uint32_t dtype)
 {
 	float *samples = NULL, *m = NULL;
 	size_t n = 0;
 	if (it->rd.error) {
 		it->rc = it->rd.error;
-		snprintf(it->msg, sizeof(it->msg), "%s", strerror(-it->rd.error));
+		snprintf(it->msg, sizeof(it->msg), "%s", pack_reader_strerror(r, it->rd.error));
 		return;
 	}
 	it->rc = wav_decode(it->rd.data, it->rd.len, &samples, &n, it->msg, sizeof(it->msg));
@@ -284,7 +301,7 @@ static void *audio_worker_run(void *arg)
 	struct audio_batch *b = w->batch;
 	size_t i;
 	while ((i = atomic_fetch_add(&b->next, 1)) < b->n)
-		audio_process(&b->items[i], w->fb, b->dtype);
+		audio_process(b->r, &b->items[i], w->fb, b->dtype);
 	return NULL;
 }
 
@@ -400,8 +417,12 @@ static void audio_batch_clear(struct pack_reader *r, struct audio_batch *b)
 
 static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 {
-	int rc = pack_reader_open(p->srcfd, (const char *const *)p->s.paths, p->s.n, 0, 0, &p->r, err,
-				  errlen);
+	/* A file over --max-file-size, or one that does not begin as a WAV,
+	 * is refused before it is read whole. */
+	struct pack_reader_opts ropts = { .max_file = (size_t)p->o.max_file, .sniff = audio_sniff,
+					  .sniff_fail = "not a RIFF/WAVE file" };
+	int rc = pack_reader_open(p->srcfd, (const char *const *)p->s.paths, p->s.n, &ropts, &p->r,
+				  err, errlen);
 	if (rc < 0) {
 		pack_error("pack audio: %s", err);
 		return PACK_EXIT_FAIL;
@@ -412,7 +433,7 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 		pack_error("pack audio: out of memory");
 		return PACK_EXIT_FAIL;
 	}
-	struct audio_batch b = {.items = p->items, .dtype = p->o.dtype};
+	struct audio_batch b = {.r = p->r, .items = p->items, .dtype = p->o.dtype};
 	pack_progress_init(&p->prog, p->s.n, p->o.verbose);
 	p->prog.what = "files";
 	int status = 0, done = 0;

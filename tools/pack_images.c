@@ -14,8 +14,10 @@
  *                        list file's folder when SRC is omitted.
  * The "names" database holds each sample's relative path.
  *
- * Data path: pack_reader keeps many io_uring reads in flight; the main thread
- * takes files in index order, checks the JPEG magic, computes the CRC-32C and
+ * Data path: pack_reader keeps many io_uring reads in flight, refusing a
+ * file over --max-file-size from its size and a non-JPEG from its first
+ * bytes (jpeg_sniff), before reading either whole; the main thread takes
+ * files in index order, computes the CRC-32C and
  * appends to the LMDB writer, committing about every 256 MB. With
  * --resize-shorter, --threads workers decode/resize/encode (jpeg_resize.c)
  * while the main thread keeps reading ahead and writes results in order. */
@@ -30,6 +32,7 @@
 
 #include "crc32c.h"
 #include "dsstore.h"
+#include "jpeg_decode.h"
 #include "jpeg_resize.h"
 #include "status.h"
 
@@ -64,12 +67,6 @@ struct packer {
 	int strict;
 	struct pack_progress prog;
 };
-
-/* The no-decode sanity check: SOI marker followed by another marker. */
-static int looks_like_jpeg(const uint8_t *p, size_t len)
-{
-	return len >= 4 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF && p[3] >= 0xC0 && p[3] != 0xFF;
-}
 
 /* A file that cannot be packed: warn and skip, or with --strict fail. */
 static int bad_file(struct packer *pk, const char *path, const char *why, char *err, size_t errlen)
@@ -113,10 +110,8 @@ static int pack_plain(struct packer *pk, struct pack_reader *rd, const struct pa
 	struct pack_read f;
 	int rc;
 	while ((rc = pack_reader_next(rd, &f, err, errlen)) == 1) {
-		if (f.error)
-			rc = bad_file(pk, f.path, pack_read_strerror(f.error), err, errlen);
-		else if (!looks_like_jpeg(f.data, f.len))
-			rc = bad_file(pk, f.path, "not a JPEG file", err, errlen);
+		if (f.error) /* the reader's sniff refused non-JPEGs (jpeg_sniff) */
+			rc = bad_file(pk, f.path, pack_reader_strerror(rd, f.error), err, errlen);
 		else
 			rc = put_one(pk, f.data, f.len, l->labels[f.index], f.path, err, errlen);
 		pack_progress_add(&pk->prog, 1, f.len);
@@ -140,6 +135,7 @@ struct job {
 };
 
 struct pool {
+	const struct pack_reader *rd;
 	pthread_mutex_t mu;
 	pthread_cond_t work, done;
 	struct job *jobs;
@@ -165,10 +161,7 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&p->mu);
 		if (j->f.error) {
 			j->status = j->f.error;
-			snprintf(j->why, sizeof(j->why), "%s", pack_read_strerror(j->f.error));
-		} else if (!looks_like_jpeg(j->f.data, j->f.len)) {
-			j->status = FEEDER_EDECODE;
-			snprintf(j->why, sizeof(j->why), "not a JPEG file");
+			snprintf(j->why, sizeof(j->why), "%s", pack_reader_strerror(p->rd, j->f.error));
 		} else if (zrc) {
 			j->status = zrc;
 			snprintf(j->why, sizeof(j->why), "%s", zerr);
@@ -199,7 +192,8 @@ static int write_job(struct packer *pk, struct job *j, const struct pack_src *l,
 static int pack_resized(struct packer *pk, struct pack_reader *rd, const struct pack_src *l,
 			unsigned threads, unsigned shorter, int quality, char *err, size_t errlen)
 {
-	struct pool p = { .cap = pack_reader_depth(rd) - 1, .shorter = shorter, .quality = quality };
+	struct pool p = { .rd = rd, .cap = pack_reader_depth(rd) - 1, .shorter = shorter,
+			  .quality = quality };
 	pthread_t *tids = calloc(threads, sizeof(*tids));
 	p.jobs = calloc(p.cap, sizeof(*p.jobs));
 	if (!tids || !p.jobs) {
@@ -287,7 +281,7 @@ static int pack_resized(struct packer *pk, struct pack_reader *rd, const struct 
 
 static const char usage_line[] =
 	"usage: packer pack images [--resize-shorter N --quality Q --threads N] [--follow-links] "
-	"[--strict] [--force] [-v] (SRC | --list FILE [SRC]) DEST";
+	"[--max-file-size SIZE] [--strict] [--force] [-v] (SRC | --list FILE [SRC]) DEST";
 
 int pack_images_main(int argc, char **argv)
 {
@@ -299,6 +293,7 @@ int pack_images_main(int argc, char **argv)
 		{ "depth", required_argument, NULL, 'd' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "follow-links", no_argument, NULL, 'L' },
+		{ "max-file-size", required_argument, NULL, 'm' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -306,6 +301,7 @@ int pack_images_main(int argc, char **argv)
 	};
 	const char *list = NULL;
 	unsigned long long shorter = 0, quality = 90, threads = 0, depth = 64;
+	unsigned long long max_file = PACK_MAX_FILE_DEFAULT;
 	int strict = 0, force = 0, verbose = 0, follow_links = 0, c;
 	optind = 0;
 	while ((c = pack_getopt(CMD, argc, argv, "vh", opts)) != -1) {
@@ -329,6 +325,10 @@ int pack_images_main(int argc, char **argv)
 			break;
 		case 's': strict = 1; break;
 		case 'L': follow_links = 1; break;
+		case 'm':
+			if (pack_parse_size(optarg, 1, DSFORMAT_MAX_PAYLOAD, &max_file))
+				return pack_usage_error(CMD, "--max-file-size '%s' is not a size from 1 to 1G (e.g. 64M)", optarg);
+			break;
 		case 'f': force = 1; break;
 		case 'v': verbose = 1; break;
 		case 'h':
@@ -394,9 +394,13 @@ int pack_images_main(int argc, char **argv)
 		status = rc == -EEXIST || rc == -EINVAL || rc == -ENOENT ? PACK_EXIT_USAGE : PACK_EXIT_FAIL;
 		goto out;
 	}
+	/* Non-JPEGs are refused from their first bytes, files over
+	 * --max-file-size from their size: neither is read whole. */
+	struct pack_reader_opts ropts = { .depth = (unsigned)depth, .max_file = (size_t)max_file,
+					  .sniff = jpeg_sniff, .sniff_fail = "not a JPEG file" };
 	if ((rc = dsstore_writer_open(dst.tmp, (size_t)1 << 30, &pk.w, err, sizeof(err))) ||
-	    (rc = pack_reader_open(dirfd, (const char *const *)l.paths, l.n, (unsigned)depth, 0, &rd,
-				   err, sizeof(err)))) {
+	    (rc = pack_reader_open(dirfd, (const char *const *)l.paths, l.n, &ropts, &rd, err,
+				   sizeof(err)))) {
 		pack_error("pack images: %s", err);
 		goto out;
 	}

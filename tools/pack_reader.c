@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,8 +21,10 @@
 
 /* A file goes through three io_uring operations, each submitted when the
  * previous one completes: STATX (type and size, without opening: a FIFO in
- * the tree is reported, never opened, so it cannot hang us), OPENAT, READ
- * (repeated after a short read); then an unwaited CLOSE. On a cold cache the
+ * the tree is reported, never opened, so it cannot hang us, and a file over
+ * the size limit is never read), OPENAT, READ (repeated after a short read;
+ * with a sniff, the first read stops at PACK_READER_HEAD bytes and the rest
+ * is read only if the sniff accepts them); then an unwaited CLOSE. On a cold cache the
  * metadata reads then overlap just like the data reads. user_data carries
  * the slot number and the operation, because a CLOSE may complete after its
  * slot has moved on to the next file. */
@@ -35,6 +38,8 @@ struct slot {
 	int error;
 	uint8_t *buf;
 	size_t cap, size, got;
+	size_t want;  /* end of the current read: the head, then size */
+	int sniffed;  /* the head was accepted (or there is no sniff) */
 	struct statx stx;
 };
 
@@ -46,11 +51,35 @@ struct pack_reader {
 	size_t max_file;
 	unsigned depth, inflight;
 	struct slot *slots;
+	int (*sniff)(const uint8_t *head, size_t len);
+	const char *sniff_fail;
+	char too_big[80]; /* pack_reader_strerror's words for -EFBIG */
 };
 
-int pack_reader_open(int dirfd, const char *const *paths, size_t n, unsigned depth,
-		     size_t max_file, struct pack_reader **out, char *err, size_t errlen)
+/* A slot keeps its buffer for the next file unless it grew past this: the
+ * common small files then cost no allocation, and a few large ones do not
+ * stay resident in every slot. */
+#define KEEP_CAP ((size_t)4 << 20)
+
+/* "64 MiB", "100 KiB" or "12345 bytes". */
+static void size_words(char *out, size_t len, size_t n)
 {
+	if (n >= (1u << 20) && n % (1u << 20) == 0)
+		snprintf(out, len, "%zu MiB", n >> 20);
+	else if (n >= 1024 && n % 1024 == 0)
+		snprintf(out, len, "%zu KiB", n >> 10);
+	else
+		snprintf(out, len, "%zu bytes", n);
+}
+
+int pack_reader_open(int dirfd, const char *const *paths, size_t n,
+		     const struct pack_reader_opts *o, struct pack_reader **out, char *err,
+		     size_t errlen)
+{
+	static const struct pack_reader_opts none = { 0 };
+	if (!o)
+		o = &none;
+	unsigned depth = o->depth;
 	if (depth == 0)
 		depth = 64;
 	if (depth < 32)
@@ -81,7 +110,12 @@ int pack_reader_open(int dirfd, const char *const *paths, size_t n, unsigned dep
 	r->paths = paths;
 	r->n = n;
 	r->depth = depth;
-	r->max_file = max_file ? max_file : DSFORMAT_MAX_PAYLOAD;
+	r->max_file = o->max_file ? o->max_file : DSFORMAT_MAX_PAYLOAD;
+	r->sniff = o->sniff;
+	r->sniff_fail = o->sniff_fail ? o->sniff_fail : "not the expected kind of file";
+	char lim[32];
+	size_words(lim, sizeof(lim), r->max_file);
+	snprintf(r->too_big, sizeof(r->too_big), "larger than the %s limit (--max-file-size)", lim);
 	for (unsigned i = 0; i < depth; i++)
 		r->slots[i].fd = -1;
 	*out = r;
@@ -140,7 +174,7 @@ static void queue_read(struct pack_reader *r, struct slot *s)
 	struct io_uring_sqe *sqe = get_sqe(r, s, OP_READ);
 	if (!sqe)
 		return slot_finish(r, s, -EBUSY);
-	io_uring_prep_read(sqe, s->fd, s->buf + s->got, (unsigned)(s->size - s->got), s->got);
+	io_uring_prep_read(sqe, s->fd, s->buf + s->got, (unsigned)(s->want - s->got), s->got);
 }
 
 /* Start the next file(s) while their slots are free. */
@@ -151,11 +185,27 @@ static void fill(struct pack_reader *r)
 		if (s->state != SLOT_FREE)
 			break;
 		s->index = r->next_submit++;
-		s->got = s->size = 0;
+		s->got = s->size = s->want = 0;
+		s->sniffed = !r->sniff;
 		s->error = 0;
 		s->state = SLOT_BUSY;
 		queue_statx(r, s);
 	}
+}
+
+/* Make s->buf hold need bytes, with a quarter more for the files after. */
+static int slot_reserve(struct slot *s, size_t need)
+{
+	if (s->buf && s->cap >= need)
+		return 0;
+	size_t cap = need > 4096 ? need : 4096;
+	cap += cap / 4;
+	uint8_t *nb = realloc(s->buf, cap);
+	if (!nb)
+		return -ENOMEM;
+	s->buf = nb;
+	s->cap = cap;
+	return 0;
 }
 
 static void on_statx(struct pack_reader *r, struct slot *s, int res)
@@ -169,17 +219,11 @@ static void on_statx(struct pack_reader *r, struct slot *s, int res)
 	if (s->stx.stx_size > r->max_file)
 		return slot_finish(r, s, -EFBIG);
 	s->size = (size_t)s->stx.stx_size;
-	if (s->cap < s->size || !s->buf) {
-		size_t cap = s->size > 4096 ? s->size : 4096;
-		cap += cap / 4;
-		uint8_t *nb = realloc(s->buf, cap);
-		if (!nb)
-			return slot_finish(r, s, -ENOMEM);
-		s->buf = nb;
-		s->cap = cap;
-	}
+	s->want = !s->sniffed && s->size > PACK_READER_HEAD ? PACK_READER_HEAD : s->size;
+	if (slot_reserve(s, s->want))
+		return slot_finish(r, s, -ENOMEM);
 	if (s->size == 0)
-		return slot_finish(r, s, 0);
+		return slot_finish(r, s, s->sniffed || r->sniff(s->buf, 0) ? 0 : -EILSEQ);
 	queue_open(r, s);
 }
 
@@ -187,14 +231,24 @@ static void on_read(struct pack_reader *r, struct slot *s, int res)
 {
 	if (res < 0)
 		return slot_finish(r, s, res);
-	if (res == 0) {
-		/* The file shrank after statx: keep what was read. */
-		s->size = s->got;
-		return slot_finish(r, s, 0);
-	}
+	if (res == 0) /* the file shrank after statx: keep what was read */
+		s->size = s->want = s->got;
 	s->got += (size_t)res;
-	if (s->got < s->size)
+	if (s->got < s->want)
 		return queue_read(r, s); /* short read: continue at the new offset */
+	if (!s->sniffed) {
+		/* The head is in: refuse a file of the wrong kind before
+		 * reading (and holding) the rest of it. */
+		s->sniffed = 1;
+		if (!r->sniff(s->buf, s->got))
+			return slot_finish(r, s, -EILSEQ);
+		if (s->got < s->size) {
+			s->want = s->size;
+			if (slot_reserve(s, s->size))
+				return slot_finish(r, s, -ENOMEM);
+			return queue_read(r, s);
+		}
+	}
 	slot_finish(r, s, 0);
 }
 
@@ -258,19 +312,28 @@ int pack_reader_next(struct pack_reader *r, struct pack_read *out, char *err, si
 	return 1;
 }
 
-const char *pack_read_strerror(int error)
+const char *pack_reader_strerror(const struct pack_reader *r, int error)
 {
 	if (error == -EINVAL)
 		return "not a regular file";
 	if (error == -EFBIG)
-		return "larger than the size limit";
+		return r->too_big;
+	if (error == -EILSEQ)
+		return r->sniff_fail;
 	return strerror(-error);
 }
 
 void pack_reader_release(struct pack_reader *r, struct pack_read *rd)
 {
-	if (rd->slot < r->depth && r->slots[rd->slot].state == SLOT_HELD)
-		r->slots[rd->slot].state = SLOT_FREE;
+	if (rd->slot < r->depth && r->slots[rd->slot].state == SLOT_HELD) {
+		struct slot *s = &r->slots[rd->slot];
+		s->state = SLOT_FREE;
+		if (s->cap > KEEP_CAP) {
+			free(s->buf);
+			s->buf = NULL;
+			s->cap = 0;
+		}
+	}
 	rd->data = NULL;
 }
 

@@ -16,8 +16,9 @@
 /* One file handed back by pack_reader_next. data/len are the whole file
  * (len bytes, data valid until pack_reader_release); error is 0 or a negative
  * errno for this file alone (open, stat or read failed; -EISDIR a directory,
- * -EINVAL not a regular file, -EFBIG larger than max_file), in which case
- * data is NULL. pack_read_strerror words it for a warning. */
+ * -EINVAL not a regular file, -EFBIG larger than max_file, -EILSEQ refused
+ * by the sniff), in which case data is NULL. pack_reader_strerror words it
+ * for a warning. */
 struct pack_read {
 	size_t index;     /* position in the paths array */
 	const char *path; /* paths[index] */
@@ -29,13 +30,32 @@ struct pack_read {
 
 struct pack_reader;
 
+/* Bytes of a file read before its sniff decides whether to read the rest. */
+#define PACK_READER_HEAD ((size_t)64 << 10)
+
+struct pack_reader_opts {
+	/* Files in flight or held at once (0 = 64; 32..4096 is used). */
+	unsigned depth;
+	/* Files larger than this are reported with -EFBIG without being
+	 * opened (0 = DSFORMAT_MAX_PAYLOAD). The reader holds at most depth
+	 * files, so this also bounds its memory: depth x max_file. */
+	size_t max_file;
+	/* Optional: which files are of the expected kind, judged from their
+	 * first PACK_READER_HEAD bytes (the whole file when shorter) as soon
+	 * as those are read; 0 refuses the file, which is then reported with
+	 * -EILSEQ and read no further. Called on the caller's thread (inside
+	 * pack_reader_next). */
+	int (*sniff)(const uint8_t *head, size_t len);
+	const char *sniff_fail; /* the words for -EILSEQ: "not a JPEG file" */
+};
+
 /* Open a reader over n paths (borrowed, must outlive the reader), relative
- * to directory fd dirfd (AT_FDCWD for plain paths). depth is the number of
- * files in flight (0 = 64; at least 32 is used). Files larger than max_file
- * bytes (0 = DSFORMAT_MAX_PAYLOAD) are reported with -EFBIG. Each slot keeps
- * its buffer between files, so after warm-up no allocation happens. */
-int pack_reader_open(int dirfd, const char *const *paths, size_t n, unsigned depth,
-		     size_t max_file, struct pack_reader **out, char *err, size_t errlen);
+ * to directory fd dirfd (AT_FDCWD for plain paths), with options o (NULL:
+ * all defaults). Each slot keeps its buffer between files (up to 4 MiB), so
+ * after warm-up small files cost no allocation. 0 or a negative errno. */
+int pack_reader_open(int dirfd, const char *const *paths, size_t n,
+		     const struct pack_reader_opts *o, struct pack_reader **out, char *err,
+		     size_t errlen);
 
 /* Wait for the next file in index order. Returns 1 and fills *out, 0 when all
  * n files have been handed out, or a negative code if io_uring itself failed
@@ -44,9 +64,11 @@ int pack_reader_open(int dirfd, const char *const *paths, size_t n, unsigned dep
  * its slots held returns -EDEADLK instead of waiting forever. */
 int pack_reader_next(struct pack_reader *r, struct pack_read *out, char *err, size_t errlen);
 
-/* "not a regular file" for -EINVAL, "larger than the size limit" for
- * -EFBIG, strerror otherwise. */
-const char *pack_read_strerror(int error);
+/* A pack_read's error in words for a warning: "not a regular file" for
+ * -EINVAL, "larger than the 64 MiB limit (--max-file-size)" for -EFBIG, the
+ * sniff's words for -EILSEQ, strerror otherwise. The string lives as long as
+ * the reader; safe to call from any thread. */
+const char *pack_reader_strerror(const struct pack_reader *r, int error);
 
 /* Give back the slot of a pack_read; its data pointer becomes invalid. */
 void pack_reader_release(struct pack_reader *r, struct pack_read *rd);

@@ -27,6 +27,8 @@ static const char usage_text[] =
 	"      --resize-shorter N        pre-resize so the shorter side is N pixels\n"
 	"      --quality Q               JPEG quality of resized images (1-100, default 90)\n"
 	"      --threads N               resize worker threads (default: online CPUs)\n"
+	"      --follow-links            follow symbolic links to folders (each folder once)\n"
+	"      --max-file-size SIZE      skip larger files unread (default 64M; K, M, G)\n"
 	"      --strict                  a bad or unreadable file is fatal, not skipped\n"
 	"      --force                   replace DEST if it exists\n"
 	"      -v, --verbose             progress lines even when stderr is not a terminal\n"

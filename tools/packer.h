@@ -26,6 +26,14 @@
 #define PACK_EXIT_FAIL 1
 #define PACK_EXIT_USAGE 2
 
+/* --max-file-size's default: a source file larger than this is skipped
+ * (reported; fatal under --strict) without being read. The largest photos
+ * cameras write (100 Mpx at high quality) are 30-60 MB and a training image
+ * is far smaller, while the reader holds up to 64 files at once: the cap
+ * keeps one stray disk image or video named .jpg from costing gigabytes.
+ * WAV at 16 kHz, 16 bits: 35 minutes. */
+#define PACK_MAX_FILE_DEFAULT ((unsigned long long)64 << 20)
+
 /* Subcommand entry points; argv[0] is the kind word ("images", "audio"),
  * options and operands follow. They return the process exit status. */
 int pack_images_main(int argc, char **argv);

@@ -3,7 +3,9 @@
  * while the caller holds several files at once; per-file failures (missing,
  * directory, FIFO, over the size limit) come back as that file's error and
  * do not disturb the others; a caller holding every slot gets -EDEADLK
- * instead of a hang. */
+ * instead of a hang; with a sniff, refused files come back as -EILSEQ with
+ * the sniff's words, and accepted ones, also those longer than the sniffed
+ * head, whole and intact. */
 #include "check.h"
 #include "pack_reader.h"
 
@@ -23,6 +25,15 @@ static size_t size_of(size_t i)
 }
 
 static uint8_t byte_at(size_t i, size_t k) { return (uint8_t)(i * 31 + k * 7 + (k >> 9)); }
+
+/* Accepts files whose first byte is even: byte_at(i, 0) = 31 i, so file i
+ * passes when i is even (and is not empty). */
+static int sniffs;
+static int even_head(const uint8_t *head, size_t len)
+{
+	sniffs++;
+	return len > 0 && (head[0] & 1) == 0;
+}
 
 int main(void)
 {
@@ -59,7 +70,8 @@ int main(void)
 	struct pack_reader *r;
 	/* Size limit 4 MB, except file 42 exceeds a 4000-byte limit in the
 	 * second pass below. */
-	CHECKF(pack_reader_open(dfd, paths, N, 32, 4 << 20, &r, err, sizeof(err)) == 0, "%s", err);
+	struct pack_reader_opts o = { .depth = 32, .max_file = 4 << 20 };
+	CHECKF(pack_reader_open(dfd, paths, N, &o, &r, err, sizeof(err)) == 0, "%s", err);
 	CHECK(pack_reader_depth(r) >= 32);
 	struct pack_read held[HOLD];
 	size_t nheld = 0, next = 0;
@@ -78,7 +90,7 @@ int main(void)
 			CHECK(f.error == -EISDIR);
 		} else if (f.index == 41) {
 			CHECK(f.error == -EINVAL);
-			CHECK(!strcmp(pack_read_strerror(f.error), "not a regular file"));
+			CHECK(!strcmp(pack_reader_strerror(r, f.error), "not a regular file"));
 		} else {
 			size_t n = f.index == 42 ? 5000 : size_of(f.index);
 			CHECKF(f.error == 0, "file %zu: %s", f.index, strerror(-f.error));
@@ -103,21 +115,51 @@ int main(void)
 	pack_reader_close(r);
 
 	/* Size limit and holding every slot. */
-	CHECK(pack_reader_open(dfd, paths, N, 32, 4000, &r, err, sizeof(err)) == 0);
+	o.max_file = 4000;
+	CHECK(pack_reader_open(dfd, paths, N, &o, &r, err, sizeof(err)) == 0);
 	unsigned depth = pack_reader_depth(r);
 	struct pack_read all[4096];
 	CHECK(depth <= 4096);
 	for (unsigned i = 0; i < depth; i++) {
 		CHECK(pack_reader_next(r, &all[i], err, sizeof(err)) == 1);
 		size_t n = size_of(i);
-		if (i == 42 || (n > 4000 && i != 20 && i != 40 && i != 41))
+		if (i == 42 || (n > 4000 && i != 20 && i != 40 && i != 41)) {
 			CHECKF(all[i].error == -EFBIG, "file %u error %d", i, all[i].error);
+			CHECKF(!strcmp(pack_reader_strerror(r, all[i].error),
+				       "larger than the 4000 bytes limit (--max-file-size)"),
+			       "%s", pack_reader_strerror(r, all[i].error));
+		}
 	}
 	struct pack_read f;
 	CHECK(pack_reader_next(r, &f, err, sizeof(err)) == -EDEADLK);
 	pack_reader_release(r, &all[0]);
 	CHECK(pack_reader_next(r, &f, err, sizeof(err)) == 1 && f.index == depth);
 	pack_reader_close(r); /* with slots still held: must not leak or crash */
+
+	/* A sniff. */
+	struct pack_reader_opts so = { .sniff = even_head, .sniff_fail = "odd" };
+	CHECK(pack_reader_open(dfd, paths, N, &so, &r, err, sizeof(err)) == 0);
+	size_t longer = 0;
+	for (size_t i = 0; i < N; i++) {
+		CHECK(pack_reader_next(r, &f, err, sizeof(err)) == 1 && f.index == i);
+		if (i == 20 || i == 99 || i == 40 || i == 41) {
+			CHECKF(f.error != 0 && f.error != -EILSEQ, "file %zu error %d", i, f.error);
+		} else if (i % 2 || i == 0) {
+			CHECKF(f.error == -EILSEQ && !f.data, "file %zu error %d", i, f.error);
+			CHECK(!strcmp(pack_reader_strerror(r, f.error), "odd"));
+		} else {
+			size_t n = i == 42 ? 5000 : size_of(i);
+			CHECKF(f.error == 0 && f.len == n, "file %zu: error %d, %zu bytes", i, f.error, f.len);
+			for (size_t k = 0; k < n; k++)
+				CHECKF(f.data[k] == byte_at(i, k), "file %zu byte %zu", i, k);
+			longer += n > PACK_READER_HEAD;
+		}
+		pack_reader_release(r, &f);
+	}
+	CHECK(pack_reader_next(r, &f, err, sizeof(err)) == 0);
+	CHECKF(longer >= 5, "only %zu accepted files are longer than the head", longer);
+	CHECKF(sniffs == N - 4, "%d sniffs for %d files", sniffs, N - 4);
+	pack_reader_close(r);
 
 	for (size_t i = 0; i < N; i++)
 		unlinkat(dfd, names[i], i == 40 ? AT_REMOVEDIR : 0);
