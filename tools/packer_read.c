@@ -15,12 +15,41 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* Every loop below runs to the header's sample and class counts. dsstore_open
+ * checks those against LMDB's own entry counts, but both are numbers stored
+ * in the file, and a crafted one can claim 2^61 of each: the loops would
+ * spin for ever and inspect's tables would overflow. The data file's size
+ * bounds them for real: in LMDB's leaf pages a sample takes at least its
+ * 8-byte node header and 8-byte key, a label its node header and 4-byte
+ * key. */
+#define MIN_SAMPLE_BYTES 16
+#define MIN_LABEL_BYTES 12
+
+static int counts_fit(const char *cmd, const char *dir, const struct dsformat_header *h)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	if (snprintf(path, sizeof(path), "%s/data.mdb", dir) >= (int)sizeof(path) ||
+	    stat(path, &st) != 0)
+		return 0; /* dsstore_open read it: nothing to add here */
+	uint64_t size = (uint64_t)st.st_size;
+	if (h->samples > size / MIN_SAMPLE_BYTES || h->classes > size / MIN_LABEL_BYTES) {
+		fprintf(stderr, "packer: %s: %s: header claims %llu samples and %u classes, more than "
+			"its %llu-byte data file can hold\n", cmd, dir,
+			(unsigned long long)h->samples, h->classes, (unsigned long long)size);
+		return PACK_EXIT_FAIL;
+	}
+	return 0;
+}
 
 static int open_dataset(const char *cmd, const char *dir, struct dsstore **ds, struct dsstore_txn **t)
 {
@@ -28,6 +57,11 @@ static int open_dataset(const char *cmd, const char *dir, struct dsstore **ds, s
 	if (dsstore_open(dir, ds, err, sizeof(err)) != 0) {
 		fprintf(stderr, "packer: %s: %s\n", cmd, err);
 		return PACK_EXIT_FAIL;
+	}
+	int rc = counts_fit(cmd, dir, dsstore_header(*ds));
+	if (rc) {
+		dsstore_close(*ds);
+		return rc;
 	}
 	if (dsstore_txn_begin(*ds, t, err, sizeof(err)) != 0) {
 		fprintf(stderr, "packer: %s: %s: %s\n", cmd, dir, err);
@@ -129,9 +163,10 @@ int packer_inspect_main(int argc, char **argv)
 		return rc;
 	const struct dsformat_header *h = dsstore_header(ds);
 	int features = h->kind == DSFORMAT_KIND_FEATURES;
+	/* calloc: counts times sizes checked for overflow. */
 	uint64_t *hist = calloc(h->classes ? h->classes : 1, sizeof(uint64_t));
-	struct stat_u64 bytes = { .all = malloc((h->samples ? h->samples : 1) * sizeof(uint64_t)) };
-	struct stat_u64 frames = { .all = features ? malloc((h->samples ? h->samples : 1) * sizeof(uint64_t)) : NULL };
+	struct stat_u64 bytes = { .all = calloc(h->samples ? h->samples : 1, sizeof(uint64_t)) };
+	struct stat_u64 frames = { .all = features ? calloc(h->samples ? h->samples : 1, sizeof(uint64_t)) : NULL };
 	uint64_t unreadable = 0, bad_label = 0;
 	if (!hist || !bytes.all || (features && !frames.all)) {
 		fprintf(stderr, "packer: inspect: out of memory\n");

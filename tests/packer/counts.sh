@@ -1,0 +1,66 @@
+#!/bin/bash
+# counts.sh — a dataset whose header claims 2^61 samples (issue 13.14), alone
+# and together with LMDB's own entry count of the samples database forged to
+# match (both are numbers stored in the file), and one claiming 2^32 - 1
+# classes with the label table's count forged too. inspect, verify and cat
+# must each end at once (under a 10 s timeout; they used to spin through
+# 2^61 lookups) with exit 1, one line on stderr naming the dataset, and no
+# report on stdout.
+source "$FEEDER_SOURCE/tests/packer/lib.sh"
+make_tree 4 "$T/src" 2 6
+# forge DIR FIELD VALUE [DB]: set the header's samples or classes to VALUE,
+# and with DB also that named database's entry count in LMDB's main tree.
+forge() {
+	$PY - "$@" <<'PYEOF' || fail "forging $*"
+import struct, sys
+import lmdb
+d, field, value = sys.argv[1], sys.argv[2], int(sys.argv[3])
+db = sys.argv[4].encode() if len(sys.argv) > 4 else None
+env = lmdb.open(d, max_dbs=8, subdir=True, lock=False)
+meta = env.open_db(b"meta", create=False)
+with env.begin(write=True) as txn:
+    h = bytearray(txn.get(b"header", db=meta))
+    if field == "samples":
+        struct.pack_into("<Q", h, 16, value)
+    else:
+        struct.pack_into("<I", h, 24, value)
+    txn.put(b"header", bytes(h), db=meta)
+env.close()
+if db:
+    # A named database's record in the main tree: node header (data size
+    # 48, flags F_SUBDATA, key size), the name, then MDB_db, whose
+    # md_entries is at byte 32. Patch every copy (older pages keep some).
+    path = d + "/data.mdb"
+    data = bytearray(open(path, "rb").read())
+    pat = struct.pack("<HHHH", 48, 0, 2, len(db)) + db
+    at, n = data.find(pat), 0
+    while at >= 0:
+        struct.pack_into("<Q", data, at + len(pat) + 32, value)
+        n += 1
+        at = data.find(pat, at + 1)
+    assert n > 0, "no record of database %s" % db
+    open(path, "r+b").write(data)
+PYEOF
+}
+run() { # run the read commands on $1, expect a quick one-line failure
+	local c rc
+	for c in inspect verify "cat"; do
+		args=("$c" "$1")
+		[ "$c" = cat ] && args+=(0)
+		timeout 10 "$PACKER" "${args[@]}" >"$T/out" 2>"$T/err"
+		rc=$?
+		[ $rc = 124 ] && fail "$c $2: still running after 10 s"
+		[ $rc = 1 ] || { cat "$T/err" >&2; fail "$c $2: exited $rc, expected 1"; }
+		[ "$(wc -l <"$T/err")" = 1 ] && grep -q "$1" "$T/err" || fail "$c $2: stderr: $(head -c 500 "$T/err")"
+		[ "$c" = cat ] || [ ! -s "$T/out" ] || fail "$c $2: stdout: $(head -c 300 "$T/out")"
+	done
+}
+expect_rc 0 "$PACKER" pack images "$T/src" "$T/ds0"
+cp -r "$T/ds0" "$T/a" && forge "$T/a" samples $((1 << 61))
+run "$T/a" "(header)"
+cp -r "$T/ds0" "$T/b" && forge "$T/b" samples $((1 << 61)) samples
+run "$T/b" "(header and LMDB entries)"
+cp -r "$T/ds0" "$T/c" && forge "$T/c" classes 4294967295 labels
+run "$T/c" "(classes, header and LMDB entries)"
+expect_rc 0 "$PACKER" verify "$T/ds0"
+echo "counts: ok"
