@@ -21,26 +21,28 @@ static void clear_line(void)
 	}
 }
 
+static void say(const char *prefix, const char *fmt, va_list ap)
+{
+	clear_line();
+	fputs(prefix, stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 void pack_warn(const char *fmt, ...)
 {
 	va_list ap;
-	clear_line();
-	fputs("packer: warning: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say("packer: warning: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void pack_error(const char *fmt, ...)
 {
 	va_list ap;
-	clear_line();
-	fputs("packer: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say("packer: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 int pack_usage_error(const char *cmd, const char *fmt, ...)
