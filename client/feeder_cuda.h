@@ -2,8 +2,9 @@
  * stream's ring (feeder_stream_pin), and the device-resident rings of streams that
  * feederd serves from GPU memory (CUDA IPC memory and events, described by
  * the ring's device table, proto/protocol.h). Built from feeder_cuda.cu when
- * CUDA is present; feeder.c has the no-CUDA versions. Internal: the names avoid the
- * feeder_ prefix so that the version script keeps them out of the ABI. */
+ * CUDA is present, from feeder_cuda_none.c otherwise. Internal: the names
+ * avoid the feeder_ prefix so that the version script keeps them out of the
+ * ABI. */
 #ifndef FEEDER_CUDA_H
 #define FEEDER_CUDA_H
 

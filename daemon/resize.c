@@ -212,7 +212,7 @@ size_t resize_scratch_floats(const struct resize_axis *ax, const struct resize_a
 static void store_run(const struct resize_out *o, size_t idx, const float *v, size_t n)
 {
 	switch (o->dtype) {
-	case PIPE_DTYPE_U8: {
+	case FEEDER_DTYPE_U8: {
 		uint8_t *d = (uint8_t *)o->out + idx;
 		for (size_t i = 0; i < n; i++) {
 			float r = v[i] + 0.5f;
@@ -221,7 +221,7 @@ static void store_run(const struct resize_out *o, size_t idx, const float *v, si
 		}
 		break;
 	}
-	case PIPE_DTYPE_F16:
+	case FEEDER_DTYPE_F16:
 		half_from_float_n((uint16_t *)o->out + idx, v, n);
 		break;
 	default:
@@ -237,11 +237,11 @@ static void write_row(const struct resize_out *o, const v4f *acc, float *line, u
 		      uint32_t out_h, uint32_t out_w)
 {
 	v4f mul = { 1, 1, 1, 0 }, add = { 0, 0, 0, 0 };
-	if (o->dtype != PIPE_DTYPE_U8) {
+	if (o->dtype != FEEDER_DTYPE_U8) {
 		mul = (v4f){ o->mul[0], o->mul[1], o->mul[2], 0 };
 		add = (v4f){ o->add[0], o->add[1], o->add[2], 0 };
 	}
-	if (o->layout == PIPE_LAYOUT_NHWC) {
+	if (o->layout == FEEDER_LAYOUT_NHWC) {
 		for (uint32_t x = 0; x < out_w; x++) {
 			v4f v = acc[x] * mul + add;
 			float *d = line + (size_t)(o->flip ? out_w - 1 - x : x) * 3;
@@ -497,7 +497,7 @@ AVX2_INLINE void store8_nchw(const struct plane_row *pr, const int dtype, size_t
 			 _mm256_shuffle_ps(t1, t3, 0x44) };
 	for (int c = 0; c < 3; c++) {
 		__m256 v = ch[c];
-		if (dtype == PIPE_DTYPE_U8) {
+		if (dtype == FEEDER_DTYPE_U8) {
 			/* as store_run: +0.5, clamp, truncate */
 			v = _mm256_add_ps(v, _mm256_set1_ps(0.5f));
 			v = _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(255.0f));
@@ -509,7 +509,7 @@ AVX2_INLINE void store8_nchw(const struct plane_row *pr, const int dtype, size_t
 			continue;
 		}
 		v = _mm256_fmadd_ps(v, pr->mul[c], pr->add[c]);
-		if (dtype == PIPE_DTYPE_F16)
+		if (dtype == FEEDER_DTYPE_F16)
 			_mm_storeu_si128((__m128i *)((uint16_t *)pr->plane[c] + xo),
 					 _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 		else
@@ -555,9 +555,9 @@ AVX2_INLINE void hpass_nchw(const struct hblocks *hb, const float *vrow, const i
 			break;                                                 \
 		}                                                              \
 	}
-HPASS_NCHW_DTYPE(hpass_nchw_u8, PIPE_DTYPE_U8)
-HPASS_NCHW_DTYPE(hpass_nchw_f16, PIPE_DTYPE_F16)
-HPASS_NCHW_DTYPE(hpass_nchw_f32, PIPE_DTYPE_F32)
+HPASS_NCHW_DTYPE(hpass_nchw_u8, FEEDER_DTYPE_U8)
+HPASS_NCHW_DTYPE(hpass_nchw_f16, FEEDER_DTYPE_F16)
+HPASS_NCHW_DTYPE(hpass_nchw_f32, FEEDER_DTYPE_F32)
 
 /* Horizontal pass of one row for NHWC (blocks built unmirrored) into acc
  * (RGBX), then normalized and mirrored into line as packed RGB (each
@@ -577,7 +577,7 @@ AVX2 static void hpass_nhwc(const struct hblocks *hb, const float *vrow,
 		}
 	}
 	__m128 mul = _mm_setr_ps(1, 1, 1, 0), add = _mm_setzero_ps();
-	if (o->dtype != PIPE_DTYPE_U8) {
+	if (o->dtype != FEEDER_DTYPE_U8) {
 		mul = _mm_setr_ps(o->mul[0], o->mul[1], o->mul[2], 0);
 		add = _mm_setr_ps(o->add[0], o->add[1], o->add[2], 0);
 	}
@@ -612,11 +612,11 @@ AVX2 static void resize_rgb_avx2(const uint8_t *src, size_t stride, const struct
 	struct hblocks hb = { .start = (int32_t *)(vrow + (size_t)xend * 4) };
 	hb.w = (float *)(hb.start + nb * 8);
 	float *acc = hb.w + nb * 32 * ax->taps, *line = acc + (size_t)out_w * 4;
-	int nhwc = o->layout == PIPE_LAYOUT_NHWC;
+	int nhwc = o->layout == FEEDER_LAYOUT_NHWC;
 	hblocks_build(&hb, ax, nhwc ? 0 : o->flip);
 
 	struct plane_row pr;
-	size_t esize = o->dtype == PIPE_DTYPE_U8 ? 1 : o->dtype == PIPE_DTYPE_F16 ? 2 : 4;
+	size_t esize = o->dtype == FEEDER_DTYPE_U8 ? 1 : o->dtype == FEEDER_DTYPE_F16 ? 2 : 4;
 	size_t plane = (size_t)out_h * out_w;
 	for (int c = 0; c < 3; c++) {
 		pr.mul[c] = _mm256_set1_ps(o->mul[c]);
@@ -635,9 +635,9 @@ AVX2 static void resize_rgb_avx2(const uint8_t *src, size_t stride, const struct
 		}
 		for (int c = 0; c < 3; c++)
 			pr.plane[c] = (uint8_t *)o->out + (c * plane + (size_t)y * out_w) * esize;
-		if (o->dtype == PIPE_DTYPE_U8)
+		if (o->dtype == FEEDER_DTYPE_U8)
 			hpass_nchw_u8(&hb, vrow, &pr, o->flip, out_w);
-		else if (o->dtype == PIPE_DTYPE_F16)
+		else if (o->dtype == FEEDER_DTYPE_F16)
 			hpass_nchw_f16(&hb, vrow, &pr, o->flip, out_w);
 		else
 			hpass_nchw_f32(&hb, vrow, &pr, o->flip, out_w);
