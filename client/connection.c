@@ -109,9 +109,13 @@ int conn_dispatch(struct feeder *f, const struct proto_msg *m)
 		const struct proto_error *e = &m->u.error;
 		if (e->fatal || (e->stream == 0 && e->tag == 0))
 			return conn_set_dead(f, e->code, "feederd: %s", e->message);
-		if (e->stream && (s = conn_find_stream(f, e->stream)) && !s->failed) {
-			s->failed = e->code;
-			snprintf(s->fail_msg, sizeof s->fail_msg, "%s", e->message);
+		if (e->stream && (s = conn_find_stream(f, e->stream))) {
+			if (s->closing)
+				s->ended = 1; /* the answer to our CLOSE_STREAM */
+			else if (!s->failed) {
+				s->failed = e->code;
+				snprintf(s->fail_msg, sizeof s->fail_msg, "%s", e->message);
+			}
 		}
 		return 0;
 	}

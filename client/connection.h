@@ -56,7 +56,9 @@ struct feeder_stream {
 	struct proto_batch_ready *queue; /* circular, geo.slots entries */
 	uint32_t qhead, qlen;
 	uint8_t *state;                  /* enum slot_state per slot */
-	int ended;                       /* STREAM_END received */
+	int ended;                       /* STREAM_END received (or, once CLOSE_STREAM
+					    was sent, the daemon's answer to it) */
+	int closing;                     /* CLOSE_STREAM sent */
 	int failed;                      /* stream ERROR received: its code */
 	char fail_msg[PROTO_TEXT_MAX];
 };

@@ -146,10 +146,13 @@ int feeder_fd(const struct feeder *f);
  * batch after the last one feeder_stream_next returned. Streams are pure functions
  * of their options, so the caller sees exactly the batches an undisturbed
  * stream delivers: none skipped, none twice. The call that reconnects blocks
- * for as long as that takes, whatever its own timeout. Batches held across
- * the loss stay valid (their release is then local): the old ring stays
- * mapped until the stream is closed. A
- * stream the new daemon refuses (its dataset is gone) fails with
+ * for as long as that takes, whatever its own timeout. Host batches held
+ * across the loss stay valid (their release is then local): the old ring
+ * stays mapped until the stream is closed. Device batches (FEEDER_MEMORY_
+ * DEVICE) do not: their memory was the old daemon's; libfeeder lets the GPU
+ * work queued on them finish, then closes the old ring, so their data
+ * pointers must not be used after a reconnect (release them; that is
+ * local too). A stream the new daemon refuses (its dataset is gone) fails with
  * FEEDER_ESTREAM and the others go on; stream ids change. 0, the default,
  * turns it off: a lost connection is FEEDER_ECLOSED. Returns 0. */
 int feeder_set_reconnect(struct feeder *f, int timeout_ms);
@@ -193,7 +196,11 @@ int feeder_stream_opts_set_dataset(struct feeder_stream_opts *o, const char *nam
  * FEEDER_ENODATASET, FEEDER_EQUOTA (over this client's memory or stream
  * quota), FEEDER_ETIMEDOUT, FEEDER_ECLOSED, FEEDER_EPROTO, -errno from mmap;
  * feeder_last_error(f) has the sentence (the daemon's for refusals). A
- * refused stream leaves the connection usable. */
+ * refused stream leaves the connection usable.
+ * With device_batches, the daemon may serve the stream from a device ring
+ * (feeder_stream_info's memory says which); when this process cannot open
+ * it (the daemon's GPU is not visible here, CUDA IPC fails) the stream is
+ * reopened on the host ring, with one line on stderr saying why. */
 int feeder_stream_open(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
 		       struct feeder_stream **out);
 
@@ -223,10 +230,12 @@ int feeder_stream_next(struct feeder_stream *s, int timeout_ms, struct feeder_ba
  * away): the slot is gone with the connection and nothing more is needed. */
 int feeder_batch_release(struct feeder_stream *s, struct feeder_batch *b);
 
-/* Close the stream: tell the daemon, wait briefly for its acknowledgement,
- * unpin and unmap the ring, free s. Held batches become invalid. NULL is a
- * no-op. Returns 0 or the error of the goodbye exchange (the stream is freed
- * either way). */
+/* Close the stream: for a device ring, wait until the GPU work queued so
+ * far is done (it may read the ring) and close the CUDA IPC handles; then
+ * tell the daemon (a stream that failed keeps its ring in the daemon until
+ * this), wait briefly for its acknowledgement, unpin and unmap the ring,
+ * free s. Held batches become invalid. NULL is a no-op. Returns 0 or the
+ * error of the goodbye exchange (the stream is freed either way). */
 int feeder_stream_close(struct feeder_stream *s);
 
 /* For a batch in device memory: make cuda_stream (a cudaStream_t; NULL is

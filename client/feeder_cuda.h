@@ -35,6 +35,9 @@ struct fcuda_ring;
 int fcuda_ring_open(const struct proto_device_table *t, const struct proto_device_slot *slots,
 		    uint32_t nslots, void **base, int *device, struct fcuda_ring **out, char *err,
 		    size_t errlen);
+/* Drain the ring's device (cudaDeviceSynchronize: the trainer's reads of
+ * the ring may be queued on any stream), then destroy the events and close
+ * the memory handle. NULL is a no-op. */
 void fcuda_ring_close(struct fcuda_ring *r);
 /* Make cuda_stream (NULL: the legacy default stream) wait for the daemon's
  * write of slot. */

@@ -210,6 +210,31 @@ static int stream_attach(struct feeder_stream *s, const struct proto_stream_open
 	return rc;
 }
 
+/* The daemon offered a device ring that cannot be opened here (its GPU is
+ * not visible to this process, or CUDA IPC failed): stream_attach gave that
+ * stream back; ask again for the host ring, as feeder.h promises, and say so
+ * once per process on stderr (the trainer asked for device batches and gets
+ * host ones: worth knowing, not worth failing). */
+static int host_instead(struct feeder_stream *s, struct feeder_stream_opts *p, int64_t deadline,
+			struct proto_stream_opened *g)
+{
+	static int said;
+	struct feeder *f = s->f;
+	if (!said) {
+		said = 1;
+		fprintf(stderr, "libfeeder: device batches of dataset '%s' are not available in "
+			"this process (%s); its batches come through the host ring\n",
+			s->opts.dataset, f->err);
+	}
+	p->device_batches = 0;
+	s->opts.device_batches = 0;
+	int fd;
+	int rc = ask_open(f, p, deadline, g, &fd);
+	if (rc == 0)
+		rc = stream_attach(s, g, fd);
+	return rc;
+}
+
 int feeder_stream_open(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
 		       struct feeder_stream **out)
 {
@@ -235,7 +260,12 @@ int feeder_stream_open(struct feeder *f, const struct feeder_stream_opts *o, int
 	s->next_batch = o->start_batch;
 	s->next = f->streams;
 	f->streams = s;
-	if ((rc = stream_attach(s, &g, fd))) {
+	rc = stream_attach(s, &g, fd);
+	if (rc && g.memory == FEEDER_MEMORY_DEVICE && !f->dead) {
+		rc = host_instead(s, &s->opts, deadline, &g);
+		s->total = g.batches;
+	}
+	if (rc) {
 		stream_free(s);
 		return rc;
 	}
@@ -249,7 +279,10 @@ int feeder_stream_open(struct feeder *f, const struct feeder_stream_opts *o, int
  * holds, drop everything else of it. */
 void stream_detach(struct feeder_stream *s)
 {
-	/* A device ring dies with the daemon that allocated it. */
+	/* A device ring dies with the daemon that allocated it: device batches
+	 * handed out before the loss are invalid from here on (their memory was
+	 * the old daemon's), unlike host batches, whose ring stays mapped.
+	 * fcuda_ring_close lets copies already queued from it finish first. */
 	fcuda_ring_close(s->dev);
 	s->dev = NULL;
 	s->dev_base = NULL;
@@ -312,8 +345,11 @@ int stream_reopen(struct feeder_stream *s, int64_t deadline)
 				 "the restarted feederd serves dataset '%s' with another geometry",
 				 s->opts.dataset);
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		rc = stream_attach(s, &g, fd);
+		if (rc && g.memory == FEEDER_MEMORY_DEVICE && !f->dead)
+			rc = host_instead(s, &p, deadline, &g);
+	}
 	if (rc && !f->dead) {
 		/* Refused by the new daemon (the dataset is gone, ...): this
 		 * stream fails, the others go on. */
@@ -499,14 +535,21 @@ int feeder_stream_close(struct feeder_stream *s)
 		return 0;
 	struct feeder *f = s->f;
 	int rc = 0;
-	/* A failed stream is already gone in the daemon. */
-	if (!s->failed && !f->dead) {
+	/* The daemon frees a device ring once the stream is closed: our copies
+	 * from it must be done and our IPC handles closed before we say so
+	 * (fcuda_ring_close synchronizes the ring's device first). */
+	fcuda_ring_close(s->dev);
+	s->dev = NULL;
+	s->dev_base = NULL;
+	/* A failed stream's ring stays in the daemon until it is closed too. */
+	if (!f->dead) {
 		struct proto_msg m = { .type = PROTO_CLOSE_STREAM };
 		m.u.close.stream = s->geo.stream;
 		s->ended = 0;
+		s->closing = 1;
 		rc = conn_send(f, &m);
 		int64_t deadline = conn_deadline(CLOSE_WAIT_MS);
-		while (rc == 0 && !s->ended && !s->failed) {
+		while (rc == 0 && !s->ended) {
 			rc = conn_recv(f, deadline, &m, NULL);
 			if (rc == 0)
 				rc = conn_dispatch(f, &m);
