@@ -47,6 +47,8 @@
 #ifndef FEEDER_H
 #define FEEDER_H
 
+#include "feeder_types.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,106 +56,14 @@
 extern "C" {
 #endif
 
-/* Error codes, identical to Feeder's internal status.h (which, when included
- * first, provides them instead). */
-#ifndef FEEDER_STATUS_H
-enum {
-	FEEDER_ECORRUPT = -10001,   /* stored data fails its checks (CRC, bounds) */
-	FEEDER_EVERSION = -10002,   /* protocol version not supported by the daemon */
-	FEEDER_EFORMAT = -10003,    /* not a Feeder dataset / malformed record */
-	FEEDER_EPROTO = -10004,     /* malformed protocol message */
-	FEEDER_EDECODE = -10005,    /* a sample could not be decoded */
-	FEEDER_EQUOTA = -10006,     /* a memory or count limit would be exceeded */
-	FEEDER_ENODATASET = -10007, /* no dataset of that name */
-	FEEDER_EBADNAME = -10008,   /* a dataset name that is not allowed */
-	FEEDER_EINVAL = -10009,     /* an option out of range */
-	FEEDER_ECLOSED = -10010,    /* the daemon closed the connection */
-	FEEDER_ETIMEDOUT = -10011,  /* nothing arrived in time */
-	FEEDER_EEND = -10012,       /* the stream has delivered all its batches */
-	FEEDER_ENODEV = -10013,     /* no CUDA device / CUDA not built */
-	FEEDER_EDENIED = -10014,    /* the daemon does not serve this user */
-	FEEDER_ESTREAM = -10015,    /* the stream ended with an error */
-};
-#endif
-
-/* Default socket when neither the path argument nor $FEEDER_SOCKET is set. */
-#define FEEDER_DEFAULT_SOCKET "/run/feeder/feederd.sock"
-
-enum feeder_pipeline { FEEDER_PIPE_JPEG = 1, FEEDER_PIPE_FEATURES = 2 };
-/* Element types of the batch tensor. */
-enum feeder_dtype { FEEDER_DTYPE_U8 = 1, FEEDER_DTYPE_F16 = 2, FEEDER_DTYPE_F32 = 3 };
-enum feeder_layout { FEEDER_LAYOUT_NCHW = 1, FEEDER_LAYOUT_NHWC = 2 };
-/* What a corrupt sample does: replaced by the next valid sample of the epoch
- * (counted in feeder_batch.replacements), or the stream fails with
- * FEEDER_ESTREAM. */
-enum feeder_on_error { FEEDER_ON_ERROR_REPLACE = 0, FEEDER_ON_ERROR_FAIL = 1 };
-enum feeder_feat_pad { FEEDER_FEAT_PAD_REPEAT = 1, FEEDER_FEAT_PAD_SKIP = 2 };
-enum feeder_feat_cmn { FEEDER_FEAT_CMN_NONE = 0, FEEDER_FEAT_CMN_UTT = 1,
-		       FEEDER_FEAT_CMN_SLIDING = 2 };
-/* Where the daemon preprocesses a stream: on its worker threads, on its GPU
- * (feederd --gpu N; the workers still entropy-decode), or whichever the first
- * batches show to be faster (feederctl streams prints the choice). Without a
- * GPU in the daemon, gpu is refused (FEEDER_EINVAL) and auto means cpu. */
-enum feeder_placement { FEEDER_PLACEMENT_CPU = 0, FEEDER_PLACEMENT_GPU = 1,
-			FEEDER_PLACEMENT_AUTO = 2 };
-/* Where a batch's tensor is: host memory (the shared ring) or the GPU's
- * memory (a device-resident ring shared through CUDA IPC). */
-enum feeder_memory { FEEDER_MEMORY_HOST = 0, FEEDER_MEMORY_DEVICE = 1 };
-
 struct feeder;
 struct feeder_stream;
-
-/* Everything OPEN_STREAM carries. Initialise with feeder_stream_opts_init
- * and change what differs; the daemon validates every field and refuses the
- * stream with FEEDER_EINVAL (and a sentence naming the field) otherwise. */
-struct feeder_stream_opts {
-	const char *dataset;   /* name of a dataset the daemon serves; [A-Za-z0-9._-],
-				  at most 63 bytes, not starting with '.'. Copied. */
-	int pipeline;          /* enum feeder_pipeline; default jpeg */
-	uint32_t batch;        /* samples per batch, 1..65536; default 32 */
-	uint64_t seed;         /* shuffle and augmentation seed; default 0 */
-	uint64_t epoch;        /* first epoch; default 0 */
-	uint32_t epochs;       /* epochs served back to back; default 1 */
-	uint64_t start_batch;  /* first batch of the first epoch (resume); default 0 */
-	uint32_t rank, world;  /* this consumer's share: rank < world; default 0 of 1 */
-	int drop_last;         /* 1: drop the epoch's last short batch; default 0 */
-	uint32_t slots;        /* ring depth (prefetch), 1..256; default 4 */
-	int dtype;             /* enum feeder_dtype; default f32 */
-	int layout;            /* enum feeder_layout; default NCHW */
-	int on_error;          /* enum feeder_on_error; default replace */
-	struct {
-		uint32_t height, width;      /* output size; default 224 x 224 */
-		int train;                   /* 1: RandomResizedCrop + flip; 0: resize +
-						center crop; default 1 */
-		float scale_min, scale_max;  /* crop area fraction; default 0.08..1 */
-		float ratio_min, ratio_max;  /* crop aspect ratio; default 3/4..4/3 */
-		float flip_p;                /* horizontal flip probability; default 0.5 */
-		float resize_ratio;          /* eval: shorter side = size * ratio;
-						default 256/224 */
-		float mean[3], std[3];       /* per channel, on [0,1] pixels; default
-						ImageNet's. u8 output is not normalized. */
-	} jpeg;
-	struct {
-		uint32_t chunk_len;          /* frames per example; default 200 */
-		int pad;                     /* enum feeder_feat_pad; default repeat */
-		int cmn;                     /* enum feeder_feat_cmn; default sliding */
-		uint32_t cmn_window;         /* frames; default 300 */
-		int cvn;                     /* variance normalization; default 0 */
-		int train;                   /* random chunk (1) or centered (0); default 1 */
-	} features;
-	int placement;         /* enum feeder_placement; default cpu */
-	int device_batches;    /* 1: take batches in GPU memory when the daemon
-				  offers them: it preprocesses this stream on
-				  a GPU (placement gpu) that this process sees
-				  too; otherwise, and by default, batches are
-				  in the host ring */
-};
 
 /* Geometry of an open stream, as the daemon announced it. */
 struct feeder_stream_info {
 	uint32_t id;                  /* the daemon's stream id (feederctl streams) */
 	uint32_t slots, batch;
-	int dtype, layout;
+	uint32_t dtype, layout;       /* enum feeder_dtype, feeder_layout */
 	uint32_t ndim, shape[4];      /* shape of a full batch */
 	uint64_t batches;             /* batches this stream delivers in all */
 	uint64_t batches_per_epoch;   /* for this rank, counting from batch 0 */
@@ -162,8 +72,8 @@ struct feeder_stream_info {
 	void *ring;                   /* the mapping of the whole ring */
 	size_t ring_size;             /* its length in bytes */
 	size_t slot_size;
-	int placement;                /* enum feeder_placement, as served */
-	int memory;                   /* enum feeder_memory of the batches */
+	uint32_t placement;           /* enum feeder_placement, as served */
+	uint32_t memory;              /* enum feeder_memory of the batches */
 	int device;                   /* FEEDER_MEMORY_DEVICE: CUDA ordinal here; else -1 */
 };
 
@@ -175,15 +85,22 @@ struct feeder_batch {
 	size_t bytes;                 /* of this batch: count * one sample */
 	uint32_t ndim;                /* 4 */
 	uint32_t shape[4];            /* shape[0] == count, e.g. {count,3,H,W} */
-	int dtype, layout;
+	uint32_t dtype, layout;       /* enum feeder_dtype, feeder_layout */
 	const int32_t *labels;        /* count class ids */
+	const uint64_t *indices;      /* count dataset indices: the record each
+					 sample came from (a replaced sample shows
+					 its replacement's index) */
+	const char *names;            /* with the names option: count names, each a
+					 NUL-terminated string in a field of
+					 FEEDER_SAMPLE_NAME_MAX bytes ("" where the
+					 dataset keeps none); else NULL */
 	uint32_t count;               /* samples in this batch (the last may be short) */
 	uint64_t epoch;
 	uint64_t batch_index;         /* within the epoch, counted for this rank */
 	uint32_t replacements;        /* corrupt samples replaced in this batch */
 	uint32_t slot;                /* ring slot, for feeder_batch_release */
 	uint32_t stream;              /* stream id, for feeder_batch_release */
-	int memory;                   /* enum feeder_memory: data is a device pointer
+	uint32_t memory;              /* enum feeder_memory: data is a device pointer
 					 when FEEDER_MEMORY_DEVICE (labels stay on
 					 the host) */
 	int device;                   /* its CUDA ordinal in this process, or -1 */
@@ -196,7 +113,7 @@ struct feeder_batch {
  * FEEDER_DEFAULT_SOCKET. timeout_ms bounds the whole call; while it lasts, a
  * socket that does not exist yet or refuses connections is retried (so a
  * trainer may start before the daemon). timeout_ms < 0 waits forever, 0 tries
- * once.
+ * once (a daemon that accepts then has up to 10 s to answer HELLO).
  * On success *out is a new connection (free it with feeder_disconnect).
  * Errors: -ENOENT / -ECONNREFUSED (no daemon), -EACCES (socket permissions),
  * FEEDER_ETIMEDOUT, FEEDER_EVERSION, FEEDER_EDENIED, FEEDER_ECLOSED,
@@ -229,10 +146,13 @@ int feeder_fd(const struct feeder *f);
  * batch after the last one feeder_stream_next returned. Streams are pure functions
  * of their options, so the caller sees exactly the batches an undisturbed
  * stream delivers: none skipped, none twice. The call that reconnects blocks
- * for as long as that takes, whatever its own timeout. Batches held across
- * the loss stay valid (their release is then local): the old ring stays
- * mapped until the stream is closed. A
- * stream the new daemon refuses (its dataset is gone) fails with
+ * for as long as that takes, whatever its own timeout. Host batches held
+ * across the loss stay valid (their release is then local): the old ring
+ * stays mapped until the stream is closed. Device batches (FEEDER_MEMORY_
+ * DEVICE) do not: their memory was the old daemon's; libfeeder lets the GPU
+ * work queued on them finish, then closes the old ring, so their data
+ * pointers must not be used after a reconnect (release them; that is
+ * local too). A stream the new daemon refuses (its dataset is gone) fails with
  * FEEDER_ESTREAM and the others go on; stream ids change. 0, the default,
  * turns it off: a lost connection is FEEDER_ECLOSED. Returns 0. */
 int feeder_set_reconnect(struct feeder *f, int timeout_ms);
@@ -240,11 +160,33 @@ int feeder_set_reconnect(struct feeder *f, int timeout_ms);
 /* How many times f has reconnected to a restarted daemon. */
 uint32_t feeder_get_reconnects(const struct feeder *f);
 
+/* ---- The daemon's own figures (what feederctl shows) --------------------- */
+
+/* The daemon's summary: uptime, clients, streams, memory, totals. Waits up
+ * to timeout_ms (< 0: forever); batches that arrive meanwhile are queued for
+ * their streams. Returns 0, FEEDER_ETIMEDOUT or the connection's error. */
+int feeder_get_status(struct feeder *f, int timeout_ms, struct feeder_status *out);
+
+/* The datasets the daemon serves, or the streams it serves (the caller's
+ * own, or everyone's for root and the daemon's admin group): *out is a new
+ * array of *n entries, freed by the caller with free() (NULL when *n is 0).
+ * Returns 0, -ENOMEM, FEEDER_ETIMEDOUT or the connection's error. */
+int feeder_get_datasets(struct feeder *f, int timeout_ms, struct feeder_dataset_status **out,
+			size_t *n);
+int feeder_get_streams(struct feeder *f, int timeout_ms, struct feeder_stream_status **out,
+		       size_t *n);
+
 /* ---- Streams ------------------------------------------------------------ */
 
-/* Fill o with the defaults documented in struct feeder_stream_opts (dataset
- * NULL: the caller must set it). */
+/* Fill o with the defaults documented in struct feeder_stream_opts
+ * (feeder_types.h); the dataset name is empty: the caller must set it. */
 void feeder_stream_opts_init(struct feeder_stream_opts *o);
+
+/* Copy name into o->dataset. Returns 0, or FEEDER_EBADNAME when name is not
+ * an allowed dataset name (empty, longer than FEEDER_DATASET_MAX - 1 bytes,
+ * starting with '.', or a character other than A-Z a-z 0-9 . _ -); o is
+ * then unchanged. */
+int feeder_stream_opts_set_dataset(struct feeder_stream_opts *o, const char *name);
 
 /* Ask the daemon for a stream and map its ring. Waits up to timeout_ms (< 0:
  * forever) for the answer; batches of other streams that arrive meanwhile are
@@ -254,7 +196,11 @@ void feeder_stream_opts_init(struct feeder_stream_opts *o);
  * FEEDER_ENODATASET, FEEDER_EQUOTA (over this client's memory or stream
  * quota), FEEDER_ETIMEDOUT, FEEDER_ECLOSED, FEEDER_EPROTO, -errno from mmap;
  * feeder_last_error(f) has the sentence (the daemon's for refusals). A
- * refused stream leaves the connection usable. */
+ * refused stream leaves the connection usable.
+ * With device_batches, the daemon may serve the stream from a device ring
+ * (feeder_stream_info's memory says which); when this process cannot open
+ * it (the daemon's GPU is not visible here, CUDA IPC fails) the stream is
+ * reopened on the host ring, with one line on stderr saying why. */
 int feeder_stream_open(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
 		       struct feeder_stream **out);
 
@@ -284,10 +230,12 @@ int feeder_stream_next(struct feeder_stream *s, int timeout_ms, struct feeder_ba
  * away): the slot is gone with the connection and nothing more is needed. */
 int feeder_batch_release(struct feeder_stream *s, struct feeder_batch *b);
 
-/* Close the stream: tell the daemon, wait briefly for its acknowledgement,
- * unpin and unmap the ring, free s. Held batches become invalid. NULL is a
- * no-op. Returns 0 or the error of the goodbye exchange (the stream is freed
- * either way). */
+/* Close the stream: for a device ring, wait until the GPU work queued so
+ * far is done (it may read the ring) and close the CUDA IPC handles; then
+ * tell the daemon (a stream that failed keeps its ring in the daemon until
+ * this), wait briefly for its acknowledgement, unpin and unmap the ring,
+ * free s. Held batches become invalid. NULL is a no-op. Returns 0 or the
+ * error of the goodbye exchange (the stream is freed either way). */
 int feeder_stream_close(struct feeder_stream *s);
 
 /* For a batch in device memory: make cuda_stream (a cudaStream_t; NULL is

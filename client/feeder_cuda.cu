@@ -90,6 +90,13 @@ extern "C" void fcuda_ring_close(struct fcuda_ring *r)
 		return;
 	{
 		device_scope scope(r->device);
+		/* Work the trainer queued on any stream may still read the ring
+		 * (a device-to-device copy of a batch) or wait on its events:
+		 * closing the handles under it is undefined behaviour and can
+		 * poison the trainer's context. Which streams is not known here,
+		 * so the whole device is drained; a ring closes rarely (stream
+		 * close, reconnect). */
+		cudaDeviceSynchronize();
 		for (uint32_t i = 0; i < r->nslots; i++) {
 			if (r->ready && r->ready[i])
 				cudaEventDestroy(r->ready[i]);

@@ -2,8 +2,9 @@
  * stream's ring (feeder_stream_pin), and the device-resident rings of streams that
  * feederd serves from GPU memory (CUDA IPC memory and events, described by
  * the ring's device table, proto/protocol.h). Built from feeder_cuda.cu when
- * CUDA is present; feeder.c has the no-CUDA versions. Internal: the names avoid the
- * feeder_ prefix so that the version script keeps them out of the ABI. */
+ * CUDA is present, from feeder_cuda_none.c otherwise. Internal: the names
+ * avoid the feeder_ prefix so that the version script keeps them out of the
+ * ABI. */
 #ifndef FEEDER_CUDA_H
 #define FEEDER_CUDA_H
 
@@ -34,6 +35,9 @@ struct fcuda_ring;
 int fcuda_ring_open(const struct proto_device_table *t, const struct proto_device_slot *slots,
 		    uint32_t nslots, void **base, int *device, struct fcuda_ring **out, char *err,
 		    size_t errlen);
+/* Drain the ring's device (cudaDeviceSynchronize: the trainer's reads of
+ * the ring may be queued on any stream), then destroy the events and close
+ * the memory handle. NULL is a no-op. */
 void fcuda_ring_close(struct fcuda_ring *r);
 /* Make cuda_stream (NULL: the legacy default stream) wait for the daemon's
  * write of slot. */

@@ -77,7 +77,7 @@ const char *config_log_level_name(int level)
 void config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
-	snprintf(cfg->socket_path, sizeof cfg->socket_path, "%s", CONFIG_DEFAULT_SOCKET);
+	snprintf(cfg->socket_path, sizeof cfg->socket_path, "%s", FEEDER_DEFAULT_SOCKET);
 	snprintf(cfg->datasets_dir, sizeof cfg->datasets_dir, "%s", CONFIG_DEFAULT_DATASETS);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	cfg->workers = n > 0 ? (n > 1024 ? 1024 : (unsigned)n) : 1;

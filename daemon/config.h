@@ -33,7 +33,6 @@
 #include <sys/types.h>
 
 #define CONFIG_DEFAULT_FILE "/etc/feeder/feederd.conf"
-#define CONFIG_DEFAULT_SOCKET "/run/feeder/feederd.sock"
 #define CONFIG_DEFAULT_DATASETS "/var/lib/feeder/datasets"
 /* sockaddr_un.sun_path is 108 bytes including the NUL. */
 #define CONFIG_SOCKET_MAX 108

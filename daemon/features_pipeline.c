@@ -6,7 +6,7 @@
 #include "bytes.h"
 #include "detrand.h"
 #include "half.h"
-#include "jpeg_pipeline.h"
+#include "protocol.h"
 #include "status.h"
 
 #include <math.h>
@@ -14,48 +14,12 @@
 
 #define FEAT_VAR_FLOOR FEATURES_VAR_FLOOR
 
-void features_params_default(struct features_params *p, uint32_t chunk_len, int train)
+size_t features_pipeline_sample_bytes(const struct feeder_stream_opts *o, uint32_t feat_dim)
 {
-	*p = (struct features_params){
-		.chunk_len = chunk_len, .pad = FEAT_PAD_REPEAT, .cmn = FEAT_CMN_SLIDING,
-		.cmn_window = 300, .cvn = 0, .dtype = PIPE_DTYPE_F32, .train = train,
-	};
+	return (size_t)feat_dim * o->features.chunk_len * proto_dtype_size(o->dtype);
 }
 
-int features_params_check(const struct features_params *p, char *err, size_t errlen)
-{
-	if (p->chunk_len == 0 || p->chunk_len > FEATURES_MAX_CHUNK)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "features pipeline: chunk length %u is outside 1..%u", p->chunk_len,
-				   FEATURES_MAX_CHUNK);
-	if (p->pad != FEAT_PAD_REPEAT && p->pad != FEAT_PAD_SKIP)
-		return status_fail(err, errlen, FEEDER_EINVAL, "features pipeline: unknown pad mode %d",
-				   p->pad);
-	if (p->cmn != FEAT_CMN_NONE && p->cmn != FEAT_CMN_UTT && p->cmn != FEAT_CMN_SLIDING)
-		return status_fail(err, errlen, FEEDER_EINVAL, "features pipeline: unknown cmn mode %d",
-				   p->cmn);
-	if (p->cmn == FEAT_CMN_SLIDING && p->cmn_window == 0)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "features pipeline: the sliding cmn window must be at least 1 frame");
-	if (p->cvn != 0 && p->cvn != 1)
-		return status_fail(err, errlen, FEEDER_EINVAL, "features pipeline: cvn must be 0 or 1");
-	if (p->cvn && p->cmn == FEAT_CMN_NONE)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "features pipeline: variance normalization needs cmn utt or sliding");
-	if (p->dtype != PIPE_DTYPE_F16 && p->dtype != PIPE_DTYPE_F32)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "features pipeline: dtype %d is not f16 or f32", p->dtype);
-	if (p->train != 0 && p->train != 1)
-		return status_fail(err, errlen, FEEDER_EINVAL, "features pipeline: train must be 0 or 1");
-	return 0;
-}
-
-size_t features_pipeline_sample_bytes(const struct features_params *p, uint32_t feat_dim)
-{
-	return (size_t)feat_dim * p->chunk_len * (p->dtype == PIPE_DTYPE_F16 ? 2 : 4);
-}
-
-uint32_t features_pipeline_offset(const struct features_params *p, uint32_t frames,
+uint32_t features_pipeline_offset(const struct feeder_features_opts *p, uint32_t frames,
 				  uint64_t aug_key)
 {
 	if (frames <= p->chunk_len)
@@ -134,11 +98,12 @@ static void sliding_bounds(uint32_t t, uint32_t frames, uint32_t window, uint32_
 }
 
 /* Also the GPU pipeline's check (daemon/gpu_staging.c). */
-int features_pipeline_check_sample(const struct features_params *p,
+int features_pipeline_check_sample(const struct feeder_stream_opts *o,
 				   const struct dsformat_sample *s, const uint8_t *payload,
 				   char *err, size_t errlen)
 {
-	int rc = features_params_check(p, err, errlen);
+	const struct feeder_features_opts *p = &o->features;
+	int rc = proto_opts_check(o, err, errlen);
 	if (rc)
 		return rc;
 	if (s->frames == 0 || s->dim == 0 || s->dim > DSFORMAT_MAX_DIM)
@@ -152,16 +117,17 @@ int features_pipeline_check_sample(const struct features_params *p,
 		return status_fail(err, errlen, FEEDER_EFORMAT,
 				   "features: %u bytes of payload do not hold %ux%u %s values",
 				   s->payload_len, s->frames, s->dim, dsformat_dtype_name(s->dtype));
-	if (s->frames < p->chunk_len && p->pad == FEAT_PAD_SKIP)
+	if (s->frames < p->chunk_len && p->pad == FEEDER_FEAT_PAD_SKIP)
 		return FEATURES_SKIPPED;
 	return 0;
 }
 
-int features_pipeline_run(const struct features_params *p, const struct dsformat_sample *s,
+int features_pipeline_run(const struct feeder_stream_opts *o, const struct dsformat_sample *s,
 			  const uint8_t *payload, uint64_t aug_key, void *out, char *err,
 			  size_t errlen)
 {
-	int rc = features_pipeline_check_sample(p, s, payload, err, errlen);
+	const struct feeder_features_opts *p = &o->features;
+	int rc = features_pipeline_check_sample(o, s, payload, err, errlen);
 	if (rc)
 		return rc;
 	size_t elem = dsformat_dtype_size(s->dtype);
@@ -171,14 +137,14 @@ int features_pipeline_run(const struct features_params *p, const struct dsformat
 	memset(sum, 0, dim * sizeof(double));
 	memset(sumsq, 0, dim * sizeof(double));
 	struct window w = { 0, 0, sum, sumsq };
-	if (p->cmn == FEAT_CMN_UTT)
+	if (p->cmn == FEEDER_FEAT_CMN_UTT)
 		window_move(&m, &w, 0, s->frames);
 
 	uint32_t offset = features_pipeline_offset(p, s->frames, aug_key);
 	for (uint32_t t = 0; t < len; t++) {
 		/* Too-short utterances repeat from their start (pad repeat). */
 		uint32_t src = features_pipeline_source(p, s->frames, offset, t);
-		if (p->cmn == FEAT_CMN_SLIDING) {
+		if (p->cmn == FEEDER_FEAT_CMN_SLIDING) {
 			uint32_t lo, hi;
 			sliding_bounds(src, s->frames, p->cmn_window, &lo, &hi);
 			window_move(&m, &w, lo, hi);
@@ -186,7 +152,7 @@ int features_pipeline_run(const struct features_params *p, const struct dsformat
 		double n = (double)(w.hi - w.lo);
 		for (uint32_t d = 0; d < dim; d++) {
 			double x = matrix_at(&m, src, d);
-			if (p->cmn != FEAT_CMN_NONE) {
+			if (p->cmn != FEEDER_FEAT_CMN_NONE) {
 				double mean = sum[d] / n;
 				x -= mean;
 				if (p->cvn) {
@@ -195,7 +161,7 @@ int features_pipeline_run(const struct features_params *p, const struct dsformat
 				}
 			}
 			size_t idx = (size_t)d * len + t;
-			if (p->dtype == PIPE_DTYPE_F16)
+			if (o->dtype == FEEDER_DTYPE_F16)
 				((uint16_t *)out)[idx] = half_from_float((float)x);
 			else
 				((float *)out)[idx] = (float)x;
@@ -207,18 +173,18 @@ int features_pipeline_run(const struct features_params *p, const struct dsformat
 /* For the GPU pipeline (daemon/gpu_staging.c): the same chunk frames and
  * statistics windows as features_pipeline_run. */
 
-uint32_t features_pipeline_source(const struct features_params *p, uint32_t frames,
+uint32_t features_pipeline_source(const struct feeder_features_opts *p, uint32_t frames,
 				  uint32_t offset, uint32_t t)
 {
 	return frames > p->chunk_len ? offset + t : t % frames;
 }
 
-void features_pipeline_window(const struct features_params *p, uint32_t frames, uint32_t src,
+void features_pipeline_window(const struct feeder_features_opts *p, uint32_t frames, uint32_t src,
 			      uint32_t *lo, uint32_t *hi)
 {
-	if (p->cmn == FEAT_CMN_SLIDING) {
+	if (p->cmn == FEEDER_FEAT_CMN_SLIDING) {
 		sliding_bounds(src, frames, p->cmn_window, lo, hi);
-	} else if (p->cmn == FEAT_CMN_UTT) {
+	} else if (p->cmn == FEEDER_FEAT_CMN_UTT) {
 		*lo = 0;
 		*hi = frames;
 	} else {

@@ -8,8 +8,8 @@
  * Kaldi's apply-cmvn-sliding --center=true; and write it transposed as
  * (feat_dim, chunk_len) in f16 or f32, the layout a TDNN (1-D convolution
  * over time) consumes. Utterances shorter than chunk_len are either padded
- * by repeating them from the start (FEAT_PAD_REPEAT) or skipped
- * (FEAT_PAD_SKIP: the caller replaces the sample like a corrupt one).
+ * by repeating them from the start (FEEDER_FEAT_PAD_REPEAT) or skipped
+ * (FEEDER_FEAT_PAD_SKIP: the caller replaces the sample like a corrupt one).
  *
  * The statistics are those of the whole utterance (or of a window around
  * each frame of it), not of the chunk alone, as when Kaldi normalizes the
@@ -24,42 +24,21 @@
 #define FEEDER_FEATURES_PIPELINE_H
 
 #include "dsformat.h"
+#include "feeder_types.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-enum { FEAT_PAD_REPEAT = 1, FEAT_PAD_SKIP = 2 };
-enum { FEAT_CMN_NONE = 0, FEAT_CMN_UTT = 1, FEAT_CMN_SLIDING = 2 };
-
 /* Returned by features_pipeline_run (a positive value, not an error) when an
- * utterance is shorter than chunk_len and pad is FEAT_PAD_SKIP. */
+ * utterance is shorter than chunk_len and pad is FEEDER_FEAT_PAD_SKIP. */
 #define FEATURES_SKIPPED 1
 
-#define FEATURES_MAX_CHUNK 65536
-
-struct features_params {
-	uint32_t chunk_len;  /* frames per chunk */
-	int pad;             /* FEAT_PAD_REPEAT | FEAT_PAD_SKIP */
-	int cmn;             /* FEAT_CMN_NONE | FEAT_CMN_UTT | FEAT_CMN_SLIDING */
-	uint32_t cmn_window; /* sliding window in frames (Kaldi's default 300) */
-	int cvn;             /* also divide by the standard deviation */
-	int dtype;           /* PIPE_DTYPE_F16 | PIPE_DTYPE_F32 (jpeg_pipeline.h) */
-	int train;           /* 1: random chunk offset; 0: centred chunk */
-};
-
-/* chunk_len as given, pad repeat, cmn sliding over 300 frames (Kaldi's
- * default), no cvn, f32, train as given. */
-void features_params_default(struct features_params *p, uint32_t chunk_len, int train);
-
-/* 0 if p is usable, else FEEDER_EINVAL with a sentence naming the field. */
-int features_params_check(const struct features_params *p, char *err, size_t errlen);
-
 /* Bytes one sample occupies: feat_dim * chunk_len * (2 or 4). */
-size_t features_pipeline_sample_bytes(const struct features_params *p, uint32_t feat_dim);
+size_t features_pipeline_sample_bytes(const struct feeder_stream_opts *o, uint32_t feat_dim);
 
 /* The first frame of the chunk taken from an utterance of `frames` frames
  * (0 when frames <= chunk_len). Pure function of its arguments. */
-uint32_t features_pipeline_offset(const struct features_params *p, uint32_t frames,
+uint32_t features_pipeline_offset(const struct feeder_features_opts *p, uint32_t frames,
 				  uint64_t aug_key);
 
 /* Write sample s (header as decoded by dsformat_sample_decode, payload its
@@ -67,7 +46,7 @@ uint32_t features_pipeline_offset(const struct features_params *p, uint32_t fram
  * FEATURES_SKIPPED (too short with pad=skip; out untouched), FEEDER_EINVAL
  * (bad params) or FEEDER_EFORMAT (a matrix that does not fit its header,
  * zero frames or dim). */
-int features_pipeline_run(const struct features_params *p, const struct dsformat_sample *s,
+int features_pipeline_run(const struct feeder_stream_opts *o, const struct dsformat_sample *s,
 			  const uint8_t *payload, uint64_t aug_key, void *out, char *err,
 			  size_t errlen);
 
@@ -79,19 +58,19 @@ int features_pipeline_run(const struct features_params *p, const struct dsformat
 
 /* The checks features_pipeline_run makes before reading the matrix: 0,
  * FEATURES_SKIPPED, FEEDER_EINVAL or FEEDER_EFORMAT, as it returns them. */
-int features_pipeline_check_sample(const struct features_params *p,
+int features_pipeline_check_sample(const struct feeder_stream_opts *o,
 				   const struct dsformat_sample *s, const uint8_t *payload,
 				   char *err, size_t errlen);
 
 /* The utterance frame that chunk frame t (0..chunk_len-1) is, for a chunk
  * at offset (features_pipeline_offset) of an utterance of `frames` frames
  * (repeating from the start when it is shorter than chunk_len). */
-uint32_t features_pipeline_source(const struct features_params *p, uint32_t frames,
+uint32_t features_pipeline_source(const struct feeder_features_opts *p, uint32_t frames,
 				  uint32_t offset, uint32_t t);
 
 /* The frames [lo, hi) whose statistics normalize utterance frame src: the
  * sliding window, the whole utterance, or none (lo = hi = 0, cmn none). */
-void features_pipeline_window(const struct features_params *p, uint32_t frames, uint32_t src,
+void features_pipeline_window(const struct feeder_features_opts *p, uint32_t frames, uint32_t src,
 			      uint32_t *lo, uint32_t *hi);
 
 #endif

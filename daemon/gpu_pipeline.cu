@@ -13,6 +13,7 @@
  * and the kernel has completed. */
 extern "C" {
 #include "gpu_pipeline.h"
+#include "protocol.h"
 #include "status.h"
 }
 #include "gpu_staging.h"
@@ -192,11 +193,11 @@ static int alloc_device(struct gpu_pipeline *g, char *err, size_t errlen)
 }
 
 extern "C" int gpu_pipeline_create_jpeg(struct gpu_pipeline **out, int device,
-					const struct jpeg_params *p, uint32_t max_batch,
+					const struct feeder_stream_opts *p, uint32_t max_batch,
 					size_t staging_bytes, char *err, size_t errlen)
 {
 	*out = NULL;
-	int rc = jpeg_params_check(p, err, errlen);
+	int rc = proto_opts_check(p, err, errlen);
 	if (rc)
 		return rc;
 	if (staging_bytes == 0)
@@ -215,12 +216,12 @@ extern "C" int gpu_pipeline_create_jpeg(struct gpu_pipeline **out, int device,
 }
 
 extern "C" int gpu_pipeline_create_features(struct gpu_pipeline **out, int device,
-					    const struct features_params *p, uint32_t feat_dim,
+					    const struct feeder_stream_opts *p, uint32_t feat_dim,
 					    uint32_t max_batch, size_t staging_bytes, char *err,
 					    size_t errlen)
 {
 	*out = NULL;
-	int rc = features_params_check(p, err, errlen);
+	int rc = proto_opts_check(p, err, errlen);
 	if (rc)
 		return rc;
 	if (staging_bytes == 0)

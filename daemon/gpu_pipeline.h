@@ -49,13 +49,13 @@ int gpu_pipeline_devices(char *why, size_t whylen);
  * FEEDER_EINVAL (bad params, or staging_bytes below the descriptors plus
  * max_batch finished samples) or -ENOMEM (host or device memory), with err
  * filled. */
-int gpu_pipeline_create_jpeg(struct gpu_pipeline **out, int device, const struct jpeg_params *p,
+int gpu_pipeline_create_jpeg(struct gpu_pipeline **out, int device, const struct feeder_stream_opts *p,
 			     uint32_t max_batch, size_t staging_bytes, char *err, size_t errlen);
 
 /* The same for features samples of feat_dim columns made with p. staging
  * 0: gpu_staging_default_bytes_features(p, feat_dim, max_batch, 0). */
 int gpu_pipeline_create_features(struct gpu_pipeline **out, int device,
-				 const struct features_params *p, uint32_t feat_dim,
+				 const struct feeder_stream_opts *p, uint32_t feat_dim,
 				 uint32_t max_batch, size_t staging_bytes, char *err,
 				 size_t errlen);
 

@@ -17,10 +17,10 @@ struct gpu_slot {
 	void *block;
 };
 
-int gpu_slot_create(struct gpu_slot **out, int device, const struct jpeg_params *jp,
-		    const struct features_params *fp, uint32_t feat_dim, uint32_t max_batch,
-		    char *err, size_t errlen)
+int gpu_slot_create(struct gpu_slot **out, int device, const struct feeder_stream_opts *o,
+		    uint32_t feat_dim, uint32_t max_batch, char *err, size_t errlen)
 {
+	int jp = o->pipeline == FEEDER_PIPE_JPEG;
 	*out = NULL;
 	struct gpu_slot *g = calloc(1, sizeof(*g));
 	if (!g)
@@ -28,12 +28,12 @@ int gpu_slot_create(struct gpu_slot **out, int device, const struct jpeg_params 
 	g->kind = jp ? GPU_KIND_JPEG : GPU_KIND_FEATURES;
 	int rc;
 	if (device != GPU_SLOT_EMULATED) {
-		rc = jp ? gpu_pipeline_create_jpeg(&g->gp, device, jp, max_batch, 0, err, errlen)
-			: gpu_pipeline_create_features(&g->gp, device, fp, feat_dim, max_batch, 0, err,
+		rc = jp ? gpu_pipeline_create_jpeg(&g->gp, device, o, max_batch, 0, err, errlen)
+			: gpu_pipeline_create_features(&g->gp, device, o, feat_dim, max_batch, 0, err,
 						       errlen);
 	} else {
-		size_t cap = jp ? gpu_staging_default_bytes_jpeg(jp, max_batch)
-				: gpu_staging_default_bytes_features(fp, feat_dim, max_batch, 0);
+		size_t cap = jp ? gpu_staging_default_bytes_jpeg(o, max_batch)
+				: gpu_staging_default_bytes_features(o, feat_dim, max_batch, 0);
 		g->block = aligned_alloc(GPU_STAGING_ALIGN,
 					 (cap + GPU_STAGING_ALIGN - 1) / GPU_STAGING_ALIGN *
 						 GPU_STAGING_ALIGN);
@@ -41,9 +41,9 @@ int gpu_slot_create(struct gpu_slot **out, int device, const struct jpeg_params 
 			rc = status_fail(err, errlen, -ENOMEM,
 					 "out of memory for a staging block of %zu bytes", cap);
 		else if (jp)
-			rc = gpu_staging_init_jpeg(&g->st, g->block, cap, max_batch, jp, err, errlen);
+			rc = gpu_staging_init_jpeg(&g->st, g->block, cap, max_batch, o, err, errlen);
 		else
-			rc = gpu_staging_init_features(&g->st, g->block, cap, max_batch, fp, feat_dim,
+			rc = gpu_staging_init_features(&g->st, g->block, cap, max_batch, o, feat_dim,
 						       err, errlen);
 	}
 	if (rc) {

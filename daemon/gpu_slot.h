@@ -27,12 +27,11 @@ struct gpu_slot;
 /* Device index meaning "emulated on the host". */
 #define GPU_SLOT_EMULATED (-2)
 
-/* A context for batches of up to max_batch samples of a jpeg stream (jp
- * set, fp NULL) or a features stream (fp set, feat_dim its width). Returns
+/* A context for batches of up to max_batch samples of a stream with
+ * options o (o->pipeline: jpeg, or features of feat_dim columns). Returns
  * 0, FEEDER_ENODEV or -ENOMEM with err filled. */
-int gpu_slot_create(struct gpu_slot **out, int device, const struct jpeg_params *jp,
-		    const struct features_params *fp, uint32_t feat_dim, uint32_t max_batch,
-		    char *err, size_t errlen);
+int gpu_slot_create(struct gpu_slot **out, int device, const struct feeder_stream_opts *o,
+		    uint32_t feat_dim, uint32_t max_batch, char *err, size_t errlen);
 void gpu_slot_destroy(struct gpu_slot *g);
 
 /* Empty the staging for a new batch (no batch may be in flight). */

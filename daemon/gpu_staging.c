@@ -16,6 +16,7 @@
  * older, larger count only kept more than it had to. */
 #include "gpu_staging.h"
 
+#include "protocol.h"
 #include "resize.h"
 #include "status.h"
 
@@ -69,27 +70,28 @@ static uint8_t *region_alloc(void *ctx, size_t bytes)
 	return arena_take(ctx, bytes, 1);
 }
 
-size_t gpu_staging_default_bytes_jpeg(const struct jpeg_params *p, uint32_t max_batch)
+size_t gpu_staging_default_bytes_jpeg(const struct feeder_stream_opts *p, uint32_t max_batch)
 {
-	size_t area = (size_t)p->out_h * p->out_w;
+	size_t area = (size_t)p->jpeg.height * p->jpeg.width;
 	/* 6x the output area of RGBX pixels (the region is 1.5x to 3x the
 	 * output per side, more for images the IDCT cannot scale further);
 	 * plans of up to 9 taps a side. */
 	size_t region = align_up(area * 24);
-	size_t plans = align_up(((size_t)p->out_h + p->out_w) * (2 + 9) * 4);
+	size_t plans = align_up(((size_t)p->jpeg.height + p->jpeg.width) * (2 + 9) * 4);
 	/* plus the reserve: a finished sample each */
 	size_t ready = align_up(jpeg_pipeline_sample_bytes(p));
 	return desc_bytes(max_batch) + (size_t)max_batch * (region + plans + ready);
 }
 
-size_t gpu_staging_default_bytes_features(const struct features_params *p, uint32_t feat_dim,
+size_t gpu_staging_default_bytes_features(const struct feeder_stream_opts *o, uint32_t feat_dim,
 					  uint32_t max_batch, uint32_t max_frames)
 {
+	const struct feeder_features_opts *p = &o->features;
 	if (max_frames == 0)
-		max_frames = 2 * p->chunk_len + (p->cmn == FEAT_CMN_SLIDING ? p->cmn_window : 0);
+		max_frames = 2 * p->chunk_len + (p->cmn == FEEDER_FEAT_CMN_SLIDING ? p->cmn_window : 0);
 	size_t frames = align_up((size_t)max_frames * feat_dim * 4);
 	size_t table = align_up((size_t)p->chunk_len * 3 * 4);
-	size_t ready = align_up(features_pipeline_sample_bytes(p, feat_dim));
+	size_t ready = align_up(features_pipeline_sample_bytes(o, feat_dim));
 	return desc_bytes(max_batch) + (size_t)max_batch * (frames + table + ready);
 }
 
@@ -118,27 +120,27 @@ static int init_common(struct gpu_staging *st, void *base, size_t cap, uint32_t 
 }
 
 int gpu_staging_init_jpeg(struct gpu_staging *st, void *base, size_t cap, uint32_t max_batch,
-			  const struct jpeg_params *p, char *err, size_t errlen)
+			  const struct feeder_stream_opts *p, char *err, size_t errlen)
 {
-	int rc = jpeg_params_check(p, err, errlen);
+	int rc = proto_opts_check(p, err, errlen);
 	if (rc)
 		return rc;
 	*st = (struct gpu_staging){ 0 };
-	st->jpeg = *p;
+	st->opts = *p;
 	st->out = (struct gpu_out_params){
 		.kind = GPU_KIND_JPEG, .dtype = (uint32_t)p->dtype, .layout = (uint32_t)p->layout,
-		.out_h = p->out_h, .out_w = p->out_w,
+		.out_h = p->jpeg.height, .out_w = p->jpeg.width,
 		.sample_bytes = jpeg_pipeline_sample_bytes(p),
 	};
-	jpeg_pipeline_norm(p, st->out.mul, st->out.add);
+	jpeg_pipeline_norm(&p->jpeg, st->out.mul, st->out.add);
 	return init_common(st, base, cap, max_batch, st->out.sample_bytes, err, errlen);
 }
 
 int gpu_staging_init_features(struct gpu_staging *st, void *base, size_t cap,
-			      uint32_t max_batch, const struct features_params *p,
+			      uint32_t max_batch, const struct feeder_stream_opts *p,
 			      uint32_t feat_dim, char *err, size_t errlen)
 {
-	int rc = features_params_check(p, err, errlen);
+	int rc = proto_opts_check(p, err, errlen);
 	if (rc)
 		return rc;
 	if (feat_dim == 0 || feat_dim > DSFORMAT_MAX_DIM)
@@ -146,11 +148,11 @@ int gpu_staging_init_features(struct gpu_staging *st, void *base, size_t cap,
 				   "gpu staging: feature dimension %u is outside 1..%u", feat_dim,
 				   DSFORMAT_MAX_DIM);
 	*st = (struct gpu_staging){ 0 };
-	st->feat = *p;
+	st->opts = *p;
 	st->out = (struct gpu_out_params){
 		.kind = GPU_KIND_FEATURES, .dtype = (uint32_t)p->dtype,
-		.dim = feat_dim, .chunk_len = p->chunk_len,
-		.cmn = (uint32_t)p->cmn, .cvn = (uint32_t)p->cvn,
+		.dim = feat_dim, .chunk_len = p->features.chunk_len,
+		.cmn = p->features.cmn, .cvn = p->features.cvn,
 		.sample_bytes = features_pipeline_sample_bytes(p, feat_dim),
 	};
 	return init_common(st, base, cap, max_batch, st->out.sample_bytes, err, errlen);
@@ -278,7 +280,7 @@ int gpu_staging_jpeg(struct gpu_staging *st, struct jpeg_worker *w, uint32_t ind
 	struct gpu_sample_desc *d = desc_clear(st, index);
 	struct jpeg_region_dest dest = { region_alloc, st };
 	struct jpeg_region r;
-	rc = jpeg_pipeline_decode(w, &st->jpeg, jpeg, len, aug_key, &dest, &r, err, errlen);
+	rc = jpeg_pipeline_decode(w, &st->opts, jpeg, len, aug_key, &dest, &r, err, errlen);
 	if (rc == 0)
 		rc = stage_region(st, d, &r, err, errlen);
 	if (rc != FEEDER_EQUOTA)
@@ -286,7 +288,7 @@ int gpu_staging_jpeg(struct gpu_staging *st, struct jpeg_worker *w, uint32_t ind
 	uint8_t *ready = take_ready(st, d, index, err, errlen);
 	if (!ready)
 		return FEEDER_EQUOTA;
-	rc = jpeg_pipeline_run(w, &st->jpeg, jpeg, len, aug_key, ready, err, errlen);
+	rc = jpeg_pipeline_run(w, &st->opts, jpeg, len, aug_key, ready, err, errlen);
 	if (rc)
 		return rc;
 	mark_ready(st, d, ready);
@@ -295,7 +297,7 @@ int gpu_staging_jpeg(struct gpu_staging *st, struct jpeg_worker *w, uint32_t ind
 
 /* Chunk frame t's source frame and statistics window [lo, hi) (an empty
  * window at src when there are no statistics). */
-static void frame_plan(const struct features_params *p, uint32_t frames, uint32_t offset,
+static void frame_plan(const struct feeder_features_opts *p, uint32_t frames, uint32_t offset,
 		       uint32_t t, uint32_t *src, uint32_t *lo, uint32_t *hi)
 {
 	*src = features_pipeline_source(p, frames, offset, t);
@@ -309,7 +311,7 @@ static void frame_plan(const struct features_params *p, uint32_t frames, uint32_
 static int stage_frames(struct gpu_staging *st, struct gpu_sample_desc *d,
 			const struct dsformat_sample *s, const uint8_t *payload, uint64_t aug_key)
 {
-	const struct features_params *p = &st->feat;
+	const struct feeder_features_opts *p = &st->opts.features;
 	const uint32_t len = p->chunk_len;
 	uint32_t offset = features_pipeline_offset(p, s->frames, aug_key);
 	uint32_t first = UINT32_MAX, end = 0, src, lo, hi;
@@ -350,7 +352,7 @@ int gpu_staging_features(struct gpu_staging *st, uint32_t index, const struct ds
 	if (rc)
 		return rc;
 	struct gpu_sample_desc *d = desc_clear(st, index);
-	rc = features_pipeline_check_sample(&st->feat, s, payload, err, errlen);
+	rc = features_pipeline_check_sample(&st->opts, s, payload, err, errlen);
 	if (rc)
 		return rc;
 	if (s->dim != st->out.dim)
@@ -362,7 +364,7 @@ int gpu_staging_features(struct gpu_staging *st, uint32_t index, const struct ds
 	uint8_t *ready = take_ready(st, d, index, err, errlen);
 	if (!ready)
 		return FEEDER_EQUOTA;
-	rc = features_pipeline_run(&st->feat, s, payload, aug_key, ready, err, errlen);
+	rc = features_pipeline_run(&st->opts, s, payload, aug_key, ready, err, errlen);
 	if (rc)
 		return rc;
 	mark_ready(st, d, ready);

@@ -89,11 +89,11 @@ struct gpu_sample_desc {
 /* What every sample of the batch becomes. */
 struct gpu_out_params {
 	uint32_t kind;            /* GPU_KIND_* */
-	uint32_t dtype, layout;   /* PIPE_DTYPE_*, PIPE_LAYOUT_* (features: dim-major) */
+	uint32_t dtype, layout;   /* enum feeder_dtype, feeder_layout (features: dim-major) */
 	uint32_t out_h, out_w;    /* jpeg */
 	float mul[3], add[3];     /* jpeg f16/f32: value = pixel * mul + add */
 	uint32_t dim, chunk_len;  /* features */
-	uint32_t cmn, cvn;        /* features: FEAT_CMN_*, 0/1 */
+	uint32_t cmn, cvn;        /* features: enum feeder_feat_cmn, 0/1 */
 	uint64_t sample_bytes;    /* one output sample */
 };
 
@@ -106,8 +106,7 @@ struct gpu_staging {
 	uint32_t unstaged;         /* of max_batch, not staged yet this batch; atomic */
 	uint32_t max_batch;
 	struct gpu_out_params out;
-	struct jpeg_params jpeg;       /* GPU_KIND_JPEG */
-	struct features_params feat;   /* GPU_KIND_FEATURES */
+	struct feeder_stream_opts opts; /* what the samples become */
 };
 
 #ifdef __cplusplus
@@ -121,8 +120,8 @@ extern "C" {
  * the cmn window), and the reserve of a finished sample each. Larger
  * samples fall back to the CPU, so the size trades pinned memory against
  * CPU work: gpu_pipeline_cpu_finished tells. */
-size_t gpu_staging_default_bytes_jpeg(const struct jpeg_params *p, uint32_t max_batch);
-size_t gpu_staging_default_bytes_features(const struct features_params *p, uint32_t feat_dim,
+size_t gpu_staging_default_bytes_jpeg(const struct feeder_stream_opts *p, uint32_t max_batch);
+size_t gpu_staging_default_bytes_features(const struct feeder_stream_opts *p, uint32_t feat_dim,
 					  uint32_t max_batch, uint32_t max_frames);
 
 /* Lay out a staging block of cap bytes at base (16-byte aligned) for
@@ -131,9 +130,9 @@ size_t gpu_staging_default_bytes_features(const struct features_params *p, uint3
  * (bad params, misaligned base, a block smaller than the descriptors and
  * max_batch finished samples: below that a batch could run out of room). */
 int gpu_staging_init_jpeg(struct gpu_staging *st, void *base, size_t cap, uint32_t max_batch,
-			  const struct jpeg_params *p, char *err, size_t errlen);
+			  const struct feeder_stream_opts *p, char *err, size_t errlen);
 int gpu_staging_init_features(struct gpu_staging *st, void *base, size_t cap,
-			      uint32_t max_batch, const struct features_params *p,
+			      uint32_t max_batch, const struct feeder_stream_opts *p,
 			      uint32_t feat_dim, char *err, size_t errlen);
 
 /* Empty the block for the next batch: every descriptor EMPTY, arena empty. */
@@ -194,11 +193,11 @@ GPU_HD static inline uint16_t gpu_half_from_float(float f)
  * rounded and clamped as resize.c does). */
 GPU_HD static inline void gpu_store(void *out, uint32_t dtype, size_t idx, float v)
 {
-	if (dtype == PIPE_DTYPE_U8) {
+	if (dtype == FEEDER_DTYPE_U8) {
 		float r = v + 0.5f;
 		r = r < 0.0f ? 0.0f : r > 255.0f ? 255.0f : r;
 		((uint8_t *)out)[idx] = (uint8_t)r;
-	} else if (dtype == PIPE_DTYPE_F16) {
+	} else if (dtype == FEEDER_DTYPE_F16) {
 		((uint16_t *)out)[idx] = gpu_half_from_float(v);
 	} else {
 		((float *)out)[idx] = v;
@@ -208,9 +207,9 @@ GPU_HD static inline void gpu_store(void *out, uint32_t dtype, size_t idx, float
 /* Copy element idx of a CPU-finished sample. */
 GPU_HD static inline void gpu_copy_elem(void *out, const uint8_t *ready, uint32_t dtype, size_t idx)
 {
-	if (dtype == PIPE_DTYPE_U8)
+	if (dtype == FEEDER_DTYPE_U8)
 		((uint8_t *)out)[idx] = ready[idx];
-	else if (dtype == PIPE_DTYPE_F16)
+	else if (dtype == FEEDER_DTYPE_F16)
 		((uint16_t *)out)[idx] = ((const uint16_t *)ready)[idx];
 	else
 		((float *)out)[idx] = ((const float *)ready)[idx];
@@ -229,7 +228,7 @@ GPU_HD static inline void gpu_jpeg_pixel(const uint8_t *stage, const struct gpu_
 	const size_t plane = (size_t)H * W;
 	size_t idx[3];
 	for (int c = 0; c < 3; c++)
-		idx[c] = o->layout == PIPE_LAYOUT_NHWC ? ((size_t)y * W + xo) * 3 + c
+		idx[c] = o->layout == FEEDER_LAYOUT_NHWC ? ((size_t)y * W + xo) * 3 + c
 						       : c * plane + (size_t)y * W + xo;
 	if (d->mode == GPU_STAGE_READY) {
 		for (int c = 0; c < 3; c++)
@@ -258,7 +257,7 @@ GPU_HD static inline void gpu_jpeg_pixel(const uint8_t *stage, const struct gpu_
 			acc[c] += wy[k] * h[c];
 	}
 	for (int c = 0; c < 3; c++) {
-		float v = o->dtype == PIPE_DTYPE_U8 ? acc[c] : acc[c] * o->mul[c] + o->add[c];
+		float v = o->dtype == FEEDER_DTYPE_U8 ? acc[c] : acc[c] * o->mul[c] + o->add[c];
 		gpu_store(out, o->dtype, idx[c], v);
 	}
 }
@@ -292,7 +291,7 @@ GPU_HD static inline void gpu_features_value(const uint8_t *stage,
 	const uint32_t src = tab[t], lo = tab[len + t], hi = tab[2 * (size_t)len + t];
 	const uint8_t *frames = stage + d->data;
 	double x = gpu_frame_at(frames, d, src, k);
-	if (o->cmn != FEAT_CMN_NONE && hi > lo) {
+	if (o->cmn != FEEDER_FEAT_CMN_NONE && hi > lo) {
 		double sum = 0.0, sumsq = 0.0;
 		for (uint32_t f = lo; f < hi; f++) {
 			double v = gpu_frame_at(frames, d, f, k);

@@ -9,6 +9,7 @@
 #include "jpeg_pipeline.h"
 
 #include "detrand.h"
+#include "protocol.h"
 #include "resize.h"
 #include "status.h"
 
@@ -37,65 +38,13 @@ struct jpeg_worker {
 	struct resize_axis ax, ay;
 };
 
-void jpeg_params_default(struct jpeg_params *p, uint32_t size, int train)
+size_t jpeg_pipeline_sample_bytes(const struct feeder_stream_opts *o)
 {
-	*p = (struct jpeg_params){
-		.out_h = size, .out_w = size, .train = train,
-		.scale_min = 0.08f, .scale_max = 1.0f,
-		.ratio_min = 3.0f / 4.0f, .ratio_max = 4.0f / 3.0f,
-		.flip_p = 0.5f, .resize_ratio = 256.0f / 224.0f,
-		.mean = { 0.485f, 0.456f, 0.406f }, .std = { 0.229f, 0.224f, 0.225f },
-		.dtype = PIPE_DTYPE_F32, .layout = PIPE_LAYOUT_NCHW,
-	};
-}
-
-int jpeg_params_check(const struct jpeg_params *p, char *err, size_t errlen)
-{
-	if (p->out_h == 0 || p->out_w == 0 || p->out_h > JPEG_PIPELINE_MAX_OUT ||
-	    p->out_w > JPEG_PIPELINE_MAX_OUT)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "jpeg pipeline: output size %ux%u is outside 1..%u", p->out_h,
-				   p->out_w, JPEG_PIPELINE_MAX_OUT);
-	if (p->dtype != PIPE_DTYPE_U8 && p->dtype != PIPE_DTYPE_F16 && p->dtype != PIPE_DTYPE_F32)
-		return status_fail(err, errlen, FEEDER_EINVAL, "jpeg pipeline: unknown dtype %d",
-				   p->dtype);
-	if (p->layout != PIPE_LAYOUT_NCHW && p->layout != PIPE_LAYOUT_NHWC)
-		return status_fail(err, errlen, FEEDER_EINVAL, "jpeg pipeline: unknown layout %d",
-				   p->layout);
-	/* Written as negations so that NaN fails too. */
-	if (p->train) {
-		if (!(p->scale_min > 0 && p->scale_min <= p->scale_max && p->scale_max <= 1))
-			return status_fail(err, errlen, FEEDER_EINVAL,
-					   "jpeg pipeline: scale range %g..%g is not within (0, 1]",
-					   p->scale_min, p->scale_max);
-		if (!(p->ratio_min > 0 && p->ratio_min <= p->ratio_max && p->ratio_max < 1e4f))
-			return status_fail(err, errlen, FEEDER_EINVAL,
-					   "jpeg pipeline: aspect ratio range %g..%g is not positive and ordered",
-					   p->ratio_min, p->ratio_max);
-		if (!(p->flip_p >= 0 && p->flip_p <= 1))
-			return status_fail(err, errlen, FEEDER_EINVAL,
-					   "jpeg pipeline: flip probability %g is not within [0, 1]",
-					   p->flip_p);
-	} else if (!(p->resize_ratio >= 1 && p->resize_ratio <= 8)) {
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "jpeg pipeline: resize ratio %g is not within [1, 8]", p->resize_ratio);
-	}
-	for (int c = 0; c < 3; c++)
-		if (!(p->std[c] > 1e-6f && p->std[c] < 1e6f && fabsf(p->mean[c]) < 1e6f))
-			return status_fail(err, errlen, FEEDER_EINVAL,
-					   "jpeg pipeline: mean %g / std %g of channel %d are not usable",
-					   p->mean[c], p->std[c], c);
-	return 0;
-}
-
-size_t jpeg_pipeline_sample_bytes(const struct jpeg_params *p)
-{
-	size_t elem = p->dtype == PIPE_DTYPE_U8 ? 1 : p->dtype == PIPE_DTYPE_F16 ? 2 : 4;
-	return (size_t)3 * p->out_h * p->out_w * elem;
+	return (size_t)3 * o->jpeg.height * o->jpeg.width * proto_dtype_size(o->dtype);
 }
 
 /* torchvision.transforms.RandomResizedCrop.get_params, drawing from r. */
-static void plan_train(const struct jpeg_params *p, uint32_t W, uint32_t H, struct detrand *r,
+static void plan_train(const struct feeder_jpeg_opts *p, uint32_t W, uint32_t H, struct detrand *r,
 		       struct jpeg_crop *c)
 {
 	double area = (double)W * H;
@@ -134,9 +83,9 @@ static void plan_train(const struct jpeg_params *p, uint32_t W, uint32_t H, stru
 
 /* Resize(round(side * resize_ratio)) on the shorter side, then CenterCrop,
  * expressed as the box of the original image that the crop covers. */
-static void plan_eval(const struct jpeg_params *p, uint32_t W, uint32_t H, struct jpeg_crop *c)
+static void plan_eval(const struct feeder_jpeg_opts *p, uint32_t W, uint32_t H, struct jpeg_crop *c)
 {
-	uint32_t side = p->out_h > p->out_w ? p->out_h : p->out_w;
+	uint32_t side = p->height > p->width ? p->height : p->width;
 	double target = rint((double)side * p->resize_ratio);
 	double new_w, new_h;
 	/* torchvision: the longer side becomes int(target * long / short). */
@@ -147,16 +96,16 @@ static void plan_eval(const struct jpeg_params *p, uint32_t W, uint32_t H, struc
 		new_h = target;
 		new_w = floor(target * W / H);
 	}
-	double top = rint((new_h - p->out_h) / 2.0), left = rint((new_w - p->out_w) / 2.0);
+	double top = rint((new_h - p->height) / 2.0), left = rint((new_w - p->width) / 2.0);
 	double sx = W / new_w, sy = H / new_h;
 	c->x = left * sx;
 	c->y = top * sy;
-	c->w = p->out_w * sx;
-	c->h = p->out_h * sy;
+	c->w = p->width * sx;
+	c->h = p->height * sy;
 	c->flip = 0;
 }
 
-void jpeg_pipeline_plan(const struct jpeg_params *p, uint32_t img_w, uint32_t img_h,
+void jpeg_pipeline_plan(const struct feeder_jpeg_opts *p, uint32_t img_w, uint32_t img_h,
 			uint64_t aug_key, struct jpeg_crop *c)
 {
 	if (!p->train) {
@@ -254,7 +203,7 @@ static unsigned max_idct_scale(const struct jpeg_decompress_struct *ci)
  * set, decode the whole image at scale 1 instead. Returns 0 or a negative
  * code with err filled; on error the decompressor is reset for the next
  * sample. */
-static int decode_region(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t *jpeg,
+static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p, const uint8_t *jpeg,
 			 size_t len, uint64_t aug_key, int reference,
 			 const struct jpeg_region_dest *dest, struct jpeg_region *r, char *err,
 			 size_t errlen)
@@ -286,7 +235,7 @@ static int decode_region(struct jpeg_worker *w, const struct jpeg_params *p, con
 	 * tolerance (MAD up to 0.0125 at 64-px sources, tests/e2e concurrent);
 	 * with the 1.5x margin the worst seen is 0.0062. */
 	unsigned s = 1, smax = reference ? 1 : max_idct_scale(ci);
-	while (s < smax && c.w >= 3.0 * s * p->out_w && c.h >= 3.0 * s * p->out_h)
+	while (s < smax && c.w >= 3.0 * s * p->width && c.h >= 3.0 * s * p->height)
 		s *= 2;
 	ci->scale_num = 1;
 	ci->scale_denom = s;
@@ -307,8 +256,8 @@ static int decode_region(struct jpeg_worker *w, const struct jpeg_params *p, con
 		xhi = xhi > ow ? ow : xhi;
 		yhi = yhi > oh ? oh : yhi;
 	}
-	if (resize_axis_plan(&w->ax, bx, bw, p->out_w, xlo, xhi) ||
-	    resize_axis_plan(&w->ay, by, bh, p->out_h, ylo, yhi)) {
+	if (resize_axis_plan(&w->ax, bx, bw, p->width, xlo, xhi) ||
+	    resize_axis_plan(&w->ay, by, bh, p->height, ylo, yhi)) {
 		jpeg_abort_decompress(ci);
 		return status_fail(err, errlen, -ENOMEM, "jpeg: out of memory for the resize plan");
 	}
@@ -371,42 +320,44 @@ static int decode_region(struct jpeg_worker *w, const struct jpeg_params *p, con
 	return 0;
 }
 
-static int run(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t *jpeg,
+static int run(struct jpeg_worker *w, const struct feeder_stream_opts *o, const uint8_t *jpeg,
 	       size_t len, uint64_t aug_key, void *out, int reference, char *err, size_t errlen)
 {
-	int rc = jpeg_params_check(p, err, errlen);
+	int rc = proto_opts_check(o, err, errlen);
 	if (rc)
 		return rc;
 	if (!jpeg || len == 0)
 		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: empty payload");
 	struct jpeg_region r = { 0 };
-	rc = decode_region(w, p, jpeg, len, aug_key, reference, NULL, &r, err, errlen);
+	rc = decode_region(w, &o->jpeg, jpeg, len, aug_key, reference, NULL, &r, err, errlen);
 	if (rc)
 		return rc;
-	struct resize_out o = { .out = out, .dtype = p->dtype, .layout = p->layout, .flip = r.flip };
-	jpeg_pipeline_norm(p, o.mul, o.add);
-	resize_rgb(r.pixels, r.stride, &w->ax, &w->ay, w->scratch, &o);
+	struct resize_out ro = { .out = out, .dtype = (int)o->dtype, .layout = (int)o->layout,
+				 .flip = r.flip };
+	jpeg_pipeline_norm(&o->jpeg, ro.mul, ro.add);
+	resize_rgb(r.pixels, r.stride, &w->ax, &w->ay, w->scratch, &ro);
 	return 0;
 }
 
-int jpeg_pipeline_run(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t *jpeg,
-		      size_t len, uint64_t aug_key, void *out, char *err, size_t errlen)
+int jpeg_pipeline_run(struct jpeg_worker *w, const struct feeder_stream_opts *o,
+		      const uint8_t *jpeg, size_t len, uint64_t aug_key, void *out, char *err,
+		      size_t errlen)
 {
-	return run(w, p, jpeg, len, aug_key, out, 0, err, errlen);
+	return run(w, o, jpeg, len, aug_key, out, 0, err, errlen);
 }
 
-int jpeg_pipeline_reference(struct jpeg_worker *w, const struct jpeg_params *p,
+int jpeg_pipeline_reference(struct jpeg_worker *w, const struct feeder_stream_opts *o,
 			    const uint8_t *jpeg, size_t len, uint64_t aug_key, void *out,
 			    char *err, size_t errlen)
 {
-	return run(w, p, jpeg, len, aug_key, out, 1, err, errlen);
+	return run(w, o, jpeg, len, aug_key, out, 1, err, errlen);
 }
 
 /* The GPU pipeline's host side (daemon/gpu_staging.c): the same region
  * decode and resize plans as jpeg_pipeline_run, into memory the caller
  * provides, and the same normalization constants. */
 
-void jpeg_pipeline_norm(const struct jpeg_params *p, float mul[3], float add[3])
+void jpeg_pipeline_norm(const struct feeder_jpeg_opts *p, float mul[3], float add[3])
 {
 	for (int c = 0; c < 3; c++) {
 		mul[c] = 1.0f / (255.0f * p->std[c]);
@@ -414,15 +365,16 @@ void jpeg_pipeline_norm(const struct jpeg_params *p, float mul[3], float add[3])
 	}
 }
 
-int jpeg_pipeline_decode(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t *jpeg,
-			 size_t len, uint64_t aug_key, const struct jpeg_region_dest *dest,
-			 struct jpeg_region *r, char *err, size_t errlen)
+int jpeg_pipeline_decode(struct jpeg_worker *w, const struct feeder_stream_opts *o,
+			 const uint8_t *jpeg, size_t len, uint64_t aug_key,
+			 const struct jpeg_region_dest *dest, struct jpeg_region *r, char *err,
+			 size_t errlen)
 {
-	int rc = jpeg_params_check(p, err, errlen);
+	int rc = proto_opts_check(o, err, errlen);
 	if (rc)
 		return rc;
 	if (!jpeg || len == 0)
 		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: empty payload");
 	*r = (struct jpeg_region){ 0 };
-	return decode_region(w, p, jpeg, len, aug_key, 0, dest, r, err, errlen);
+	return decode_region(w, &o->jpeg, jpeg, len, aug_key, 0, dest, r, err, errlen);
 }

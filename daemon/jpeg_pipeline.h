@@ -20,33 +20,19 @@
 #ifndef FEEDER_JPEG_PIPELINE_H
 #define FEEDER_JPEG_PIPELINE_H
 
+#include "feeder_types.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
-enum { PIPE_DTYPE_U8 = 1, PIPE_DTYPE_F16 = 2, PIPE_DTYPE_F32 = 3 };
-enum { PIPE_LAYOUT_NCHW = 1, PIPE_LAYOUT_NHWC = 2 };
-
-/* Largest accepted out_h / out_w. */
-#define JPEG_PIPELINE_MAX_OUT 8192
 /* Images above this many pixels are refused (FEEDER_EDECODE) before any
  * large allocation: no real training photo comes near it, and a hostile
  * header could ask for gigabytes. */
 #include "image_limit.h"
 #define JPEG_PIPELINE_MAX_PIXELS IMAGE_MAX_PIXELS
 
-struct jpeg_params {
-	uint32_t out_h, out_w;
-	int train;                /* 1: random resized crop + flip; 0: resize + center crop */
-	float scale_min, scale_max; /* fraction of the image area (train) */
-	float ratio_min, ratio_max; /* aspect ratio w/h range (train) */
-	float flip_p;             /* probability of a horizontal flip (train) */
-	float resize_ratio;       /* eval: shorter side = out * resize_ratio, e.g. 256/224 */
-	float mean[3], std[3];    /* per channel, in [0,1] pixel units */
-	int dtype, layout;        /* PIPE_DTYPE_*, PIPE_LAYOUT_* */
-};
-
 /* The crop a sample gets: the box (x, y, w, h) in full-image pixel units
- * that is resized to out_w x out_h, and whether it is mirrored. In train mode
+ * that is resized to width x height, and whether it is mirrored. In train mode
  * the box is whole pixels (torchvision's get_params); in eval mode it is the
  * part of the image that the centre crop of the resized image covers, which
  * is fractional. Exposed so that tests and tools can check it. */
@@ -55,22 +41,14 @@ struct jpeg_crop {
 	int flip;
 };
 
-/* Eval mode resizes the shorter side to round(max(out_h, out_w) *
+/* Eval mode resizes the shorter side to round(max(height, width) *
  * resize_ratio), so the centre crop always fits (resize_ratio >= 1). */
 
-/* Defaults for an out size x size image: ImageNet mean (0.485, 0.456, 0.406)
- * and std (0.229, 0.224, 0.225), scale 0.08..1, ratio 3/4..4/3, flip 0.5,
- * resize_ratio 256/224, dtype f32, layout NCHW. */
-void jpeg_params_default(struct jpeg_params *p, uint32_t size, int train);
-
-/* 0 if p is usable, else FEEDER_EINVAL with a sentence naming the field. */
-int jpeg_params_check(const struct jpeg_params *p, char *err, size_t errlen);
-
-/* Bytes one sample occupies: 3 * out_h * out_w * (1, 2 or 4). */
-size_t jpeg_pipeline_sample_bytes(const struct jpeg_params *p);
+/* Bytes one sample occupies: 3 * jpeg.height * jpeg.width * (1, 2 or 4). */
+size_t jpeg_pipeline_sample_bytes(const struct feeder_stream_opts *o);
 
 /* The crop box of an img_w x img_h image for aug_key (pure function). */
-void jpeg_pipeline_plan(const struct jpeg_params *p, uint32_t img_w, uint32_t img_h,
+void jpeg_pipeline_plan(const struct feeder_jpeg_opts *p, uint32_t img_w, uint32_t img_h,
 			uint64_t aug_key, struct jpeg_crop *c);
 
 /* Per-thread decoder state and scratch buffers; never shared between
@@ -80,16 +58,16 @@ int jpeg_worker_create(struct jpeg_worker **out, char *err, size_t errlen);
 void jpeg_worker_destroy(struct jpeg_worker *w);
 
 /* Decode, crop, resize, flip, normalize and write ONE sample of
- * jpeg_pipeline_sample_bytes(p) bytes at out (3 x out_h x out_w in p->layout
- * and p->dtype). Returns 0, FEEDER_EDECODE with the reason (corrupt or
+ * jpeg_pipeline_sample_bytes(o) bytes at out (3 x height x width in o->layout
+ * and o->dtype; the options of o->jpeg). Returns 0, FEEDER_EDECODE with the reason (corrupt or
  * unsupported JPEG, e.g. CMYK) or FEEDER_EINVAL (bad params, -ENOMEM). On
  * error the content of out is unspecified. */
-int jpeg_pipeline_run(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t *jpeg,
+int jpeg_pipeline_run(struct jpeg_worker *w, const struct feeder_stream_opts *o, const uint8_t *jpeg,
 		      size_t len, uint64_t aug_key, void *out, char *err, size_t errlen);
 
 /* The slow reference of jpeg_pipeline_run: full decode at scale 1, the same
  * crop, the same resize. For tests; same arguments and results. */
-int jpeg_pipeline_reference(struct jpeg_worker *w, const struct jpeg_params *p,
+int jpeg_pipeline_reference(struct jpeg_worker *w, const struct feeder_stream_opts *o,
 			    const uint8_t *jpeg, size_t len, uint64_t aug_key, void *out,
 			    char *err, size_t errlen);
 
@@ -120,11 +98,11 @@ struct jpeg_region_dest {
  * scale, decode only the needed region into dest's memory and plan the
  * resize. Returns 0, FEEDER_EINVAL, FEEDER_EDECODE (as jpeg_pipeline_run)
  * or FEEDER_EQUOTA when dest->alloc has no room (nothing decoded). */
-int jpeg_pipeline_decode(struct jpeg_worker *w, const struct jpeg_params *p, const uint8_t *jpeg,
+int jpeg_pipeline_decode(struct jpeg_worker *w, const struct feeder_stream_opts *o, const uint8_t *jpeg,
 			 size_t len, uint64_t aug_key, const struct jpeg_region_dest *dest,
 			 struct jpeg_region *r, char *err, size_t errlen);
 
 /* value = pixel (0..255) * mul[c] + add[c]: Normalize(mean, std) of p. */
-void jpeg_pipeline_norm(const struct jpeg_params *p, float mul[3], float add[3]);
+void jpeg_pipeline_norm(const struct feeder_jpeg_opts *p, float mul[3], float add[3]);
 
 #endif

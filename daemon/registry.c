@@ -48,7 +48,7 @@ struct registry {
 	struct dataset **items;
 	size_t n;
 	struct {
-		char name[PROTO_NAME_MAX];
+		char name[FEEDER_DATASET_MAX];
 		char msg[PROTO_TEXT_MAX];
 	} retired[REGISTRY_RETIRED_MAX];
 	unsigned nretired;
@@ -282,7 +282,7 @@ static void remember(struct registry *r, const struct dataset *d)
 /* d is no longer served: retire it with the reason, found on disk now. */
 static void retire_version(struct registry *r, int dirfd, struct dataset *d, int served_again)
 {
-	char sub[PROTO_NAME_MAX + 16];
+	char sub[FEEDER_DATASET_MAX + 16];
 	struct stat st;
 	snprintf(sub, sizeof(sub), "%s/data.mdb", d->name);
 	if (served_again)
@@ -309,7 +309,7 @@ unsigned registry_check(struct registry *r)
 	size_t keep = 0;
 	for (size_t i = 0; i < r->n; i++) {
 		struct dataset *d = r->items[i];
-		char sub[PROTO_NAME_MAX + 16];
+		char sub[FEEDER_DATASET_MAX + 16];
 		struct stat st;
 		snprintf(sub, sizeof(sub), "%s/data.mdb", d->name);
 		int removed = 0, replaced = 0;

@@ -32,7 +32,7 @@
 #define REGISTRY_LOGGED_MAX 1024
 
 struct dataset {
-	char name[PROTO_NAME_MAX];
+	char name[FEEDER_DATASET_MAX];
 	struct dsstore *store;
 	struct dsformat_header hdr;
 	dev_t dev;                 /* identity of data.mdb, to notice replacement */

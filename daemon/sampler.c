@@ -9,7 +9,7 @@
 #include <inttypes.h>
 
 int sampler_init(struct sampler *s, uint64_t n, uint64_t seed, uint64_t epoch,
-		 uint32_t rank, uint32_t world, char *err, size_t errlen)
+		 uint32_t rank, uint32_t world, int shuffle, char *err, size_t errlen)
 {
 	if (n == 0)
 		return status_fail(err, errlen, FEEDER_EINVAL, "sampler: the dataset has no samples");
@@ -22,7 +22,8 @@ int sampler_init(struct sampler *s, uint64_t n, uint64_t seed, uint64_t epoch,
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "sampler: rank %" PRIu32 " is not below world size %" PRIu32,
 				   rank, world);
-	*s = (struct sampler){ .n = n, .seed = seed, .epoch = epoch, .rank = rank, .world = world };
+	*s = (struct sampler){ .n = n, .seed = seed, .epoch = epoch, .rank = rank, .world = world,
+			       .shuffle = shuffle != 0 };
 	/* Balanced halves keep the Feistel network a good mixer; the domain
 	 * 2^(2*half_bits) is then below 4n, so cycle-walking needs fewer than
 	 * four rounds of the network on average. */
@@ -60,6 +61,8 @@ uint64_t sampler_permute(const struct sampler *s, uint64_t pos)
 	/* Walking the cycle of pos inside the larger domain until it lands back
 	 * in [0, n) keeps the map a bijection on [0, n); it terminates because
 	 * pos itself is in [0, n). */
+	if (!s->shuffle)
+		return pos;
 	uint64_t x = feistel(s, pos);
 	while (x >= s->n)
 		x = feistel(s, x);

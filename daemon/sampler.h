@@ -23,16 +23,19 @@ struct sampler {
 	uint64_t n;          /* samples in the epoch */
 	uint64_t seed, epoch;
 	uint32_t rank, world;
+	int shuffle;         /* 0: the identity order (dataset order) */
 	uint32_t half_bits;  /* bits of each Feistel half; domain = 2^(2*half_bits) >= n */
 	uint64_t half_mask;
 	uint64_t keys[SAMPLER_ROUNDS]; /* round keys derived from (seed, epoch) */
 };
 
 /* Set up the order of epoch `epoch` of a dataset of n samples for rank
- * `rank` of `world`. Returns 0, or FEEDER_EINVAL with a sentence in err when
- * n is 0, world is 0, rank >= world, or n >= 2^62. */
+ * `rank` of `world`: the keyed permutation, or with shuffle 0 the dataset's
+ * own order (as DataLoader(shuffle=False) gives for evaluation; still split
+ * across ranks the same way). Returns 0, or FEEDER_EINVAL with a sentence in
+ * err when n is 0, world is 0, rank >= world, or n >= 2^62. */
 int sampler_init(struct sampler *s, uint64_t n, uint64_t seed, uint64_t epoch,
-		 uint32_t rank, uint32_t world, char *err, size_t errlen);
+		 uint32_t rank, uint32_t world, int shuffle, char *err, size_t errlen);
 
 /* Positions this rank takes in the epoch: ceil((n - rank) / world), 0 when
  * rank >= n. */
@@ -44,7 +47,7 @@ uint64_t sampler_len(const struct sampler *s);
 uint64_t sampler_at(const struct sampler *s, uint64_t k);
 
 /* The permutation itself: the sample index at epoch position pos < n
- * (independent of rank and world). */
+ * (independent of rank and world; pos itself without shuffle). */
 uint64_t sampler_permute(const struct sampler *s, uint64_t pos);
 
 /* Batches of `batch` samples this rank yields: floor(len / batch) with

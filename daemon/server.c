@@ -405,16 +405,24 @@ static void handle_hello(struct server *srv, struct session *c, const struct pro
 	struct proto_msg m = { .type = PROTO_WELCOME };
 	m.u.welcome.session = c->id;
 	m.u.welcome.max_streams = srv->cfg.max_streams_per_client;
-	m.u.welcome.max_slots = srv->cfg.max_slots < PROTO_MAX_SLOTS ? srv->cfg.max_slots : PROTO_MAX_SLOTS;
+	m.u.welcome.max_slots = srv->cfg.max_slots < FEEDER_MAX_SLOTS ? srv->cfg.max_slots : FEEDER_MAX_SLOTS;
 	m.u.welcome.quota = srv->cfg.client_quota;
 	snprintf(m.u.welcome.agent, sizeof(m.u.welcome.agent), "feederd %s", FEEDER_VERSION);
 	send_to(c, &m, -1);
 }
 
-static void handle_open(struct server *srv, struct session *c, const struct proto_open_stream *o)
+static void handle_open(struct server *srv, struct session *c, const struct proto_open_stream *req)
 {
 	char err[PROTO_TEXT_MAX];
-	uint32_t tag = o->tag;
+	const struct feeder_stream_opts *o = &req->opts;
+	uint32_t tag = req->tag;
+	/* Out-of-range options are a refusal the client can correct, not a
+	 * protocol error: the connection stays usable. */
+	if (proto_opts_check(o, err, sizeof(err)) != 0) {
+		log_info("client %u: OPEN_STREAM of '%s' refused: %s", c->id, o->dataset, err);
+		send_error(c, FEEDER_EINVAL, 0, tag, 0, err);
+		return;
+	}
 	if (c->nstreams >= srv->cfg.max_streams_per_client) {
 		snprintf(err, sizeof(err), "client already has %zu streams, the limit is %u",
 			 c->nstreams, srv->cfg.max_streams_per_client);
@@ -463,20 +471,20 @@ static void handle_open(struct server *srv, struct session *c, const struct prot
 	/* Placement: gpu needs the daemon's GPU; auto without one is cpu.
 	 * Device-resident batches only for gpu, when the client can take them
 	 * and the GPU is real. */
-	uint32_t placement = o->flags & PROTO_FLAG_PLACEMENT;
+	uint32_t placement = o->placement;
 	struct stream_gpu gpu = { .placement = placement, .device = srv->gpu };
-	if (rc == 0 && placement == PROTO_PLACE_GPU && srv->gpu == -1) {
+	if (rc == 0 && placement == FEEDER_PLACEMENT_GPU && srv->gpu == -1) {
 		rc = FEEDER_EINVAL;
 		snprintf(err, sizeof(err), "placement=gpu, but feederd runs without a GPU (start it "
 			 "with --gpu N, or ask for placement=auto or cpu)");
 	}
-	gpu.device_ring = placement == PROTO_PLACE_GPU && (o->flags & PROTO_FLAG_DEVICE_OK) &&
+	gpu.device_ring = placement == FEEDER_PLACEMENT_GPU && o->device_batches &&
 			  srv->gpu >= 0;
 	struct stream *s = NULL;
 	uint32_t id = srv->next_stream + 1 ? srv->next_stream + 1 : 1;
 	if (rc == 0)
 		rc = stream_create_placed(&s, id, ds, o, srv->page, pool_workers(srv->pool),
-					  placement != PROTO_PLACE_CPU && srv->gpu != -1 ? &gpu : NULL,
+					  placement != FEEDER_PLACEMENT_CPU && srv->gpu != -1 ? &gpu : NULL,
 					  err, sizeof(err));
 	dataset_unref(ds);
 	if (rc) {
@@ -515,10 +523,12 @@ static void handle_open(struct server *srv, struct session *c, const struct prot
 	r->ndim = s->geo.ndim;
 	memcpy(r->shape, s->geo.shape, sizeof(r->shape));
 	r->labels_offset = s->geo.labels_offset;
+	r->indices_offset = s->geo.indices_offset;
+	r->names_offset = s->geo.names_offset;
 	r->tensor_offset = s->geo.tensor_offset;
 	r->tensor_bytes = s->geo.tensor_bytes;
-	r->placement = s->gslots ? s->placement : PROTO_PLACE_CPU;
-	r->memory = s->dring ? PROTO_MEM_DEVICE : PROTO_MEM_HOST;
+	r->placement = s->gslots ? s->placement : FEEDER_PLACEMENT_CPU;
+	r->memory = s->dring ? FEEDER_MEMORY_DEVICE : FEEDER_MEMORY_HOST;
 	r->device_table = s->device_table;
 	r->ring_size = s->ring_bytes;
 	send_to(c, &m, s->memfd);
@@ -600,7 +610,7 @@ static void handle_status(struct server *srv, struct session *c, uint32_t what)
 	if (what == PROTO_STATUS_SUMMARY) {
 		memset(&m, 0, sizeof(m));
 		m.type = PROTO_STATUS_REPLY;
-		struct proto_status_reply *r = &m.u.status_reply;
+		struct feeder_status *r = &m.u.status_reply;
 		r->uptime_ms = (now_us() - srv->start_us) / 1000;
 		r->clients = srv->nsessions;
 		r->workers = pool_workers(srv->pool);
@@ -627,7 +637,7 @@ static void handle_status(struct server *srv, struct session *c, uint32_t what)
 		}
 		pool_unlock(srv->pool);
 		r->protocol_errors = srv->protocol_errors;
-		r->images_per_s = live_rate(srv);
+		r->samples_per_s = live_rate(srv);
 		send_to(c, &m, -1);
 		return;
 	}
@@ -654,35 +664,35 @@ static void handle_status(struct server *srv, struct session *c, uint32_t what)
 				account(st, now);
 				memset(&m, 0, sizeof(m));
 				m.type = PROTO_STREAM_INFO;
-				struct proto_stream_info *r = &m.u.stream;
+				struct feeder_stream_status *r = &m.u.stream;
 				r->stream = st->id;
 				r->session = s->id;
 				r->pid = (uint32_t)s->pid;
 				r->uid = (uint32_t)s->uid;
 				snprintf(r->dataset, sizeof(r->dataset), "%s", st->ds->name);
-				r->pipeline = st->req.pipeline;
-				r->batch = st->req.batch;
+				r->pipeline = st->opts.pipeline;
+				r->batch = st->opts.batch;
 				r->slots = st->nslots;
 				r->ready = st->held;
 				uint64_t ep;
 				if (st->next_send < st->total) {
-					uint64_t first = st->per_epoch - st->req.start_batch;
-					ep = st->next_send < first ? st->req.epoch
-						: st->req.epoch + 1 + (st->next_send - first) / st->per_epoch;
+					uint64_t first = st->per_epoch - st->opts.start_batch;
+					ep = st->next_send < first ? st->opts.epoch
+						: st->opts.epoch + 1 + (st->next_send - first) / st->per_epoch;
 				} else {
-					ep = st->req.epoch + st->req.epochs - 1;
+					ep = st->opts.epoch + st->opts.epochs - 1;
 				}
 				r->epoch = ep;
 				r->batches_sent = st->batches_sent;
 				r->batches_total = st->total;
 				r->samples = st->samples;
 				r->replacements = st->replacements;
-				r->images_per_s = st->rate;
+				r->samples_per_s = st->rate;
 				r->client_wait_us = st->client_wait_us;
 				r->ring_full_us = st->ring_full_us;
-				r->placement = st->req.flags & PROTO_FLAG_PLACEMENT;
+				r->placement = st->opts.placement;
 				r->active = (uint32_t)st->active;
-				r->memory = st->dring ? PROTO_MEM_DEVICE : PROTO_MEM_HOST;
+				r->memory = st->dring ? FEEDER_MEMORY_DEVICE : FEEDER_MEMORY_HOST;
 				r->deciding = (uint32_t)st->deciding;
 				r->auto_cpu_ms = st->auto_cpu_ms;
 				r->auto_gpu_ms = st->auto_gpu_ms;

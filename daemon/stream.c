@@ -24,45 +24,15 @@
 
 static void seq_to_batch(const struct stream *s, uint64_t seq, uint64_t *epoch, uint64_t *batch)
 {
-	uint64_t first = s->per_epoch - s->req.start_batch;
+	uint64_t first = s->per_epoch - s->opts.start_batch;
 	if (seq < first) {
-		*epoch = s->req.epoch;
-		*batch = s->req.start_batch + seq;
+		*epoch = s->opts.epoch;
+		*batch = s->opts.start_batch + seq;
 		return;
 	}
 	seq -= first;
-	*epoch = s->req.epoch + 1 + seq / s->per_epoch;
+	*epoch = s->opts.epoch + 1 + seq / s->per_epoch;
 	*batch = seq % s->per_epoch;
-}
-
-static void params_from_request(struct stream *s)
-{
-	const struct proto_open_stream *o = &s->req;
-	if (o->pipeline == PROTO_PIPE_JPEG) {
-		struct jpeg_params *p = &s->jpeg;
-		jpeg_params_default(p, o->jpeg.out_h, (int)o->jpeg.train);
-		p->out_h = o->jpeg.out_h;
-		p->out_w = o->jpeg.out_w;
-		p->scale_min = o->jpeg.scale_min;
-		p->scale_max = o->jpeg.scale_max;
-		p->ratio_min = o->jpeg.ratio_min;
-		p->ratio_max = o->jpeg.ratio_max;
-		p->flip_p = o->jpeg.flip_p;
-		p->resize_ratio = o->jpeg.resize_ratio;
-		memcpy(p->mean, o->jpeg.mean, sizeof(p->mean));
-		memcpy(p->std, o->jpeg.std, sizeof(p->std));
-		p->dtype = (int)o->dtype;
-		p->layout = (int)o->layout;
-	} else {
-		struct features_params *p = &s->feat;
-		features_params_default(p, o->features.chunk_len, (int)o->features.train);
-		p->pad = (int)o->features.pad;
-		p->cmn = (int)o->features.cmn;
-		if (o->features.cmn_window)
-			p->cmn_window = o->features.cmn_window;
-		p->cvn = (int)o->features.cvn;
-		p->dtype = (int)o->dtype;
-	}
 }
 
 static double mono_s(void)
@@ -107,14 +77,16 @@ static int make_ring(struct stream *s, char *err, size_t errlen)
 	h->slots = s->nslots;
 	h->slot_size = s->geo.slot_size;
 	h->slot0_offset = PROTO_RING_HEADER;
-	h->batch = s->req.batch;
-	h->dtype = s->req.dtype;
-	h->layout = s->req.layout;
+	h->batch = s->opts.batch;
+	h->dtype = s->opts.dtype;
+	h->layout = s->opts.layout;
 	h->ndim = s->geo.ndim;
 	memcpy(h->shape, s->geo.shape, sizeof(h->shape));
 	h->labels_offset = s->geo.labels_offset;
 	h->tensor_offset = s->geo.tensor_offset;
 	h->tensor_bytes = s->geo.tensor_bytes;
+	h->indices_offset = s->geo.indices_offset;
+	h->names_offset = s->geo.names_offset;
 	return 0;
 }
 
@@ -125,11 +97,9 @@ static int gpu_setup(struct stream *s, const struct stream_gpu *gpu, char *err, 
 	s->gslots = calloc(s->nslots, sizeof(*s->gslots));
 	if (!s->gslots)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
-	int jpeg = s->req.pipeline == PROTO_PIPE_JPEG;
 	for (uint32_t i = 0; i < s->nslots; i++) {
-		int rc = gpu_slot_create(&s->gslots[i], gpu->device, jpeg ? &s->jpeg : NULL,
-					 jpeg ? NULL : &s->feat, s->ds->hdr.feat_dim, s->req.batch, err,
-					 errlen);
+		int rc = gpu_slot_create(&s->gslots[i], gpu->device, &s->opts, s->ds->hdr.feat_dim,
+					 s->opts.batch, err, errlen);
 		if (rc)
 			return rc;
 	}
@@ -143,28 +113,28 @@ static int gpu_setup(struct stream *s, const struct stream_gpu *gpu, char *err, 
 			return rc;
 	}
 	s->placement = gpu->placement;
-	s->active = gpu->placement == PROTO_PLACE_GPU ? PROTO_PLACE_GPU : PROTO_PLACE_CPU;
-	s->deciding = gpu->placement == PROTO_PLACE_AUTO;
+	s->active = gpu->placement == FEEDER_PLACEMENT_GPU ? FEEDER_PLACEMENT_GPU : FEEDER_PLACEMENT_CPU;
+	s->deciding = gpu->placement == FEEDER_PLACEMENT_AUTO;
 	return 0;
 }
 
 int stream_create(struct stream **out, uint32_t id, struct dataset *ds,
-		  const struct proto_open_stream *req, uint64_t page, unsigned workers,
+		  const struct feeder_stream_opts *req, uint64_t page, unsigned workers,
 		  char *err, size_t errlen)
 {
 	return stream_create_placed(out, id, ds, req, page, workers, NULL, err, errlen);
 }
 
 int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
-			 const struct proto_open_stream *req, uint64_t page, unsigned workers,
+			 const struct feeder_stream_opts *req, uint64_t page, unsigned workers,
 			 const struct stream_gpu *gpu, char *err, size_t errlen)
 {
 	const struct dsformat_header *h = &ds->hdr;
-	if (req->pipeline == PROTO_PIPE_JPEG && h->kind != DSFORMAT_KIND_JPEG)
+	if (req->pipeline == FEEDER_PIPE_JPEG && h->kind != DSFORMAT_KIND_JPEG)
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "dataset '%s' holds %s samples, not jpeg images", ds->name,
 				   dsformat_kind_name(h->kind));
-	if (req->pipeline == PROTO_PIPE_FEATURES && h->kind != DSFORMAT_KIND_FEATURES)
+	if (req->pipeline == FEEDER_PIPE_FEATURES && h->kind != DSFORMAT_KIND_FEATURES)
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "dataset '%s' holds %s samples, not feature matrices", ds->name,
 				   dsformat_kind_name(h->kind));
@@ -172,20 +142,15 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 	if (!s)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
 	s->id = id;
-	s->req = *req;
+	s->opts = *req;
 	s->memfd = -1;
 	s->nslots = req->slots;
-	int rc;
-	params_from_request(s);
-	if (req->pipeline == PROTO_PIPE_JPEG)
-		rc = jpeg_params_check(&s->jpeg, err, errlen);
-	else
-		rc = features_params_check(&s->feat, err, errlen);
+	int rc = proto_opts_check(req, err, errlen);
 	if (rc)
 		goto fail;
 	struct sampler first;
-	rc = sampler_init(&first, h->samples, req->seed, req->epoch, req->rank, req->world, err,
-			  errlen);
+	rc = sampler_init(&first, h->samples, req->seed, req->epoch, req->rank, req->world,
+			  (int)req->shuffle, err, errlen);
 	if (rc)
 		goto fail;
 	s->rank_len = sampler_len(&first);
@@ -230,7 +195,7 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 	dataset_ref(ds);
 	s->ds = ds;
 	atomic_fetch_add(&ds->streams, 1);
-	if (gpu && gpu->placement != PROTO_PLACE_CPU && (rc = gpu_setup(s, gpu, err, errlen))) {
+	if (gpu && gpu->placement != FEEDER_PLACEMENT_CPU && (rc = gpu_setup(s, gpu, err, errlen))) {
 		stream_destroy(s);
 		return rc;
 	}
@@ -276,16 +241,16 @@ unsigned stream_refill(struct stream *s)
 		if (sl->fills == 0 || sl->order.epoch != epoch) {
 			char err[128];
 			/* Cannot fail: the same arguments passed in stream_create. */
-			if (sampler_init(&sl->order, s->ds->hdr.samples, s->req.seed, epoch, s->req.rank,
-					 s->req.world, err, sizeof(err)) != 0)
+			if (sampler_init(&sl->order, s->ds->hdr.samples, s->opts.seed, epoch, s->opts.rank,
+					 s->opts.world, (int)s->opts.shuffle, err, sizeof(err)) != 0)
 				return started;
 		}
-		uint64_t left = s->rank_len - batch * s->req.batch;
+		uint64_t left = s->rank_len - batch * s->opts.batch;
 		sl->state = SLOT_FILLING;
 		sl->seq = s->next_assign++;
 		sl->epoch = epoch;
 		sl->batch = batch;
-		sl->count = left < s->req.batch ? (uint32_t)left : s->req.batch;
+		sl->count = left < s->opts.batch ? (uint32_t)left : s->opts.batch;
 		sl->claimed = sl->done = sl->replacements = 0;
 		sl->work_s = 0;
 		sl->on_gpu = 0;
@@ -294,7 +259,7 @@ unsigned stream_refill(struct stream *s)
 				sl->on_gpu = sl->seq >= STREAM_AUTO_BATCHES &&
 					     sl->seq < 2 * STREAM_AUTO_BATCHES;
 			else
-				sl->on_gpu = s->active == PROTO_PLACE_GPU;
+				sl->on_gpu = s->active == FEEDER_PLACEMENT_GPU;
 			if (!s->deciding && !sl->on_gpu && s->gslots[i]) {
 				/* placement=auto chose the CPU: the slot's staging
 				 * memory (pinned, large) is of no more use. */
@@ -326,8 +291,8 @@ int stream_next_ready(struct stream *s, struct proto_batch_ready *r)
 		h->batch_index = sl->batch;
 		h->samples = sl->count;
 		h->replacements = sl->replacements;
-		h->dtype = s->req.dtype;
-		h->layout = s->req.layout;
+		h->dtype = s->opts.dtype;
+		h->layout = s->opts.layout;
 		h->ndim = s->geo.ndim;
 		memcpy(h->shape, s->geo.shape, sizeof(h->shape));
 		h->shape[0] = sl->count;
@@ -450,6 +415,33 @@ static int fetch(struct stream *s, struct dsstore_txn **txn, uint64_t index,
 	return STREAM_IO_FAULT;
 }
 
+/* Copy sample index's name (names option) into its field of the slot, ""
+ * when the dataset keeps none; cut at a UTF-8 character boundary. Read under
+ * the SIGBUS guard like the record: a fault leaves the name empty (the
+ * sample itself was read fine a moment ago). */
+static void fetch_name(struct dsstore_txn *txn, uint64_t index, char *dst)
+{
+	sigjmp_buf env;
+	dst[0] = 0;
+	if (sigsetjmp(env, 0) == 0) {
+		const char *name;
+		size_t len;
+		mapguard_arm(&env);
+		if (dsstore_get_name(txn, index, &name, &len) == 0) {
+			if (len > FEEDER_SAMPLE_NAME_MAX - 1) {
+				len = FEEDER_SAMPLE_NAME_MAX - 1;
+				while (len > 0 && ((uint8_t)name[len] & 0xC0) == 0x80)
+					len--;
+			}
+			memcpy(dst, name, len);
+			dst[len] = 0;
+		}
+		mapguard_disarm();
+		return;
+	}
+	dst[0] = 0;
+}
+
 /* Decode sample index into out; 0, FEATURES_SKIPPED, STREAM_IO_FAULT or a
  * negative code. */
 static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_worker *jw,
@@ -471,13 +463,13 @@ static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_wo
 	rc = dsformat_sample_check(&s->ds->hdr, &smp, err, errlen);
 	if (rc)
 		return rc;
-	uint64_t key = detrand_key(s->req.seed, epoch, index);
+	uint64_t key = detrand_key(s->opts.seed, epoch, index);
 	if (gs)
 		rc = gpu_slot_stage(gs, jw, pos_in_batch, &smp, payload, key, err, errlen);
-	else if (s->req.pipeline == PROTO_PIPE_JPEG)
-		rc = jpeg_pipeline_run(jw, &s->jpeg, payload, smp.payload_len, key, out, err, errlen);
+	else if (s->opts.pipeline == FEEDER_PIPE_JPEG)
+		rc = jpeg_pipeline_run(jw, &s->opts, payload, smp.payload_len, key, out, err, errlen);
 	else
-		rc = features_pipeline_run(&s->feat, &smp, payload, key, out, err, errlen);
+		rc = features_pipeline_run(&s->opts, &smp, payload, key, out, err, errlen);
 	if (rc == 0)
 		*label = (int32_t)smp.label;
 	return rc;
@@ -499,6 +491,8 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 	struct dsstore_txn *txn = NULL;
 	int rc;
 	int32_t *labels = (int32_t *)(sl->base + s->geo.labels_offset);
+	uint64_t *indices = (uint64_t *)(sl->base + s->geo.indices_offset);
+	char *names = s->geo.names_offset ? (char *)(sl->base + s->geo.names_offset) : NULL;
 	uint8_t *tensor = sl->base + s->geo.tensor_offset;
 	struct gpu_slot *gs = sl->on_gpu ? s->gslots[t->slot] : NULL;
 	double t0 = mono_s();
@@ -511,7 +505,7 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 	}
 	for (uint32_t i = t->first; i < t->first + t->count; i++) {
 		uint8_t *out = tensor + (size_t)i * s->geo.sample_bytes;
-		uint64_t pos = sl->batch * s->req.batch + i;
+		uint64_t pos = sl->batch * s->opts.batch + i;
 		uint64_t tries = s->rank_len < STREAM_MAX_REPLACE_TRIES ? s->rank_len
 									: STREAM_MAX_REPLACE_TRIES;
 		int ok = 0;
@@ -528,6 +522,9 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 					&fault_off, err, sizeof(err));
 			if (rc == 0) {
 				dataset_note_io_ok(s->ds);
+				indices[i] = index;
+				if (names)
+					fetch_name(txn, index, names + (size_t)i * FEEDER_SAMPLE_NAME_MAX);
 				ok = 1;
 				break;
 			}
@@ -544,7 +541,7 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 						 "in every stream: %s",
 						 s->ds->name, (unsigned long long)index, err);
 				}
-				if (s->req.on_error == PROTO_ON_ERROR_FAIL) {
+				if (s->opts.on_error == FEEDER_ON_ERROR_FAIL) {
 					t->fail_code = rc;
 					status_fail(t->fail_msg, sizeof(t->fail_msg), 0,
 						 "dataset '%s', sample %llu (epoch %llu, batch %llu): %s",
@@ -607,11 +604,11 @@ static void auto_note(struct stream *s, const struct slot *sl, double gpu_s)
 	double gpu = stage > dev ? stage : dev;
 	s->auto_cpu_ms = (float)(cpu * 1e3);
 	s->auto_gpu_ms = (float)(gpu * 1e3);
-	s->active = gpu < cpu ? PROTO_PLACE_GPU : PROTO_PLACE_CPU;
+	s->active = gpu < cpu ? FEEDER_PLACEMENT_GPU : FEEDER_PLACEMENT_CPU;
 	s->deciding = 0;
 	log_info("stream %u: placement=auto chose %s: %.2f ms a batch on the CPU, %.2f ms on "
 		 "the GPU (staging %.2f, device %.2f)",
-		 s->id, s->active == PROTO_PLACE_GPU ? "gpu" : "cpu", cpu * 1e3, gpu * 1e3,
+		 s->id, s->active == FEEDER_PLACEMENT_GPU ? "gpu" : "cpu", cpu * 1e3, gpu * 1e3,
 		 stage * 1e3, dev * 1e3);
 }
 

@@ -63,7 +63,7 @@ struct stream_task {
 /* Where a stream is preprocessed (server.c decides from the request and the
  * daemon's GPU). */
 struct stream_gpu {
-	uint32_t placement;      /* PROTO_PLACE_GPU or _AUTO */
+	uint32_t placement;      /* FEEDER_PLACEMENT_GPU or _AUTO */
 	int device;              /* CUDA ordinal, or GPU_SLOT_EMULATED */
 	int device_ring;         /* batches in device memory shared by CUDA IPC */
 };
@@ -75,10 +75,8 @@ struct stream {
 	uint32_t id;
 	void *owner;             /* the server's session */
 	struct dataset *ds;
-	struct proto_open_stream req;
+	struct feeder_stream_opts opts; /* as requested (proto_opts_check'ed) */
 	struct proto_geometry geo;
-	struct jpeg_params jpeg;
-	struct features_params feat;
 	uint8_t *map;
 	size_t map_len;
 	int memfd;               /* until handed to the client, then -1 */
@@ -102,7 +100,7 @@ struct stream {
 	int fail_code;           /* set by a worker; the loop reports and closes */
 	char fail_msg[PROTO_TEXT_MAX];
 	uint64_t samples, replacements, decode_errors; /* totals */
-	int active;              /* PROTO_PLACE_CPU or _GPU: where new batches go */
+	int active;              /* FEEDER_PLACEMENT_CPU or _GPU: where new batches go */
 	int deciding;            /* placement=auto still measures */
 	uint32_t auto_cpu_n, auto_gpu_n;
 	double auto_cpu_s, auto_gpu_stage_s, auto_gpu_dev_s;
@@ -123,7 +121,7 @@ struct stream {
  * (FEEDER_EINVAL for options the dataset cannot serve, -ENOMEM, ...) with a
  * sentence. Takes its own reference on ds. */
 int stream_create(struct stream **out, uint32_t id, struct dataset *ds,
-		  const struct proto_open_stream *req, uint64_t page, unsigned workers,
+		  const struct feeder_stream_opts *req, uint64_t page, unsigned workers,
 		  char *err, size_t errlen);
 /* The same, preprocessed as gpu says (NULL: on the CPU): a GPU context per
  * slot and, with gpu->device_ring, the tensors in device memory and the
@@ -133,7 +131,7 @@ int stream_create(struct stream **out, uint32_t id, struct dataset *ds,
  * larger of the staging share and the device time). */
 #define STREAM_AUTO_BATCHES 3
 int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
-			 const struct proto_open_stream *req, uint64_t page, unsigned workers,
+			 const struct feeder_stream_opts *req, uint64_t page, unsigned workers,
 			 const struct stream_gpu *gpu, char *err, size_t errlen);
 void stream_destroy(struct stream *s);
 

@@ -15,7 +15,7 @@
 #include "resize.h"
 
 #include "half.h"
-#include "feeder.h"
+#include "feeder_types.h"
 
 #include <errno.h>
 #include <math.h>

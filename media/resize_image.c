@@ -10,7 +10,7 @@
  * gray images, keeps one channel. */
 #include "resize.h"
 
-#include "feeder.h"
+#include "feeder_types.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -10,22 +10,36 @@
 #include "status.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <string.h>
+
+/* What a walk does with each field. The two option modes walk only the
+ * stream options (walk_opts): DEFAULT sets each one to its documented
+ * default, CHECK tests it against its range. */
+enum walk_mode { W_ENCODE, W_DECODE, W_SIZE, W_DEFAULT, W_CHECK };
 
 struct cur {
 	uint8_t *p;      /* payload start (encode: writable; decode: read) */
 	size_t len;      /* payload bytes available */
 	size_t off;
-	bool enc;
-	bool sizing;     /* only measure */
+	enum walk_mode mode;
 	const char *bad; /* decode: first string field that is not clean */
+	char *err;       /* check: the sentence of the first option out of range */
+	size_t errlen;
+	int fail;        /* check: an option was out of range */
 };
+
+static bool moving(const struct cur *c)
+{
+	return c->mode == W_ENCODE || c->mode == W_DECODE || c->mode == W_SIZE;
+}
 
 static void w_u32(struct cur *c, uint32_t *v)
 {
-	if (!c->sizing) {
-		if (c->enc)
+	if (c->mode != W_SIZE) {
+		if (c->mode == W_ENCODE)
 			bytes_put_le32(c->p + c->off, *v);
 		else
 			*v = bytes_le32(c->p + c->off);
@@ -42,8 +56,8 @@ static void w_i32(struct cur *c, int32_t *v)
 
 static void w_u64(struct cur *c, uint64_t *v)
 {
-	if (!c->sizing) {
-		if (c->enc)
+	if (c->mode != W_SIZE) {
+		if (c->mode == W_ENCODE)
 			bytes_put_le64(c->p + c->off, *v);
 		else
 			*v = bytes_le64(c->p + c->off);
@@ -72,9 +86,9 @@ static void w_f64(struct cur *c, double *v)
  * breaks the rule (so that no uninitialised or hidden bytes pass). */
 static void w_str(struct cur *c, char *s, size_t n, const char *field)
 {
-	if (!c->sizing) {
+	if (c->mode != W_SIZE) {
 		uint8_t *q = c->p + c->off;
-		if (c->enc) {
+		if (c->mode == W_ENCODE) {
 			size_t l = strnlen(s, n - 1);
 			memset(q, 0, n);
 			memcpy(q, s, l);
@@ -92,31 +106,200 @@ static void w_str(struct cur *c, char *s, size_t n, const char *field)
 	c->off += n;
 }
 
-static void walk_jpeg(struct cur *c, struct proto_jpeg_opts *j)
+/* ---- stream options: encoding, defaults and ranges, one line each ---- */
+
+static void opt_fail(struct cur *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void opt_fail(struct cur *c, const char *fmt, ...)
 {
-	w_u32(c, &j->out_h);
-	w_u32(c, &j->out_w);
-	w_u32(c, &j->train);
-	w_f32(c, &j->scale_min);
-	w_f32(c, &j->scale_max);
-	w_f32(c, &j->ratio_min);
-	w_f32(c, &j->ratio_max);
-	w_f32(c, &j->flip_p);
-	w_f32(c, &j->resize_ratio);
-	for (int i = 0; i < 3; i++)
-		w_f32(c, &j->mean[i]);
-	for (int i = 0; i < 3; i++)
-		w_f32(c, &j->std[i]);
+	if (c->fail)
+		return;
+	c->fail = 1;
+	va_list ap;
+	va_start(ap, fmt);
+	if (c->errlen)
+		vsnprintf(c->err, c->errlen, fmt, ap);
+	va_end(ap);
 }
 
-static void walk_features(struct cur *c, struct proto_features_opts *f)
+static void o_u32(struct cur *c, uint32_t *v, const char *name, uint32_t def, uint32_t lo,
+		  uint32_t hi)
 {
-	w_u32(c, &f->chunk_len);
-	w_u32(c, &f->pad);
-	w_u32(c, &f->cmn);
-	w_u32(c, &f->cmn_window);
-	w_u32(c, &f->cvn);
-	w_u32(c, &f->train);
+	if (moving(c))
+		w_u32(c, v);
+	else if (c->mode == W_DEFAULT)
+		*v = def;
+	else if (*v < lo || *v > hi)
+		opt_fail(c, "%s %u is not within %u..%u", name, *v, lo, hi);
+}
+
+static void o_u64(struct cur *c, uint64_t *v, const char *name, uint64_t def, uint64_t lo,
+		  uint64_t hi)
+{
+	if (moving(c))
+		w_u64(c, v);
+	else if (c->mode == W_DEFAULT)
+		*v = def;
+	else if (*v < lo || *v > hi)
+		opt_fail(c, "%s %llu is not within %llu..%llu", name, (unsigned long long)*v,
+			 (unsigned long long)lo, (unsigned long long)hi);
+}
+
+/* A finite number in [lo, hi]. */
+static void o_f32(struct cur *c, float *v, const char *name, float def, float lo, float hi)
+{
+	if (moving(c))
+		w_f32(c, v);
+	else if (c->mode == W_DEFAULT)
+		*v = def;
+	else if (!isfinite(*v) || *v < lo || *v > hi)
+		opt_fail(c, "%s %g is not within [%g, %g]", name, (double)*v, (double)lo, (double)hi);
+}
+
+/* One of the values that names[] names (NULL entries are not values). */
+static void o_enum(struct cur *c, uint32_t *v, const char *name, uint32_t def,
+		   const char *const *names, uint32_t n)
+{
+	if (moving(c)) {
+		w_u32(c, v);
+	} else if (c->mode == W_DEFAULT) {
+		*v = def;
+	} else if (*v >= n || !names[*v]) {
+		char list[128] = "";
+		size_t used = 0;
+		for (uint32_t i = 0; i < n && used < sizeof(list); i++)
+			if (names[i])
+				used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s=%u",
+							 used ? ", " : "", names[i], i);
+		opt_fail(c, "%s %u is unknown (%s)", name, *v, list);
+	}
+}
+
+static const char *const pipeline_names[] = { [FEEDER_PIPE_JPEG] = "jpeg",
+					       [FEEDER_PIPE_FEATURES] = "features" };
+static const char *const dtype_names[] = { [FEEDER_DTYPE_U8] = "u8", [FEEDER_DTYPE_F16] = "f16",
+					   [FEEDER_DTYPE_F32] = "f32" };
+static const char *const layout_names[] = { [FEEDER_LAYOUT_NCHW] = "NCHW",
+					    [FEEDER_LAYOUT_NHWC] = "NHWC" };
+static const char *const on_error_names[] = { [FEEDER_ON_ERROR_REPLACE] = "replace",
+					      [FEEDER_ON_ERROR_FAIL] = "fail" };
+static const char *const placement_names[] = { [FEEDER_PLACEMENT_CPU] = "cpu",
+					       [FEEDER_PLACEMENT_GPU] = "gpu",
+					       [FEEDER_PLACEMENT_AUTO] = "auto" };
+static const char *const pad_names[] = { [FEEDER_FEAT_PAD_REPEAT] = "repeat",
+					 [FEEDER_FEAT_PAD_SKIP] = "skip" };
+static const char *const cmn_names[] = { [FEEDER_FEAT_CMN_NONE] = "none",
+					 [FEEDER_FEAT_CMN_UTT] = "utt",
+					 [FEEDER_FEAT_CMN_SLIDING] = "sliding" };
+#define ENUM(c, v, name, def, names) \
+	o_enum(c, v, name, def, names, (uint32_t)(sizeof(names) / sizeof(names[0])))
+
+static void walk_jpeg(struct cur *c, struct feeder_jpeg_opts *j)
+{
+	static const float mean[3] = { 0.485f, 0.456f, 0.406f }, std[3] = { 0.229f, 0.224f, 0.225f };
+	static const char *const mean_names[3] = { "jpeg.mean[0]", "jpeg.mean[1]", "jpeg.mean[2]" };
+	static const char *const std_names[3] = { "jpeg.std[0]", "jpeg.std[1]", "jpeg.std[2]" };
+	o_u32(c, &j->height, "jpeg.height", 224, 1, FEEDER_MAX_SIDE);
+	o_u32(c, &j->width, "jpeg.width", 224, 1, FEEDER_MAX_SIDE);
+	o_u32(c, &j->train, "jpeg.train", 1, 0, 1);
+	o_f32(c, &j->scale_min, "jpeg.scale_min", 0.08f, 1e-6f, 1);
+	o_f32(c, &j->scale_max, "jpeg.scale_max", 1, 1e-6f, 1);
+	o_f32(c, &j->ratio_min, "jpeg.ratio_min", 3.0f / 4.0f, 1e-6f, 100);
+	o_f32(c, &j->ratio_max, "jpeg.ratio_max", 4.0f / 3.0f, 1e-6f, 100);
+	o_f32(c, &j->flip_p, "jpeg.flip_p", 0.5f, 0, 1);
+	o_f32(c, &j->resize_ratio, "jpeg.resize_ratio", 256.0f / 224.0f, 1, 8);
+	for (int i = 0; i < 3; i++)
+		o_f32(c, &j->mean[i], mean_names[i], mean[i], -1000, 1000);
+	for (int i = 0; i < 3; i++)
+		o_f32(c, &j->std[i], std_names[i], std[i], 1e-6f, 1000);
+}
+
+static void walk_features(struct cur *c, struct feeder_features_opts *f)
+{
+	o_u32(c, &f->chunk_len, "features.chunk_len", 200, 1, FEEDER_MAX_CHUNK);
+	ENUM(c, &f->pad, "features.pad", FEEDER_FEAT_PAD_REPEAT, pad_names);
+	ENUM(c, &f->cmn, "features.cmn", FEEDER_FEAT_CMN_SLIDING, cmn_names);
+	o_u32(c, &f->cmn_window, "features.cmn_window", 300, 1, FEEDER_MAX_CHUNK);
+	o_u32(c, &f->cvn, "features.cvn", 0, 0, 1);
+	o_u32(c, &f->train, "features.train", 1, 0, 1);
+}
+
+/* Every stream option. Checking skips the pipeline the stream does not use. */
+static void walk_opts(struct cur *c, struct feeder_stream_opts *o)
+{
+	if (moving(c))
+		w_str(c, o->dataset, FEEDER_DATASET_MAX, "dataset");
+	else if (c->mode == W_DEFAULT)
+		memset(o->dataset, 0, sizeof(o->dataset));
+	ENUM(c, &o->pipeline, "pipeline", FEEDER_PIPE_JPEG, pipeline_names);
+	o_u32(c, &o->batch, "batch", 32, 1, FEEDER_MAX_BATCH);
+	o_u64(c, &o->seed, "seed", 0, 0, UINT64_MAX);
+	o_u64(c, &o->epoch, "epoch", 0, 0, UINT64_MAX - FEEDER_MAX_EPOCHS);
+	o_u32(c, &o->epochs, "epochs", 1, 1, FEEDER_MAX_EPOCHS);
+	o_u32(c, &o->shuffle, "shuffle", 1, 0, 1);
+	o_u64(c, &o->start_batch, "start_batch", 0, 0, UINT64_MAX);
+	o_u32(c, &o->rank, "rank", 0, 0, FEEDER_MAX_WORLD - 1);
+	o_u32(c, &o->world, "world", 1, 1, FEEDER_MAX_WORLD);
+	o_u32(c, &o->drop_last, "drop_last", 0, 0, 1);
+	o_u32(c, &o->slots, "slots", 4, 1, FEEDER_MAX_SLOTS);
+	ENUM(c, &o->dtype, "dtype", FEEDER_DTYPE_F32, dtype_names);
+	ENUM(c, &o->layout, "layout", FEEDER_LAYOUT_NCHW, layout_names);
+	ENUM(c, &o->on_error, "on_error", FEEDER_ON_ERROR_REPLACE, on_error_names);
+	o_u32(c, &o->names, "names", 0, 0, 1);
+	ENUM(c, &o->placement, "placement", FEEDER_PLACEMENT_CPU, placement_names);
+	o_u32(c, &o->device_batches, "device_batches", 0, 0, 1);
+	if (c->mode != W_CHECK || o->pipeline == FEEDER_PIPE_JPEG)
+		walk_jpeg(c, &o->jpeg);
+	if (c->mode != W_CHECK || o->pipeline == FEEDER_PIPE_FEATURES)
+		walk_features(c, &o->features);
+}
+
+void proto_opts_default(struct feeder_stream_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	struct cur c = { .mode = W_DEFAULT };
+	walk_opts(&c, o);
+}
+
+void proto_opts_jpeg(struct feeder_stream_opts *o, uint32_t size, int train)
+{
+	proto_opts_default(o);
+	o->pipeline = FEEDER_PIPE_JPEG;
+	o->jpeg.height = o->jpeg.width = size;
+	o->jpeg.train = train ? 1 : 0;
+}
+
+void proto_opts_features(struct feeder_stream_opts *o, uint32_t chunk_len, int train)
+{
+	proto_opts_default(o);
+	o->pipeline = FEEDER_PIPE_FEATURES;
+	o->features.chunk_len = chunk_len;
+	o->features.train = train ? 1 : 0;
+}
+
+int proto_opts_check(const struct feeder_stream_opts *o, char *err, size_t errlen)
+{
+	/* The walker takes non-const pointers because it also decodes; it
+	 * only reads when checking. */
+	struct feeder_stream_opts copy = *o;
+	struct cur c = { .mode = W_CHECK, .err = err, .errlen = errlen };
+	walk_opts(&c, &copy);
+	/* What no single field's range says. */
+	if (!c.fail && o->rank >= o->world)
+		opt_fail(&c, "rank %u is not below world %u", o->rank, o->world);
+	if (!c.fail && o->pipeline == FEEDER_PIPE_JPEG && o->jpeg.scale_min > o->jpeg.scale_max)
+		opt_fail(&c, "jpeg.scale_min %g is above jpeg.scale_max %g", (double)o->jpeg.scale_min,
+			 (double)o->jpeg.scale_max);
+	if (!c.fail && o->pipeline == FEEDER_PIPE_JPEG && o->jpeg.ratio_min > o->jpeg.ratio_max)
+		opt_fail(&c, "jpeg.ratio_min %g is above jpeg.ratio_max %g", (double)o->jpeg.ratio_min,
+			 (double)o->jpeg.ratio_max);
+	if (!c.fail && o->pipeline == FEEDER_PIPE_FEATURES && o->dtype == FEEDER_DTYPE_U8)
+		opt_fail(&c, "dtype u8 is not available for features streams (f16 or f32)");
+	if (!c.fail && o->pipeline == FEEDER_PIPE_FEATURES && o->features.cvn &&
+	    o->features.cmn == FEEDER_FEAT_CMN_NONE)
+		opt_fail(&c, "features.cvn (variance normalization) needs features.cmn utt or sliding");
+	if (!c.fail && o->pipeline == FEEDER_PIPE_FEATURES && o->layout != FEEDER_LAYOUT_NCHW)
+		opt_fail(&c, "features streams have layout NCHW (batch, dim, time) only");
+	return c.fail ? FEEDER_EINVAL : 0;
 }
 
 /* Returns false for an unknown type. */
@@ -137,28 +320,10 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 		w_str(c, w->agent, PROTO_AGENT_MAX, "agent");
 		return true;
 	}
-	case PROTO_OPEN_STREAM: {
-		struct proto_open_stream *o = &m->u.open;
-		w_u32(c, &o->tag);
-		w_u32(c, &o->pipeline);
-		w_u32(c, &o->batch);
-		w_u32(c, &o->epochs);
-		w_u32(c, &o->rank);
-		w_u32(c, &o->world);
-		w_u32(c, &o->drop_last);
-		w_u32(c, &o->slots);
-		w_u32(c, &o->dtype);
-		w_u32(c, &o->layout);
-		w_u32(c, &o->on_error);
-		w_u32(c, &o->flags);
-		w_str(c, o->dataset, PROTO_NAME_MAX, "dataset");
-		w_u64(c, &o->seed);
-		w_u64(c, &o->epoch);
-		w_u64(c, &o->start_batch);
-		walk_jpeg(c, &o->jpeg);
-		walk_features(c, &o->features);
+	case PROTO_OPEN_STREAM:
+		w_u32(c, &m->u.open.tag);
+		walk_opts(c, &m->u.open.opts);
 		return true;
-	}
 	case PROTO_STREAM_OPENED: {
 		struct proto_stream_opened *o = &m->u.opened;
 		w_u32(c, &o->tag);
@@ -177,6 +342,8 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 		for (int i = 0; i < 4; i++)
 			w_u32(c, &o->shape[i]);
 		w_u64(c, &o->labels_offset);
+		w_u64(c, &o->indices_offset);
+		w_u64(c, &o->names_offset);
 		w_u64(c, &o->tensor_offset);
 		w_u64(c, &o->tensor_bytes);
 		w_u32(c, &o->placement);
@@ -220,7 +387,7 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 		w_u32(c, &m->u.status.what);
 		return true;
 	case PROTO_STATUS_REPLY: {
-		struct proto_status_reply *s = &m->u.status_reply;
+		struct feeder_status *s = &m->u.status_reply;
 		w_u64(c, &s->uptime_ms);
 		w_u32(c, &s->clients);
 		w_u32(c, &s->streams);
@@ -233,12 +400,12 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 		w_u64(c, &s->replacements);
 		w_u64(c, &s->decode_errors);
 		w_u64(c, &s->protocol_errors);
-		w_f64(c, &s->images_per_s);
+		w_f64(c, &s->samples_per_s);
 		return true;
 	}
 	case PROTO_DATASET_INFO: {
-		struct proto_dataset_info *d = &m->u.dataset;
-		w_str(c, d->name, PROTO_NAME_MAX, "name");
+		struct feeder_dataset_status *d = &m->u.dataset;
+		w_str(c, d->name, FEEDER_DATASET_MAX, "name");
 		w_u32(c, &d->kind);
 		w_u32(c, &d->classes);
 		w_u64(c, &d->samples);
@@ -247,12 +414,12 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 		return true;
 	}
 	case PROTO_STREAM_INFO: {
-		struct proto_stream_info *s = &m->u.stream;
+		struct feeder_stream_status *s = &m->u.stream;
 		w_u32(c, &s->stream);
 		w_u32(c, &s->session);
 		w_u32(c, &s->pid);
 		w_u32(c, &s->uid);
-		w_str(c, s->dataset, PROTO_NAME_MAX, "dataset");
+		w_str(c, s->dataset, FEEDER_DATASET_MAX, "dataset");
 		w_u32(c, &s->pipeline);
 		w_u32(c, &s->batch);
 		w_u32(c, &s->slots);
@@ -262,7 +429,7 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 		w_u64(c, &s->batches_total);
 		w_u64(c, &s->samples);
 		w_u64(c, &s->replacements);
-		w_f64(c, &s->images_per_s);
+		w_f64(c, &s->samples_per_s);
 		w_u64(c, &s->client_wait_us);
 		w_u64(c, &s->ring_full_us);
 		w_u32(c, &s->placement);
@@ -304,7 +471,7 @@ int proto_type_from_client(uint32_t type)
 
 size_t proto_payload_len(uint32_t type)
 {
-	struct cur c = { .sizing = true };
+	struct cur c = { .mode = W_SIZE };
 	struct proto_msg m;
 	if (!walk(&c, type, &m))
 		return 0;
@@ -327,19 +494,19 @@ int proto_encode(const struct proto_msg *m, void *buf, size_t cap)
 	/* The walker takes non-const pointers because it also decodes; on
 	 * encode it only reads, so a private copy keeps the caller's const. */
 	struct proto_msg copy = *m;
-	struct cur c = { .p = p + PROTO_HEADER_SIZE, .len = plen, .enc = true };
+	struct cur c = { .p = p + PROTO_HEADER_SIZE, .len = plen, .mode = W_ENCODE };
 	walk(&c, m->type, &copy);
 	return (int)(PROTO_HEADER_SIZE + plen);
 }
 
 int proto_name_check(const char *name, char *err, size_t errlen)
 {
-	size_t n = strnlen(name, PROTO_NAME_MAX);
+	size_t n = strnlen(name, FEEDER_DATASET_MAX);
 	if (n == 0)
 		return status_fail(err, errlen, FEEDER_EBADNAME, "dataset name is empty");
-	if (n >= PROTO_NAME_MAX)
+	if (n >= FEEDER_DATASET_MAX)
 		return status_fail(err, errlen, FEEDER_EBADNAME,
-				   "dataset name is longer than %d characters", PROTO_NAME_MAX - 1);
+				   "dataset name is longer than %d characters", FEEDER_DATASET_MAX - 1);
 	if (name[0] == '.')
 		return status_fail(err, errlen, FEEDER_EBADNAME,
 				   "dataset name '%s' starts with '.'", name);
@@ -354,103 +521,12 @@ int proto_name_check(const char *name, char *err, size_t errlen)
 	return 0;
 }
 
-static bool finite_pos(float x) { return isfinite(x) && x > 0; }
-
-static int check_jpeg(const struct proto_jpeg_opts *j, char *err, size_t errlen)
-{
-#define BAD(...) status_fail(err, errlen, FEEDER_EPROTO, "OPEN_STREAM: " __VA_ARGS__)
-	if (j->out_h == 0 || j->out_h > PROTO_MAX_SIDE || j->out_w == 0 || j->out_w > PROTO_MAX_SIDE)
-		return BAD("jpeg output size %ux%u is not within 1..%d", j->out_h, j->out_w,
-			   PROTO_MAX_SIDE);
-	if (j->train > 1)
-		return BAD("jpeg train flag %u is not 0 or 1", j->train);
-	if (!finite_pos(j->scale_min) || !isfinite(j->scale_max) || j->scale_min > j->scale_max ||
-	    j->scale_max > 1)
-		return BAD("jpeg scale range %g..%g is not within (0, 1]", (double)j->scale_min,
-			   (double)j->scale_max);
-	if (!finite_pos(j->ratio_min) || !isfinite(j->ratio_max) || j->ratio_min > j->ratio_max ||
-	    j->ratio_max > 100)
-		return BAD("jpeg ratio range %g..%g is not a positive range", (double)j->ratio_min,
-			   (double)j->ratio_max);
-	if (!isfinite(j->flip_p) || j->flip_p < 0 || j->flip_p > 1)
-		return BAD("jpeg flip probability %g is not within [0, 1]", (double)j->flip_p);
-	if (!isfinite(j->resize_ratio) || j->resize_ratio < 1 || j->resize_ratio > 8)
-		return BAD("jpeg resize ratio %g is not within [1, 8]", (double)j->resize_ratio);
-	for (int i = 0; i < 3; i++) {
-		if (!isfinite(j->mean[i]) || fabsf(j->mean[i]) > 1000)
-			return BAD("jpeg mean[%d] %g is not a finite number", i, (double)j->mean[i]);
-		if (!finite_pos(j->std[i]) || j->std[i] > 1000)
-			return BAD("jpeg std[%d] %g is not a positive number", i, (double)j->std[i]);
-	}
-	return 0;
-}
-
-static int check_features(const struct proto_features_opts *f, char *err, size_t errlen)
-{
-	if (f->chunk_len == 0 || f->chunk_len > PROTO_MAX_CHUNK)
-		return BAD("features chunk_len %u is not within 1..%d", f->chunk_len, PROTO_MAX_CHUNK);
-	if (f->pad != PROTO_FEAT_PAD_REPEAT && f->pad != PROTO_FEAT_PAD_SKIP)
-		return BAD("features pad %u is unknown", f->pad);
-	if (f->cmn > PROTO_FEAT_CMN_SLIDING)
-		return BAD("features cmn %u is unknown", f->cmn);
-	if (f->cmn == PROTO_FEAT_CMN_SLIDING && (f->cmn_window == 0 || f->cmn_window > PROTO_MAX_CHUNK))
-		return BAD("features cmn_window %u is not within 1..%d", f->cmn_window, PROTO_MAX_CHUNK);
-	if (f->cvn > 1 || f->train > 1)
-		return BAD("features cvn %u / train %u is not 0 or 1", f->cvn, f->train);
-	return 0;
-}
-
-static bool all_zero(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return false;
-	return true;
-}
-
+/* OPEN_STREAM is well formed when its dataset name is allowed; whether its
+ * options are in range is proto_opts_check's (a refusal, not a protocol
+ * error). */
 static int check_open(const struct proto_open_stream *o, char *err, size_t errlen)
 {
-	int rc = proto_name_check(o->dataset, err, errlen);
-	if (rc)
-		return rc;
-	if (o->pipeline != PROTO_PIPE_JPEG && o->pipeline != PROTO_PIPE_FEATURES)
-		return BAD("pipeline %u is unknown", o->pipeline);
-	if (o->flags & ~PROTO_FLAGS_KNOWN)
-		return BAD("flags 0x%x has unknown bits", o->flags);
-	if ((o->flags & PROTO_FLAG_PLACEMENT) > PROTO_PLACE_AUTO)
-		return BAD("placement %u is unknown", o->flags & PROTO_FLAG_PLACEMENT);
-	if (o->batch == 0 || o->batch > PROTO_MAX_BATCH)
-		return BAD("batch size %u is not within 1..%d", o->batch, PROTO_MAX_BATCH);
-	if (o->epochs == 0 || o->epochs > PROTO_MAX_EPOCHS)
-		return BAD("epochs %u is not within 1..%d", o->epochs, PROTO_MAX_EPOCHS);
-	if (o->epoch > UINT64_MAX - o->epochs)
-		return BAD("epoch %llu overflows", (unsigned long long)o->epoch);
-	if (o->world == 0 || o->world > PROTO_MAX_WORLD || o->rank >= o->world)
-		return BAD("rank %u of world size %u is not valid", o->rank, o->world);
-	if (o->drop_last > 1)
-		return BAD("drop_last %u is not 0 or 1", o->drop_last);
-	if (o->slots == 0 || o->slots > PROTO_MAX_SLOTS)
-		return BAD("slots %u is not within 1..%d", o->slots, PROTO_MAX_SLOTS);
-	if (o->dtype < PROTO_DTYPE_U8 || o->dtype > PROTO_DTYPE_F32)
-		return BAD("dtype %u is unknown", o->dtype);
-	if (o->layout != PROTO_LAYOUT_NCHW && o->layout != PROTO_LAYOUT_NHWC)
-		return BAD("layout %u is unknown", o->layout);
-	if (o->on_error > PROTO_ON_ERROR_FAIL)
-		return BAD("on_error %u is unknown", o->on_error);
-	if (o->pipeline == PROTO_PIPE_JPEG) {
-		if (!all_zero(&o->features, sizeof(o->features)))
-			return BAD("features options are set for a jpeg stream");
-		return check_jpeg(&o->jpeg, err, errlen);
-	}
-	if (!all_zero(&o->jpeg, sizeof(o->jpeg)))
-		return BAD("jpeg options are set for a features stream");
-	if (o->dtype == PROTO_DTYPE_U8)
-		return BAD("dtype u8 is not available for features streams");
-	if (o->layout != PROTO_LAYOUT_NCHW)
-		return BAD("features streams have layout NCHW (batch, dim, time) only");
-	return check_features(&o->features, err, errlen);
-#undef BAD
+	return proto_name_check(o->opts.dataset, err, errlen);
 }
 
 static int check_msg(const struct proto_msg *m, char *err, size_t errlen)
@@ -464,16 +540,16 @@ static int check_msg(const struct proto_msg *m, char *err, size_t errlen)
 		return 0;
 	case PROTO_STREAM_OPENED: {
 		const struct proto_stream_opened *o = &m->u.opened;
-		if (o->stream == 0 || o->slots == 0 || o->slots > PROTO_MAX_SLOTS || o->batch == 0 ||
-		    o->batch > PROTO_MAX_BATCH || o->ndim == 0 || o->ndim > 4)
+		if (o->stream == 0 || o->slots == 0 || o->slots > FEEDER_MAX_SLOTS || o->batch == 0 ||
+		    o->batch > FEEDER_MAX_BATCH || o->ndim == 0 || o->ndim > 4)
 			return status_fail(err, errlen, FEEDER_EPROTO,
 					   "STREAM_OPENED: stream, slots, batch or ndim out of range");
-		if (o->dtype < PROTO_DTYPE_U8 || o->dtype > PROTO_DTYPE_F32 ||
-		    (o->layout != PROTO_LAYOUT_NCHW && o->layout != PROTO_LAYOUT_NHWC))
+		if (o->dtype < FEEDER_DTYPE_U8 || o->dtype > FEEDER_DTYPE_F32 ||
+		    (o->layout != FEEDER_LAYOUT_NCHW && o->layout != FEEDER_LAYOUT_NHWC))
 			return status_fail(err, errlen, FEEDER_EPROTO,
 					   "STREAM_OPENED: dtype %u or layout %u is unknown", o->dtype, o->layout);
-		if (o->placement > PROTO_PLACE_AUTO || o->memory > PROTO_MEM_DEVICE ||
-		    (o->memory == PROTO_MEM_HOST) != (o->device_table == 0))
+		if (o->placement > FEEDER_PLACEMENT_AUTO || o->memory > FEEDER_MEMORY_DEVICE ||
+		    (o->memory == FEEDER_MEMORY_HOST) != (o->device_table == 0))
 			return status_fail(err, errlen, FEEDER_EPROTO,
 					   "STREAM_OPENED: placement %u, memory %u or device table "
 					   "offset out of range", o->placement, o->memory);
@@ -481,14 +557,18 @@ static int check_msg(const struct proto_msg *m, char *err, size_t errlen)
 		 * numbers: they must describe a ring that fits. */
 		uint64_t slots_end = PROTO_RING_HEADER + o->slots * o->slot_size;
 		if (o->slot_size == 0 || o->slot_size > (UINT64_MAX - PROTO_RING_HEADER) / o->slots ||
-		    (o->memory == PROTO_MEM_HOST && o->ring_size != slots_end) ||
-		    (o->memory == PROTO_MEM_DEVICE &&
+		    (o->memory == FEEDER_MEMORY_HOST && o->ring_size != slots_end) ||
+		    (o->memory == FEEDER_MEMORY_DEVICE &&
 		     (o->device_table < slots_end || o->device_table % PROTO_TENSOR_ALIGN ||
 		      o->device_table > UINT64_MAX / 2 ||
 		      o->ring_size != o->device_table + proto_device_table_size(o->slots,
 										   PROTO_TENSOR_ALIGN))) ||
 		    o->labels_offset < PROTO_SLOT_HEADER ||
-		    o->labels_offset + 4ull * o->batch > o->tensor_offset ||
+		    o->labels_offset + 4ull * o->batch > o->indices_offset ||
+		    o->indices_offset + 8ull * o->batch >
+			    (o->names_offset ? o->names_offset : o->tensor_offset) ||
+		    (o->names_offset &&
+		     o->names_offset + (uint64_t)FEEDER_SAMPLE_NAME_MAX * o->batch > o->tensor_offset) ||
 		    o->tensor_offset % PROTO_TENSOR_ALIGN || o->tensor_bytes > o->slot_size ||
 		    o->tensor_offset > o->slot_size - o->tensor_bytes)
 			return status_fail(err, errlen, FEEDER_EPROTO,
@@ -496,7 +576,7 @@ static int check_msg(const struct proto_msg *m, char *err, size_t errlen)
 		return 0;
 	}
 	case PROTO_BATCH_READY:
-		if (m->u.ready.samples == 0 || m->u.ready.samples > PROTO_MAX_BATCH ||
+		if (m->u.ready.samples == 0 || m->u.ready.samples > FEEDER_MAX_BATCH ||
 		    m->u.ready.replacements > m->u.ready.samples || m->u.ready.stream == 0)
 			return status_fail(err, errlen, FEEDER_EPROTO,
 					   "BATCH_READY: stream %u, samples %u or replacements %u out of range",
@@ -574,37 +654,13 @@ int proto_decode(const void *buf, size_t len, struct proto_msg *m, char *err, si
 				   proto_type_name(type), len - PROTO_HEADER_SIZE, plen);
 	memset(m, 0, sizeof(*m));
 	m->type = type;
-	struct cur c = { .p = (uint8_t *)p + PROTO_HEADER_SIZE, .len = plen };
+	struct cur c = { .p = (uint8_t *)p + PROTO_HEADER_SIZE, .len = plen, .mode = W_DECODE };
 	walk(&c, type, m);
 	if (c.bad)
 		return status_fail(err, errlen, FEEDER_EPROTO,
 				   "%s: field '%s' is not a NUL-terminated string padded with zeros",
 				   proto_type_name(type), c.bad);
 	return check_msg(m, err, errlen);
-}
-
-void proto_open_stream_defaults(struct proto_open_stream *o, uint32_t size, int train)
-{
-	memset(o, 0, sizeof(*o));
-	o->pipeline = PROTO_PIPE_JPEG;
-	o->epochs = 1;
-	o->world = 1;
-	o->slots = 4;
-	o->dtype = PROTO_DTYPE_F32;
-	o->layout = PROTO_LAYOUT_NCHW;
-	o->on_error = PROTO_ON_ERROR_REPLACE;
-	struct proto_jpeg_opts *j = &o->jpeg;
-	j->out_h = j->out_w = size;
-	j->train = train ? 1 : 0;
-	j->scale_min = 0.08f;
-	j->scale_max = 1.0f;
-	j->ratio_min = 3.0f / 4.0f;
-	j->ratio_max = 4.0f / 3.0f;
-	j->flip_p = 0.5f;
-	j->resize_ratio = 256.0f / 224.0f;
-	const float mean[3] = { 0.485f, 0.456f, 0.406f }, std[3] = { 0.229f, 0.224f, 0.225f };
-	memcpy(j->mean, mean, sizeof(mean));
-	memcpy(j->std, std, sizeof(std));
 }
 
 uint64_t proto_device_table_size(uint32_t slots, uint64_t page)
@@ -616,9 +672,9 @@ uint64_t proto_device_table_size(uint32_t slots, uint64_t page)
 size_t proto_dtype_size(uint32_t dtype)
 {
 	switch (dtype) {
-	case PROTO_DTYPE_U8: return 1;
-	case PROTO_DTYPE_F16: return 2;
-	case PROTO_DTYPE_F32: return 4;
+	case FEEDER_DTYPE_U8: return 1;
+	case FEEDER_DTYPE_F16: return 2;
+	case FEEDER_DTYPE_F32: return 4;
 	}
 	return 0;
 }
@@ -628,7 +684,7 @@ static uint64_t align_up(uint64_t x, uint64_t a)
 	return (x + a - 1) & ~(a - 1);
 }
 
-int proto_geometry(const struct proto_open_stream *o, uint32_t feat_dim, uint64_t page,
+int proto_geometry(const struct feeder_stream_opts *o, uint32_t feat_dim, uint64_t page,
 		   struct proto_geometry *g, char *err, size_t errlen)
 {
 	memset(g, 0, sizeof(*g));
@@ -636,7 +692,7 @@ int proto_geometry(const struct proto_open_stream *o, uint32_t feat_dim, uint64_
 	if (es == 0 || page == 0 || (page & (page - 1)) || o->batch == 0 || o->slots == 0)
 		return status_fail(err, errlen, FEEDER_EINVAL, "stream geometry: bad dtype, batch or page");
 	g->ndim = 4;
-	if (o->pipeline == PROTO_PIPE_FEATURES) {
+	if (o->pipeline == FEEDER_PIPE_FEATURES) {
 		if (feat_dim == 0)
 			return status_fail(err, errlen, FEEDER_EINVAL, "stream geometry: feature dimension 0");
 		g->shape[0] = o->batch;
@@ -645,9 +701,9 @@ int proto_geometry(const struct proto_open_stream *o, uint32_t feat_dim, uint64_
 		g->shape[3] = 1;
 		g->sample_bytes = (uint64_t)feat_dim * o->features.chunk_len * es;
 	} else {
-		uint32_t h = o->jpeg.out_h, w = o->jpeg.out_w;
+		uint32_t h = o->jpeg.height, w = o->jpeg.width;
 		g->shape[0] = o->batch;
-		if (o->layout == PROTO_LAYOUT_NHWC) {
+		if (o->layout == FEEDER_LAYOUT_NHWC) {
 			g->shape[1] = h; g->shape[2] = w; g->shape[3] = 3;
 		} else {
 			g->shape[1] = 3; g->shape[2] = h; g->shape[3] = w;
@@ -658,8 +714,13 @@ int proto_geometry(const struct proto_open_stream *o, uint32_t feat_dim, uint64_
 	 * slots 2^8), so the products below stay far from 2^64. */
 	g->tensor_bytes = g->sample_bytes * o->batch;
 	g->labels_offset = PROTO_SLOT_HEADER;
-	g->tensor_offset = align_up(g->labels_offset + 4ull * o->batch,
-				    page > PROTO_TENSOR_ALIGN ? page : PROTO_TENSOR_ALIGN);
+	g->indices_offset = align_up(g->labels_offset + 4ull * o->batch, 8);
+	uint64_t end = g->indices_offset + 8ull * o->batch;
+	if (o->names) {
+		g->names_offset = end;
+		end += (uint64_t)FEEDER_SAMPLE_NAME_MAX * o->batch;
+	}
+	g->tensor_offset = align_up(end, page > PROTO_TENSOR_ALIGN ? page : PROTO_TENSOR_ALIGN);
 	g->slot_size = align_up(g->tensor_offset + g->tensor_bytes, page);
 	g->ring_size = PROTO_RING_HEADER + g->slot_size * o->slots;
 	if (g->ring_size > (1ull << 50))

@@ -47,28 +47,20 @@
 #ifndef FEEDER_PROTOCOL_H
 #define FEEDER_PROTOCOL_H
 
+#include "feeder_types.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x52444546u /* "FEDR" in little-endian byte order */
-#define PROTO_VERSION 2
+#define PROTO_VERSION 3
 #define PROTO_HEADER_SIZE 16
 /* No message is larger than this; a receiver's buffer of this size plus one
  * byte detects oversized messages (MSG_TRUNC). */
 #define PROTO_MAX_MESSAGE 1024
 
-#define PROTO_NAME_MAX 64      /* dataset name field, including the NUL */
 #define PROTO_TEXT_MAX 256     /* ERROR message field, including the NUL */
 #define PROTO_AGENT_MAX 32     /* HELLO/WELCOME software name, including the NUL */
-
-/* Limits that OPEN_STREAM is validated against. The daemon's configuration
- * may set tighter ones (max_slots, quota). */
-#define PROTO_MAX_BATCH 65536
-#define PROTO_MAX_SLOTS 256
-#define PROTO_MAX_WORLD 65536
-#define PROTO_MAX_EPOCHS 1000000
-#define PROTO_MAX_SIDE 8192       /* jpeg output height/width */
-#define PROTO_MAX_CHUNK 65536     /* features chunk_len */
 
 enum proto_type {
 	PROTO_HELLO = 1,         /* C->D */
@@ -89,28 +81,8 @@ enum proto_type {
 	PROTO_TYPE_MAX = 15,
 };
 
-/* Numbering matches jpeg_pipeline.h's PIPE_DTYPE_* / PIPE_LAYOUT_*. */
-enum proto_pipeline { PROTO_PIPE_JPEG = 1, PROTO_PIPE_FEATURES = 2 };
-enum proto_dtype { PROTO_DTYPE_U8 = 1, PROTO_DTYPE_F16 = 2, PROTO_DTYPE_F32 = 3 };
-enum proto_layout { PROTO_LAYOUT_NCHW = 1, PROTO_LAYOUT_NHWC = 2 };
-enum proto_on_error { PROTO_ON_ERROR_REPLACE = 0, PROTO_ON_ERROR_FAIL = 1 };
 enum proto_status_what { PROTO_STATUS_SUMMARY = 1, PROTO_STATUS_DATASETS = 2,
 			 PROTO_STATUS_STREAMS = 3 };
-/* features options (same numbering as features_pipeline.h). */
-enum proto_feat_pad { PROTO_FEAT_PAD_REPEAT = 1, PROTO_FEAT_PAD_SKIP = 2 };
-enum proto_feat_cmn { PROTO_FEAT_CMN_NONE = 0, PROTO_FEAT_CMN_UTT = 1, PROTO_FEAT_CMN_SLIDING = 2 };
-/* Where a stream's samples are preprocessed: on the worker threads, on the
- * daemon's GPU (workers still entropy-decode), or whichever the first
- * batches show to be faster. */
-enum proto_placement { PROTO_PLACE_CPU = 0, PROTO_PLACE_GPU = 1, PROTO_PLACE_AUTO = 2 };
-/* Where a stream's batch tensors live: the memfd (host), or device memory
- * shared through CUDA IPC (the memfd then still carries headers and labels,
- * and the device table). */
-enum proto_memory { PROTO_MEM_HOST = 0, PROTO_MEM_DEVICE = 1 };
-/* OPEN_STREAM flags. */
-#define PROTO_FLAG_PLACEMENT 0x3u  /* enum proto_placement */
-#define PROTO_FLAG_DEVICE_OK 0x4u  /* the client can take batches in device memory */
-#define PROTO_FLAGS_KNOWN 0x7u
 
 struct proto_hello {
 	uint32_t pid;                  /* informative; the daemon trusts SO_PEERCRED */
@@ -126,45 +98,14 @@ struct proto_welcome {
 	char agent[PROTO_AGENT_MAX];   /* e.g. "feederd 0.1.0" */
 };
 
-/* jpeg pipeline options (PROTO_PIPE_JPEG). Mirrors struct jpeg_params. */
-struct proto_jpeg_opts {
-	uint32_t out_h, out_w;        /* 1..PROTO_MAX_SIDE */
-	uint32_t train;               /* 0 eval (resize + center crop), 1 train (RRC + flip) */
-	float scale_min, scale_max;   /* 0 < min <= max <= 1 */
-	float ratio_min, ratio_max;   /* 0 < min <= max */
-	float flip_p;                 /* 0..1 */
-	float resize_ratio;           /* eval: shorter side = out * ratio, 1..8 */
-	float mean[3], std[3];        /* finite; std > 0 */
-};
-
-/* features pipeline options (PROTO_PIPE_FEATURES). Mirrors struct features_params. */
-struct proto_features_opts {
-	uint32_t chunk_len;           /* 1..PROTO_MAX_CHUNK */
-	uint32_t pad;                 /* enum proto_feat_pad */
-	uint32_t cmn;                 /* enum proto_feat_cmn */
-	uint32_t cmn_window;          /* frames, >= 1 when cmn is sliding */
-	uint32_t cvn;                 /* 0 or 1 */
-	uint32_t train;               /* 0 or 1 (random chunk vs. centered chunk) */
-};
-
+/* The request for a stream: the options exactly as libfeeder's callers
+ * filled them (feeder_types.h). proto_decode checks that the message is well
+ * formed (the dataset name included); whether the options are in range is
+ * proto_opts_check's answer, which the daemon sends back as a non-fatal
+ * FEEDER_EINVAL carrying the tag. */
 struct proto_open_stream {
 	uint32_t tag;                  /* chosen by the client, echoed in the answer */
-	uint32_t pipeline;             /* enum proto_pipeline */
-	uint32_t batch;                /* 1..PROTO_MAX_BATCH */
-	uint32_t epochs;               /* epochs served back to back, 1..PROTO_MAX_EPOCHS */
-	uint32_t rank, world;          /* rank < world, world 1..PROTO_MAX_WORLD */
-	uint32_t drop_last;            /* 0 or 1 */
-	uint32_t slots;                /* ring depth, 1..PROTO_MAX_SLOTS */
-	uint32_t dtype;                /* enum proto_dtype (u8 only for jpeg) */
-	uint32_t layout;               /* enum proto_layout (jpeg only; features: NCHW) */
-	uint32_t on_error;             /* enum proto_on_error */
-	uint32_t flags;                /* PROTO_FLAG_*: placement, device delivery */
-	char dataset[PROTO_NAME_MAX];  /* [A-Za-z0-9._-], not starting with '.' */
-	uint64_t seed;
-	uint64_t epoch;                /* first epoch served */
-	uint64_t start_batch;          /* first batch of the first epoch (resume) */
-	struct proto_jpeg_opts jpeg;   /* checked when pipeline is jpeg, else must be 0 */
-	struct proto_features_opts features; /* checked when pipeline is features, else 0 */
+	struct feeder_stream_opts opts;
 };
 
 /* The answer to OPEN_STREAM; the ring's memfd travels with it (SCM_RIGHTS).
@@ -185,11 +126,13 @@ struct proto_stream_opened {
 	uint32_t ndim;                 /* 4 */
 	uint32_t shape[4];             /* full batch shape, e.g. {B,3,H,W} */
 	uint64_t labels_offset;        /* from the start of a slot */
+	uint64_t indices_offset;       /* from the start of a slot */
+	uint64_t names_offset;         /* from the start of a slot; 0 without names */
 	uint64_t tensor_offset;        /* from the start of a slot, PROTO_TENSOR_ALIGN */
 	uint64_t tensor_bytes;         /* of a full batch */
-	uint32_t placement;            /* enum proto_placement, as the daemon serves it */
-	uint32_t memory;               /* enum proto_memory */
-	uint64_t device_table;         /* PROTO_MEM_DEVICE: offset of the device table
+	uint32_t placement;            /* enum feeder_placement, as the daemon serves it */
+	uint32_t memory;               /* enum feeder_memory */
+	uint64_t device_table;         /* FEEDER_MEMORY_DEVICE: offset of the device table
 					  in the memfd (after the slots); else 0 */
 };
 
@@ -233,44 +176,8 @@ struct proto_status {
 	uint32_t what;                 /* enum proto_status_what */
 };
 
-struct proto_status_reply {
-	uint64_t uptime_ms;
-	uint32_t clients, streams, workers, datasets;
-	uint64_t memory_used, memory_limit; /* ring bytes */
-	uint64_t batches, samples;     /* sent / decoded since start */
-	uint64_t replacements;         /* corrupt samples replaced */
-	uint64_t decode_errors;        /* samples that failed to decode (replaced or not) */
-	uint64_t protocol_errors;      /* malformed messages received */
-	double images_per_s;           /* over the last few seconds, all streams */
-};
 
-struct proto_dataset_info {
-	char name[PROTO_NAME_MAX];
-	uint32_t kind;                 /* enum dsformat_kind */
-	uint32_t classes;
-	uint64_t samples;
-	uint32_t feat_dim;
-	uint32_t streams;              /* open streams reading it */
-};
 
-struct proto_stream_info {
-	uint32_t stream, session;
-	uint32_t pid, uid;             /* of the client (SO_PEERCRED) */
-	char dataset[PROTO_NAME_MAX];
-	uint32_t pipeline, batch, slots, ready; /* ready: slots filled and not yet released */
-	uint64_t epoch;                /* epoch being produced */
-	uint64_t batches_sent, batches_total;
-	uint64_t samples;              /* decoded */
-	uint64_t replacements;
-	double images_per_s;           /* over the last few seconds */
-	uint64_t client_wait_us;       /* time with no batch ready for the client */
-	uint64_t ring_full_us;         /* time all slots were held by the client */
-	uint32_t placement;            /* requested, enum proto_placement */
-	uint32_t active;               /* PROTO_PLACE_CPU or _GPU: what runs now */
-	uint32_t memory;               /* enum proto_memory */
-	uint32_t deciding;             /* 1 while placement=auto still measures */
-	float auto_cpu_ms, auto_gpu_ms; /* auto: measured ms per batch each way, or 0 */
-};
 
 struct proto_list_end {
 	uint32_t count;                /* entries sent before it */
@@ -290,9 +197,9 @@ struct proto_msg {
 		struct proto_error error;
 		struct proto_goodbye goodbye;
 		struct proto_status status;
-		struct proto_status_reply status_reply;
-		struct proto_dataset_info dataset;
-		struct proto_stream_info stream;
+		struct feeder_status status_reply;
+		struct feeder_dataset_status dataset;
+		struct feeder_stream_status stream;
 		struct proto_list_end list_end;
 	} u;
 };
@@ -315,15 +222,26 @@ int proto_encode(const struct proto_msg *m, void *buf, size_t cap);
  * sentence in err naming the field. m's content is unspecified on error. */
 int proto_decode(const void *buf, size_t len, struct proto_msg *m, char *err, size_t errlen);
 
-/* 0 if name is an allowed dataset name: 1..PROTO_NAME_MAX-1 characters of
+/* 0 if name is an allowed dataset name: 1..FEEDER_DATASET_MAX-1 characters of
  * [A-Za-z0-9._-], not starting with '.' (so never "." or ".."); else
  * FEEDER_EBADNAME with a sentence. */
 int proto_name_check(const char *name, char *err, size_t errlen);
 
-/* Fill o with the defaults of a jpeg stream of size×size outputs (the same as
- * jpeg_params_default: ImageNet mean/std, scale .08–1, ratio 3/4–4/3, flip .5,
- * resize ratio 256/224), batch 0 and dataset "" left for the caller. */
-void proto_open_stream_defaults(struct proto_open_stream *o, uint32_t size, int train);
+/* Fill o with the documented defaults of every option (feeder_types.h);
+ * dataset is "" and left for the caller. */
+void proto_opts_default(struct feeder_stream_opts *o);
+/* The defaults with pipeline jpeg and size x size outputs in train (1) or
+ * eval (0) mode, or pipeline features with chunk_len-frame chunks: for the
+ * tests, benchmarks and tools that build options by hand. */
+void proto_opts_jpeg(struct feeder_stream_opts *o, uint32_t size, int train);
+void proto_opts_features(struct feeder_stream_opts *o, uint32_t chunk_len, int train);
+
+/* 0 if every option of o that the stream uses is in range (the common ones
+ * and those of o->pipeline; the dataset name is proto_name_check's), else
+ * FEEDER_EINVAL with a sentence naming the field ("batch 0 is not within
+ * 1..65536"). The pipelines rely on it: feederd checks each OPEN_STREAM with
+ * it before anything is built. */
+int proto_opts_check(const struct feeder_stream_opts *o, char *err, size_t errlen);
 
 /* ---- Shared-memory ring layout -------------------------------------------
  *
@@ -332,6 +250,14 @@ void proto_open_stream_defaults(struct proto_open_stream *o, uint32_t size, int 
  *   slot i at PROTO_RING_HEADER + i * slot_size, each:
  *     [0, 64)                         struct proto_slot_header
  *     [labels_offset, +4*batch)       int32 labels (labels_offset = 64)
+ *     [indices_offset, +8*batch)      u64 dataset index of each sample (the
+ *                                     record actually delivered, so a
+ *                                     replacement shows as its own index)
+ *     [names_offset, +NAME*batch)     with the names option only (else the
+ *                                     offset is 0): each sample's name, a
+ *                                     NUL-terminated string in a field of
+ *                                     FEEDER_SAMPLE_NAME_MAX bytes, "" when
+ *                                     the dataset keeps no name for it
  *     [tensor_offset, +tensor_bytes)  the batch tensor, tensor_offset a
  *                                     multiple of PROTO_TENSOR_ALIGN
  *   slot_size = tensor_offset + tensor_bytes rounded up to the page size.
@@ -353,6 +279,7 @@ struct proto_ring_header {
 	uint32_t batch, dtype, layout, ndim;
 	uint32_t shape[4];
 	uint64_t labels_offset, tensor_offset, tensor_bytes;
+	uint64_t indices_offset, names_offset;
 };
 
 struct proto_slot_header {
@@ -365,7 +292,7 @@ struct proto_slot_header {
 	uint32_t sequence;             /* counts fills of this slot, for debugging */
 };
 
-/* The device table of a PROTO_MEM_DEVICE ring, at STREAM_OPENED's
+/* The device table of a FEEDER_MEMORY_DEVICE ring, at STREAM_OPENED's
  * device_table offset of the memfd (page aligned), PROTO_DEVICE_TABLE_HEAD
  * bytes and then one entry per slot. The handles are CUDA's opaque 64-byte
  * IPC handles: the tensor buffer (slots * tensor_stride bytes; slot i's
@@ -404,9 +331,10 @@ struct proto_geometry {
 	uint32_t ndim;
 	uint32_t shape[4];
 	uint64_t sample_bytes;
-	uint64_t labels_offset, tensor_offset, tensor_bytes, slot_size, ring_size;
+	uint64_t labels_offset, indices_offset, names_offset;
+	uint64_t tensor_offset, tensor_bytes, slot_size, ring_size;
 };
-int proto_geometry(const struct proto_open_stream *o, uint32_t feat_dim, uint64_t page,
+int proto_geometry(const struct feeder_stream_opts *o, uint32_t feat_dim, uint64_t page,
 		   struct proto_geometry *g, char *err, size_t errlen);
 
 #endif

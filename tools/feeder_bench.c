@@ -109,7 +109,7 @@ static void *bench_run(void *arg)
 	}
 	struct feeder_stream_opts so;
 	feeder_stream_opts_init(&so);
-	so.dataset = o->dataset;
+	snprintf(so.dataset, sizeof so.dataset, "%s", o->dataset);
 	so.batch = o->batch;
 	so.seed = o->seed;
 	so.rank = t->rank;
@@ -361,17 +361,17 @@ int main(int argc, char **argv)
 			}
 			break;
 		case OPT_BATCH:
-			if (parse_u64("--batch", v, 1, PROTO_MAX_BATCH, &x))
+			if (parse_u64("--batch", v, 1, FEEDER_MAX_BATCH, &x))
 				return 2;
 			o.batch = (uint32_t)x;
 			break;
 		case OPT_SIZE:
-			if (parse_u64("--size", v, 1, PROTO_MAX_SIDE, &x))
+			if (parse_u64("--size", v, 1, FEEDER_MAX_SIDE, &x))
 				return 2;
 			o.size = (uint32_t)x;
 			break;
 		case OPT_SLOTS:
-			if (parse_u64("--slots", v, 1, PROTO_MAX_SLOTS, &x))
+			if (parse_u64("--slots", v, 1, FEEDER_MAX_SLOTS, &x))
 				return 2;
 			o.slots = (uint32_t)x;
 			break;
@@ -436,7 +436,7 @@ int main(int argc, char **argv)
 	}
 
 	/* The dataset directory, found the way feederd finds it. */
-	char dsdir[CONFIG_PATH_MAX + PROTO_NAME_MAX + 2];
+	char dsdir[CONFIG_PATH_MAX + FEEDER_DATASET_MAX + 2];
 	if (o.datasets) {
 		snprintf(dsdir, sizeof dsdir, "%s/%s", o.datasets, o.dataset);
 	} else {

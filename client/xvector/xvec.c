@@ -264,7 +264,7 @@ static int check_device(const struct args *a)
 static void opts_for(const struct args *a, struct feeder_stream_opts *o, int train)
 {
 	feeder_stream_opts_init(o);
-	o->dataset = a->dataset;
+	snprintf(o->dataset, sizeof o->dataset, "%s", a->dataset);
 	o->pipeline = FEEDER_PIPE_FEATURES;
 	o->batch = (uint32_t)a->batch;
 	o->seed = a->seed;

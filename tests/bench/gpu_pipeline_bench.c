@@ -23,6 +23,7 @@
  * CUDA runtime's threads count too) per 1,000 images; two warm-up batches
  * are not counted. Exits 77 when gpu mode is asked for and there is no
  * device. */
+#include "protocol.h"
 #include "dsstore.h"
 #include "gpu_pipeline.h"
 #include "jpeg_pipeline.h"
@@ -46,7 +47,7 @@ struct sample {
 struct bench {
 	struct sample *samples;
 	uint64_t nsamples;
-	struct jpeg_params p;
+	struct feeder_stream_opts p;
 	uint32_t threads, batch, batches;
 	int host;
 	size_t staging;
@@ -271,7 +272,7 @@ int main(int argc, char **argv)
 {
 	struct bench b = { .threads = 4, .batch = 256, .batches = 20 };
 	uint32_t size = 224;
-	int dtype = PIPE_DTYPE_F16, json = 0, do_cpu = 1, do_gpu = 1;
+	int dtype = FEEDER_DTYPE_F16, json = 0, do_cpu = 1, do_gpu = 1;
 	const char *dir = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -309,8 +310,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--staging"))
 			b.staging = (size_t)strtoull(v, NULL, 10);
 		else if (!strcmp(a, "--dtype"))
-			dtype = !strcmp(v, "u8") ? PIPE_DTYPE_U8 : !strcmp(v, "f32") ? PIPE_DTYPE_F32
-										     : PIPE_DTYPE_F16;
+			dtype = !strcmp(v, "u8") ? FEEDER_DTYPE_U8 : !strcmp(v, "f32") ? FEEDER_DTYPE_F32
+										     : FEEDER_DTYPE_F16;
 		else if (!strcmp(a, "--mode")) {
 			do_cpu = strcmp(v, "gpu") != 0;
 			do_gpu = strcmp(v, "cpu") != 0;
@@ -351,7 +352,7 @@ int main(int argc, char **argv)
 		}
 		b.samples[i].len = s.payload_len;
 	}
-	jpeg_params_default(&b.p, size, 1);
+	proto_opts_jpeg(&b.p, size, 1);
 	b.p.dtype = dtype;
 
 	struct result cpu = { 0 }, gpu = { 0 };
@@ -359,7 +360,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (do_gpu && run_gpu(&b, &gpu))
 		return 1;
-	const char *dn = dtype == PIPE_DTYPE_U8 ? "u8" : dtype == PIPE_DTYPE_F32 ? "f32" : "f16";
+	const char *dn = dtype == FEEDER_DTYPE_U8 ? "u8" : dtype == FEEDER_DTYPE_F32 ? "f32" : "f16";
 	if (json) {
 		printf("{\"threads\": %u, \"batch\": %u, \"size\": %u, \"dtype\": \"%s\", "
 		       "\"batches\": %u, \"host_copy\": %s",

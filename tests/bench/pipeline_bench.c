@@ -11,6 +11,7 @@
  *   pipeline_bench [--width W --height H --size S --dtype u8|f16|f32 --seconds T
  *                   --resize auto|portable]
  */
+#include "protocol.h"
 #include "jpeg_pipeline.h"
 #include "jpeg_synth.h"
 #include "resize.h"
@@ -36,10 +37,10 @@ struct bench {
 	double seconds;
 };
 
-typedef int (*pipe_fn)(struct jpeg_worker *, const struct jpeg_params *, const uint8_t *, size_t,
+typedef int (*pipe_fn)(struct jpeg_worker *, const struct feeder_stream_opts *, const uint8_t *, size_t,
 		       uint64_t, void *, char *, size_t);
 
-static double rate_pipeline(const struct bench *b, struct jpeg_worker *w, const struct jpeg_params *p,
+static double rate_pipeline(const struct bench *b, struct jpeg_worker *w, const struct feeder_stream_opts *p,
 			    pipe_fn fn, void *out)
 {
 	char err[256];
@@ -83,7 +84,7 @@ int main(int argc, char **argv)
 {
 	struct bench b = { .w = 500, .h = 375, .seconds = 1.0 };
 	uint32_t size = 224;
-	int dtype = PIPE_DTYPE_F16;
+	int dtype = FEEDER_DTYPE_F16;
 	int impl = RESIZE_IMPL_AUTO;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -101,8 +102,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--seconds"))
 			b.seconds = atof(v);
 		else if (!strcmp(a, "--dtype"))
-			dtype = !strcmp(v, "u8") ? PIPE_DTYPE_U8 : !strcmp(v, "f32") ? PIPE_DTYPE_F32
-										     : PIPE_DTYPE_F16;
+			dtype = !strcmp(v, "u8") ? FEEDER_DTYPE_U8 : !strcmp(v, "f32") ? FEEDER_DTYPE_F32
+										     : FEEDER_DTYPE_F16;
 		else if (!strcmp(a, "--resize") && (!strcmp(v, "auto") || !strcmp(v, "portable")))
 			impl = !strcmp(v, "auto") ? RESIZE_IMPL_AUTO : RESIZE_IMPL_PORTABLE;
 		else {
@@ -130,9 +131,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pipeline_bench: %s\n", err);
 		return 1;
 	}
-	struct jpeg_params train, eval;
-	jpeg_params_default(&train, size, 1);
-	jpeg_params_default(&eval, size, 0);
+	struct feeder_stream_opts train, eval;
+	proto_opts_jpeg(&train, size, 1);
+	proto_opts_jpeg(&eval, size, 0);
 	train.dtype = eval.dtype = dtype;
 	void *out = malloc(jpeg_pipeline_sample_bytes(&train));
 	if (!out)
@@ -142,7 +143,7 @@ int main(int argc, char **argv)
 	double ev = rate_pipeline(&b, w, &eval, jpeg_pipeline_run, out);
 	double ref = rate_pipeline(&b, w, &train, jpeg_pipeline_reference, out);
 	printf("images %dx%d 4:2:0 q90, output %ux%u %s, one thread, resize %s\n", b.w, b.h, size,
-	       size, dtype == PIPE_DTYPE_U8 ? "u8" : dtype == PIPE_DTYPE_F32 ? "f32" : "f16",
+	       size, dtype == FEEDER_DTYPE_U8 ? "u8" : dtype == FEEDER_DTYPE_F32 ? "f32" : "f16",
 	       impl == RESIZE_IMPL_PORTABLE ? "portable" : "auto");
 	printf("full-size tjDecompress2     %8.0f images/s\n", full);
 	printf("jpeg_pipeline_run train     %8.0f images/s (%.2fx full decode)\n", tr, tr / full);

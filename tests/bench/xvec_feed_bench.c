@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	feeder_stream_opts_init(&so);
-	so.dataset = dataset;
+	snprintf(so.dataset, sizeof so.dataset, "%s", dataset);
 	so.pipeline = FEEDER_PIPE_FEATURES;
 	so.batch = (uint32_t)batch;
 	so.epochs = 1000;

@@ -54,7 +54,7 @@ static void test_defaults(const char *missing)
 	write_file(empty, "");
 	rc = load(&c, err, sizeof err, "--config", empty, NULL);
 	CHECKF(rc == 0, "%s", err);
-	CHECK(strcmp(c.socket_path, CONFIG_DEFAULT_SOCKET) == 0);
+	CHECK(strcmp(c.socket_path, FEEDER_DEFAULT_SOCKET) == 0);
 	CHECK(strcmp(c.datasets_dir, CONFIG_DEFAULT_DATASETS) == 0);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	CHECKF(c.workers == (unsigned)n, "workers %u cores %ld", c.workers, n);

@@ -133,7 +133,7 @@ static struct feeder *connect_or_die(void)
 static void opts_small(struct feeder_stream_opts *o, const char *dataset, uint32_t size)
 {
 	feeder_stream_opts_init(o);
-	o->dataset = dataset;
+	snprintf(o->dataset, sizeof o->dataset, "%s", dataset);
 	o->batch = 4;
 	o->slots = 3;
 	o->seed = 7;
@@ -148,38 +148,20 @@ static struct feeder_stream *open_or_die(struct feeder *f, const struct feeder_s
 	return s;
 }
 
-/* The jpeg_params a stream with options o uses. */
-static void params_of(const struct feeder_stream_opts *o, struct jpeg_params *p)
-{
-	jpeg_params_default(p, o->jpeg.height, o->jpeg.train);
-	p->out_h = o->jpeg.height;
-	p->out_w = o->jpeg.width;
-	p->scale_min = o->jpeg.scale_min;
-	p->scale_max = o->jpeg.scale_max;
-	p->ratio_min = o->jpeg.ratio_min;
-	p->ratio_max = o->jpeg.ratio_max;
-	p->flip_p = o->jpeg.flip_p;
-	p->resize_ratio = o->jpeg.resize_ratio;
-	memcpy(p->mean, o->jpeg.mean, sizeof p->mean);
-	memcpy(p->std, o->jpeg.std, sizeof p->std);
-	p->dtype = o->dtype;
-	p->layout = o->layout;
-}
-
 /* Sample i of a tensor as [0,1] pixels in CHW order (undoing normalization). */
-static void to_unit(const struct jpeg_params *p, const void *data, size_t i, float *out)
+static void to_unit(const struct feeder_stream_opts *p, const void *data, size_t i, float *out)
 {
-	size_t hw = (size_t)p->out_h * p->out_w, n = 3 * hw;
+	size_t hw = (size_t)p->jpeg.height * p->jpeg.width, n = 3 * hw;
 	for (size_t c = 0; c < 3; c++)
 		for (size_t k = 0; k < hw; k++) {
-			size_t src = i * n + (p->layout == PIPE_LAYOUT_NHWC ? k * 3 + c : c * hw + k);
+			size_t src = i * n + (p->layout == FEEDER_LAYOUT_NHWC ? k * 3 + c : c * hw + k);
 			float v;
-			if (p->dtype == PIPE_DTYPE_U8)
+			if (p->dtype == FEEDER_DTYPE_U8)
 				v = ((const uint8_t *)data)[src] / 255.0f;
-			else if (p->dtype == PIPE_DTYPE_F16)
-				v = half_to_float(((const uint16_t *)data)[src]) * p->std[c] + p->mean[c];
+			else if (p->dtype == FEEDER_DTYPE_F16)
+				v = half_to_float(((const uint16_t *)data)[src]) * p->jpeg.std[c] + p->jpeg.mean[c];
 			else
-				v = ((const float *)data)[src] * p->std[c] + p->mean[c];
+				v = ((const float *)data)[src] * p->jpeg.std[c] + p->jpeg.mean[c];
 			out[c * hw + k] = v;
 		}
 }
@@ -193,7 +175,7 @@ static double mad(const float *a, const float *b, size_t n)
 }
 
 /* Reference pixels ([0,1], CHW) of dataset sample index under p and key. */
-static void reference(struct jpeg_worker *w, struct ds *d, const struct jpeg_params *p,
+static void reference(struct jpeg_worker *w, struct ds *d, const struct feeder_stream_opts *p,
 		      uint64_t index, uint64_t key, float *out)
 {
 	const uint8_t *payload;
@@ -215,21 +197,20 @@ static void reference(struct jpeg_worker *w, struct ds *d, const struct jpeg_par
 static double check_batch(struct jpeg_worker *w, struct ds *d, const struct feeder_stream_opts *o,
 			  const struct feeder_batch *b)
 {
-	struct jpeg_params p;
-	params_of(o, &p);
+	const struct feeder_stream_opts p = *o;
 	struct sampler sm;
 	char err[512];
-	CHECKF(sampler_init(&sm, d->n, o->seed, b->epoch, o->rank, o->world, err, sizeof err) == 0,
+	CHECKF(sampler_init(&sm, d->n, o->seed, b->epoch, o->rank, o->world, 1, err, sizeof err) == 0,
 	       "%s", err);
 	CHECK(b->dtype == o->dtype && b->layout == o->layout && b->ndim == 4);
 	if (o->layout == FEEDER_LAYOUT_NCHW)
-		CHECK(b->shape[1] == 3 && b->shape[2] == p.out_h && b->shape[3] == p.out_w);
+		CHECK(b->shape[1] == 3 && b->shape[2] == p.jpeg.height && b->shape[3] == p.jpeg.width);
 	else
-		CHECK(b->shape[1] == p.out_h && b->shape[2] == p.out_w && b->shape[3] == 3);
+		CHECK(b->shape[1] == p.jpeg.height && b->shape[2] == p.jpeg.width && b->shape[3] == 3);
 	CHECK(b->shape[0] == b->count && b->count >= 1 && b->count <= o->batch);
 	CHECK(b->bytes == b->count * jpeg_pipeline_sample_bytes(&p));
 	CHECKF(((uintptr_t)b->data & 4095) == 0, "tensor at %p is not page-aligned", b->data);
-	size_t n = 3 * (size_t)p.out_h * p.out_w;
+	size_t n = 3 * (size_t)p.jpeg.height * p.jpeg.width;
 	float *got = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
 	CHECK(got && want);
 	double worst = 0;
@@ -425,9 +406,8 @@ static int cmd_ranks(const char *dataset, uint32_t world)
 	o.world = world;
 	o.batch = 2;
 	o.epoch = 5;
-	struct jpeg_params p;
-	params_of(&o, &p);
-	size_t n = 3 * (size_t)p.out_h * p.out_w;
+	struct feeder_stream_opts p = o;
+	size_t n = 3 * (size_t)p.jpeg.height * p.jpeg.width;
 	float *refs = malloc(d.n * n * sizeof(float)), *got = malloc(n * sizeof(float));
 	CHECK(refs && got);
 	for (uint64_t i = 0; i < d.n; i++)
@@ -441,7 +421,7 @@ static int cmd_ranks(const char *dataset, uint32_t world)
 		o.rank = r;
 		struct feeder_stream *s = open_or_die(f, &o);
 		struct sampler sm;
-		CHECK(sampler_init(&sm, d.n, o.seed, o.epoch, r, world, err, sizeof err) == 0);
+		CHECK(sampler_init(&sm, d.n, o.seed, o.epoch, r, world, 1, err, sizeof err) == 0);
 		uint64_t pos = 0;
 		for (;;) {
 			struct feeder_batch b;
@@ -651,26 +631,14 @@ static int cmd_pin(const char *dataset)
 }
 
 /* The daemon's STATUS summary over a connection of our own. */
-static struct proto_status_reply daemon_status(void)
+static struct feeder_status daemon_status(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock_path);
-	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	CHECK(s >= 0);
-	CHECKF(connect(s, (struct sockaddr *)&sa, sizeof sa) == 0, "connect: %s", strerror(errno));
-	struct timeval tv = { .tv_sec = 10 };
-	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	char err[512];
-	struct proto_msg m = { .type = PROTO_HELLO };
-	CHECKF(sockmsg_send_msg(s, &m, -1, err, sizeof err) == 0, "%s", err);
-	CHECKF(sockmsg_recv_msg(s, &m, NULL, err, sizeof err) == 0 && m.type == PROTO_WELCOME, "%s", err);
-	m.type = PROTO_STATUS;
-	m.u.status.what = PROTO_STATUS_SUMMARY;
-	CHECKF(sockmsg_send_msg(s, &m, -1, err, sizeof err) == 0, "%s", err);
-	CHECKF(sockmsg_recv_msg(s, &m, NULL, err, sizeof err) == 0 && m.type == PROTO_STATUS_REPLY,
-	       "%s", err);
-	close(s);
-	return m.u.status_reply;
+	struct feeder *f = connect_or_die();
+	struct feeder_status st;
+	int rc = feeder_get_status(f, TIMEOUT_MS, &st);
+	CHECKF(rc == 0, "feeder_get_status: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
+	feeder_disconnect(f);
+	return st;
 }
 
 /* Timeouts: feeder_stream_next with nothing ready returns FEEDER_ETIMEDOUT after
@@ -716,7 +684,7 @@ static int cmd_timeouts(const char *dataset)
 	CHECK(feeder_batch_release(s, &b[1]) == 0);
 	CHECKF(feeder_stream_next(s, TIMEOUT_MS, &c) == 0, "%s", feeder_last_error(f));
 	CHECK(feeder_batch_release(s, &c) == 0);
-	struct proto_status_reply st = daemon_status();
+	struct feeder_status st = daemon_status();
 	CHECKF(st.streams == 1, "daemon has %u streams, expected 1 (the orphan was not closed)",
 	       st.streams);
 	CHECK(feeder_stream_close(s) == 0);
@@ -755,9 +723,9 @@ static int cmd_garbage(const char *dataset)
 
 	/* An OPEN_STREAM padded far beyond any message size. */
 	m.type = PROTO_OPEN_STREAM;
-	proto_open_stream_defaults(&m.u.open, 32, 1);
-	snprintf(m.u.open.dataset, sizeof m.u.open.dataset, "%s", dataset);
-	m.u.open.batch = 2;
+	proto_opts_jpeg(&m.u.open.opts, 32, 1);
+	snprintf(m.u.open.opts.dataset, sizeof m.u.open.opts.dataset, "%s", dataset);
+	m.u.open.opts.batch = 2;
 	n = proto_encode(&m, buf, sizeof buf);
 	CHECK(n > 0);
 	memset(buf + n, 0x5a, sizeof buf - (size_t)n);
@@ -1052,7 +1020,7 @@ static int cmd_quota(const char *dataset, const char *q_arg, const char *l_arg)
 	CHECKF(got == n_a, "client A opened %u streams of %llu bytes under a quota of %llu", got,
 	       (unsigned long long)ring, (unsigned long long)quota);
 	checked_some(&b, w, &d, 2);
-	struct proto_status_reply st = daemon_status();
+	struct feeder_status st = daemon_status();
 	CHECKF(st.streams == 1 + n_a && st.memory_used == used,
 	       "daemon: %u streams, %llu bytes in use; expected %llu and %llu", st.streams,
 	       (unsigned long long)st.memory_used, (unsigned long long)(1 + n_a),

@@ -37,7 +37,7 @@ C
 # A sanitizer build of the library needs the sanitizer runtime first.
 san=()
 ldd "$lib" | grep -q libasan && san=(-fsanitize=address,undefined)
-cc -std=c11 -Wall -Wextra -Werror -pedantic "${san[@]}" -I"$src/client" "$tmp/use.c" -L"$build/client" -lfeeder \
+cc -std=c11 -Wall -Wextra -Werror -pedantic "${san[@]}" -I"$src/client" -I"$src/proto" "$tmp/use.c" -L"$build/client" -lfeeder \
 	-o "$tmp/use" || fail "a program using only feeder.h does not build"
 out=$(LD_LIBRARY_PATH=$build/client "$tmp/use") || fail "the program does not run"
 [ "$out" = "$(LD_LIBRARY_PATH=$build/client "$tmp/use")" ] && echo "program: $out"

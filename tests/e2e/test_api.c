@@ -73,7 +73,20 @@ int main(void)
 
 	struct feeder_stream_opts o;
 	feeder_stream_opts_init(&o);
-	CHECK(o.dataset == NULL && o.batch == 32 && o.slots == 4 && o.world == 1 && o.epochs == 1);
+	CHECK(o.dataset[0] == 0 && o.batch == 32 && o.slots == 4 && o.world == 1 && o.epochs == 1);
+	CHECK(o.shuffle == 1 && o.names == 0 && o.placement == FEEDER_PLACEMENT_CPU);
+	/* Dataset names are checked where they are set. */
+	CHECK(feeder_stream_opts_set_dataset(&o, "imagenet-val_1.0") == 0 &&
+	      strcmp(o.dataset, "imagenet-val_1.0") == 0);
+	CHECK(feeder_stream_opts_set_dataset(&o, "../etc") == FEEDER_EBADNAME &&
+	      strcmp(o.dataset, "imagenet-val_1.0") == 0);
+	CHECK(feeder_stream_opts_set_dataset(&o, "") == FEEDER_EBADNAME);
+	char toolong[FEEDER_DATASET_MAX + 1];
+	memset(toolong, 'a', FEEDER_DATASET_MAX);
+	toolong[FEEDER_DATASET_MAX] = 0;
+	CHECK(feeder_stream_opts_set_dataset(&o, toolong) == FEEDER_EBADNAME);
+	toolong[FEEDER_DATASET_MAX - 1] = 0;
+	CHECK(feeder_stream_opts_set_dataset(&o, toolong) == 0 && strlen(o.dataset) == 63);
 	CHECK(o.dtype == FEEDER_DTYPE_F32 && o.layout == FEEDER_LAYOUT_NCHW);
 	CHECK(o.jpeg.height == 224 && o.jpeg.width == 224 && o.jpeg.train == 1);
 	CHECK(o.jpeg.scale_min > 0.079f && o.jpeg.scale_min < 0.081f && o.jpeg.flip_p == 0.5f);

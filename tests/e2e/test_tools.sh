@@ -31,7 +31,7 @@ assert len(s) == 1, s
 s = s[0]
 assert s["dataset"] == "imgs" and s["pipeline"] == "jpeg" and s["batch"] == 4 and s["slots"] == 3, s
 assert s["batches_sent"] >= 3 and s["samples"] >= 12, s
-for k in ("images_per_s", "replacements", "client_wait_us", "pid", "uid"):
+for k in ("samples_per_s", "replacements", "client_wait_us", "pid", "uid"):
     assert k in s, k
 PY
 "$feederctl" --socket "$sock" streams | grep -q ' imgs ' || fail "streams table"

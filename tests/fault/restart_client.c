@@ -110,7 +110,7 @@ int main(int argc, char **argv)
 	feeder_set_reconnect(f, reconnect);
 	struct feeder_stream_opts o;
 	feeder_stream_opts_init(&o);
-	o.dataset = dataset;
+	snprintf(o.dataset, sizeof o.dataset, "%s", dataset);
 	o.batch = batch;
 	o.seed = 7;
 	o.epochs = epochs;

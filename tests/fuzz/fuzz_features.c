@@ -11,6 +11,7 @@
  * parameter sets covering train/eval, repeat/skip padding, every CMN mode,
  * CVN and both dtypes. When every input value is finite and moderate, every
  * f32 output value must be finite too. */
+#include "protocol.h"
 #include "fuzz.h"
 
 #include "dsformat.h"
@@ -30,11 +31,11 @@ struct pset {
 };
 
 static const struct pset psets[] = {
-	{ 4, FEAT_PAD_REPEAT, FEAT_CMN_SLIDING, 3, 0, PIPE_DTYPE_F32, 1 },
-	{ 7, FEAT_PAD_SKIP, FEAT_CMN_UTT, 0, 1, PIPE_DTYPE_F32, 0 },
-	{ 1, FEAT_PAD_REPEAT, FEAT_CMN_NONE, 0, 0, PIPE_DTYPE_F16, 1 },
-	{ 33, FEAT_PAD_REPEAT, FEAT_CMN_SLIDING, 300, 1, PIPE_DTYPE_F16, 0 },
-	{ 2, FEAT_PAD_SKIP, FEAT_CMN_SLIDING, 1, 1, PIPE_DTYPE_F32, 0 },
+	{ 4, FEEDER_FEAT_PAD_REPEAT, FEEDER_FEAT_CMN_SLIDING, 3, 0, FEEDER_DTYPE_F32, 1 },
+	{ 7, FEEDER_FEAT_PAD_SKIP, FEEDER_FEAT_CMN_UTT, 0, 1, FEEDER_DTYPE_F32, 0 },
+	{ 1, FEEDER_FEAT_PAD_REPEAT, FEEDER_FEAT_CMN_NONE, 0, 0, FEEDER_DTYPE_F16, 1 },
+	{ 33, FEEDER_FEAT_PAD_REPEAT, FEEDER_FEAT_CMN_SLIDING, 300, 1, FEEDER_DTYPE_F16, 0 },
+	{ 2, FEEDER_FEAT_PAD_SKIP, FEEDER_FEAT_CMN_SLIDING, 1, 1, FEEDER_DTYPE_F32, 0 },
 };
 #define N_PSETS (sizeof(psets) / sizeof(psets[0]))
 
@@ -108,15 +109,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		key = (key ^ rec[i]) * 1099511628211ull;
 	for (size_t k = 0; k < N_PSETS; k++) {
 		const struct pset *ps = &psets[k];
-		struct features_params p;
-		features_params_default(&p, ps->chunk_len, ps->train);
-		p.pad = ps->pad;
-		p.cmn = ps->cmn;
+		struct feeder_stream_opts p;
+		proto_opts_features(&p, ps->chunk_len, ps->train);
+		p.features.pad = ps->pad;
+		p.features.cmn = ps->cmn;
 		if (ps->window)
-			p.cmn_window = ps->window;
-		p.cvn = ps->cvn;
+			p.features.cmn_window = ps->window;
+		p.features.cvn = ps->cvn;
 		p.dtype = ps->dtype;
-		FUZZ_CHECK(features_params_check(&p, err, sizeof(err)) == 0, "param set %zu: %s", k,
+		FUZZ_CHECK(proto_opts_check(&p, err, sizeof(err)) == 0, "param set %zu: %s", k,
 			   err);
 		/* Sized by the dataset header, as a batch slot is. */
 		size_t bytes = features_pipeline_sample_bytes(&p, h->feat_dim);
@@ -128,16 +129,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc == 0) {
 			FUZZ_CHECK(s.dtype != DSFORMAT_DTYPE_NONE && s.frames > 0 && s.dim > 0,
 				   "accepted a %ux%u matrix of dtype %u", s.frames, s.dim, s.dtype);
-			FUZZ_CHECK(ps->pad == FEAT_PAD_REPEAT || s.frames >= ps->chunk_len,
+			FUZZ_CHECK(ps->pad == FEEDER_FEAT_PAD_REPEAT || s.frames >= ps->chunk_len,
 				   "short utterance not skipped");
-			if (finite_in && p.dtype == PIPE_DTYPE_F32) {
+			if (finite_in && p.dtype == FEEDER_DTYPE_F32) {
 				const float *o = out;
 				for (size_t i = 0; i < bytes / 4; i++)
 					FUZZ_CHECK(isfinite(o[i]), "param set %zu: element %zu = %g", k,
 						   i, o[i]);
 			}
 		} else if (rc == FEATURES_SKIPPED) {
-			FUZZ_CHECK(ps->pad == FEAT_PAD_SKIP && s.frames < ps->chunk_len,
+			FUZZ_CHECK(ps->pad == FEEDER_FEAT_PAD_SKIP && s.frames < ps->chunk_len,
 				   "skipped %u frames for chunk %u", s.frames, ps->chunk_len);
 		} else {
 			FUZZ_CHECK(rc == FEEDER_EFORMAT, "param set %zu: code %d", k, rc);

@@ -10,6 +10,7 @@
  * normalizing pixels in [0, 1] can give (the resize filter has no negative
  * lobes), and finite; the output buffer is exactly the promised size, so ASan
  * sees any write past it. */
+#include "protocol.h"
 #include "fuzz.h"
 
 #include "half.h"
@@ -27,50 +28,50 @@ struct pset {
 };
 
 static const struct pset psets[] = {
-	{ 32, 32, 1, PIPE_DTYPE_F32, PIPE_LAYOUT_NCHW, 0.08f, 0.5f, 0 },
-	{ 24, 40, 0, PIPE_DTYPE_U8, PIPE_LAYOUT_NHWC, 0, 0, 256.0f / 224.0f },
-	{ 17, 9, 1, PIPE_DTYPE_F16, PIPE_LAYOUT_NHWC, 0.5f, 1.0f, 0 },
-	{ 8, 8, 0, PIPE_DTYPE_F16, PIPE_LAYOUT_NCHW, 0, 0, 1.0f },
-	{ 96, 72, 0, PIPE_DTYPE_F32, PIPE_LAYOUT_NHWC, 0, 0, 1.5f },
-	{ 5, 64, 1, PIPE_DTYPE_U8, PIPE_LAYOUT_NCHW, 0.01f, 0.0f, 0 },
+	{ 32, 32, 1, FEEDER_DTYPE_F32, FEEDER_LAYOUT_NCHW, 0.08f, 0.5f, 0 },
+	{ 24, 40, 0, FEEDER_DTYPE_U8, FEEDER_LAYOUT_NHWC, 0, 0, 256.0f / 224.0f },
+	{ 17, 9, 1, FEEDER_DTYPE_F16, FEEDER_LAYOUT_NHWC, 0.5f, 1.0f, 0 },
+	{ 8, 8, 0, FEEDER_DTYPE_F16, FEEDER_LAYOUT_NCHW, 0, 0, 1.0f },
+	{ 96, 72, 0, FEEDER_DTYPE_F32, FEEDER_LAYOUT_NHWC, 0, 0, 1.5f },
+	{ 5, 64, 1, FEEDER_DTYPE_U8, FEEDER_LAYOUT_NCHW, 0.01f, 0.0f, 0 },
 };
 #define N_PSETS (sizeof(psets) / sizeof(psets[0]))
 
-static void params_of(const struct pset *s, struct jpeg_params *p)
+static void params_of(const struct pset *s, struct feeder_stream_opts *p)
 {
-	jpeg_params_default(p, 32, s->train);
-	p->out_h = s->out_h;
-	p->out_w = s->out_w;
+	proto_opts_jpeg(p, 32, s->train);
+	p->jpeg.height = s->out_h;
+	p->jpeg.width = s->out_w;
 	p->dtype = s->dtype;
 	p->layout = s->layout;
 	if (s->train) {
-		p->scale_min = s->scale_min;
-		p->flip_p = s->flip_p;
+		p->jpeg.scale_min = s->scale_min;
+		p->jpeg.flip_p = s->flip_p;
 	} else {
-		p->resize_ratio = s->resize_ratio;
+		p->jpeg.resize_ratio = s->resize_ratio;
 	}
 }
 
 /* Channel of output element i for layout and size. */
-static int channel_of(const struct jpeg_params *p, size_t i)
+static int channel_of(const struct feeder_stream_opts *p, size_t i)
 {
-	size_t plane = (size_t)p->out_h * p->out_w;
-	return p->layout == PIPE_LAYOUT_NHWC ? (int)(i % 3) : (int)(i / plane);
+	size_t plane = (size_t)p->jpeg.height * p->jpeg.width;
+	return p->layout == FEEDER_LAYOUT_NHWC ? (int)(i % 3) : (int)(i / plane);
 }
 
-static void check_output(const struct jpeg_params *p, const void *out, size_t bytes)
+static void check_output(const struct feeder_stream_opts *p, const void *out, size_t bytes)
 {
-	if (p->dtype == PIPE_DTYPE_U8)
+	if (p->dtype == FEEDER_DTYPE_U8)
 		return; /* every byte value is a pixel value */
-	size_t n = bytes / (p->dtype == PIPE_DTYPE_F16 ? 2 : 4);
+	size_t n = bytes / (p->dtype == FEEDER_DTYPE_F16 ? 2 : 4);
 	for (size_t i = 0; i < n; i++) {
 		float v;
-		if (p->dtype == PIPE_DTYPE_F16)
+		if (p->dtype == FEEDER_DTYPE_F16)
 			v = half_to_float(((const uint16_t *)out)[i]);
 		else
 			v = ((const float *)out)[i];
 		int c = channel_of(p, i);
-		float lo = (0.0f - p->mean[c]) / p->std[c], hi = (1.0f - p->mean[c]) / p->std[c];
+		float lo = (0.0f - p->jpeg.mean[c]) / p->jpeg.std[c], hi = (1.0f - p->jpeg.mean[c]) / p->jpeg.std[c];
 		/* f16 rounds to 11 significant bits; allow that and float noise. */
 		float tol = 0.01f * (fabsf(lo) + fabsf(hi));
 		FUZZ_CHECK(isfinite(v) && v >= lo - tol && v <= hi + tol,
@@ -92,9 +93,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < size; i++)
 		key = (key ^ data[i]) * 1099511628211ull;
 	for (size_t k = 0; k < N_PSETS; k++) {
-		struct jpeg_params p;
+		struct feeder_stream_opts p;
 		params_of(&psets[k], &p);
-		FUZZ_CHECK(jpeg_params_check(&p, err, sizeof(err)) == 0, "param set %zu: %s", k, err);
+		FUZZ_CHECK(proto_opts_check(&p, err, sizeof(err)) == 0, "param set %zu: %s", k, err);
 		size_t bytes = jpeg_pipeline_sample_bytes(&p);
 		void *out = malloc(bytes);
 		if (!out)

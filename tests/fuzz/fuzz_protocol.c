@@ -33,15 +33,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		   proto_type_name(m.type));
 
 	if (m.type == PROTO_OPEN_STREAM) {
+		/* As feederd does: the options are checked (a refusal, not a
+		 * protocol error) before the ring is sized from them. */
+		const struct feeder_stream_opts *o = &m.u.open.opts;
+		rc = proto_opts_check(o, err, sizeof(err));
+		if (rc) {
+			FUZZ_CHECK(rc == FEEDER_EINVAL, "options refused with %d", rc);
+			FUZZ_CHECK_ERR(err, sizeof(err));
+			return 0;
+		}
 		struct proto_geometry g;
 		/* The largest feature dimension a dataset may declare. */
-		rc = proto_geometry(&m.u.open, 4096, 4096, &g, err, sizeof(err));
+		rc = proto_geometry(o, 4096, 4096, &g, err, sizeof(err));
 		if (rc == 0) {
 			FUZZ_CHECK(g.tensor_offset % PROTO_TENSOR_ALIGN == 0, "tensor offset %llu",
 				   (unsigned long long)g.tensor_offset);
 			FUZZ_CHECK(g.tensor_offset + g.tensor_bytes <= g.slot_size, "slot too small");
-			FUZZ_CHECK(g.labels_offset + 4ull * m.u.open.batch <= g.tensor_offset,
-				   "labels overlap the tensor");
+			FUZZ_CHECK(g.labels_offset + 4ull * o->batch <= g.indices_offset,
+				   "labels overlap the indices");
+			uint64_t end = g.indices_offset + 8ull * o->batch;
+			if (o->names) {
+				FUZZ_CHECK(g.names_offset >= end, "indices overlap the names");
+				end = g.names_offset + (uint64_t)FEEDER_SAMPLE_NAME_MAX * o->batch;
+			}
+			FUZZ_CHECK(end <= g.tensor_offset, "per-sample tables overlap the tensor");
 		} else {
 			FUZZ_CHECK_ERR(err, sizeof(err));
 		}

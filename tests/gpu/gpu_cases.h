@@ -18,6 +18,7 @@
 #ifndef FEEDER_GPU_CASES_H
 #define FEEDER_GPU_CASES_H
 
+#include "protocol.h"
 #include "check.h"
 #include "features_pipeline.h"
 #include "gpu_staging.h"
@@ -35,8 +36,8 @@ struct gpu_runner {
 	const char *name;
 	/* A context for batches of up to max_batch samples; staging 0 means
 	 * the default size. */
-	void *(*open_jpeg)(const struct jpeg_params *p, uint32_t max_batch, size_t staging);
-	void *(*open_features)(const struct features_params *p, uint32_t dim, uint32_t max_batch,
+	void *(*open_jpeg)(const struct feeder_stream_opts *p, uint32_t max_batch, size_t staging);
+	void *(*open_features)(const struct feeder_stream_opts *p, uint32_t dim, uint32_t max_batch,
 			       size_t staging);
 	void (*begin)(void *ctx);
 	int (*stage_jpeg)(void *ctx, struct jpeg_worker *w, uint32_t i, const uint8_t *jpeg,
@@ -80,20 +81,20 @@ static inline void gc_free_images(void)
 }
 
 /* Value e of a jpeg output in [0, 1] pixel units. */
-static inline double gc_pixel(const struct jpeg_params *p, const void *out, size_t e)
+static inline double gc_pixel(const struct feeder_stream_opts *p, const void *out, size_t e)
 {
-	size_t plane = (size_t)p->out_h * p->out_w;
-	int c = p->layout == PIPE_LAYOUT_NHWC ? (int)(e % 3) : (int)(e / plane);
-	if (p->dtype == PIPE_DTYPE_U8)
+	size_t plane = (size_t)p->jpeg.height * p->jpeg.width;
+	int c = p->layout == FEEDER_LAYOUT_NHWC ? (int)(e % 3) : (int)(e / plane);
+	if (p->dtype == FEEDER_DTYPE_U8)
 		return ((const uint8_t *)out)[e] / 255.0;
-	double v = p->dtype == PIPE_DTYPE_F16 ? half_to_float(((const uint16_t *)out)[e])
+	double v = p->dtype == FEEDER_DTYPE_F16 ? half_to_float(((const uint16_t *)out)[e])
 					      : ((const float *)out)[e];
-	return v * p->std[c] + p->mean[c];
+	return v * p->jpeg.std[c] + p->jpeg.mean[c];
 }
 
 static inline const char *gc_dtype(int d)
 {
-	return d == PIPE_DTYPE_U8 ? "u8" : d == PIPE_DTYPE_F16 ? "f16" : "f32";
+	return d == FEEDER_DTYPE_U8 ? "u8" : d == FEEDER_DTYPE_F16 ? "f16" : "f32";
 }
 
 /* One jpeg batch: every image with several keys, against jpeg_pipeline_run.
@@ -101,11 +102,11 @@ static inline const char *gc_dtype(int d)
  * the CPU; with 1 MiB a sample every region fits and the device resizes
  * all of them. Returns the worst MAD; *max_abs gets the largest difference. */
 static inline double gc_jpeg_batch(const struct gpu_runner *r, struct jpeg_worker *w,
-				   const struct jpeg_params *p, size_t staging, double *max_abs)
+				   const struct feeder_stream_opts *p, size_t staging, double *max_abs)
 {
 	enum { KEYS = 3, N = GC_NIMG * KEYS };
 	char err[256];
-	size_t sb = jpeg_pipeline_sample_bytes(p), elems = (size_t)3 * p->out_h * p->out_w;
+	size_t sb = jpeg_pipeline_sample_bytes(p), elems = (size_t)3 * p->jpeg.height * p->jpeg.width;
 	uint8_t *got = malloc(sb * N), *want = malloc(sb);
 	CHECK(got && want);
 	void *ctx = r->open_jpeg(p, N, staging ? staging : 0);
@@ -138,8 +139,8 @@ static inline double gc_jpeg_batch(const struct gpu_runner *r, struct jpeg_worke
 		}
 		double mad = sum / elems;
 		CHECKF(mad <= 2.0 / 255, "%s: %s %s %s %s key %llu: MAD %.5f > 2/255", r->name,
-		       im->name, p->train ? "train" : "eval", gc_dtype(p->dtype),
-		       p->layout == PIPE_LAYOUT_NHWC ? "NHWC" : "NCHW", (unsigned long long)key, mad);
+		       im->name, p->jpeg.train ? "train" : "eval", gc_dtype(p->dtype),
+		       p->layout == FEEDER_LAYOUT_NHWC ? "NHWC" : "NCHW", (unsigned long long)key, mad);
 		worst = mad > worst ? mad : worst;
 	}
 	r->close(ctx);
@@ -155,9 +156,9 @@ static inline void gc_jpeg_fallback(const struct gpu_runner *r, struct jpeg_work
 {
 	enum { N = GC_NIMG };
 	char err[256];
-	struct jpeg_params p;
-	jpeg_params_default(&p, 64, 1);
-	p.dtype = PIPE_DTYPE_U8;
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 64, 1);
+	p.dtype = FEEDER_DTYPE_U8;
 	size_t sb = jpeg_pipeline_sample_bytes(&p);
 	size_t desc = (N * sizeof(struct gpu_sample_desc) + 15) & ~(size_t)15;
 	uint8_t *got = malloc(sb * N), *want = malloc(sb);
@@ -188,14 +189,14 @@ static inline void gc_jpeg_all(const struct gpu_runner *r)
 	struct jpeg_worker *w;
 	CHECKF(jpeg_worker_create(&w, err, sizeof err) == 0, "%s", err);
 	gc_make_images();
-	const int dtypes[3] = { PIPE_DTYPE_U8, PIPE_DTYPE_F16, PIPE_DTYPE_F32 };
-	const int layouts[2] = { PIPE_LAYOUT_NCHW, PIPE_LAYOUT_NHWC };
+	const int dtypes[3] = { FEEDER_DTYPE_U8, FEEDER_DTYPE_F16, FEEDER_DTYPE_F32 };
+	const int layouts[2] = { FEEDER_LAYOUT_NCHW, FEEDER_LAYOUT_NHWC };
 	for (int train = 0; train <= 1; train++)
 		for (int di = 0; di < 3; di++)
 			for (int li = 0; li < 2; li++) {
-				struct jpeg_params p;
-				jpeg_params_default(&p, 64, train);
-				p.out_h = 48; /* not square: a swapped axis shows */
+				struct feeder_stream_opts p;
+				proto_opts_jpeg(&p, 64, train);
+				p.jpeg.height = 48; /* not square: a swapped axis shows */
 				p.dtype = dtypes[di];
 				p.layout = layouts[li];
 				double max_abs = 0;
@@ -204,11 +205,11 @@ static inline void gc_jpeg_all(const struct gpu_runner *r)
 				printf("%s jpeg %s %s %s: worst MAD %.6f (%.3f/255), max abs diff %.6f "
 				       "(%.2f/255)\n",
 				       r->name, train ? "train" : "eval ", gc_dtype(p.dtype),
-				       p.layout == PIPE_LAYOUT_NHWC ? "NHWC" : "NCHW", mad, mad * 255,
+				       p.layout == FEEDER_LAYOUT_NHWC ? "NHWC" : "NCHW", mad, mad * 255,
 				       max_abs, max_abs * 255);
 			}
-	struct jpeg_params p;
-	jpeg_params_default(&p, 64, 1);
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 64, 1);
 	double max_abs = 0;
 	gc_jpeg_batch(r, w, &p, 0, &max_abs);
 	gc_jpeg_fallback(r, w);
@@ -256,20 +257,20 @@ static inline void gc_features_all(const struct gpu_runner *r)
 	for (int u = 0; u < NUTT; u++)
 		m[u] = gc_matrix(frames[u], DIM, u % 2, (unsigned)u + 1, &s[u]); /* f32, f16, ... */
 	const struct { int cmn, window, cvn; } norms[] = {
-		{ FEAT_CMN_NONE, 300, 0 }, { FEAT_CMN_UTT, 300, 0 }, { FEAT_CMN_UTT, 300, 1 },
-		{ FEAT_CMN_SLIDING, 300, 0 }, { FEAT_CMN_SLIDING, 300, 1 },
-		{ FEAT_CMN_SLIDING, 7, 0 }, { FEAT_CMN_SLIDING, 7, 1 },
+		{ FEEDER_FEAT_CMN_NONE, 300, 0 }, { FEEDER_FEAT_CMN_UTT, 300, 0 }, { FEEDER_FEAT_CMN_UTT, 300, 1 },
+		{ FEEDER_FEAT_CMN_SLIDING, 300, 0 }, { FEEDER_FEAT_CMN_SLIDING, 300, 1 },
+		{ FEEDER_FEAT_CMN_SLIDING, 7, 0 }, { FEEDER_FEAT_CMN_SLIDING, 7, 1 },
 	};
 	char err[256];
 	for (size_t ni = 0; ni < sizeof norms / sizeof norms[0]; ni++)
 		for (int dt = 0; dt < 2; dt++)
 			for (int train = 0; train <= 1; train++) {
-				struct features_params p;
-				features_params_default(&p, LEN, train);
-				p.cmn = norms[ni].cmn;
-				p.cmn_window = (uint32_t)norms[ni].window;
-				p.cvn = norms[ni].cvn;
-				p.dtype = dt ? PIPE_DTYPE_F16 : PIPE_DTYPE_F32;
+				struct feeder_stream_opts p;
+				proto_opts_features(&p, LEN, train);
+				p.features.cmn = norms[ni].cmn;
+				p.features.cmn_window = (uint32_t)norms[ni].window;
+				p.features.cvn = norms[ni].cvn;
+				p.dtype = dt ? FEEDER_DTYPE_F16 : FEEDER_DTYPE_F32;
 				size_t sb = features_pipeline_sample_bytes(&p, DIM);
 				uint8_t *got = malloc(sb * NUTT), *want = malloc(sb);
 				CHECK(got && want);
@@ -302,16 +303,16 @@ static inline void gc_features_all(const struct gpu_runner *r)
 						double tol = dt ? fmax(1e-4, fabs(b) / 1024.0) : 1e-4;
 						CHECKF(d <= tol, "%s: features cmn %d window %d cvn %d %s %s: "
 						       "utterance %u (%u frames) element %zu: %.7f vs %.7f",
-						       r->name, p.cmn, (int)p.cmn_window, p.cvn,
+						       r->name, p.features.cmn, (int)p.features.cmn_window, p.features.cvn,
 						       dt ? "f16" : "f32", train ? "train" : "eval", i,
 						       frames[i], e, a, b);
 						max_abs = d > max_abs ? d : max_abs;
 					}
 				}
 				printf("%s features cmn %-7s window %3u cvn %d %s %s: max abs diff %.3g\n",
-				       r->name, p.cmn == FEAT_CMN_NONE ? "none" : p.cmn == FEAT_CMN_UTT
+				       r->name, p.features.cmn == FEEDER_FEAT_CMN_NONE ? "none" : p.features.cmn == FEEDER_FEAT_CMN_UTT
 										    ? "utt" : "sliding",
-				       p.cmn_window, p.cvn, dt ? "f16" : "f32", train ? "train" : "eval",
+				       p.features.cmn_window, p.features.cvn, dt ? "f16" : "f32", train ? "train" : "eval",
 				       max_abs);
 				r->close(ctx);
 				free(got);
@@ -319,9 +320,9 @@ static inline void gc_features_all(const struct gpu_runner *r)
 			}
 	/* pad=skip: a too-short utterance is refused, and the batch still
 	 * takes a replacement at the same index. */
-	struct features_params p;
-	features_params_default(&p, LEN, 1);
-	p.pad = FEAT_PAD_SKIP;
+	struct feeder_stream_opts p;
+	proto_opts_features(&p, LEN, 1);
+	p.features.pad = FEEDER_FEAT_PAD_SKIP;
 	void *ctx = r->open_features(&p, DIM, 1, 0);
 	r->begin(ctx);
 	CHECK(r->stage_features(ctx, 0, &s[0], m[0], 1, err, sizeof err) == FEATURES_SKIPPED);
@@ -344,7 +345,7 @@ static inline void gc_features_all(const struct gpu_runner *r)
 
 	/* A block with room for one finished sample only: the 1200-frame
 	 * utterance is finished on the CPU, bit for bit. */
-	features_params_default(&p, LEN, 1);
+	proto_opts_features(&p, LEN, 1);
 	size_t desc = (sizeof(struct gpu_sample_desc) + 15) & ~(size_t)15;
 	ctx = r->open_features(&p, DIM, 1, desc + ((sb + 15) & ~(size_t)15));
 	r->begin(ctx);

@@ -18,7 +18,7 @@ static inline void dev_require(void)
 		SKIP("%s", why);
 }
 
-static inline void *dev_open_jpeg(const struct jpeg_params *p, uint32_t max_batch, size_t staging)
+static inline void *dev_open_jpeg(const struct feeder_stream_opts *p, uint32_t max_batch, size_t staging)
 {
 	char err[256];
 	struct gpu_pipeline *g;
@@ -27,7 +27,7 @@ static inline void *dev_open_jpeg(const struct jpeg_params *p, uint32_t max_batc
 	return g;
 }
 
-static inline void *dev_open_features(const struct features_params *p, uint32_t dim,
+static inline void *dev_open_features(const struct feeder_stream_opts *p, uint32_t dim,
 				      uint32_t max_batch, size_t staging)
 {
 	char err[256];

@@ -30,7 +30,7 @@ static int open_one(const char *sock, const char *dataset, int placement, int sl
 	}
 	struct feeder_stream_opts o;
 	feeder_stream_opts_init(&o);
-	o.dataset = dataset;
+	snprintf(o.dataset, sizeof o.dataset, "%s", dataset);
 	o.batch = 8;
 	o.slots = (uint32_t)slots;
 	o.epochs = 100;

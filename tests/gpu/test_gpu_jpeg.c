@@ -4,6 +4,7 @@
  * printed, CPU-finished samples byte-identical (gpu_cases.h); and the
  * context's refusals: a destination that is not device memory, unstaged
  * samples, a second submit in flight. Skips (77) without a device. */
+#include "protocol.h"
 #include "gpu_device_runner.h"
 
 static void refusals(void)
@@ -11,8 +12,8 @@ static void refusals(void)
 	char err[256];
 	struct jpeg_worker *w;
 	CHECK(jpeg_worker_create(&w, err, sizeof err) == 0);
-	struct jpeg_params p;
-	jpeg_params_default(&p, 32, 1);
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 32, 1);
 	struct gpu_pipeline *g = dev_open_jpeg(&p, 2, 0);
 	CHECK(gpu_pipeline_sample_bytes(g) == jpeg_pipeline_sample_bytes(&p));
 	CHECK(gpu_pipeline_output(g) != NULL);

@@ -5,6 +5,7 @@
  * samples, corrupt JPEG, a block too small), and four threads staging one
  * batch at once (the arena's compare-and-swap) giving the same bytes as
  * one thread. Needs no GPU, runs everywhere. */
+#include "protocol.h"
 #include "gpu_cases.h"
 
 #include "gpu_staging.h"
@@ -30,12 +31,12 @@ static struct gpu_staging *cpu_open(int jpeg, const void *params, uint32_t dim, 
 	return st;
 }
 
-static void *open_jpeg(const struct jpeg_params *p, uint32_t max_batch, size_t staging)
+static void *open_jpeg(const struct feeder_stream_opts *p, uint32_t max_batch, size_t staging)
 {
 	return cpu_open(1, p, 0, max_batch, staging);
 }
 
-static void *open_features(const struct features_params *p, uint32_t dim, uint32_t max_batch,
+static void *open_features(const struct feeder_stream_opts *p, uint32_t dim, uint32_t max_batch,
 			   size_t staging)
 {
 	return cpu_open(0, p, dim, max_batch, staging);
@@ -91,8 +92,8 @@ static void refusals(void)
 	char err[256];
 	struct jpeg_worker *w;
 	CHECK(jpeg_worker_create(&w, err, sizeof err) == 0);
-	struct jpeg_params p;
-	jpeg_params_default(&p, 32, 1);
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 32, 1);
 	struct gpu_staging *st = open_jpeg(&p, 2, 1 << 18);
 	unsigned long len;
 	uint8_t *jpeg = jpeg_synth(96, 80, TJSAMP_420, 85, 1, &len);
@@ -140,7 +141,7 @@ static void refusals(void)
 	printf("small block: %s\n", err);
 	CHECK(gpu_staging_init_jpeg(&small, (uint8_t *)block + 4, 4000, 1, &p, err, sizeof err) ==
 	      FEEDER_EINVAL);
-	p.out_h = 0;
+	p.jpeg.height = 0;
 	CHECK(gpu_staging_init_jpeg(&small, block, 4096, 1, &p, err, sizeof err) == FEEDER_EINVAL);
 	free(block);
 	free(bad);
@@ -187,9 +188,9 @@ static void *par_worker(void *arg)
  * the kernel's code). */
 static void parallel_once(size_t staging)
 {
-	struct jpeg_params p;
-	jpeg_params_default(&p, 40, 1);
-	p.dtype = PIPE_DTYPE_F16;
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 40, 1);
+	p.dtype = FEEDER_DTYPE_F16;
 	size_t sb = jpeg_pipeline_sample_bytes(&p);
 	uint8_t *a = malloc(sb * PAR_N), *b = malloc(sb * PAR_N);
 	CHECK(a && b);

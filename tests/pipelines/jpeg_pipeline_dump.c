@@ -6,6 +6,7 @@
  *
  * Prints the crop box "x y w h flip" and writes the u8 NHWC output of
  * jpeg_pipeline_run to OUT and that of jpeg_pipeline_reference to OUT.ref. */
+#include "protocol.h"
 #include "jpeg_pipeline.h"
 
 #include <inttypes.h>
@@ -44,10 +45,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	struct jpeg_params p;
-	jpeg_params_default(&p, (uint32_t)atoi(argv[3]), !strcmp(argv[2], "train"));
-	p.dtype = PIPE_DTYPE_U8;
-	p.layout = PIPE_LAYOUT_NHWC;
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, (uint32_t)atoi(argv[3]), !strcmp(argv[2], "train"));
+	p.dtype = FEEDER_DTYPE_U8;
+	p.layout = FEEDER_LAYOUT_NHWC;
 	uint64_t key = strtoull(argv[4], NULL, 10);
 	char err[256];
 	struct jpeg_worker *w;
@@ -74,7 +75,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	struct jpeg_crop c;
-	jpeg_pipeline_plan(&p, iw, ih, key, &c);
+	jpeg_pipeline_plan(&p.jpeg, iw, ih, key, &c);
 	printf("%.17g %.17g %.17g %.17g %d\n", c.x, c.y, c.w, c.h, c.flip);
 	char path[4096];
 	snprintf(path, sizeof path, "%s.ref", argv[5]);

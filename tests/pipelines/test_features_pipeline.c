@@ -4,6 +4,7 @@
  * apply-cmvn-sliding --center=true) mean and variance normalization against
  * a direct computation, the (feat_dim, chunk_len) layout, f16 output, f16
  * input, and malformed samples and params. */
+#include "protocol.h"
 #include "check.h"
 #include "dsformat.h"
 #include "features_pipeline.h"
@@ -54,16 +55,16 @@ static double input(uint32_t t, uint32_t d, int f16)
 }
 
 /* The expected output at (d, column t) computed directly, no running sums. */
-static double expect(const struct features_params *p, uint32_t frames, uint32_t src, uint32_t d,
+static double expect(const struct feeder_stream_opts *p, uint32_t frames, uint32_t src, uint32_t d,
 		     int f16)
 {
 	double x = input(src, d, f16);
-	if (p->cmn == FEAT_CMN_NONE)
+	if (p->features.cmn == FEEDER_FEAT_CMN_NONE)
 		return x;
 	int64_t lo = 0, hi = frames;
-	if (p->cmn == FEAT_CMN_SLIDING) {
-		lo = (int64_t)src - p->cmn_window / 2;
-		hi = lo + p->cmn_window;
+	if (p->features.cmn == FEEDER_FEAT_CMN_SLIDING) {
+		lo = (int64_t)src - p->features.cmn_window / 2;
+		hi = lo + p->features.cmn_window;
 		if (lo < 0) {
 			hi -= lo;
 			lo = 0;
@@ -83,34 +84,34 @@ static double expect(const struct features_params *p, uint32_t frames, uint32_t 
 	}
 	double mean = sum / (double)(hi - lo);
 	x -= mean;
-	if (p->cvn)
+	if (p->features.cvn)
 		x /= sqrt(sumsq / (double)(hi - lo) - mean * mean);
 	return x;
 }
 
-static void check_against_direct(struct features_params p, uint32_t frames, uint32_t dim,
+static void check_against_direct(struct feeder_stream_opts p, uint32_t frames, uint32_t dim,
 				 int f16_in, uint64_t key)
 {
 	char err[256];
 	struct dsformat_sample s;
 	uint8_t *payload = make(frames, dim, f16_in, &s);
-	size_t n = (size_t)dim * p.chunk_len;
+	size_t n = (size_t)dim * p.features.chunk_len;
 	float *out = malloc(n * 4);
 	uint16_t *out16 = malloc(n * 2);
 	CHECK(out && out16);
-	p.dtype = PIPE_DTYPE_F32;
+	p.dtype = FEEDER_DTYPE_F32;
 	CHECKF(features_pipeline_run(&p, &s, payload, key, out, err, sizeof err) == 0, "%s", err);
-	uint32_t off = features_pipeline_offset(&p, frames, key);
+	uint32_t off = features_pipeline_offset(&p.features, frames, key);
 	for (uint32_t d = 0; d < dim; d++)
-		for (uint32_t t = 0; t < p.chunk_len; t++) {
-			uint32_t src = frames > p.chunk_len ? off + t : t % frames;
+		for (uint32_t t = 0; t < p.features.chunk_len; t++) {
+			uint32_t src = frames > p.features.chunk_len ? off + t : t % frames;
 			double want = expect(&p, frames, src, d, f16_in);
-			double got = out[(size_t)d * p.chunk_len + t];
+			double got = out[(size_t)d * p.features.chunk_len + t];
 			CHECKF(fabs(got - want) <= 1e-4 * (1 + fabs(want)),
-			       "cmn %d cvn %d window %u frames %u: (d %u, t %u) = %f, want %f", p.cmn,
-			       p.cvn, p.cmn_window, frames, d, t, got, want);
+			       "cmn %d cvn %d window %u frames %u: (d %u, t %u) = %f, want %f", p.features.cmn,
+			       p.features.cvn, p.features.cmn_window, frames, d, t, got, want);
 		}
-	p.dtype = PIPE_DTYPE_F16;
+	p.dtype = FEEDER_DTYPE_F16;
 	CHECK(features_pipeline_run(&p, &s, payload, key, out16, err, sizeof err) == 0);
 	for (size_t i = 0; i < n; i++)
 		CHECKF(out16[i] == half_from_float(out[i]), "f16 %04x vs f32 %f", out16[i], out[i]);
@@ -123,30 +124,30 @@ static void check_against_direct(struct features_params p, uint32_t frames, uint
 int main(void)
 {
 	char err[256];
-	struct features_params p;
+	struct feeder_stream_opts p;
 
 	/* Chunk bounds, determinism, spread of offsets, eval centring. */
-	features_params_default(&p, 50, 1);
-	CHECK(features_params_check(&p, err, sizeof err) == 0);
-	CHECK(p.cmn == FEAT_CMN_SLIDING && p.cmn_window == 300 && p.pad == FEAT_PAD_REPEAT);
+	proto_opts_features(&p, 50, 1);
+	CHECK(proto_opts_check(&p, err, sizeof err) == 0);
+	CHECK(p.features.cmn == FEEDER_FEAT_CMN_SLIDING && p.features.cmn_window == 300 && p.features.pad == FEEDER_FEAT_PAD_REPEAT);
 	uint8_t hit[151] = { 0 };
 	for (uint64_t key = 0; key < 3000; key++) {
-		uint32_t off = features_pipeline_offset(&p, 200, key);
+		uint32_t off = features_pipeline_offset(&p.features, 200, key);
 		CHECK(off <= 150);
-		CHECK(off == features_pipeline_offset(&p, 200, key));
+		CHECK(off == features_pipeline_offset(&p.features, 200, key));
 		hit[off] = 1;
 	}
 	int distinct = 0;
 	for (int i = 0; i <= 150; i++)
 		distinct += hit[i];
 	CHECKF(distinct == 151, "only %d of 151 offsets drawn", distinct);
-	CHECK(features_pipeline_offset(&p, 50, 7) == 0 && features_pipeline_offset(&p, 10, 7) == 0);
-	p.train = 0;
-	CHECK(features_pipeline_offset(&p, 200, 1) == 75 && features_pipeline_offset(&p, 201, 9) == 75);
+	CHECK(features_pipeline_offset(&p.features, 50, 7) == 0 && features_pipeline_offset(&p.features, 10, 7) == 0);
+	p.features.train = 0;
+	CHECK(features_pipeline_offset(&p.features, 200, 1) == 75 && features_pipeline_offset(&p.features, 201, 9) == 75);
 
 	/* No normalization: the output is the chunk, transposed. */
-	features_params_default(&p, 40, 1);
-	p.cmn = FEAT_CMN_NONE;
+	proto_opts_features(&p, 40, 1);
+	p.features.cmn = FEEDER_FEAT_CMN_NONE;
 	for (uint64_t key = 0; key < 5; key++)
 		check_against_direct(p, 300, 13, 0, key);
 	/* Determinism of the bytes, and different keys differ. */
@@ -168,7 +169,7 @@ int main(void)
 		uint8_t *payload = make(7, 5, 0, &s);
 		float out[5 * 40];
 		memset(out, 0x5a, sizeof out);
-		p.pad = FEAT_PAD_SKIP;
+		p.features.pad = FEEDER_FEAT_PAD_SKIP;
 		CHECK(features_pipeline_run(&p, &s, payload, 3, out, err, sizeof err) == FEATURES_SKIPPED);
 		for (size_t i = 0; i < sizeof out; i++)
 			CHECK(((uint8_t *)out)[i] == 0x5a);
@@ -177,7 +178,7 @@ int main(void)
 		payload = make(40, 5, 0, &s);
 		CHECK(features_pipeline_run(&p, &s, payload, 3, out, err, sizeof err) == 0);
 		free(payload);
-		p.pad = FEAT_PAD_REPEAT;
+		p.features.pad = FEEDER_FEAT_PAD_REPEAT;
 	}
 
 	/* Per-utterance and sliding cmn (and cvn), in train and eval, with
@@ -187,18 +188,18 @@ int main(void)
 		uint32_t window, frames, chunk;
 		int f16_in;
 	} cases[] = {
-		{ FEAT_CMN_UTT, 0, 300, 500, 100, 0 },  { FEAT_CMN_UTT, 1, 300, 500, 100, 0 },
-		{ FEAT_CMN_SLIDING, 0, 300, 1000, 200, 0 }, { FEAT_CMN_SLIDING, 1, 300, 1000, 200, 0 },
-		{ FEAT_CMN_SLIDING, 0, 300, 150, 100, 0 }, { FEAT_CMN_SLIDING, 0, 301, 700, 300, 1 },
-		{ FEAT_CMN_SLIDING, 1, 7, 90, 60, 1 },     { FEAT_CMN_SLIDING, 0, 1, 50, 20, 0 },
-		{ FEAT_CMN_SLIDING, 0, 300, 30, 80, 0 },   { FEAT_CMN_UTT, 1, 300, 30, 80, 1 },
+		{ FEEDER_FEAT_CMN_UTT, 0, 300, 500, 100, 0 },  { FEEDER_FEAT_CMN_UTT, 1, 300, 500, 100, 0 },
+		{ FEEDER_FEAT_CMN_SLIDING, 0, 300, 1000, 200, 0 }, { FEEDER_FEAT_CMN_SLIDING, 1, 300, 1000, 200, 0 },
+		{ FEEDER_FEAT_CMN_SLIDING, 0, 300, 150, 100, 0 }, { FEEDER_FEAT_CMN_SLIDING, 0, 301, 700, 300, 1 },
+		{ FEEDER_FEAT_CMN_SLIDING, 1, 7, 90, 60, 1 },     { FEEDER_FEAT_CMN_SLIDING, 0, 1, 50, 20, 0 },
+		{ FEEDER_FEAT_CMN_SLIDING, 0, 300, 30, 80, 0 },   { FEEDER_FEAT_CMN_UTT, 1, 300, 30, 80, 1 },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		for (int train = 0; train <= 1; train++) {
-			features_params_default(&p, cases[i].chunk, train);
-			p.cmn = cases[i].cmn;
-			p.cvn = cases[i].cvn;
-			p.cmn_window = cases[i].window;
+			proto_opts_features(&p, cases[i].chunk, train);
+			p.features.cmn = cases[i].cmn;
+			p.features.cvn = cases[i].cvn;
+			p.features.cmn_window = cases[i].window;
 			for (uint64_t key = 0; key < 3; key++)
 				check_against_direct(p, cases[i].frames, 11, cases[i].f16_in, key * 77);
 		}
@@ -208,10 +209,10 @@ int main(void)
 		struct dsformat_sample s;
 		uint8_t *payload = make(120, 6, 0, &s);
 		float a[6 * 50], b[6 * 50];
-		features_params_default(&p, 50, 1);
-		p.cmn_window = 300;
+		proto_opts_features(&p, 50, 1);
+		p.features.cmn_window = 300;
 		CHECK(features_pipeline_run(&p, &s, payload, 5, a, err, sizeof err) == 0);
-		p.cmn = FEAT_CMN_UTT;
+		p.features.cmn = FEEDER_FEAT_CMN_UTT;
 		CHECK(features_pipeline_run(&p, &s, payload, 5, b, err, sizeof err) == 0);
 		for (size_t i = 0; i < 6 * 50; i++)
 			CHECK(fabsf(a[i] - b[i]) < 1e-5f);
@@ -223,7 +224,7 @@ int main(void)
 		struct dsformat_sample s;
 		uint8_t *payload = make(20, 4, 0, &s);
 		float out[4 * 10];
-		features_params_default(&p, 10, 1);
+		proto_opts_features(&p, 10, 1);
 		struct dsformat_sample bad = s;
 		bad.payload_len -= 4;
 		CHECK(features_pipeline_run(&p, &bad, payload, 0, out, err, sizeof err) == FEEDER_EFORMAT);
@@ -239,21 +240,21 @@ int main(void)
 		free(payload);
 	}
 	/* Bad params. */
-	struct features_params q;
-	features_params_default(&q, 0, 1);
-	CHECK(features_params_check(&q, err, sizeof err) == FEEDER_EINVAL);
-	features_params_default(&q, 10, 1);
-	q.dtype = PIPE_DTYPE_U8;
-	CHECK(features_params_check(&q, err, sizeof err) == FEEDER_EINVAL);
-	features_params_default(&q, 10, 1);
-	q.cmn_window = 0;
-	CHECK(features_params_check(&q, err, sizeof err) == FEEDER_EINVAL);
-	features_params_default(&q, 10, 1);
-	q.cmn = FEAT_CMN_NONE;
-	q.cvn = 1;
-	CHECK(features_params_check(&q, err, sizeof err) == FEEDER_EINVAL);
-	features_params_default(&q, 10, 1);
-	q.pad = 0;
-	CHECK(features_params_check(&q, err, sizeof err) == FEEDER_EINVAL && strstr(err, "pad"));
+	struct feeder_stream_opts q;
+	proto_opts_features(&q, 0, 1);
+	CHECK(proto_opts_check(&q, err, sizeof err) == FEEDER_EINVAL);
+	proto_opts_features(&q, 10, 1);
+	q.dtype = FEEDER_DTYPE_U8;
+	CHECK(proto_opts_check(&q, err, sizeof err) == FEEDER_EINVAL);
+	proto_opts_features(&q, 10, 1);
+	q.features.cmn_window = 0;
+	CHECK(proto_opts_check(&q, err, sizeof err) == FEEDER_EINVAL);
+	proto_opts_features(&q, 10, 1);
+	q.features.cmn = FEEDER_FEAT_CMN_NONE;
+	q.features.cvn = 1;
+	CHECK(proto_opts_check(&q, err, sizeof err) == FEEDER_EINVAL);
+	proto_opts_features(&q, 10, 1);
+	q.features.pad = 0;
+	CHECK(proto_opts_check(&q, err, sizeof err) == FEEDER_EINVAL && strstr(err, "pad"));
 	return 0;
 }

@@ -10,6 +10,7 @@
  * an identity resize reproduces tjDecompress2's pixels, flip mirrors, NHWC
  * is the transpose of NCHW, normalization numbers, determinism, and corrupt
  * input gives FEEDER_EDECODE without a crash. */
+#include "protocol.h"
 #include "check.h"
 #include "half.h"
 #include "jpeg_pipeline.h"
@@ -33,12 +34,12 @@ static struct jpeg_worker *worker;
 static unsigned scale_seen[9];
 
 /* The IDCT scale the pipeline picks for this crop (its documented rule). */
-static unsigned scale_for(const struct jpeg_params *p, const struct image *im, uint64_t key)
+static unsigned scale_for(const struct feeder_stream_opts *p, const struct image *im, uint64_t key)
 {
 	struct jpeg_crop c;
-	jpeg_pipeline_plan(p, (uint32_t)im->w, (uint32_t)im->h, key, &c);
+	jpeg_pipeline_plan(&p->jpeg, (uint32_t)im->w, (uint32_t)im->h, key, &c);
 	unsigned s = 1, smax = im->subsamp == TJSAMP_422 || im->subsamp == TJSAMP_440 ? 2 : 8;
-	while (s < smax && c.w >= 2.0 * s * p->out_w && c.h >= 2.0 * s * p->out_h)
+	while (s < smax && c.w >= 2.0 * s * p->jpeg.width && c.h >= 2.0 * s * p->jpeg.height)
 		s *= 2;
 	return s;
 }
@@ -60,19 +61,19 @@ static double mad_u8(const uint8_t *a, const uint8_t *b, size_t n)
 }
 
 /* Fast path vs reference in u8, f32 (mean 0, std 1: [0,1] units) and f16. */
-static void compare(const struct image *im, struct jpeg_params p, uint64_t key, double *worst)
+static void compare(const struct image *im, struct feeder_stream_opts p, uint64_t key, double *worst)
 {
 	char err[256];
-	size_t n = (size_t)3 * p.out_h * p.out_w;
+	size_t n = (size_t)3 * p.jpeg.height * p.jpeg.width;
 	float *fast = malloc(n * 4), *ref = malloc(n * 4);
 	uint8_t *fast8 = malloc(n), *ref8 = malloc(n);
 	uint16_t *fast16 = malloc(n * 2);
 	CHECK(fast && ref && fast8 && ref8 && fast16);
 	for (int c = 0; c < 3; c++) {
-		p.mean[c] = 0;
-		p.std[c] = 1;
+		p.jpeg.mean[c] = 0;
+		p.jpeg.std[c] = 1;
 	}
-	p.dtype = PIPE_DTYPE_F32;
+	p.dtype = FEEDER_DTYPE_F32;
 	CHECKF(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, fast, err, sizeof err) == 0,
 	       "%s: %s", im->name, err);
 	CHECKF(jpeg_pipeline_reference(worker, &p, im->jpeg, im->len, key, ref, err, sizeof err) == 0,
@@ -81,14 +82,14 @@ static void compare(const struct image *im, struct jpeg_params p, uint64_t key, 
 	unsigned s = scale_for(&p, im, key);
 	scale_seen[s]++;
 	CHECKF(m <= 2.0 / 255, "%s %ux%u train=%d key=%llu scale 1/%u: f32 MAD %.5f", im->name,
-	       p.out_w, p.out_h, p.train, (unsigned long long)key, s, m);
+	       p.jpeg.width, p.jpeg.height, p.jpeg.train, (unsigned long long)key, s, m);
 	if (m > *worst)
 		*worst = m;
 	for (size_t i = 0; i < n; i++)
 		CHECKF(ref[i] >= -1e-5f && ref[i] <= 1.00001f, "reference value %f out of [0,1]",
 		       ref[i]);
 
-	p.dtype = PIPE_DTYPE_U8;
+	p.dtype = FEEDER_DTYPE_U8;
 	CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, fast8, err, sizeof err) == 0);
 	CHECK(jpeg_pipeline_reference(worker, &p, im->jpeg, im->len, key, ref8, err, sizeof err) == 0);
 	double m8 = mad_u8(fast8, ref8, n);
@@ -98,7 +99,7 @@ static void compare(const struct image *im, struct jpeg_params p, uint64_t key, 
 		CHECKF(fabsf(fast8[i] - fast[i] * 255.0f) <= 0.5001f, "u8 %u vs f32 %f", fast8[i],
 		       fast[i] * 255.0f);
 
-	p.dtype = PIPE_DTYPE_F16;
+	p.dtype = FEEDER_DTYPE_F16;
 	CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, fast16, err, sizeof err) == 0);
 	for (size_t i = 0; i < n; i++) {
 		float h = half_to_float(fast16[i]);
@@ -114,14 +115,14 @@ static void compare(const struct image *im, struct jpeg_params p, uint64_t key, 
 
 static void check_plan(void)
 {
-	struct jpeg_params p;
-	jpeg_params_default(&p, 224, 1);
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 224, 1);
 	unsigned flips = 0, fallback = 0;
 	const int n = 4000;
 	for (int k = 0; k < n; k++) {
 		struct jpeg_crop c, c2;
-		jpeg_pipeline_plan(&p, 640, 480, (uint64_t)k, &c);
-		jpeg_pipeline_plan(&p, 640, 480, (uint64_t)k, &c2);
+		jpeg_pipeline_plan(&p.jpeg, 640, 480, (uint64_t)k, &c);
+		jpeg_pipeline_plan(&p.jpeg, 640, 480, (uint64_t)k, &c2);
 		CHECK(c.x == c2.x && c.y == c2.y && c.w == c2.w && c.h == c2.h && c.flip == c2.flip);
 		CHECK(c.x == floor(c.x) && c.y == floor(c.y) && c.w == floor(c.w) && c.h == floor(c.h));
 		CHECK(c.w >= 1 && c.h >= 1 && c.x >= 0 && c.y >= 0);
@@ -141,11 +142,11 @@ static void check_plan(void)
 	/* An image too narrow for any allowed ratio falls back to the
 	 * centre crop with the ratio clamped. */
 	struct jpeg_crop c;
-	jpeg_pipeline_plan(&p, 1000, 50, 3, &c);
+	jpeg_pipeline_plan(&p.jpeg, 1000, 50, 3, &c);
 	CHECK(c.h == 50 && c.w == rint(50 * 4.0 / 3) && c.x == floor((1000 - c.w) / 2) && c.y == 0);
 	/* Eval: 256 on the shorter side, centre 224. 640x480 -> 341x256. */
-	jpeg_params_default(&p, 224, 0);
-	jpeg_pipeline_plan(&p, 640, 480, 99, &c);
+	proto_opts_jpeg(&p, 224, 0);
+	jpeg_pipeline_plan(&p.jpeg, 640, 480, 99, &c);
 	double sx = 640.0 / 341, sy = 480.0 / 256;
 	CHECK(fabs(c.x - rint((341 - 224) / 2.0) * sx) < 1e-9 && fabs(c.w - 224 * sx) < 1e-9);
 	CHECK(fabs(c.y - 16 * sy) < 1e-9 && fabs(c.h - 224 * sy) < 1e-9 && c.flip == 0);
@@ -164,13 +165,13 @@ static void check_identity(void)
 	CHECK(tj && px && out);
 	CHECK(tjDecompress2(tj, jpeg, len, px, 72, 0, 72, TJPF_RGB, 0) == 0);
 	tjDestroy(tj);
-	struct jpeg_params p;
-	jpeg_params_default(&p, 0, 0);
-	p.out_w = 72;
-	p.out_h = 72;
-	p.resize_ratio = 1;
-	p.dtype = PIPE_DTYPE_U8;
-	p.layout = PIPE_LAYOUT_NHWC;
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 0, 0);
+	p.jpeg.width = 72;
+	p.jpeg.height = 72;
+	p.jpeg.resize_ratio = 1;
+	p.dtype = FEEDER_DTYPE_U8;
+	p.layout = FEEDER_LAYOUT_NHWC;
 	CHECKF(jpeg_pipeline_run(worker, &p, jpeg, len, 0, out, err, sizeof err) == 0, "%s", err);
 	int maxd = 0;
 	for (size_t i = 0; i < 72 * 72 * 3; i++) {
@@ -186,46 +187,46 @@ static void check_identity(void)
 static void check_layout_flip_norm(const struct image *im)
 {
 	char err[256];
-	struct jpeg_params p;
-	jpeg_params_default(&p, 0, 1);
-	p.out_h = 48;
-	p.out_w = 40;
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 0, 1);
+	p.jpeg.height = 48;
+	p.jpeg.width = 40;
 	size_t hw = 48 * 40, n = hw * 3;
 	float *nchw = malloc(n * 4), *nhwc = malloc(n * 4), *flip = malloc(n * 4), *again = malloc(n * 4);
 	uint8_t *u8 = malloc(n);
 	CHECK(nchw && nhwc && flip && again && u8);
 	for (uint64_t key = 0; key < 6; key++) {
-		p.flip_p = 0;
-		p.layout = PIPE_LAYOUT_NCHW;
+		p.jpeg.flip_p = 0;
+		p.layout = FEEDER_LAYOUT_NCHW;
 		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, nchw, err, sizeof err) == 0);
 		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, again, err, sizeof err) == 0);
 		CHECK(memcmp(nchw, again, n * 4) == 0); /* determinism */
-		p.layout = PIPE_LAYOUT_NHWC;
+		p.layout = FEEDER_LAYOUT_NHWC;
 		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, nhwc, err, sizeof err) == 0);
 		for (size_t c = 0; c < 3; c++)
 			for (size_t i = 0; i < hw; i++)
 				CHECK(nchw[c * hw + i] == nhwc[i * 3 + c]);
-		p.flip_p = 1;
-		p.layout = PIPE_LAYOUT_NCHW;
+		p.jpeg.flip_p = 1;
+		p.layout = FEEDER_LAYOUT_NCHW;
 		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, flip, err, sizeof err) == 0);
 		for (size_t c = 0; c < 3; c++)
 			for (size_t y = 0; y < 48; y++)
 				for (size_t x = 0; x < 40; x++)
 					CHECK(flip[c * hw + y * 40 + x] == nchw[c * hw + y * 40 + 39 - x]);
 		/* Normalized output is (u8-equivalent/255 - mean) / std. */
-		p.flip_p = 0;
-		p.dtype = PIPE_DTYPE_U8;
+		p.jpeg.flip_p = 0;
+		p.dtype = FEEDER_DTYPE_U8;
 		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, u8, err, sizeof err) == 0);
-		p.dtype = PIPE_DTYPE_F32;
+		p.dtype = FEEDER_DTYPE_F32;
 		for (size_t c = 0; c < 3; c++)
 			for (size_t i = 0; i < hw; i++) {
-				float want = (u8[c * hw + i] / 255.0f - p.mean[c]) / p.std[c];
-				CHECKF(fabsf(nchw[c * hw + i] - want) <= 0.5f / 255 / p.std[c] + 1e-5f,
+				float want = (u8[c * hw + i] / 255.0f - p.jpeg.mean[c]) / p.jpeg.std[c];
+				CHECKF(fabsf(nchw[c * hw + i] - want) <= 0.5f / 255 / p.jpeg.std[c] + 1e-5f,
 				       "normalized %f, from u8 %f", nchw[c * hw + i], want);
 			}
 	}
 	/* Different keys give different crops. */
-	p.layout = PIPE_LAYOUT_NCHW;
+	p.layout = FEEDER_LAYOUT_NCHW;
 	CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, 100, again, err, sizeof err) == 0);
 	CHECK(memcmp(nchw, again, n * 4) != 0);
 
@@ -246,7 +247,7 @@ static void check_layout_flip_norm(const struct image *im)
 	CHECK(jpeg_pipeline_run(worker, &p, jpeg, len, 1, nchw, err, sizeof err) == 0);
 	for (size_t c = 0; c < 3; c++)
 		for (size_t i = 0; i < hw; i++)
-			CHECKF(fabsf(nchw[c * hw + i] - want[c]) <= 1.01f / 255 / p.std[c],
+			CHECKF(fabsf(nchw[c * hw + i] - want[c]) <= 1.01f / 255 / p.jpeg.std[c],
 			       "flat colour channel %zu: %f, want %f", c, nchw[c * hw + i], want[c]);
 	tjFree(jpeg);
 	free(nchw);
@@ -261,9 +262,9 @@ static void check_layout_flip_norm(const struct image *im)
 static void check_fresh_worker(const struct image *im)
 {
 	char err[256];
-	struct jpeg_params p;
-	jpeg_params_default(&p, 96, 1);
-	p.dtype = PIPE_DTYPE_F16;
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 96, 1);
+	p.dtype = FEEDER_DTYPE_F16;
 	size_t n = jpeg_pipeline_sample_bytes(&p);
 	uint8_t *a = malloc(n), *b = malloc(n);
 	CHECK(a && b);
@@ -292,9 +293,9 @@ static void check_tiny(void)
 		uint8_t *jpeg = jpeg_synth(dims[i][0], dims[i][1], TJSAMP_420, 90, 5, &len);
 		CHECK(jpeg);
 		for (int train = 0; train <= 1; train++) {
-			struct jpeg_params p;
-			jpeg_params_default(&p, 32, train);
-			p.dtype = PIPE_DTYPE_U8;
+			struct feeder_stream_opts p;
+			proto_opts_jpeg(&p, 32, train);
+			p.dtype = FEEDER_DTYPE_U8;
 			uint8_t out[3 * 32 * 32], ref[3 * 32 * 32];
 			for (uint64_t key = 0; key < 3; key++) {
 				CHECKF(jpeg_pipeline_run(worker, &p, jpeg, len, key, out, err, sizeof err) == 0,
@@ -311,8 +312,8 @@ static void check_tiny(void)
 static void expect_decode_error(const char *what, const uint8_t *buf, size_t len, const char *want)
 {
 	char err[256] = "";
-	struct jpeg_params p;
-	jpeg_params_default(&p, 32, 0);
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 32, 0);
 	float *out = malloc(jpeg_pipeline_sample_bytes(&p));
 	CHECK(out);
 	int rc = jpeg_pipeline_run(worker, &p, buf, len, 0, out, err, sizeof err);
@@ -343,8 +344,8 @@ static void check_corrupt(const struct image *im)
 	 * image, never a crash; and the worker still works afterwards. */
 	uint8_t *copy = malloc(im->len);
 	CHECK(copy);
-	struct jpeg_params p;
-	jpeg_params_default(&p, 64, 1);
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 64, 1);
 	float *out = malloc(jpeg_pipeline_sample_bytes(&p));
 	CHECK(out);
 	for (int t = 0; t < 20; t++) {
@@ -392,28 +393,28 @@ static void check_corrupt(const struct image *im)
 static void check_params(void)
 {
 	char err[256];
-	struct jpeg_params p;
-	jpeg_params_default(&p, 224, 1);
-	CHECK(jpeg_params_check(&p, err, sizeof err) == 0);
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 224, 1);
+	CHECK(proto_opts_check(&p, err, sizeof err) == 0);
 	CHECK(jpeg_pipeline_sample_bytes(&p) == 3 * 224 * 224 * 4);
-	p.dtype = PIPE_DTYPE_F16;
+	p.dtype = FEEDER_DTYPE_F16;
 	CHECK(jpeg_pipeline_sample_bytes(&p) == 3 * 224 * 224 * 2);
-	struct jpeg_params bad = p;
-	bad.out_w = 0;
-	CHECK(jpeg_params_check(&bad, err, sizeof err) == FEEDER_EINVAL);
+	struct feeder_stream_opts bad = p;
+	bad.jpeg.width = 0;
+	CHECK(proto_opts_check(&bad, err, sizeof err) == FEEDER_EINVAL);
 	bad = p;
 	bad.dtype = 9;
-	CHECK(jpeg_params_check(&bad, err, sizeof err) == FEEDER_EINVAL);
+	CHECK(proto_opts_check(&bad, err, sizeof err) == FEEDER_EINVAL);
 	bad = p;
-	bad.scale_min = NAN;
-	CHECK(jpeg_params_check(&bad, err, sizeof err) == FEEDER_EINVAL);
+	bad.jpeg.scale_min = NAN;
+	CHECK(proto_opts_check(&bad, err, sizeof err) == FEEDER_EINVAL);
 	bad = p;
-	bad.std[1] = 0;
-	CHECK(jpeg_params_check(&bad, err, sizeof err) == FEEDER_EINVAL && strstr(err, "std"));
+	bad.jpeg.std[1] = 0;
+	CHECK(proto_opts_check(&bad, err, sizeof err) == FEEDER_EINVAL && strstr(err, "std"));
 	bad = p;
-	bad.train = 0;
-	bad.resize_ratio = 0.5f;
-	CHECK(jpeg_params_check(&bad, err, sizeof err) == FEEDER_EINVAL);
+	bad.jpeg.train = 0;
+	bad.jpeg.resize_ratio = 0.5f;
+	CHECK(proto_opts_check(&bad, err, sizeof err) == FEEDER_EINVAL);
 }
 
 int main(void)
@@ -443,8 +444,8 @@ int main(void)
 	for (size_t i = 0; i < nimg; i++)
 		for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
 			for (int train = 0; train <= 1; train++) {
-				struct jpeg_params p;
-				jpeg_params_default(&p, sizes[s], train);
+				struct feeder_stream_opts p;
+				proto_opts_jpeg(&p, sizes[s], train);
 				if (sizes[s] > (uint32_t)images[i].w || sizes[s] > (uint32_t)images[i].h)
 					continue;
 				int keys = train ? 12 : 1; /* eval ignores the key */
@@ -452,13 +453,13 @@ int main(void)
 					compare(&images[i], p, (uint64_t)(k * 1000 + s), &worst);
 			}
 	/* A non-square output. */
-	struct jpeg_params p;
-	jpeg_params_default(&p, 0, 1);
-	p.out_h = 40;
-	p.out_w = 72;
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 0, 1);
+	p.jpeg.height = 40;
+	p.jpeg.width = 72;
 	for (int k = 0; k < 6; k++)
 		compare(&images[0], p, (uint64_t)k, &worst);
-	p.train = 0;
+	p.jpeg.train = 0;
 	compare(&images[1], p, 0, &worst);
 
 	fprintf(stderr, "worst MAD %.5f (limit %.5f); IDCT scales used: 1:%u 1/2:%u 1/4:%u 1/8:%u\n",

@@ -106,7 +106,7 @@ static void make_case(struct rcase *c)
 
 static size_t esize(int dtype)
 {
-	return dtype == PIPE_DTYPE_U8 ? 1 : dtype == PIPE_DTYPE_F16 ? 2 : 4;
+	return dtype == FEEDER_DTYPE_U8 ? 1 : dtype == FEEDER_DTYPE_F16 ? 2 : 4;
 }
 
 /* resize_rgb with impl into a fresh exactly-sized output. */
@@ -130,7 +130,7 @@ static void *run(const struct rcase *c, int impl, int dtype, int layout, int raw
 /* Index of channel ch of output pixel (x, y) in the layout. */
 static size_t at(const struct rcase *c, int layout, uint32_t x, uint32_t y, int ch)
 {
-	if (layout == PIPE_LAYOUT_NHWC)
+	if (layout == FEEDER_LAYOUT_NHWC)
 		return ((size_t)y * c->out_w + x) * 3 + (size_t)ch;
 	return ((size_t)ch * c->out_h + y) * c->out_w + x;
 }
@@ -155,14 +155,14 @@ static void compare(const struct rcase *c, int dtype, int layout, int n)
 {
 	void *p = run(c, RESIZE_IMPL_PORTABLE, dtype, layout, 0);
 	void *a = run(c, RESIZE_IMPL_AVX2, dtype, layout, 0);
-	float *raw = dtype == PIPE_DTYPE_U8 ? run(c, RESIZE_IMPL_PORTABLE, PIPE_DTYPE_F32, layout, 1)
+	float *raw = dtype == FEEDER_DTYPE_U8 ? run(c, RESIZE_IMPL_PORTABLE, FEEDER_DTYPE_F32, layout, 1)
 					   : NULL;
 	for (uint32_t y = 0; y < c->out_h; y++)
 		for (uint32_t x = 0; x < c->out_w; x++)
 			for (int ch = 0; ch < 3; ch++) {
 				uint32_t xo = c->flip ? c->out_w - 1 - x : x;
 				size_t i = at(c, layout, xo, y, ch);
-				if (dtype == PIPE_DTYPE_F32) {
+				if (dtype == FEEDER_DTYPE_F32) {
 					double vp = ((float *)p)[i], va = ((float *)a)[i];
 					double ve = exact(c, x, y, ch) * c->mul[ch] + c->add[ch];
 					CHECKF(fabs(va - vp) <= 1e-5 * fmax(1, fabs(vp)),
@@ -172,7 +172,7 @@ static void compare(const struct rcase *c, int dtype, int layout, int n)
 						       fabs(va - ve) <= 1e-4 * fmax(1, fabs(ve)),
 					       "case %d (%u,%u,%d): exact %.9g portable %.9g avx2 %.9g", n,
 					       x, y, ch, ve, vp, va);
-				} else if (dtype == PIPE_DTYPE_F16) {
+				} else if (dtype == FEEDER_DTYPE_F16) {
 					double vp = half_to_float(((uint16_t *)p)[i]);
 					double va = half_to_float(((uint16_t *)a)[i]);
 					CHECKF(fabs(va - vp) <= fmax(1e-5, fabs(vp) / 1024),
@@ -200,12 +200,12 @@ int main(void)
 		SKIP("this CPU or build has no AVX2 path of resize_rgb");
 	CHECK(rc == 0);
 	CHECK(resize_select(99) == -EINVAL);
-	const int dtypes[3] = { PIPE_DTYPE_F32, PIPE_DTYPE_F16, PIPE_DTYPE_U8 };
+	const int dtypes[3] = { FEEDER_DTYPE_F32, FEEDER_DTYPE_F16, FEEDER_DTYPE_U8 };
 	for (int n = 0; n < 60; n++) {
 		struct rcase c = { 0 };
 		make_case(&c);
 		for (int d = 0; d < 3; d++)
-			compare(&c, dtypes[d], n % 2 ? PIPE_LAYOUT_NHWC : PIPE_LAYOUT_NCHW, n);
+			compare(&c, dtypes[d], n % 2 ? FEEDER_LAYOUT_NHWC : FEEDER_LAYOUT_NCHW, n);
 		free(c.src);
 		resize_axis_free(&c.ax);
 		resize_axis_free(&c.ay);

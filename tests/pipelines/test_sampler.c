@@ -13,7 +13,7 @@ static void check_bijection(uint64_t n, uint64_t seed, uint64_t epoch)
 {
 	struct sampler s;
 	char err[256];
-	CHECKF(sampler_init(&s, n, seed, epoch, 0, 1, err, sizeof err) == 0, "%s", err);
+	CHECKF(sampler_init(&s, n, seed, epoch, 0, 1, 1, err, sizeof err) == 0, "%s", err);
 	CHECK(sampler_len(&s) == n);
 	uint8_t *seen = calloc(n, 1);
 	CHECK(seen);
@@ -50,10 +50,10 @@ int main(void)
 	/* Determinism and variety. */
 	const uint64_t n = 10007;
 	struct sampler a, b, c, d;
-	CHECK(sampler_init(&a, n, 42, 3, 0, 1, err, sizeof err) == 0);
-	CHECK(sampler_init(&b, n, 42, 3, 0, 1, err, sizeof err) == 0);
-	CHECK(sampler_init(&c, n, 42, 4, 0, 1, err, sizeof err) == 0);
-	CHECK(sampler_init(&d, n, 43, 3, 0, 1, err, sizeof err) == 0);
+	CHECK(sampler_init(&a, n, 42, 3, 0, 1, 1, err, sizeof err) == 0);
+	CHECK(sampler_init(&b, n, 42, 3, 0, 1, 1, err, sizeof err) == 0);
+	CHECK(sampler_init(&c, n, 42, 4, 0, 1, 1, err, sizeof err) == 0);
+	CHECK(sampler_init(&d, n, 43, 3, 0, 1, 1, err, sizeof err) == 0);
 	CHECK(agreements(&a, &b, n) == n);
 	CHECKF(agreements(&a, &c, n) < 20, "epochs 3 and 4 agree at %llu positions",
 	       (unsigned long long)agreements(&a, &c, n));
@@ -73,14 +73,14 @@ int main(void)
 	for (size_t i = 0; i < sizeof rank_sizes / sizeof rank_sizes[0]; i++) {
 		uint64_t m = rank_sizes[i];
 		struct sampler all;
-		CHECK(sampler_init(&all, m, 9, 1, 0, 1, err, sizeof err) == 0);
+		CHECK(sampler_init(&all, m, 9, 1, 0, 1, 1, err, sizeof err) == 0);
 		for (uint32_t w = 1; w <= 5; w++) {
 			uint8_t *seen = calloc(m, 1);
 			CHECK(seen);
 			uint64_t total = 0, minlen = UINT64_MAX, maxlen = 0;
 			for (uint32_t r = 0; r < w; r++) {
 				struct sampler s;
-				CHECKF(sampler_init(&s, m, 9, 1, r, w, err, sizeof err) == 0, "%s", err);
+				CHECKF(sampler_init(&s, m, 9, 1, r, w, 1, err, sizeof err) == 0, "%s", err);
 				uint64_t len = sampler_len(&s);
 				minlen = len < minlen ? len : minlen;
 				maxlen = len > maxlen ? len : maxlen;
@@ -103,8 +103,8 @@ int main(void)
 
 	/* Batches: 11 samples, 3 ranks -> lengths 4, 4, 3. */
 	struct sampler r0, r2;
-	CHECK(sampler_init(&r0, 11, 5, 0, 0, 3, err, sizeof err) == 0);
-	CHECK(sampler_init(&r2, 11, 5, 0, 2, 3, err, sizeof err) == 0);
+	CHECK(sampler_init(&r0, 11, 5, 0, 0, 3, 1, err, sizeof err) == 0);
+	CHECK(sampler_init(&r2, 11, 5, 0, 2, 3, 1, err, sizeof err) == 0);
 	CHECK(sampler_len(&r0) == 4 && sampler_len(&r2) == 3);
 	CHECK(sampler_batches(&r0, 2, 0) == 2 && sampler_batches(&r0, 2, 1) == 2);
 	CHECK(sampler_batches(&r0, 3, 0) == 2 && sampler_batches(&r0, 3, 1) == 1);
@@ -112,21 +112,21 @@ int main(void)
 	CHECK(sampler_batches(&r2, 4, 0) == 1 && sampler_batches(&r2, 4, 1) == 0);
 	CHECK(sampler_batches(&r2, 0, 0) == 0);
 	struct sampler big;
-	CHECK(sampler_init(&big, 1000000, 1, 0, 0, 1, err, sizeof err) == 0);
+	CHECK(sampler_init(&big, 1000000, 1, 0, 0, 1, 1, err, sizeof err) == 0);
 	CHECK(sampler_batches(&big, 256, 0) == 3907 && sampler_batches(&big, 256, 1) == 3906);
 	/* A rank beyond the dataset gets nothing. */
 	struct sampler tiny;
-	CHECK(sampler_init(&tiny, 2, 5, 0, 3, 4, err, sizeof err) == 0);
+	CHECK(sampler_init(&tiny, 2, 5, 0, 3, 4, 1, err, sizeof err) == 0);
 	CHECK(sampler_len(&tiny) == 0 && sampler_batches(&tiny, 1, 0) == 0);
 
 	/* Bad arguments are errors with a sentence. */
 	err[0] = 0;
-	CHECK(sampler_init(&tiny, 0, 1, 0, 0, 1, err, sizeof err) == FEEDER_EINVAL && err[0]);
-	CHECK(sampler_init(&tiny, 10, 1, 0, 0, 0, err, sizeof err) == FEEDER_EINVAL);
-	CHECK(sampler_init(&tiny, 10, 1, 0, 2, 2, err, sizeof err) == FEEDER_EINVAL);
-	CHECK(sampler_init(&tiny, 1ull << 62, 1, 0, 0, 1, err, sizeof err) == FEEDER_EINVAL);
+	CHECK(sampler_init(&tiny, 0, 1, 0, 0, 1, 1, err, sizeof err) == FEEDER_EINVAL && err[0]);
+	CHECK(sampler_init(&tiny, 10, 1, 0, 0, 0, 1, err, sizeof err) == FEEDER_EINVAL);
+	CHECK(sampler_init(&tiny, 10, 1, 0, 2, 2, 1, err, sizeof err) == FEEDER_EINVAL);
+	CHECK(sampler_init(&tiny, 1ull << 62, 1, 0, 0, 1, 1, err, sizeof err) == FEEDER_EINVAL);
 	/* Near the top of the range evaluation still lands inside [0, n). */
-	CHECK(sampler_init(&tiny, (1ull << 62) - 1, 1, 0, 0, 1, err, sizeof err) == 0);
+	CHECK(sampler_init(&tiny, (1ull << 62) - 1, 1, 0, 0, 1, 1, err, sizeof err) == 0);
 	for (uint64_t k = 0; k < 1000; k++)
 		CHECK(sampler_at(&tiny, k * 4611686018427ull) < (1ull << 62) - 1);
 	return 0;

@@ -239,33 +239,36 @@ struct ring {
 	uint8_t *map;
 };
 
-static struct proto_open_stream base_request(const char *ds, uint32_t size, int train)
+static struct feeder_stream_opts base_request(const char *ds, uint32_t size, int train)
 {
-	struct proto_open_stream o;
-	proto_open_stream_defaults(&o, size, train);
+	struct feeder_stream_opts o;
+	proto_opts_jpeg(&o, size, train);
 	snprintf(o.dataset, sizeof(o.dataset), "%s", ds);
 	o.batch = 5;
 	o.slots = 3;
 	o.seed = 1234;
-	o.dtype = PROTO_DTYPE_U8;
+	o.dtype = FEEDER_DTYPE_U8;
 	return o;
 }
 
 /* Open a stream; returns 0 or the ERROR code. */
-static int open_stream(int fd, const struct proto_open_stream *o, struct ring *r)
+static int open_stream(int fd, const struct feeder_stream_opts *o, struct ring *r)
 {
+	static uint32_t tags;
+	uint32_t tag = ++tags;
 	struct proto_msg m = { .type = PROTO_OPEN_STREAM };
-	m.u.open = *o;
+	m.u.open.tag = tag;
+	m.u.open.opts = *o;
 	send_msg(fd, &m);
 	int mfd = -1;
 	CHECK(recv_msg(fd, &m, &mfd) == 0);
 	if (m.type == PROTO_ERROR) {
-		CHECK(mfd < 0 && m.u.error.tag == o->tag && strlen(m.u.error.message) > 10);
+		CHECK(mfd < 0 && m.u.error.tag == tag && strlen(m.u.error.message) > 10);
 		fprintf(stderr, "  (expected) ERROR %d: %s\n", m.u.error.code, m.u.error.message);
 		return m.u.error.code;
 	}
 	CHECKF(m.type == PROTO_STREAM_OPENED, "got %s", proto_type_name(m.type));
-	CHECK(mfd >= 0 && m.u.opened.tag == o->tag);
+	CHECK(mfd >= 0 && m.u.opened.tag == tag);
 	r->info = m.u.opened;
 	/* Sealed: the client can neither shrink nor grow nor reseal. */
 	int seals = fcntl(mfd, F_GET_SEALS);
@@ -354,7 +357,7 @@ static uint64_t drain(struct ring *r, uint64_t *batches, uint32_t *replacements,
 	return hash;
 }
 
-static void check_status(int fd, struct proto_status_reply *out)
+static void check_status(int fd, struct feeder_status *out)
 {
 	struct proto_msg m = { .type = PROTO_STATUS };
 	m.u.status.what = PROTO_STATUS_SUMMARY;
@@ -369,21 +372,21 @@ static void check_status(int fd, struct proto_status_reply *out)
 static void test_pixels(void)
 {
 	int fd = connect_hello();
-	struct proto_open_stream o = base_request("tiny", 24, 0);
+	struct feeder_stream_opts o = base_request("tiny", 24, 0);
 	struct ring r;
 	CHECK(open_stream(fd, &o, &r) == 0);
 	CHECK(r.info.batches == 5 && r.info.batches_per_epoch == 5 && r.info.samples == N_TINY);
 	CHECK(r.info.shape[0] == 5 && r.info.shape[1] == 3 && r.info.shape[2] == 24 && r.info.shape[3] == 24);
 	struct jpeg_worker *jw;
 	CHECK(jpeg_worker_create(&jw, err, sizeof(err)) == 0);
-	struct jpeg_params p;
-	jpeg_params_default(&p, 24, 0);
-	p.dtype = PIPE_DTYPE_U8;
-	p.layout = PIPE_LAYOUT_NCHW;
+	struct feeder_stream_opts p;
+	proto_opts_jpeg(&p, 24, 0);
+	p.dtype = FEEDER_DTYPE_U8;
+	p.layout = FEEDER_LAYOUT_NCHW;
 	size_t sb = jpeg_pipeline_sample_bytes(&p);
 	uint8_t *ref = malloc(sb);
 	struct sampler order;
-	CHECK(sampler_init(&order, N_TINY, o.seed, o.epoch, 0, 1, err, sizeof(err)) == 0);
+	CHECK(sampler_init(&order, N_TINY, o.seed, o.epoch, 0, 1, 1, err, sizeof(err)) == 0);
 	struct batch b;
 	uint64_t n = 0, seen = 0;
 	while (next_batch(&r, &b)) {
@@ -418,9 +421,8 @@ static void test_pixels(void)
 static void test_determinism_resume_ranks(void)
 {
 	int fd = connect_hello();
-	struct proto_open_stream o = base_request("tiny", 16, 1);
-	o.dtype = PROTO_DTYPE_F16;
-	o.tag = 11;
+	struct feeder_stream_opts o = base_request("tiny", 16, 1);
+	o.dtype = FEEDER_DTYPE_F16;
 	struct ring r1, r2, r3;
 	uint64_t n1, n2, n3;
 	CHECK(open_stream(fd, &o, &r1) == 0);
@@ -482,7 +484,7 @@ static void test_determinism_resume_ranks(void)
 		o.world = 3;
 		CHECK(open_stream(fd, &o, &r1) == 0);
 		struct sampler s;
-		CHECK(sampler_init(&s, N_TINY, o.seed, 0, rank, 3, err, sizeof(err)) == 0);
+		CHECK(sampler_init(&s, N_TINY, o.seed, 0, rank, 3, 1, err, sizeof(err)) == 0);
 		int32_t labels[N_TINY];
 		uint64_t nb;
 		drain(&r1, &nb, NULL, labels);
@@ -504,36 +506,26 @@ static void test_determinism_resume_ranks(void)
 static void test_features(void)
 {
 	int fd = connect_hello();
-	struct proto_open_stream o;
-	memset(&o, 0, sizeof(o));
+	struct feeder_stream_opts o;
+	proto_opts_features(&o, 20, 1);
 	snprintf(o.dataset, sizeof(o.dataset), "feat");
-	o.pipeline = PROTO_PIPE_FEATURES;
 	o.batch = 3;
-	o.epochs = 1;
-	o.world = 1;
 	o.slots = 2;
 	o.seed = 99;
-	o.dtype = PROTO_DTYPE_F32;
-	o.layout = PROTO_LAYOUT_NCHW;
-	o.features = (struct proto_features_opts){ .chunk_len = 20, .pad = PROTO_FEAT_PAD_REPEAT,
-		.cmn = PROTO_FEAT_CMN_UTT, .cvn = 1, .train = 1 };
+	o.features.cmn = FEEDER_FEAT_CMN_UTT;
+	o.features.cvn = 1;
 	struct ring r;
 	CHECK(open_stream(fd, &o, &r) == 0);
 	CHECK(r.info.ndim == 4 && r.info.shape[3] == 1 && r.info.shape[0] == 3 &&
 	      r.info.shape[1] == FEAT_DIM &&
 	      r.info.shape[2] == 20);
 	CHECK(r.info.batches == 3);
-	struct features_params p;
-	features_params_default(&p, 20, 1);
-	p.pad = FEAT_PAD_REPEAT;
-	p.cmn = FEAT_CMN_UTT;
-	p.cvn = 1;
-	p.dtype = PIPE_DTYPE_F32;
+	const struct feeder_stream_opts p = o;
 	size_t sb = sizeof(float) * FEAT_DIM * 20;
 	CHECK(r.info.tensor_bytes == 3 * sb);
 	float *ref = malloc(sb);
 	struct sampler order;
-	CHECK(sampler_init(&order, N_FEAT, o.seed, 0, 0, 1, err, sizeof(err)) == 0);
+	CHECK(sampler_init(&order, N_FEAT, o.seed, 0, 0, 1, 1, err, sizeof(err)) == 0);
 	struct batch b;
 	uint64_t n = 0;
 	while (next_batch(&r, &b)) {
@@ -561,7 +553,7 @@ static void test_features(void)
 	free(ref);
 	close_ring(&r);
 	/* A jpeg stream over a features dataset is refused. */
-	struct proto_open_stream j = base_request("feat", 16, 0);
+	struct feeder_stream_opts j = base_request("feat", 16, 0);
 	CHECK(open_stream(fd, &j, &r) == FEEDER_EINVAL);
 	close(fd);
 }
@@ -569,7 +561,7 @@ static void test_features(void)
 static void test_corrupt(void)
 {
 	int fd = connect_hello();
-	struct proto_open_stream o = base_request("bad", 16, 1);
+	struct feeder_stream_opts o = base_request("bad", 16, 1);
 	o.batch = 4;
 	struct ring r;
 	CHECK(open_stream(fd, &o, &r) == 0);
@@ -588,12 +580,12 @@ static void test_corrupt(void)
 	close_ring(&r);
 	CHECK(h1 == h2 && repl == 2);
 
-	struct proto_status_reply st;
+	struct feeder_status st;
 	check_status(fd, &st);
 	CHECK(st.replacements >= 6 && st.decode_errors >= 6);
 
 	/* on_error=fail: an ERROR naming the stream; the connection lives. */
-	o.on_error = PROTO_ON_ERROR_FAIL;
+	o.on_error = FEEDER_ON_ERROR_FAIL;
 	CHECK(open_stream(fd, &o, &r) == 0);
 	struct proto_msg m;
 	int got_error = 0;
@@ -617,15 +609,13 @@ static void test_corrupt(void)
 static void test_refusals(void)
 {
 	int fd = connect_hello();
-	struct proto_open_stream o = base_request("nosuch", 16, 0);
+	struct feeder_stream_opts o = base_request("nosuch", 16, 0);
 	struct ring r;
-	o.tag = 5;
 	CHECK(open_stream(fd, &o, &r) == FEEDER_ENODATASET);
 	/* Over the 8 MiB client quota: 16 slots x 5 x 3 x 256 x 256 x 4 bytes. */
 	o = base_request("tiny", 256, 0);
-	o.dtype = PROTO_DTYPE_F32;
+	o.dtype = FEEDER_DTYPE_F32;
 	o.slots = 16;
-	o.tag = 6;
 	CHECK(open_stream(fd, &o, &r) == FEEDER_EQUOTA);
 	o.slots = 17; /* over max_slots = 16 */
 	CHECK(open_stream(fd, &o, &r) == FEEDER_EQUOTA);
@@ -642,10 +632,11 @@ static void test_refusals(void)
 
 	/* A name with ../ is refused and the client dropped. */
 	struct proto_msg m = { .type = PROTO_OPEN_STREAM };
-	m.u.open = base_request("x", 16, 0);
+	m.u.open.opts = base_request("x", 16, 0);
 	uint8_t buf[PROTO_MAX_MESSAGE];
 	int len = proto_encode(&m, buf, sizeof(buf));
-	memcpy(buf + PROTO_HEADER_SIZE + 48, "../tiny", 8);
+	/* The dataset field follows the tag; libfeeder would not send this. */
+	memcpy(buf + PROTO_HEADER_SIZE + 4, "../tiny", 8);
 	CHECK(sockmsg_send(fd, buf, (size_t)len, -1, err, sizeof(err)) == 0);
 	CHECK(recv_msg(fd, &m, NULL) == 0);
 	CHECK(m.type == PROTO_ERROR && m.u.error.code == FEEDER_EBADNAME && m.u.error.fatal);
@@ -658,7 +649,7 @@ static void test_refusals(void)
 static void test_garbage(void)
 {
 	int good = connect_hello();
-	struct proto_open_stream o = base_request("tiny", 16, 1);
+	struct feeder_stream_opts o = base_request("tiny", 16, 1);
 	o.slots = 2;
 	o.epochs = 4;
 	struct ring r;
@@ -757,7 +748,7 @@ static void test_garbage(void)
 static void test_killed_client(void)
 {
 	int watcher = connect_hello();
-	struct proto_status_reply before, after;
+	struct feeder_status before, after;
 	/* Earlier clients' disconnections may still be on their way. */
 	for (int i = 0; i < 200; i++) {
 		check_status(watcher, &before);
@@ -772,7 +763,7 @@ static void test_killed_client(void)
 	CHECK(child >= 0);
 	if (child == 0) {
 		int fd = connect_hello();
-		struct proto_open_stream o = base_request("tiny", 32, 1);
+		struct feeder_stream_opts o = base_request("tiny", 32, 1);
 		o.slots = 4;
 		o.epochs = 100;
 		struct ring r;
@@ -790,7 +781,7 @@ static void test_killed_client(void)
 	}
 	char c;
 	CHECK(read(pfd[0], &c, 1) == 1);
-	struct proto_status_reply mid;
+	struct feeder_status mid;
 	check_status(watcher, &mid);
 	CHECK(mid.memory_used > before.memory_used && mid.streams == before.streams + 1);
 	kill(child, SIGKILL);
@@ -821,7 +812,7 @@ static void test_killed_client(void)
 	CHECK(strcmp(m.u.dataset.name, "tiny") == 0 && m.u.dataset.samples == N_TINY);
 	CHECK(m.u.dataset.kind == DSFORMAT_KIND_JPEG && m.u.dataset.classes == 3);
 	CHECK(recv_msg(watcher, &m, NULL) == 0 && m.type == PROTO_LIST_END && m.u.list_end.count == 3);
-	struct proto_open_stream o = base_request("tiny", 16, 0);
+	struct feeder_stream_opts o = base_request("tiny", 16, 0);
 	struct ring r;
 	CHECK(open_stream(watcher, &o, &r) == 0);
 	m = (struct proto_msg){ .type = PROTO_STATUS };
@@ -881,7 +872,7 @@ static void test_max_clients(void)
 {
 	int fds[6];
 	fds[0] = connect_hello();
-	struct proto_status_reply st;
+	struct feeder_status st;
 	for (int i = 0; i < 200; i++) {
 		check_status(fds[0], &st);
 		if (st.clients == 1)
@@ -928,21 +919,21 @@ static void test_rescan(void)
 		struct proto_msg m = { .type = PROTO_STATUS };
 		m.u.status.what = PROTO_STATUS_DATASETS;
 		send_msg(fd, &m);
-		char names[8][PROTO_NAME_MAX];
+		char names[8][FEEDER_DATASET_MAX];
 		int n = 0;
 		for (;;) {
 			CHECK(recv_msg(fd, &m, NULL) == 0);
 			if (m.type == PROTO_LIST_END)
 				break;
 			CHECK(m.type == PROTO_DATASET_INFO && n < 8);
-			memcpy(names[n++], m.u.dataset.name, PROTO_NAME_MAX);
+			memcpy(names[n++], m.u.dataset.name, FEEDER_DATASET_MAX);
 		}
 		ok = n == 4;
 		for (int i = 0; ok && i < 4; i++)
 			ok = strcmp(names[i], want[i]) == 0;
 	}
 	CHECKF(ok, "SIGHUP did not lead to exactly bad, feat, late, tiny");
-	struct proto_open_stream o = base_request("late", 16, 0);
+	struct feeder_stream_opts o = base_request("late", 16, 0);
 	o.batch = 2;
 	struct ring r;
 	uint64_t n;
@@ -958,7 +949,7 @@ static void test_rescan(void)
 static void test_sigterm(void)
 {
 	int fd = connect_hello();
-	struct proto_open_stream o = base_request("tiny", 16, 1);
+	struct feeder_stream_opts o = base_request("tiny", 16, 1);
 	o.epochs = 1000;
 	struct ring r;
 	CHECK(open_stream(fd, &o, &r) == 0);

@@ -57,8 +57,8 @@ int main(void)
 	CHECK(efd >= 0);
 
 	/* Equal work: 4 slots x 64 and 64 slots x 4 = 256 samples each. */
-	struct proto_open_stream a, b;
-	proto_open_stream_defaults(&a, 16, 1);
+	struct feeder_stream_opts a, b;
+	proto_opts_jpeg(&a, 16, 1);
 	strcpy(a.dataset, "tiny");
 	a.batch = 64;
 	a.slots = 4;
@@ -103,7 +103,7 @@ int main(void)
 		while (stream_next_ready(s, &r)) {
 			const int32_t *labels = (const void *)(s->slots[r.slot].base + s->geo.labels_offset);
 			for (uint32_t i = 0; i < r.samples; i++) {
-				uint64_t idx = sampler_at(&s->slots[r.slot].order, r.batch_index * s->req.batch + i);
+				uint64_t idx = sampler_at(&s->slots[r.slot].order, r.batch_index * s->opts.batch + i);
 				CHECK(labels[i] == (int32_t)(idx % 5));
 			}
 			got++;

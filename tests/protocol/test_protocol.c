@@ -15,20 +15,20 @@ static char err[256];
 static struct proto_msg open_msg(void)
 {
 	struct proto_msg m = { .type = PROTO_OPEN_STREAM };
-	proto_open_stream_defaults(&m.u.open, 224, 1);
-	strcpy(m.u.open.dataset, "imagenet-val_1.0");
+	proto_opts_jpeg(&m.u.open.opts, 224, 1);
+	strcpy(m.u.open.opts.dataset, "imagenet-val_1.0");
 	m.u.open.tag = 7;
-	m.u.open.batch = 32;
-	m.u.open.seed = 0x123456789abcdefull;
-	m.u.open.epoch = 3;
-	m.u.open.epochs = 2;
-	m.u.open.rank = 1;
-	m.u.open.world = 4;
-	m.u.open.start_batch = 5;
-	m.u.open.drop_last = 1;
-	m.u.open.dtype = PROTO_DTYPE_F16;
-	m.u.open.layout = PROTO_LAYOUT_NHWC;
-	m.u.open.on_error = PROTO_ON_ERROR_FAIL;
+	m.u.open.opts.batch = 32;
+	m.u.open.opts.seed = 0x123456789abcdefull;
+	m.u.open.opts.epoch = 3;
+	m.u.open.opts.epochs = 2;
+	m.u.open.opts.rank = 1;
+	m.u.open.opts.world = 4;
+	m.u.open.opts.start_batch = 5;
+	m.u.open.opts.drop_last = 1;
+	m.u.open.opts.dtype = FEEDER_DTYPE_F16;
+	m.u.open.opts.layout = FEEDER_LAYOUT_NHWC;
+	m.u.open.opts.on_error = FEEDER_ON_ERROR_FAIL;
 	return m;
 }
 
@@ -57,21 +57,22 @@ static int sample_msgs(struct proto_msg *out)
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_OPEN_STREAM;
 	m.u.open = open_msg().u.open;
-	memset(&m.u.open.jpeg, 0, sizeof(m.u.open.jpeg));
-	m.u.open.pipeline = PROTO_PIPE_FEATURES;
-	m.u.open.dtype = PROTO_DTYPE_F32;
-	m.u.open.layout = PROTO_LAYOUT_NCHW;
-	m.u.open.features = (struct proto_features_opts){ .chunk_len = 200, .pad = PROTO_FEAT_PAD_SKIP,
-		.cmn = PROTO_FEAT_CMN_SLIDING, .cmn_window = 300, .cvn = 1, .train = 1 };
+	memset(&m.u.open.opts.jpeg, 0, sizeof(m.u.open.opts.jpeg));
+	m.u.open.opts.pipeline = FEEDER_PIPE_FEATURES;
+	m.u.open.opts.dtype = FEEDER_DTYPE_F32;
+	m.u.open.opts.layout = FEEDER_LAYOUT_NCHW;
+	m.u.open.opts.features = (struct feeder_features_opts){ .chunk_len = 200, .pad = FEEDER_FEAT_PAD_SKIP,
+		.cmn = FEEDER_FEAT_CMN_SLIDING, .cmn_window = 300, .cvn = 1, .train = 1 };
 	out[n++] = m;
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_STREAM_OPENED;
 	m.u.opened = (struct proto_stream_opened){ .tag = 7, .stream = 3, .slots = 4, .batch = 32,
 		.slot_size = 1 << 20, .ring_size = PROTO_RING_HEADER + 4 * (1 << 20), .batches = 100,
-		.batches_per_epoch = 50, .samples = 1601, .classes = 10, .dtype = PROTO_DTYPE_F16,
-		.layout = PROTO_LAYOUT_NCHW, .ndim = 4, .shape = { 32, 3, 64, 64 },
-		.labels_offset = 64, .tensor_offset = 4096, .tensor_bytes = 32 * 3 * 64 * 64 * 2 };
+		.batches_per_epoch = 50, .samples = 1601, .classes = 10, .dtype = FEEDER_DTYPE_F16,
+		.layout = FEEDER_LAYOUT_NCHW, .ndim = 4, .shape = { 32, 3, 64, 64 },
+		.labels_offset = 64, .indices_offset = 192, .tensor_offset = 4096,
+		.tensor_bytes = 32 * 3 * 64 * 64 * 2 };
 	out[n++] = m;
 
 	memset(&m, 0, sizeof(m));
@@ -113,24 +114,24 @@ static int sample_msgs(struct proto_msg *out)
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_STATUS_REPLY;
-	m.u.status_reply = (struct proto_status_reply){ .uptime_ms = 123456, .clients = 2,
+	m.u.status_reply = (struct feeder_status){ .uptime_ms = 123456, .clients = 2,
 		.streams = 3, .workers = 4, .datasets = 5, .memory_used = 6, .memory_limit = 7,
 		.batches = 8, .samples = 9, .replacements = 10, .decode_errors = 11,
-		.protocol_errors = 12, .images_per_s = 1234.5 };
+		.protocol_errors = 12, .samples_per_s = 1234.5 };
 	out[n++] = m;
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_DATASET_INFO;
-	m.u.dataset = (struct proto_dataset_info){ .kind = 1, .classes = 1000, .samples = 1281167,
+	m.u.dataset = (struct feeder_dataset_status){ .kind = 1, .classes = 1000, .samples = 1281167,
 		.feat_dim = 0, .streams = 2 };
 	strcpy(m.u.dataset.name, "imagenet");
 	out[n++] = m;
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_STREAM_INFO;
-	m.u.stream = (struct proto_stream_info){ .stream = 3, .session = 9, .pid = 100, .uid = 1000,
+	m.u.stream = (struct feeder_stream_status){ .stream = 3, .session = 9, .pid = 100, .uid = 1000,
 		.pipeline = 1, .batch = 32, .slots = 4, .ready = 2, .epoch = 1, .batches_sent = 10,
-		.batches_total = 20, .samples = 320, .replacements = 1, .images_per_s = 999.25,
+		.batches_total = 20, .samples = 320, .replacements = 1, .samples_per_s = 999.25,
 		.client_wait_us = 55, .ring_full_us = 66 };
 	strcpy(m.u.stream.dataset, "imagenet");
 	out[n++] = m;
@@ -163,6 +164,18 @@ static void expect_open(struct proto_msg m, int want, const char *what)
 	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), want, what);
 }
 
+/* An OPEN_STREAM whose options are out of range is well formed (it decodes)
+ * but proto_opts_check refuses it with FEEDER_EINVAL and a sentence naming
+ * the field; want 0: the options pass. */
+static void expect_opts(struct proto_msg m, int want, const char *field, const char *what)
+{
+	expect_open(m, 0, what);
+	err[0] = 0;
+	int rc = proto_opts_check(&m.u.open.opts, err, sizeof(err));
+	expect(rc, want, what);
+	CHECKF(!want || !field || strstr(err, field), "%s: '%s' does not name %s", what, err, field);
+}
+
 static void test_round_trips(void)
 {
 	struct proto_msg msgs[32];
@@ -189,11 +202,11 @@ static void test_round_trips(void)
 		CHECKF(seen[t], "type %d (%s) has no round-trip case", t, proto_type_name(t));
 	/* Float bit patterns survive exactly. */
 	struct proto_msg m = open_msg();
-	m.u.open.jpeg.mean[1] = 0.1f + 1e-7f;
+	m.u.open.opts.jpeg.mean[1] = 0.1f + 1e-7f;
 	int n = enc(&m);
 	struct proto_msg d;
 	CHECK(proto_decode(buf, (size_t)n, &d, err, sizeof(err)) == 0);
-	CHECK(memcmp(&d.u.open.jpeg.mean[1], &m.u.open.jpeg.mean[1], 4) == 0);
+	CHECK(memcmp(&d.u.open.opts.jpeg.mean[1], &m.u.open.opts.jpeg.mean[1], 4) == 0);
 }
 
 static void test_header_errors(void)
@@ -259,12 +272,12 @@ static void test_strings(void)
 	struct proto_msg m = open_msg(), d;
 	int n = enc(&m);
 	/* The dataset field follows the header and twelve u32 fields. */
-	uint8_t *name = buf + PROTO_HEADER_SIZE + 48;
+	uint8_t *name = buf + PROTO_HEADER_SIZE + 4; /* after the tag */
 	CHECK(memcmp(name, "imagenet-val_1.0", 17) == 0);
 	uint8_t save[PROTO_MAX_MESSAGE];
 	memcpy(save, buf, (size_t)n);
 
-	memset(name, 'a', PROTO_NAME_MAX); /* no NUL at all */
+	memset(name, 'a', FEEDER_DATASET_MAX); /* no NUL at all */
 	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "name without NUL");
 	CHECK(strstr(err, "dataset"));
 	memcpy(buf, save, (size_t)n);
@@ -275,17 +288,17 @@ static void test_strings(void)
 	const char *bad[] = { "", "../etc", "..", ".", ".hidden", "a/b", "a b", "x\xc3\xa9", "a\\b" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		m = open_msg();
-		strcpy(m.u.open.dataset, bad[i]);
+		strcpy(m.u.open.opts.dataset, bad[i]);
 		expect_open(m, FEEDER_EBADNAME, bad[i]);
 	}
 	m = open_msg();
-	memset(m.u.open.dataset, 'a', PROTO_NAME_MAX - 1);
-	m.u.open.dataset[PROTO_NAME_MAX - 1] = 0;
+	memset(m.u.open.opts.dataset, 'a', FEEDER_DATASET_MAX - 1);
+	m.u.open.opts.dataset[FEEDER_DATASET_MAX - 1] = 0;
 	expect_open(m, 0, "63-character name");
 	CHECK(proto_name_check("a..b", err, sizeof(err)) == 0);
-	char longname[PROTO_NAME_MAX + 1];
-	memset(longname, 'b', PROTO_NAME_MAX);
-	longname[PROTO_NAME_MAX] = 0;
+	char longname[FEEDER_DATASET_MAX + 1];
+	memset(longname, 'b', FEEDER_DATASET_MAX);
+	longname[FEEDER_DATASET_MAX] = 0;
 	CHECK(proto_name_check(longname, err, sizeof(err)) == FEEDER_EBADNAME);
 
 	/* ERROR's message must be terminated too. */
@@ -300,57 +313,78 @@ static void test_strings(void)
 static void test_open_fields(void)
 {
 	struct proto_msg m;
-#define BAD_OPEN(stmt) do { m = open_msg(); stmt; expect_open(m, FEEDER_EPROTO, #stmt); } while (0)
-	BAD_OPEN(m.u.open.pipeline = 0);
-	BAD_OPEN(m.u.open.pipeline = 3);
-	BAD_OPEN(m.u.open.batch = 0);
-	BAD_OPEN(m.u.open.batch = PROTO_MAX_BATCH + 1);
-	BAD_OPEN(m.u.open.epochs = 0);
-	BAD_OPEN(m.u.open.epoch = UINT64_MAX);
-	BAD_OPEN(m.u.open.world = 0);
-	BAD_OPEN(m.u.open.rank = 4);
-	BAD_OPEN(m.u.open.world = PROTO_MAX_WORLD + 1);
-	BAD_OPEN(m.u.open.drop_last = 2);
-	BAD_OPEN(m.u.open.slots = 0);
-	BAD_OPEN(m.u.open.slots = PROTO_MAX_SLOTS + 1);
-	BAD_OPEN(m.u.open.dtype = 0);
-	BAD_OPEN(m.u.open.dtype = 4);
-	BAD_OPEN(m.u.open.layout = 0);
-	BAD_OPEN(m.u.open.layout = 3);
-	BAD_OPEN(m.u.open.on_error = 2);
-	BAD_OPEN(m.u.open.flags = 8);                 /* an unknown bit */
-	BAD_OPEN(m.u.open.flags = 3);                 /* placement 3 does not exist */
-	BAD_OPEN(m.u.open.jpeg.out_h = 0);
-	BAD_OPEN(m.u.open.jpeg.out_w = PROTO_MAX_SIDE + 1);
-	BAD_OPEN(m.u.open.jpeg.train = 2);
-	BAD_OPEN(m.u.open.jpeg.scale_min = 0);
-	BAD_OPEN(m.u.open.jpeg.scale_max = 1.5f);
-	BAD_OPEN(m.u.open.jpeg.scale_min = 0.9f; m.u.open.jpeg.scale_max = 0.5f);
-	BAD_OPEN(m.u.open.jpeg.ratio_min = -1);
-	BAD_OPEN(m.u.open.jpeg.ratio_max = NAN);
-	BAD_OPEN(m.u.open.jpeg.flip_p = 1.01f);
-	BAD_OPEN(m.u.open.jpeg.resize_ratio = 0.5f);
-	BAD_OPEN(m.u.open.jpeg.mean[2] = INFINITY);
-	BAD_OPEN(m.u.open.jpeg.std[0] = 0);
-	BAD_OPEN(m.u.open.features.chunk_len = 10);
+#define BAD_OPEN(field, stmt) \
+	do { m = open_msg(); stmt; expect_opts(m, FEEDER_EINVAL, field, #stmt); } while (0)
+	BAD_OPEN("pipeline", m.u.open.opts.pipeline = 0);
+	BAD_OPEN("pipeline", m.u.open.opts.pipeline = 3);
+	BAD_OPEN("batch", m.u.open.opts.batch = 0);
+	BAD_OPEN("batch", m.u.open.opts.batch = FEEDER_MAX_BATCH + 1);
+	BAD_OPEN("epochs", m.u.open.opts.epochs = 0);
+	BAD_OPEN("epoch", m.u.open.opts.epoch = UINT64_MAX);
+	BAD_OPEN("world", m.u.open.opts.world = 0);
+	BAD_OPEN("rank", m.u.open.opts.rank = 4);
+	BAD_OPEN("world", m.u.open.opts.world = FEEDER_MAX_WORLD + 1);
+	BAD_OPEN("drop_last", m.u.open.opts.drop_last = 2);
+	BAD_OPEN("shuffle", m.u.open.opts.shuffle = 2);
+	BAD_OPEN("names", m.u.open.opts.names = 7);
+	BAD_OPEN("slots", m.u.open.opts.slots = 0);
+	BAD_OPEN("slots", m.u.open.opts.slots = FEEDER_MAX_SLOTS + 1);
+	BAD_OPEN("dtype", m.u.open.opts.dtype = 0);
+	BAD_OPEN("dtype", m.u.open.opts.dtype = 4);
+	BAD_OPEN("layout", m.u.open.opts.layout = 0);
+	BAD_OPEN("layout", m.u.open.opts.layout = 3);
+	BAD_OPEN("on_error", m.u.open.opts.on_error = 2);
+	BAD_OPEN("placement", m.u.open.opts.placement = 3);
+	BAD_OPEN("device_batches", m.u.open.opts.device_batches = 2);
+	BAD_OPEN("jpeg.height", m.u.open.opts.jpeg.height = 0);
+	BAD_OPEN("jpeg.width", m.u.open.opts.jpeg.width = FEEDER_MAX_SIDE + 1);
+	BAD_OPEN("jpeg.train", m.u.open.opts.jpeg.train = 2);
+	BAD_OPEN("jpeg.scale_min", m.u.open.opts.jpeg.scale_min = 0);
+	BAD_OPEN("jpeg.scale_max", m.u.open.opts.jpeg.scale_max = 1.5f);
+	BAD_OPEN("jpeg.scale_min", m.u.open.opts.jpeg.scale_min = 0.9f; m.u.open.opts.jpeg.scale_max = 0.5f);
+	BAD_OPEN("jpeg.ratio_min", m.u.open.opts.jpeg.ratio_min = -1);
+	BAD_OPEN("jpeg.ratio_max", m.u.open.opts.jpeg.ratio_max = NAN);
+	BAD_OPEN("jpeg.flip_p", m.u.open.opts.jpeg.flip_p = 1.01f);
+	BAD_OPEN("jpeg.resize_ratio", m.u.open.opts.jpeg.resize_ratio = 0.5f);
+	BAD_OPEN("jpeg.mean[2]", m.u.open.opts.jpeg.mean[2] = INFINITY);
+	BAD_OPEN("jpeg.std[0]", m.u.open.opts.jpeg.std[0] = 0);
+	/* The other pipeline's options are not read, so not checked. */
+	m = open_msg();
+	m.u.open.opts.features.chunk_len = 0;
+	expect_opts(m, 0, NULL, "jpeg stream with features.chunk_len 0");
+	/* The defaults pass, and are the documented ones. */
+	struct feeder_stream_opts d;
+	proto_opts_default(&d);
+	CHECK(proto_opts_check(&d, err, sizeof(err)) == 0);
+	CHECK(d.pipeline == FEEDER_PIPE_JPEG && d.batch == 32 && d.epochs == 1 && d.world == 1 &&
+	      d.slots == 4 && d.shuffle == 1 && d.dtype == FEEDER_DTYPE_F32 && d.names == 0 &&
+	      d.layout == FEEDER_LAYOUT_NCHW && d.jpeg.height == 224 && d.jpeg.width == 224 &&
+	      d.jpeg.train == 1 && fabsf(d.jpeg.scale_min - 0.08f) < 1e-7f &&
+	      fabsf(d.jpeg.std[2] - 0.225f) < 1e-7f && d.features.chunk_len == 200 &&
+	      d.features.cmn == FEEDER_FEAT_CMN_SLIDING && d.features.cmn_window == 300 &&
+	      d.features.pad == FEEDER_FEAT_PAD_REPEAT && d.dataset[0] == 0);
 	/* features streams */
 	struct proto_msg f;
 	struct proto_msg all[32];
 	sample_msgs(all);
 	f = all[3];
-	CHECK(f.u.open.pipeline == PROTO_PIPE_FEATURES);
-#define BAD_FEAT(stmt) do { m = f; stmt; expect_open(m, FEEDER_EPROTO, #stmt); } while (0)
-	BAD_FEAT(m.u.open.dtype = PROTO_DTYPE_U8);
-	BAD_FEAT(m.u.open.layout = PROTO_LAYOUT_NHWC);
-	BAD_FEAT(m.u.open.features.chunk_len = 0);
-	BAD_FEAT(m.u.open.features.chunk_len = PROTO_MAX_CHUNK + 1);
-	BAD_FEAT(m.u.open.features.pad = 0);
-	BAD_FEAT(m.u.open.features.pad = 3);
-	BAD_FEAT(m.u.open.features.cmn = 3);
-	BAD_FEAT(m.u.open.features.cmn_window = 0);
-	BAD_FEAT(m.u.open.features.cvn = 2);
-	BAD_FEAT(m.u.open.jpeg.out_h = 1);
-	expect_open(f, 0, "features stream");
+	CHECK(f.u.open.opts.pipeline == FEEDER_PIPE_FEATURES);
+#define BAD_FEAT(field, stmt) \
+	do { m = f; stmt; expect_opts(m, FEEDER_EINVAL, field, #stmt); } while (0)
+	BAD_FEAT("u8", m.u.open.opts.dtype = FEEDER_DTYPE_U8);
+	BAD_FEAT("layout", m.u.open.opts.layout = FEEDER_LAYOUT_NHWC);
+	BAD_FEAT("features.chunk_len", m.u.open.opts.features.chunk_len = 0);
+	BAD_FEAT("features.chunk_len", m.u.open.opts.features.chunk_len = FEEDER_MAX_CHUNK + 1);
+	BAD_FEAT("features.pad", m.u.open.opts.features.pad = 0);
+	BAD_FEAT("features.pad", m.u.open.opts.features.pad = 3);
+	BAD_FEAT("features.cmn", m.u.open.opts.features.cmn = 3);
+	BAD_FEAT("features.cmn_window", m.u.open.opts.features.cmn_window = 0);
+	BAD_FEAT("features.cvn", m.u.open.opts.features.cvn = 2);
+	BAD_FEAT("features.cvn", m.u.open.opts.features.cmn = FEEDER_FEAT_CMN_NONE);
+	m = f;
+	m.u.open.opts.jpeg.height = 0;
+	expect_opts(m, 0, NULL, "features stream with jpeg.height 0");
+	expect_opts(f, 0, NULL, "features stream");
 }
 
 static void test_other_fields(void)
@@ -394,14 +428,14 @@ static void test_other_fields(void)
 	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "tensor past slot");
 	/* A device ring: the device table follows the slots, page aligned. */
 	m = all[4];
-	m.u.opened.memory = PROTO_MEM_DEVICE;
-	m.u.opened.placement = PROTO_PLACE_GPU;
+	m.u.opened.memory = FEEDER_MEMORY_DEVICE;
+	m.u.opened.placement = FEEDER_PLACEMENT_GPU;
 	m.u.opened.device_table = m.u.opened.ring_size;
 	m.u.opened.ring_size += proto_device_table_size(4, PROTO_TENSOR_ALIGN);
 	CHECK(proto_device_table_size(4, 4096) == 4096 && proto_device_table_size(32, 4096) == 8192);
 	n = enc(&m);
 	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), 0, "device ring");
-	CHECK(d.u.opened.memory == PROTO_MEM_DEVICE && d.u.opened.device_table == m.u.opened.device_table);
+	CHECK(d.u.opened.memory == FEEDER_MEMORY_DEVICE && d.u.opened.device_table == m.u.opened.device_table);
 	struct proto_msg dev = m;
 	m.u.opened.device_table -= 4096; /* over the last slot */
 	n = enc(&m);
@@ -411,7 +445,7 @@ static void test_other_fields(void)
 	n = enc(&m);
 	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "short table");
 	m = dev;
-	m.u.opened.memory = PROTO_MEM_HOST; /* a host ring with a table */
+	m.u.opened.memory = FEEDER_MEMORY_HOST; /* a host ring with a table */
 	n = enc(&m);
 	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "host ring, table");
 	m = dev;
@@ -429,22 +463,30 @@ static void test_geometry(void)
 {
 	struct proto_msg m = open_msg();
 	struct proto_geometry g;
-	m.u.open.batch = 3;
-	m.u.open.slots = 2;
-	m.u.open.jpeg.out_h = 5;
-	m.u.open.jpeg.out_w = 7;
-	CHECK(proto_geometry(&m.u.open, 0, 4096, &g, err, sizeof(err)) == 0);
+	m.u.open.opts.batch = 3;
+	m.u.open.opts.slots = 2;
+	m.u.open.opts.jpeg.height = 5;
+	m.u.open.opts.jpeg.width = 7;
+	CHECK(proto_geometry(&m.u.open.opts, 0, 4096, &g, err, sizeof(err)) == 0);
 	CHECK(g.shape[0] == 3 && g.shape[1] == 5 && g.shape[2] == 7 && g.shape[3] == 3); /* NHWC */
 	CHECK(g.sample_bytes == 5 * 7 * 3 * 2);
 	CHECK(g.tensor_bytes == 3 * g.sample_bytes);
 	CHECK(g.labels_offset == PROTO_SLOT_HEADER && g.tensor_offset == 4096);
+	CHECK(g.indices_offset == PROTO_SLOT_HEADER + 16 && g.names_offset == 0);
 	CHECK(g.slot_size == 8192 && g.ring_size == PROTO_RING_HEADER + 2 * 8192);
-	m.u.open.layout = PROTO_LAYOUT_NCHW;
-	m.u.open.batch = 2000; /* labels push the tensor to the next page */
-	CHECK(proto_geometry(&m.u.open, 0, 4096, &g, err, sizeof(err)) == 0);
+	m.u.open.opts.layout = FEEDER_LAYOUT_NCHW;
+	m.u.open.opts.batch = 2000; /* labels and indices push the tensor pages further */
+	CHECK(proto_geometry(&m.u.open.opts, 0, 4096, &g, err, sizeof(err)) == 0);
 	CHECK(g.shape[1] == 3 && g.shape[2] == 5 && g.shape[3] == 7);
-	CHECK(g.tensor_offset == 8192 && g.slot_size % 4096 == 0);
+	CHECK(g.indices_offset == 64 + 8000 && g.tensor_offset == 24576 && g.slot_size % 4096 == 0);
 	CHECK(g.slot_size >= g.tensor_offset + g.tensor_bytes);
+	/* Names: a field of FEEDER_SAMPLE_NAME_MAX bytes per sample after the
+	 * indices, before the tensor. */
+	m.u.open.opts.batch = 3;
+	m.u.open.opts.names = 1;
+	CHECK(proto_geometry(&m.u.open.opts, 0, 4096, &g, err, sizeof(err)) == 0);
+	CHECK(g.names_offset == g.indices_offset + 24 &&
+	      g.names_offset + 3 * FEEDER_SAMPLE_NAME_MAX <= g.tensor_offset);
 	CHECK(sizeof(struct proto_slot_header) <= PROTO_SLOT_HEADER);
 	CHECK(sizeof(struct proto_ring_header) <= PROTO_RING_HEADER);
 }

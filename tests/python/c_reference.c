@@ -37,6 +37,7 @@ static int layout(void)
 	FIELD(feeder_stream_opts, seed);
 	FIELD(feeder_stream_opts, epoch);
 	FIELD(feeder_stream_opts, epochs);
+	FIELD(feeder_stream_opts, shuffle);
 	FIELD(feeder_stream_opts, start_batch);
 	FIELD(feeder_stream_opts, rank);
 	FIELD(feeder_stream_opts, world);
@@ -45,6 +46,9 @@ static int layout(void)
 	FIELD(feeder_stream_opts, dtype);
 	FIELD(feeder_stream_opts, layout);
 	FIELD(feeder_stream_opts, on_error);
+	FIELD(feeder_stream_opts, names);
+	FIELD(feeder_stream_opts, placement);
+	FIELD(feeder_stream_opts, device_batches);
 	FIELD(feeder_stream_opts, jpeg);
 	FIELD(feeder_stream_opts, jpeg.height);
 	FIELD(feeder_stream_opts, jpeg.width);
@@ -79,6 +83,9 @@ static int layout(void)
 	FIELD(feeder_stream_info, ring);
 	FIELD(feeder_stream_info, ring_size);
 	FIELD(feeder_stream_info, slot_size);
+	FIELD(feeder_stream_info, placement);
+	FIELD(feeder_stream_info, memory);
+	FIELD(feeder_stream_info, device);
 	SIZE(feeder_batch);
 	FIELD(feeder_batch, data);
 	FIELD(feeder_batch, bytes);
@@ -87,12 +94,23 @@ static int layout(void)
 	FIELD(feeder_batch, dtype);
 	FIELD(feeder_batch, layout);
 	FIELD(feeder_batch, labels);
+	FIELD(feeder_batch, indices);
+	FIELD(feeder_batch, names);
 	FIELD(feeder_batch, count);
 	FIELD(feeder_batch, epoch);
 	FIELD(feeder_batch, batch_index);
 	FIELD(feeder_batch, replacements);
 	FIELD(feeder_batch, slot);
 	FIELD(feeder_batch, stream);
+	FIELD(feeder_batch, memory);
+	FIELD(feeder_batch, device);
+	SIZE(feeder_status);
+	FIELD(feeder_status, uptime_ms);
+	FIELD(feeder_status, clients);
+	FIELD(feeder_status, datasets);
+	FIELD(feeder_status, memory_used);
+	FIELD(feeder_status, protocol_errors);
+	FIELD(feeder_status, samples_per_s);
 	/* The enums, which _lib.py repeats too. */
 	static const struct { const char *name; int value; } en[] = {
 		{"FEEDER_ECORRUPT", FEEDER_ECORRUPT}, {"FEEDER_EVERSION", FEEDER_EVERSION},
@@ -114,6 +132,13 @@ static int layout(void)
 		{"FEEDER_FEAT_CMN_NONE", FEEDER_FEAT_CMN_NONE},
 		{"FEEDER_FEAT_CMN_UTT", FEEDER_FEAT_CMN_UTT},
 		{"FEEDER_FEAT_CMN_SLIDING", FEEDER_FEAT_CMN_SLIDING},
+		{"FEEDER_PLACEMENT_CPU", FEEDER_PLACEMENT_CPU},
+		{"FEEDER_PLACEMENT_GPU", FEEDER_PLACEMENT_GPU},
+		{"FEEDER_PLACEMENT_AUTO", FEEDER_PLACEMENT_AUTO},
+		{"FEEDER_MEMORY_HOST", FEEDER_MEMORY_HOST},
+		{"FEEDER_MEMORY_DEVICE", FEEDER_MEMORY_DEVICE},
+		{"FEEDER_DATASET_MAX", FEEDER_DATASET_MAX},
+		{"FEEDER_SAMPLE_NAME_MAX", FEEDER_SAMPLE_NAME_MAX},
 	};
 	for (size_t i = 0; i < sizeof en / sizeof en[0]; i++)
 		printf(", \"enum %s\": %d", en[i].name, en[i].value);
@@ -146,7 +171,7 @@ static int set_opt(struct feeder_stream_opts *o, char *kv)
 	const char *k = kv, *v = eq + 1;
 	uint64_t x = 0;
 	if (strcmp(k, "dataset") == 0) {
-		o->dataset = v;
+		snprintf(o->dataset, sizeof o->dataset, "%s", v);
 		return 0;
 	}
 	if (strcmp(k, "pipeline") == 0) {

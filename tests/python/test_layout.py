@@ -25,7 +25,7 @@ def test_library_is_the_builds(c_layout):
 
 
 def test_struct_sizes(c_layout):
-    for name in ("feeder_stream_opts", "feeder_stream_info", "feeder_batch"):
+    for name in ("feeder_stream_opts", "feeder_stream_info", "feeder_batch", "feeder_status"):
         assert ffi.sizeof("struct " + name) == c_layout[name], name
 
 
@@ -46,7 +46,7 @@ def test_enum_values(c_layout):
         if key.startswith("enum "):
             assert getattr(lib, key[5:]) == value, key
             n += 1
-    assert n == 29
+    assert n == 36
 
 
 def test_strerror_names_codes():

@@ -189,3 +189,62 @@ def test_features_equal_c_client(daemon, workdir):
         assert d.shape == (4, ld.shape[1], 40) and d.dtype == np.float32
         assert d.tobytes() == r["data"].tobytes() and np.array_equal(lab, r["labels"])
         assert d.std() > 0
+
+
+def _dataset_labels_names(daemon):
+    """Each record's label and name, read from the dataset's LMDB file with
+    python3-lmdb (an independent reader)."""
+    lmdb = pytest.importorskip("lmdb")
+    import os
+    import struct
+    env = lmdb.open(os.path.join(daemon.datasets, "imgs"), readonly=True, lock=False,
+                    max_dbs=8, subdir=True)
+    labels, names = {}, {}
+    with env.begin() as t:
+        for key, val in t.cursor(db=env.open_db(b"samples", txn=t)):
+            labels[struct.unpack(">Q", key)[0]] = struct.unpack_from("<I", val, 0)[0]
+        for key, val in t.cursor(db=env.open_db(b"names", txn=t)):
+            names[struct.unpack(">Q", key)[0]] = val.decode()
+    env.close()
+    return labels, names
+
+
+def test_return_index_and_names_match_the_dataset(daemon):
+    labels, names = _dataset_labels_names(daemon)
+    ld = loader(daemon, batch_size=8, drop_last=False, return_index=True, return_names=True)
+    seen = []
+    for d, lab, idx, nm in ld:
+        assert idx.dtype == np.uint64 and idx.shape == lab.shape and len(nm) == len(lab)
+        for i, n, y in zip(idx.tolist(), nm, lab.tolist()):
+            assert labels[i] == y and names[i] == n and n
+        seen += idx.tolist()
+    # One epoch: every record once, in a shuffled order.
+    assert sorted(seen) == list(range(40)) and seen != list(range(40))
+    # Without the options a batch is (data, labels).
+    assert len(next(iter(loader(daemon)))) == 2
+
+
+def test_shuffle_false_is_dataset_order(daemon, monkeypatch):
+    got = []
+    for rank in range(2):
+        ld = loader(daemon, batch_size=6, drop_last=False, shuffle=False, rank=rank,
+                    world_size=2, return_index=True)
+        for epoch in (0, 3):
+            ld.set_epoch(epoch)
+            got.append((rank, epoch, [i for _, _, idx in ld for i in idx.tolist()]))
+    for rank, epoch, order in got:
+        assert order == list(range(rank, 40, 2)), (rank, epoch)
+
+
+def test_load_state_past_the_epoch_is_refused(daemon):
+    ld = loader(daemon)
+    state = ld.state_dict()
+    state["next_batch"] = len(ld) + 1
+    with pytest.raises(feeder.OptionError) as e:
+        ld.load_state_dict(state)
+    assert "past the" in str(e.value)
+    state["next_batch"] = len(ld)  # the end of the epoch itself is fine
+    ld.load_state_dict(state)
+    state["shuffle"] = False
+    with pytest.raises(feeder.OptionError):
+        ld.load_state_dict(state)

@@ -82,7 +82,7 @@ static struct feeder *connect_or_die(void)
 static void small_opts(struct feeder_stream_opts *o, uint32_t slots)
 {
 	feeder_stream_opts_init(o);
-	o->dataset = dataset;
+	snprintf(o->dataset, sizeof o->dataset, "%s", dataset);
 	o->batch = 4;
 	o->slots = slots;
 	o->seed = 5;
@@ -161,7 +161,7 @@ static int hello_raw(void)
 	return fd;
 }
 
-static void status_raw(int fd, struct proto_status_reply *r)
+static void status_raw(int fd, struct feeder_status *r)
 {
 	struct proto_msg m = { .type = PROTO_STATUS };
 	m.u.status.what = PROTO_STATUS_SUMMARY;
@@ -210,12 +210,12 @@ static int cmd_seals(void)
 {
 	int fd = hello_raw();
 	struct proto_msg m = { .type = PROTO_OPEN_STREAM };
-	proto_open_stream_defaults(&m.u.open, 16, 1);
-	snprintf(m.u.open.dataset, sizeof(m.u.open.dataset), "%s", dataset);
-	m.u.open.batch = 4;
-	m.u.open.slots = 2;
-	m.u.open.epochs = 3;
-	m.u.open.dtype = PROTO_DTYPE_U8;
+	proto_opts_jpeg(&m.u.open.opts, 16, 1);
+	snprintf(m.u.open.opts.dataset, sizeof(m.u.open.opts.dataset), "%s", dataset);
+	m.u.open.opts.batch = 4;
+	m.u.open.opts.slots = 2;
+	m.u.open.opts.epochs = 3;
+	m.u.open.opts.dtype = FEEDER_DTYPE_U8;
 	m.u.open.tag = 1;
 	send_raw(fd, &m);
 	int mfd = -1;
@@ -456,13 +456,13 @@ static int open_name(const char *name, int *fatal, char *why, size_t whylen)
 {
 	int fd = hello_raw();
 	struct proto_msg m = { .type = PROTO_OPEN_STREAM };
-	proto_open_stream_defaults(&m.u.open, 16, 0);
-	m.u.open.batch = 4;
-	m.u.open.slots = 1;
-	m.u.open.dtype = PROTO_DTYPE_U8;
+	proto_opts_jpeg(&m.u.open.opts, 16, 0);
+	m.u.open.opts.batch = 4;
+	m.u.open.opts.slots = 1;
+	m.u.open.opts.dtype = FEEDER_DTYPE_U8;
 	/* Raw bytes: a client need not go through libfeeder's checks. */
-	memset(m.u.open.dataset, 0, sizeof(m.u.open.dataset));
-	memcpy(m.u.open.dataset, name, strnlen(name, PROTO_NAME_MAX - 1));
+	memset(m.u.open.opts.dataset, 0, sizeof(m.u.open.opts.dataset));
+	memcpy(m.u.open.opts.dataset, name, strnlen(name, FEEDER_DATASET_MAX - 1));
 	send_raw(fd, &m);
 	int mfd = -1, code = 0;
 	CHECK(recv_raw(fd, &m, &mfd) == 0);
@@ -663,7 +663,7 @@ static void run_churners(unsigned clients, unsigned rounds, uint64_t *batches)
  * and holds only the memory of those streams. */
 static void wait_settled(int watch, unsigned clients, unsigned streams, uint64_t mem)
 {
-	struct proto_status_reply r;
+	struct feeder_status r;
 	for (int i = 0; i < 1000; i++) {
 		status_raw(watch, &r);
 		if (r.clients == clients && r.streams == streams && r.memory_used == mem)
@@ -701,7 +701,7 @@ static int cmd_churn(unsigned clients, unsigned rounds, pid_t pid)
 		CHECK(feeder_batch_release(s, &b) == 0);
 	}
 	feeder_stream_close(s);
-	o.epochs = PROTO_MAX_EPOCHS;
+	o.epochs = FEEDER_MAX_EPOCHS;
 	o.seed = 77;
 	CHECK(try_open(st.f, &o, &st.s) == 0);
 	feeder_stream_info(st.s, &info);

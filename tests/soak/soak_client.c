@@ -143,7 +143,7 @@ int main(int argc, char **argv)
 	CHECKF(rc == 0, "connect: %s (%s)", feeder_last_error(NULL), feeder_strerror(rc));
 	struct feeder_stream_opts o;
 	feeder_stream_opts_init(&o);
-	o.dataset = a.dataset;
+	snprintf(o.dataset, sizeof o.dataset, "%s", a.dataset);
 	o.batch = a.batch;
 	o.seed = a.seed;
 	o.epoch = epoch;

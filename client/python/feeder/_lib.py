@@ -21,6 +21,7 @@ from cffi import FFI
 # ---- Must match client/feeder.h ----------------------------------------
 CDEF = """
 enum {
+    FEEDER_EBASE = 10000,
     FEEDER_ECORRUPT = -10001,
     FEEDER_EVERSION = -10002,
     FEEDER_EFORMAT = -10003,
@@ -48,48 +49,68 @@ enum feeder_placement { FEEDER_PLACEMENT_CPU = 0, FEEDER_PLACEMENT_GPU = 1,
                         FEEDER_PLACEMENT_AUTO = 2 };
 enum feeder_memory { FEEDER_MEMORY_HOST = 0, FEEDER_MEMORY_DEVICE = 1 };
 
-struct feeder;
-struct feeder_stream;
+#define FEEDER_DATASET_MAX 64
+#define FEEDER_SAMPLE_NAME_MAX 256
+
+struct feeder_jpeg_opts {
+    uint32_t height, width;
+    uint32_t train;
+    float scale_min, scale_max;
+    float ratio_min, ratio_max;
+    float flip_p;
+    float resize_ratio;
+    float mean[3], std[3];
+};
+
+struct feeder_features_opts {
+    uint32_t chunk_len;
+    uint32_t pad;
+    uint32_t cmn;
+    uint32_t cmn_window;
+    uint32_t cvn;
+    uint32_t train;
+};
 
 struct feeder_stream_opts {
-    const char *dataset;
-    int pipeline;
+    char dataset[64];
+    uint32_t pipeline;
     uint32_t batch;
     uint64_t seed;
     uint64_t epoch;
     uint32_t epochs;
+    uint32_t shuffle;
     uint64_t start_batch;
     uint32_t rank, world;
-    int drop_last;
+    uint32_t drop_last;
     uint32_t slots;
-    int dtype;
-    int layout;
-    int on_error;
-    struct {
-        uint32_t height, width;
-        int train;
-        float scale_min, scale_max;
-        float ratio_min, ratio_max;
-        float flip_p;
-        float resize_ratio;
-        float mean[3], std[3];
-    } jpeg;
-    struct {
-        uint32_t chunk_len;
-        int pad;
-        int cmn;
-        uint32_t cmn_window;
-        int cvn;
-        int train;
-    } features;
-    int placement;
-    int device_batches;
+    uint32_t dtype;
+    uint32_t layout;
+    uint32_t on_error;
+    uint32_t names;
+    uint32_t placement;
+    uint32_t device_batches;
+    struct feeder_jpeg_opts jpeg;
+    struct feeder_features_opts features;
 };
+
+struct feeder_status {
+    uint64_t uptime_ms;
+    uint32_t clients, streams, workers, datasets;
+    uint64_t memory_used, memory_limit;
+    uint64_t batches, samples;
+    uint64_t replacements;
+    uint64_t decode_errors;
+    uint64_t protocol_errors;
+    double samples_per_s;
+};
+
+struct feeder;
+struct feeder_stream;
 
 struct feeder_stream_info {
     uint32_t id;
     uint32_t slots, batch;
-    int dtype, layout;
+    uint32_t dtype, layout;
     uint32_t ndim, shape[4];
     uint64_t batches;
     uint64_t batches_per_epoch;
@@ -98,8 +119,8 @@ struct feeder_stream_info {
     void *ring;
     size_t ring_size;
     size_t slot_size;
-    int placement;
-    int memory;
+    uint32_t placement;
+    uint32_t memory;
     int device;
 };
 
@@ -108,15 +129,17 @@ struct feeder_batch {
     size_t bytes;
     uint32_t ndim;
     uint32_t shape[4];
-    int dtype, layout;
+    uint32_t dtype, layout;
     const int32_t *labels;
+    const uint64_t *indices;
+    const char *names;
     uint32_t count;
     uint64_t epoch;
     uint64_t batch_index;
     uint32_t replacements;
     uint32_t slot;
     uint32_t stream;
-    int memory;
+    uint32_t memory;
     int device;
 };
 
@@ -127,7 +150,9 @@ const char *feeder_strerror(int code);
 int feeder_fd(const struct feeder *f);
 int feeder_set_reconnect(struct feeder *f, int timeout_ms);
 uint32_t feeder_get_reconnects(const struct feeder *f);
+int feeder_get_status(struct feeder *f, int timeout_ms, struct feeder_status *out);
 void feeder_stream_opts_init(struct feeder_stream_opts *o);
+int feeder_stream_opts_set_dataset(struct feeder_stream_opts *o, const char *name);
 int feeder_stream_open(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
                        struct feeder_stream **out);
 void feeder_stream_info(const struct feeder_stream *s, struct feeder_stream_info *info);

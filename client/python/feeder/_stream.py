@@ -91,7 +91,7 @@ class _DeviceSlot:
 
 class Stream:
     """A connection with one open stream. opts is a filled
-    struct feeder_stream_opts (its dataset string kept alive by the caller)."""
+    struct feeder_stream_opts."""
 
     def __init__(self, socket, opts, connect_timeout, timeout, ndim=4, reconnect=0):
         self._owner = _Owner()
@@ -110,13 +110,7 @@ class Stream:
         ps = ffi.new("struct feeder_stream **")
         rc = lib.feeder_stream_open(self._conn, opts, _ms(timeout), ps)
         if rc:
-            msg = last_error(self._conn)
-            # feederd's protocol decoder refuses out-of-range request fields
-            # ("OPEN_STREAM: slots 300 is not within 1..256") as a protocol
-            # error; for the trainer that is a bad option.
-            if rc == lib.FEEDER_EPROTO and "OPEN_STREAM: " in msg:
-                rc = lib.FEEDER_EINVAL
-            exc = error_from(rc, msg)
+            exc = error_from(rc, last_error(self._conn))
             self.close()
             raise exc
         self._s = ps[0]
@@ -178,6 +172,21 @@ class Stream:
         """An object with __cuda_array_interface__ over a device batch."""
         return _DeviceSlot(int(ffi.cast("uintptr_t", b.data)),
                            (b.count,) + self._sample_shape, self._typestr, self._owner)
+
+    def indices(self, b):
+        """The dataset index of each sample of batch b: an owned uint64 array."""
+        addr = int(ffi.cast("uintptr_t", b.indices))
+        return np.asarray(_SlotMemory(self._owner, addr, (b.count,), "<u8")).copy()
+
+    def names(self, b):
+        """The name of each sample of batch b (the stream was opened with
+        names): a list of str, "" where the dataset keeps none."""
+        if b.names == ffi.NULL:
+            return [""] * b.count
+        raw = ffi.buffer(b.names, b.count * lib.FEEDER_SAMPLE_NAME_MAX)[:]
+        size = lib.FEEDER_SAMPLE_NAME_MAX
+        return [raw[i * size:(i + 1) * size].split(b"\0", 1)[0].decode("utf-8", "replace")
+                for i in range(b.count)]
 
     def views_labels(self, b):
         """The labels of batch b (host memory) as a NumPy array, no copy."""

@@ -2,7 +2,8 @@
 
 A Loader asks feederd for one stream per epoch (dataset, pipeline, batch
 size, seed, epoch, rank of world, start batch) and yields its batches as
-(data, labels). Everything that decides the bytes of a batch is in that
+(data, labels) (plus each sample's dataset index and name when asked).
+Everything that decides the bytes of a batch is in that
 request, so the Loader's whole state is (seed, epoch, next batch): a trainer
 that saves state_dict() and later load_state_dict()s it gets exactly the
 batches it had not seen, and set_epoch(e) reshuffles like DistributedSampler.
@@ -20,7 +21,7 @@ import numpy as np
 
 from ._lib import ffi, lib
 from ._stream import Stream
-from .errors import OptionError, ProtocolError
+from .errors import OptionError, ProtocolError, error_from
 from .pipelines import as_pipeline
 
 _DTYPES = {
@@ -106,6 +107,14 @@ class Loader:
     undisturbed run would have had. 0 (the default) raises DaemonGoneError
     instead; None keeps trying forever. loader.reconnects counts them.
 
+    shuffle: each epoch in a seeded random order (True), or in dataset order
+    (False, as DataLoader(shuffle=False) for evaluation; still split across
+    ranks). return_index: also yield each sample's dataset index (a uint64
+    array; int64 tensor with as_torch), the record actually delivered.
+    return_names: also yield each sample's name as the dataset keeps it (a
+    list of str, "" where it keeps none; utterance ids, file names). A batch
+    is then (data, labels[, index][, names]).
+
     A view (copy=False, no device) is valid until the next batch is asked
     for: the slot then goes back to the daemon and is overwritten. Keep a
     batch longer with copy=True or arr.copy(). Memory stays mapped while any
@@ -122,7 +131,8 @@ class Loader:
     def __init__(self, dataset, batch_size, pipeline="jpeg", seed=0, epoch=0, rank=None,
                  world_size=None, drop_last=True, slots=4, dtype="float16", layout="NCHW",
                  socket=None, on_error="replace", as_torch=False, copy=False, device=None,
-                 timeout=60.0, connect_timeout=10.0, reconnect=0, placement="cpu"):
+                 timeout=60.0, connect_timeout=10.0, reconnect=0, placement="cpu",
+                 shuffle=True, return_index=False, return_names=False):
         if not isinstance(dataset, str) or not dataset:
             raise OptionError("dataset must be a non-empty name, not %r" % (dataset,))
         self.dataset = dataset
@@ -134,6 +144,9 @@ class Loader:
             "world_size", _env_int("WORLD_SIZE", 1) if world_size is None else world_size)
         self.rank = _nonneg_int("rank", _env_int("RANK", 0) if rank is None else rank)
         self.drop_last = bool(drop_last)
+        self.shuffle = bool(shuffle)
+        self.return_index = bool(return_index)
+        self.return_names = bool(return_names)
         self.slots = _nonneg_int("slots", slots)
         if not 1 <= self.batch_size <= 65536:
             raise OptionError("batch_size %d is not within 1..65536" % self.batch_size)
@@ -194,9 +207,11 @@ class Loader:
     def _opts(self, epoch, start):
         o = ffi.new("struct feeder_stream_opts *")
         lib.feeder_stream_opts_init(o)
-        name = ffi.new("char[]", self.dataset.encode())
+        rc = lib.feeder_stream_opts_set_dataset(o, self.dataset.encode())
+        if rc:
+            raise error_from(rc, "dataset name %r is not allowed (1..63 characters of "
+                             "A-Z a-z 0-9 . _ -, not starting with '.')" % self.dataset)
         try:
-            o.dataset = name
             self.pipeline.fill(o)
             o.batch = self.batch_size
             o.seed = self.seed
@@ -212,15 +227,16 @@ class Loader:
             o.on_error = self._on_error
             o.placement = _PLACEMENTS[self.placement]
             o.device_batches = int(self._copier is not None)
+            o.shuffle = int(self.shuffle)
+            o.names = int(self.return_names)
         except (OverflowError, TypeError) as e:
             raise OptionError("option out of range for feederd: %s" % e) from None
-        return o, name
+        return o
 
     def _open(self, epoch, start):
-        o, name = self._opts(epoch, start)
+        o = self._opts(epoch, start)
         s = Stream(self.socket, o, self.connect_timeout, self.timeout,
                    ndim=3 if self.pipeline.kind == "features" else 4, reconnect=self.reconnect)
-        del name  # kept alive through the open call above
         s.pos = (epoch, start)  # of the next batch it delivers
         s.left = s.batches      # batches it still delivers
         if self._copier and s.memory == lib.FEEDER_MEMORY_HOST:
@@ -248,19 +264,27 @@ class Loader:
         that a mismatched resume is refused."""
         return {"seed": self.seed, "epoch": self.epoch, "next_batch": self.next_batch,
                 "dataset": self.dataset, "batch_size": self.batch_size, "rank": self.rank,
-                "world_size": self.world_size}
+                "world_size": self.world_size, "shuffle": self.shuffle}
 
     def load_state_dict(self, state):
         missing = [k for k in _STATE_KEYS if k not in state]
         if missing:
             raise OptionError("Loader state lacks %s" % ", ".join(missing))
-        for k in ("dataset", "batch_size", "rank", "world_size"):
-            if state[k] != getattr(self, k):
+        # States saved before the shuffle option existed were shuffled.
+        for k, default in (("dataset", None), ("batch_size", None), ("rank", None),
+                           ("world_size", None), ("shuffle", True)):
+            v = state.get(k, default)
+            if v != getattr(self, k):
                 raise OptionError("Loader state is for %s=%r, this Loader has %r; resuming it would "
-                                  "not give the same batches" % (k, state[k], getattr(self, k)))
+                                  "not give the same batches" % (k, v, getattr(self, k)))
+        next_batch = _nonneg_int("next_batch", state["next_batch"])
+        if next_batch > self._batches_per_epoch:
+            raise OptionError("Loader state's next_batch %d is past the %d batches of an epoch "
+                              "(a state of another dataset or batch size?)"
+                              % (next_batch, self._batches_per_epoch))
         self.seed = _nonneg_int("seed", state["seed"])
         self.epoch = _nonneg_int("epoch", state["epoch"])
-        self.next_batch = _nonneg_int("next_batch", state["next_batch"])
+        self.next_batch = next_batch
 
     def __iter__(self):
         self._iter_id += 1
@@ -326,13 +350,26 @@ class Loader:
         s.pos = (b.epoch, nxt) if nxt < self._batches_per_epoch else (b.epoch + 1, 0)
         return b
 
+    def _extras(self, stream, b):
+        """(index,) and/or (names,) of batch b as asked for: owned copies, so
+        they outlive the slot."""
+        out = ()
+        if self.return_index:
+            index = stream.indices(b)
+            if self.as_torch or self._copier:
+                index = self._torch.from_numpy(index.astype(np.int64))
+            out += (index,)
+        if self.return_names:
+            out += (stream.names(b),)
+        return out
+
     def _host_batch(self, stream, b):
         data, labels = stream.views(b)
         if self.copy:
             data, labels = data.copy(), labels.copy()
         if self.as_torch:
             data, labels = self._torch.from_numpy(data), self._torch.from_numpy(labels)
-        return data, labels
+        return (data, labels) + self._extras(stream, b)
 
     def _iter_host(self, my_id):
         if self.next_batch >= self._batches_per_epoch:
@@ -389,7 +426,7 @@ class Loader:
         pending = None  # (batch, (data, labels, event)) copy in flight
         try:
             b = self._fetch(s)
-            pending = (b, cp.start(*s.views(b)))
+            pending = (b, cp.start(*s.views(b)), self._extras(s, b))
             while pending is not None:
                 if done is not None:
                     done[1].synchronize()
@@ -397,14 +434,14 @@ class Loader:
                     done = None
                 if self._iter_id != my_id:
                     return
-                pb, copy = pending
+                pb, copy, extras = pending
                 nxt = None
                 if pb.batch_index + 1 < bpe:
                     b = self._fetch(s)
-                    nxt = (b, cp.start(*s.views(b)))
+                    nxt = (b, cp.start(*s.views(b)), self._extras(s, b))
                 self.next_batch = pb.batch_index + 1
                 self.replacements += pb.replacements
-                out = cp.finish(copy)
+                out = tuple(cp.finish(copy)) + extras
                 done, pending = (pb, copy[2]), nxt
                 yield out
             if done is not None:
@@ -436,6 +473,6 @@ class Loader:
             s.wait_on(b, current())
             data = torch.as_tensor(s.device_view(b), device=dev)
             labels = torch.from_numpy(s.views_labels(b)).to(dev)
-            return (data.clone() if self.copy else data), labels
+            return ((data.clone() if self.copy else data), labels) + self._extras(s, b)
 
         yield from self._iter_slots(my_id, s, make, lambda b: s.release_on(b, current()))
