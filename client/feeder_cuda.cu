@@ -44,11 +44,21 @@ extern "C" {
 #include <stdlib.h>
 #include <string.h>
 
+/* Up to this many CUDA devices in one process have bridge events (see
+ * fcuda_ring_release); more are refused with a sentence. */
+#define FCUDA_MAX_DEVICES 64
+
 struct fcuda_ring {
 	int device;
 	void *base;
 	uint32_t nslots;
 	cudaEvent_t *ready, *release;
+	/* A release recorded on a trainer stream of another device reaches the
+	 * IPC event through an event of that device (bridge[dev]) waited on by
+	 * a stream of the ring's device (link): an event and the stream it is
+	 * recorded on must belong to the same device. Made when first needed. */
+	cudaEvent_t bridge[FCUDA_MAX_DEVICES];
+	cudaStream_t link;
 };
 
 extern "C" int fcuda_device_usable(void)
@@ -84,10 +94,28 @@ struct device_scope {
 	}
 };
 
+/* The device a stream belongs to: the legacy default stream (NULL) is the
+ * caller's current device's. CUDA before 12.8 cannot tell for other streams;
+ * they are taken to be on the current device there too. */
+static cudaError_t stream_device(cudaStream_t st, int *dev)
+{
+#if CUDART_VERSION >= 12080
+	if (st)
+		return cudaStreamGetDevice(st, dev);
+#endif
+	return cudaGetDevice(dev);
+}
+
 extern "C" void fcuda_ring_close(struct fcuda_ring *r)
 {
 	if (!r)
 		return;
+	for (int d = 0; d < FCUDA_MAX_DEVICES; d++)
+		if (r->bridge[d]) {
+			device_scope scope(d);
+			cudaEventSynchronize(r->bridge[d]);
+			cudaEventDestroy(r->bridge[d]);
+		}
 	{
 		device_scope scope(r->device);
 		/* Work the trainer queued on any stream may still read the ring
@@ -103,6 +131,8 @@ extern "C" void fcuda_ring_close(struct fcuda_ring *r)
 			if (r->release && r->release[i])
 				cudaEventDestroy(r->release[i]);
 		}
+		if (r->link)
+			cudaStreamDestroy(r->link);
 		if (r->base)
 			cudaIpcCloseMemHandle(r->base);
 		cudaGetLastError();
@@ -185,7 +215,8 @@ extern "C" int fcuda_ring_wait(struct fcuda_ring *r, uint32_t slot, void *cuda_s
 {
 	if (slot >= r->nslots)
 		return status_fail(err, errlen, FEEDER_EINVAL, "slot %u of %u", slot, r->nslots);
-	device_scope scope(r->device);
+	/* No device switch: a stream may wait on another device's event, and
+	 * the legacy default stream must stay the caller's current device's. */
 	cudaError_t e = cudaStreamWaitEvent((cudaStream_t)cuda_stream, r->ready[slot], 0);
 	return e == cudaSuccess ? 0 : cuda_fail(err, errlen, e, "cudaStreamWaitEvent");
 }
@@ -195,7 +226,48 @@ extern "C" int fcuda_ring_release(struct fcuda_ring *r, uint32_t slot, void *cud
 {
 	if (slot >= r->nslots)
 		return status_fail(err, errlen, FEEDER_EINVAL, "slot %u of %u", slot, r->nslots);
+	cudaStream_t st = (cudaStream_t)cuda_stream;
+	int sd = -1;
+	cudaError_t e = stream_device(st, &sd);
+	if (e != cudaSuccess)
+		return cuda_fail(err, errlen, e, "finding the device of the release stream");
+	if (sd == r->device) {
+		/* Same device: record the IPC event on the trainer's stream. For
+		 * NULL that is the current device's legacy stream, which is the
+		 * ring's here. */
+		e = cudaEventRecord(r->release[slot], st);
+		return e == cudaSuccess ? 0 : cuda_fail(err, errlen, e, "cudaEventRecord");
+	}
+	if (sd < 0 || sd >= FCUDA_MAX_DEVICES)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "release stream on CUDA device %d, beyond the %d supported", sd,
+				   FCUDA_MAX_DEVICES);
+	/* Another device: mark the point on the trainer's stream with an event
+	 * of its own device, and have the ring's device record the IPC event
+	 * once that point is passed. */
+	if (!r->bridge[sd]) {
+		device_scope scope(sd);
+		e = scope.ok ? cudaEventCreateWithFlags(&r->bridge[sd], cudaEventDisableTiming)
+			     : cudaErrorInvalidDevice;
+		if (e != cudaSuccess) {
+			r->bridge[sd] = NULL;
+			return cuda_fail(err, errlen, e, "creating a release bridge event");
+		}
+	}
+	{
+		/* For a NULL stream the current device is sd already. */
+		device_scope scope(sd);
+		e = cudaEventRecord(r->bridge[sd], st);
+	}
+	if (e != cudaSuccess)
+		return cuda_fail(err, errlen, e, "cudaEventRecord (bridge)");
 	device_scope scope(r->device);
-	cudaError_t e = cudaEventRecord(r->release[slot], (cudaStream_t)cuda_stream);
-	return e == cudaSuccess ? 0 : cuda_fail(err, errlen, e, "cudaEventRecord");
+	if (!r->link && (e = cudaStreamCreateWithFlags(&r->link, cudaStreamNonBlocking)) != cudaSuccess) {
+		r->link = NULL;
+		return cuda_fail(err, errlen, e, "creating the release link stream");
+	}
+	if ((e = cudaStreamWaitEvent(r->link, r->bridge[sd], 0)) != cudaSuccess ||
+	    (e = cudaEventRecord(r->release[slot], r->link)) != cudaSuccess)
+		return cuda_fail(err, errlen, e, "recording the release across devices");
+	return 0;
 }
