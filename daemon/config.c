@@ -5,11 +5,13 @@
  * See config.h for the precedence rules and the error format. */
 #include "config.h"
 
+#include "protocol.h"
 #include "status.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -57,11 +59,16 @@ static const struct key keys[] = {
 	{"client_quota", KEY_SIZE, 1 << 20, 1LL << 48, "ring bytes one client may hold (default: memory_limit)"},
 	{"max_streams_per_client", KEY_UINT, 1, 1024, "open streams per connection"},
 	{"max_slots", KEY_UINT, 1, 256, "largest prefetch depth (slots) of a stream"},
-	{"max_message", KEY_SIZE, 512, 16 << 20, "largest accepted protocol message"},
+	{"max_message", KEY_SIZE, 512, PROTO_MAX_MESSAGE, "largest accepted protocol message"},
 	{"socket_group", KEY_GROUP, 0, 0, "group owning the socket (default: feederd's)"},
 	{"allow_users", KEY_USERS, 0, 0, "comma-separated users served (default: any)"},
 	{"allow_groups", KEY_GROUPS, 0, 0, "comma-separated groups served (default: any)"},
 	{"gpu", KEY_INT, -1, 63, "CUDA device for GPU pipelines, -1 = none"},
+	{"max_clients_per_user", KEY_UINT, 1, 65536, "connections one uid may hold"},
+	{"reserved_connections", KEY_UINT, 0, 1024, "of max_clients, kept for root and admin_groups"},
+	{"admin_groups", KEY_GROUPS, 0, 0, "groups that see every stream and use reserved connections"},
+	{"hello_timeout", KEY_UINT, 1, 3600, "seconds a new connection has to send HELLO"},
+	{"max_queued", KEY_SIZE, 4096, 1 << 30, "bytes of replies queued for a client that does not read"},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
@@ -88,7 +95,11 @@ void config_defaults(struct config *cfg)
 	cfg->client_quota = 0;
 	cfg->max_streams_per_client = 16;
 	cfg->max_slots = 32;
-	cfg->max_message = 64 << 10;
+	cfg->max_message = PROTO_MAX_MESSAGE;
+	cfg->max_clients_per_user = 32;
+	cfg->reserved_connections = CONFIG_RESERVED_AUTO;
+	cfg->hello_timeout = 5;
+	cfg->max_queued = 256 << 10;
 	cfg->socket_gid = (gid_t)-1;
 	cfg->gpu = -1;
 }
@@ -212,8 +223,8 @@ static int parse_id_list(struct config *cfg, const struct key *k, const char *va
 		if (n == CONFIG_MAX_IDS)
 			return status_fail(err, errlen, FEEDER_EINVAL, "%s: more than %d entries",
 					   where, CONFIG_MAX_IDS);
-		int rc = users ? resolve_user(name, &cfg->allow_uids[n])
-			       : resolve_group(name, &cfg->allow_gids[n]);
+		gid_t *gids = strcmp(k->name, "admin_groups") == 0 ? cfg->admin_gids : cfg->allow_gids;
+		int rc = users ? resolve_user(name, &cfg->allow_uids[n]) : resolve_group(name, &gids[n]);
 		if (rc)
 			return status_fail(err, errlen, FEEDER_EINVAL, "%s: no %s named '%s'",
 					   where, users ? "user" : "group", name);
@@ -222,6 +233,8 @@ static int parse_id_list(struct config *cfg, const struct key *k, const char *va
 	}
 	if (users)
 		cfg->n_allow_uids = n;
+	else if (strcmp(k->name, "admin_groups") == 0)
+		cfg->n_admin_gids = n;
 	else
 		cfg->n_allow_gids = n;
 	return 0;
@@ -270,6 +283,12 @@ static int apply(struct config *cfg, const struct key *k, const char *val, const
 			cfg->max_streams_per_client = (unsigned)v;
 		else if (strcmp(k->name, "max_slots") == 0)
 			cfg->max_slots = (unsigned)v;
+		else if (strcmp(k->name, "max_clients_per_user") == 0)
+			cfg->max_clients_per_user = (unsigned)v;
+		else if (strcmp(k->name, "reserved_connections") == 0)
+			cfg->reserved_connections = (unsigned)v;
+		else if (strcmp(k->name, "hello_timeout") == 0)
+			cfg->hello_timeout = (unsigned)v;
 		else
 			cfg->gpu = (int)v;
 		return 0;
@@ -284,6 +303,8 @@ static int apply(struct config *cfg, const struct key *k, const char *val, const
 		} else if (strcmp(k->name, "client_quota") == 0) {
 			cfg->client_quota = sz;
 			*quota_set = 1;
+		} else if (strcmp(k->name, "max_queued") == 0) {
+			cfg->max_queued = sz;
 		} else {
 			cfg->max_message = (uint32_t)sz;
 		}
@@ -411,17 +432,34 @@ int config_parse_text(struct config *cfg, const char *name, const char *text, ch
 }
 
 /* Read a whole file (at most CONFIG_FILE_MAX bytes) into a NUL-terminated
- * heap string. Anything but a directory is accepted, so that --config
- * /dev/null means "defaults only". */
+ * heap string. Only a regular file, or /dev/null ("defaults only"), is
+ * read: a FIFO or a terminal would block the daemon (or --check-config)
+ * forever, a directory is a mistake. The open itself must not block on a
+ * FIFO with no writer, hence O_NONBLOCK until fstat has said what it is. */
 static int read_file(const char *path, char **out, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return status_fail(err, errlen, -errno, "config %s: %s", path, strerror(errno));
-	struct stat st;
-	if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+	struct stat st, null_st;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
 		close(fd);
-		return status_fail(err, errlen, FEEDER_EINVAL, "config %s: is a directory", path);
+		return status_fail(err, errlen, -e, "config %s: %s", path, strerror(e));
+	}
+	int is_null = S_ISCHR(st.st_mode) && stat("/dev/null", &null_st) == 0 &&
+		      st.st_rdev == null_st.st_rdev;
+	if (!S_ISREG(st.st_mode) && !is_null) {
+		close(fd);
+		return status_fail(err, errlen, FEEDER_EINVAL, "config %s: is not a regular file (%s)",
+				   path, S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+				   : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+		int e = errno;
+		close(fd);
+		return status_fail(err, errlen, -e, "config %s: %s", path, strerror(e));
 	}
 	char *buf = malloc(CONFIG_FILE_MAX + 1);
 	if (!buf) {
@@ -519,90 +557,94 @@ void config_print(const struct config *cfg, FILE *f)
 		ids[i] = (unsigned)cfg->allow_gids[i];
 	print_ids(f, "allow_groups", ids, cfg->n_allow_gids);
 	fprintf(f, "gpu = %d\n", cfg->gpu);
+	fprintf(f, "max_clients_per_user = %u\n", cfg->max_clients_per_user);
+	if (cfg->reserved_connections != CONFIG_RESERVED_AUTO)
+		fprintf(f, "reserved_connections = %u\n", cfg->reserved_connections);
+	for (unsigned i = 0; i < cfg->n_admin_gids; i++)
+		ids[i] = (unsigned)cfg->admin_gids[i];
+	print_ids(f, "admin_groups", ids, cfg->n_admin_gids);
+	fprintf(f, "hello_timeout = %u\n", cfg->hello_timeout);
+	fprintf(f, "max_queued = %" PRIu64 "\n", cfg->max_queued);
 }
 
-/* Match argv[*i] against flag; on a match set *val to its value (from
- * "--flag=VALUE" or the next argument) and advance *i past it. Returns 1 on
- * a match, 0 if not this flag, negative if the value is missing. */
-static int match_flag(int argc, char *const argv[], int *i, const char *flag, const char **val)
-{
-	const char *a = argv[*i];
-	size_t fl = strlen(flag);
-	if (strncmp(a, flag, fl) != 0)
-		return 0;
-	if (a[fl] == '=') {
-		*val = a + fl + 1;
-		return 1;
-	}
-	if (a[fl] != '\0')
-		return 0;
-	if (*i + 1 >= argc)
-		return -1;
-	*val = argv[++*i];
-	return 1;
-}
-
-/* One pass over argv. With apply_values = 0 it only validates flag names,
- * finds --config, --check-config, --help and --version; with 1 it applies
- * every key flag on top of cfg. */
+/* One pass over argv with getopt_long (options stop at the first operand,
+ * so argv is never permuted: it is the caller's). With apply_values = 0 it
+ * only validates flag names and finds --config, --check-config, --help and
+ * --version; with 1 it applies every key flag on top of cfg. */
+enum { OPT_HELP = 'h', OPT_VERSION = 'V', OPT_CONFIG = 1000, OPT_CHECK, OPT_KEY0 };
 static int scan_args(int argc, char *const argv[], struct config *cfg, int apply_values,
 		     const char **config_path, int *exit_now, int *quota_set, char *err,
 		     size_t errlen)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *val = NULL;
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			if (!apply_values)
+	/* Long option names live as long as names[] (this frame). */
+	char names[N_KEYS][64];
+	struct option longopts[N_KEYS + 5];
+	size_t n = 0;
+	longopts[n++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
+	longopts[n++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
+	longopts[n++] = (struct option){ "config", required_argument, NULL, OPT_CONFIG };
+	longopts[n++] = (struct option){ "check-config", no_argument, NULL, OPT_CHECK };
+	for (size_t k = 0; k < N_KEYS; k++) {
+		flag_name(&keys[k], names[k], sizeof names[k]);
+		longopts[n++] = (struct option){ names[k] + 2, required_argument, NULL,
+						 OPT_KEY0 + (int)k };
+	}
+	longopts[n] = (struct option){ NULL, 0, NULL, 0 };
+	optind = 0; /* GNU: a full re-initialisation, for the second pass */
+	opterr = 0;
+	int opt, li = -1;
+	while ((opt = getopt_long(argc, argv, "+:hV", longopts, &li)) != -1) {
+		/* getopt_long takes an unambiguous prefix ("--work") for the
+		 * option; a configuration flag must be spelled out. */
+		if (li >= 0 && opt != '?' && opt != ':') {
+			const char *a = optarg && optind >= 2 && optarg == argv[optind - 1]
+						? argv[optind - 2] : argv[optind - 1];
+			size_t nl = strlen(longopts[li].name);
+			if (strncmp(a, "--", 2) || strncmp(a + 2, longopts[li].name, nl) ||
+			    (a[2 + nl] && a[2 + nl] != '='))
+				return status_fail(err, errlen, FEEDER_EINVAL,
+						   "command line: unknown flag '%.*s' (see --help)",
+						   (int)strcspn(a, "="), a);
+		}
+		li = -1;
+		switch (opt) {
+		case OPT_HELP:
+			if (!apply_values && !*exit_now)
 				*exit_now = 1;
-			continue;
-		}
-		if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
-			if (!apply_values)
+			break;
+		case OPT_VERSION:
+			if (!apply_values && !*exit_now)
 				*exit_now = 2;
-			continue;
-		}
-		if (strcmp(a, "--check-config") == 0) {
+			break;
+		case OPT_CHECK:
 			cfg->check_only = 1;
-			continue;
-		}
-		int m = match_flag(argc, argv, &i, "--config", &val);
-		if (m < 0)
-			return status_fail(err, errlen, FEEDER_EINVAL,
-					   "command line: --config needs a value");
-		if (m > 0) {
-			if (!*val)
+			break;
+		case OPT_CONFIG:
+			if (!*optarg)
 				return status_fail(err, errlen, FEEDER_EINVAL,
 						   "command line: --config: empty path");
-			*config_path = val;
-			continue;
-		}
-		const struct key *found = NULL;
-		char flag[64];
-		for (size_t k = 0; k < N_KEYS && !found; k++) {
-			flag_name(&keys[k], flag, sizeof flag);
-			m = match_flag(argc, argv, &i, flag, &val);
-			if (m < 0)
-				return status_fail(err, errlen, FEEDER_EINVAL,
-						   "command line: %s needs a value", flag);
-			if (m > 0)
-				found = &keys[k];
-		}
-		if (!found) {
-			if (a[0] == '-')
-				return status_fail(err, errlen, FEEDER_EINVAL,
-						   "command line: unknown flag '%s' (see --help)", a);
+			*config_path = optarg;
+			break;
+		case ':':
+			return status_fail(err, errlen, FEEDER_EINVAL, "command line: %s needs a value",
+					   argv[optind - 1]);
+		case '?':
 			return status_fail(err, errlen, FEEDER_EINVAL,
-					   "command line: unexpected argument '%s' (see --help)", a);
-		}
-		if (apply_values) {
-			char where[96];
-			snprintf(where, sizeof where, "command line: %s", flag);
-			int rc = apply(cfg, found, val, where, quota_set, err, errlen);
-			if (rc)
-				return rc;
+					   "command line: unknown flag '%s' (see --help)", argv[optind - 1]);
+		default:
+			if (apply_values) {
+				const struct key *k = &keys[opt - OPT_KEY0];
+				char where[96];
+				snprintf(where, sizeof where, "command line: %s", names[opt - OPT_KEY0]);
+				int rc = apply(cfg, k, optarg, where, quota_set, err, errlen);
+				if (rc)
+					return rc;
+			}
 		}
 	}
+	if (optind < argc)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "command line: unexpected argument '%s' (see --help)", argv[optind]);
 	return 0;
 }
 
@@ -667,6 +709,13 @@ int config_load(int argc, char *const argv[], struct config *cfg, char *err, siz
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "client_quota (%" PRIu64 " bytes) is larger than memory_limit "
 				   "(%" PRIu64 " bytes)", cfg->client_quota, cfg->memory_limit);
+	/* Not set: 4, but never more than a quarter of max_clients. */
+	if (cfg->reserved_connections == CONFIG_RESERVED_AUTO)
+		cfg->reserved_connections = cfg->max_clients / 4 < 4 ? cfg->max_clients / 4 : 4;
+	if (cfg->reserved_connections >= cfg->max_clients)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "reserved_connections (%u) leaves none of max_clients (%u) for "
+				   "other users", cfg->reserved_connections, cfg->max_clients);
 	if (cfg->check_only)
 		return check_paths(cfg, err, errlen);
 	return 0;

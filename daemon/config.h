@@ -45,6 +45,10 @@
  * main() should exit 0 without starting. */
 #define CONFIG_EXIT 1
 
+/* reserved_connections before config_load resolves it: 4, at most a
+ * quarter of max_clients. */
+#define CONFIG_RESERVED_AUTO (~0u)
+
 struct config {
 	char config_path[CONFIG_PATH_MAX];  /* the file that was read ("" if none) */
 	char socket_path[CONFIG_SOCKET_MAX]; /* --socket; used unless socket-activated */
@@ -68,6 +72,17 @@ struct config {
 	gid_t allow_gids[CONFIG_MAX_IDS];
 	unsigned n_allow_gids;
 	int gpu;                            /* --gpu: CUDA device for GPU pipelines, -1 = none */
+	/* Connections: one uid holds at most max_clients_per_user; the last
+	 * reserved_connections of max_clients are for root and admin_groups
+	 * (who also see every client's streams in STATUS); a connection that
+	 * has not said HELLO after hello_timeout seconds is closed; a client
+	 * with more than max_queued bytes of replies unread is dropped. */
+	unsigned max_clients_per_user;      /* --max-clients-per-user */
+	unsigned reserved_connections;      /* --reserved-connections */
+	gid_t admin_gids[CONFIG_MAX_IDS];   /* --admin-groups */
+	unsigned n_admin_gids;
+	unsigned hello_timeout;             /* --hello-timeout, seconds */
+	uint64_t max_queued;                /* --max-queued, bytes */
 	int check_only;                     /* --check-config: validate, print, exit 0 */
 };
 
@@ -75,7 +90,8 @@ struct config {
 void config_defaults(struct config *cfg);
 
 /* Build cfg from defaults, the config file, the environment and argv (see
- * above). argv is not modified; getopt's global state is not used.
+ * above). argv is not modified (getopt_long stops at the first operand, so it
+ * permutes nothing); getopt's globals are reset on each call.
  * Returns 0 (run), CONFIG_EXIT (help/version printed; exit 0), or a negative
  * code (FEEDER_EINVAL for a bad key, flag or value, -ENOENT/-EACCES/... for an
  * unreadable file) with one line in err. cfg is fully written in every case

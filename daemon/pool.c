@@ -82,8 +82,7 @@ unsigned pool_remove(struct pool *p, struct stream *s)
 			p->rr = 0;
 		break;
 	}
-	s->closing = 1;
-	return s->inflight;
+	return stream_set_closing(s);
 }
 
 void pool_kick(struct pool *p)

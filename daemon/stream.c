@@ -18,6 +18,69 @@
 #include <time.h>
 #include <unistd.h>
 
+/* SLOT_GPU: every sample is staged and the worker that staged the last one
+ * runs the batch on the GPU (stream_task_submit), without the pool lock. */
+enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_DONE, SLOT_HELD, SLOT_GPU };
+
+struct slot {
+	int state;
+	uint64_t seq;            /* the stream's batch number (0 = first served) */
+	uint64_t epoch, batch;   /* batch index within the epoch, for this rank */
+	uint32_t count;          /* samples in this batch */
+	uint32_t claimed, done;  /* samples handed to workers / written */
+	uint32_t replacements;
+	uint32_t fills;
+	struct sampler order;    /* the epoch's order (copied: slots may straddle epochs) */
+	uint8_t *base;           /* the slot in the mapping */
+	int on_gpu;              /* this batch is staged for the GPU (placement gpu/auto) */
+	double work_s;           /* worker seconds spent on this batch (placement=auto) */
+};
+
+
+struct stream {
+	/* immutable after stream_create */
+	uint32_t id;
+	struct dataset *ds;
+	struct feeder_stream_opts opts; /* as requested (proto_opts_check'ed) */
+	struct proto_geometry geo;
+	uint8_t *map;
+	size_t map_len;
+	int memfd;               /* until handed to the client, then -1 */
+	uint32_t nslots;
+	uint32_t chunk;          /* samples per worker task */
+	uint64_t rank_len;       /* positions of this rank in an epoch */
+	uint64_t per_epoch;      /* batches of this rank in a full epoch */
+	uint64_t total;          /* batches this stream serves */
+	struct slot *slots;
+	unsigned workers;        /* the pool's threads */
+	uint32_t placement;      /* requested: FEEDER_PLACEMENT_* (cpu without a GPU) */
+	struct gpu_slot **gslots; /* per slot, placement gpu/auto */
+	struct gpu_ring *dring;  /* device-resident ring, or NULL */
+	uint64_t device_table;   /* its table's offset in the memfd, or 0 */
+	size_t ring_bytes;       /* the memfd: geo.ring_size plus the device table */
+
+	/* under the pool lock */
+	uint64_t next_assign, next_send;
+	unsigned inflight;       /* worker tasks running */
+	int closing;             /* removed from the pool: claim nothing more */
+	int fail_code;           /* set by a worker; the loop reports and closes */
+	char fail_msg[PROTO_TEXT_MAX];
+	uint64_t samples, replacements, decode_errors; /* totals */
+	int active;              /* FEEDER_PLACEMENT_CPU or _GPU: where new batches go */
+	int deciding;            /* placement=auto still measures */
+	uint32_t auto_cpu_n, auto_gpu_n;
+	double auto_cpu_s, auto_gpu_stage_s, auto_gpu_dev_s;
+	float auto_cpu_ms, auto_gpu_ms; /* the measured cost of a batch each way */
+
+	/* event loop only */
+	int fail_reported, end_sent;
+	unsigned held;           /* slots the client holds */
+	uint64_t batches_sent;
+	uint64_t last_samples;   /* for the rate */
+	double rate;             /* images per second, smoothed */
+	uint64_t client_wait_us, ring_full_us, stamp_us;
+};
+
 /* How far a corrupt sample's replacement is searched for before the stream
  * gives up: a dataset this broken should fail loudly, not spin. */
 #define STREAM_MAX_REPLACE_TRIES 4096
@@ -143,6 +206,7 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
 	s->id = id;
 	s->opts = *req;
+	s->stamp_us = (uint64_t)(mono_s() * 1e6);
 	s->memfd = -1;
 	s->nslots = req->slots;
 	int rc = proto_opts_check(req, err, errlen);
@@ -279,7 +343,21 @@ unsigned stream_refill(struct stream *s)
 	return started;
 }
 
-int stream_next_ready(struct stream *s, struct proto_batch_ready *r)
+/* Time the client spent with nothing to read (no slot held: it waits on
+ * us) or with every slot held (we wait on it), up to now. */
+static void account(struct stream *s, uint64_t now)
+{
+	uint64_t dt = now - s->stamp_us;
+	s->stamp_us = now;
+	if (stream_finished(s))
+		return;
+	if (s->held == 0)
+		s->client_wait_us += dt;
+	else if (s->held == s->nslots)
+		s->ring_full_us += dt;
+}
+
+int stream_next_ready(struct stream *s, uint64_t now_us, struct proto_batch_ready *r)
 {
 	for (uint32_t i = 0; i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
@@ -298,6 +376,9 @@ int stream_next_ready(struct stream *s, struct proto_batch_ready *r)
 		h->shape[0] = sl->count;
 		h->sequence = sl->fills;
 		sl->state = SLOT_HELD;
+		account(s, now_us);
+		s->held++;
+		s->batches_sent++;
 		s->next_send++;
 		memset(r, 0, sizeof(*r));
 		r->stream = s->id;
@@ -311,7 +392,7 @@ int stream_next_ready(struct stream *s, struct proto_batch_ready *r)
 	return 0;
 }
 
-int stream_release(struct stream *s, uint32_t slot, char *err, size_t errlen)
+int stream_release(struct stream *s, uint32_t slot, uint64_t now_us, char *err, size_t errlen)
 {
 	if (slot >= s->nslots)
 		return status_fail(err, errlen, FEEDER_EPROTO,
@@ -320,8 +401,174 @@ int stream_release(struct stream *s, uint32_t slot, char *err, size_t errlen)
 		return status_fail(err, errlen, FEEDER_EPROTO,
 				   "RELEASE of slot %u of stream %u, which the client does not hold", slot,
 				   s->id);
+	account(s, now_us);
+	s->held--;
 	s->slots[slot].state = SLOT_FREE;
 	return 0;
+}
+
+int stream_take_end(struct stream *s, struct proto_stream_end *e)
+{
+	if (!stream_finished(s) || s->end_sent)
+		return 0;
+	s->end_sent = 1;
+	memset(e, 0, sizeof(*e));
+	e->stream = s->id;
+	e->reason = 0;
+	e->batches_sent = s->batches_sent;
+	return 1;
+}
+
+int stream_take_failure(struct stream *s, int *code, char *msg, size_t msglen)
+{
+	/* Its dataset was removed, replaced or found unreadable: fail it even
+	 * if no worker is on it (every slot held). */
+	if (!s->fail_code && dataset_gone(s->ds)) {
+		s->fail_code = s->ds->gone_code ? s->ds->gone_code : FEEDER_ENODATASET;
+		snprintf(s->fail_msg, sizeof(s->fail_msg), "%s", s->ds->gone_msg);
+	}
+	if (!s->fail_code || s->fail_reported)
+		return 0;
+	s->fail_reported = 1;
+	*code = s->fail_code;
+	snprintf(msg, msglen, "%s", s->fail_msg);
+	return 1;
+}
+
+int stream_has_failed(const struct stream *s)
+{
+	return s->fail_code != 0;
+}
+
+unsigned stream_inflight(const struct stream *s)
+{
+	return s->inflight;
+}
+
+unsigned stream_set_closing(struct stream *s)
+{
+	s->closing = 1;
+	return s->inflight;
+}
+
+uint32_t stream_id(const struct stream *s)
+{
+	return s->id;
+}
+
+struct dataset *stream_dataset(const struct stream *s)
+{
+	return s->ds;
+}
+
+uint64_t stream_ring_bytes(const struct stream *s)
+{
+	return s->geo.ring_size;
+}
+
+const struct feeder_stream_opts *stream_opts(const struct stream *s)
+{
+	return &s->opts;
+}
+
+uint32_t stream_task_size(const struct stream *s)
+{
+	return s->chunk;
+}
+
+const uint8_t *stream_slot_memory(const struct stream *s, uint32_t slot)
+{
+	return slot < s->nslots ? s->slots[slot].base : NULL;
+}
+
+void stream_describe(const struct stream *s, struct proto_stream_opened *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->stream = s->id;
+	r->slots = s->nslots;
+	r->batch = s->opts.batch;
+	r->slot_size = s->geo.slot_size;
+	r->ring_size = s->ring_bytes;
+	r->batches = s->total;
+	r->batches_per_epoch = s->per_epoch;
+	r->samples = s->ds->hdr.samples;
+	r->classes = s->ds->hdr.classes;
+	r->dtype = s->opts.dtype;
+	r->layout = s->opts.layout;
+	r->ndim = s->geo.ndim;
+	memcpy(r->shape, s->geo.shape, sizeof(r->shape));
+	r->labels_offset = s->geo.labels_offset;
+	r->indices_offset = s->geo.indices_offset;
+	r->names_offset = s->geo.names_offset;
+	r->tensor_offset = s->geo.tensor_offset;
+	r->tensor_bytes = s->geo.tensor_bytes;
+	r->placement = s->gslots ? s->placement : FEEDER_PLACEMENT_CPU;
+	r->memory = s->dring ? FEEDER_MEMORY_DEVICE : FEEDER_MEMORY_HOST;
+	r->device_table = s->device_table;
+}
+
+int stream_take_memfd(struct stream *s)
+{
+	int fd = s->memfd;
+	s->memfd = -1;
+	return fd;
+}
+
+void stream_tick(struct stream *s, double dt, uint64_t now_us)
+{
+	double inst = dt > 0 ? (double)(s->samples - s->last_samples) / dt : 0;
+	s->last_samples = s->samples;
+	s->rate = s->rate == 0 ? inst : 0.5 * s->rate + 0.5 * inst;
+	account(s, now_us);
+}
+
+double stream_rate(const struct stream *s)
+{
+	return s->rate;
+}
+
+void stream_status(struct stream *s, uint64_t now_us, struct feeder_stream_status *r)
+{
+	account(s, now_us);
+	memset(r, 0, sizeof(*r));
+	r->stream = s->id;
+	snprintf(r->dataset, sizeof(r->dataset), "%s", s->ds->name);
+	r->pipeline = s->opts.pipeline;
+	r->batch = s->opts.batch;
+	r->slots = s->nslots;
+	r->ready = s->held;
+	uint64_t epoch, batch;
+	if (s->next_send < s->total)
+		seq_to_batch(s, s->next_send, &epoch, &batch);
+	else
+		epoch = s->opts.epoch + s->opts.epochs - 1;
+	r->epoch = epoch;
+	r->batches_sent = s->batches_sent;
+	r->batches_total = s->total;
+	r->samples = s->samples;
+	r->replacements = s->replacements;
+	r->samples_per_s = s->rate;
+	r->client_wait_us = s->client_wait_us;
+	r->ring_full_us = s->ring_full_us;
+	r->placement = s->opts.placement;
+	r->active = (uint32_t)s->active;
+	r->memory = s->dring ? FEEDER_MEMORY_DEVICE : FEEDER_MEMORY_HOST;
+	r->deciding = (uint32_t)s->deciding;
+	r->auto_cpu_ms = s->auto_cpu_ms;
+	r->auto_gpu_ms = s->auto_gpu_ms;
+}
+
+void stream_totals(const struct stream *s, uint64_t *batches_sent, uint64_t *samples,
+		   uint64_t *replacements, uint64_t *decode_errors)
+{
+	if (batches_sent)
+		*batches_sent += s->batches_sent;
+	if (samples)
+		*samples += s->samples;
+	if (replacements)
+		*replacements += s->replacements;
+	if (decode_errors)
+		*decode_errors += s->decode_errors;
 }
 
 int stream_finished(const struct stream *s)

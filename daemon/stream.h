@@ -2,7 +2,7 @@
  * which batch goes into which slot, and the work of filling a slot.
  *
  * A stream serves the batches of `epochs` epochs in order (the first one
- * from start_batch). The event loop thread (server.c) owns the order: it
+ * from start_batch). The event loop thread (server.c, session.c) owns the order: it
  * assigns the next batch to each free slot (stream_refill), sends
  * BATCH_READY for completed slots strictly in batch order (stream_next_ready)
  * and frees a slot on RELEASE (stream_release). Worker threads (pool.c) fill
@@ -14,10 +14,10 @@
  * this rank's epoch order, counted in the batch header, or — with
  * on_error=fail — fails the stream.
  *
- * Locking: every function except stream_create/destroy and stream_task_run
- * must be called with the pool lock held (pool_lock); the fields marked
- * "immutable" may be read without it. A stream is destroyed only after it was
- * removed from the pool and its in-flight count dropped to zero. */
+ * Locking: every function except stream_create/destroy, stream_task_run and
+ * those marked otherwise must be called with the pool lock held (pool_lock).
+ * A stream is destroyed only after it was removed from the pool and its
+ * in-flight count dropped to zero. The struct is private to stream.c. */
 #ifndef FEEDER_STREAM_H
 #define FEEDER_STREAM_H
 
@@ -29,24 +29,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* SLOT_GPU: every sample is staged and the worker that staged the last one
- * runs the batch on the GPU (stream_task_submit), without the pool lock. */
-enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_DONE, SLOT_HELD, SLOT_GPU };
-
-struct slot {
-	int state;
-	uint64_t seq;            /* the stream's batch number (0 = first served) */
-	uint64_t epoch, batch;   /* batch index within the epoch, for this rank */
-	uint32_t count;          /* samples in this batch */
-	uint32_t claimed, done;  /* samples handed to workers / written */
-	uint32_t replacements;
-	uint32_t fills;
-	struct sampler order;    /* the epoch's order (copied: slots may straddle epochs) */
-	uint8_t *base;           /* the slot in the mapping */
-	int on_gpu;              /* this batch is staged for the GPU (placement gpu/auto) */
-	double work_s;           /* worker seconds spent on this batch (placement=auto) */
-};
 
 struct stream_task {
 	struct stream *s;
@@ -70,50 +52,8 @@ struct stream_gpu {
 struct gpu_slot;
 struct gpu_ring;
 
-struct stream {
-	/* immutable after stream_create */
-	uint32_t id;
-	void *owner;             /* the server's session */
-	struct dataset *ds;
-	struct feeder_stream_opts opts; /* as requested (proto_opts_check'ed) */
-	struct proto_geometry geo;
-	uint8_t *map;
-	size_t map_len;
-	int memfd;               /* until handed to the client, then -1 */
-	uint32_t nslots;
-	uint32_t chunk;          /* samples per worker task */
-	uint64_t rank_len;       /* positions of this rank in an epoch */
-	uint64_t per_epoch;      /* batches of this rank in a full epoch */
-	uint64_t total;          /* batches this stream serves */
-	struct slot *slots;
-	unsigned workers;        /* the pool's threads */
-	uint32_t placement;      /* requested: PROTO_PLACE_* (cpu without a GPU) */
-	struct gpu_slot **gslots; /* per slot, placement gpu/auto */
-	struct gpu_ring *dring;  /* device-resident ring, or NULL */
-	uint64_t device_table;   /* its table's offset in the memfd, or 0 */
-	size_t ring_bytes;       /* the memfd: geo.ring_size plus the device table */
-
-	/* under the pool lock */
-	uint64_t next_assign, next_send;
-	unsigned inflight;       /* worker tasks running */
-	int closing;             /* removed from the pool: claim nothing more */
-	int fail_code;           /* set by a worker; the loop reports and closes */
-	char fail_msg[PROTO_TEXT_MAX];
-	uint64_t samples, replacements, decode_errors; /* totals */
-	int active;              /* FEEDER_PLACEMENT_CPU or _GPU: where new batches go */
-	int deciding;            /* placement=auto still measures */
-	uint32_t auto_cpu_n, auto_gpu_n;
-	double auto_cpu_s, auto_gpu_stage_s, auto_gpu_dev_s;
-	float auto_cpu_ms, auto_gpu_ms; /* the measured cost of a batch each way */
-
-	/* event loop only */
-	int fail_reported, end_sent;
-	unsigned held;           /* slots the client holds */
-	uint64_t batches_sent;
-	uint64_t last_samples;   /* for the rate */
-	double rate;             /* images per second, smoothed */
-	uint64_t client_wait_us, ring_full_us, stamp_us;
-};
+/* Opaque outside stream.c: the loop and the sessions use the calls below. */
+struct stream;
 
 /* Validate the request against the dataset and build the stream: geometry,
  * the sealed memfd ring mapped here, the ring header. page is the page size;
@@ -135,17 +75,63 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 			 const struct stream_gpu *gpu, char *err, size_t errlen);
 void stream_destroy(struct stream *s);
 
+/* ---- For the sessions and the loop (pool lock held unless noted) ---- */
+
+/* Immutable facts, readable without the lock: the id, the dataset, the
+ * bytes of ring memory the stream is charged (its memfd's slots), the
+ * options as requested. */
+uint32_t stream_id(const struct stream *s);
+struct dataset *stream_dataset(const struct stream *s);
+uint64_t stream_ring_bytes(const struct stream *s);
+const struct feeder_stream_opts *stream_opts(const struct stream *s);
+/* STREAM_OPENED for the stream, all but the tag (without the lock: only
+ * immutable fields). */
+void stream_describe(const struct stream *s, struct proto_stream_opened *r);
+/* The ring's memfd, to be sent with STREAM_OPENED; the stream forgets it
+ * (the caller closes it once sent). -1 the second time. */
+int stream_take_memfd(struct stream *s);
+
 /* Assign the next batches to free slots. Returns how many slots started. */
 unsigned stream_refill(struct stream *s);
 /* If the next batch in order is complete: write its slot header, mark it
- * held, fill r and return 1; else 0. */
-int stream_next_ready(struct stream *s, struct proto_batch_ready *r);
+ * held by the client (counted sent), fill r and return 1; else 0. now_us is
+ * the loop's clock, for the wait accounting. */
+int stream_next_ready(struct stream *s, uint64_t now_us, struct proto_batch_ready *r);
+/* Once every batch was sent: fill e (STREAM_END, reason 0) and return 1,
+ * only the first time. */
+int stream_take_end(struct stream *s, struct proto_stream_end *e);
 /* RELEASE of slot: 0, or FEEDER_EPROTO if the client does not hold it. */
-int stream_release(struct stream *s, uint32_t slot, char *err, size_t errlen);
+int stream_release(struct stream *s, uint32_t slot, uint64_t now_us, char *err, size_t errlen);
 /* 1 when every batch was sent. */
 int stream_finished(const struct stream *s);
+/* If the stream has failed (a worker's error, or its dataset was removed,
+ * replaced or found unreadable) and that was not reported yet: fill *code
+ * and msg and return 1, only the first time. A failed stream keeps its ring
+ * and schedules nothing more. */
+int stream_take_failure(struct stream *s, int *code, char *msg, size_t msglen);
+/* 1 once the stream has failed (reported or not). */
+int stream_has_failed(const struct stream *s);
+/* Worker tasks running on it (it may be destroyed once 0 after removal). */
+unsigned stream_inflight(const struct stream *s);
+/* Take it out of the schedule: workers claim nothing more. Returns
+ * stream_inflight. For pool_remove. */
+unsigned stream_set_closing(struct stream *s);
 
-/* Worker side. Claim up to s->chunk samples of the oldest filling slot;
+/* Figures. stream_tick: once a second, dt seconds since the last, updates
+ * the smoothed rate. stream_status fills everything but session, pid and
+ * uid. stream_totals adds the stream's counters to the four totals (any may
+ * be NULL). */
+void stream_tick(struct stream *s, double dt, uint64_t now_us);
+double stream_rate(const struct stream *s);
+void stream_status(struct stream *s, uint64_t now_us, struct feeder_stream_status *r);
+void stream_totals(const struct stream *s, uint64_t *batches_sent, uint64_t *samples,
+		   uint64_t *replacements, uint64_t *decode_errors);
+
+/* For tests: the samples of a worker task, and slot's memory. */
+uint32_t stream_task_size(const struct stream *s);
+const uint8_t *stream_slot_memory(const struct stream *s, uint32_t slot);
+
+/* Worker side. Claim up to stream_task_size samples of the oldest filling slot;
  * returns 1 and fills t, or 0 if there is nothing to do. */
 int stream_claim(struct stream *s, struct stream_task *t);
 /* Decode the task's samples into the slot (no lock held). jw is the calling

@@ -6,6 +6,7 @@
 #include "status.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -94,8 +95,14 @@ int sockmsg_recv(int sock, void *buf, size_t cap, int *fd, char *err, size_t err
 			}
 		}
 	}
-	if (n == 0 && got < 0)
-		return status_fail(err, errlen, FEEDER_ECLOSED, "peer closed the connection");
+	if (n == 0 && got < 0) {
+		/* SEQPACKET gives 0 both at the end and for an empty message:
+		 * only a peer that hung up has POLLRDHUP/POLLHUP. */
+		struct pollfd p = { .fd = sock, .events = POLLIN | POLLRDHUP };
+		if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP)))
+			return status_fail(err, errlen, FEEDER_ECLOSED, "peer closed the connection");
+		return status_fail(err, errlen, FEEDER_EPROTO, "a message of 0 bytes (no header)");
+	}
 	if (mh.msg_flags & MSG_TRUNC) {
 		if (got >= 0)
 			close(got);

@@ -22,7 +22,8 @@ int sockmsg_send_msg(int sock, const struct proto_msg *m, int pass_fd, char *err
 /* Receive one message into buf (cap bytes). Returns its length (> 0), -EAGAIN
  * if nothing is waiting on a non-blocking socket, FEEDER_ECLOSED at end of
  * stream, FEEDER_EPROTO if the message was larger than cap (the rest is
- * discarded by the kernel) or carried unexpected control data, or -errno.
+ * discarded by the kernel), empty (0 bytes from a peer that is still
+ * connected), or carried unexpected control data, or -errno.
  * A received descriptor is stored in *fd (close-on-exec) when fd is not NULL;
  * else it is closed. *fd is -1 when none came. */
 int sockmsg_recv(int sock, void *buf, size_t cap, int *fd, char *err, size_t errlen);

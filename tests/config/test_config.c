@@ -2,6 +2,7 @@
  * a file and from a flag, the error lines for unknown keys, flags and bad
  * values, and the precedence flag > FEEDER_SOCKET > file > default. */
 #include "config.h"
+#include "protocol.h"
 
 #include "check.h"
 #include "status.h"
@@ -63,7 +64,7 @@ static void test_defaults(const char *missing)
 	CHECK(c.log_level == LOG_INFO);
 	CHECK(c.gpu == -1);
 	CHECK(c.max_slots == 32 && c.max_clients == 64 && c.max_streams_per_client == 16);
-	CHECK(c.max_message == 64 << 10);
+	CHECK(c.max_message == PROTO_MAX_MESSAGE && c.hello_timeout == 5 && c.max_queued == 256 << 10);
 	CHECK(c.n_allow_uids == 0 && c.n_allow_gids == 0 && c.socket_gid == (gid_t)-1);
 	CHECK(c.check_only == 0);
 	CHECK(strcmp(c.config_path, empty) == 0);
@@ -86,7 +87,7 @@ static void test_every_key_file(void)
 			 "client_quota = 512MiB\n"
 			 "max_streams_per_client = 5\n"
 			 "max_slots = 7\n"
-			 "max_message = 8K\n"
+			 "max_message = 1K\n"
 			 "socket_group = 0\n"
 			 "allow_users = root, 1234\n"
 			 "allow_groups = 0,55\n"
@@ -104,7 +105,7 @@ static void test_every_key_file(void)
 	CHECK(c.client_quota == 512ULL << 20);
 	CHECK(c.max_streams_per_client == 5);
 	CHECK(c.max_slots == 7);
-	CHECK(c.max_message == 8192);
+	CHECK(c.max_message == 1024);
 	CHECK(strcmp(c.socket_group, "0") == 0 && c.socket_gid == 0);
 	CHECK(c.n_allow_uids == 2 && c.allow_uids[0] == 0 && c.allow_uids[1] == 1234);
 	CHECK(c.n_allow_gids == 2 && c.allow_gids[0] == 0 && c.allow_gids[1] == 55);
@@ -136,14 +137,14 @@ static void test_every_flag(void)
 	int rc = load(&c, err, sizeof err, "--config", empty, "--socket", "/tmp/f.sock",
 		      "--datasets=/d", "--workers", "2", "--memory-limit", "64M",
 		      "--max-clients=4", "--log-level", "3", "--client-quota", "16777216",
-		      "--max-streams-per-client", "2", "--max-slots", "3", "--max-message", "4096",
+		      "--max-streams-per-client", "2", "--max-slots", "3", "--max-message", "768",
 		      "--socket-group", "0", "--allow-users", "0", "--allow-groups", "0",
 		      "--gpu", "-1", NULL);
 	CHECKF(rc == 0, "%s", err);
 	CHECK(strcmp(c.socket_path, "/tmp/f.sock") == 0 && strcmp(c.datasets_dir, "/d") == 0);
 	CHECK(c.workers == 2 && c.memory_limit == 64 << 20 && c.max_clients == 4);
 	CHECK(c.log_level == LOG_ERR && c.client_quota == 16 << 20);
-	CHECK(c.max_streams_per_client == 2 && c.max_slots == 3 && c.max_message == 4096);
+	CHECK(c.max_streams_per_client == 2 && c.max_slots == 3 && c.max_message == 768);
 	CHECK(c.socket_gid == 0 && c.n_allow_uids == 1 && c.n_allow_gids == 1 && c.gpu == -1);
 }
 
@@ -196,6 +197,12 @@ static void test_errors(void)
 		{"allow_users = root,no-such-user-feeder\n", "no user named 'no-such-user-feeder'"},
 		{"allow_groups = no-such-group-feeder\n", "no group named 'no-such-group-feeder'"},
 		{"socket_group = no-such-group-feeder\n", "no group named"},
+		/* Messages are at most PROTO_MAX_MESSAGE: a larger limit would
+		 * be accepted and mean nothing (issue 13.15). */
+		{"max_message = 2048\n", "'2048' is not a size from 512 to 1024"},
+		{"hello_timeout = 0\n", "hello_timeout"},
+		{"max_queued = 100\n", "max_queued"},
+		{"admin_groups = no-such-group-feeder\n", "no group named 'no-such-group-feeder'"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		write_file(path, bad[i][0]);
@@ -215,6 +222,20 @@ static void test_errors(void)
 	rc = load(&c, err, sizeof err, "--config", path, "--memory-limit", "64M",
 		  "--client-quota", "128M", NULL);
 	expect_error(rc, err, "client_quota", "larger than memory_limit");
+	rc = load(&c, err, sizeof err, "--config", path, "--max-clients", "8",
+		  "--reserved-connections", "8", NULL);
+	expect_error(rc, err, "reserved_connections (8) leaves none", NULL);
+	/* A FIFO (or anything but a regular file or /dev/null) is refused
+	 * without waiting for a writer (issue 13.13: it used to hang). */
+	char fifo[256];
+	snprintf(fifo, sizeof fifo, "%s/fifo.conf", tmpdir);
+	CHECK(mkfifo(fifo, 0600) == 0);
+	rc = load(&c, err, sizeof err, "--config", fifo, NULL);
+	expect_error(rc, err, "is not a regular file (a FIFO)", NULL);
+	rc = load(&c, err, sizeof err, "--config", tmpdir, NULL);
+	expect_error(rc, err, "is not a regular file (a directory)", NULL);
+	rc = load(&c, err, sizeof err, "--config", "/dev/null", NULL);
+	CHECKF(rc == 0, "/dev/null: %s", err);
 	/* A prefix of a flag is not that flag. */
 	rc = load(&c, err, sizeof err, "--config", path, "--work", "3", NULL);
 	expect_error(rc, err, "unknown flag '--work'", NULL);

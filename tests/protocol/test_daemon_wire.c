@@ -846,11 +846,12 @@ static void test_killed_client(void)
 }
 
 /* A client that sends many requests before reading any answer: the daemon
- * queues what the socket cannot take and delivers all of it, in order. */
+ * queues what the socket cannot take (up to max_queued bytes) and delivers
+ * all of it, in order. */
 static void test_slow_reader(void)
 {
 	int fd = connect_hello();
-	enum { REQUESTS = 3000 };
+	enum { REQUESTS = 600 };
 	struct proto_msg m = { .type = PROTO_STATUS };
 	m.u.status.what = PROTO_STATUS_DATASETS;
 	for (int i = 0; i < REQUESTS; i++)

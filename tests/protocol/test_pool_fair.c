@@ -69,7 +69,7 @@ int main(void)
 	struct stream *sa, *sb;
 	CHECKF(stream_create(&sa, 1, d, &a, 4096, 1, err, sizeof(err)) == 0, "%s", err);
 	CHECKF(stream_create(&sb, 2, d, &b, 4096, 1, err, sizeof(err)) == 0, "%s", err);
-	CHECK(sa->chunk == 8 && sb->chunk == 2);
+	CHECK(stream_task_size(sa) == 8 && stream_task_size(sb) == 2);
 
 	struct pool *p;
 	CHECKF(pool_create(&p, 1, efd, err, sizeof(err)) == 0, "%s", err);
@@ -82,8 +82,9 @@ int main(void)
 	uint64_t worst = 0, na = 0, nb = 0;
 	for (;;) {
 		pool_lock(p);
-		na = sa->samples;
-		nb = sb->samples;
+		na = nb = 0;
+		stream_totals(sa, NULL, &na, NULL, NULL);
+		stream_totals(sb, NULL, &nb, NULL, NULL);
 		pool_unlock(p);
 		uint64_t diff = na > nb ? na - nb : nb - na;
 		if (diff > worst && na < 256 && nb < 256)
@@ -94,21 +95,29 @@ int main(void)
 	}
 	CHECKF(worst <= 16, "streams drifted apart by %llu samples", (unsigned long long)worst);
 
-	/* Every slot complete, labels those of the sampler's order. */
+	/* Every slot complete, indices those of the sampler's order, labels
+	 * those of the records. */
 	pool_lock(p);
 	for (int k = 0; k < 2; k++) {
 		struct stream *s = k ? sb : sa;
+		const struct feeder_stream_opts *o = k ? &b : &a;
+		struct proto_stream_opened g;
+		stream_describe(s, &g);
 		struct proto_batch_ready r;
 		unsigned got = 0;
-		while (stream_next_ready(s, &r)) {
-			const int32_t *labels = (const void *)(s->slots[r.slot].base + s->geo.labels_offset);
+		while (stream_next_ready(s, 0, &r)) {
+			const uint8_t *slot = stream_slot_memory(s, r.slot);
+			const int32_t *labels = (const void *)(slot + g.labels_offset);
+			const uint64_t *indices = (const void *)(slot + g.indices_offset);
+			struct sampler order;
+			CHECK(sampler_init(&order, N, o->seed, r.epoch, 0, 1, 1, err, sizeof(err)) == 0);
 			for (uint32_t i = 0; i < r.samples; i++) {
-				uint64_t idx = sampler_at(&s->slots[r.slot].order, r.batch_index * s->opts.batch + i);
-				CHECK(labels[i] == (int32_t)(idx % 5));
+				uint64_t idx = sampler_at(&order, r.batch_index * o->batch + i);
+				CHECK(indices[i] == idx && labels[i] == (int32_t)(idx % 5));
 			}
 			got++;
 		}
-		CHECK(got == s->nslots);
+		CHECK(got == g.slots);
 	}
 	CHECK(pool_remove(p, sa) == 0 && pool_remove(p, sb) == 0);
 	pool_unlock(p);

@@ -76,7 +76,7 @@ def test_notify(tmp):
         if seen.count("WATCHDOG=1") < 3:
             fail(f"fewer than 3 WATCHDOG=1 pings in 5 s with WatchdogSec=0.2 (got {seen})")
         status = [s for s in seen if s.startswith("STATUS=") and "clients" in s]
-        if not status or "streams" not in status[-1] or "images/s" not in status[-1]:
+        if not status or "streams" not in status[-1] or "samples/s" not in status[-1]:
             fail(f"no STATUS= line with live figures (got {seen})")
         if not os.path.exists(sock):
             fail("READY=1 was sent before the socket existed")

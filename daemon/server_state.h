@@ -1,0 +1,66 @@
+/* server_state.h — what feederd's event loop (server.c) shares with the
+ * listener (listener.c) and the client sessions (session.c): one struct
+ * server, touched only by the loop's thread (the worker pool has its own
+ * lock; see pool.h).
+ *
+ * epoll events carry a pointer to a `struct watch` that is the first member
+ * of whatever they are about (a session, a refused connection) or one of the
+ * loop's fixed descriptors, so the loop tells them apart by kind. */
+#ifndef FEEDER_SERVER_STATE_H
+#define FEEDER_SERVER_STATE_H
+
+#include "config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum watch_kind { WATCH_LISTEN = 1, WATCH_SIGNAL, WATCH_WAKE, WATCH_TIMER, WATCH_SESSION,
+		  WATCH_REFUSED };
+struct watch {
+	int kind;
+};
+
+struct session;
+struct refused;
+struct registry;
+struct pool;
+struct stream;
+
+struct server {
+	struct config cfg;
+	int epfd, listen_fd, sig_fd, wake_fd, timer_fd;
+	int bound;               /* we created cfg.socket_path (remove at exit) */
+	struct watch w_listen, w_signal, w_wake, w_timer;
+	struct registry *reg;
+	struct pool *pool;
+	uint64_t page;
+	struct session *sessions;
+	unsigned nsessions;
+	uint32_t next_session, next_stream;
+	struct stream **zombies; /* closed, waiting for in-flight tasks */
+	size_t nzombies, zcap;
+	uint64_t mem_used;       /* ring bytes of every open stream */
+	uint64_t start_us, last_tick_us, last_status_us, last_check_us;
+	uint64_t watchdog_us;
+	int stop;
+	/* totals of streams already gone, and counters of the loop */
+	uint64_t done_batches, done_samples, done_replacements, done_decode_errors;
+	uint64_t protocol_errors;
+	uint64_t dropped_clients; /* sessions dropped for a limit or a deadline */
+	double rate;
+	struct refused *refused; /* connections refused, waiting for the hang-up */
+	unsigned nrefused;
+	int gpu;                 /* --gpu: CUDA ordinal, GPU_SLOT_EMULATED, or -1 */
+};
+
+/* Monotonic microseconds: the loop's clock. */
+uint64_t server_now_us(void);
+/* Make the loop service every stream again soon (after this turn). */
+void server_wake(struct server *srv);
+
+/* Keep a closed stream until its workers let go of it (the loop frees it
+ * once stream_inflight is 0), or free it now. Updates the totals. */
+void server_stream_gone(struct server *srv, struct stream *s);
+void server_stream_zombie(struct server *srv, struct stream *s);
+
+#endif
