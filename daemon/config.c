@@ -22,10 +22,6 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#ifndef FEEDER_VERSION
-#define FEEDER_VERSION "unknown"
-#endif
-
 /* A config file is a few hundred bytes; a larger one is a mistake (a binary
  * or a log passed to --config) that deserves an error, not an allocation. */
 #define CONFIG_FILE_MAX (1u << 20)

@@ -1,7 +1,7 @@
-/* notify.c — sd_notify and sd_listen_fds wrappers (see notify.h). */
+/* notify.c — sd_notify and sd_listen_fds wrappers (see notify.h); built
+ * when libsystemd is found, notify_none.c otherwise. */
 #include "notify.h"
 
-#include "feeder_config.h"
 #include "status.h"
 
 #include <errno.h>
@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
-#if FEEDER_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
 
 void notify_ready(void) { sd_notify(0, "READY=1"); }
@@ -53,17 +52,3 @@ int notify_listen_fd(int *fd, char *err, size_t errlen)
 	*fd = SD_LISTEN_FDS_START;
 	return 0;
 }
-#else
-void notify_ready(void) {}
-void notify_stopping(void) {}
-void notify_watchdog(void) {}
-void notify_status(const char *fmt, ...) { (void)fmt; }
-uint64_t notify_watchdog_usec(void) { return 0; }
-int notify_listen_fd(int *fd, char *err, size_t errlen)
-{
-	(void)err;
-	(void)errlen;
-	*fd = -1;
-	return 0;
-}
-#endif

@@ -1,10 +1,10 @@
 /* notify.h — feederd's side of the systemd service protocol: readiness,
  * status lines, stopping, the watchdog, and socket activation.
  *
- * With libsystemd (FEEDER_HAVE_SYSTEMD) these go through sd_notify and
+ * With libsystemd (notify.c) these go through sd_notify and
  * sd_listen_fds, which do nothing when the daemon was not started by systemd
  * (no NOTIFY_SOCKET / LISTEN_FDS in the environment). Without libsystemd they
- * do nothing at all and the daemon always binds its own socket. */
+ * do nothing at all (notify_none.c) and the daemon always binds its own socket. */
 #ifndef FEEDER_NOTIFY_H
 #define FEEDER_NOTIFY_H
 

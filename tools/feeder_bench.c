@@ -37,10 +37,6 @@
 #include <turbojpeg.h>
 #include <unistd.h>
 
-#ifndef FEEDER_VERSION
-#define FEEDER_VERSION "unknown"
-#endif
-
 /* The ceiling's sample: at most this many images or this much time. */
 #define CEILING_IMAGES 256
 #define CEILING_SECONDS 2.0
