@@ -279,8 +279,17 @@ void stream_destroy(struct stream *s)
 		gpu_slot_destroy(s->gslots[i]);
 	free(s->gslots);
 	gpu_ring_destroy(s->dring);
-	if (s->map)
+	if (s->map) {
+		/* The client may keep the memfd (and its mapping) as long as it
+		 * likes; the pages are the daemon's, charged to memory_limit
+		 * only while the stream exists, so they go back now (the seals
+		 * allow it: a hole is not a shrink). The client then reads
+		 * zeros. */
+		if (madvise(s->map, s->map_len, MADV_REMOVE) != 0)
+			log_warn("stream %u: its ring's pages could not be released: %s", s->id,
+				 strerror(errno));
 		munmap(s->map, s->map_len);
+	}
 	if (s->memfd >= 0)
 		close(s->memfd);
 	if (s->ds) {

@@ -149,14 +149,15 @@ static void make_features_dataset(const char *name)
 
 /* ---- daemon ------------------------------------------------------------ */
 
-static void start_daemon(const char *build)
+static void start_daemon(const char *build, const char *extra_conf)
 {
 	char exe[400], conf[400];
 	snprintf(exe, sizeof(exe), "%s/daemon/feederd", build);
 	snprintf(conf, sizeof(conf), "%s/feederd.conf", tmpdir);
 	FILE *f = fopen(conf, "w");
 	CHECK(f);
-	fprintf(f, "# test configuration\nworkers = 2\nmax_slots = 16\nmax_clients = 6\n");
+	fprintf(f, "# test configuration\nworkers = 2\nmax_slots = 16\nmax_clients = 6\n%s",
+		extra_conf ? extra_conf : "");
 	fclose(f);
 	daemon_pid = fork();
 	CHECK(daemon_pid >= 0);
@@ -355,6 +356,12 @@ static uint64_t drain(struct ring *r, uint64_t *batches, uint32_t *replacements,
 	if (replacements)
 		*replacements = repl;
 	return hash;
+}
+
+static int ioctl_nonblock(int fd, int on)
+{
+	int fl = fcntl(fd, F_GETFL);
+	return fl < 0 ? -1 : fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
 
 static void check_status(int fd, struct feeder_status *out)
@@ -986,8 +993,451 @@ static void test_sigterm(void)
 	close(fd);
 }
 
-int main(void)
+/* ---- hostile and careless clients (issue 13) ---------------------------- */
+
+/* Run fn in a child that has become uid (and gid) first, as another user
+ * would; the socket is opened to everyone for it. The child's checks exit 1
+ * on failure; returns once it exited 0. ctl is a pipe pair the child and
+ * the parent use to take turns (see the callers). */
+static pid_t as_user(uid_t uid, void (*fn)(int rd, int wr), int *to_child, int *from_child)
 {
+	int down[2], up[2];
+	CHECK(pipe(down) == 0 && pipe(up) == 0);
+	CHECK(chmod(sock_path, 0666) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		close(down[1]);
+		close(up[0]);
+		if (setgid(uid) != 0 || setuid(uid) != 0)
+			_exit(3);
+		passed = 1; /* the child's exit must not dump the parent's log */
+		fn(down[0], up[1]);
+		_exit(0);
+	}
+	close(down[0]);
+	close(up[1]);
+	*to_child = down[1];
+	*from_child = up[0];
+	return pid;
+}
+
+static void say(int fd, char c)
+{
+	CHECK(write(fd, &c, 1) == 1);
+}
+
+static char hear(int fd)
+{
+	char c = 0;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	CHECKF(poll(&p, 1, 20000) == 1, "no word from the other side within 20 s");
+	CHECK(read(fd, &c, 1) == 1);
+	return c;
+}
+
+static void wait_child(pid_t pid)
+{
+	int status;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed (status 0x%x)", status);
+}
+
+/* A daemon log line containing text, within a few seconds. */
+static void expect_log(const char *text)
+{
+	char cmd[800];
+	snprintf(cmd, sizeof(cmd), "grep -qF -- '%s' '%s'", text, log_path);
+	for (int i = 0; i < 300; i++) {
+		if (system(cmd) == 0)
+			return;
+		usleep(10000);
+	}
+	CHECKF(0, "the daemon never logged '%s'", text);
+}
+
+#define IDLE_N 10 /* max_clients 12 - reserved_connections 2 */
+
+static void idle_user(int rd, int wr)
+{
+	int fds[IDLE_N];
+	for (int i = 0; i < IDLE_N; i++)
+		fds[i] = connect_raw(); /* and never a HELLO */
+	/* The 11th is refused: the rest is reserved for administrators. */
+	int extra = connect_raw();
+	struct proto_msg m;
+	CHECK(recv_msg(extra, &m, NULL) == 0);
+	CHECKF(m.type == PROTO_ERROR && m.u.error.code == FEEDER_EQUOTA &&
+	       strstr(m.u.error.message, "reserved for administrators"), "got %s: %s",
+	       proto_type_name(m.type), m.type == PROTO_ERROR ? m.u.error.message : "");
+	close(extra);
+	say(wr, 'f'); /* full */
+	CHECK(hear(rd) == 'c');
+	/* After hello_timeout each idle one got a fatal ERROR and was closed. */
+	for (int i = 0; i < IDLE_N; i++) {
+		CHECK(recv_msg(fds[i], &m, NULL) == 0);
+		CHECKF(m.type == PROTO_ERROR && m.u.error.code == FEEDER_ETIMEDOUT && m.u.error.fatal,
+		       "idle connection %d: %s", i, proto_type_name(m.type));
+		CHECK(recv_msg(fds[i], &m, NULL) == FEEDER_ECLOSED);
+		close(fds[i]);
+	}
+	/* And the user can connect again. */
+	close(connect_hello());
+}
+
+/* 13.4: sixty-four idle connections used to lock everyone out, root's
+ * feederctl included. */
+static void test_idle(void)
+{
+	int to, from;
+	pid_t pid = as_user(65534, idle_user, &to, &from);
+	CHECK(hear(from) == 'f');
+	/* Root is served from the reserve while the daemon is "full". */
+	int fd = connect_hello();
+	struct feeder_status st;
+	check_status(fd, &st);
+	CHECKF(st.clients == IDLE_N + 1, "%u clients", st.clients);
+	close(fd);
+	/* The idle ones go after hello_timeout (1 s here). */
+	usleep(1500000);
+	say(to, 'c');
+	wait_child(pid);
+	expect_log("no HELLO within 1 s of connecting");
+}
+
+static void capped_user(int rd, int wr)
+{
+	(void)rd;
+	int fds[3];
+	for (int i = 0; i < 3; i++)
+		fds[i] = connect_hello();
+	int extra = connect_raw();
+	struct proto_msg m;
+	CHECK(recv_msg(extra, &m, NULL) == 0);
+	CHECKF(m.type == PROTO_ERROR && m.u.error.code == FEEDER_EQUOTA &&
+	       strstr(m.u.error.message, "max_clients_per_user = 3"), "got %s",
+	       m.type == PROTO_ERROR ? m.u.error.message : proto_type_name(m.type));
+	close(extra);
+	say(wr, 'd');
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+}
+
+/* 13.4: one user holds at most max_clients_per_user connections. */
+static void test_per_user(void)
+{
+	int to, from;
+	pid_t pid = as_user(65534, capped_user, &to, &from);
+	CHECK(hear(from) == 'd');
+	wait_child(pid);
+	/* Others (root) are not affected. */
+	close(connect_hello());
+}
+
+/* 13.5: clients that never read their replies are dropped once max_queued
+ * bytes wait for them; the daemon stays small and the others are served. */
+static long daemon_rss_kib(void)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)daemon_pid);
+	FILE *f = fopen(path, "r");
+	CHECK(f);
+	long kib = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+static void test_never_reads(void)
+{
+	int good = connect_hello();
+	struct feeder_stream_opts o = base_request("tiny", 16, 1);
+	o.epochs = 1000;
+	struct ring r;
+	CHECK(open_stream(good, &o, &r) == 0);
+	long before = daemon_rss_kib();
+	enum { CLIENTS = 5, REQUESTS = 20000 };
+	int bad[CLIENTS];
+	for (int k = 0; k < CLIENTS; k++) {
+		bad[k] = connect_hello();
+		int nb = 1;
+		CHECK(ioctl_nonblock(bad[k], nb) == 0);
+		struct proto_msg m = { .type = PROTO_STATUS };
+		m.u.status.what = PROTO_STATUS_DATASETS;
+		uint8_t buf[PROTO_MAX_MESSAGE];
+		int len = proto_encode(&m, buf, sizeof(buf));
+		/* Keep asking while the daemon takes requests: each one's answer
+		 * waits for us, since we never read. */
+		for (int i = 0, stalls = 0; i < REQUESTS && stalls < 100;) {
+			if (send(bad[k], buf, (size_t)len, MSG_NOSIGNAL) == (ssize_t)len) {
+				i++;
+				stalls = 0;
+				continue;
+			}
+			if (errno != EAGAIN)
+				break; /* the daemon has had enough and closed */
+			struct pollfd p = { .fd = bad[k], .events = POLLOUT };
+			stalls += poll(&p, 1, 10) == 0;
+		}
+	}
+	/* The good client streams on meanwhile. */
+	for (int i = 0; i < 20; i++) {
+		struct batch b;
+		CHECK(next_batch(&r, &b));
+		release(&r, &b);
+	}
+	expect_log("replies unread, over max_queued");
+	long after = daemon_rss_kib();
+	CHECKF(after - before < 16 * 1024, "daemon RSS grew from %ld to %ld KiB", before, after);
+	int watch = connect_hello();
+	struct feeder_status st;
+	for (int i = 0; i < 300; i++) {
+		check_status(watch, &st);
+		if (st.clients == 2)
+			break;
+		usleep(10000);
+	}
+	CHECKF(st.clients == 2, "%u clients left, the non-readers should be gone", st.clients);
+	close(watch);
+	fprintf(stderr, "  daemon RSS %ld -> %ld KiB with %d clients that never read\n", before,
+		after, CLIENTS);
+	for (int k = 0; k < CLIENTS; k++)
+		close(bad[k]);
+	close_ring(&r);
+	close(good);
+}
+
+/* 13.2: the pages of a closed stream's ring are given back whatever the
+ * client keeps: memfds kept open hold no memory. */
+static void test_memfd_release(void)
+{
+	int fd = connect_hello();
+	enum { STREAMS = 12 };
+	int kept[STREAMS];
+	uint64_t ring = 0;
+	for (int k = 0; k < STREAMS; k++) {
+		struct feeder_stream_opts o = base_request("tiny", 96, 1);
+		o.slots = 4;
+		struct proto_msg m = { .type = PROTO_OPEN_STREAM };
+		m.u.open.tag = 100 + (uint32_t)k;
+		m.u.open.opts = o;
+		send_msg(fd, &m);
+		int mfd = -1;
+		CHECK(recv_msg(fd, &m, &mfd) == 0 && m.type == PROTO_STREAM_OPENED && mfd >= 0);
+		uint32_t id = m.u.opened.stream;
+		ring = m.u.opened.ring_size;
+		/* Let the daemon fill every slot. */
+		int ready = 0;
+		while (ready < 4) {
+			CHECK(recv_msg(fd, &m, NULL) == 0);
+			ready += m.type == PROTO_BATCH_READY;
+		}
+		struct stat st;
+		CHECK(fstat(mfd, &st) == 0);
+		CHECKF((uint64_t)st.st_blocks * 512 >= ring / 2, "a full ring holds %llu bytes",
+		       (unsigned long long)st.st_blocks * 512);
+		m = (struct proto_msg){ .type = PROTO_CLOSE_STREAM };
+		m.u.close.stream = id;
+		send_msg(fd, &m);
+		do
+			CHECK(recv_msg(fd, &m, NULL) == 0);
+		while (m.type != PROTO_STREAM_END);
+		kept[k] = mfd;
+	}
+	/* Closed streams' memfds, still open here, hold no pages any more. */
+	for (int k = 0; k < STREAMS; k++) {
+		struct stat st;
+		for (int i = 0; i < 200; i++) {
+			CHECK(fstat(kept[k], &st) == 0);
+			if (st.st_blocks == 0)
+				break;
+			usleep(10000); /* a zombie stream goes when its workers let go */
+		}
+		CHECKF(st.st_blocks == 0, "memfd %d of a closed stream still holds %llu bytes", k,
+		       (unsigned long long)st.st_blocks * 512);
+		close(kept[k]);
+	}
+	struct feeder_status s;
+	check_status(fd, &s);
+	CHECK(s.memory_used == 0);
+	fprintf(stderr, "  %d closed rings of %llu bytes each: 0 bytes left in the kept memfds\n",
+		STREAMS, (unsigned long long)ring);
+	close(fd);
+}
+
+/* 13.15: CLOSE_STREAM of another client's stream is an ERROR (the other's
+ * stream goes on); an empty message is a fatal ERROR, not a silent close. */
+static void test_close_other(void)
+{
+	int a = connect_hello(), b = connect_hello();
+	struct feeder_stream_opts o = base_request("tiny", 16, 1);
+	o.epochs = 100;
+	struct ring r;
+	CHECK(open_stream(a, &o, &r) == 0);
+	struct proto_msg m = { .type = PROTO_CLOSE_STREAM };
+	m.u.close.stream = r.info.stream;
+	send_msg(b, &m);
+	CHECK(recv_msg(b, &m, NULL) == 0);
+	CHECKF(m.type == PROTO_ERROR && !m.u.error.fatal && m.u.error.stream == r.info.stream &&
+	       strstr(m.u.error.message, "does not have"), "got %s", proto_type_name(m.type));
+	fprintf(stderr, "  (expected) ERROR %d: %s\n", m.u.error.code, m.u.error.message);
+	for (int i = 0; i < 6; i++) {
+		struct batch bt;
+		CHECK(next_batch(&r, &bt));
+		release(&r, &bt);
+	}
+	CHECK(send(b, "", 0, MSG_NOSIGNAL) == 0);
+	CHECK(recv_msg(b, &m, NULL) == 0);
+	CHECKF(m.type == PROTO_ERROR && m.u.error.fatal && m.u.error.code == FEEDER_EPROTO,
+	       "empty message: got %s", proto_type_name(m.type));
+	fprintf(stderr, "  (expected) ERROR %d: %s\n", m.u.error.code, m.u.error.message);
+	CHECK(recv_msg(b, &m, NULL) == FEEDER_ECLOSED);
+	close(b);
+	close_ring(&r);
+	close(a);
+}
+
+/* 18.3: a stream that fails keeps its ring (a client may still read, or
+ * copy from, batches it holds) until the client closes it. */
+static void test_failed_kept(void)
+{
+	int fd = connect_hello();
+	struct feeder_stream_opts o = base_request("bad", 16, 1);
+	o.on_error = FEEDER_ON_ERROR_FAIL;
+	o.shuffle = 0;
+	o.batch = 4;
+	struct ring r;
+	CHECK(open_stream(fd, &o, &r) == 0);
+	struct proto_msg m;
+	int failed = 0;
+	while (!failed) {
+		CHECK(recv_msg(fd, &m, NULL) == 0);
+		if (m.type == PROTO_ERROR)
+			failed = m.u.error.stream == r.info.stream && !m.u.error.fatal;
+	}
+	struct feeder_status st;
+	check_status(fd, &st);
+	CHECKF(st.memory_used == r.info.ring_size, "a failed stream holds %llu bytes, want %llu",
+	       (unsigned long long)st.memory_used, (unsigned long long)r.info.ring_size);
+	m = (struct proto_msg){ .type = PROTO_CLOSE_STREAM };
+	m.u.close.stream = r.info.stream;
+	send_msg(fd, &m);
+	CHECK(recv_msg(fd, &m, NULL) == 0 && m.type == PROTO_STREAM_END);
+	for (int i = 0; i < 200; i++) {
+		check_status(fd, &st);
+		if (st.memory_used == 0)
+			break;
+		usleep(10000);
+	}
+	CHECK(st.memory_used == 0);
+	close_ring(&r);
+	close(fd);
+}
+
+static void visible_user(int rd, int wr)
+{
+	int fd = connect_hello();
+	struct feeder_stream_opts o = base_request("tiny", 16, 1);
+	o.epochs = 100;
+	struct ring r;
+	CHECK(open_stream(fd, &o, &r) == 0);
+	say(wr, 'o');
+	CHECK(hear(rd) == 'l');
+	struct proto_msg m = { .type = PROTO_STATUS };
+	m.u.status.what = PROTO_STATUS_STREAMS;
+	send_msg(fd, &m);
+	unsigned n = 0;
+	for (;;) {
+		CHECK(recv_msg(fd, &m, NULL) == 0);
+		if (m.type == PROTO_LIST_END)
+			break;
+		if (m.type != PROTO_STREAM_INFO)
+			continue; /* a BATCH_READY of our stream */
+		CHECKF(m.u.stream.uid == 65534, "user 65534 sees a stream of uid %u", m.u.stream.uid);
+		n++;
+	}
+	CHECKF(n == 1, "user 65534 sees %u streams, want its own 1", n);
+	say(wr, 'd');
+	close_ring(&r);
+	close(fd);
+}
+
+/* 13.15: a user sees only its own streams; root sees everyone's. */
+static void test_visibility(void)
+{
+	int fd = connect_hello();
+	struct feeder_stream_opts o = base_request("tiny", 16, 1);
+	o.epochs = 100;
+	struct ring r;
+	CHECK(open_stream(fd, &o, &r) == 0);
+	int to, from;
+	pid_t pid = as_user(65534, visible_user, &to, &from);
+	CHECK(hear(from) == 'o');
+	struct proto_msg m = { .type = PROTO_STATUS };
+	m.u.status.what = PROTO_STATUS_STREAMS;
+	send_msg(fd, &m);
+	unsigned n = 0, others = 0;
+	for (;;) {
+		CHECK(recv_msg(fd, &m, NULL) == 0);
+		if (m.type == PROTO_LIST_END)
+			break;
+		if (m.type != PROTO_STREAM_INFO)
+			continue;
+		n++;
+		others += m.u.stream.uid == 65534;
+	}
+	CHECKF(n == 2 && others == 1, "root sees %u streams (%u of user 65534), want 2 (1)", n,
+	       others);
+	say(to, 'l');
+	CHECK(hear(from) == 'd');
+	wait_child(pid);
+	close_ring(&r);
+	close(fd);
+}
+
+static const struct wire_case {
+	const char *name;
+	void (*run)(void);
+	const char *conf; /* lines added to the daemon's configuration */
+} cases[] = {
+	{ "pixels", test_pixels, NULL },
+	{ "determinism", test_determinism_resume_ranks, NULL },
+	{ "features", test_features, NULL },
+	{ "corrupt", test_corrupt, NULL },
+	{ "refusals", test_refusals, NULL },
+	{ "garbage", test_garbage, NULL },
+	{ "killed_client", test_killed_client, NULL },
+	{ "slow_reader", test_slow_reader, NULL },
+	{ "max_clients", test_max_clients, NULL },
+	{ "rescan", test_rescan, NULL },
+	{ "sigterm", test_sigterm, NULL },
+	{ "idle", test_idle, "max_clients = 12\nreserved_connections = 2\nhello_timeout = 1\n"
+			     "max_clients_per_user = 100\n" },
+	{ "per_user", test_per_user, "max_clients_per_user = 3\n" },
+	{ "never_reads", test_never_reads, "max_queued = 64K\n" },
+	{ "memfd_release", test_memfd_release, "memory_limit = 64M\n" },
+	{ "close_other", test_close_other, NULL },
+	{ "failed_kept", test_failed_kept, NULL },
+	{ "visibility", test_visibility, NULL },
+};
+
+/* test_daemon_wire CASE: one behaviour against a fresh daemon, so that a
+ * failure shows which and hides no other (meson runs each case). */
+int main(int argc, char **argv)
+{
+	const struct wire_case *c = NULL;
+	for (size_t i = 0; argc == 2 && i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (strcmp(argv[1], cases[i].name) == 0)
+			c = &cases[i];
+	if (!c) {
+		fprintf(stderr, "usage: test_daemon_wire CASE (");
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+			fprintf(stderr, "%s%s", i ? " " : "", cases[i].name);
+		fprintf(stderr, ")\n");
+		return 2;
+	}
 	const char *build = getenv("FEEDER_BUILD");
 	if (!build)
 		SKIP("FEEDER_BUILD is not set");
@@ -1001,6 +1451,7 @@ int main(void)
 	memset(tmpdir + plen, 'X', 6);
 	tmpdir[plen + 6] = 0;
 	CHECK(mkdtemp(tmpdir));
+	CHECK(chmod(tmpdir, 0755) == 0); /* other users' clients reach the socket */
 	atexit(cleanup);
 	snprintf(sock_path, sizeof(sock_path), "%s/feederd.sock", tmpdir);
 	snprintf(ds_dir, sizeof(ds_dir), "%s/datasets", tmpdir);
@@ -1009,29 +1460,9 @@ int main(void)
 	make_dataset("tiny", N_TINY, 0);
 	make_dataset("bad", N_BAD, 1);
 	make_features_dataset("feat");
-	start_daemon(build);
-	fprintf(stderr, "pixels\n");
-	test_pixels();
-	fprintf(stderr, "determinism, resume, ranks\n");
-	test_determinism_resume_ranks();
-	fprintf(stderr, "features\n");
-	test_features();
-	fprintf(stderr, "corrupt records\n");
-	test_corrupt();
-	fprintf(stderr, "refusals\n");
-	test_refusals();
-	fprintf(stderr, "garbage\n");
-	test_garbage();
-	fprintf(stderr, "killed client, status\n");
-	test_killed_client();
-	fprintf(stderr, "slow reader\n");
-	test_slow_reader();
-	fprintf(stderr, "max clients\n");
-	test_max_clients();
-	fprintf(stderr, "SIGHUP rescan\n");
-	test_rescan();
-	fprintf(stderr, "SIGTERM\n");
-	test_sigterm();
+	start_daemon(build, c->conf);
+	fprintf(stderr, "%s\n", c->name);
+	c->run();
 	if (getenv("FEEDER_TEST_SHOW_LOG")) {
 		char cmd[400];
 		snprintf(cmd, sizeof(cmd), "cat '%s' >&2", log_path);
