@@ -1,10 +1,15 @@
 /* pool.h — feederd's worker threads and the fair schedule over streams.
  *
- * The pool keeps the list of streams that have work. Each idle worker scans
- * it round-robin and takes a few samples of the first stream that has any
- * (stream_claim); a stream's turn ends after a fixed number of samples, so
- * many streams from many clients progress at the same pace in images,
- * whatever their batch sizes.
+ * The pool keeps the streams that may have work, grouped by client. Worker
+ * time is shared fairly first between clients, then between a client's
+ * streams, weighted by what the work costs (measured seconds per sample,
+ * not sample counts): each client and stream has a virtual time, the
+ * worker seconds charged to it, and an idle worker takes a few samples
+ * (stream_claim) of the stream with the least virtual time of the client
+ * with the least that has work. So a client with eight streams of
+ * 1024x1024 float outputs gets half the workers next to a client with one
+ * small stream, not 98 % of them; and a client that was idle comes back
+ * with a small head start, not with everything it missed.
  * Workers decode without the lock, then account the result; when a slot
  * completes, a stream fails or a closing stream drains, they write to the
  * event loop's eventfd.
@@ -31,12 +36,20 @@ void pool_destroy(struct pool *p);
 void pool_lock(struct pool *p);
 void pool_unlock(struct pool *p);
 /* The following need the lock held. */
-int pool_add(struct pool *p, struct stream *s);          /* 0 or -ENOMEM */
+/* Add s, a stream of client (any key naming who is served; feederd uses
+ * the peer's pid, so that a process's connections share one fair share).
+ * 0 or -ENOMEM. */
+int pool_add(struct pool *p, struct stream *s, uint32_t client);
 /* Take s out of the schedule and mark it closing. Returns its in-flight
  * task count: the stream may be destroyed once that is 0. */
 unsigned pool_remove(struct pool *p, struct stream *s);
 /* Wake idle workers after batches were assigned. */
 void pool_kick(struct pool *p);
 unsigned pool_workers(const struct pool *p);
+/* Worker seconds spent on client's streams since its first stream came
+ * (while it has any). */
+double pool_client_seconds(struct pool *p, uint32_t client);
+/* Worker seconds spent on s since it was added. */
+double pool_stream_seconds(struct pool *p, const struct stream *s);
 
 #endif

@@ -371,7 +371,9 @@ static void handle_open(struct session *c, const struct proto_open_stream *req)
 		 (unsigned long long)o->epoch, o->epochs - 1, (unsigned long long)o->start_batch,
 		 o->shuffle ? "" : ", unshuffled");
 	pool_lock(srv->pool);
-	int arc = pool_add(srv->pool, s);
+	/* Fairness is between processes (a trainer's loaders each have their
+	 * own connection); a peer the kernel could not name is its own. */
+	int arc = pool_add(srv->pool, s, c->pid > 0 ? (uint32_t)c->pid : 0x80000000u | c->id);
 	pool_unlock(srv->pool);
 	if (arc) {
 		session_error(c, -ENOMEM, id, 0, 0, "daemon out of memory");

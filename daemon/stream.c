@@ -585,7 +585,7 @@ int stream_finished(const struct stream *s)
 	return s->next_send >= s->total;
 }
 
-int stream_claim(struct stream *s, struct stream_task *t)
+int stream_claim(struct stream *s, struct stream_task *t, uint32_t max)
 {
 	if (s->closing || s->fail_code)
 		return 0;
@@ -602,7 +602,8 @@ int stream_claim(struct stream *s, struct stream_task *t)
 	t->s = s;
 	t->slot = (uint32_t)(best - s->slots);
 	t->first = best->claimed;
-	t->count = best->count - best->claimed < s->chunk ? best->count - best->claimed : s->chunk;
+	uint32_t want = max && max < s->chunk ? max : s->chunk;
+	t->count = best->count - best->claimed < want ? best->count - best->claimed : want;
 	best->claimed += t->count;
 	s->inflight++;
 	return 1;

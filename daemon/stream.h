@@ -131,9 +131,10 @@ void stream_totals(const struct stream *s, uint64_t *batches_sent, uint64_t *sam
 uint32_t stream_task_size(const struct stream *s);
 const uint8_t *stream_slot_memory(const struct stream *s, uint32_t slot);
 
-/* Worker side. Claim up to stream_task_size samples of the oldest filling slot;
- * returns 1 and fills t, or 0 if there is nothing to do. */
-int stream_claim(struct stream *s, struct stream_task *t);
+/* Worker side. Claim up to stream_task_size samples (and at most max, when
+ * max > 0) of the oldest filling slot; returns 1 and fills t, or 0 if there
+ * is nothing to do. */
+int stream_claim(struct stream *s, struct stream_task *t, uint32_t max);
 /* Decode the task's samples into the slot (no lock held). jw is the calling
  * thread's jpeg state. Records are read under the SIGBUS guard (mapguard.h):
  * a read that faults is an I/O error, replaced and counted like a corrupt
