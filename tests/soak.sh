@@ -11,6 +11,13 @@
 # the memory is reported but not judged under AddressSanitizer, whose
 # quarantine keeps freed memory — LeakSanitizer judges leaks there).
 #
+# Hostile neighbours run meanwhile (tests/soak/hostile_client, issue 13):
+# one keeps up to 40 connections that never say HELLO, one asks for STATUS
+# without ever reading a reply, one opens streams, closes them and keeps
+# their memfds. The checked streams must still lose nothing, the daemon's
+# memory (RssAnon + RssShmem, sampled every half second) must stay within
+# memory_limit (128 MiB) plus 32 MiB, and the kept memfds must hold nothing.
+#
 # Prints one summary line:
 #   soak: M minutes, 8 streams, R restarts, S samples checked, 0 lost,
 #   0 duplicated, RSS drift K KiB, fd drift 0, memfd drift 0
@@ -20,7 +27,9 @@
 minutes=${1:-2}
 source "${FEEDER_SOURCE:?FEEDER_SOURCE must name the source directory}/tests/e2e/lib.sh"
 soak_client=$build/tests/soak/soak_client
+hostile=$build/tests/soak/hostile_client
 [ -x "$soak_client" ] || skip "$soak_client is not built"
+[ -x "$hostile" ] || skip "$hostile is not built"
 command -v python3 >/dev/null || skip "python3 is needed to check the records"
 seconds=$(python3 -c "import sys; print(max(1, round(float(sys.argv[1]) * 60)))" "$minutes") \
 	|| fail "MINUTES must be a number, not '$minutes'"
@@ -36,7 +45,7 @@ N=60
 "$packer" pack images --list "$tmp/list.txt" --resize-shorter 48 --threads 1 "$tmp/src" \
 	"$datasets/uniq" >/dev/null 2>"$tmp/packer.log" || fail "packer: $(cat "$tmp/packer.log")"
 
-start_daemon --log-level info
+start_daemon --log-level info --memory-limit 128M --hello-timeout 2 --max-queued 64K
 
 # Stream k: train or eval, u8/f16/f32, its own seed and batch size.
 streams=8
@@ -91,6 +100,14 @@ start_client() {
 	bg_pids+=($!)
 }
 for k in $(seq 0 $((streams - 1))); do start_client $k; done
+hostile_pids=()
+for mode in idle noread keepfd; do
+	"$hostile" "$sock" uniq $mode "$seconds" >"$tmp/hostile-$mode.out" 2>&1 &
+	hostile_pids+=($!)
+	bg_pids+=($!)
+done
+mem_max=0
+mem_now() { awk '/^RssAnon:/ {a = $2} /^RssShmem:/ {s = $2} END {print a + s}' "/proc/$daemon_pid/status"; }
 restarts=0
 end=$((SECONDS + seconds))
 while [ $SECONDS -lt $end ]; do
@@ -104,6 +121,7 @@ while [ $SECONDS -lt $end ]; do
 		[ $rc -eq 0 ] || fail "client $k exited $rc: $(tail -n 3 "$tmp/client-$k.log")"
 	fi
 	kill -0 "$daemon_pid" 2>/dev/null || fail "feederd died during the soak"
+	m=$(mem_now); [ "$m" -gt "$mem_max" ] && mem_max=$m
 	start_client $k
 	restarts=$((restarts + 1))
 done
@@ -111,7 +129,14 @@ for k in $(seq 0 $((streams - 1))); do
 	kill -9 "${client_pid[$k]}" 2>/dev/null
 	wait "${client_pid[$k]}" 2>/dev/null
 done
+for p in "${hostile_pids[@]}"; do
+	wait "$p" || fail "a hostile neighbour found the daemon wanting: $(cat "$tmp"/hostile-*.out)"
+done
 bg_pids=()
+cat "$tmp"/hostile-*.out
+echo "daemon memory (RssAnon + RssShmem) at most $((mem_max / 1024)) MiB during the soak"
+[ "$mem_max" -le $(((128 + 32) * 1024)) ] \
+	|| fail "the daemon's memory reached $((mem_max / 1024)) MiB, over memory_limit 128 MiB + 32 MiB"
 wait_idle
 rss1=$(rss_anon) fd1=$(fd_count) memfd1=$(memfd_count)
 
