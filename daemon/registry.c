@@ -16,8 +16,10 @@
  *    `packer --force` or `rm -rf x && mv new x`): the periodic check retires
  *    the old version and stops serving the name; the new version is opened
  *    by the next SIGHUP (the operator's "serve what is on disk now", like new
- *    datasets), and only new streams get it. A SIGHUP rescan also treats a
- *    data.mdb modified in place (other mtime) as replaced.
+ *    datasets), and only new streams get it.
+ *  - Modified in place (the same data.mdb, but its mtime, ctime or size
+ *    moved: `cp` onto it): retired by the periodic check like a replacement,
+ *    with its own reason, since the mapping now shows other bytes.
  *  - Unreadable (REGISTRY_IO_FAIL_RUN reads in a row failed with SIGBUS,
  *    see mapguard.h): retired, still listed, new streams refused with the
  *    reason until a SIGHUP reopens it (after the disk was fixed).
@@ -36,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,6 +48,7 @@
 
 struct registry {
 	char dir[4096];
+	int ino_fd;              /* inotify on the served data files, or -1 */
 	struct dataset **items;
 	size_t n;
 	struct {
@@ -128,6 +132,16 @@ void dataset_note_io_ok(struct dataset *d)
 		atomic_store_explicit(&d->io_run, 0, memory_order_relaxed);
 }
 
+/* Whether data.mdb (st, the same inode) was written to since d opened it:
+ * `cp new data.mdb` onto the served file, or a tool writing in place. Its
+ * mtime, ctime or size moved. */
+static int changed_in_place(const struct dataset *d, const struct stat *st)
+{
+	return d->mtime.tv_sec != st->st_mtim.tv_sec || d->mtime.tv_nsec != st->st_mtim.tv_nsec ||
+	       d->ctime.tv_sec != st->st_ctim.tv_sec || d->ctime.tv_nsec != st->st_ctim.tv_nsec ||
+	       d->size != st->st_size;
+}
+
 /* Open the dataset in sub-directory name of dirfd; NULL (and a log line when
  * it looked like a dataset) if it is not one. */
 static struct dataset *open_one(int dirfd, const char *dir, const char *name,
@@ -140,7 +154,17 @@ static struct dataset *open_one(int dirfd, const char *dir, const char *name,
 		return NULL;
 	}
 	struct stat st;
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return NULL;
+	if (S_ISLNK(st.st_mode)) {
+		/* Served datasets are what lies in the datasets directory: a
+		 * link could point anywhere the daemon can read (an operator
+		 * with write access to the directory could expose any file). */
+		log_warn("dataset entry '%s' skipped: it is a symbolic link, and feederd serves only "
+			 "datasets that are directories inside %s", name, dir);
+		return NULL;
+	}
+	if (!S_ISDIR(st.st_mode))
 		return NULL;
 	int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sub < 0) {
@@ -161,8 +185,7 @@ static struct dataset *open_one(int dirfd, const char *dir, const char *name,
 	for (size_t i = 0; old && i < old->n; i++) {
 		struct dataset *o = old->items[i];
 		if (strcmp(o->name, name) == 0 && !dataset_gone(o) && o->dev == dst.st_dev &&
-		    o->ino == dst.st_ino &&
-		    o->mtime.tv_sec == dst.st_mtim.tv_sec && o->mtime.tv_nsec == dst.st_mtim.tv_nsec) {
+		    o->ino == dst.st_ino && !changed_in_place(o, &dst)) {
 			close(sub);
 			dataset_ref(o);
 			return o;
@@ -196,6 +219,8 @@ static struct dataset *open_one(int dirfd, const char *dir, const char *name,
 	d->dev = dst.st_dev;
 	d->ino = dst.st_ino;
 	d->mtime = dst.st_mtim;
+	d->ctime = dst.st_ctim;
+	d->size = dst.st_size;
 	atomic_init(&d->refs, 1);
 	atomic_init(&d->streams, 0);
 	pthread_mutex_init(&d->lock, NULL);
@@ -205,6 +230,7 @@ static struct dataset *open_one(int dirfd, const char *dir, const char *name,
 }
 
 static void retire_version(struct registry *r, int dirfd, struct dataset *d, int served_again);
+static void watch_all(struct registry *r);
 
 static int by_name(const void *a, const void *b)
 {
@@ -267,6 +293,7 @@ int registry_rescan(struct registry *r, char *err, size_t errlen)
 	free(r->items);
 	r->items = items;
 	r->n = n;
+	watch_all(r);
 	return 0;
 }
 
@@ -312,7 +339,7 @@ unsigned registry_check(struct registry *r)
 		char sub[FEEDER_DATASET_MAX + 16];
 		struct stat st;
 		snprintf(sub, sizeof(sub), "%s/data.mdb", d->name);
-		int removed = 0, replaced = 0;
+		int removed = 0, replaced = 0, modified = 0;
 		if (dirfd < 0) {
 			removed = 1;
 		} else if (fstatat(dirfd, d->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -325,14 +352,24 @@ unsigned registry_check(struct registry *r)
 			removed = errno == ENOENT || errno == ENOTDIR;
 		} else {
 			replaced = st.st_dev != d->dev || st.st_ino != d->ino;
+			modified = !replaced && changed_in_place(d, &st);
 		}
-		if (!removed && !replaced) {
+		if (!removed && !replaced && !modified) {
 			r->items[keep++] = d;
 			continue;
 		}
 		if (removed)
 			dataset_retire(d, FEEDER_ENODATASET, "dataset '%s' was removed from %s",
 				       d->name, r->dir);
+		else if (modified)
+			/* Its pages now hold other bytes than the ones its
+			 * records and offsets were read from: nothing of the old
+			 * version may be served, and the new bytes are not a
+			 * dataset until packer says so (SIGHUP reopens it). */
+			dataset_retire(d, FEEDER_ENODATASET,
+				       "dataset '%s' was modified in place in %s (data.mdb written "
+				       "while served); its streams end, and feederd serves it again "
+				       "after SIGHUP", d->name, r->dir);
 		else
 			dataset_retire(d, FEEDER_ENODATASET,
 				       "dataset '%s' was replaced in %s; streams of the old version "
@@ -346,6 +383,45 @@ unsigned registry_check(struct registry *r)
 	if (dirfd >= 0)
 		close(dirfd);
 	return dropped;
+}
+
+/* Watch every served data.mdb, so that a write in place, a replacement or
+ * a removal is seen at once (registry_fd), not at the next periodic check.
+ * A watch that cannot be added leaves that dataset to the periodic check. */
+static void watch_all(struct registry *r)
+{
+	if (r->ino_fd < 0)
+		return;
+	for (size_t i = 0; i < r->n; i++) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/%s/data.mdb", r->dir, r->items[i]->name);
+		if (inotify_add_watch(r->ino_fd, path, IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE |
+							 IN_DELETE_SELF | IN_MOVE_SELF) < 0)
+			log_debug("dataset '%s': no inotify watch (%s); checked once a second",
+				  r->items[i]->name, strerror(errno));
+	}
+}
+
+int registry_fd(const struct registry *r)
+{
+	return r->ino_fd;
+}
+
+unsigned registry_on_event(struct registry *r)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int any = 0;
+	for (;;) {
+		ssize_t n = read(r->ino_fd, buf, sizeof(buf));
+		if (n > 0) {
+			any = 1;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		break;
+	}
+	return any ? registry_check(r) : 0;
 }
 
 const char *registry_retired(const struct registry *r, const char *name)
@@ -365,8 +441,14 @@ int registry_open(struct registry **out, const char *dir, char *err, size_t errl
 		free(r);
 		return status_fail(err, errlen, FEEDER_EINVAL, "datasets directory path is too long");
 	}
+	r->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (r->ino_fd < 0)
+		log_warn("inotify: %s; changed datasets are noticed within a second instead",
+			 strerror(errno));
 	int rc = registry_rescan(r, err, errlen);
 	if (rc) {
+		if (r->ino_fd >= 0)
+			close(r->ino_fd);
 		free(r);
 		return rc;
 	}
@@ -380,6 +462,8 @@ void registry_close(struct registry *r)
 		return;
 	for (size_t i = 0; i < r->n; i++)
 		dataset_unref(r->items[i]);
+	if (r->ino_fd >= 0)
+		close(r->ino_fd);
 	free(r->items);
 	free(r);
 }

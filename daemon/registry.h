@@ -37,7 +37,8 @@ struct dataset {
 	struct dsformat_header hdr;
 	dev_t dev;                 /* identity of data.mdb, to notice replacement */
 	ino_t ino;
-	struct timespec mtime;
+	struct timespec mtime, ctime; /* and size: to notice writes in place */
+	off_t size;
 	atomic_uint refs;
 	atomic_uint streams;       /* open streams reading it (for STATUS) */
 	pthread_mutex_t lock;      /* guards logged[] and the retirement */
@@ -71,6 +72,12 @@ int registry_rescan(struct registry *r, char *err, size_t errlen);
  * another file (st_dev, st_ino), is retired and no longer served (the new
  * version is served after the next rescan). Returns how many were retired. */
 unsigned registry_check(struct registry *r);
+/* An inotify descriptor (readable when a served data file was written,
+ * replaced or removed) for the event loop, or -1; on its events call
+ * registry_on_event, which reads them and runs registry_check (returning
+ * what that returns). */
+int registry_fd(const struct registry *r);
+unsigned registry_on_event(struct registry *r);
 /* Why name is not served, if it was retired since the last rescan: a
  * sentence, or NULL. */
 const char *registry_retired(const struct registry *r, const char *name);

@@ -292,6 +292,9 @@ int server_create(struct server **out, const struct config *cfg, char *err, size
 	    (rc = watch_fd(srv, srv->timer_fd, &srv->w_timer, WATCH_TIMER, err, errlen)) ||
 	    (rc = arm_timer(srv, err, errlen)))
 		goto fail;
+	if (registry_fd(srv->reg) >= 0 &&
+	    (rc = watch_fd(srv, registry_fd(srv->reg), &srv->w_datasets, WATCH_DATASETS, err, errlen)))
+		goto fail;
 	log_info("feederd %s: %u workers, %zu datasets from %s, memory limit %.0f MiB",
 		 FEEDER_VERSION, cfg->workers, registry_count(srv->reg), cfg->datasets_dir,
 		 mib(cfg->memory_limit));
@@ -353,6 +356,11 @@ int server_run(struct server *srv, char *err, size_t errlen)
 			}
 			case WATCH_REFUSED:
 				listener_linger_event(srv, w, ev);
+				break;
+			case WATCH_DATASETS:
+				/* A served data file changed: end its streams now. */
+				if (registry_on_event(srv->reg))
+					wake = 1;
 				break;
 			}
 		}

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 enum watch_kind { WATCH_LISTEN = 1, WATCH_SIGNAL, WATCH_WAKE, WATCH_TIMER, WATCH_SESSION,
-		  WATCH_REFUSED };
+		  WATCH_REFUSED, WATCH_DATASETS };
 struct watch {
 	int kind;
 };
@@ -30,7 +30,7 @@ struct server {
 	struct config cfg;
 	int epfd, listen_fd, sig_fd, wake_fd, timer_fd;
 	int bound;               /* we created cfg.socket_path (remove at exit) */
-	struct watch w_listen, w_signal, w_wake, w_timer;
+	struct watch w_listen, w_signal, w_wake, w_timer, w_datasets;
 	struct registry *reg;
 	struct pool *pool;
 	uint64_t page;
