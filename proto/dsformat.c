@@ -59,10 +59,11 @@ int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *
 		return status_fail(err, errlen, FEEDER_EFORMAT, "dataset header has the wrong magic");
 	memset(h, 0, sizeof(*h));
 	h->version = bytes_le32(p + 8);
-	if (h->version != DSFORMAT_VERSION)
+	if (h->version < DSFORMAT_VERSION_MIN || h->version > DSFORMAT_VERSION)
 		return status_fail(err, errlen, FEEDER_EVERSION,
-				   "dataset format version %u, this build reads version %d",
-				   h->version, DSFORMAT_VERSION);
+				   "dataset format version %u, this build reads versions %d to %d%s",
+				   h->version, DSFORMAT_VERSION_MIN, DSFORMAT_VERSION,
+				   h->version > DSFORMAT_VERSION ? " (packed by a newer packer)" : "");
 	h->kind = bytes_le32(p + 12);
 	h->samples = bytes_le64(p + 16);
 	h->classes = bytes_le32(p + 24);
@@ -79,6 +80,11 @@ int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *
 	return 0;
 }
 
+size_t dsformat_sample_hdr_size(uint32_t version)
+{
+	return version == 1 ? DSFORMAT_SAMPLE_HDR_V1 : version == 2 ? DSFORMAT_SAMPLE_HDR : 0;
+}
+
 void dsformat_sample_encode(const struct dsformat_sample *s, uint8_t *out)
 {
 	bytes_put_le32(out, s->label);
@@ -87,26 +93,44 @@ void dsformat_sample_encode(const struct dsformat_sample *s, uint8_t *out)
 	bytes_put_le32(out + 12, s->frames);
 	bytes_put_le32(out + 16, s->dim);
 	out[20] = (uint8_t)s->dtype;
-	out[21] = out[22] = out[23] = 0;
+	out[21] = 0;
+	bytes_put_le16(out + 22, (uint16_t)s->flags);
+	bytes_put_le32(out + 24, s->aux);
+	bytes_put_le32(out + 28, crc32c(0, out, 28));
 }
 
-int dsformat_sample_decode(const void *buf, size_t len, struct dsformat_sample *s,
-			   const uint8_t **payload, char *err, size_t errlen)
+int dsformat_sample_decode(uint32_t version, const void *buf, size_t len,
+			   struct dsformat_sample *s, const uint8_t **payload, char *err,
+			   size_t errlen)
 {
 	const uint8_t *p = buf;
-	if (len < DSFORMAT_SAMPLE_HDR)
+	size_t hdr = dsformat_sample_hdr_size(version);
+	if (hdr == 0)
+		return status_fail(err, errlen, FEEDER_EVERSION, "dataset format version %u is unknown",
+				   version);
+	if (len < hdr)
 		return status_fail(err, errlen, FEEDER_EFORMAT,
 				   "sample record is %zu bytes, shorter than its header", len);
+	memset(s, 0, sizeof(*s));
+	if (version >= 2) {
+		uint32_t stored = bytes_le32(p + 28), c = crc32c(0, p, 28);
+		if (stored != c)
+			return status_fail(err, errlen, FEEDER_ECORRUPT,
+					   "record header damaged (label, lengths or shape changed: "
+					   "header CRC stored %08x, computed %08x)", stored, c);
+		s->flags = bytes_le16(p + 22);
+		s->aux = bytes_le32(p + 24);
+	}
 	s->label = bytes_le32(p);
 	s->payload_len = bytes_le32(p + 4);
 	s->crc = bytes_le32(p + 8);
 	s->frames = bytes_le32(p + 12);
 	s->dim = bytes_le32(p + 16);
 	s->dtype = p[20];
-	if ((size_t)s->payload_len != len - DSFORMAT_SAMPLE_HDR)
+	if ((size_t)s->payload_len != len - hdr)
 		return status_fail(err, errlen, FEEDER_ECORRUPT,
 				   "sample payload length %u does not match record size %zu",
-				   s->payload_len, len - DSFORMAT_SAMPLE_HDR);
+				   s->payload_len, len - hdr);
 	if (s->dtype != DSFORMAT_DTYPE_NONE) {
 		size_t es = dsformat_dtype_size(s->dtype);
 		if (es == 0 || s->dim == 0 || s->dim > DSFORMAT_MAX_DIM ||
@@ -115,7 +139,7 @@ int dsformat_sample_decode(const void *buf, size_t len, struct dsformat_sample *
 					   "feature matrix %u x %u of dtype %u does not fill %u bytes",
 					   s->frames, s->dim, s->dtype, s->payload_len);
 	}
-	*payload = p + DSFORMAT_SAMPLE_HDR;
+	*payload = p + hdr;
 	return 0;
 }
 
@@ -125,7 +149,7 @@ int dsformat_sample_verify(const struct dsformat_sample *s, const uint8_t *paylo
 	uint32_t c = crc32c(0, payload, s->payload_len);
 	if (c != s->crc)
 		return status_fail(err, errlen, FEEDER_ECORRUPT,
-				   "CRC mismatch (stored %08x, computed %08x)", s->crc, c);
+				   "payload damaged (CRC mismatch: stored %08x, computed %08x)", s->crc, c);
 	return 0;
 }
 

@@ -7,11 +7,17 @@
  *   "samples" key sample index, u64 big-endian -> sample header + payload
  *   "names"   key sample index, u64 big-endian -> the source name (optional)
  *
- * All header fields are little-endian. A sample value is a 24-byte header
+ * All header fields are little-endian. A sample value (format version 2) is
+ * a 32-byte header
  *   u32 label | u32 payload_len | u32 crc32c(payload) | u32 frames | u32 dim
- *   | u8 dtype | u8 reserved[3]
+ *   | u8 dtype | u8 reserved | u16 flags | u32 aux | u32 crc32c(bytes 0..27)
  * followed by payload_len bytes: JPEG bytes (kind jpeg) or a frames x dim
- * row-major matrix of float16/float32 (kind features).
+ * row-major matrix of float16/float32 (kind features). The last field is a
+ * CRC of the header itself, so that a changed label, length or shape is
+ * caught like a changed payload. flags and aux are 0 today (room for facts
+ * about the payload, such as how a JPEG is tiled into restart intervals).
+ * Version 1 datasets, whose records have the first 24 bytes only (dtype then
+ * three reserved bytes, no header CRC), are still read.
  *
  * This module does no I/O: it turns bytes into validated structs and back,
  * so that packer, the daemon and the fuzzers share one implementation. */
@@ -22,9 +28,14 @@
 #include <stdint.h>
 
 #define DSFORMAT_MAGIC "FEEDERDS"
-#define DSFORMAT_VERSION 1
+#define DSFORMAT_VERSION 2          /* what packer writes */
+#define DSFORMAT_VERSION_MIN 1      /* the oldest still read */
 #define DSFORMAT_HEADER_SIZE 328
-#define DSFORMAT_SAMPLE_HDR 24
+#define DSFORMAT_SAMPLE_HDR 32      /* of a version 2 record */
+#define DSFORMAT_SAMPLE_HDR_V1 24
+/* The fewest bytes of data.mdb one record (or label) and its key take: a
+ * bound on the counts a file of some size can hold. */
+#define DSFORMAT_MIN_RECORD 16
 #define DSFORMAT_MAX_NAME 4096
 /* Guards against absurd header values in corrupt or hostile datasets. */
 #define DSFORMAT_MAX_PAYLOAD (1u << 30)
@@ -51,7 +62,12 @@ struct dsformat_sample {
 	uint32_t frames;    /* features: rows; jpeg: 0 */
 	uint32_t dim;       /* features: columns; jpeg: 0 */
 	uint32_t dtype;     /* features: enum dsformat_dtype; jpeg: 0 */
+	uint32_t flags;     /* version 2: reserved, 0 */
+	uint32_t aux;       /* version 2: reserved, 0 */
 };
+
+/* Bytes of a record's header in a dataset of version v (0 if unknown). */
+size_t dsformat_sample_hdr_size(uint32_t version);
 
 const char *dsformat_kind_name(uint32_t kind);   /* "jpeg", "features", "?" */
 const char *dsformat_dtype_name(uint32_t dtype); /* "f16", "f32", "none", "?" */
@@ -66,17 +82,22 @@ void dsformat_header_encode(const struct dsformat_header *h, uint8_t *out);
 int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *h,
 			   char *err, size_t errlen);
 
-/* Encode a sample header into out (DSFORMAT_SAMPLE_HDR bytes). */
+/* Encode a sample header into out (DSFORMAT_SAMPLE_HDR bytes, version 2,
+ * its header CRC included). */
 void dsformat_sample_encode(const struct dsformat_sample *s, uint8_t *out);
 
-/* Decode the header of a sample value of len bytes and check that the
- * lengths agree (payload_len == len - header, frames*dim*dtype size ==
- * payload_len for features). *payload points into buf. Does not check the
- * CRC (see dsformat_sample_verify). Returns 0 or FEEDER_EFORMAT/ECORRUPT. */
-int dsformat_sample_decode(const void *buf, size_t len, struct dsformat_sample *s,
-			   const uint8_t **payload, char *err, size_t errlen);
+/* Decode the header of a sample value of len bytes of a dataset of format
+ * version, check the header CRC (version 2: FEEDER_ECORRUPT "record header
+ * damaged") and that the lengths agree (payload_len == len - header,
+ * frames*dim*dtype size == payload_len for features). *payload points into
+ * buf. Does not check the payload's CRC (see dsformat_sample_verify).
+ * Returns 0 or FEEDER_EFORMAT/ECORRUPT/EVERSION. */
+int dsformat_sample_decode(uint32_t version, const void *buf, size_t len,
+			   struct dsformat_sample *s, const uint8_t **payload, char *err,
+			   size_t errlen);
 
-/* 0 if crc32c(payload) matches s->crc, else FEEDER_ECORRUPT with a sentence. */
+/* 0 if crc32c(payload) matches s->crc, else FEEDER_ECORRUPT with a sentence
+ * saying the payload is damaged. */
 int dsformat_sample_verify(const struct dsformat_sample *s, const uint8_t *payload,
 			   char *err, size_t errlen);
 
@@ -84,8 +105,9 @@ int dsformat_sample_verify(const struct dsformat_sample *s, const uint8_t *paylo
  * (when classes > 0; a dataset without a label table has opaque labels);
  * for features, the header's dtype and feat_dim (readers size their output
  * by the header, so a record of another width would write past it); for
- * jpeg, no matrix fields. Else FEEDER_ECORRUPT with a sentence. The CRC
- * covers only the payload, so these header fields need their own check.
+ * jpeg, no matrix fields. Else FEEDER_ECORRUPT with a sentence. (Version 1
+ * records have no header CRC, and a header CRC does not say the values fit
+ * this dataset: these fields need their own check.)
  * (Added by the fuzzing work: a features record wider than the dataset made
  * feederd write past a batch slot.) */
 int dsformat_sample_check(const struct dsformat_header *h, const struct dsformat_sample *s,

@@ -27,12 +27,13 @@ struct dsstore {
 	int have_names;
 	struct dsformat_header hdr;
 	const void *map;         /* LMDB's read-only mapping of data.mdb */
-	size_t map_len;
+	size_t map_len;          /* of the mapping, as /proc/self/maps says */
+	uint64_t file_size;      /* data.mdb's size at open: the bytes that exist */
 };
 
 struct dsstore_txn {
 	struct dsstore *ds;
-	MDB_txn *txn;
+	MDB_txn *txn;            /* NULL after a renewal failed: begun again on use */
 };
 
 struct dsstore_writer {
@@ -56,6 +57,15 @@ static int lmdb_fail(char *err, size_t errlen, int rc, const char *what)
 	else if (rc < 0)
 		code = FEEDER_EFORMAT;
 	return status_fail(err, errlen, code, "%s: %s", what, mdb_strerror(rc));
+}
+
+/* Whether [p, p + len) lies in data.mdb's bytes: inside the mapping and
+ * below the file's size (beyond it a mapping may extend, unbacked). */
+static int in_file(const struct dsstore *ds, const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p, lo = (uintptr_t)ds->map;
+	uint64_t end = ds->map_len < ds->file_size ? ds->map_len : ds->file_size;
+	return a >= lo && a - lo <= end && len <= end - (a - lo);
 }
 
 /* The mapping (from /proc/self/maps) that holds address p; start NULL if
@@ -128,6 +138,7 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 		rc = status_fail(err, errlen, -errno, "%s: data.mdb: %s", dir, strerror(errno));
 		goto fail;
 	}
+	ds->file_size = (uint64_t)fst.st_size;
 	uint64_t need = ((uint64_t)info.me_last_pgno + 1) * est.ms_psize;
 	if ((uint64_t)fst.st_size < need) {
 		rc = status_fail(err, errlen, FEEDER_ECORRUPT,
@@ -153,8 +164,22 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 		goto fail;
 	}
 	/* LMDB does not tell where it mapped the file (me_mapaddr is only set
-	 * for fixed maps), but the header record lies inside the mapping. */
+	 * for fixed maps), but the header record lies inside the mapping, which
+	 * starts at the file's first byte. Every value handed out is checked to
+	 * lie inside it (in_file): LMDB trusts a record's length and an
+	 * overflow page's count, which a damaged or crafted file can set to run
+	 * past the mapping (SIGSEGV, not the SIGBUS the daemon's guard takes). */
 	find_mapping(v.mv_data, &ds->map, &ds->map_len);
+	if (!ds->map) {
+		rc = status_fail(err, errlen, FEEDER_EFORMAT,
+				 "%s: cannot locate the mapping of data.mdb (/proc/self/maps)", dir);
+		goto fail;
+	}
+	if (!in_file(ds, v.mv_data, v.mv_size)) {
+		rc = status_fail(err, errlen, FEEDER_ECORRUPT, "%s: the header record lies outside "
+				 "data.mdb", dir);
+		goto fail;
+	}
 	char why[200];
 	if ((rc = dsformat_header_decode(v.mv_data, v.mv_size, &ds->hdr, why, sizeof(why)))) {
 		status_fail(err, errlen, rc, "%s: %s", dir, why);
@@ -162,6 +187,17 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 	}
 	if ((rc = mdb_stat(txn, ds->samples, &st))) {
 		rc = lmdb_fail(err, errlen, rc, dir);
+		goto fail;
+	}
+	/* Counts a file of this size cannot hold (a record and its key take at
+	 * least DSFORMAT_MIN_RECORD bytes) are refused before any reader loops
+	 * over them, however LMDB's own entry counts were set. */
+	if (ds->hdr.samples > ds->file_size / DSFORMAT_MIN_RECORD ||
+	    ds->hdr.classes > ds->file_size / DSFORMAT_MIN_RECORD) {
+		rc = status_fail(err, errlen, FEEDER_ECORRUPT,
+				 "%s: header claims %llu samples and %u classes, more than its "
+				 "%llu-byte data file can hold", dir, (unsigned long long)ds->hdr.samples,
+				 ds->hdr.classes, (unsigned long long)ds->file_size);
 		goto fail;
 	}
 	if (st.ms_entries != ds->hdr.samples) {
@@ -228,8 +264,38 @@ void dsstore_txn_end(struct dsstore_txn *t)
 {
 	if (!t)
 		return;
-	mdb_txn_abort(t->txn);
+	if (t->txn)
+		mdb_txn_abort(t->txn);
 	free(t);
+}
+
+/* After an LMDB error the transaction is poisoned (every later call fails
+ * with MDB_BAD_TXN): one damaged page would make every record after it
+ * unreadable. Reset and renew it, so that the error stays the one record's. */
+static void renew(struct dsstore_txn *t)
+{
+	mdb_txn_reset(t->txn);
+	if (mdb_txn_renew(t->txn) != 0) {
+		mdb_txn_abort(t->txn);
+		t->txn = NULL;
+	}
+}
+
+/* mdb_get on t, its value checked to lie in the file. 0, MDB_NOTFOUND, an
+ * LMDB error (the transaction renewed), or -ERANGE (outside the file). */
+static int get_checked(struct dsstore_txn *t, MDB_dbi dbi, void *key, size_t klen, MDB_val *v)
+{
+	if (!t->txn && mdb_txn_begin(t->ds->env, NULL, MDB_RDONLY, &t->txn) != 0) {
+		t->txn = NULL;
+		return MDB_BAD_TXN;
+	}
+	MDB_val k = { klen, key };
+	int rc = mdb_get(t->txn, dbi, &k, v);
+	if (rc && rc != MDB_NOTFOUND)
+		renew(t);
+	if (rc == 0 && !in_file(t->ds, v->mv_data, v->mv_size))
+		return -ERANGE;
+	return rc;
 }
 
 int dsstore_get_sample(struct dsstore_txn *t, uint64_t index, struct dsformat_sample *s,
@@ -237,20 +303,26 @@ int dsstore_get_sample(struct dsstore_txn *t, uint64_t index, struct dsformat_sa
 {
 	uint8_t key[8];
 	dsformat_sample_key(index, key);
-	MDB_val k = { 8, key }, v;
-	int rc = mdb_get(t->txn, t->ds->samples, &k, &v);
+	MDB_val v;
+	int rc = get_checked(t, t->ds->samples, key, 8, &v);
 	if (rc == MDB_NOTFOUND)
 		return status_fail(err, errlen, -ENOENT, "sample %llu not found",
 				   (unsigned long long)index);
+	if (rc == -ERANGE)
+		return status_fail(err, errlen, FEEDER_ECORRUPT,
+				   "record of %zu bytes runs outside data.mdb (a damaged length or "
+				   "overflow page)", v.mv_size);
 	if (rc)
 		return lmdb_fail(err, errlen, rc, "reading sample");
-	return dsformat_sample_decode(v.mv_data, v.mv_size, s, payload, err, errlen);
+	return dsformat_sample_decode(t->ds->hdr.version, v.mv_data, v.mv_size, s, payload, err,
+				      errlen);
 }
 
-static int get_bytes(MDB_txn *txn, MDB_dbi dbi, void *key, size_t klen, const char **p, size_t *len)
+static int get_bytes(struct dsstore_txn *t, MDB_dbi dbi, void *key, size_t klen, const char **p,
+		     size_t *len)
 {
-	MDB_val k = { klen, key }, v;
-	int rc = mdb_get(txn, dbi, &k, &v);
+	MDB_val v;
+	int rc = get_checked(t, dbi, key, klen, &v);
 	if (rc)
 		return rc == MDB_NOTFOUND ? -ENOENT : FEEDER_ECORRUPT;
 	*p = v.mv_data;
@@ -262,7 +334,7 @@ int dsstore_get_label(struct dsstore_txn *t, uint32_t id, const char **name, siz
 {
 	uint8_t key[4];
 	dsformat_label_key(id, key);
-	return get_bytes(t->txn, t->ds->labels, key, 4, name, len);
+	return get_bytes(t, t->ds->labels, key, 4, name, len);
 }
 
 int dsstore_get_name(struct dsstore_txn *t, uint64_t index, const char **name, size_t *len)
@@ -271,7 +343,7 @@ int dsstore_get_name(struct dsstore_txn *t, uint64_t index, const char **name, s
 	if (!t->ds->have_names)
 		return -ENOENT;
 	dsformat_sample_key(index, key);
-	return get_bytes(t->txn, t->ds->names, key, 8, name, len);
+	return get_bytes(t, t->ds->names, key, 8, name, len);
 }
 
 /* ---- writer ---- */

@@ -49,7 +49,7 @@ static void sample(const uint8_t *data, size_t size)
 	struct dsformat_sample s;
 	const uint8_t *payload = NULL;
 	char err[256] = "";
-	int rc = dsformat_sample_decode(data, size, &s, &payload, err, sizeof(err));
+	int rc = dsformat_sample_decode(DSFORMAT_VERSION, data, size, &s, &payload, err, sizeof(err));
 	if (rc != 0) {
 		FUZZ_CHECK(rc == FEEDER_EFORMAT || rc == FEEDER_ECORRUPT, "code %d", rc);
 		FUZZ_CHECK_ERR(err, sizeof(err));

@@ -88,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dsformat_sample s;
 	const uint8_t *payload;
 	char err[256] = "";
-	if (dsformat_sample_decode(rec, n, &s, &payload, err, sizeof(err)) != 0) {
+	if (dsformat_sample_decode(DSFORMAT_VERSION, rec, n, &s, &payload, err, sizeof(err)) != 0) {
 		free(rec);
 		return 0;
 	}

@@ -33,7 +33,8 @@ with env.begin() as txn:
     for k, v in txn.cursor(db=samples):
         idx = struct.unpack(">Q", k)[0]
         label, plen, crc, frames, dim, dt = struct.unpack_from("<IIIIIB", v, 0)
-        assert plen == len(v) - 24, "payload length"
+        hdr = 24 if version == 1 else 32  # version 2 adds flags, aux, a header CRC
+        assert plen == len(v) - hdr, "payload length"
         name = txn.get(k, db=names)
         out["samples"].append({"index": idx, "label": label, "len": plen, "crc": crc,
                                "frames": frames, "dim": dim, "dtype": dt,

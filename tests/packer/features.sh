@@ -46,17 +46,22 @@ data = bytearray(open(sys.argv[1], "rb").read())
 dim = int(sys.argv[4])
 def locate(p):
     at = data.find(p)
-    assert at >= 24 and data.find(p, at + 1) < 0, "payload not found once"
+    assert at >= 32 and data.find(p, at + 1) < 0, "payload not found once"
     return at
 p4 = bytearray(open(sys.argv[2], "rb").read())
 at = locate(bytes(p4))
 p4[2 * (dim + 2):2 * (dim + 2) + 2] = struct.pack("<H", 0x7C00)
 data[at:at + len(p4)] = p4
-struct.pack_into("<I", data, at - 24 + 8, crc32c(p4))
+H = 32  # record header (format version 2): its last 4 bytes are a CRC of the first 28
+def seal(at):
+    struct.pack_into("<I", data, at - H + 28, crc32c(bytes(data[at - H:at - H + 28])))
+struct.pack_into("<I", data, at - H + 8, crc32c(p4))
+seal(at)
 p7 = open(sys.argv[3], "rb").read()
 at = locate(p7)
-frames = struct.unpack_from("<I", data, at - 24 + 12)[0]
-struct.pack_into("<I", data, at - 24 + 12, frames - 1)
+frames = struct.unpack_from("<I", data, at - H + 12)[0]
+struct.pack_into("<I", data, at - H + 12, frames - 1)
+seal(at)
 open(sys.argv[1], "r+b").write(data)
 PYEOF
 expect_rc 1 "$PACKER" verify "$T/ds"

@@ -41,4 +41,24 @@ last=$(( $(ls "$T/src2/a" | wc -l) - 1 ))
 expect_rc 1 "$PACKER" verify --decode "$T/ds2"
 grep -q "^sample $last: JPEG" "$T/out" || fail "verify --decode output: $(cat "$T/out")"
 [ "$(grep -c '^sample ' "$T/out")" = 1 ] || fail "more than one bad sample: $(cat "$T/out")"
+# A record whose label was changed (its payload and payload CRC intact):
+# version 2 records carry a CRC of their header, so verify reports header
+# damage for exactly that sample (issue 13.6: it used to pass unnoticed).
+expect_rc 0 "$PACKER" pack images --force "$T/src" "$T/ds3"
+K=5
+$PY - "$T/ds3" $K <<'PYEOF' || fail "changing the label of sample $K"
+import lmdb, struct, sys
+env = lmdb.open(sys.argv[1], max_dbs=8, subdir=True)
+with env.begin(write=True) as txn:
+    db = env.open_db(b"samples", txn=txn)
+    key = struct.pack(">Q", int(sys.argv[2]))
+    v = bytearray(txn.get(key, db=db))
+    struct.pack_into("<I", v, 0, (struct.unpack_from("<I", v, 0)[0] + 1) % 3)
+    txn.put(key, bytes(v), db=db)
+env.close()
+PYEOF
+rm -f "$T/ds3/lock.mdb"
+expect_rc 1 "$PACKER" verify "$T/ds3"
+grep -q "^sample $K: .*record header damaged" "$T/out" || fail "verify output: $(cat "$T/out")"
+[ "$(grep -c '^sample ' "$T/out")" = 1 ] || fail "more than one bad sample: $(cat "$T/out")"
 echo "verify: ok"

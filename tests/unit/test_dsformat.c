@@ -43,16 +43,46 @@ int main(void)
 	/* CRC filled by the writer normally; compute via verify failure path. */
 	struct dsformat_sample t;
 	const uint8_t *pl;
-	CHECK(dsformat_sample_decode(rec, sizeof(rec), &t, &pl, err, sizeof(err)) == 0);
+	CHECK(dsformat_sample_decode(DSFORMAT_VERSION, rec, sizeof(rec), &t, &pl, err, sizeof(err)) == 0);
 	CHECK(t.label == 7 && t.frames == 3 && t.dim == 2 && pl == rec + DSFORMAT_SAMPLE_HDR);
 	CHECK(dsformat_sample_verify(&t, pl, err, sizeof(err)) == FEEDER_ECORRUPT);
 	CHECK(strstr(err, "CRC mismatch"));
 	/* Truncated record, header shorter than itself, mismatched matrix. */
-	CHECK(dsformat_sample_decode(rec, sizeof(rec) - 1, &t, &pl, err, sizeof(err)) == FEEDER_ECORRUPT);
-	CHECK(dsformat_sample_decode(rec, 10, &t, &pl, err, sizeof(err)) == FEEDER_EFORMAT);
+	CHECK(dsformat_sample_decode(DSFORMAT_VERSION, rec, sizeof(rec) - 1, &t, &pl, err, sizeof(err)) == FEEDER_ECORRUPT);
+	CHECK(dsformat_sample_decode(DSFORMAT_VERSION, rec, 10, &t, &pl, err, sizeof(err)) == FEEDER_EFORMAT);
 	s.frames = 4;
 	dsformat_sample_encode(&s, rec);
-	CHECK(dsformat_sample_decode(rec, sizeof(rec), &t, &pl, err, sizeof(err)) == FEEDER_ECORRUPT);
+	CHECK(dsformat_sample_decode(DSFORMAT_VERSION, rec, sizeof(rec), &t, &pl, err, sizeof(err)) == FEEDER_ECORRUPT);
+
+	/* Version 2: a changed label (or any header byte) is caught by the
+	 * header CRC and reported as header damage (issue 13.6). */
+	s.frames = 3;
+	dsformat_sample_encode(&s, rec);
+	CHECK(dsformat_sample_decode(DSFORMAT_VERSION, rec, sizeof(rec), &t, &pl, err, sizeof(err)) == 0);
+	for (size_t byte = 0; byte < DSFORMAT_SAMPLE_HDR; byte++) {
+		rec[byte] ^= 0x10;
+		CHECKF(dsformat_sample_decode(DSFORMAT_VERSION, rec, sizeof(rec), &t, &pl, err,
+					      sizeof(err)) == FEEDER_ECORRUPT && strstr(err, "header"),
+		       "header byte %zu changed: '%s'", byte, err);
+		rec[byte] ^= 0x10;
+	}
+	/* Version 1 records (24-byte header, no header CRC) still decode. */
+	uint8_t v1[DSFORMAT_SAMPLE_HDR_V1 + sizeof(m)];
+	memcpy(v1, rec, 20);
+	v1[20] = DSFORMAT_DTYPE_F32;
+	v1[21] = v1[22] = v1[23] = 0;
+	memcpy(v1 + DSFORMAT_SAMPLE_HDR_V1, m, sizeof(m));
+	CHECK(dsformat_sample_decode(1, v1, sizeof(v1), &t, &pl, err, sizeof(err)) == 0);
+	CHECK(t.label == 7 && t.frames == 3 && pl == v1 + DSFORMAT_SAMPLE_HDR_V1);
+	CHECK(dsformat_sample_decode(3, v1, sizeof(v1), &t, &pl, err, sizeof(err)) == FEEDER_EVERSION);
+	/* Headers of version 1 are read, of a newer version refused clearly. */
+	buf[12] = DSFORMAT_KIND_FEATURES;
+	buf[8] = 1;
+	CHECK(dsformat_header_decode(buf, sizeof(buf), &g, err, sizeof(err)) == 0 && g.version == 1);
+	buf[8] = DSFORMAT_VERSION + 1;
+	CHECK(dsformat_header_decode(buf, sizeof(buf), &g, err, sizeof(err)) == FEEDER_EVERSION &&
+	      strstr(err, "newer packer"));
+	buf[8] = DSFORMAT_VERSION;
 
 	uint8_t k[8];
 	dsformat_sample_key(0x0102030405060708ull, k);
