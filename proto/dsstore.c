@@ -10,6 +10,7 @@
 #include "dsstore.h"
 
 #include "bytes.h"
+#include "lmdb_check.h"
 #include "status.h"
 
 #include <errno.h>
@@ -109,6 +110,12 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 		free(ds);
 		return rc;
 	}
+	/* Before LMDB follows a single page pointer: a damaged or crafted file
+	 * must fail here with a sentence, not crash the reader. */
+	if ((rc = lmdb_check_file(path, err, errlen))) {
+		free(ds);
+		return rc;
+	}
 	if ((rc = mdb_env_create(&ds->env)) ||
 	    (rc = mdb_env_set_maxdbs(ds->env, 8)) ||
 	    (rc = mdb_env_set_maxreaders(ds->env, 1024))) {
@@ -122,15 +129,11 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 		rc = lmdb_fail(err, errlen, rc, dir);
 		goto fail;
 	}
-	/* A data file shorter than its last page (truncated, or a disk that
-	 * lost its tail) would turn the reads below into SIGBUS: refuse it
-	 * while only the meta pages, read with pread, have been looked at. */
-	MDB_envinfo info;
-	MDB_stat est;
+	/* The file's size bounds every value handed out (in_file): the pages
+	 * lmdb_check_file walked lie below it, a value LMDB points at may not. */
 	mdb_filehandle_t fd;
 	struct stat fst;
-	if ((rc = mdb_env_info(ds->env, &info)) || (rc = mdb_env_stat(ds->env, &est)) ||
-	    (rc = mdb_env_get_fd(ds->env, &fd))) {
+	if ((rc = mdb_env_get_fd(ds->env, &fd))) {
 		rc = lmdb_fail(err, errlen, rc, dir);
 		goto fail;
 	}
@@ -139,13 +142,6 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 		goto fail;
 	}
 	ds->file_size = (uint64_t)fst.st_size;
-	uint64_t need = ((uint64_t)info.me_last_pgno + 1) * est.ms_psize;
-	if ((uint64_t)fst.st_size < need) {
-		rc = status_fail(err, errlen, FEEDER_ECORRUPT,
-				 "%s: data.mdb is truncated: %lld bytes, its pages need %llu", dir,
-				 (long long)fst.st_size, (unsigned long long)need);
-		goto fail;
-	}
 	if ((rc = mdb_txn_begin(ds->env, NULL, MDB_RDONLY, &txn))) {
 		rc = lmdb_fail(err, errlen, rc, dir);
 		goto fail;

@@ -20,14 +20,15 @@ struct dsstore;
 struct dsstore_txn;
 struct dsstore_writer;
 
-/* Open the dataset in directory dir read-only and validate its header (magic,
+/* Open the dataset in directory dir read-only: check the LMDB file's page
+ * structure (lmdb_check.h), then validate the dataset header (magic,
  * version, sample and class counts against the databases). Returns 0 and sets
  * *out, or a negative code with a sentence in err. */
 int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen);
 void dsstore_close(struct dsstore *ds);
 const struct dsformat_header *dsstore_header(const struct dsstore *ds);
-/* The read-only mapping of the data file that record pointers point into
- * (*addr NULL where /proc/self/maps cannot say). Reading it can raise SIGBUS if the file shrinks or the disk fails after
+/* The read-only mapping of the data file that record pointers point into.
+ * Reading it can raise SIGBUS if the file shrinks or the disk fails after
  * the open (dsstore_open refuses a file already shorter than its pages);
  * feederd registers it with its SIGBUS guard (daemon/mapguard.h). */
 void dsstore_map(const struct dsstore *ds, const void **addr, size_t *len);

@@ -19,13 +19,14 @@ bld=${FEEDER_BUILD:-$src/build}
 cc=${CLANG:-clang}
 out=$bld/fuzz
 
-HARNESSES="protocol dsformat config jpeg wav features"
+HARNESSES="protocol dsformat dataset config jpeg wav features"
 
 # Project sources and libraries per harness.
 sources() {
   case "$1" in
     protocol) echo "proto/protocol.c proto/status.c" ;;
     dsformat) echo "proto/dsformat.c proto/crc32c.c proto/status.c" ;;
+    dataset) echo "proto/dsstore.c proto/lmdb_check.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     config) echo "daemon/config.c proto/status.c" ;;
     jpeg) echo "daemon/jpeg_pipeline.c media/resize.c media/detrand.c media/image_limit.c proto/status.c" ;;
     wav) echo "media/wav.c proto/status.c" ;;
@@ -36,6 +37,7 @@ sources() {
 libs() {
   case "$1" in
     jpeg) echo "-ljpeg -lm" ;;
+    dataset) echo "-llmdb -lm" ;;
     *) echo "-lm" ;;
   esac
 }
