@@ -294,7 +294,9 @@ static int admit(struct session *c, const struct feeder_stream_opts *o, struct d
 	if (dataset_gone(*ds))
 		return status_fail(err, errlen, (*ds)->gone_code ? (*ds)->gone_code : FEEDER_ENODATASET,
 				   "%s", (*ds)->gone_msg);
-	/* Check the size before building anything. */
+	/* Check the kind and the size before building anything. */
+	if ((rc = stream_check_kind(o, *ds, err, errlen)))
+		return rc;
 	struct proto_geometry g;
 	rc = proto_geometry(o, (*ds)->hdr.feat_dim, srv->page, &g, err, errlen);
 	if (rc)

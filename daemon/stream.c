@@ -181,6 +181,21 @@ static int gpu_setup(struct stream *s, const struct stream_gpu *gpu, char *err, 
 	return 0;
 }
 
+int stream_check_kind(const struct feeder_stream_opts *req, const struct dataset *ds,
+		      char *err, size_t errlen)
+{
+	unsigned kind = ds->hdr.kind;
+	if (req->pipeline == FEEDER_PIPE_JPEG && kind != DSFORMAT_KIND_JPEG)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "dataset '%s' holds %s samples, not jpeg images: open it with "
+				   "pipeline features", ds->name, dsformat_kind_name(kind));
+	if (req->pipeline == FEEDER_PIPE_FEATURES && kind != DSFORMAT_KIND_FEATURES)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "dataset '%s' holds %s samples, not feature matrices: open it with "
+				   "pipeline jpeg", ds->name, dsformat_kind_name(kind));
+	return 0;
+}
+
 int stream_create(struct stream **out, uint32_t id, struct dataset *ds,
 		  const struct feeder_stream_opts *req, uint64_t page, unsigned workers,
 		  char *err, size_t errlen)
@@ -193,14 +208,8 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 			 const struct stream_gpu *gpu, char *err, size_t errlen)
 {
 	const struct dsformat_header *h = &ds->hdr;
-	if (req->pipeline == FEEDER_PIPE_JPEG && h->kind != DSFORMAT_KIND_JPEG)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "dataset '%s' holds %s samples, not jpeg images", ds->name,
-				   dsformat_kind_name(h->kind));
-	if (req->pipeline == FEEDER_PIPE_FEATURES && h->kind != DSFORMAT_KIND_FEATURES)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "dataset '%s' holds %s samples, not feature matrices", ds->name,
-				   dsformat_kind_name(h->kind));
+	if (stream_check_kind(req, ds, err, errlen))
+		return FEEDER_EINVAL;
 	struct stream *s = calloc(1, sizeof(*s));
 	if (!s)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");

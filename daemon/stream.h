@@ -55,6 +55,11 @@ struct gpu_ring;
 /* Opaque outside stream.c: the loop and the sessions use the calls below. */
 struct stream;
 
+/* 0 if the pipeline req asks for suits what dataset ds holds, else
+ * FEEDER_EINVAL with a sentence saying what the dataset holds. */
+int stream_check_kind(const struct feeder_stream_opts *req, const struct dataset *ds,
+		      char *err, size_t errlen);
+
 /* Validate the request against the dataset and build the stream: geometry,
  * the sealed memfd ring mapped here, the ring header. page is the page size;
  * workers is the pool size (for the task size). Returns 0 or a negative code

@@ -253,6 +253,9 @@ static struct feeder_stream_opts base_request(const char *ds, uint32_t size, int
 }
 
 /* Open a stream; returns 0 or the ERROR code. */
+/* The message of the last ERROR open_stream received. */
+static char last_error[PROTO_TEXT_MAX];
+
 static int open_stream(int fd, const struct feeder_stream_opts *o, struct ring *r)
 {
 	static uint32_t tags;
@@ -266,6 +269,7 @@ static int open_stream(int fd, const struct feeder_stream_opts *o, struct ring *
 	if (m.type == PROTO_ERROR) {
 		CHECK(mfd < 0 && m.u.error.tag == tag && strlen(m.u.error.message) > 10);
 		fprintf(stderr, "  (expected) ERROR %d: %s\n", m.u.error.code, m.u.error.message);
+		snprintf(last_error, sizeof(last_error), "%s", m.u.error.message);
 		return m.u.error.code;
 	}
 	CHECKF(m.type == PROTO_STREAM_OPENED, "got %s", proto_type_name(m.type));
@@ -629,6 +633,14 @@ static void test_refusals(void)
 	o = base_request("tiny", 16, 0);
 	o.start_batch = 6;
 	CHECK(open_stream(fd, &o, &r) == FEEDER_EINVAL);
+	/* A features stream on an image dataset says what the dataset holds
+	 * (it said "feature dimension 0"). */
+	struct feeder_stream_opts f;
+	proto_opts_features(&f, 20, 1);
+	snprintf(f.dataset, sizeof(f.dataset), "tiny");
+	f.batch = 16;
+	CHECK(open_stream(fd, &f, &r) == FEEDER_EINVAL);
+	CHECKF(strstr(last_error, "holds jpeg samples"), "got: %s", last_error);
 	/* Still usable after refusals. */
 	o.start_batch = 0;
 	uint64_t n;
