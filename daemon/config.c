@@ -61,7 +61,7 @@ static const struct key keys[] = {
 	{"allow_groups", KEY_GROUPS, 0, 0, "comma-separated groups served (default: any)"},
 	{"gpu", KEY_INT, -1, 63, "CUDA device for GPU pipelines, -1 = none"},
 	{"max_clients_per_user", KEY_UINT, 1, 65536, "connections one uid may hold"},
-	{"reserved_connections", KEY_UINT, 0, 1024, "of max_clients, kept for root and admin_groups"},
+	{"reserved_connections", KEY_UINT, 0, 1024, "of max_clients, kept for root and admin_groups (auto: min(4, max_clients/4))"},
 	{"admin_groups", KEY_GROUPS, 0, 0, "groups that see every stream and use reserved connections"},
 	{"hello_timeout", KEY_UINT, 1, 3600, "seconds a new connection has to send HELLO"},
 	{"max_queued", KEY_SIZE, 4096, 1 << 30, "bytes of replies queued for a client that does not read"},
@@ -265,6 +265,10 @@ static int apply(struct config *cfg, const struct key *k, const char *val, const
 		if (k->type == KEY_UINT && strcmp(k->name, "workers") == 0 && strcmp(val, "auto") == 0) {
 			long n = sysconf(_SC_NPROCESSORS_ONLN);
 			cfg->workers = n > 0 ? (n > 1024 ? 1024 : (unsigned)n) : 1;
+			return 0;
+		}
+		if (strcmp(k->name, "reserved_connections") == 0 && strcmp(val, "auto") == 0) {
+			cfg->reserved_connections = CONFIG_RESERVED_AUTO;
 			return 0;
 		}
 		if (parse_ll(val, &v) || v < k->min || v > k->max)
@@ -497,14 +501,15 @@ void config_usage(FILE *f)
 {
 	fprintf(f, "usage: feederd [--config PATH] [--check-config] [OPTIONS]\n"
 		   "Serve decoded batches of packed datasets over shared memory.\n\n"
-		   "  --config PATH           config file (default %s)\n"
-		   "  --check-config          validate the configuration, print it, exit\n",
-		CONFIG_DEFAULT_FILE);
+		   "  %-29s config file (default %s)\n"
+		   "  %-29s validate the configuration, print it, exit\n",
+		"--config PATH",
+		CONFIG_DEFAULT_FILE, "--check-config");
 	for (size_t i = 0; i < N_KEYS; i++) {
 		char flag[64], arg[80];
 		flag_name(&keys[i], flag, sizeof flag);
 		snprintf(arg, sizeof arg, "%s VALUE", flag);
-		fprintf(f, "  %-40s %s\n", arg, keys[i].help);
+		fprintf(f, "  %-29s %s\n", arg, keys[i].help);
 	}
 	fprintf(f, "  --help, --version\n\n"
 		   "Flags override the environment, which overrides the file.\n");
@@ -556,6 +561,8 @@ void config_print(const struct config *cfg, FILE *f)
 	fprintf(f, "max_clients_per_user = %u\n", cfg->max_clients_per_user);
 	if (cfg->reserved_connections != CONFIG_RESERVED_AUTO)
 		fprintf(f, "reserved_connections = %u\n", cfg->reserved_connections);
+	else
+		fprintf(f, "reserved_connections = auto\n");
 	for (unsigned i = 0; i < cfg->n_admin_gids; i++)
 		ids[i] = (unsigned)cfg->admin_gids[i];
 	print_ids(f, "admin_groups", ids, cfg->n_admin_gids);

@@ -39,6 +39,19 @@ grep -qx "socket = $tmp/flag.sock" "$tmp/out" || fail "--socket did not override
 	2>"$tmp/err" || fail "tools/feederd.conf: $(cat "$tmp/err")"
 grep -qx 'memory_limit = 4294967296' "$tmp/out" || fail "example: $(cat "$tmp/out")"
 grep -qx 'socket = /run/feeder/feederd.sock' "$tmp/out" || fail "example socket"
+# Every key it mentions, uncommented, is a valid setting whose printed value
+# is the built-in default (the example cannot drift from the code), and it
+# mentions every key --check-config prints.
+sed 's/^#\([a-z_]* =\)/\1/' "$src/tools/feederd.conf" > "$tmp/uncommented.conf"
+"$feederd" --config /dev/null --datasets "$tmp/ds" --check-config | grep -v '^[#[]' | sort > "$tmp/defaults"
+"$feederd" --config "$tmp/uncommented.conf" --datasets "$tmp/ds" --check-config 2>"$tmp/err" \
+	| grep -v '^[#[]' | grep -v '^workers = ' | sort > "$tmp/example" \
+	|| fail "tools/feederd.conf uncommented: $(cat "$tmp/err")"
+grep -v '^workers = ' "$tmp/defaults" | diff - "$tmp/example" >&2 \
+	|| fail "tools/feederd.conf uncommented differs from the defaults (diff above)"
+for key in $(cut -d' ' -f1 "$tmp/defaults"); do
+	grep -q "^#$key =" "$src/tools/feederd.conf" || fail "tools/feederd.conf does not mention $key"
+done
 
 printf 'workers = 2\nwrokers = 3\n' > "$tmp/typo.conf"
 expect_error 2 "config $tmp/typo.conf:2: unknown key 'wrokers'" --config "$tmp/typo.conf" --check-config
