@@ -361,3 +361,19 @@ extern "C" uint32_t gpu_pipeline_cpu_finished(const struct gpu_pipeline *g)
 {
 	return __atomic_load_n(&g->st.cpu_finished, __ATOMIC_RELAXED);
 }
+
+extern "C" int gpu_pipeline_host_register(int device, void *p, size_t len, char *err,
+					  size_t errlen)
+{
+	cudaError_t e = cudaSetDevice(device);
+	if (e == cudaSuccess)
+		e = cudaHostRegister(p, len, cudaHostRegisterPortable);
+	return e == cudaSuccess ? 0 : cuda_fail(err, errlen, device, e, "registering a host ring");
+}
+
+extern "C" void gpu_pipeline_host_unregister(int device, void *p)
+{
+	if (cudaSetDevice(device) == cudaSuccess)
+		cudaHostUnregister(p);
+	cudaGetLastError();
+}

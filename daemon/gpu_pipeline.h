@@ -96,6 +96,14 @@ void *gpu_pipeline_output(const struct gpu_pipeline *g);
 /* Bytes of one output sample. */
 size_t gpu_pipeline_sample_bytes(const struct gpu_pipeline *g);
 
+/* Page-lock len bytes of host memory at p (a stream's memfd ring) for
+ * device's copies, so that a host-ring slot is written by DMA without a
+ * driver staging copy (cudaHostRegister). 0, or FEEDER_ENODEV with err
+ * filled (the copies then still work, through pageable memory). */
+int gpu_pipeline_host_register(int device, void *p, size_t len, char *err, size_t errlen);
+/* Undo it (no copy into p may be in flight). */
+void gpu_pipeline_host_unregister(int device, void *p);
+
 /* Samples of the current batch that were finished on the CPU because the
  * staging block was full (a sign that staging_bytes is too small). */
 uint32_t gpu_pipeline_cpu_finished(const struct gpu_pipeline *g);

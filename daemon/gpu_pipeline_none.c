@@ -98,3 +98,14 @@ uint32_t gpu_pipeline_cpu_finished(const struct gpu_pipeline *g)
 	(void)g;
 	return 0;
 }
+
+int gpu_pipeline_host_register(int device, void *p, size_t len, char *err, size_t errlen)
+{
+	(void)device, (void)p, (void)len;
+	return none(err, errlen);
+}
+
+void gpu_pipeline_host_unregister(int device, void *p)
+{
+	(void)device, (void)p;
+}

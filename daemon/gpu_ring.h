@@ -5,12 +5,21 @@
  * table"). The memfd ring still carries the ring and slot headers, the
  * labels and the device table, which gpu_ring_create fills.
  *
- * Order of a slot's life: the daemon waits for the slot's release event (the
- * client recorded it on its CUDA stream when it released the slot, after the
- * work that read it) before it writes the slot, and records the ready event
- * once the write is queued; the client's stream waits on the ready event
- * before reading (feeder_batch_wait). Neither side blocks its CPU on the
- * other's GPU work. Without CUDA, gpu_ring_none.c answers FEEDER_ENODEV. */
+ * Order of a slot's life: the client records the slot's release event on its
+ * CUDA stream after the work that reads the slot, then sends RELEASE; the
+ * daemon does not write the slot again until that event has completed, which
+ * it learns by polling (gpu_ring_release_done, from the event loop), never by
+ * waiting: a worker thread must not stall on a trainer's GPU progress. The
+ * daemon records the ready event once its write is queued; the client's
+ * stream waits on it before reading (feeder_batch_wait). Neither side blocks
+ * its CPU on the other's GPU work.
+ *
+ * The CUDA part lives in gpu_ring.cu (gpu_ring_none.c without CUDA: nothing
+ * can be created, FEEDER_ENODEV). With the device GPU_SLOT_EMULATED (feederd
+ * started with FEEDERD_GPU_EMULATE=1, tests only) the ring is emulated in
+ * host memory and a release completes FEEDERD_GPU_EMULATE_RELEASE_MS
+ * milliseconds (default 0) after the RELEASE message, standing in for a
+ * trainer whose GPU work on a batch is slow. */
 #ifndef FEEDER_GPU_RING_H
 #define FEEDER_GPU_RING_H
 
@@ -30,16 +39,28 @@ int gpu_ring_create(struct gpu_ring **out, int device, uint32_t slots, uint64_t 
 		    struct proto_device_table *t, struct proto_device_slot *entries, char *err,
 		    size_t errlen);
 
-/* Frees the events and the memory (a client that still has it open keeps
- * nothing valid: the daemon destroys a ring only once the stream is gone). */
+/* Give the ring up. Never blocks: the memory and events are freed at once
+ * if the daemon's own writes into the ring have completed, else parked and
+ * freed by a later gpu_ring_collect. The caller guarantees the client can no
+ * longer use it (it sent CLOSE_STREAM after closing its IPC handles, or its
+ * process is gone). */
 void gpu_ring_destroy(struct gpu_ring *r);
 
-/* The device address of slot's tensor. */
+/* Free the parked rings whose writes have completed; returns how many are
+ * still parked (the caller polls again while it is not 0). Thread-safe. */
+unsigned gpu_ring_collect(void);
+
+/* The device address of slot's tensor (host memory when emulated). */
 void *gpu_ring_slot(const struct gpu_ring *r, uint32_t slot);
 
-/* Block until the client's work before its last release of slot has run
- * (returns at once for a slot never released). 0 or FEEDER_ENODEV. */
-int gpu_ring_wait_release(struct gpu_ring *r, uint32_t slot, char *err, size_t errlen);
+/* The client sent RELEASE of slot at now_us (microseconds, monotonic). */
+void gpu_ring_note_release(struct gpu_ring *r, uint32_t slot, uint64_t now_us);
+
+/* Whether the client's work before its last release of slot has run: 1 yes
+ * (also for a slot never released), 0 not yet, or FEEDER_ENODEV with err
+ * filled (the device failed). Does not block. */
+int gpu_ring_release_done(struct gpu_ring *r, uint32_t slot, uint64_t now_us, char *err,
+			  size_t errlen);
 
 /* Record slot's ready event on cuda_stream (NULL: the legacy default stream)
  * after the work that writes the slot. 0 or FEEDER_ENODEV. */

@@ -91,13 +91,14 @@ int gpu_slot_run(struct gpu_slot *g, uint32_t n, void *dev_dst, void *host_dst, 
 		int rc = gpu_pipeline_submit(g->gp, n, dev_dst, host_dst, err, errlen);
 		return rc ? rc : gpu_pipeline_wait(g->gp, err, errlen);
 	}
-	if (dev_dst || !host_dst)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "an emulated GPU has no device memory to write");
+	/* Emulated: an emulated device ring (gpu_ring.c) is host memory too. */
+	void *dst = dev_dst ? dev_dst : host_dst;
+	if (!dst)
+		return status_fail(err, errlen, FEEDER_EINVAL, "gpu slot: no output given");
 	size_t bytes;
 	int rc = gpu_staging_bytes(&g->st, n, &bytes, err, errlen);
 	if (rc == 0)
-		gpu_staging_run_host(&g->st, n, host_dst);
+		gpu_staging_run_host(&g->st, n, dst);
 	return rc;
 }
 

@@ -6,6 +6,7 @@
 #include "server.h"
 
 #include "gpu_pipeline.h"
+#include "gpu_ring.h"
 #include "gpu_slot.h"
 #include "listener.h"
 #include "log.h"
@@ -58,6 +59,9 @@ void server_stream_gone(struct server *srv, struct stream *s)
 	stream_totals(s, &srv->done_batches, &srv->done_samples, &srv->done_replacements,
 		      &srv->done_decode_errors);
 	stream_destroy(s);
+	/* A device ring the GPU still writes is parked, not freed: poll. */
+	if (gpu_ring_collect())
+		srv->releases_pending = 1;
 }
 
 void server_stream_zombie(struct server *srv, struct stream *s)
@@ -319,7 +323,9 @@ int server_run(struct server *srv, char *err, size_t errlen)
 	notify_status("0 clients, 0 streams, %zu datasets", registry_count(srv->reg));
 	struct epoll_event evs[64];
 	while (!srv->stop) {
-		int n = epoll_wait(srv->epfd, evs, 64, -1);
+		/* A device-ring release is an event on the client's GPU, which
+		 * nothing signals to this loop: poll for it, briefly. */
+		int n = epoll_wait(srv->epfd, evs, 64, srv->releases_pending ? 1 : -1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -366,6 +372,10 @@ int server_run(struct server *srv, char *err, size_t errlen)
 		}
 		/* Completions first, then sessions that went away (whose
 		 * pointers later events in this batch no longer use). */
+		if (srv->releases_pending) {
+			srv->releases_pending = gpu_ring_collect() > 0;
+			wake = 1;
+		}
 		if (wake)
 			service_all(srv);
 		drop_dead(srv);

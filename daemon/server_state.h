@@ -48,6 +48,9 @@ struct server {
 	uint64_t protocol_errors;
 	uint64_t dropped_clients; /* sessions dropped for a limit or a deadline */
 	double rate;
+	/* Device-ring releases or parked device rings to poll (gpu_ring.h):
+	 * while set, the loop wakes every millisecond instead of sleeping. */
+	int releases_pending;
 	struct refused *refused; /* connections refused, waiting for the hang-up */
 	unsigned nrefused;
 	int gpu;                 /* --gpu: CUDA ordinal, GPU_SLOT_EMULATED, or -1 */

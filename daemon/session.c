@@ -230,6 +230,8 @@ unsigned session_service(struct session *c, uint64_t now)
 		if (stream_take_end(s, &e.u.end))
 			session_send(c, &e, -1);
 		started += stream_refill(s);
+		if (stream_releasing(s))
+			srv->releases_pending = 1;
 	}
 	if (started)
 		pool_kick(srv->pool);
@@ -339,10 +341,11 @@ static void handle_open(struct session *c, const struct proto_open_stream *req)
 	}
 	/* Placement: gpu needs the daemon's GPU; auto without one is cpu.
 	 * Device-resident batches only for gpu, when the client can take them
-	 * and the GPU is real. */
+	 * (emulated in host memory under FEEDERD_GPU_EMULATE, for tests of the
+	 * release protocol). */
 	struct stream_gpu gpu = { .placement = o->placement, .device = srv->gpu,
 				  .device_ring = o->placement == FEEDER_PLACEMENT_GPU &&
-						 o->device_batches && srv->gpu >= 0 };
+						 o->device_batches && srv->gpu != -1 };
 	uint32_t id = srv->next_stream + 1 ? srv->next_stream + 1 : 1;
 	if (rc == 0)
 		rc = stream_create_placed(&s, id, ds, o, srv->page, pool_workers(srv->pool),
@@ -399,6 +402,8 @@ static void handle_release(struct session *c, const struct proto_release *r)
 	int rc = stream_release(s, r->slot, server_now_us(), err, sizeof(err));
 	if (rc == 0 && stream_refill(s))
 		pool_kick(srv->pool);
+	if (rc == 0 && stream_releasing(s))
+		srv->releases_pending = 1;
 	pool_unlock(srv->pool);
 	if (rc) {
 		srv->protocol_errors++;

@@ -2,6 +2,7 @@
 #include "stream.h"
 
 #include "detrand.h"
+#include "gpu_pipeline.h"
 #include "gpu_ring.h"
 #include "gpu_slot.h"
 #include "log.h"
@@ -19,8 +20,11 @@
 #include <unistd.h>
 
 /* SLOT_GPU: every sample is staged and the worker that staged the last one
- * runs the batch on the GPU (stream_task_submit), without the pool lock. */
-enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_DONE, SLOT_HELD, SLOT_GPU };
+ * runs the batch on the GPU (stream_task_submit), without the pool lock.
+ * SLOT_RELEASING: a device-ring slot the client released whose release
+ * event has not completed yet (its GPU may still read the slot); polled by
+ * stream_refill, never waited on. */
+enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_DONE, SLOT_HELD, SLOT_GPU, SLOT_RELEASING };
 
 struct slot {
 	int state;
@@ -56,12 +60,14 @@ struct stream {
 	uint32_t placement;      /* requested: FEEDER_PLACEMENT_* (cpu without a GPU) */
 	struct gpu_slot **gslots; /* per slot, placement gpu/auto */
 	struct gpu_ring *dring;  /* device-resident ring, or NULL */
+	int registered_device;   /* the ring is cudaHostRegister'ed for it, or -1 */
 	uint64_t device_table;   /* its table's offset in the memfd, or 0 */
 	size_t ring_bytes;       /* the memfd: geo.ring_size plus the device table */
 
 	/* under the pool lock */
 	uint64_t next_assign, next_send;
 	unsigned inflight;       /* worker tasks running */
+	unsigned releasing;      /* slots in SLOT_RELEASING */
 	int closing;             /* removed from the pool: claim nothing more */
 	int fail_code;           /* set by a worker; the loop reports and closes */
 	char fail_msg[PROTO_TEXT_MAX];
@@ -175,6 +181,15 @@ static int gpu_setup(struct stream *s, const struct stream_gpu *gpu, char *err, 
 		if (rc)
 			return rc;
 	}
+	/* Batches copied back into host slots: page-lock the ring so the copy
+	 * is one DMA, not a pageable copy through the driver's staging. */
+	if (!gpu->device_ring && gpu->device >= 0) {
+		char why[200];
+		if (gpu_pipeline_host_register(gpu->device, s->map, s->map_len, why, sizeof(why)) == 0)
+			s->registered_device = gpu->device;
+		else
+			log_warn("stream %u: %s; copies go through pageable memory", s->id, why);
+	}
 	s->placement = gpu->placement;
 	s->active = gpu->placement == FEEDER_PLACEMENT_GPU ? FEEDER_PLACEMENT_GPU : FEEDER_PLACEMENT_CPU;
 	s->deciding = gpu->placement == FEEDER_PLACEMENT_AUTO;
@@ -217,6 +232,7 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 	s->opts = *req;
 	s->stamp_us = (uint64_t)(mono_s() * 1e6);
 	s->memfd = -1;
+	s->registered_device = -1;
 	s->nslots = req->slots;
 	int rc = proto_opts_check(req, err, errlen);
 	if (rc)
@@ -288,6 +304,8 @@ void stream_destroy(struct stream *s)
 		gpu_slot_destroy(s->gslots[i]);
 	free(s->gslots);
 	gpu_ring_destroy(s->dring);
+	if (s->registered_device >= 0)
+		gpu_pipeline_host_unregister(s->registered_device, s->map);
 	if (s->map) {
 		/* The client may keep the memfd (and its mapping) as long as it
 		 * likes; the pages are the daemon's, charged to memory_limit
@@ -309,9 +327,37 @@ void stream_destroy(struct stream *s)
 	free(s);
 }
 
+/* Device-ring slots whose release has completed become free. */
+static void poll_releases(struct stream *s)
+{
+	uint64_t now = (uint64_t)(mono_s() * 1e6);
+	for (uint32_t i = 0; i < s->nslots && s->releasing; i++) {
+		struct slot *sl = &s->slots[i];
+		if (sl->state != SLOT_RELEASING)
+			continue;
+		char err[200];
+		int rc = gpu_ring_release_done(s->dring, i, now, err, sizeof(err));
+		if (rc == 0)
+			continue;
+		sl->state = SLOT_FREE;
+		s->releasing--;
+		if (rc < 0 && !s->fail_code) {
+			s->fail_code = FEEDER_ENODEV;
+			snprintf(s->fail_msg, sizeof(s->fail_msg), "GPU: %.200s", err);
+		}
+	}
+}
+
+unsigned stream_releasing(const struct stream *s)
+{
+	return s->releasing;
+}
+
 unsigned stream_refill(struct stream *s)
 {
 	unsigned started = 0;
+	if (s->releasing)
+		poll_releases(s);
 	if (s->closing || s->fail_code)
 		return 0;
 	for (uint32_t i = 0; i < s->nslots && s->next_assign < s->total; i++) {
@@ -421,7 +467,13 @@ int stream_release(struct stream *s, uint32_t slot, uint64_t now_us, char *err, 
 				   s->id);
 	account(s, now_us);
 	s->held--;
-	s->slots[slot].state = SLOT_FREE;
+	if (s->dring) {
+		gpu_ring_note_release(s->dring, slot, now_us);
+		s->slots[slot].state = SLOT_RELEASING;
+		s->releasing++;
+	} else {
+		s->slots[slot].state = SLOT_FREE;
+	}
 	return 0;
 }
 
@@ -481,7 +533,7 @@ struct dataset *stream_dataset(const struct stream *s)
 
 uint64_t stream_ring_bytes(const struct stream *s)
 {
-	return s->geo.ring_size;
+	return s->ring_bytes;
 }
 
 const struct feeder_stream_opts *stream_opts(const struct stream *s)
@@ -762,13 +814,8 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 	uint8_t *tensor = sl->base + s->geo.tensor_offset;
 	struct gpu_slot *gs = sl->on_gpu ? s->gslots[t->slot] : NULL;
 	double t0 = mono_s();
-	/* A device slot's labels (host) and tensor (device) are the client's
-	 * until the work it queued before its release has run. */
-	if (s->dring && gpu_ring_wait_release(s->dring, t->slot, err, sizeof(err)) != 0) {
-		t->fail_code = FEEDER_ENODEV;
-		snprintf(t->fail_msg, sizeof(t->fail_msg), "GPU: %.200s", err);
-		return;
-	}
+	/* A device slot is only handed out once its release completed
+	 * (SLOT_RELEASING): the client's GPU no longer reads it. */
 	for (uint32_t i = t->first; i < t->first + t->count; i++) {
 		uint8_t *out = tensor + (size_t)i * s->geo.sample_bytes;
 		uint64_t pos = sl->batch * s->opts.batch + i;

@@ -96,8 +96,12 @@ void stream_describe(const struct stream *s, struct proto_stream_opened *r);
  * (the caller closes it once sent). -1 the second time. */
 int stream_take_memfd(struct stream *s);
 
-/* Assign the next batches to free slots. Returns how many slots started. */
+/* Free the device-ring slots whose release completed, then assign the next
+ * batches to free slots. Returns how many slots started. */
 unsigned stream_refill(struct stream *s);
+/* Device-ring slots released by the client whose release event has not
+ * completed: while not 0 the loop polls (stream_refill) every millisecond. */
+unsigned stream_releasing(const struct stream *s);
 /* If the next batch in order is complete: write its slot header, mark it
  * held by the client (counted sent), fill r and return 1; else 0. now_us is
  * the loop's clock, for the wait accounting. */

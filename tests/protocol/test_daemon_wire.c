@@ -1409,30 +1409,109 @@ static void test_visibility(void)
 	close(fd);
 }
 
+/* Device-ring releases are polled, never waited on (issue 18.2). The GPU
+ * is emulated and every release takes 60 s to complete on the "client's
+ * GPU": the device-ring stream gets one batch per slot and then nothing (a
+ * slot is not written again before its release completes), while another
+ * client's host-ring stream runs to its end on the same two workers (a
+ * worker that waited for the release inside its task, as before, would sit
+ * on the stalled stream). Closing the stalled stream frees its ring at once. */
+static void test_device_release(void)
+{
+	int a = connect_hello();
+	struct feeder_stream_opts o = base_request("tiny", 16, 1);
+	o.placement = FEEDER_PLACEMENT_GPU;
+	o.device_batches = 1;
+	o.slots = 2;
+	o.batch = 2;
+	o.epochs = 50;
+	struct ring ra;
+	CHECK(open_stream(a, &o, &ra) == 0);
+	CHECKF(ra.info.memory == FEEDER_MEMORY_DEVICE && ra.info.device_table != 0,
+	       "memory %u, device table at %llu", ra.info.memory,
+	       (unsigned long long)ra.info.device_table);
+	struct batch b;
+	for (int i = 0; i < 2; i++) {
+		CHECK(next_batch(&ra, &b));
+		const int32_t *labels = (const void *)(b.slot + ra.info.labels_offset);
+		for (uint32_t k = 0; k < b.ready.samples; k++)
+			CHECK(labels[k] >= 0 && (uint32_t)labels[k] < ra.info.classes);
+		release(&ra, &b);
+	}
+
+	int bfd = connect_hello();
+	struct feeder_stream_opts q = base_request("tiny", 16, 1);
+	q.epochs = 20;
+	struct ring rb;
+	CHECK(open_stream(bfd, &q, &rb) == 0);
+	uint64_t n = 0;
+	while (next_batch(&rb, &b)) {
+		release(&rb, &b);
+		n++;
+	}
+	CHECKF(n == rb.info.batches, "host stream: %llu of %llu batches",
+	       (unsigned long long)n, (unsigned long long)rb.info.batches);
+
+	/* Nothing more for the stalled stream: both its slots await release. */
+	char buf[64];
+	ssize_t k = recv(a, buf, sizeof(buf), MSG_DONTWAIT);
+	CHECKF(k < 0 && errno == EAGAIN, "the device stream got a message (%zd bytes) while "
+	       "its releases were pending", k);
+	struct feeder_status st;
+	check_status(bfd, &st);
+	CHECKF(st.memory_used > 0 && st.streams >= 1, "memory used %llu, %u streams",
+	       (unsigned long long)st.memory_used, st.streams);
+
+	uint64_t before = st.memory_used;
+	struct proto_msg m = { .type = PROTO_CLOSE_STREAM };
+	m.u.close.stream = ra.info.stream;
+	send_msg(a, &m);
+	CHECK(recv_msg(a, &m, NULL) == 0 && m.type == PROTO_STREAM_END);
+	for (int i = 0; i < 200; i++) {
+		check_status(bfd, &st);
+		if (before - st.memory_used >= ra.info.ring_size)
+			break;
+		usleep(10000);
+	}
+	CHECKF(before - st.memory_used >= ra.info.ring_size, "%llu bytes used, %llu before the "
+	       "close", (unsigned long long)st.memory_used, (unsigned long long)before);
+	fprintf(stderr, "  device stream stalled at 2 batches with 2 releases pending; host "
+		"stream %llu batches; stalled stream closed, its %llu bytes freed\n",
+		(unsigned long long)n, (unsigned long long)(before - st.memory_used));
+	close_ring(&ra);
+	close_ring(&rb);
+	close(a);
+	close(bfd);
+}
+
 static const struct wire_case {
 	const char *name;
 	void (*run)(void);
 	const char *conf; /* lines added to the daemon's configuration */
+	const char *env;  /* NAME=VALUE for the daemon, or NULL */
+	const char *env2;
 } cases[] = {
-	{ "pixels", test_pixels, NULL },
-	{ "determinism", test_determinism_resume_ranks, NULL },
-	{ "features", test_features, NULL },
-	{ "corrupt", test_corrupt, NULL },
-	{ "refusals", test_refusals, NULL },
-	{ "garbage", test_garbage, NULL },
-	{ "killed_client", test_killed_client, NULL },
-	{ "slow_reader", test_slow_reader, NULL },
-	{ "max_clients", test_max_clients, NULL },
-	{ "rescan", test_rescan, NULL },
-	{ "sigterm", test_sigterm, NULL },
-	{ "idle", test_idle, "max_clients = 12\nreserved_connections = 2\nhello_timeout = 1\n"
+	{ .name = "pixels", .run = test_pixels, .conf = NULL },
+	{ .name = "determinism", .run = test_determinism_resume_ranks, .conf = NULL },
+	{ .name = "features", .run = test_features, .conf = NULL },
+	{ .name = "corrupt", .run = test_corrupt, .conf = NULL },
+	{ .name = "refusals", .run = test_refusals, .conf = NULL },
+	{ .name = "garbage", .run = test_garbage, .conf = NULL },
+	{ .name = "killed_client", .run = test_killed_client, .conf = NULL },
+	{ .name = "slow_reader", .run = test_slow_reader, .conf = NULL },
+	{ .name = "max_clients", .run = test_max_clients, .conf = NULL },
+	{ .name = "rescan", .run = test_rescan, .conf = NULL },
+	{ .name = "sigterm", .run = test_sigterm, .conf = NULL },
+	{ .name = "idle", .run = test_idle, .conf = "max_clients = 12\nreserved_connections = 2\nhello_timeout = 1\n"
 			     "max_clients_per_user = 100\n" },
-	{ "per_user", test_per_user, "max_clients_per_user = 3\n" },
-	{ "never_reads", test_never_reads, "max_queued = 64K\n" },
-	{ "memfd_release", test_memfd_release, "memory_limit = 64M\n" },
-	{ "close_other", test_close_other, NULL },
-	{ "failed_kept", test_failed_kept, NULL },
-	{ "visibility", test_visibility, NULL },
+	{ .name = "per_user", .run = test_per_user, .conf = "max_clients_per_user = 3\n" },
+	{ .name = "never_reads", .run = test_never_reads, .conf = "max_queued = 64K\n" },
+	{ .name = "memfd_release", .run = test_memfd_release, .conf = "memory_limit = 64M\n" },
+	{ .name = "close_other", .run = test_close_other, .conf = NULL },
+	{ .name = "failed_kept", .run = test_failed_kept, .conf = NULL },
+	{ .name = "visibility", .run = test_visibility, .conf = NULL },
+	{ .name = "device_release", .run = test_device_release, .conf = "gpu = 0\nworkers = 2\n",
+	  .env = "FEEDERD_GPU_EMULATE=1", .env2 = "FEEDERD_GPU_EMULATE_RELEASE_MS=60000" },
 };
 
 /* test_daemon_wire CASE: one behaviour against a fresh daemon, so that a
@@ -1472,6 +1551,10 @@ int main(int argc, char **argv)
 	make_dataset("tiny", N_TINY, 0);
 	make_dataset("bad", N_BAD, 1);
 	make_features_dataset("feat");
+	if (c->env)
+		CHECK(putenv((char *)c->env) == 0);
+	if (c->env2)
+		CHECK(putenv((char *)c->env2) == 0);
 	start_daemon(build, c->conf);
 	fprintf(stderr, "%s\n", c->name);
 	c->run();
