@@ -20,15 +20,12 @@
  * been compiled but not yet run on a GPU. */
 #include "feeder.h"
 
-#include "bytes.h"
 #include "cuda_info.h"
 #include "metrics.h"
 #include "xvec_checkpoint.h"
 #include "xvec_model.h"
-#ifdef FEEDER_HAVE_XVEC_CUDA
-#include "xvec_cuda.h"
-#include "xvec_feed.h"
-#endif
+#include "xvec_position.h"
+#include "xvec_train.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -37,11 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define EXIT_USAGE 2
-#define BLOB_MAGIC 0x50535658u /* "XVSP": stream position */
-#define BLOB_SIZE 40
 
 struct args {
 	const char *cmd;
@@ -57,13 +51,6 @@ struct args {
 	int placement;     /* enum feeder_placement */
 	int reconnect_ms;  /* feeder_set_reconnect; 0 off */
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void usage(FILE *f)
 {
@@ -238,8 +225,7 @@ static int check_device(const struct args *a)
 	char why[256];
 	struct cuda_info_device d;
 	int n = cuda_info_devices(&d, why, sizeof(why));
-#ifdef FEEDER_HAVE_XVEC_CUDA
-	if (!strcmp(a->cmd, "train")) {
+	if (xvec_trainer_cuda_built() && !strcmp(a->cmd, "train")) {
 		if (n < 0) {
 			fprintf(stderr, "xvec: --device cuda: %s\n", why);
 			return -1;
@@ -251,8 +237,10 @@ static int check_device(const struct args *a)
 		printf("device: %s (sm_%d%d, %zu MiB)\n", d.name, d.major, d.minor, d.total_mem >> 20);
 		return 0;
 	}
-#endif
-	if (n < 0)
+	if (xvec_trainer_cuda_built())
+		fprintf(stderr, "xvec %s: --device cuda: only train runs on the GPU; %s runs on the "
+				"CPU (use --device cpu)\n", a->cmd, a->cmd);
+	else if (n < 0)
 		fprintf(stderr, "xvec: --device cuda: %s; this build also has no CUDA trainer "
 				"(use --device cpu)\n", why);
 	else
@@ -304,32 +292,16 @@ static int connect_daemon(const struct args *a, struct feeder **f)
 	return rc;
 }
 
-/* Stream position kept in the checkpoint blob. */
-static void blob_encode(uint8_t *p, uint64_t epoch, uint64_t next_batch, const struct args *a)
-{
-	memset(p, 0, BLOB_SIZE);
-	bytes_put_le32(p, BLOB_MAGIC);
-	bytes_put_le32(p + 4, 1);
-	bytes_put_le64(p + 8, epoch);
-	bytes_put_le64(p + 16, next_batch);
-	bytes_put_le32(p + 24, (uint32_t)a->batch);
-	bytes_put_le32(p + 28, (uint32_t)a->chunk);
-	bytes_put_le64(p + 32, a->seed);
-}
-
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 
-static int save(struct xvec_model *m, const struct args *a, uint64_t epoch, uint64_t next_batch,
+static int save(struct xvec_model *m, const struct args *a, struct xvec_position *pos,
 		uint64_t batches_per_epoch)
 {
-	uint8_t blob[BLOB_SIZE];
+	uint8_t blob[XVEC_POSITION_SIZE];
 	char err[512];
-	if (next_batch >= batches_per_epoch) {
-		epoch++;
-		next_batch = 0;
-	}
-	blob_encode(blob, epoch, next_batch, a);
+	xvec_position_wrap(pos, batches_per_epoch);
+	xvec_position_encode(pos, blob);
 	if (xvec_checkpoint_save(m, a->out, blob, sizeof(blob), err, sizeof(err))) {
 		fprintf(stderr, "xvec: saving %s: %s\n", a->out, err);
 		return -1;
@@ -337,98 +309,75 @@ static int save(struct xvec_model *m, const struct args *a, uint64_t epoch, uint
 	return 0;
 }
 
-#ifdef FEEDER_HAVE_XVEC_CUDA
-/* The training loop on the GPU: the model lives on the device, batches are
- * copied from the pinned ring on a second CUDA stream while the previous
- * step computes, and the loss is read back only once per logging interval. */
-static int train_cuda(const struct args *a, struct feeder_stream *s,
-		      const struct feeder_stream_info *info, struct xvec_model *m, uint64_t epoch,
-		      uint64_t next_batch)
+static void model_options(const struct args *a, struct xvec_options *xo)
 {
-	struct xvec_cuda_config cfg;
-	struct xvec_cuda *g = NULL;
-	struct xvec_feed *fd = NULL;
-	char err[512];
-	int rc = 1;
+	xo->lr = a->lr;
+	xo->noise_eps = a->noise_eps;
+	xo->dropout = a->dropout;
+	xo->weight_decay = a->weight_decay;
+}
 
-	xvec_cuda_config_default(&cfg);
-	if (xvec_cuda_parse_precision(a->precision, &cfg.precision, err, sizeof(err))) {
-		fprintf(stderr, "xvec: --precision: %s\n", err);
+/* --resume: the model and where its stream stopped. 0, 1 (error, said), or
+ * 2 (nothing left to train, said). */
+static int resume(const struct args *a, struct xvec_options *xo, struct xvec_model **m,
+		  struct xvec_position *pos)
+{
+	uint8_t blob[XVEC_POSITION_SIZE];
+	size_t bl = 0;
+	char err[512];
+	if (xvec_checkpoint_peek(a->resume, xo, err, sizeof(err))) {
+		fprintf(stderr, "xvec: --resume %s: %s\n", a->resume, err);
 		return 1;
 	}
-	cfg.autotune = a->autotune;
-	cfg.log = stdout;
-	if (xvec_cuda_create(&g, m, &cfg, a->batch, a->chunk, err, sizeof(err)) ||
-	    xvec_feed_create(&fd, s, xvec_cuda_stream(g), a->batch, (int)info->shape[1], a->chunk,
-			     err, sizeof(err))) {
-		fprintf(stderr, "xvec: --device cuda: %s\n", err);
-		goto out;
+	model_options(a, xo);
+	if (xvec_model_create(m, xo, a->batch, a->chunk, err, sizeof(err)) ||
+	    xvec_checkpoint_load(*m, a->resume, blob, sizeof(blob), &bl, err, sizeof(err)) ||
+	    xvec_position_decode(blob, bl, pos, err, sizeof(err))) {
+		fprintf(stderr, "xvec: --resume %s: %s\n", a->resume, err);
+		return 1;
 	}
-	printf("precision %s%s\n", xvec_cuda_precision_name(cfg.precision),
-	       cfg.autotune ? ", autotuned" : "");
-	signal(SIGINT, on_sigint);
-	signal(SIGTERM, on_sigint);
-	double t_start = now_s(), t_int = t_start;
-	long steps = 0, int_steps = 0;
-	uint64_t cur_epoch = epoch, cur_batch = next_batch ? next_batch - 1 : 0;
-	struct xvec_feed_stats st = {0};
-	for (;;) {
-		struct xvec_feed_batch b;
-		int r = xvec_feed_next(fd, a->timeout_ms, &b, err, sizeof(err));
-		if (r == FEEDER_EEND)
-			break;
-		if (r || xvec_cuda_train_step(g, b.x, b.labels, b.batch, b.frames, err, sizeof(err)) ||
-		    xvec_feed_prefetch(fd, a->timeout_ms, err, sizeof(err))) {
-			fprintf(stderr, "xvec: training step: %s\n", err);
-			goto out;
-		}
-		cur_epoch = b.epoch;
-		cur_batch = b.index;
-		steps++;
-		int_steps++;
-		int last = a->steps > 0 && steps >= a->steps;
-		int stop = a->stop_after > 0 && (long)xvec_cuda_step(g) >= a->stop_after;
-		if (int_steps >= a->log_every || last || stop || interrupted) {
-			struct xvec_cuda_metrics mt;
-			r = xvec_cuda_metrics(g, &mt, 1, err, sizeof(err));
-			if (r == -EDOM) {
-				fprintf(stderr, "xvec: loss became non-finite by step %llu (lower --lr?)\n",
-					(unsigned long long)xvec_cuda_step(g));
-				goto out;
-			}
-			if (r || xvec_feed_stats(fd, &st, err, sizeof(err))) {
-				fprintf(stderr, "xvec: %s\n", err);
-				goto out;
-			}
-			double t = now_s(), dt = t - t_int;
-			printf("step %llu epoch %llu batch %llu loss %.9g acc %.3f samples/s %.1f "
-			       "gpu-wait %.1f%%\n",
-			       (unsigned long long)xvec_cuda_step(g), (unsigned long long)cur_epoch,
-			       (unsigned long long)cur_batch, mt.loss, mt.accuracy,
-			       int_steps * a->batch / dt, 100.0 * st.wait_fraction);
-			t_int = t;
-			int_steps = 0;
-		}
-		if (last || stop || interrupted)
-			break;
+	if (pos->batch != (uint32_t)a->batch || pos->chunk != (uint32_t)a->chunk) {
+		fprintf(stderr, "xvec: --resume %s: the checkpoint was written with --batch %u "
+				"--chunk %u, not %d and %d\n", a->resume, pos->batch, pos->chunk,
+			a->batch, a->chunk);
+		return 1;
 	}
-	double total = now_s() - t_start;
-	printf("trained %ld steps in %.2f s: %.1f samples/s, GPU waiting for data %.2f%% of the time\n",
-	       steps, total, steps * a->batch / total, 100.0 * st.wait_fraction);
-	if (xvec_cuda_to_model(g, m, err, sizeof(err))) {
-		fprintf(stderr, "xvec: copying the model back from the GPU: %s\n", err);
-		goto out;
+	if (pos->epoch >= (uint64_t)a->epochs) {
+		fprintf(stderr, "xvec: --resume %s: already trained %llu of %d epochs\n", a->resume,
+			(unsigned long long)pos->epoch, a->epochs);
+		return 2;
 	}
-	if (save(m, a, cur_epoch, cur_batch + 1, info->batches_per_epoch))
-		goto out;
-	printf("checkpoint: %s (step %llu)\n", a->out, (unsigned long long)xvec_model_step(m));
-	rc = interrupted ? 130 : 0;
-out:
-	xvec_feed_destroy(fd); /* before the stream closes: it holds slots */
-	xvec_cuda_destroy(g);
-	return rc;
+	printf("resuming from %s at epoch %llu batch %llu (step %llu)\n", a->resume,
+	       (unsigned long long)pos->epoch, (unsigned long long)pos->next_batch,
+	       (unsigned long long)xvec_model_step(*m));
+	return 0;
 }
-#endif
+
+/* The model for the stream: created for the dataset, or checked against it
+ * when resumed. */
+static int fit_model(const struct args *a, const struct feeder_stream_info *info,
+		     struct xvec_options *xo, struct xvec_model **m)
+{
+	char err[512];
+	if (!*m) {
+		xo->feat_dim = (int)info->shape[1];
+		xo->num_speakers = (int)info->classes;
+		if (xvec_model_create(m, xo, a->batch, a->chunk, err, sizeof(err))) {
+			fprintf(stderr, "xvec: %s\n", err);
+			return -1;
+		}
+		return 0;
+	}
+	if (xvec_model_options(*m)->feat_dim != (int)info->shape[1] ||
+	    xvec_model_options(*m)->num_speakers != (int)info->classes) {
+		fprintf(stderr, "xvec: --resume: the checkpoint's model (%d features, %d speakers) "
+				"does not fit dataset '%s' (%u, %u)\n",
+			xvec_model_options(*m)->feat_dim, xvec_model_options(*m)->num_speakers,
+			a->dataset, info->shape[1], info->classes);
+		return -1;
+	}
+	return 0;
+}
 
 static int cmd_train(const struct args *a)
 {
@@ -437,65 +386,30 @@ static int cmd_train(const struct args *a)
 	struct feeder_stream_info info;
 	struct feeder_stream_opts o;
 	struct xvec_model *m = NULL;
+	struct xvec_trainer *t = NULL;
+	struct xvec_position pos = { .batch = (uint32_t)a->batch, .chunk = (uint32_t)a->chunk,
+				     .seed = a->seed };
 	char err[512];
 	int rc = 1;
-	uint64_t epoch = 0, next_batch = 0;
-	float *mem = NULL;
-	int32_t *mem_labels = NULL;
 
 	if (check_device(a) || connect_daemon(a, &f))
 		return 1;
-
 	struct xvec_options xo;
 	xvec_options_default(&xo);
 	xo.width = a->width;
 	xo.pool_width = a->pool_width;
 	xo.embed = a->embed;
-	xo.lr = a->lr;
-	xo.noise_eps = a->noise_eps;
-	xo.dropout = a->dropout;
-	xo.weight_decay = a->weight_decay;
 	xo.seed = a->seed;
-	if (a->resume) {
-		uint8_t blob[BLOB_SIZE];
-		size_t bl = 0;
-		if (xvec_checkpoint_peek(a->resume, &xo, err, sizeof(err))) {
-			fprintf(stderr, "xvec: --resume %s: %s\n", a->resume, err);
-			goto out;
-		}
-		xo.lr = a->lr;
-		xo.noise_eps = a->noise_eps;
-		xo.dropout = a->dropout;
-		xo.weight_decay = a->weight_decay;
-		if (xvec_model_create(&m, &xo, a->batch, a->chunk, err, sizeof(err)) ||
-		    xvec_checkpoint_load(m, a->resume, blob, sizeof(blob), &bl, err, sizeof(err))) {
-			fprintf(stderr, "xvec: --resume %s: %s\n", a->resume, err);
-			goto out;
-		}
-		if (bl != BLOB_SIZE || bytes_le32(blob) != BLOB_MAGIC ||
-		    bytes_le32(blob + 24) != (uint32_t)a->batch ||
-		    bytes_le32(blob + 28) != (uint32_t)a->chunk) {
-			fprintf(stderr, "xvec: --resume %s: the checkpoint was written with another "
-					"--batch/--chunk or by another program\n", a->resume);
-			goto out;
-		}
-		epoch = bytes_le64(blob + 8);
-		next_batch = bytes_le64(blob + 16);
-		if (epoch >= (uint64_t)a->epochs) {
-			fprintf(stderr, "xvec: --resume %s: already trained %llu of %d epochs\n",
-				a->resume, (unsigned long long)epoch, a->epochs);
-			rc = 0;
-			goto out;
-		}
-		printf("resuming from %s at epoch %llu batch %llu (step %llu)\n", a->resume,
-		       (unsigned long long)epoch, (unsigned long long)next_batch,
-		       (unsigned long long)xvec_model_step(m));
+	model_options(a, &xo);
+	if (a->resume && (rc = resume(a, &xo, &m, &pos)) != 0) {
+		rc = rc == 2 ? 0 : 1;
+		goto out;
 	}
-
+	rc = 1;
 	opts_for(a, &o, 1);
-	o.epoch = epoch;
-	o.epochs = (uint32_t)(a->epochs - (int)epoch);
-	o.start_batch = next_batch;
+	o.epoch = pos.epoch;
+	o.epochs = (uint32_t)(a->epochs - (int)pos.epoch);
+	o.start_batch = pos.next_batch;
 	if (open_stream(f, &o, a->timeout_ms, &s, &info))
 		goto out;
 	if (info.ndim < 3 || info.shape[2] != (uint32_t)a->chunk) {
@@ -503,143 +417,53 @@ static int cmd_train(const struct args *a)
 			a->dataset, a->chunk);
 		goto out;
 	}
-	if (!m) {
-		xo.feat_dim = (int)info.shape[1];
-		xo.num_speakers = (int)info.classes;
-		if (xvec_model_create(&m, &xo, a->batch, a->chunk, err, sizeof(err))) {
-			fprintf(stderr, "xvec: %s\n", err);
-			goto out;
-		}
-	} else if (xvec_model_options(m)->feat_dim != (int)info.shape[1] ||
-		   xvec_model_options(m)->num_speakers != (int)info.classes) {
-		fprintf(stderr, "xvec: --resume: the checkpoint's model (%d features, %d speakers) "
-				"does not fit dataset '%s' (%u, %u)\n",
-			xvec_model_options(m)->feat_dim, xvec_model_options(m)->num_speakers,
-			a->dataset, info.shape[1], info.classes);
+	if (fit_model(a, &info, &xo, &m))
 		goto out;
-	}
 	printf("xvec train: dataset %s, %llu utterances, %u speakers, %u-dim features, "
 	       "batch %d x %d frames, %llu batches/epoch, epochs %llu..%d, device %s\n",
 	       a->dataset, (unsigned long long)info.samples, info.classes, info.shape[1], a->batch,
-	       a->chunk, (unsigned long long)info.batches_per_epoch, (unsigned long long)epoch,
+	       a->chunk, (unsigned long long)info.batches_per_epoch, (unsigned long long)pos.epoch,
 	       a->epochs - 1, a->device);
 	printf("model: width %d, pool %d, embed %d, noise eps %g, dropout %g, lr %g\n",
 	       xo.width, xo.pool_width, xo.embed, xo.noise_eps, xo.dropout, xo.lr);
-#ifdef FEEDER_HAVE_XVEC_CUDA
+	int r;
 	if (!strcmp(a->device, "cuda")) {
-		rc = train_cuda(a, s, &info, m, epoch, next_batch);
+		struct xvec_cuda_train_opts co = {
+			.precision = a->precision, .autotune = a->autotune, .batch = a->batch,
+			.feat_dim = (int)info.shape[1], .chunk = a->chunk,
+			.timeout_ms = a->timeout_ms, .log = stdout };
+		r = xvec_trainer_cuda_create(&t, m, s, &co, err, sizeof(err));
+	} else {
+		r = xvec_trainer_cpu_create(&t, m, f, s, a->chunk, a->in_memory, a->timeout_ms, err,
+					    sizeof(err));
+	}
+	if (r) {
+		fprintf(stderr, "xvec: --device %s: %s\n", a->device, err);
 		goto out;
 	}
-#endif
-
-	size_t sample_floats = info.shape[1] * (size_t)a->chunk;
-	if (a->in_memory) {
-		/* Benchmark mode: the same work with the data path taken away. */
-		mem = malloc(sizeof(float) * sample_floats * a->batch * (size_t)a->in_memory);
-		mem_labels = malloc(sizeof(int32_t) * a->batch * (size_t)a->in_memory);
-		if (!mem || !mem_labels) {
-			fprintf(stderr, "xvec: out of memory for --in-memory\n");
-			goto out;
-		}
-		for (int k = 0; k < a->in_memory; k++) {
-			struct feeder_batch b;
-			int r = feeder_stream_next(s, a->timeout_ms, &b);
-			if (r || b.count != (uint32_t)a->batch) {
-				fprintf(stderr, "xvec: --in-memory: could not fetch batch %d: %s\n", k,
-					feeder_strerror(r));
-				goto out;
-			}
-			memcpy(mem + k * sample_floats * a->batch, b.data, b.bytes);
-			memcpy(mem_labels + k * a->batch, b.labels, sizeof(int32_t) * a->batch);
-			feeder_batch_release(s, &b);
-		}
-		feeder_stream_close(s);
-		s = NULL;
-	}
-
 	signal(SIGINT, on_sigint);
 	signal(SIGTERM, on_sigint);
-	double t_start = now_s(), t_int = t_start, wait_int = 0, wait_all = 0;
-	double loss_sum = 0;
-	long correct = 0, seen = 0, steps = 0, int_steps = 0;
-	uint64_t cur_epoch = epoch, cur_batch = next_batch;
-	for (;;) {
-		struct feeder_batch b;
-		const float *x;
-		const int32_t *labels;
-		double t0 = now_s();
-		if (a->in_memory) {
-			int k = (int)(steps % a->in_memory);
-			x = mem + k * sample_floats * a->batch;
-			labels = mem_labels + k * a->batch;
-			memset(&b, 0, sizeof(b));
-			b.count = (uint32_t)a->batch;
-		} else {
-			int r = feeder_stream_next(s, a->timeout_ms, &b);
-			if (r == FEEDER_EEND)
-				break;
-			if (r) {
-				fprintf(stderr, "xvec: waiting for a batch: %s\n",
-					r == FEEDER_ESTREAM || r == FEEDER_ECLOSED
-						? feeder_last_error(f) : feeder_strerror(r));
-				goto out;
-			}
-			x = b.data;
-			labels = b.labels;
-			cur_epoch = b.epoch;
-			cur_batch = b.batch_index;
-		}
-		double t1 = now_s();
-		uint32_t count = b.count; /* feeder_batch_release zeroes b */
-		struct xvec_result res;
-		if (xvec_model_train_step(m, x, labels, (int)b.count, a->chunk, &res, err,
-					  sizeof(err))) {
-			fprintf(stderr, "xvec: training step: %s\n", err);
-			goto out;
-		}
-		if (!a->in_memory)
-			feeder_batch_release(s, &b);
-		wait_int += t1 - t0;
-		wait_all += t1 - t0;
-		loss_sum += res.loss;
-		correct += res.correct;
-		seen += count;
-		steps++;
-		int_steps++;
-		if (!isfinite(res.loss)) {
-			fprintf(stderr, "xvec: loss became %g at step %llu (lower --lr?)\n", res.loss,
-				(unsigned long long)xvec_model_step(m));
-			goto out;
-		}
-		int last = a->steps > 0 && steps >= a->steps;
-		int stop = a->stop_after > 0 && (long)xvec_model_step(m) >= a->stop_after;
-		if (int_steps >= a->log_every || last || stop || interrupted) {
-			double t = now_s(), dt = t - t_int;
-			printf("step %llu epoch %llu batch %llu loss %.9g acc %.3f samples/s %.1f "
-			       "wait %.1f%%\n",
-			       (unsigned long long)xvec_model_step(m), (unsigned long long)cur_epoch,
-			       (unsigned long long)cur_batch, loss_sum / int_steps,
-			       (double)correct / (double)seen, seen / dt, 100.0 * wait_int / dt);
-			fflush(stdout);
-			t_int = t;
-			wait_int = loss_sum = 0;
-			correct = seen = int_steps = 0;
-		}
-		if (last || stop || interrupted)
-			break;
+	struct xvec_train_limits lim = { .log_every = a->log_every, .steps = a->steps,
+					 .stop_after = a->stop_after, .interrupted = &interrupted };
+	struct xvec_train_result res = { .epoch = pos.epoch, .next_batch = pos.next_batch };
+	if (xvec_train_run(t, &lim, stdout, &res, err, sizeof(err))) {
+		fprintf(stderr, "xvec: training: %s\n", err);
+		goto out;
 	}
-	double total = now_s() - t_start;
-	printf("trained %ld steps in %.2f s: %.1f samples/s, waiting for data %.2f%% of the time\n",
-	       steps, total, steps * a->batch / total, 100.0 * wait_all / total);
+	/* In-memory steps cycle a few batches: no stream position to keep. */
 	if (!a->in_memory) {
-		if (save(m, a, cur_epoch, cur_batch + 1, info.batches_per_epoch))
+		pos.epoch = res.epoch;
+		pos.next_batch = res.next_batch;
+		if (save(m, a, &pos, info.batches_per_epoch))
 			goto out;
-		printf("checkpoint: %s (step %llu)\n", a->out, (unsigned long long)xvec_model_step(m));
+		printf("checkpoint: %s (step %llu)\n", a->out,
+		       (unsigned long long)xvec_model_step(m));
 	}
-	rc = interrupted ? 130 : 0;
+	rc = res.interrupted ? 130 : 0;
 out:
-	free(mem);
-	free(mem_labels);
+	/* The trainer before the stream: the CUDA feed holds slots of it. */
+	if (t)
+		t->ops->destroy(t);
 	if (s)
 		feeder_stream_close(s);
 	feeder_disconnect(f);
@@ -647,9 +471,12 @@ out:
 	return rc;
 }
 
-/* Embeddings of every utterance of the dataset (centered chunks, eval mode). */
-static int compute_embeddings(const struct args *a, float **emb, int32_t **labels, size_t *n,
-			      int *dim)
+/* Embeddings of every utterance of the dataset (centered chunks, eval mode),
+ * with labels and, when names is not NULL, the utterances' names (the
+ * dataset's, or "#INDEX" where it keeps none): FEEDER_SAMPLE_NAME_MAX bytes
+ * each. */
+static int compute_embeddings(const struct args *a, float **emb, int32_t **labels, char **names,
+			      size_t *n, int *dim)
 {
 	struct feeder *f = NULL;
 	struct feeder_stream *s = NULL;
@@ -658,11 +485,13 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 	struct xvec_model *m = NULL;
 	struct xvec_options xo;
 	char err[512];
-	uint8_t blob[BLOB_SIZE];
+	uint8_t blob[XVEC_POSITION_SIZE];
 	int rc = -1;
 
 	*emb = NULL;
 	*labels = NULL;
+	if (names)
+		*names = NULL;
 	if (check_device(a))
 		return -1;
 	if (xvec_checkpoint_peek(a->checkpoint, &xo, err, sizeof(err))) {
@@ -677,6 +506,8 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 	if (connect_daemon(a, &f))
 		goto out;
 	opts_for(a, &o, 0);
+	o.shuffle = 0; /* dataset order: embeddings line up with the dataset */
+	o.names = names != NULL;
 	if (open_stream(f, &o, a->timeout_ms, &s, &info))
 		goto out;
 	if (info.shape[1] != (uint32_t)xo.feat_dim) {
@@ -687,7 +518,9 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 	*dim = xo.embed;
 	*emb = malloc(sizeof(float) * (size_t)xo.embed * info.samples);
 	*labels = malloc(sizeof(int32_t) * info.samples);
-	if (!*emb || !*labels) {
+	if (names)
+		*names = malloc((size_t)FEEDER_SAMPLE_NAME_MAX * info.samples);
+	if (!*emb || !*labels || (names && !*names)) {
 		fprintf(stderr, "xvec: out of memory for %llu embeddings\n",
 			(unsigned long long)info.samples);
 		goto out;
@@ -712,6 +545,15 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 			goto out;
 		}
 		memcpy(*labels + *n, b.labels, sizeof(int32_t) * b.count);
+		for (uint32_t i = 0; names && i < b.count; i++) {
+			char *dst = *names + (*n + i) * FEEDER_SAMPLE_NAME_MAX;
+			const char *src = b.names ? b.names + (size_t)i * FEEDER_SAMPLE_NAME_MAX : "";
+			if (src[0])
+				snprintf(dst, FEEDER_SAMPLE_NAME_MAX, "%s", src);
+			else
+				snprintf(dst, FEEDER_SAMPLE_NAME_MAX, "#%llu",
+					 (unsigned long long)b.indices[i]);
+		}
 		*n += b.count;
 		feeder_batch_release(s, &b);
 	}
@@ -726,6 +568,10 @@ out:
 		free(*labels);
 		*emb = NULL;
 		*labels = NULL;
+		if (names) {
+			free(*names);
+			*names = NULL;
+		}
 	}
 	return rc;
 }
@@ -734,19 +580,25 @@ static int cmd_embed(const struct args *a)
 {
 	float *emb;
 	int32_t *labels;
+	char *names;
 	size_t n;
 	int dim;
-	if (compute_embeddings(a, &emb, &labels, &n, &dim))
+	if (compute_embeddings(a, &emb, &labels, &names, &n, &dim))
 		return 1;
 	FILE *out = fopen(a->out, "w");
 	if (!out) {
 		fprintf(stderr, "xvec: %s: %s\n", a->out, strerror(errno));
 		free(emb);
 		free(labels);
+		free(names);
 		return 1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		fprintf(out, "%d", labels[i]);
+		/* A name is one field: blanks inside it would split the line. */
+		for (char *c = names + i * FEEDER_SAMPLE_NAME_MAX; *c; c++)
+			if (*c == ' ' || *c == '\t' || *c == '\n')
+				*c = '_';
+		fprintf(out, "%s %d", names + i * FEEDER_SAMPLE_NAME_MAX, labels[i]);
 		for (int j = 0; j < dim; j++)
 			fprintf(out, " %.6g", emb[i * dim + j]);
 		fputc('\n', out);
@@ -755,10 +607,11 @@ static int cmd_embed(const struct args *a)
 	if (bad)
 		fprintf(stderr, "xvec: writing %s: %s\n", a->out, strerror(errno));
 	else
-		printf("%zu x-vectors of dimension %d written to %s (one line each: label, values)\n",
-		       n, dim, a->out);
+		printf("%zu x-vectors of dimension %d written to %s (one line each: utterance name, "
+		       "label, values)\n", n, dim, a->out);
 	free(emb);
 	free(labels);
+	free(names);
 	return bad;
 }
 
@@ -771,7 +624,7 @@ static int cmd_eval(const struct args *a)
 	size_t n;
 	int dim, rc = 1;
 	char err[256];
-	if (compute_embeddings(a, &emb, &labels, &n, &dim))
+	if (compute_embeddings(a, &emb, &labels, NULL, &n, &dim))
 		return 1;
 	float *tgt = NULL, *non = NULL;
 	size_t nt = 0, nn = 0;

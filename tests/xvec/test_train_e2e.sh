@@ -30,7 +30,10 @@ awk -v e="$eer" 'BEGIN { exit !(e < 0.20) }' || fail "held-out EER $eer, want < 
 "$xvec" embed --checkpoint "$tmp/ckpt" --dataset speech-test --socket "$sock" --out "$tmp/emb.txt" \
 	>/dev/null || fail "xvec embed"
 [ "$(wc -l <"$tmp/emb.txt")" = 120 ] || fail "embed wrote $(wc -l <"$tmp/emb.txt") lines"
-[ "$(head -1 "$tmp/emb.txt" | wc -w)" = 65 ] || fail "embed line is not label + 64 values"
+[ "$(head -1 "$tmp/emb.txt" | wc -w)" = 66 ] || fail "embed line is not name + label + 64 values"
+# Each line names its utterance (the dataset's names, in dataset order).
+[ "$(cut -d' ' -f1 "$tmp/emb.txt" | sort -u | wc -l)" = 120 ] || fail "embed names are not 120 distinct"
+head -1 "$tmp/emb.txt" | cut -d' ' -f1 | grep -qv '^#' || fail "embed wrote an index, not the utterance name: $(head -1 "$tmp/emb.txt" | cut -c1-40)"
 if "$xvec" train --dataset speech-train --socket "$sock" --out "$tmp/c2" --device cuda 2>"$tmp/cuda.err"; then
 	fail "--device cuda succeeded without a CUDA trainer"
 fi

@@ -1,10 +1,10 @@
-/* xvec_cuda.cu — device buffers, GEMMs and the forward/backward/step of the GPU x-vector TDNN.
+/* xvec_cuda.cu — device buffers and the forward/backward/step of the GPU
+ * x-vector TDNN.
  *
  * The order of operations is xvec_model.c's, line for line; the arithmetic
  * of the non-GEMM layers is in tdnn_cuda.cu. Every matrix product goes
- * through xc_gemm, a row-major wrapper over cublasGemmEx /
- * cublasGemmStridedBatchedEx that applies the precision mode, so the layer
- * code reads like the CPU reference's cblas_sgemm calls.
+ * through xc_gemm, a row-major GEMM (gemm_cuda.h), so the layer code reads
+ * like the CPU reference's cblas_sgemm calls.
  *
  * Frame-level activations are channel-major (C, B, T) (tdnn_cuda.h), which
  * makes a TDNN layer one of two GEMM strategies:
@@ -16,125 +16,16 @@
  * and frames together, which only the spliced layout offers as one GEMM);
  * the input gradient has the same two strategies (W^T dA then the adjoint of
  * the splice, or K accumulating batched GEMMs). --autotune times both on the
- * real shape; otherwise splice is used. Within a strategy cuBLAS's own
- * heuristics choose the kernel, except where autotune found better:
- * it then runs one training step on random data, and for every single
- * (non-batched) GEMM shape it meets it times cublasGemmEx against the
- * algorithms cuBLASLt's heuristic proposes (up to XC_LT_ALGOS), checks each
- * candidate's result against cublasGemmEx's (relative difference at most
- * XC_LT_TOL: a wrong algorithm or layout is rejected, never used) and keeps
- * the fastest; later GEMMs of that exact shape use the choice.
+ * real shape; otherwise splice is used. The products themselves, their
+ * precision and the choice of cuBLAS/cuBLASLt algorithm (autotune) are
+ * gemm_cuda.cu's.
  *
  * Precision: fp32 uses CUBLAS_COMPUTE_32F, tf32 CUBLAS_COMPUTE_32F_FAST_TF32;
  * bf16 rounds both GEMM inputs to bfloat16 just before each GEMM (scratch
  * copies, made on the device) and accumulates and writes float32. Master
  * weights, activations, batch norm, pooling, softmax and Adam stay float32
  * in every mode, so bf16 needs no loss scaling. */
-#include "xvec_cuda.h"
-#include "tdnn_cuda.h"
-
-#include <cublasLt.h>
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <errno.h>
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
-
-extern "C" {
-#include "cuda_info.h"
-#include "status.h"
-#include "tdnn.h"
-#include "xvec_model.h"
-}
-
-enum { XC_SPLICE = 0, XC_OFFSET = 1 };
-#define XC_TUNED_MAX 64
-#define XC_LT_ALGOS 8
-#define XC_LT_WORKSPACE ((size_t)32 << 20)
-#define XC_LT_TOL 1e-2f
-
-/* A GEMM shape that autotune has timed, and how it runs from then on. */
-struct xc_tuned {
-	int ta, tb, M, N, K, lda, ldb, ldc;
-	uint32_t align;                      /* of the operands it was tuned with */
-	int use_lt;                          /* 0: cublasGemmEx */
-	cublasLtMatmulDesc_t desc;
-	cublasLtMatrixLayout_t la, lb, lc;   /* cuBLASLt's A (our B), B (our A), C = D */
-	cublasLtMatmulAlgo_t algo;
-};
-#define XC_SEG_LAYERS 3       /* seg6, seg7, out: weights 5..7 */
-#define XC_WEIGHTS (XVEC_FRAME_LAYERS + XC_SEG_LAYERS)
-
-/* The frame-layer contexts of xvec_model.c. */
-static const int xc_ctx1[] = { -2, -1, 0, 1, 2 };
-static const int xc_ctx2[] = { -2, 0, 2 };
-static const int xc_ctx3[] = { -3, 0, 3 };
-static const int xc_ctx0[] = { 0 };
-static const int *const xc_ctx[XVEC_FRAME_LAYERS] = { xc_ctx1, xc_ctx2, xc_ctx3, xc_ctx0, xc_ctx0 };
-static const int xc_nctx[XVEC_FRAME_LAYERS] = { 5, 3, 3, 1, 1 };
-
-struct xvec_cuda {
-	struct xvec_options o;
-	int precision, device;
-	cudaStream_t stream;
-	cublasHandle_t blas;
-
-	/* training state, laid out as the host mirror's arrays */
-	float *params, *grads, *adam_m, *adam_v, *bn;
-	float *bn_saved;                            /* bn before the current step */
-	size_t nparams, ndecay, nbn;
-	size_t off_w[XC_WEIGHTS], off_b[XC_WEIGHTS];
-	size_t off_gamma[XVEC_BN_LAYERS], off_beta[XVEC_BN_LAYERS];
-	size_t bn_off[XVEC_BN_LAYERS];
-	uint64_t step;
-	float lr;
-
-	int fwd_strategy[XVEC_FRAME_LAYERS], dx_strategy[XVEC_FRAME_LAYERS];
-
-	/* workspace for up to cap_batch x cap_frames */
-	int cap_batch, cap_frames;
-	float *x0;                                  /* input, (D, B, T) */
-	float *r[XVEC_BN_LAYERS], *y[XVEC_BN_LAYERS];
-	float *mean[XVEC_BN_LAYERS], *invstd[XVEC_BN_LAYERS];
-	float *S[XVEC_FRAME_LAYERS];                /* spliced inputs of context layers */
-	float *gA, *gB, *dS;                        /* frame-level gradients */
-	float *pool, *logits, *probs, *dz, *s1, *s2;
-	double *row_loss;
-	int *row_ok;
-	struct tdnn_cuda_acc *acc, *acc_eval;
-	void *bf[2];                                /* bf16 GEMM operands */
-	size_t bf_cap[2];
-
-	/* autotuned single GEMMs (see the top of this file) */
-	cublasLtHandle_t lt;
-	void *lt_ws;
-	struct xc_tuned tuned[XC_TUNED_MAX];
-	int ntuned, tuning;
-	FILE *log;
-	float *check, *diff;                        /* reference result, float[2] */
-	size_t check_cap;
-
-	/* what the last forward pass was, for backward */
-	int fwd_batch, fwd_frames, fwd_training;
-	const float *fwd_x;
-	const int32_t *fwd_labels;
-};
-
-#define XC_CUDA(call, what)                                                              \
-	do {                                                                             \
-		cudaError_t e_ = (call);                                                 \
-		if (e_ != cudaSuccess)                                                   \
-			return status_fail(err, errlen, -EIO, "x-vector cuda: %s: %s", (what), \
-					   cudaGetErrorString(e_));                        \
-	} while (0)
-
-#define XC_TRY(call)                  \
-	do {                          \
-		int rc_ = (call);     \
-		if (rc_)              \
-			return rc_;   \
-	} while (0)
+#include "xvec_cuda_impl.h"
 
 void xvec_cuda_config_default(struct xvec_cuda_config *c)
 {
@@ -161,305 +52,16 @@ const char *xvec_cuda_precision_name(int precision)
 	       precision == XVEC_PRECISION_BF16 ? "bf16" : "fp32";
 }
 
-static int xc_channels(const struct xvec_options *o, int l)
-{
-	return l < 4 ? o->width : l == 4 ? o->pool_width : o->embed;
-}
-
-static int xc_frame_in(const struct xvec_options *o, int l)
-{
-	return l == 0 ? o->feat_dim : o->width;
-}
-
-static int xc_frames_after(int T, int l)
-{
-	for (int i = 0; i <= l; i++)
-		T -= tdnn_context_left(xc_ctx[i], xc_nctx[i]) + tdnn_context_right(xc_ctx[i], xc_nctx[i]);
-	return T;
-}
-
 /* ---- GEMM ------------------------------------------------------------- */
 
-/* Elements a row-major operand spans: batch entries `stride` apart, each
- * rows x cols with leading dimension ld. */
-static size_t xc_extent(int rows, int cols, int ld, long long stride, int batch)
-{
-	return (size_t)(batch - 1) * (size_t)stride + (size_t)(rows - 1) * ld + cols;
-}
-
-/* The bfloat16 copy of n floats at src in scratch slot k. */
-static int xc_bf16(struct xvec_cuda *g, int k, const float *src, size_t n, const void **out,
-		   char *err, size_t errlen)
-{
-	if (n > g->bf_cap[k]) {
-		/* grows only while the first steps meet their largest operands */
-		cudaFree(g->bf[k]);
-		g->bf[k] = NULL;
-		g->bf_cap[k] = 0;
-		XC_CUDA(cudaMalloc(&g->bf[k], n * 2), "allocate a bf16 GEMM operand");
-		g->bf_cap[k] = n;
-	}
-	tdnn_cuda_to_bf16(src, n, g->bf[k], g->stream);
-	*out = g->bf[k];
-	return 0;
-}
-
-/* ---- cuBLASLt algorithm choice (autotune) ------------------------------ */
-
-/* The alignment (bytes, a power of two up to 256) common to three pointers:
- * cuBLASLt's algorithms may need more than a float's, and one tuned on
- * aligned operands must not run on less aligned ones. */
-static uint32_t xc_align(const void *a, const void *b, const void *c)
-{
-	uintptr_t v = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c;
-	uint32_t al = 256;
-
-	while (al > 1 && v % al)
-		al >>= 1;
-	return al;
-}
-
-static struct xc_tuned *xc_tuned_find(struct xvec_cuda *g, int ta, int tb, int M, int N, int K,
-				      int lda, int ldb, int ldc, uint32_t align)
-{
-	for (int i = 0; i < g->ntuned; i++) {
-		struct xc_tuned *t = &g->tuned[i];
-
-		if (t->ta == ta && t->tb == tb && t->M == M && t->N == N && t->K == K &&
-		    t->lda == lda && t->ldb == ldb && t->ldc == ldc && t->align == align)
-			return t;
-	}
-	return NULL;
-}
-
-static void xc_tuned_free(struct xc_tuned *t)
-{
-	if (t->desc)
-		cublasLtMatmulDescDestroy(t->desc);
-	if (t->la)
-		cublasLtMatrixLayoutDestroy(t->la);
-	if (t->lb)
-		cublasLtMatrixLayoutDestroy(t->lb);
-	if (t->lc)
-		cublasLtMatrixLayoutDestroy(t->lc);
-	t->desc = NULL;
-	t->la = t->lb = t->lc = NULL;
-	t->use_lt = 0;
-}
-
-static int xc_lt_run(struct xvec_cuda *g, struct xc_tuned *t, const void *a, const void *b,
-		     float beta, float *C, char *err, size_t errlen)
-{
-	float alpha = 1.0f;
-	cublasStatus_t st = cublasLtMatmul(g->lt, t->desc, &alpha, b, t->la, a, t->lb, &beta, C,
-					   t->lc, C, t->lc, &t->algo, g->lt_ws, XC_LT_WORKSPACE,
-					   g->stream);
-
-	if (st != CUBLAS_STATUS_SUCCESS)
-		return status_fail(err, errlen, -EIO, "x-vector cuda: cuBLASLt GEMM %d x %d x %d: %s",
-				   t->M, t->N, t->K, cublasGetStatusString(st));
-	return 0;
-}
-
-/* Milliseconds per run of cublasGemmEx (lt 0) or of cuBLASLt with t->algo;
- * -1 when cuBLAS refuses to run it. */
-static int xc_time_gemm(struct xvec_cuda *g, struct xc_tuned *t, int lt, const void *a, int lda,
-			const void *b, int ldb, cudaDataType_t ty, cublasComputeType_t ct, float *C,
-			float *ms, char *err, size_t errlen)
-{
-	cudaEvent_t e0, e1;
-	float alpha = 1.0f, beta = 0.0f;
-
-	*ms = -1.0f;
-	cublasOperation_t oa = t->ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = t->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-	cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-
-	XC_CUDA(cudaEventCreate(&e0), "create an event");
-	if (cudaEventCreate(&e1) != cudaSuccess) {
-		cudaEventDestroy(e0);
-		return status_fail(err, errlen, -EIO, "x-vector cuda: cannot create an event");
-	}
-	for (int i = 0; i < 4 && st == CUBLAS_STATUS_SUCCESS; i++) {
-		if (i == 1)
-			cudaEventRecord(e0, g->stream);
-		if (lt)
-			st = cublasLtMatmul(g->lt, t->desc, &alpha, b, t->la, a, t->lb, &beta, C, t->lc,
-					    C, t->lc, &t->algo, g->lt_ws, XC_LT_WORKSPACE, g->stream);
-		else
-			st = cublasGemmEx(g->blas, ob, oa, t->N, t->M, t->K, &alpha, b, ty, ldb, a, ty,
-					  lda, &beta, C, CUDA_R_32F, t->ldc, ct, CUBLAS_GEMM_DEFAULT);
-	}
-	cudaEventRecord(e1, g->stream);
-	cudaError_t e = cudaEventSynchronize(e1);
-	if (st == CUBLAS_STATUS_SUCCESS && e == cudaSuccess) {
-		cudaEventElapsedTime(ms, e0, e1);
-		*ms /= 3.0f;
-	}
-	cudaEventDestroy(e0);
-	cudaEventDestroy(e1);
-	if (e != cudaSuccess)
-		return status_fail(err, errlen, -EIO, "x-vector cuda: GEMM autotune: %s",
-				   cudaGetErrorString(e));
-	if (st != CUBLAS_STATUS_SUCCESS)
-		*ms = -1.0f; /* this candidate cannot run: not an error */
-	return 0;
-}
-
-/* Relative difference of C from the reference in g->check; waits. */
-static int xc_check_result(struct xvec_cuda *g, const float *C, int M, int N, int ldc, float *rel,
-			   char *err, size_t errlen)
-{
-	float h[2] = { 0.0f, 0.0f };
-
-	XC_CUDA(cudaMemsetAsync(g->diff, 0, sizeof(h), g->stream), "clear the check");
-	tdnn_cuda_max_diff(C, g->check, M, N, ldc, g->diff, g->stream);
-	XC_CUDA(cudaMemcpyAsync(h, g->diff, sizeof(h), cudaMemcpyDeviceToHost, g->stream),
-		"read the check");
-	XC_CUDA(cudaStreamSynchronize(g->stream), "check a GEMM algorithm");
-	*rel = h[0] == h[0] ? h[0] / (h[1] > 1e-30f ? h[1] : 1e-30f) : h[0];
-	return 0;
-}
-
-/* Time cublasGemmEx and cuBLASLt's candidates on this shape (operands a,
- * b already in the GEMM's input type), record the fastest correct one, and
- * leave cublasGemmEx's result in C. */
-static int xc_tune(struct xvec_cuda *g, int ta, int tb, int M, int N, int K, const void *a,
-		   int lda, const void *b, int ldb, cudaDataType_t ty, cublasComputeType_t ct,
-		   float *C, int ldc, uint32_t align, char *err, size_t errlen)
-{
-	struct xc_tuned *t = &g->tuned[g->ntuned];
-	size_t nC = (size_t)(M - 1) * ldc + N;
-	cublasLtMatmulHeuristicResult_t res[XC_LT_ALGOS];
-	cublasLtMatmulPreference_t pref = NULL;
-	cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-	uint64_t ws = XC_LT_WORKSPACE;
-	float base_ms = -1.0f, best_ms, ms = -1.0f, rel = 0.0f;
-	int nres = 0, best = -1, rejected = 0;
-
-	if (g->ntuned == XC_TUNED_MAX)
-		return status_fail(err, errlen, -EIO, "x-vector cuda: more than %d GEMM shapes to tune",
-				   XC_TUNED_MAX);
-	memset(t, 0, sizeof(*t));
-	t->ta = ta, t->tb = tb, t->M = M, t->N = N, t->K = K, t->lda = lda, t->ldb = ldb, t->ldc = ldc;
-	t->align = align;
-	g->ntuned++;
-	if (nC > g->check_cap) {
-		cudaFree(g->check);
-		g->check = NULL;
-		g->check_cap = 0;
-		XC_CUDA(cudaMalloc((void **)&g->check, sizeof(float) * nC), "allocate a GEMM check");
-		g->check_cap = nC;
-	}
-	XC_TRY(xc_time_gemm(g, t, 0, a, lda, b, ldb, ty, ct, C, &base_ms, err, errlen));
-	if (base_ms < 0.0f)
-		return status_fail(err, errlen, -EIO, "x-vector cuda: GEMM %d x %d x %d failed", M, N, K);
-	XC_CUDA(cudaMemcpyAsync(g->check, C, sizeof(float) * nC, cudaMemcpyDeviceToDevice, g->stream),
-		"keep a reference GEMM result");
-	best_ms = base_ms;
-
-	/* cuBLASLt is column-major: D (N x M) = op(our B) op(our A), as in xc_gemm */
-	if (cublasLtMatmulDescCreate(&t->desc, ct, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulDescSetAttribute(t->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ob, sizeof(ob)) ==
-		    CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulDescSetAttribute(t->desc, CUBLASLT_MATMUL_DESC_TRANSB, &oa, sizeof(oa)) ==
-		    CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatrixLayoutCreate(&t->la, ty, tb ? K : N, tb ? N : K, ldb) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatrixLayoutCreate(&t->lb, ty, ta ? M : K, ta ? K : M, lda) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatrixLayoutCreate(&t->lc, CUDA_R_32F, N, M, ldc) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-						 sizeof(ws)) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-						 &align, sizeof(align)) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-						 &align, sizeof(align)) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-						 &align, sizeof(align)) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-						 &align, sizeof(align)) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulAlgoGetHeuristic(g->lt, t->desc, t->la, t->lb, t->lc, t->lc, pref,
-					   XC_LT_ALGOS, res, &nres) == CUBLAS_STATUS_SUCCESS) {
-		for (int i = 0; i < nres; i++) {
-			if (res[i].state != CUBLAS_STATUS_SUCCESS || res[i].workspaceSize > XC_LT_WORKSPACE)
-				continue;
-			t->algo = res[i].algo;
-			XC_TRY(xc_time_gemm(g, t, 1, a, lda, b, ldb, ty, ct, C, &ms, err, errlen));
-			if (ms < 0.0f)
-				continue;
-			XC_TRY(xc_check_result(g, C, M, N, ldc, &rel, err, errlen));
-			if (!(rel <= XC_LT_TOL)) {
-				rejected++;
-				continue;
-			}
-			if (ms < best_ms) {
-				best_ms = ms;
-				best = i;
-			}
-		}
-	} else {
-		nres = 0;
-	}
-	if (pref)
-		cublasLtMatmulPreferenceDestroy(pref);
-	if (best >= 0) {
-		t->algo = res[best].algo;
-		t->use_lt = 1;
-	} else {
-		xc_tuned_free(t);
-	}
-	if (g->log)
-		fprintf(g->log, "xvec autotune: GEMM %d x %d x %d (%s%s, %s, %u-byte aligned): "
-			"cublasGemmEx %.3f ms, cuBLASLt %d candidates (%d rejected by the check) -> "
-			"%s %.3f ms\n", M, N, K, ta ? "T" : "N", tb ? "T" : "N",
-			xvec_cuda_precision_name(g->precision), align, base_ms, nres, rejected,
-			best >= 0 ? "cuBLASLt" : "cublasGemmEx", best_ms);
-	XC_CUDA(cudaMemcpyAsync(C, g->check, sizeof(float) * nC, cudaMemcpyDeviceToDevice, g->stream),
-		"restore the reference GEMM result");
-	return 0;
-}
-
-/* Row-major C (M x N, ldc) = op(A) (M x K) op(B) (K x N) + beta C, for
- * `batch` entries strideA/B/C apart (stride 0: shared). ta/tb: the operand
- * is stored transposed. cuBLAS being column-major, this is
- * C^T = op(B)^T op(A)^T with the operands swapped. */
+/* Row-major GEMM through the context's gemm_cuda (gemm_cuda.h), so the layer
+ * code below reads like the CPU reference's cblas_sgemm calls. */
 static int xc_gemm(struct xvec_cuda *g, int ta, int tb, int M, int N, int K, const float *A,
 		   int lda, long long sA, const float *Bm, int ldb, long long sB, float beta,
 		   float *C, int ldc, long long sC, int batch, char *err, size_t errlen)
 {
-	const void *a = A, *b = Bm;
-	cudaDataType_t ty = CUDA_R_32F;
-	cublasComputeType_t ct = g->precision == XVEC_PRECISION_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-								      : CUBLAS_COMPUTE_32F;
-	cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-	float alpha = 1.0f;
-	cublasStatus_t st;
-
-	if (g->precision == XVEC_PRECISION_BF16) {
-		XC_TRY(xc_bf16(g, 0, A, xc_extent(ta ? K : M, ta ? M : K, lda, sA, batch), &a, err,
-			       errlen));
-		XC_TRY(xc_bf16(g, 1, Bm, xc_extent(tb ? N : K, tb ? K : N, ldb, sB, batch), &b, err,
-			       errlen));
-		ty = CUDA_R_16BF;
-	}
-	if (batch == 1) {
-		uint32_t align = xc_align(a, b, C);
-		struct xc_tuned *t = xc_tuned_find(g, ta, tb, M, N, K, lda, ldb, ldc, align);
-
-		if (!t && g->tuning && beta == 0.0f)
-			return xc_tune(g, ta, tb, M, N, K, a, lda, b, ldb, ty, ct, C, ldc, align, err,
-				       errlen);
-		if (t && t->use_lt)
-			return xc_lt_run(g, t, a, b, beta, C, err, errlen);
-		st = cublasGemmEx(g->blas, ob, oa, N, M, K, &alpha, b, ty, ldb, a, ty, lda, &beta, C,
-				  CUDA_R_32F, ldc, ct, CUBLAS_GEMM_DEFAULT);
-	} else
-		st = cublasGemmStridedBatchedEx(g->blas, ob, oa, N, M, K, &alpha, b, ty, ldb, sB, a, ty,
-						lda, sA, &beta, C, CUDA_R_32F, ldc, sC, batch, ct,
-						CUBLAS_GEMM_DEFAULT);
-	if (st != CUBLAS_STATUS_SUCCESS)
-		return status_fail(err, errlen, -EIO, "x-vector cuda: GEMM %d x %d x %d (batch %d): %s",
-				   M, N, K, batch, cublasGetStatusString(st));
-	return 0;
+	return gemm_cuda_run(g->gemm, ta, tb, M, N, K, A, lda, sA, Bm, ldb, sB, beta, C, ldc, sC,
+			     batch, err, errlen);
 }
 
 /* ---- layers ----------------------------------------------------------- */
@@ -548,206 +150,6 @@ static int xc_dense_backward(struct xvec_cuda *g, int w, const float *x, const f
 	if (dx)
 		XC_TRY(xc_gemm(g, 0, 0, B, nin, nout, dy, nout, 0, g->params + g->off_w[w], nin, 0,
 			       0.0f, dx, nin, 0, 1, err, errlen));
-	return 0;
-}
-
-/* ---- workspace -------------------------------------------------------- */
-
-static void xc_free_workspace(struct xvec_cuda *g)
-{
-	for (int l = 0; l < XVEC_BN_LAYERS; l++) {
-		cudaFree(g->r[l]);
-		cudaFree(g->y[l]);
-		cudaFree(g->mean[l]);
-		cudaFree(g->invstd[l]);
-		g->r[l] = g->y[l] = g->mean[l] = g->invstd[l] = NULL;
-	}
-	for (int l = 0; l < XVEC_FRAME_LAYERS; l++) {
-		cudaFree(g->S[l]);
-		g->S[l] = NULL;
-	}
-	float **bufs[] = { &g->x0, &g->gA, &g->gB, &g->dS, &g->pool, &g->logits, &g->probs, &g->dz,
-			   &g->s1, &g->s2 };
-	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {
-		cudaFree(*bufs[i]);
-		*bufs[i] = NULL;
-	}
-	cudaFree(g->row_loss);
-	cudaFree(g->row_ok);
-	g->row_loss = NULL;
-	g->row_ok = NULL;
-	g->cap_batch = g->cap_frames = 0;
-	g->fwd_batch = 0;
-}
-
-static int xc_alloc(void *pp, size_t bytes, int *failed)
-{
-	if (*failed || cudaMalloc((void **)pp, bytes ? bytes : 1) != cudaSuccess)
-		*failed = 1;
-	return *failed;
-}
-
-static int xc_alloc_workspace(struct xvec_cuda *g, int B, int T, char *err, size_t errlen)
-{
-	const struct xvec_options *o = &g->o;
-	size_t gmax = (size_t)o->feat_dim * B * T, dsmax = 1;
-	size_t smax = (size_t)2 * o->pool_width;
-	int failed = 0;
-
-	xc_free_workspace(g);
-	xc_alloc(&g->x0, sizeof(float) * gmax, &failed);
-	for (int l = 0; l < XVEC_BN_LAYERS; l++) {
-		int C = xc_channels(o, l);
-		size_t n = l < XVEC_FRAME_LAYERS ? (size_t)C * B * xc_frames_after(T, l) : (size_t)B * C;
-
-		if (l < XVEC_FRAME_LAYERS && n > gmax)
-			gmax = n;
-		xc_alloc(&g->r[l], sizeof(float) * n, &failed);
-		xc_alloc(&g->y[l], sizeof(float) * n, &failed);
-		xc_alloc(&g->mean[l], sizeof(float) * C, &failed);
-		xc_alloc(&g->invstd[l], sizeof(float) * C, &failed);
-		if (l < XVEC_FRAME_LAYERS && xc_nctx[l] > 1) {
-			size_t ns = (size_t)xc_nctx[l] * xc_frame_in(o, l) * B * xc_frames_after(T, l);
-
-			xc_alloc(&g->S[l], sizeof(float) * ns, &failed);
-			if (ns > dsmax)
-				dsmax = ns;
-		}
-	}
-	if ((size_t)o->embed > smax)
-		smax = o->embed;
-	if ((size_t)o->num_speakers > smax)
-		smax = o->num_speakers;
-	xc_alloc(&g->gA, sizeof(float) * gmax, &failed);
-	xc_alloc(&g->gB, sizeof(float) * gmax, &failed);
-	xc_alloc(&g->dS, sizeof(float) * dsmax, &failed);
-	xc_alloc(&g->pool, sizeof(float) * B * 2 * o->pool_width, &failed);
-	xc_alloc(&g->logits, sizeof(float) * B * o->num_speakers, &failed);
-	xc_alloc(&g->probs, sizeof(float) * B * o->num_speakers, &failed);
-	xc_alloc(&g->dz, sizeof(float) * B * o->num_speakers, &failed);
-	xc_alloc(&g->s1, sizeof(float) * B * smax, &failed);
-	xc_alloc(&g->s2, sizeof(float) * B * smax, &failed);
-	xc_alloc(&g->row_loss, sizeof(double) * B, &failed);
-	xc_alloc(&g->row_ok, sizeof(int) * B, &failed);
-	if (failed) {
-		xc_free_workspace(g);
-		return status_fail(err, errlen, -ENOMEM,
-				   "x-vector cuda: cannot allocate device memory for batches of %d x %d "
-				   "frames", B, T);
-	}
-	g->cap_batch = B;
-	g->cap_frames = T;
-	return 0;
-}
-
-/* ---- state ------------------------------------------------------------ */
-
-static int xc_offset(struct xvec_model *m, const float *base, const char *name, size_t *off,
-		     char *err, size_t errlen)
-{
-	const struct xvec_tensor *t = xvec_model_find(m, name);
-
-	if (!t)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "x-vector cuda: the model has no tensor '%s'", name);
-	*off = (size_t)(t->data - base);
-	return 0;
-}
-
-static int xc_layout(struct xvec_cuda *g, struct xvec_model *m, char *err, size_t errlen)
-{
-	size_t n;
-	const float *base = xvec_model_params(m, &n);
-	static const char *const seg[XC_SEG_LAYERS] = { "seg6", "seg7", "out" };
-	char name[32];
-
-	g->nparams = n;
-	g->ndecay = xvec_model_num_decay(m);
-	xvec_model_bn_stats(m, &g->nbn);
-	for (int w = 0; w < XC_WEIGHTS; w++) {
-		if (w < XVEC_FRAME_LAYERS)
-			snprintf(name, sizeof(name), "frame%d.weight", w + 1);
-		else
-			snprintf(name, sizeof(name), "%s.weight", seg[w - XVEC_FRAME_LAYERS]);
-		XC_TRY(xc_offset(m, base, name, &g->off_w[w], err, errlen));
-		memcpy(strrchr(name, '.'), ".bias", 6);
-		XC_TRY(xc_offset(m, base, name, &g->off_b[w], err, errlen));
-	}
-	for (int l = 0; l < XVEC_BN_LAYERS; l++) {
-		int ch;
-
-		snprintf(name, sizeof(name), "bn%d.gamma", l + 1);
-		XC_TRY(xc_offset(m, base, name, &g->off_gamma[l], err, errlen));
-		snprintf(name, sizeof(name), "bn%d.beta", l + 1);
-		XC_TRY(xc_offset(m, base, name, &g->off_beta[l], err, errlen));
-		g->bn_off[l] = xvec_model_bn_offset(m, l, &ch);
-		if (ch != xc_channels(&g->o, l))
-			return status_fail(err, errlen, FEEDER_EINVAL,
-					   "x-vector cuda: batch norm %d has %d channels, expected %d",
-					   l + 1, ch, xc_channels(&g->o, l));
-	}
-	return 0;
-}
-
-static int xc_check_mirror(struct xvec_cuda *g, struct xvec_model *m, char *err, size_t errlen)
-{
-	const struct xvec_options *o = xvec_model_options(m);
-	size_t n, nb;
-
-	xvec_model_params(m, &n);
-	xvec_model_bn_stats(m, &nb);
-	if (o->feat_dim != g->o.feat_dim || o->width != g->o.width ||
-	    o->pool_width != g->o.pool_width || o->embed != g->o.embed ||
-	    o->num_speakers != g->o.num_speakers || n != g->nparams || nb != g->nbn)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "x-vector cuda: the host model's sizes differ from the device model's");
-	return 0;
-}
-
-int xvec_cuda_from_model(struct xvec_cuda *g, struct xvec_model *m, char *err, size_t errlen)
-{
-	size_t n, nb;
-	const float *p = xvec_model_params(m, &n);
-	const float *bn = xvec_model_bn_stats(m, &nb);
-	struct adam *a = xvec_model_adam(m);
-
-	XC_TRY(xc_check_mirror(g, m, err, errlen));
-	XC_CUDA(cudaStreamSynchronize(g->stream), "wait for the device");
-	XC_CUDA(cudaMemcpy(g->params, p, sizeof(float) * n, cudaMemcpyHostToDevice), "copy parameters");
-	XC_CUDA(cudaMemcpy(g->adam_m, a->m, sizeof(float) * n, cudaMemcpyHostToDevice),
-		"copy Adam moments");
-	XC_CUDA(cudaMemcpy(g->adam_v, a->v, sizeof(float) * n, cudaMemcpyHostToDevice),
-		"copy Adam moments");
-	XC_CUDA(cudaMemcpy(g->bn, bn, sizeof(float) * nb, cudaMemcpyHostToDevice),
-		"copy batch-norm statistics");
-	/* copies from pageable memory may still be in flight on return, and the
-	 * model's non-blocking stream does not wait for them */
-	XC_CUDA(cudaDeviceSynchronize(), "finish copying the state");
-	g->o = *xvec_model_options(m);
-	g->step = xvec_model_step(m);
-	g->lr = a->lr;
-	g->fwd_batch = 0;
-	return 0;
-}
-
-int xvec_cuda_to_model(struct xvec_cuda *g, struct xvec_model *m, char *err, size_t errlen)
-{
-	size_t n, nb;
-	float *p = xvec_model_params(m, &n);
-	float *bn = xvec_model_bn_stats(m, &nb);
-	struct adam *a = xvec_model_adam(m);
-
-	XC_TRY(xc_check_mirror(g, m, err, errlen));
-	XC_CUDA(cudaStreamSynchronize(g->stream), "wait for the device");
-	XC_CUDA(cudaMemcpy(p, g->params, sizeof(float) * n, cudaMemcpyDeviceToHost), "copy parameters");
-	XC_CUDA(cudaMemcpy(a->m, g->adam_m, sizeof(float) * n, cudaMemcpyDeviceToHost),
-		"copy Adam moments");
-	XC_CUDA(cudaMemcpy(a->v, g->adam_v, sizeof(float) * n, cudaMemcpyDeviceToHost),
-		"copy Adam moments");
-	XC_CUDA(cudaMemcpy(bn, g->bn, sizeof(float) * nb, cudaMemcpyDeviceToHost),
-		"copy batch-norm statistics");
-	a->t = g->step;
-	xvec_model_set_seed(m, g->o.seed);
 	return 0;
 }
 
@@ -842,13 +244,8 @@ static int xc_autotune_gemms(struct xvec_cuda *g, char *err, size_t errlen)
 	int32_t *labels = NULL;
 	int rc = 0;
 
-	if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS) {
-		g->lt = NULL;
-		return status_fail(err, errlen, -EIO, "x-vector cuda: cannot initialize cuBLASLt");
-	}
-	if (cudaMalloc(&g->lt_ws, XC_LT_WORKSPACE) != cudaSuccess ||
-	    cudaMalloc((void **)&g->diff, 2 * sizeof(float)) != cudaSuccess ||
-	    cudaMalloc((void **)&x, sizeof(float) * nx) != cudaSuccess ||
+	XC_TRY(gemm_cuda_tune_begin(g->gemm, err, errlen));
+	if (cudaMalloc((void **)&x, sizeof(float) * nx) != cudaSuccess ||
 	    cudaMalloc((void **)&labels, sizeof(int32_t) * B) != cudaSuccess ||
 	    cudaMalloc((void **)&bn, sizeof(float) * g->nbn) != cudaSuccess)
 		rc = status_fail(err, errlen, -ENOMEM, "x-vector cuda: cannot allocate for GEMM autotune");
@@ -860,11 +257,11 @@ static int xc_autotune_gemms(struct xvec_cuda *g, char *err, size_t errlen)
 			rc = status_fail(err, errlen, -EIO, "x-vector cuda: cannot prepare GEMM autotune");
 	}
 	if (!rc) {
-		g->tuning = 1;
+		gemm_cuda_set_tuning(g->gemm, 1);
 		rc = xvec_cuda_forward(g, x, labels, B, T, 1, NULL, err, errlen);
 		if (!rc)
 			rc = xvec_cuda_backward(g, x, labels, B, T, NULL, err, errlen);
-		g->tuning = 0;
+		gemm_cuda_set_tuning(g->gemm, 0);
 		g->fwd_batch = 0;
 	}
 	if (!rc && (cudaMemcpyAsync(g->bn, bn, sizeof(float) * g->nbn, cudaMemcpyDeviceToDevice,
@@ -920,12 +317,8 @@ int xvec_cuda_create(struct xvec_cuda **out, struct xvec_model *m,
 	rc = xc_layout(g, m, err, errlen);
 	if (!rc && cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking) != cudaSuccess)
 		rc = status_fail(err, errlen, -EIO, "x-vector cuda: cannot create a stream");
-	if (!rc && cublasCreate(&g->blas) != CUBLAS_STATUS_SUCCESS) {
-		g->blas = NULL;
-		rc = status_fail(err, errlen, -EIO, "x-vector cuda: cannot initialize cuBLAS");
-	}
-	if (!rc && cublasSetStream(g->blas, g->stream) != CUBLAS_STATUS_SUCCESS)
-		rc = status_fail(err, errlen, -EIO, "x-vector cuda: cannot set the cuBLAS stream");
+	if (!rc)
+		rc = gemm_cuda_create(&g->gemm, g->stream, g->precision, g->log, err, errlen);
 	if (!rc) {
 		int failed = 0;
 
@@ -978,17 +371,7 @@ void xvec_cuda_destroy(struct xvec_cuda *g)
 	cudaFree(g->bn_saved);
 	cudaFree(g->acc);
 	cudaFree(g->acc_eval);
-	cudaFree(g->bf[0]);
-	cudaFree(g->bf[1]);
-	for (int i = 0; i < g->ntuned; i++)
-		xc_tuned_free(&g->tuned[i]);
-	if (g->lt)
-		cublasLtDestroy(g->lt);
-	cudaFree(g->lt_ws);
-	cudaFree(g->check);
-	cudaFree(g->diff);
-	if (g->blas)
-		cublasDestroy(g->blas);
+	gemm_cuda_destroy(g->gemm);
 	if (g->stream)
 		cudaStreamDestroy(g->stream);
 	free(g);

@@ -312,6 +312,11 @@ void xvec_feed_destroy(struct xvec_feed *f)
 {
 	if (!f)
 		return;
+	/* The compute stream's work may still read the buffers (the last
+	 * step), and the copy stream may still write them: both must be done
+	 * before they are freed (cudaFree's implicit sync is not a contract). */
+	if (f->compute)
+		cudaStreamSynchronize(f->compute);
 	if (f->copy)
 		cudaStreamSynchronize(f->copy);
 	for (int i = 0; i < 2; i++) {

@@ -1,0 +1,49 @@
+/* xvec_position.c — the checkpoint's stream position (see xvec_position.h). */
+#include "xvec_position.h"
+
+#include "bytes.h"
+#include "status.h"
+
+#include <string.h>
+
+#define POSITION_MAGIC 0x50535658u /* "XVSP" */
+#define POSITION_VERSION 1u
+
+void xvec_position_encode(const struct xvec_position *p, uint8_t out[XVEC_POSITION_SIZE])
+{
+	memset(out, 0, XVEC_POSITION_SIZE);
+	bytes_put_le32(out, POSITION_MAGIC);
+	bytes_put_le32(out + 4, POSITION_VERSION);
+	bytes_put_le64(out + 8, p->epoch);
+	bytes_put_le64(out + 16, p->next_batch);
+	bytes_put_le32(out + 24, p->batch);
+	bytes_put_le32(out + 28, p->chunk);
+	bytes_put_le64(out + 32, p->seed);
+}
+
+int xvec_position_decode(const uint8_t *buf, size_t len, struct xvec_position *p, char *err,
+			 size_t errlen)
+{
+	if (len != XVEC_POSITION_SIZE || bytes_le32(buf) != POSITION_MAGIC)
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "the checkpoint holds no xvec stream position (written by "
+				   "another program?)");
+	if (bytes_le32(buf + 4) != POSITION_VERSION)
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "stream position version %u, this xvec reads %u",
+				   bytes_le32(buf + 4), POSITION_VERSION);
+	p->epoch = bytes_le64(buf + 8);
+	p->next_batch = bytes_le64(buf + 16);
+	p->batch = bytes_le32(buf + 24);
+	p->chunk = bytes_le32(buf + 28);
+	p->seed = bytes_le64(buf + 32);
+	return 0;
+}
+
+void xvec_position_wrap(struct xvec_position *p, uint64_t batches_per_epoch)
+{
+	if (batches_per_epoch && p->next_batch >= batches_per_epoch) {
+		p->epoch += p->next_batch / batches_per_epoch;
+		p->next_batch %= batches_per_epoch;
+	}
+}

@@ -1,0 +1,33 @@
+/* xvec_position.h — where in the stream a checkpoint was taken: the blob
+ * xvec_checkpoint_save stores beside the model, so that --resume reopens the
+ * stream at the next batch of the same epoch order.
+ *
+ * Encoded little-endian at fixed offsets (magic "XVSP", version 1, epoch,
+ * next batch, batch size, chunk, seed): 40 bytes. A blob of another size,
+ * magic or version is refused with a sentence. */
+#ifndef FEEDER_XVEC_POSITION_H
+#define FEEDER_XVEC_POSITION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define XVEC_POSITION_SIZE 40
+
+struct xvec_position {
+	uint64_t epoch;       /* the epoch the next batch belongs to */
+	uint64_t next_batch;  /* index of the next batch within that epoch */
+	uint32_t batch;       /* samples per batch the run used */
+	uint32_t chunk;       /* frames per sample the run used */
+	uint64_t seed;        /* the stream's seed */
+};
+
+void xvec_position_encode(const struct xvec_position *p, uint8_t out[XVEC_POSITION_SIZE]);
+
+/* 0, or FEEDER_EFORMAT with a sentence in err. */
+int xvec_position_decode(const uint8_t *buf, size_t len, struct xvec_position *p, char *err,
+			 size_t errlen);
+
+/* Normalise a position past the end of an epoch to the start of the next. */
+void xvec_position_wrap(struct xvec_position *p, uint64_t batches_per_epoch);
+
+#endif

@@ -1,0 +1,67 @@
+/* xvec_train.c — the one training loop of `xvec train` (see xvec_train.h). */
+#include "xvec_train.h"
+
+#include "status.h"
+
+#include <time.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int xvec_train_run(struct xvec_trainer *t, const struct xvec_train_limits *lim, FILE *out,
+		   struct xvec_train_result *result, char *err, size_t errlen)
+{
+	const struct xvec_trainer_ops *ops = t->ops;
+	double t_start = now_s(), t_int = t_start;
+	long int_steps = 0;
+	uint64_t int_samples = 0, samples = 0;
+	struct xvec_step s;
+	int rc;
+
+	result->steps = 0;
+	result->interrupted = 0;
+	for (;;) {
+		rc = ops->step(t, &s, err, errlen);
+		if (rc == FEEDER_EEND)
+			break;
+		if (rc)
+			return rc;
+		result->epoch = s.epoch;
+		result->next_batch = s.batch_index + 1;
+		result->steps++;
+		int_steps++;
+		int_samples += s.samples;
+		samples += s.samples;
+		int last = lim->steps > 0 && result->steps >= lim->steps;
+		int stop = lim->stop_after > 0 && ops->model_step(t) >= (uint64_t)lim->stop_after;
+		int intr = lim->interrupted && *lim->interrupted;
+		if (int_steps >= lim->log_every || last || stop || intr) {
+			double now = now_s(), dt = now - t_int;
+			struct xvec_interval iv;
+			if ((rc = ops->interval(t, dt, &iv, err, errlen)))
+				return rc;
+			fprintf(out, "step %llu epoch %llu batch %llu loss %.9g acc %.3f samples/s %.1f "
+				"%s %.1f%%\n", (unsigned long long)ops->model_step(t),
+				(unsigned long long)s.epoch, (unsigned long long)s.batch_index, iv.loss,
+				iv.accuracy, (double)int_samples / dt, ops->wait_name,
+				100.0 * iv.wait_fraction);
+			fflush(out);
+			t_int = now;
+			int_steps = 0;
+			int_samples = 0;
+		}
+		if (intr)
+			result->interrupted = 1;
+		if (last || stop || intr)
+			break;
+	}
+	double total = now_s() - t_start;
+	fprintf(out, "trained %ld steps in %.2f s: %.1f samples/s, %swaiting for data %.2f%% of "
+		"the time\n", result->steps, total, total > 0 ? (double)samples / total : 0.0,
+		ops->waiter, 100.0 * ops->waited(t, total));
+	return ops->finish(t, err, errlen);
+}

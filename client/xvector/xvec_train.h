@@ -1,0 +1,100 @@
+/* xvec_train.h — the training loop of `xvec train`, and the two models it
+ * drives: the CPU model (xvec_model.h), fed batch by batch from the stream,
+ * and the CUDA model (cuda/xvec_cuda.h) fed through the overlapped device
+ * feed (cuda/xvec_feed.h). The loop (xvec_train_run) owns what both share:
+ * the logging interval and its line, the stop conditions (--steps,
+ * --stop-after, SIGINT/SIGTERM), the end-of-run summary and the stream
+ * position to checkpoint; a trainer only steps, reports an interval's
+ * figures and brings the model back to the host.
+ *
+ * Every function returns 0 or a negative code with a sentence in err. */
+#ifndef FEEDER_XVEC_TRAIN_H
+#define FEEDER_XVEC_TRAIN_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "feeder.h"
+#include "xvec_model.h"
+
+struct xvec_trainer;
+
+/* One optimizer step's batch: where it was in the stream, and its size. */
+struct xvec_step {
+	uint64_t epoch, batch_index;
+	uint32_t samples;
+};
+
+/* A logging interval's figures. */
+struct xvec_interval {
+	double loss;           /* mean over the interval's steps */
+	double accuracy;       /* training accuracy over its samples */
+	double wait_fraction;  /* of the interval's wall time spent waiting for data */
+};
+
+struct xvec_trainer_ops {
+	const char *wait_name;  /* "wait" (CPU) or "gpu-wait": the log line's label */
+	const char *waiter;     /* "" or "GPU ": who waits, in the summary */
+	/* Take the next batch and train on it: 0, FEEDER_EEND at the stream's
+	 * end, -EDOM when the loss stopped being finite, or another error. */
+	int (*step)(struct xvec_trainer *t, struct xvec_step *s, char *err, size_t errlen);
+	/* Figures since the last call, over dt seconds (then reset). */
+	int (*interval)(struct xvec_trainer *t, double dt, struct xvec_interval *iv, char *err,
+			size_t errlen);
+	/* Fraction of total_s seconds the whole run waited for data. */
+	double (*waited)(struct xvec_trainer *t, double total_s);
+	uint64_t (*model_step)(const struct xvec_trainer *t);
+	/* Make the host model (the one checkpoints are written from) current. */
+	int (*finish)(struct xvec_trainer *t, char *err, size_t errlen);
+	void (*destroy)(struct xvec_trainer *t);
+};
+
+/* Every trainer begins with this. */
+struct xvec_trainer {
+	const struct xvec_trainer_ops *ops;
+};
+
+/* The CPU trainer: model m (not owned) trained on the batches of stream s
+ * (of connection f, for its error sentences), or with in_memory > 0 on that
+ * many batches read from s once and cycled (a benchmark of the model alone). */
+int xvec_trainer_cpu_create(struct xvec_trainer **out, struct xvec_model *m, struct feeder *f,
+			    struct feeder_stream *s, int chunk, int in_memory, int timeout_ms,
+			    char *err, size_t errlen);
+
+/* The CUDA trainer (cuda/xvec_train_cuda.c; xvec_train_cuda_none.c without
+ * the CUDA model: FEEDER_ENODEV): m's weights copied to the current device,
+ * batches of s fed by xvec_feed. precision "fp32", "tf32" or "bf16". */
+struct xvec_cuda_train_opts {
+	const char *precision;
+	int autotune;
+	int batch, feat_dim, chunk, timeout_ms;
+	FILE *log;            /* autotune and precision lines */
+};
+int xvec_trainer_cuda_create(struct xvec_trainer **out, struct xvec_model *m,
+			     struct feeder_stream *s, const struct xvec_cuda_train_opts *o,
+			     char *err, size_t errlen);
+/* Whether this build has the CUDA trainer. */
+int xvec_trainer_cuda_built(void);
+
+struct xvec_train_limits {
+	int log_every;         /* steps per log line */
+	long steps;            /* stop after this many steps of this run (<= 0: no limit) */
+	long stop_after;       /* stop once the model has taken this many steps (<= 0: none) */
+	const volatile sig_atomic_t *interrupted;  /* set by a signal handler: stop */
+};
+
+struct xvec_train_result {
+	long steps;                   /* of this run */
+	uint64_t epoch, next_batch;   /* the stream position after the last step */
+	int interrupted;
+};
+
+/* Train until the stream ends or a limit is reached, printing a line per
+ * interval and a summary to out. result->epoch/next_batch start at the
+ * caller's values and follow the batches trained on. The trainer's finish
+ * has run when this returns 0. */
+int xvec_train_run(struct xvec_trainer *t, const struct xvec_train_limits *lim, FILE *out,
+		   struct xvec_train_result *result, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,91 @@
+/* stream_impl.h — a stream's private layout, shared by stream.c (the ring,
+ * batch order, slots and the loop's side) and stream_task.c (the workers'
+ * side: claiming, decoding, finishing and submitting tasks). Nothing else
+ * includes it: everyone else uses stream.h. */
+#ifndef FEEDER_STREAM_IMPL_H
+#define FEEDER_STREAM_IMPL_H
+
+#include "stream.h"
+
+#include <time.h>
+
+/* SLOT_GPU: every sample is staged and the worker that staged the last one
+ * runs the batch on the GPU (stream_task_submit), without the pool lock.
+ * SLOT_RELEASING: a device-ring slot the client released whose release
+ * event has not completed yet (its GPU may still read the slot); polled by
+ * stream_refill, never waited on. */
+enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_DONE, SLOT_HELD, SLOT_GPU, SLOT_RELEASING };
+
+struct slot {
+	int state;
+	uint64_t seq;            /* the stream's batch number (0 = first served) */
+	uint64_t epoch, batch;   /* batch index within the epoch, for this rank */
+	uint32_t count;          /* samples in this batch */
+	uint32_t claimed, done;  /* samples handed to workers / written */
+	uint32_t replacements;
+	uint32_t fills;
+	struct sampler order;    /* the epoch's order (copied: slots may straddle epochs) */
+	uint8_t *base;           /* the slot in the mapping */
+	int on_gpu;              /* this batch is staged for the GPU (placement gpu/auto) */
+	double work_s;           /* worker seconds spent on this batch (placement=auto) */
+};
+
+
+struct stream {
+	/* immutable after stream_create */
+	uint32_t id;
+	struct dataset *ds;
+	struct feeder_stream_opts opts; /* as requested (proto_opts_check'ed) */
+	struct proto_geometry geo;
+	uint8_t *map;
+	size_t map_len;
+	int memfd;               /* until handed to the client, then -1 */
+	uint32_t nslots;
+	uint32_t chunk;          /* samples per worker task */
+	uint64_t rank_len;       /* positions of this rank in an epoch */
+	uint64_t per_epoch;      /* batches of this rank in a full epoch */
+	uint64_t total;          /* batches this stream serves */
+	struct slot *slots;
+	unsigned workers;        /* the pool's threads */
+	uint32_t placement;      /* requested: FEEDER_PLACEMENT_* (cpu without a GPU) */
+	struct gpu_slot **gslots; /* per slot, placement gpu/auto */
+	struct gpu_ring *dring;  /* device-resident ring, or NULL */
+	int registered_device;   /* the ring is cudaHostRegister'ed for it, or -1 */
+	uint64_t device_table;   /* its table's offset in the memfd, or 0 */
+	size_t ring_bytes;       /* the memfd: geo.ring_size plus the device table */
+
+	/* under the pool lock */
+	uint64_t next_assign, next_send;
+	unsigned inflight;       /* worker tasks running */
+	unsigned releasing;      /* slots in SLOT_RELEASING */
+	int closing;             /* removed from the pool: claim nothing more */
+	int fail_code;           /* set by a worker; the loop reports and closes */
+	char fail_msg[PROTO_TEXT_MAX];
+	uint64_t samples, replacements, decode_errors; /* totals */
+	int active;              /* FEEDER_PLACEMENT_CPU or _GPU: where new batches go */
+	int deciding;            /* placement=auto still measures */
+	uint32_t auto_cpu_n, auto_gpu_n;
+	double auto_cpu_s, auto_gpu_stage_s, auto_gpu_dev_s;
+	float auto_cpu_ms, auto_gpu_ms; /* the measured cost of a batch each way */
+
+	/* event loop only */
+	int fail_reported, end_sent;
+	unsigned held;           /* slots the client holds */
+	uint64_t batches_sent;
+	uint64_t last_samples;   /* for the rate */
+	double rate;             /* images per second, smoothed */
+	uint64_t client_wait_us, ring_full_us, stamp_us;
+};
+
+/* How far a corrupt sample's replacement is searched for before the stream
+ * gives up: a dataset this broken should fail loudly, not spin. */
+#define STREAM_MAX_REPLACE_TRIES 4096
+
+static inline double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#endif

@@ -1,0 +1,368 @@
+/* stream_task.c — the worker side of a stream (see stream.h): claiming a
+ * share of a slot's batch, fetching and decoding its samples (replacing the
+ * corrupt ones), finishing the slot, and submitting a staged batch to the
+ * GPU. The ring and the order of batches are stream.c's. */
+#include "stream_impl.h"
+
+#include "detrand.h"
+#include "gpu_ring.h"
+#include "gpu_slot.h"
+#include "log.h"
+#include "mapguard.h"
+#include "status.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int stream_claim(struct stream *s, struct stream_task *t, uint32_t max)
+{
+	if (s->closing || s->fail_code)
+		return 0;
+	struct slot *best = NULL;
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		struct slot *sl = &s->slots[i];
+		if (sl->state == SLOT_FILLING && sl->claimed < sl->count &&
+		    (!best || sl->seq < best->seq))
+			best = sl;
+	}
+	if (!best)
+		return 0;
+	memset(t, 0, sizeof(*t));
+	t->s = s;
+	t->slot = (uint32_t)(best - s->slots);
+	t->first = best->claimed;
+	uint32_t want = max && max < s->chunk ? max : s->chunk;
+	t->count = best->count - best->claimed < want ? best->count - best->claimed : want;
+	best->claimed += t->count;
+	s->inflight++;
+	return 1;
+}
+
+/* This worker's copy of the record being decoded: records are copied out
+ * of the dataset's mapping under the SIGBUS guard, so that the CRC check and
+ * the decoders (libjpeg keeps state across calls) never touch the mapping
+ * and never need to be unwound. */
+static _Thread_local struct {
+	uint8_t *buf;
+	size_t cap;
+} scratch;
+
+void stream_worker_exit(void)
+{
+	free(scratch.buf);
+	scratch.buf = NULL;
+	scratch.cap = 0;
+}
+
+/* Fetch sample index of the stream's dataset: its header into smp and its
+ * payload into scratch.buf, beginning the read transaction *txn if there is
+ * none. Returns 0, a negative code with a sentence, or STREAM_IO_FAULT when
+ * the mapping faulted (then *txn is ended and NULL, and *fault_off says
+ * where). A fault inside the transaction's begin leaks LMDB's small
+ * transaction object: only a data file cut below its meta pages does that,
+ * and the dataset is retired after REGISTRY_IO_FAIL_RUN of them. */
+#define STREAM_IO_FAULT 2
+static int fetch(struct stream *s, struct dsstore_txn **txn, uint64_t index,
+		 struct dsformat_sample *smp, uint64_t *fault_off, char *err, size_t errlen)
+{
+	sigjmp_buf env;
+	if (sigsetjmp(env, 0) == 0) {
+		int rc = 0;
+		const uint8_t *payload;
+		mapguard_arm(&env);
+		if (!*txn)
+			rc = dsstore_txn_begin(s->ds->store, txn, err, errlen);
+		if (rc == 0)
+			rc = dsstore_get_sample(*txn, index, smp, &payload, err, errlen);
+		if (rc == 0 && smp->payload_len > scratch.cap) {
+			size_t cap = smp->payload_len < 65536 ? 65536 : (size_t)smp->payload_len;
+			uint8_t *nb = realloc(scratch.buf, cap);
+			if (nb) {
+				scratch.buf = nb;
+				scratch.cap = cap;
+			} else {
+				rc = status_fail(err, errlen, -ENOMEM,
+						 "out of memory for a record of %u bytes", smp->payload_len);
+			}
+		}
+		if (rc == 0 && smp->payload_len)
+			memcpy(scratch.buf, payload, smp->payload_len);
+		mapguard_disarm();
+		return rc;
+	}
+	/* The mapping faulted: the lookup was abandoned halfway, so its
+	 * transaction is not trusted any more (a read-only one owns no lock). */
+	if (*txn) {
+		dsstore_txn_end(*txn);
+		*txn = NULL;
+	}
+	*fault_off = (uint64_t)((const uint8_t *)mapguard_fault_addr() - (const uint8_t *)s->ds->map);
+	status_fail(err, errlen, -EIO, "I/O error (SIGBUS) reading dataset '%s'", s->ds->name);
+	return STREAM_IO_FAULT;
+}
+
+/* Copy sample index's name (names option) into its field of the slot, ""
+ * when the dataset keeps none; cut at a UTF-8 character boundary. Read under
+ * the SIGBUS guard like the record: a fault leaves the name empty (the
+ * sample itself was read fine a moment ago). */
+static void fetch_name(struct dsstore_txn *txn, uint64_t index, char *dst)
+{
+	sigjmp_buf env;
+	dst[0] = 0;
+	if (sigsetjmp(env, 0) == 0) {
+		const char *name;
+		size_t len;
+		mapguard_arm(&env);
+		if (dsstore_get_name(txn, index, &name, &len) == 0) {
+			if (len > FEEDER_SAMPLE_NAME_MAX - 1) {
+				len = FEEDER_SAMPLE_NAME_MAX - 1;
+				while (len > 0 && ((uint8_t)name[len] & 0xC0) == 0x80)
+					len--;
+			}
+			memcpy(dst, name, len);
+			dst[len] = 0;
+		}
+		mapguard_disarm();
+		return;
+	}
+	dst[0] = 0;
+}
+
+/* Decode sample index into out; 0, FEATURES_SKIPPED, STREAM_IO_FAULT or a
+ * negative code. */
+static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_worker *jw,
+		      struct gpu_slot *gs, uint32_t pos_in_batch, uint64_t epoch, uint64_t index,
+		      void *out, int32_t *label, uint64_t *fault_off, char *err, size_t errlen)
+{
+	struct dsformat_sample smp;
+	int rc = fetch(s, txn, index, &smp, fault_off, err, errlen);
+	if (rc)
+		return rc;
+	const uint8_t *payload = scratch.buf;
+	rc = dsformat_sample_verify(&smp, payload, err, errlen);
+	if (rc)
+		return rc;
+	/* The slot was sized from the dataset header; a record of another
+	 * feature width (the CRC does not cover the record header) would make
+	 * the features pipeline write past this sample's place (found by
+	 * tests/fuzz, fuzz_features). */
+	rc = dsformat_sample_check(&s->ds->hdr, &smp, err, errlen);
+	if (rc)
+		return rc;
+	uint64_t key = detrand_key(s->opts.seed, epoch, index);
+	if (gs)
+		rc = gpu_slot_stage(gs, jw, pos_in_batch, &smp, payload, key, err, errlen);
+	else if (s->opts.pipeline == FEEDER_PIPE_JPEG)
+		rc = jpeg_pipeline_run(jw, &s->opts, payload, smp.payload_len, key, out, err, errlen);
+	else
+		rc = features_pipeline_run(&s->opts, &smp, payload, key, out, err, errlen);
+	if (rc == 0)
+		*label = (int32_t)smp.label;
+	return rc;
+}
+
+/* The task fails with the retired dataset's reason. */
+static void fail_gone(struct stream_task *t)
+{
+	const struct dataset *d = t->s->ds;
+	t->fail_code = d->gone_code ? d->gone_code : FEEDER_ENODATASET;
+	snprintf(t->fail_msg, sizeof(t->fail_msg), "%s", d->gone_msg);
+}
+
+void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
+{
+	struct stream *s = t->s;
+	struct slot *sl = &s->slots[t->slot];
+	char err[256];
+	struct dsstore_txn *txn = NULL;
+	int rc;
+	int32_t *labels = (int32_t *)(sl->base + s->geo.labels_offset);
+	uint64_t *indices = (uint64_t *)(sl->base + s->geo.indices_offset);
+	char *names = s->geo.names_offset ? (char *)(sl->base + s->geo.names_offset) : NULL;
+	uint8_t *tensor = sl->base + s->geo.tensor_offset;
+	struct gpu_slot *gs = sl->on_gpu ? s->gslots[t->slot] : NULL;
+	double t0 = mono_s();
+	/* A device slot is only handed out once its release completed
+	 * (SLOT_RELEASING): the client's GPU no longer reads it. */
+	for (uint32_t i = t->first; i < t->first + t->count; i++) {
+		uint8_t *out = tensor + (size_t)i * s->geo.sample_bytes;
+		uint64_t pos = sl->batch * s->opts.batch + i;
+		uint64_t tries = s->rank_len < STREAM_MAX_REPLACE_TRIES ? s->rank_len
+									: STREAM_MAX_REPLACE_TRIES;
+		int ok = 0;
+		uint64_t faults = 0;
+		for (uint64_t k = 0; k < tries; k++) {
+			if (dataset_gone(s->ds)) {
+				fail_gone(t);
+				dsstore_txn_end(txn);
+				return;
+			}
+			uint64_t index = sampler_at(&sl->order, (pos + k) % s->rank_len);
+			uint64_t fault_off = 0;
+			rc = run_sample(s, &txn, jw, gs, i, sl->epoch, index, out, &labels[i],
+					&fault_off, err, sizeof(err));
+			if (rc == 0) {
+				dataset_note_io_ok(s->ds);
+				indices[i] = index;
+				if (names)
+					fetch_name(txn, index, names + (size_t)i * FEEDER_SAMPLE_NAME_MAX);
+				ok = 1;
+				break;
+			}
+			if (rc == FEATURES_SKIPPED) {
+				t->skipped++;
+			} else {
+				t->decode_errors++;
+				if (rc == STREAM_IO_FAULT) {
+					faults++;
+					dataset_note_io_error(s->ds, fault_off);
+					rc = -EIO;
+				} else if (dataset_note_corrupt(s->ds, index)) {
+					log_warn("dataset '%s': sample %llu is unusable and is replaced "
+						 "in every stream: %s",
+						 s->ds->name, (unsigned long long)index, err);
+				}
+				if (s->opts.on_error == FEEDER_ON_ERROR_FAIL) {
+					t->fail_code = rc;
+					status_fail(t->fail_msg, sizeof(t->fail_msg), 0,
+						 "dataset '%s', sample %llu (epoch %llu, batch %llu): %s",
+						 s->ds->name, (unsigned long long)index,
+						 (unsigned long long)sl->epoch,
+						 (unsigned long long)sl->batch, err);
+					dsstore_txn_end(txn);
+					return;
+				}
+			}
+			if (k == 0)
+				t->replacements++;
+		}
+		if (!ok) {
+			/* Nothing this rank may read can be read: the dataset is
+			 * unreadable, whatever the run in a row says. */
+			if (faults == tries)
+				dataset_retire(s->ds, -EIO,
+					       "dataset '%s' is unreadable: %llu reads in a row failed with "
+					       "an I/O error (SIGBUS) on its data.mdb",
+					       s->ds->name, (unsigned long long)faults);
+			if (dataset_gone(s->ds)) {
+				fail_gone(t);
+				break;
+			}
+			t->fail_code = FEEDER_ECORRUPT;
+			status_fail(t->fail_msg, sizeof(t->fail_msg), 0,
+				 "dataset '%s': no usable sample among %llu after position %llu of epoch %llu "
+				 "(the last: %s)",
+				 s->ds->name, (unsigned long long)tries, (unsigned long long)pos,
+				 (unsigned long long)sl->epoch, err);
+			break;
+		}
+	}
+	t->run_s = mono_s() - t0;
+	dsstore_txn_end(txn);
+}
+
+/* placement=auto: account a finished batch of the measuring phase and
+ * decide once both ways have STREAM_AUTO_BATCHES. The CPU way costs its
+ * worker seconds spread over the pool; the GPU way the larger of its staging
+ * share and its device time (they overlap across slots). */
+static void auto_note(struct stream *s, const struct slot *sl, double gpu_s)
+{
+	if (!s->deciding)
+		return;
+	if (sl->on_gpu) {
+		s->auto_gpu_n++;
+		s->auto_gpu_stage_s += sl->work_s;
+		s->auto_gpu_dev_s += gpu_s;
+	} else if (sl->seq < STREAM_AUTO_BATCHES) {
+		s->auto_cpu_n++;
+		s->auto_cpu_s += sl->work_s;
+	}
+	if (s->auto_cpu_n < STREAM_AUTO_BATCHES || s->auto_gpu_n < STREAM_AUTO_BATCHES)
+		return;
+	double cpu = s->auto_cpu_s / s->auto_cpu_n / s->workers;
+	double stage = s->auto_gpu_stage_s / s->auto_gpu_n / s->workers;
+	double dev = s->auto_gpu_dev_s / s->auto_gpu_n;
+	double gpu = stage > dev ? stage : dev;
+	s->auto_cpu_ms = (float)(cpu * 1e3);
+	s->auto_gpu_ms = (float)(gpu * 1e3);
+	s->active = gpu < cpu ? FEEDER_PLACEMENT_GPU : FEEDER_PLACEMENT_CPU;
+	s->deciding = 0;
+	log_info("stream %u: placement=auto chose %s: %.2f ms a batch on the CPU, %.2f ms on "
+		 "the GPU (staging %.2f, device %.2f)",
+		 s->id, s->active == FEEDER_PLACEMENT_GPU ? "gpu" : "cpu", cpu * 1e3, gpu * 1e3,
+		 stage * 1e3, dev * 1e3);
+}
+
+int stream_task_finish(struct stream_task *t)
+{
+	struct stream *s = t->s;
+	struct slot *sl = &s->slots[t->slot];
+	int wake = 0;
+	s->inflight--;
+	s->replacements += t->replacements;
+	s->decode_errors += t->decode_errors;
+	if (t->fail_code && !s->fail_code) {
+		s->fail_code = t->fail_code;
+		memcpy(s->fail_msg, t->fail_msg, sizeof(s->fail_msg));
+		wake = 1;
+	}
+	if (!t->fail_code) {
+		s->samples += t->count;
+		sl->replacements += t->replacements;
+		sl->done += t->count;
+		sl->work_s += t->run_s;
+		if (sl->done == sl->count && sl->on_gpu && !s->fail_code) {
+			/* This worker runs the batch on the GPU, holding the
+			 * stream open meanwhile. */
+			sl->state = SLOT_GPU;
+			s->inflight++;
+			t->submit = 1;
+		} else if (sl->done == sl->count) {
+			sl->state = SLOT_DONE;
+			auto_note(s, sl, 0);
+			wake = 1;
+		}
+	}
+	if (s->closing && s->inflight == 0)
+		wake = 1;
+	return wake;
+}
+
+void stream_task_submit(struct stream_task *t)
+{
+	struct stream *s = t->s;
+	struct slot *sl = &s->slots[t->slot];
+	char err[256];
+	double t0 = mono_s();
+	void *dev = s->dring ? gpu_ring_slot(s->dring, t->slot) : NULL;
+	void *host = s->dring ? NULL : sl->base + s->geo.tensor_offset;
+	int rc = gpu_slot_run(s->gslots[t->slot], sl->count, dev, host, err, sizeof(err));
+	if (rc == 0 && s->dring)
+		rc = gpu_ring_mark_ready(s->dring, t->slot, NULL, err, sizeof(err));
+	t->gpu_s = mono_s() - t0;
+	if (rc) {
+		t->fail_code = rc;
+		snprintf(t->fail_msg, sizeof(t->fail_msg), "GPU batch of stream %u failed: %.200s", s->id,
+			 err);
+	}
+}
+
+int stream_submit_finish(struct stream_task *t)
+{
+	struct stream *s = t->s;
+	struct slot *sl = &s->slots[t->slot];
+	s->inflight--;
+	if (t->fail_code) {
+		if (!s->fail_code) {
+			s->fail_code = t->fail_code;
+			memcpy(s->fail_msg, t->fail_msg, sizeof(s->fail_msg));
+		}
+	} else {
+		sl->state = SLOT_DONE;
+		auto_note(s, sl, t->gpu_s);
+	}
+	return 1;
+}
