@@ -1,18 +1,9 @@
 /* gemm_cuda.cu — row-major GEMMs in the trainer's precision, with cuBLASLt
  * autotuning (see gemm_cuda.h). */
-#include "gemm_cuda.h"
-#include "tdnn_cuda.h"
-#include "xvec_cuda.h"
+#include "xvec_cuda_impl.h"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-
-extern "C" {
-#include "status.h"
-}
 
 #define XC_TUNED_MAX 64
 #define XC_LT_ALGOS 8
@@ -45,21 +36,6 @@ struct gemm_cuda {
 	size_t check_cap;
 };
 
-#define GC_CUDA(call, what)                                                              \
-	do {                                                                             \
-		cudaError_t e_ = (call);                                                 \
-		if (e_ != cudaSuccess)                                                   \
-			return status_fail(err, errlen, -EIO, "x-vector cuda: %s: %s", (what), \
-					   cudaGetErrorString(e_));                        \
-	} while (0)
-
-#define GC_TRY(call)                  \
-	do {                          \
-		int rc_ = (call);     \
-		if (rc_)              \
-			return rc_;   \
-	} while (0)
-
 
 /* Elements a row-major operand spans: batch entries `stride` apart, each
  * rows x cols with leading dimension ld. */
@@ -75,11 +51,11 @@ static int xc_bf16(struct gemm_cuda *g, int k, const float *src, size_t n, const
 	if (n > g->bf_cap[k]) {
 		/* grows only while the first steps meet their largest operands;
 		 * GEMMs queued earlier may still read the old copy */
-		GC_CUDA(cudaStreamSynchronize(g->stream), "finish the GEMMs before a bf16 scratch grows");
+		XC_CUDA(cudaStreamSynchronize(g->stream), "finish the GEMMs before a bf16 scratch grows");
 		cudaFree(g->bf[k]);
 		g->bf[k] = NULL;
 		g->bf_cap[k] = 0;
-		GC_CUDA(cudaMalloc(&g->bf[k], n * 2), "allocate a bf16 GEMM operand");
+		XC_CUDA(cudaMalloc(&g->bf[k], n * 2), "allocate a bf16 GEMM operand");
 		g->bf_cap[k] = n;
 	}
 	tdnn_cuda_to_bf16(src, n, g->bf[k], g->stream);
@@ -157,7 +133,7 @@ static int xc_time_gemm(struct gemm_cuda *g, struct xc_tuned *t, int lt, const v
 	cublasOperation_t oa = t->ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = t->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
 	cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
 
-	GC_CUDA(cudaEventCreate(&e0), "create an event");
+	XC_CUDA(cudaEventCreate(&e0), "create an event");
 	if (cudaEventCreate(&e1) != cudaSuccess) {
 		cudaEventDestroy(e0);
 		return status_fail(err, errlen, -EIO, "x-vector cuda: cannot create an event");
@@ -194,11 +170,11 @@ static int xc_check_result(struct gemm_cuda *g, const float *C, int M, int N, in
 {
 	float h[2] = { 0.0f, 0.0f };
 
-	GC_CUDA(cudaMemsetAsync(g->diff, 0, sizeof(h), g->stream), "clear the check");
+	XC_CUDA(cudaMemsetAsync(g->diff, 0, sizeof(h), g->stream), "clear the check");
 	tdnn_cuda_max_diff(C, g->check, M, N, ldc, g->diff, g->stream);
-	GC_CUDA(cudaMemcpyAsync(h, g->diff, sizeof(h), cudaMemcpyDeviceToHost, g->stream),
+	XC_CUDA(cudaMemcpyAsync(h, g->diff, sizeof(h), cudaMemcpyDeviceToHost, g->stream),
 		"read the check");
-	GC_CUDA(cudaStreamSynchronize(g->stream), "check a GEMM algorithm");
+	XC_CUDA(cudaStreamSynchronize(g->stream), "check a GEMM algorithm");
 	*rel = h[0] == h[0] ? h[0] / (h[1] > 1e-30f ? h[1] : 1e-30f) : h[0];
 	return 0;
 }
@@ -230,13 +206,13 @@ static int xc_tune(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, con
 		cudaFree(g->check);
 		g->check = NULL;
 		g->check_cap = 0;
-		GC_CUDA(cudaMalloc((void **)&g->check, sizeof(float) * nC), "allocate a GEMM check");
+		XC_CUDA(cudaMalloc((void **)&g->check, sizeof(float) * nC), "allocate a GEMM check");
 		g->check_cap = nC;
 	}
-	GC_TRY(xc_time_gemm(g, t, 0, a, lda, b, ldb, ty, ct, C, &base_ms, err, errlen));
+	XC_TRY(xc_time_gemm(g, t, 0, a, lda, b, ldb, ty, ct, C, &base_ms, err, errlen));
 	if (base_ms < 0.0f)
 		return status_fail(err, errlen, -EIO, "x-vector cuda: GEMM %d x %d x %d failed", M, N, K);
-	GC_CUDA(cudaMemcpyAsync(g->check, C, sizeof(float) * nC, cudaMemcpyDeviceToDevice, g->stream),
+	XC_CUDA(cudaMemcpyAsync(g->check, C, sizeof(float) * nC, cudaMemcpyDeviceToDevice, g->stream),
 		"keep a reference GEMM result");
 	best_ms = base_ms;
 
@@ -266,10 +242,10 @@ static int xc_tune(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, con
 			if (res[i].state != CUBLAS_STATUS_SUCCESS || res[i].workspaceSize > XC_LT_WORKSPACE)
 				continue;
 			t->algo = res[i].algo;
-			GC_TRY(xc_time_gemm(g, t, 1, a, lda, b, ldb, ty, ct, C, &ms, err, errlen));
+			XC_TRY(xc_time_gemm(g, t, 1, a, lda, b, ldb, ty, ct, C, &ms, err, errlen));
 			if (ms < 0.0f)
 				continue;
-			GC_TRY(xc_check_result(g, C, M, N, ldc, &rel, err, errlen));
+			XC_TRY(xc_check_result(g, C, M, N, ldc, &rel, err, errlen));
 			if (!(rel <= XC_LT_TOL)) {
 				rejected++;
 				continue;
@@ -296,7 +272,7 @@ static int xc_tune(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, con
 			"%s %.3f ms\n", M, N, K, ta ? "T" : "N", tb ? "T" : "N",
 			xvec_cuda_precision_name(g->precision), align, base_ms, nres, rejected,
 			best >= 0 ? "cuBLASLt" : "cublasGemmEx", best_ms);
-	GC_CUDA(cudaMemcpyAsync(C, g->check, sizeof(float) * nC, cudaMemcpyDeviceToDevice, g->stream),
+	XC_CUDA(cudaMemcpyAsync(C, g->check, sizeof(float) * nC, cudaMemcpyDeviceToDevice, g->stream),
 		"restore the reference GEMM result");
 	return 0;
 }
@@ -318,9 +294,9 @@ int gemm_cuda_run(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, cons
 	cublasStatus_t st;
 
 	if (g->precision == XVEC_PRECISION_BF16) {
-		GC_TRY(xc_bf16(g, 0, A, xc_extent(ta ? K : M, ta ? M : K, lda, sA, batch), &a, err,
+		XC_TRY(xc_bf16(g, 0, A, xc_extent(ta ? K : M, ta ? M : K, lda, sA, batch), &a, err,
 			       errlen));
-		GC_TRY(xc_bf16(g, 1, Bm, xc_extent(tb ? N : K, tb ? K : N, ldb, sB, batch), &b, err,
+		XC_TRY(xc_bf16(g, 1, Bm, xc_extent(tb ? N : K, tb ? K : N, ldb, sB, batch), &b, err,
 			       errlen));
 		ty = CUDA_R_16BF;
 	}
@@ -395,9 +371,9 @@ int gemm_cuda_tune_begin(struct gemm_cuda *g, char *err, size_t errlen)
 		return status_fail(err, errlen, -EIO, "x-vector cuda: cannot initialize cuBLASLt");
 	}
 	if (!g->lt_ws)
-		GC_CUDA(cudaMalloc(&g->lt_ws, XC_LT_WORKSPACE), "allocate the cuBLASLt workspace");
+		XC_CUDA(cudaMalloc(&g->lt_ws, XC_LT_WORKSPACE), "allocate the cuBLASLt workspace");
 	if (!g->diff)
-		GC_CUDA(cudaMalloc((void **)&g->diff, 2 * sizeof(float)), "allocate a GEMM check");
+		XC_CUDA(cudaMalloc((void **)&g->diff, 2 * sizeof(float)), "allocate a GEMM check");
 	return 0;
 }
 

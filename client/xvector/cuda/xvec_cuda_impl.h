@@ -1,4 +1,5 @@
-/* xvec_cuda_impl.h — what xvec_cuda.cu and xvec_cuda_state.cu share (private
+/* xvec_cuda_impl.h — what xvec_cuda.cu, xvec_cuda_state.cu and gemm_cuda.cu
+ * share (private
  * to client/xvector/cuda): the context's layout, the frame-layer contexts
  * and the error macros. */
 #ifndef FEEDER_XVEC_CUDA_IMPL_H
