@@ -21,6 +21,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -55,6 +56,64 @@ static void blas_single(void)
 #define TDNN_PAR(cond)
 #endif
 
+static int rounding = TDNN_ROUND_NONE;
+
+void tdnn_set_gemm_rounding(int mode)
+{
+	rounding = mode;
+}
+
+int tdnn_gemm_rounding(void)
+{
+	return rounding;
+}
+
+float tdnn_round(float v, int mode)
+{
+	uint32_t u, drop = mode == TDNN_ROUND_TF32 ? 13 : mode == TDNN_ROUND_BF16 ? 16 : 0;
+	if (!drop)
+		return v;
+	memcpy(&u, &v, 4);
+	if ((u & 0x7F800000u) == 0x7F800000u)
+		return v;
+	u += ((1u << (drop - 1)) - 1) + ((u >> drop) & 1);
+	u &= ~((1u << drop) - 1);
+	memcpy(&v, &u, 4);
+	return v;
+}
+
+/* A rounded copy of the rows x cols operand at p (leading dimension ld), or
+ * p itself without rounding (or without memory: the product is then exact,
+ * never wrong). *tmp is what to free. */
+static const float *rounded(const float *p, int rows, int cols, int ld, float **tmp)
+{
+	*tmp = NULL;
+	if (rounding == TDNN_ROUND_NONE || rows == 0 || cols == 0)
+		return p;
+	size_t n = (size_t)(rows - 1) * ld + cols;
+	float *c = malloc(sizeof(float) * n);
+	if (!c)
+		return p;
+	for (size_t i = 0; i < n; i++)
+		c[i] = tdnn_round(p[i], rounding);
+	*tmp = c;
+	return c;
+}
+
+/* cblas_sgemm, row-major, alpha 1, with the inputs rounded as the mode says. */
+static void gemm(enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int M, int N, int K,
+		 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+	float *ta_tmp, *tb_tmp;
+	const float *a = rounded(A, ta == CblasNoTrans ? M : K, ta == CblasNoTrans ? K : M, lda,
+				 &ta_tmp);
+	const float *b = rounded(B, tb == CblasNoTrans ? K : N, tb == CblasNoTrans ? N : K, ldb,
+				 &tb_tmp);
+	cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, a, lda, b, ldb, beta, C, ldc);
+	free(ta_tmp);
+	free(tb_tmp);
+}
+
 /* Row range [*lo, *hi) of block i of n rows cut into TDNN_BLOCKS. */
 static void block_range(int i, int n, int *lo, int *hi)
 {
@@ -87,9 +146,8 @@ void tdnn_affine_forward(const float *x, int B, int D, int T, const int *off, in
 			for (int t = 0; t < Tp; t++)
 				yb[(size_t)h * Tp + t] = bias[h];
 		for (int k = 0; k < K; k++)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, H, Tp, D, 1.0f,
-				    W + (size_t)k * D, K * D,
-				    x + (size_t)b * D * T + off[k] + left, T, 1.0f, yb, Tp);
+			gemm(CblasNoTrans, CblasNoTrans, H, Tp, D, W + (size_t)k * D, K * D,
+			     x + (size_t)b * D * T + off[k] + left, T, 1.0f, yb, Tp);
 	}
 }
 
@@ -124,9 +182,9 @@ void tdnn_affine_backward(const float *x, const float *dy, int B, int D, int T, 
 				db[h] += s;
 			}
 			for (int k = 0; k < K; k++)
-				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, h1 - h0, D, Tp, 1.0f,
-					    dyb + (size_t)h0 * Tp, Tp, xb + off[k] + left, T, 1.0f,
-					    dW + (size_t)h0 * K * D + (size_t)k * D, K * D);
+				gemm(CblasNoTrans, CblasTrans, h1 - h0, D, Tp, dyb + (size_t)h0 * Tp, Tp,
+				     xb + off[k] + left, T, 1.0f,
+				     dW + (size_t)h0 * K * D + (size_t)k * D, K * D);
 		}
 	}
 	if (!dx)
@@ -137,9 +195,8 @@ void tdnn_affine_backward(const float *x, const float *dy, int B, int D, int T, 
 		const float *dyb = dy + (size_t)b * H * Tp;
 
 		for (int k = 0; k < K; k++)
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, D, Tp, H, 1.0f,
-				    W + (size_t)k * D, K * D, dyb, Tp, 1.0f,
-				    dx + (size_t)b * D * T + off[k] + left, T);
+			gemm(CblasTrans, CblasNoTrans, D, Tp, H, W + (size_t)k * D, K * D, dyb, Tp, 1.0f,
+			     dx + (size_t)b * D * T + off[k] + left, T);
 	}
 }
 
@@ -365,8 +422,8 @@ void tdnn_dense_forward(const float *x, int B, int nin, const float *W, const fl
 
 		block_range(i, nout, &o0, &o1);
 		if (o0 < o1)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, o1 - o0, nin, 1.0f, x,
-				    nin, W + (size_t)o0 * nin, nin, 1.0f, y + o0, nout);
+			gemm(CblasNoTrans, CblasTrans, B, o1 - o0, nin, x, nin, W + (size_t)o0 * nin, nin,
+			     1.0f, y + o0, nout);
 	}
 }
 
@@ -386,8 +443,8 @@ void tdnn_dense_backward(const float *x, const float *dy, int B, int nin, const 
 
 		block_range(i, nout, &o0, &o1);
 		if (o0 < o1)
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, nin, B, 1.0f,
-				    dy + o0, nout, x, nin, 1.0f, dW + (size_t)o0 * nin, nin);
+			gemm(CblasTrans, CblasNoTrans, o1 - o0, nin, B, dy + o0, nout, x, nin, 1.0f,
+			     dW + (size_t)o0 * nin, nin);
 	}
 	if (!dx)
 		return;
@@ -397,8 +454,8 @@ void tdnn_dense_backward(const float *x, const float *dy, int B, int nin, const 
 
 		block_range(i, nin, &j0, &j1);
 		if (j0 < j1)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, j1 - j0, nout, 1.0f,
-				    dy, nout, W + j0, nin, 0.0f, dx + j0, nin);
+			gemm(CblasNoTrans, CblasNoTrans, B, j1 - j0, nout, dy, nout, W + j0, nin, 0.0f, dx + j0,
+			     nin);
 	}
 }
 

@@ -10,7 +10,8 @@
  * W of shape (H, K*D) whose column block k multiplies the input frame t+off[k].
  * Backward functions ACCUMULATE into dW/db/dgamma/dbeta (the caller zeroes
  * them once per step) and OVERWRITE dx. Matrix products go through
- * cblas_sgemm; elementwise loops are written to vectorize. */
+ * cblas_sgemm (with tdnn_set_gemm_rounding, on rounded copies of their
+ * inputs); elementwise loops are written to vectorize. */
 #ifndef FEEDER_TDNN_H
 #define FEEDER_TDNN_H
 
@@ -23,6 +24,18 @@
 /* Added to the variance inside the pooling standard deviation:
  * std = sqrt(var + TDNN_POOL_EPS), var the biased (divide by T) variance. */
 #define TDNN_POOL_EPS 1e-5f
+
+/* Rounding of every matrix product's inputs, to emulate a GPU's reduced
+ * precision GEMMs (xvec_cuda's tf32 and bf16 modes) in this reference: the
+ * inputs are rounded to nearest even at 10 (tf32) or 7 (bf16) mantissa bits
+ * and the products accumulate in float32, as on the device. The values
+ * equal enum xvec_precision's. Process-wide; set it between steps only
+ * (tests compare a GPU run with the reference in the same mode). */
+enum tdnn_rounding { TDNN_ROUND_NONE = 0, TDNN_ROUND_TF32 = 1, TDNN_ROUND_BF16 = 2 };
+void tdnn_set_gemm_rounding(int mode);
+int tdnn_gemm_rounding(void);
+/* v rounded as the mode rounds a GEMM input (NaN and infinities as they are). */
+float tdnn_round(float v, int mode);
 
 /* Frames lost to the context offsets off[0] <= ... <= off[k-1]. */
 int tdnn_context_left(const int *off, int k);

@@ -5,8 +5,15 @@
  * the same per-step losses to the bit, and a model copied to the host
  * mirror after 3 steps (what a checkpoint stores) and recreated from it must
  * continue with the same bits. The fp32 losses must also follow the CPU
- * reference's sequence to within 1e-3 (relative) over these steps. A batch
- * with a NaN is skipped on the device without touching the state. */
+ * reference's sequence over these steps, to within a tolerance derived on
+ * the CPU (issue 18.1): Adam divides each gradient by its own running
+ * magnitude, so a gradient that is nearly zero takes a full-size step in a
+ * direction set by rounding, and summation order alone moves the loss by
+ * several 1e-4 within a few steps. The reference is run a second time with
+ * its inputs moved by 1e-6 (relative: float32 summation noise); the
+ * tolerance is 3 x the largest relative loss difference that makes, and at
+ * least 1e-3. A batch with a NaN is skipped on the device without touching
+ * the state. */
 #include "cuda_test.h"
 #include "philox.h"
 #include "xvec_cuda.h"
@@ -118,15 +125,34 @@ int main(void)
 	memcpy(lc, lb, sizeof(double) * 3);
 	steps(c, 3, STEPS, lc);
 	steps(b, 3, STEPS, lb);
+	/* the reference's own sensitivity, on a model of its own */
+	struct xvec_model *mp;
+	static float xp[B * D * T];
+	double tol = 1e-3, worst = 0;
+	CHECKF(xvec_model_create(&mp, &o, B, T, err, sizeof(err)) == 0, "%s", err);
 	for (int s = 0; s < STEPS; s++) {
+		struct xvec_result rp;
+		for (int i = 0; i < B * D * T; i++)
+			xp[i] = x[s][i] * (1.0f + (float)(philox_uniform(77, (uint64_t)s, (uint64_t)i) -
+							  0.5) * 2e-6f);
 		CHECKF(xvec_model_train_step(m, x[s], labels[s], B, T, &r, err, sizeof(err)) == 0, "%s",
 		       err);
+		CHECKF(xvec_model_train_step(mp, xp, labels[s], B, T, &rp, err, sizeof(err)) == 0, "%s",
+		       err);
 		lcpu[s] = r.loss;
+		double d = fabs(rp.loss - r.loss) / fabs(r.loss);
+		worst = d > worst ? d : worst;
+	}
+	xvec_model_destroy(mp);
+	if (3 * worst > tol)
+		tol = 3 * worst;
+	printf("CPU loss moves by up to %.3g for a 1e-6 input move: tolerance %.3g\n", worst, tol);
+	for (int s = 0; s < STEPS; s++) {
 		printf("step %d: gpu %.9f  again %.9f  resumed %.9f  cpu %.9f\n", s, la[s], lb[s], lc[s],
 		       lcpu[s]);
 		CHECK(memcmp(&la[s], &lb[s], sizeof(double)) == 0);
 		CHECK(memcmp(&la[s], &lc[s], sizeof(double)) == 0);
-		CHECKF(fabs(la[s] - lcpu[s]) <= 1e-3 * fabs(lcpu[s]), "step %d: gpu %g cpu %g", s, la[s],
+		CHECKF(fabs(la[s] - lcpu[s]) <= tol * fabs(lcpu[s]), "step %d: gpu %g cpu %g", s, la[s],
 		       lcpu[s]);
 	}
 	xvec_cuda_destroy(a);
