@@ -10,6 +10,14 @@
  * Usage: xvec_feed_bench --dataset NAME [--socket PATH] [--batch N]
  *   [--chunk N] [--steps N] [--precision fp32|tf32|bf16] [--eps X] [--log N]
  *   [--width N] [--pool N] [--embed N]   (paper widths 512/1500/512 by default)
+ *   [--placement cpu|gpu]  where feederd preprocesses; gpu also asks for
+ *                          device-resident batches (CUDA IPC ring)
+ *   [--dump FILE]          write each step's batch as the trainer received
+ *                          it (copied back from the device: epoch, index,
+ *                          labels, features) to FILE, for tests/xvec_cuda/
+ *                          test_feed.sh to compare paths
+ *   [--dump-host FILE]     no training: read --steps batches on the host
+ *                          (feeder_stream_next) and write them the same way
  * Exits 77 with the reason when there is no CUDA device. */
 #include "cuda_info.h"
 #include "feeder.h"
@@ -17,10 +25,21 @@
 #include "xvec_feed.h"
 #include "xvec_model.h"
 
+#include <cuda_runtime.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* One batch in the dump: epoch, index, count (u64 each), labels, floats. */
+static int dump_batch(FILE *out, uint64_t epoch, uint64_t index, uint64_t count,
+		      const int32_t *labels, const float *x, size_t floats)
+{
+	uint64_t h[3] = { epoch, index, count };
+	return fwrite(h, sizeof(h), 1, out) != 1 || fwrite(labels, 4, count, out) != count ||
+	       fwrite(x, 4, floats, out) != floats;
+}
 
 static double now_s(void)
 {
@@ -33,6 +52,8 @@ static double now_s(void)
 int main(int argc, char **argv)
 {
 	const char *dataset = NULL, *sock = NULL, *precision = "fp32";
+	const char *dump = NULL, *dump_host = NULL;
+	int placement = FEEDER_PLACEMENT_CPU;
 	int batch = 128, chunk = 200, steps = 200, log_every = 50;
 	int width = 512, pool = 1500, embed = 512;
 	float eps = 0.0f;
@@ -53,6 +74,10 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--width")) width = atoi(v);
 		else if (!strcmp(a, "--pool")) pool = atoi(v);
 		else if (!strcmp(a, "--embed")) embed = atoi(v);
+		else if (!strcmp(a, "--dump")) dump = v;
+		else if (!strcmp(a, "--dump-host")) dump_host = v;
+		else if (!strcmp(a, "--placement") && !strcmp(v, "cpu")) placement = FEEDER_PLACEMENT_CPU;
+		else if (!strcmp(a, "--placement") && !strcmp(v, "gpu")) placement = FEEDER_PLACEMENT_GPU;
 		else {
 			fprintf(stderr, "xvec_feed_bench: unknown option %s\n", a);
 			return 2;
@@ -88,12 +113,41 @@ int main(int argc, char **argv)
 	so.seed = 1;
 	so.dtype = FEEDER_DTYPE_F32;
 	so.features.chunk_len = (uint32_t)chunk;
+	so.placement = (uint32_t)placement;
+	so.device_batches = placement == FEEDER_PLACEMENT_GPU && !dump_host;
 	rc = feeder_stream_open(f, &so, 30000, &s);
 	if (rc) {
 		fprintf(stderr, "xvec_feed_bench: %s\n", feeder_last_error(f));
 		return 1;
 	}
 	feeder_stream_info(s, &info);
+	if (dump_host) {
+		/* The reference: the same stream read on the host. */
+		FILE *out = fopen(dump_host, "wb");
+		if (!out) {
+			perror(dump_host);
+			return 1;
+		}
+		for (int k = 0; k < steps; k++) {
+			struct feeder_batch hb;
+			rc = feeder_stream_next(s, 60000, &hb);
+			if (rc || dump_batch(out, hb.epoch, hb.batch_index, hb.count, hb.labels, hb.data,
+					     hb.bytes / 4)) {
+				fprintf(stderr, "xvec_feed_bench: batch %d: %s\n", k,
+					rc ? feeder_strerror(rc) : "write failed");
+				return 1;
+			}
+			feeder_batch_release(s, &hb);
+		}
+		if (fclose(out) != 0) {
+			perror(dump_host);
+			return 1;
+		}
+		printf("{\"dumped\": %d, \"memory\": \"host\"}\n", steps);
+		feeder_stream_close(s);
+		feeder_disconnect(f);
+		return 0;
+	}
 
 	struct xvec_options o;
 	struct xvec_cuda_config cfg;
@@ -116,6 +170,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	FILE *out = dump ? fopen(dump, "wb") : NULL;
+	if (dump && !out) {
+		perror(dump);
+		return 1;
+	}
+	size_t cap = (size_t)batch * o.feat_dim * chunk;
+	float *hx = dump ? malloc(sizeof(float) * cap) : NULL;
+	int32_t *hl = dump ? malloc(sizeof(int32_t) * batch) : NULL;
 	struct xvec_feed_batch b;
 	struct xvec_cuda_metrics mt;
 	struct xvec_feed_stats st;
@@ -126,6 +188,19 @@ int main(int argc, char **argv)
 		rc = xvec_feed_next(fd, 60000, &b, err, sizeof(err));
 		if (rc == FEEDER_EEND)
 			break;
+		if (!rc && out) {
+			/* What the step will read, once the feed's copy is in. */
+			size_t n = (size_t)b.batch * b.feat_dim * b.frames;
+			cudaStream_t cs = xvec_cuda_stream(g);
+			if (cudaMemcpyAsync(hx, b.x, 4 * n, cudaMemcpyDeviceToHost, cs) != cudaSuccess ||
+			    cudaMemcpyAsync(hl, b.labels, 4 * (size_t)b.batch, cudaMemcpyDeviceToHost,
+					    cs) != cudaSuccess ||
+			    cudaStreamSynchronize(cs) != cudaSuccess ||
+			    dump_batch(out, b.epoch, b.index, (uint64_t)b.batch, hl, hx, n)) {
+				fprintf(stderr, "xvec_feed_bench: dumping batch %d failed\n", done);
+				return 1;
+			}
+		}
 		if (!rc)
 			rc = xvec_cuda_train_step(g, b.x, b.labels, b.batch, b.frames, err, sizeof(err));
 		if (!rc)
@@ -147,11 +222,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	double dt = now_s() - t0;
+	if (out && fclose(out) != 0) {
+		perror(dump);
+		return 1;
+	}
+	free(hx);
+	free(hl);
 	printf("{\"device\": \"%s\", \"precision\": \"%s\", \"steps\": %d, \"samples_per_s\": %.1f, "
 	       "\"gpu_wait_ms\": %.3f, \"gpu_span_ms\": %.3f, \"gpu_wait_fraction\": %.5f, "
-	       "\"loss\": %.6f}\n",
+	       "\"loss\": %.6f, \"memory\": \"%s\"}\n",
 	       dev.name, xvec_cuda_precision_name(cfg.precision), done, samples / dt, st.wait_ms,
-	       st.span_ms, st.wait_fraction, mt.loss);
+	       st.span_ms, st.wait_fraction, mt.loss,
+	       info.memory == FEEDER_MEMORY_DEVICE ? "device" : "host");
 	xvec_feed_destroy(fd);
 	xvec_cuda_destroy(g);
 	xvec_model_destroy(m);
