@@ -40,9 +40,14 @@ int feeder_fd(const struct feeder *f)
 
 int64_t conn_now_ms(void)
 {
+	return (int64_t)(conn_now_us() / 1000);
+}
+
+uint64_t conn_now_us(void)
+{
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* Milliseconds left until deadline (-1 = none) as a poll timeout. */

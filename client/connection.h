@@ -61,6 +61,10 @@ struct feeder_stream {
 	int closing;                     /* CLOSE_STREAM sent */
 	int failed;                      /* stream ERROR received: its code */
 	char fail_msg[PROTO_TEXT_MAX];
+	/* The trainer's data wait, sent with each RELEASE (feederd shows it):
+	 * time blocked in feeder_stream_next, and time between a batch handed
+	 * out and the next call (the trainer's compute). */
+	uint64_t wait_us, compute_us, last_return_us;
 };
 
 struct feeder {
@@ -76,9 +80,10 @@ struct feeder {
 };
 
 
-/* Monotonic milliseconds; the poll timeout left until deadline (-1: none);
- * the deadline of a timeout (< 0: none). */
+/* Monotonic milliseconds (and microseconds); the poll timeout left until
+ * deadline (-1: none); the deadline of a timeout (< 0: none). */
 int64_t conn_now_ms(void);
+uint64_t conn_now_us(void);
 int conn_left_ms(int64_t deadline);
 int64_t conn_deadline(int timeout_ms);
 

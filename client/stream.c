@@ -419,6 +419,11 @@ int feeder_stream_next(struct feeder_stream *s, int timeout_ms, struct feeder_ba
 	struct feeder *f = s->f;
 	memset(b, 0, sizeof *b);
 	int64_t deadline = conn_deadline(timeout_ms);
+	uint64_t enter = conn_now_us();
+	if (s->last_return_us) {
+		s->compute_us += enter - s->last_return_us;
+		s->last_return_us = 0;
+	}
 	for (;;) {
 		if (s->qlen) {
 			struct proto_batch_ready r = s->queue[s->qhead];
@@ -433,6 +438,8 @@ int feeder_stream_next(struct feeder_stream *s, int timeout_ms, struct feeder_ba
 				s->next_epoch++;
 				s->next_batch = 0;
 			}
+			s->last_return_us = conn_now_us();
+			s->wait_us += s->last_return_us - enter;
 			return 0;
 		}
 		if (s->failed)
@@ -520,6 +527,9 @@ int feeder_batch_release_on(struct feeder_stream *s, struct feeder_batch *b, voi
 	struct proto_msg m = { .type = PROTO_RELEASE };
 	m.u.release.stream = s->geo.stream;
 	m.u.release.slot = b->slot;
+	m.u.release.wait_us = s->wait_us;
+	m.u.release.compute_us = s->compute_us +
+				 (s->last_return_us ? conn_now_us() - s->last_return_us : 0);
 	memset(b, 0, sizeof *b);
 	int rc = conn_send(f, &m);
 	/* With reconnecting on, the slot went with the lost connection and the

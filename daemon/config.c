@@ -65,6 +65,8 @@ static const struct key keys[] = {
 	{"admin_groups", KEY_GROUPS, 0, 0, "groups that see every stream and use reserved connections"},
 	{"hello_timeout", KEY_UINT, 1, 3600, "seconds a new connection has to send HELLO"},
 	{"max_queued", KEY_SIZE, 4096, 1 << 30, "bytes of replies queued for a client that does not read"},
+	{"starvation_warn", KEY_UINT, 0, 100, "warn when a trainer waits more than this % for data (0: never)"},
+	{"starvation_after", KEY_UINT, 1, 86400, "seconds of such waiting before the warning"},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
@@ -96,6 +98,8 @@ void config_defaults(struct config *cfg)
 	cfg->reserved_connections = CONFIG_RESERVED_AUTO;
 	cfg->hello_timeout = 5;
 	cfg->max_queued = 256 << 10;
+	cfg->starvation_warn = 10;
+	cfg->starvation_after = 60;
 	cfg->socket_gid = (gid_t)-1;
 	cfg->gpu = -1;
 }
@@ -289,6 +293,10 @@ static int apply(struct config *cfg, const struct key *k, const char *val, const
 			cfg->reserved_connections = (unsigned)v;
 		else if (strcmp(k->name, "hello_timeout") == 0)
 			cfg->hello_timeout = (unsigned)v;
+		else if (strcmp(k->name, "starvation_warn") == 0)
+			cfg->starvation_warn = (unsigned)v;
+		else if (strcmp(k->name, "starvation_after") == 0)
+			cfg->starvation_after = (unsigned)v;
 		else
 			cfg->gpu = (int)v;
 		return 0;
@@ -568,6 +576,8 @@ void config_print(const struct config *cfg, FILE *f)
 	print_ids(f, "admin_groups", ids, cfg->n_admin_gids);
 	fprintf(f, "hello_timeout = %u\n", cfg->hello_timeout);
 	fprintf(f, "max_queued = %" PRIu64 "\n", cfg->max_queued);
+	fprintf(f, "starvation_warn = %u\n", cfg->starvation_warn);
+	fprintf(f, "starvation_after = %u\n", cfg->starvation_after);
 }
 
 /* One pass over argv with getopt_long (options stop at the first operand,

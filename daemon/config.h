@@ -83,6 +83,10 @@ struct config {
 	unsigned n_admin_gids;
 	unsigned hello_timeout;             /* --hello-timeout, seconds */
 	uint64_t max_queued;                /* --max-queued, bytes */
+	/* A trainer waiting more than starvation_warn % of its time for data
+	 * for starvation_after seconds gets one warning in the log. */
+	unsigned starvation_warn;           /* --starvation-warn, percent (0: off) */
+	unsigned starvation_after;          /* --starvation-after, seconds */
 	int check_only;                     /* --check-config: validate, print, exit 0 */
 };
 

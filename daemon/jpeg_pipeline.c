@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jpeglib.h>
 
@@ -36,7 +37,22 @@ struct jpeg_worker {
 	float *scratch;
 	size_t scratch_cap;
 	struct resize_axis ax, ay;
+	double decode_s, transform_s; /* since the last jpeg_worker_take_times */
 };
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void jpeg_worker_take_times(struct jpeg_worker *w, double *decode_s, double *transform_s)
+{
+	*decode_s = w->decode_s;
+	*transform_s = w->transform_s;
+	w->decode_s = w->transform_s = 0;
+}
 
 size_t jpeg_pipeline_sample_bytes(const struct feeder_stream_opts *o)
 {
@@ -329,13 +345,17 @@ static int run(struct jpeg_worker *w, const struct feeder_stream_opts *o, const 
 	if (!jpeg || len == 0)
 		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: empty payload");
 	struct jpeg_region r = { 0 };
+	double t0 = now_s();
 	rc = decode_region(w, &o->jpeg, jpeg, len, aug_key, reference, NULL, &r, err, errlen);
+	double t1 = now_s();
+	w->decode_s += t1 - t0;
 	if (rc)
 		return rc;
 	struct resize_out ro = { .out = out, .dtype = (int)o->dtype, .layout = (int)o->layout,
 				 .flip = r.flip };
 	jpeg_pipeline_norm(&o->jpeg, ro.mul, ro.add);
 	resize_rgb(r.pixels, r.stride, &w->ax, &w->ay, w->scratch, &ro);
+	w->transform_s += now_s() - t1;
 	return 0;
 }
 
@@ -376,5 +396,8 @@ int jpeg_pipeline_decode(struct jpeg_worker *w, const struct feeder_stream_opts 
 	if (!jpeg || len == 0)
 		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: empty payload");
 	*r = (struct jpeg_region){ 0 };
-	return decode_region(w, &o->jpeg, jpeg, len, aug_key, 0, dest, r, err, errlen);
+	double t0 = now_s();
+	rc = decode_region(w, &o->jpeg, jpeg, len, aug_key, 0, dest, r, err, errlen);
+	w->decode_s += now_s() - t0;
+	return rc;
 }

@@ -56,6 +56,10 @@ void jpeg_pipeline_plan(const struct feeder_jpeg_opts *p, uint32_t img_w, uint32
 struct jpeg_worker;
 int jpeg_worker_create(struct jpeg_worker **out, char *err, size_t errlen);
 void jpeg_worker_destroy(struct jpeg_worker *w);
+/* Seconds w spent decoding (entropy decode, IDCT of the region) and
+ * transforming (resampling, normalising, converting) since the last call;
+ * resets them. For feederd's per-stage accounting. */
+void jpeg_worker_take_times(struct jpeg_worker *w, double *decode_s, double *transform_s);
 
 /* Decode, crop, resize, flip, normalize and write ONE sample of
  * jpeg_pipeline_sample_bytes(o) bytes at out (3 x height x width in o->layout

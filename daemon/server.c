@@ -58,6 +58,7 @@ void server_stream_gone(struct server *srv, struct stream *s)
 	srv->mem_used -= stream_ring_bytes(s);
 	stream_totals(s, &srv->done_batches, &srv->done_samples, &srv->done_replacements,
 		      &srv->done_decode_errors);
+	stream_stage_seconds(s, srv->done_stage_s);
 	stream_destroy(s);
 	/* A device ring the GPU still writes is parked, not freed: poll. */
 	if (gpu_ring_collect())
@@ -123,7 +124,94 @@ static void drop_dead(struct server *srv)
 	}
 }
 
+void server_stage_seconds(struct server *srv, double stage_s[FEEDER_STAGES])
+{
+	for (int i = 0; i < FEEDER_STAGES; i++)
+		stage_s[i] = srv->done_stage_s[i];
+	for (struct session *c = srv->sessions; c; c = c->next)
+		for (size_t i = 0; i < c->nstreams; i++)
+			stream_stage_seconds(c->streams[i], stage_s);
+	for (size_t i = 0; i < srv->nzombies; i++)
+		stream_stage_seconds(srv->zombies[i], stage_s);
+}
+
 /* ---- the tick ---------------------------------------------------------- */
+
+static const char *const stage_names[FEEDER_STAGES] = {
+	"reading records", "decoding", "resampling and converting", "computing features",
+	"the GPU"
+};
+
+/* The workers' busy share over the last `seconds` (at most the window):
+ * their seconds of work (all stages) against their wall time, from the
+ * newest snapshot back to the first one at least that old. */
+static double busy_over(const struct server *srv, unsigned seconds)
+{
+	unsigned n = SERVER_BUSY_WINDOW + 1;
+	if (srv->busy_snaps < 2)
+		return 0;
+	unsigned newest = (srv->busy_next + n - 1) % n;
+	unsigned back = seconds < srv->busy_snaps - 1 ? seconds : srv->busy_snaps - 1;
+	unsigned from = (newest + n - back) % n;
+	double dt = srv->busy_snap_t[newest] - srv->busy_snap_t[from];
+	unsigned workers = pool_workers(srv->pool);
+	double b = dt > 0 && workers ? (srv->busy_snap[newest] - srv->busy_snap[from]) /
+					       (dt * workers) : 0;
+	return b > 1 ? 1 : b;
+}
+
+/* The workers' busy share over the window. Pool lock held. */
+static void measure_busy(struct server *srv, uint64_t now)
+{
+	double st[FEEDER_STAGES], sum = 0;
+	server_stage_seconds(srv, st);
+	for (int i = 0; i < FEEDER_STAGES; i++)
+		sum += st[i];
+	unsigned n = SERVER_BUSY_WINDOW + 1;
+	srv->busy_snap[srv->busy_next] = sum;
+	srv->busy_snap_t[srv->busy_next] = (double)now / 1e6;
+	srv->busy_next = (srv->busy_next + 1) % n;
+	if (srv->busy_snaps < n)
+		srv->busy_snaps++;
+	srv->workers_busy = busy_over(srv, SERVER_BUSY_WINDOW);
+}
+
+/* A trainer starving for data for starvation_after seconds: one warning
+ * naming the stream, its client, the stage that takes the workers' time
+ * and whether more workers would help. Pool lock held. */
+static void starvation(struct server *srv, struct session *c, struct stream *s, uint64_t now)
+{
+	double share;
+	if (!stream_starving(s, now, srv->cfg.starvation_warn / 100.0,
+			     (uint64_t)srv->cfg.starvation_after * 1000000u, &share))
+		return;
+	double st[FEEDER_STAGES] = { 0 }, sum = 0;
+	stream_stage_seconds(s, st);
+	int top = 0;
+	for (int i = 0; i < FEEDER_STAGES; i++) {
+		sum += st[i];
+		if (st[i] > st[top])
+			top = i;
+	}
+	/* busy over the starving time itself (a window reaching back before it
+	 * would count idle seconds of before) */
+	unsigned secs = srv->cfg.starvation_after < SERVER_BUSY_WINDOW ? srv->cfg.starvation_after
+								       : SERVER_BUSY_WINDOW;
+	double busy = busy_over(srv, secs);
+	const char *advice;
+	if (busy >= 0.9)
+		advice = "the workers are all busy: more workers (--workers) would help";
+	else if (top == FEEDER_STAGE_READ)
+		advice = "the workers are not all busy and reading dominates: the disk is the limit";
+	else
+		advice = "the workers are not all busy: more slots (prefetch) may help, or the "
+			 "trainer's own input handling is the limit";
+	log_warn("stream %u (client pid %d, dataset '%s'): the trainer waited %.0f %% of the last "
+		 "%d s for data; workers busy %.0f %%; %.0f %% of the stream's work is %s; %s",
+		 stream_id(s), (int)c->pid, stream_dataset(s)->name, 100 * share, 10,
+		 100 * busy, sum > 0 ? 100 * st[top] / sum : 0, stage_names[top],
+		 advice);
+}
 
 /* Connections that did not say HELLO in time hold a slot of max_clients
  * for nothing: close them, saying why. */
@@ -151,11 +239,13 @@ static void tick(struct server *srv)
 	unsigned streams = 0;
 	double rate = 0;
 	pool_lock(srv->pool);
+	measure_busy(srv, now);
 	for (struct session *c = srv->sessions; c; c = c->next)
 		for (size_t i = 0; i < c->nstreams; i++) {
 			stream_tick(c->streams[i], dt, now);
 			rate += stream_rate(c->streams[i]);
 			streams++;
+			starvation(srv, c, c->streams[i], now);
 		}
 	pool_unlock(srv->pool);
 	srv->rate = rate;

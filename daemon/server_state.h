@@ -10,6 +10,7 @@
 #define FEEDER_SERVER_STATE_H
 
 #include "config.h"
+#include "feeder_types.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +26,9 @@ struct refused;
 struct registry;
 struct pool;
 struct stream;
+
+/* Seconds over which the workers' busy share is reported. */
+#define SERVER_BUSY_WINDOW 10
 
 struct server {
 	struct config cfg;
@@ -45,6 +49,11 @@ struct server {
 	int stop;
 	/* totals of streams already gone, and counters of the loop */
 	uint64_t done_batches, done_samples, done_replacements, done_decode_errors;
+	double done_stage_s[FEEDER_STAGES]; /* worker seconds of streams that are gone */
+	/* worker seconds in all, one snapshot a tick, for workers_busy */
+	double busy_snap[SERVER_BUSY_WINDOW + 1], busy_snap_t[SERVER_BUSY_WINDOW + 1];
+	unsigned busy_snaps, busy_next;
+	double workers_busy;     /* share of the workers' time, last SERVER_BUSY_WINDOW s */
 	uint64_t protocol_errors;
 	uint64_t dropped_clients; /* sessions dropped for a limit or a deadline */
 	double rate;
@@ -64,6 +73,8 @@ void server_wake(struct server *srv);
 /* Keep a closed stream until its workers let go of it (the loop frees it
  * once stream_inflight is 0), or free it now. Updates the totals. */
 void server_stream_gone(struct server *srv, struct stream *s);
+/* Worker seconds per stage of every stream, live or gone (pool lock held). */
+void server_stage_seconds(struct server *srv, double stage_s[FEEDER_STAGES]);
 void server_stream_zombie(struct server *srv, struct stream *s);
 
 #endif

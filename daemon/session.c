@@ -400,6 +400,8 @@ static void handle_release(struct session *c, const struct proto_release *r)
 	char err[256];
 	pool_lock(srv->pool);
 	int rc = stream_release(s, r->slot, server_now_us(), err, sizeof(err));
+	if (rc == 0)
+		stream_note_trainer(s, r->wait_us, r->compute_us);
 	if (rc == 0 && stream_refill(s))
 		pool_kick(srv->pool);
 	if (rc == 0 && stream_releasing(s))
@@ -458,9 +460,11 @@ static void status_summary(struct session *c)
 		}
 	for (size_t i = 0; i < srv->nzombies; i++)
 		stream_totals(srv->zombies[i], &r->batches, &r->samples, NULL, NULL);
+	server_stage_seconds(srv, r->stage_s);
 	pool_unlock(srv->pool);
 	r->protocol_errors = srv->protocol_errors;
 	r->samples_per_s = srv->rate;
+	r->workers_busy = srv->workers_busy;
 	session_send(c, &m, -1);
 }
 

@@ -396,6 +396,52 @@ int stream_release(struct stream *s, uint32_t slot, uint64_t now_us, char *err, 
 	return 0;
 }
 
+void stream_note_trainer(struct stream *s, uint64_t wait_us, uint64_t compute_us)
+{
+	/* Totals only grow; a smaller one is a client that reopened elsewhere. */
+	if (wait_us >= s->trainer_wait_us && compute_us >= s->trainer_compute_us) {
+		s->trainer_wait_us = wait_us;
+		s->trainer_compute_us = compute_us;
+	}
+	s->trainer_reports = 1;
+}
+
+/* The trainer's wait share over the snapshots' window, or -1 unknown. */
+static double window_share(const struct stream *s)
+{
+	if (!s->trainer_reports || s->snaps == 0)
+		return -1;
+	unsigned oldest = s->snaps <= STREAM_WAIT_WINDOW ? 0 : s->snap_next;
+	uint64_t w = s->trainer_wait_us - s->snap_wait[oldest];
+	uint64_t c = s->trainer_compute_us - s->snap_compute[oldest];
+	return w + c ? (double)w / (double)(w + c) : -1;
+}
+
+int stream_starving(struct stream *s, uint64_t now_us, double share, uint64_t after_us,
+		    double *share_now)
+{
+	double sh = window_share(s);
+	*share_now = sh;
+	if (share <= 0 || sh < 0 || sh <= share || stream_finished(s)) {
+		s->starving_since_us = 0;
+		if (sh >= 0 && sh <= share)
+			s->starvation_said = 0; /* the next episode is warned again */
+		return 0;
+	}
+	if (!s->starving_since_us)
+		s->starving_since_us = now_us;
+	if (s->starvation_said || now_us - s->starving_since_us < after_us)
+		return 0;
+	s->starvation_said = 1;
+	return 1;
+}
+
+void stream_stage_seconds(const struct stream *s, double stage_s[FEEDER_STAGES])
+{
+	for (int i = 0; i < FEEDER_STAGES; i++)
+		stage_s[i] += s->stage_s[i];
+}
+
 int stream_take_end(struct stream *s, struct proto_stream_end *e)
 {
 	if (!stream_finished(s) || s->end_sent)
@@ -509,6 +555,13 @@ void stream_tick(struct stream *s, double dt, uint64_t now_us)
 	s->last_samples = s->samples;
 	s->rate = s->rate == 0 ? inst : 0.5 * s->rate + 0.5 * inst;
 	account(s, now_us);
+	/* one snapshot a tick: the oldest of STREAM_WAIT_WINDOW + 1 is the
+	 * window's start */
+	s->snap_wait[s->snap_next] = s->trainer_wait_us;
+	s->snap_compute[s->snap_next] = s->trainer_compute_us;
+	s->snap_next = (s->snap_next + 1) % (STREAM_WAIT_WINDOW + 1);
+	if (s->snaps <= STREAM_WAIT_WINDOW)
+		s->snaps++;
 }
 
 double stream_rate(const struct stream *s)
@@ -545,6 +598,17 @@ void stream_status(struct stream *s, uint64_t now_us, struct feeder_stream_statu
 	r->deciding = (uint32_t)s->deciding;
 	r->auto_cpu_ms = s->auto_cpu_ms;
 	r->auto_gpu_ms = s->auto_gpu_ms;
+	for (uint32_t i = 0; i < s->nslots; i++)
+		r->filling += s->slots[i].state == SLOT_FILLING || s->slots[i].state == SLOT_GPU;
+	r->trainer_reports = (uint32_t)s->trainer_reports;
+	r->trainer_wait_us = s->trainer_wait_us;
+	r->trainer_compute_us = s->trainer_compute_us;
+	r->wait_share_10s = (float)window_share(s);
+	uint64_t all = s->trainer_wait_us + s->trainer_compute_us;
+	r->wait_share_total = s->trainer_reports && all ? (float)((double)s->trainer_wait_us / all)
+							 : -1.0f;
+	r->bytes_per_s = s->rate * (double)s->geo.sample_bytes;
+	memcpy(r->stage_s, s->stage_s, sizeof(r->stage_s));
 }
 
 void stream_totals(const struct stream *s, uint64_t *batches_sent, uint64_t *samples,

@@ -38,6 +38,7 @@ struct stream_task {
 	int fail_code;           /* nonzero: the stream must fail (on_error=fail) */
 	char fail_msg[PROTO_TEXT_MAX];
 	double run_s;            /* seconds stream_task_run took */
+	double stage_s[FEEDER_STAGES]; /* of it, per enum feeder_stage */
 	int submit;              /* set by stream_task_finish: run the GPU batch */
 	double gpu_s;            /* seconds the GPU batch took */
 };
@@ -111,6 +112,8 @@ int stream_next_ready(struct stream *s, uint64_t now_us, struct proto_batch_read
 int stream_take_end(struct stream *s, struct proto_stream_end *e);
 /* RELEASE of slot: 0, or FEEDER_EPROTO if the client does not hold it. */
 int stream_release(struct stream *s, uint32_t slot, uint64_t now_us, char *err, size_t errlen);
+/* The client's totals for the trainer's data wait (with RELEASE). */
+void stream_note_trainer(struct stream *s, uint64_t wait_us, uint64_t compute_us);
 /* 1 when every batch was sent. */
 int stream_finished(const struct stream *s);
 /* If the stream has failed (a worker's error, or its dataset was removed,
@@ -131,6 +134,13 @@ unsigned stream_set_closing(struct stream *s);
  * uid. stream_totals adds the stream's counters to the four totals (any may
  * be NULL). */
 void stream_tick(struct stream *s, double dt, uint64_t now_us);
+/* Once a tick: 1 exactly once per episode in which the trainer has waited
+ * more than share (0..1) of its time for data for after_us, with the share
+ * over the window in *share; 0 otherwise (share 0: never). */
+int stream_starving(struct stream *s, uint64_t now_us, double share, uint64_t after_us,
+		    double *share_now);
+/* Worker seconds per stage of all of s's work so far (pool lock held). */
+void stream_stage_seconds(const struct stream *s, double stage_s[FEEDER_STAGES]);
 double stream_rate(const struct stream *s);
 void stream_status(struct stream *s, uint64_t now_us, struct feeder_stream_status *r);
 void stream_totals(const struct stream *s, uint64_t *batches_sent, uint64_t *samples,

@@ -31,6 +31,9 @@ struct slot {
 };
 
 
+/* Seconds over which the trainer's data-wait share is reported. */
+#define STREAM_WAIT_WINDOW 10
+
 struct stream {
 	/* immutable after stream_create */
 	uint32_t id;
@@ -75,6 +78,16 @@ struct stream {
 	uint64_t last_samples;   /* for the rate */
 	double rate;             /* images per second, smoothed */
 	uint64_t client_wait_us, ring_full_us, stamp_us;
+	/* the trainer's data wait as its client reports it with RELEASE, and
+	 * one snapshot a tick for the share over the last STREAM_WAIT_WINDOW s */
+	int trainer_reports;
+	uint64_t trainer_wait_us, trainer_compute_us;
+	uint64_t snap_wait[STREAM_WAIT_WINDOW + 1], snap_compute[STREAM_WAIT_WINDOW + 1];
+	unsigned snaps, snap_next;
+	uint64_t starving_since_us; /* 0: not starving */
+	int starvation_said;     /* warned for this episode */
+	/* worker seconds per enum feeder_stage (under the pool lock) */
+	double stage_s[FEEDER_STAGES];
 };
 
 /* How far a corrupt sample's replacement is searched for before the stream

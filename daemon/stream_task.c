@@ -135,14 +135,17 @@ static void fetch_name(struct dsstore_txn *txn, uint64_t index, char *dst)
  * negative code. */
 static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_worker *jw,
 		      struct gpu_slot *gs, uint32_t pos_in_batch, uint64_t epoch, uint64_t index,
-		      void *out, int32_t *label, uint64_t *fault_off, char *err, size_t errlen)
+		      void *out, int32_t *label, uint64_t *fault_off, double *stage_s, char *err,
+		      size_t errlen)
 {
 	struct dsformat_sample smp;
+	double t0 = mono_s();
 	int rc = fetch(s, txn, index, &smp, fault_off, err, errlen);
-	if (rc)
-		return rc;
 	const uint8_t *payload = scratch.buf;
-	rc = dsformat_sample_verify(&smp, payload, err, errlen);
+	if (rc == 0)
+		rc = dsformat_sample_verify(&smp, payload, err, errlen);
+	double t1 = mono_s();
+	stage_s[FEEDER_STAGE_READ] += t1 - t0;
 	if (rc)
 		return rc;
 	/* The slot was sized from the dataset header; a record of another
@@ -159,6 +162,16 @@ static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_wo
 		rc = jpeg_pipeline_run(jw, &s->opts, payload, smp.payload_len, key, out, err, errlen);
 	else
 		rc = features_pipeline_run(&s->opts, &smp, payload, key, out, err, errlen);
+	double spent = mono_s() - t1, decode_s = 0, transform_s = 0;
+	if (jw)
+		jpeg_worker_take_times(jw, &decode_s, &transform_s);
+	if (s->opts.pipeline == FEEDER_PIPE_FEATURES) {
+		stage_s[FEEDER_STAGE_FEATURES] += spent;
+	} else {
+		/* the rest of the time (resampling, or staging for the GPU) */
+		stage_s[FEEDER_STAGE_DECODE] += decode_s;
+		stage_s[FEEDER_STAGE_TRANSFORM] += spent > decode_s ? spent - decode_s : 0;
+	}
 	if (rc == 0)
 		*label = (int32_t)smp.label;
 	return rc;
@@ -203,7 +216,7 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 			uint64_t index = sampler_at(&sl->order, (pos + k) % s->rank_len);
 			uint64_t fault_off = 0;
 			rc = run_sample(s, &txn, jw, gs, i, sl->epoch, index, out, &labels[i],
-					&fault_off, err, sizeof(err));
+					&fault_off, t->stage_s, err, sizeof(err));
 			if (rc == 0) {
 				dataset_note_io_ok(s->ds);
 				indices[i] = index;
@@ -304,6 +317,8 @@ int stream_task_finish(struct stream_task *t)
 	s->inflight--;
 	s->replacements += t->replacements;
 	s->decode_errors += t->decode_errors;
+	for (int i = 0; i < FEEDER_STAGES; i++)
+		s->stage_s[i] += t->stage_s[i];
 	if (t->fail_code && !s->fail_code) {
 		s->fail_code = t->fail_code;
 		memcpy(s->fail_msg, t->fail_msg, sizeof(s->fail_msg));
@@ -355,6 +370,7 @@ int stream_submit_finish(struct stream_task *t)
 	struct stream *s = t->s;
 	struct slot *sl = &s->slots[t->slot];
 	s->inflight--;
+	s->stage_s[FEEDER_STAGE_GPU] += t->gpu_s;
 	if (t->fail_code) {
 		if (!s->fail_code) {
 			s->fail_code = t->fail_code;

@@ -74,6 +74,19 @@ enum feeder_placement { FEEDER_PLACEMENT_CPU = 0, FEEDER_PLACEMENT_GPU = 1,
  * memory (a device-resident ring shared through CUDA IPC). */
 enum feeder_memory { FEEDER_MEMORY_HOST = 0, FEEDER_MEMORY_DEVICE = 1 };
 
+/* Where a worker's time goes, per sample: reading the record (and checking
+ * it), entropy decoding and IDCT of the crop's region (also the staging
+ * for a GPU batch), resampling/normalising/converting into the slot, the
+ * features pipeline, and running a batch on the GPU. */
+enum feeder_stage {
+	FEEDER_STAGE_READ = 0,
+	FEEDER_STAGE_DECODE = 1,
+	FEEDER_STAGE_TRANSFORM = 2,
+	FEEDER_STAGE_FEATURES = 3,
+	FEEDER_STAGE_GPU = 4,
+};
+#define FEEDER_STAGES 5
+
 /* Bytes of the dataset name field, including its NUL: names are 1..63
  * characters of [A-Za-z0-9._-], not starting with '.'. */
 #define FEEDER_DATASET_MAX 64
@@ -162,6 +175,9 @@ struct feeder_status {
 	uint64_t decode_errors;        /* samples that failed to decode (replaced or not) */
 	uint64_t protocol_errors;      /* malformed messages received */
 	double samples_per_s;          /* over the last few seconds, all streams */
+	double workers_busy;           /* share of the workers' time spent on samples,
+					  over the last 10 s (0..1) */
+	double stage_s[FEEDER_STAGES]; /* worker seconds per enum feeder_stage, since start */
 };
 
 struct feeder_dataset_status {
@@ -191,6 +207,14 @@ struct feeder_stream_status {
 	uint32_t memory;               /* enum feeder_memory */
 	uint32_t deciding;             /* 1 while placement=auto still measures */
 	float auto_cpu_ms, auto_gpu_ms; /* auto: measured ms per batch each way, or 0 */
+	uint32_t filling;              /* slots the workers are filling now */
+	uint32_t trainer_reports;      /* 1 once the client has reported its data wait */
+	uint64_t trainer_wait_us;      /* the trainer's time blocked waiting for a batch */
+	uint64_t trainer_compute_us;   /* and between its calls (its compute), as reported */
+	float wait_share_10s;          /* wait / (wait + compute) over the last 10 s, */
+	float wait_share_total;        /* and since the stream opened; -1: not reported */
+	double bytes_per_s;            /* tensor bytes produced, over the last few seconds */
+	double stage_s[FEEDER_STAGES]; /* worker seconds per enum feeder_stage */
 };
 
 #ifdef __cplusplus

@@ -364,6 +364,8 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 	case PROTO_RELEASE:
 		w_u32(c, &m->u.release.stream);
 		w_u32(c, &m->u.release.slot);
+		w_u64(c, &m->u.release.wait_us);
+		w_u64(c, &m->u.release.compute_us);
 		return true;
 	case PROTO_CLOSE_STREAM:
 		w_u32(c, &m->u.close.stream);
@@ -401,6 +403,9 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 		w_u64(c, &s->decode_errors);
 		w_u64(c, &s->protocol_errors);
 		w_f64(c, &s->samples_per_s);
+		w_f64(c, &s->workers_busy);
+		for (int i = 0; i < FEEDER_STAGES; i++)
+			w_f64(c, &s->stage_s[i]);
 		return true;
 	}
 	case PROTO_DATASET_INFO: {
@@ -438,6 +443,15 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 		w_u32(c, &s->deciding);
 		w_f32(c, &s->auto_cpu_ms);
 		w_f32(c, &s->auto_gpu_ms);
+		w_u32(c, &s->filling);
+		w_u32(c, &s->trainer_reports);
+		w_u64(c, &s->trainer_wait_us);
+		w_u64(c, &s->trainer_compute_us);
+		w_f32(c, &s->wait_share_10s);
+		w_f32(c, &s->wait_share_total);
+		w_f64(c, &s->bytes_per_s);
+		for (int i = 0; i < FEEDER_STAGES; i++)
+			w_f64(c, &s->stage_s[i]);
 		return true;
 	}
 	case PROTO_LIST_END:

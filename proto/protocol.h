@@ -53,7 +53,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x52444546u /* "FEDR" in little-endian byte order */
-#define PROTO_VERSION 3
+#define PROTO_VERSION 4
 #define PROTO_HEADER_SIZE 16
 /* No message is larger than this; a receiver's buffer of this size plus one
  * byte detects oversized messages (MSG_TRUNC). */
@@ -148,6 +148,10 @@ struct proto_batch_ready {
 struct proto_release {
 	uint32_t stream;
 	uint32_t slot;
+	/* The trainer's totals for the stream, as the client measured them:
+	 * time blocked waiting for a batch, and time between its calls. */
+	uint64_t wait_us;
+	uint64_t compute_us;
 };
 
 struct proto_close_stream {

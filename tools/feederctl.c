@@ -1,13 +1,14 @@
 /* feederctl.c — ask a running feederd how it is doing.
  *
  *   feederctl [--socket PATH] [--timeout MS] status|datasets|streams [--json]
+ *   feederctl [--socket PATH] top [--once] [--interval MS]
  *
  * A libfeeder client like any trainer: feeder_connect, then
  * feeder_get_status / _datasets / _streams, the answer printed as a table or,
  * with --json, as one JSON object. The socket is --socket, else
  * $FEEDER_SOCKET, else FEEDER_DEFAULT_SOCKET. Exit status: 0 ok, 1 the
  * daemon could not be reached or answered with an error, 2 usage. */
-#include "feeder.h"
+#include "feederctl.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -24,14 +25,18 @@ static const char usage_text[] =
 	"  status     uptime, clients, streams, memory, throughput, error counts\n"
 	"  datasets   the datasets it serves\n"
 	"  streams    open streams (your own; everyone's for root and the admin group):\n"
-	"             batches, samples/s, replacements, client wait, placement\n"
+	"             batches, samples/s, the trainer's data wait, replacements, placement\n"
+	"  top        a live view of the daemon and its streams, refreshed every second;\n"
+	"             q quits (--once: one frame on stdout)\n"
 	"\n"
 	"  --socket PATH  daemon socket (default $FEEDER_SOCKET, else " FEEDER_DEFAULT_SOCKET ")\n"
 	"  --timeout MS   give up after MS milliseconds (default 5000)\n"
 	"  --json         one JSON object instead of a table\n"
+	"  --once         top: print one frame and exit\n"
+	"  --interval MS  top: refresh period (default 1000)\n"
 	"  --version      print the version\n";
 
-static void human_bytes(uint64_t b, char *buf, size_t len)
+void fctl_human_bytes(uint64_t b, char *buf, size_t len)
 {
 	const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	double v = (double)b;
@@ -68,16 +73,20 @@ static void print_status(const struct feeder_status *r, const char *path, int js
 		       "\"streams\": %u, \"workers\": %u, \"datasets\": %u, \"memory_used\": %" PRIu64
 		       ", \"memory_limit\": %" PRIu64 ", \"batches\": %" PRIu64 ", \"samples\": %" PRIu64
 		       ", \"replacements\": %" PRIu64 ", \"decode_errors\": %" PRIu64
-		       ", \"protocol_errors\": %" PRIu64 ", \"samples_per_s\": %.1f}\n",
+		       ", \"protocol_errors\": %" PRIu64 ", \"samples_per_s\": %.1f"
+		       ", \"workers_busy\": %.4f, \"stage_seconds\": {",
 		       r->uptime_ms, r->clients, r->streams, r->workers, r->datasets,
 		       r->memory_used, r->memory_limit, r->batches, r->samples, r->replacements,
-		       r->decode_errors, r->protocol_errors, r->samples_per_s);
+		       r->decode_errors, r->protocol_errors, r->samples_per_s, r->workers_busy);
+		for (int i = 0; i < FEEDER_STAGES; i++)
+			printf("%s\"%s\": %.6f", i ? ", " : "", fctl_stage_names[i], r->stage_s[i]);
+		printf("}}\n");
 		return;
 	}
 	uint64_t s = r->uptime_ms / 1000;
 	char used[32], limit[32];
-	human_bytes(r->memory_used, used, sizeof used);
-	human_bytes(r->memory_limit, limit, sizeof limit);
+	fctl_human_bytes(r->memory_used, used, sizeof used);
+	fctl_human_bytes(r->memory_limit, limit, sizeof limit);
 	printf("feederd at %s\n", path);
 	printf("  uptime        %" PRIu64 "h%02" PRIu64 "m%02" PRIu64 "s\n", s / 3600, s / 60 % 60,
 	       s % 60);
@@ -86,12 +95,25 @@ static void print_status(const struct feeder_status *r, const char *path, int js
 	printf("  ring memory   %s of %s\n", used, limit);
 	printf("  batches       %" PRIu64 "\n  samples       %" PRIu64 "\n", r->batches, r->samples);
 	printf("  samples/s     %.1f\n", r->samples_per_s);
+	printf("  workers busy  %.0f %% (last 10 s)\n", 100 * r->workers_busy);
 	printf("  replacements  %" PRIu64 "\n  decode errors %" PRIu64
 	       "\n  bad messages  %" PRIu64 "\n", r->replacements, r->decode_errors,
 	       r->protocol_errors);
 }
 
-static const char *pipeline_name(uint32_t p)
+const char *const fctl_stage_names[FEEDER_STAGES] = {
+	"read", "decode", "transform", "features", "gpu",
+};
+
+void fctl_share_text(float share, char *buf, size_t len)
+{
+	if (share < 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.0f %%", 100.0 * share);
+}
+
+const char *fctl_pipeline_name(uint32_t p)
 {
 	return p == FEEDER_PIPE_JPEG ? "jpeg" : p == FEEDER_PIPE_FEATURES ? "features" : "?";
 }
@@ -108,7 +130,7 @@ static const char *placement_name(uint32_t p)
 
 /* "cpu", "gpu (device memory)", "auto: measuring", "auto -> gpu (cpu 12.1
  * ms, gpu 3.2 ms a batch)": what placement=auto chose, and why. */
-static void placement_text(const struct feeder_stream_status *s, char *buf, size_t len)
+void fctl_placement_text(const struct feeder_stream_status *s, char *buf, size_t len)
 {
 	const char *mem = s->memory == FEEDER_MEMORY_DEVICE ? " (device memory)" : "";
 	if (s->placement != FEEDER_PLACEMENT_AUTO)
@@ -149,9 +171,10 @@ static void print_streams(const struct feeder_stream_status *st, size_t n, int j
 	if (json)
 		printf("{\"streams\": [");
 	else
-		printf("%6s %7s %7s %6s %-16s %-8s %5s %5s %5s %6s %17s %9s %6s %10s %10s  %s\n", "ID",
-		       "SESSION", "PID", "UID", "DATASET", "PIPELINE", "BATCH", "SLOTS", "READY", "EPOCH",
-		       "BATCHES", "SAMPLES/S", "REPL", "WAIT_MS", "FULL_MS", "PLACEMENT");
+		printf("%6s %7s %7s %6s %-16s %-8s %5s %5s %5s %6s %17s %9s %6s %8s %10s %10s  %s\n",
+		       "ID", "SESSION", "PID", "UID", "DATASET", "PIPELINE", "BATCH", "SLOTS", "READY",
+		       "EPOCH", "BATCHES", "SAMPLES/S", "REPL", "DATAWAIT", "WAIT_MS", "FULL_MS",
+		       "PLACEMENT");
 	for (size_t i = 0; i < n; i++) {
 		const struct feeder_stream_status *s = &st[i];
 		if (json) {
@@ -163,27 +186,37 @@ static void print_streams(const struct feeder_stream_status *st, size_t n, int j
 			       ", \"samples_per_s\": %.1f, \"client_wait_us\": %" PRIu64
 			       ", \"ring_full_us\": %" PRIu64 ", \"placement\": \"%s\", "
 			       "\"active\": \"%s\", \"memory\": \"%s\", \"deciding\": %s, "
-			       "\"auto_cpu_ms\": %.3f, \"auto_gpu_ms\": %.3f}",
+			       "\"auto_cpu_ms\": %.3f, \"auto_gpu_ms\": %.3f, \"filling\": %u, "
+			       "\"trainer_reports\": %s, \"trainer_wait_us\": %" PRIu64
+			       ", \"trainer_compute_us\": %" PRIu64 ", \"wait_share_10s\": %.4f, "
+			       "\"wait_share_total\": %.4f, \"bytes_per_s\": %.1f, \"stage_seconds\": {",
 			       i ? ", " : "", s->stream, s->session, s->pid, s->uid, s->dataset,
-			       pipeline_name(s->pipeline), s->batch, s->slots, s->ready, s->epoch,
+			       fctl_pipeline_name(s->pipeline), s->batch, s->slots, s->ready, s->epoch,
 			       s->batches_sent, s->batches_total, s->samples, s->replacements,
 			       s->samples_per_s, s->client_wait_us, s->ring_full_us,
 			       placement_name(s->placement), placement_name(s->active),
 			       s->memory == FEEDER_MEMORY_DEVICE ? "device" : "host",
 			       s->deciding ? "true" : "false", (double)s->auto_cpu_ms,
-			       (double)s->auto_gpu_ms);
+			       (double)s->auto_gpu_ms, s->filling, s->trainer_reports ? "true" : "false",
+			       s->trainer_wait_us, s->trainer_compute_us, (double)s->wait_share_10s,
+			       (double)s->wait_share_total, s->bytes_per_s);
+			for (int k = 0; k < FEEDER_STAGES; k++)
+				printf("%s\"%s\": %.6f", k ? ", " : "", fctl_stage_names[k], s->stage_s[k]);
+			printf("}}");
 			continue;
 		}
 		char batches[40];
 		snprintf(batches, sizeof batches, "%" PRIu64 "/%" PRIu64, s->batches_sent,
 			 s->batches_total);
 		char place[96];
-		placement_text(s, place, sizeof place);
+		fctl_placement_text(s, place, sizeof place);
+		char wait[16];
+		fctl_share_text(s->wait_share_10s, wait, sizeof wait);
 		printf("%6u %7u %7u %6u %-16s %-8s %5u %5u %5u %6" PRIu64 " %17s %9.1f %6" PRIu64
-		       " %10.1f %10.1f  %s\n",
-		       s->stream, s->session, s->pid, s->uid, s->dataset, pipeline_name(s->pipeline),
+		       " %8s %10.1f %10.1f  %s\n",
+		       s->stream, s->session, s->pid, s->uid, s->dataset, fctl_pipeline_name(s->pipeline),
 		       s->batch, s->slots, s->ready, s->epoch, batches, s->samples_per_s,
-		       s->replacements, (double)s->client_wait_us / 1000,
+		       s->replacements, wait, (double)s->client_wait_us / 1000,
 		       (double)s->ring_full_us / 1000, place);
 	}
 	if (json)
@@ -196,13 +229,15 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "once", no_argument, NULL, 'o' },
+		{ "interval", required_argument, NULL, 'i' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = NULL;
-	int json = 0;
-	long timeout = 5000;
+	int json = 0, once = 0;
+	long timeout = 5000, interval = 1000;
 	int opt;
 	/* GNU getopt permutes: --json may also follow the command word. */
 	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -216,6 +251,19 @@ int main(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
+		case 'o':
+			once = 1;
+			break;
+		case 'i': {
+			char *end;
+			interval = strtol(optarg, &end, 10);
+			if (*end || interval < 100 || interval > 3600000) {
+				fprintf(stderr, "feederctl: --interval: '%s' is not a number of "
+						"milliseconds from 100 to 3600000\n", optarg);
+				return 2;
+			}
+			break;
+		}
 		case 's':
 			path = optarg;
 			break;
@@ -247,8 +295,19 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *cmd = argv[optind];
-	if (strcmp(cmd, "status") && strcmp(cmd, "datasets") && strcmp(cmd, "streams")) {
-		fprintf(stderr, "feederctl: unknown command '%s' (status, datasets or streams)\n", cmd);
+	if (strcmp(cmd, "status") && strcmp(cmd, "datasets") && strcmp(cmd, "streams") &&
+	    strcmp(cmd, "top")) {
+		fprintf(stderr, "feederctl: unknown command '%s' (status, datasets, streams or top)\n",
+			cmd);
+		return 2;
+	}
+	if ((once || interval != 1000) && strcmp(cmd, "top")) {
+		fprintf(stderr, "feederctl: --once and --interval are options of top\n");
+		return 2;
+	}
+	if (json && !strcmp(cmd, "top")) {
+		fprintf(stderr, "feederctl: top has no --json (feederctl streams --json has the "
+				"same figures)\n");
 		return 2;
 	}
 	if (!path || !*path)
@@ -263,6 +322,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int ms = (int)timeout;
+	if (strcmp(cmd, "top") == 0) {
+		rc = fctl_top(f, path, once, (int)interval, ms);
+		feeder_disconnect(f);
+		return rc;
+	}
 	if (strcmp(cmd, "status") == 0) {
 		struct feeder_status st;
 		rc = feeder_get_status(f, ms, &st);

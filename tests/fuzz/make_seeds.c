@@ -97,7 +97,10 @@ static int protocol_seeds(void)
 	m.u.open.opts.features.train = 1;
 	snprintf(m.u.open.opts.dataset, sizeof(m.u.open.opts.dataset), "voxceleb");
 	rc |= put_msg("open_stream_features", &m);
-	m.u.open.opts.flags = FEEDER_PLACEMENT_GPU | PROTO_FLAG_DEVICE_OK;
+	m.u.open.opts.placement = FEEDER_PLACEMENT_GPU;
+	m.u.open.opts.device_batches = 1;
+	m.u.open.opts.names = 1;
+	m.u.open.opts.shuffle = 0;
 	rc |= put_msg("open_stream_gpu", &m);
 
 	memset(&m, 0, sizeof(m));
@@ -112,6 +115,7 @@ static int protocol_seeds(void)
 	o->ndim = 4;
 	o->shape[0] = 2; o->shape[1] = 3; o->shape[2] = 8; o->shape[3] = 8;
 	o->labels_offset = PROTO_SLOT_HEADER;
+	o->indices_offset = PROTO_SLOT_HEADER + 8;
 	o->tensor_offset = PROTO_TENSOR_ALIGN;
 	o->tensor_bytes = 2 * 3 * 8 * 8 * 4;
 	o->slot_size = 2 * 4096;
@@ -135,7 +139,8 @@ static int protocol_seeds(void)
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_RELEASE;
-	m.u.release = (struct proto_release){ .stream = 5, .slot = 3 };
+	m.u.release = (struct proto_release){ .stream = 5, .slot = 3, .wait_us = 120000,
+					      .compute_us = 880000 };
 	rc |= put_msg("release", &m);
 
 	memset(&m, 0, sizeof(m));
@@ -174,6 +179,9 @@ static int protocol_seeds(void)
 	r->memory_used = 1 << 20; r->memory_limit = 1ull << 32;
 	r->batches = 100; r->samples = 3200; r->replacements = 1; r->decode_errors = 1;
 	r->samples_per_s = 1234.5;
+	r->workers_busy = 0.75;
+	r->stage_s[FEEDER_STAGE_READ] = 1.5;
+	r->stage_s[FEEDER_STAGE_DECODE] = 20.25;
 	rc |= put_msg("status_reply", &m);
 
 	memset(&m, 0, sizeof(m));
@@ -194,6 +202,9 @@ static int protocol_seeds(void)
 	s->pipeline = 1; s->batch = 32; s->slots = 4; s->ready = 2;
 	s->epoch = 1; s->batches_sent = 10; s->batches_total = 40; s->samples = 320;
 	s->samples_per_s = 900.25; s->client_wait_us = 1000; s->ring_full_us = 50;
+	s->filling = 2; s->trainer_reports = 1; s->trainer_wait_us = 5000;
+	s->trainer_compute_us = 95000; s->wait_share_10s = 0.05f; s->wait_share_total = 0.05f;
+	s->bytes_per_s = 1e8; s->stage_s[FEEDER_STAGE_TRANSFORM] = 3.5;
 	rc |= put_msg("stream_info", &m);
 
 	memset(&m, 0, sizeof(m));

@@ -48,6 +48,7 @@ enum feeder_feat_cmn { FEEDER_FEAT_CMN_NONE = 0, FEEDER_FEAT_CMN_UTT = 1,
 enum feeder_placement { FEEDER_PLACEMENT_CPU = 0, FEEDER_PLACEMENT_GPU = 1,
                         FEEDER_PLACEMENT_AUTO = 2 };
 enum feeder_memory { FEEDER_MEMORY_HOST = 0, FEEDER_MEMORY_DEVICE = 1 };
+#define FEEDER_STAGES 5
 
 #define FEEDER_DATASET_MAX 64
 #define FEEDER_SAMPLE_NAME_MAX 256
@@ -102,6 +103,8 @@ struct feeder_status {
     uint64_t decode_errors;
     uint64_t protocol_errors;
     double samples_per_s;
+    double workers_busy;
+    double stage_s[5];
 };
 
 struct feeder;

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# test_datawait.sh — the trainer's data wait, as feederd reports it (issue 17):
+#   * a trainer that computes 9 ms per batch of a cheap stream (16x16
+#     output) waits for data ~0 % of its time;
+#   * one that does nothing but read a stream one worker cannot keep up
+#     with (224x224 float32 from full-size photos) waits > 50 %;
+# both as the client measures itself, within 5 points, and as feederd
+# reports it (`feederctl streams --json`, libfeeder's status call); the
+# starvation warning (starvation_warn = 10, starvation_after = 2 here) is
+# logged for the second and not the first, naming the stream, its pid and
+# the stage that dominates. `feederctl top --once` shows both streams.
+. "$FEEDER_SOURCE/tests/e2e/lib.sh"
+dw=$build/tests/e2e/datawait_client
+[ -x "$dw" ] || skip "$dw is not built"
+
+make_dataset small 24 2 5
+# full-size photos: decoding them is the slow part
+"$genimg" 40 "$tmp/src-big" --classes 2 --seed 9 --threads 1 >/dev/null || fail "gen-images"
+"$packer" pack images --threads 1 "$tmp/src-big" "$datasets/big" >/dev/null 2>&1 || fail "packer big"
+
+cat > "$tmp/feederd.conf" <<CONF
+[feederd]
+socket = $sock
+datasets = $datasets
+workers = 1
+log_level = info
+starvation_warn = 10
+starvation_after = 2
+CONF
+"$feederd" --config "$tmp/feederd.conf" >>"$tmp/feederd.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 200); do
+	"$feederctl" --socket "$sock" --timeout 1000 status >/dev/null 2>&1 && break
+	sleep 0.05
+done
+
+# The fed trainer: 9 ms of compute per batch of 4 tiny samples.
+"$dw" "$sock" small 400 9 16 4 > "$tmp/fed.json" 2>"$tmp/fed.err" || fail "fed client: $(cat "$tmp/fed.err")"
+# The starved one: no compute, big decodes on one worker, for several seconds.
+"$dw" "$sock" big 700 0 224 8 > "$tmp/starved.json" 2>"$tmp/starved.err" &
+sp=$!
+bg_pids+=($sp)
+# While it runs: top shows it.
+sleep 3
+"$feederctl" --socket "$sock" top --once > "$tmp/top.txt" 2>&1 || fail "top --once: $(cat "$tmp/top.txt")"
+wait $sp || fail "starved client: $(cat "$tmp/starved.err")"
+cat "$tmp/fed.json" "$tmp/starved.json"
+/usr/bin/python3 - "$tmp/fed.json" "$tmp/starved.json" <<'PY' || fail "data-wait figures"
+import json, sys
+fed, starved = (json.load(open(p)) for p in sys.argv[1:3])
+for r in (fed, starved):
+    assert r["trainer_reports"] == 1, r
+    assert abs(r["client_share"] - r["daemon_share_total"]) <= 0.05, r
+    assert r["stage_seconds"][0] > 0 and r["stage_seconds"][1] > 0 and r["stage_seconds"][2] > 0, r
+assert fed["client_share"] < 0.10 and fed["daemon_share_total"] < 0.10, fed
+assert starved["client_share"] > 0.5 and starved["daemon_share_total"] > 0.5, starved
+# decoding full-size photos dominates the starved stream's work
+s = starved["stage_seconds"]
+assert s[1] == max(s), s
+print(f"fed: client {fed['client_share']:.3f} daemon {fed['daemon_share_total']:.3f}; "
+      f"starved: client {starved['client_share']:.3f} daemon {starved['daemon_share_total']:.3f}")
+PY
+grep -q "the trainer waited" "$tmp/feederd.log" || fail "no starvation warning for the starved stream"
+n=$(grep -c "the trainer waited" "$tmp/feederd.log")
+[ "$n" = 1 ] || fail "$n starvation warnings, want exactly 1 (the starved stream's)"
+grep "the trainer waited" "$tmp/feederd.log" | grep -q "dataset 'big'" || fail "the warning is not about 'big'"
+grep "the trainer waited" "$tmp/feederd.log" | grep -q "decoding" || fail "the warning does not name decoding"
+# one worker, all of it on this stream: more workers would help
+grep "the trainer waited" "$tmp/feederd.log" | grep -q "more workers" || fail "the warning does not say more workers would help"
+grep "the trainer waited" "$tmp/feederd.log"
+grep -q "big" "$tmp/top.txt" && grep -q "WAIT10S" "$tmp/top.txt" || fail "top --once: $(cat "$tmp/top.txt")"
+cat "$tmp/top.txt"
+echo "PASS"
