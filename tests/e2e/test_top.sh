@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# test_top.sh — `feederctl top` full screen, driven in tmux as a person
+# would: it draws the daemon and a running stream, refreshes, and quits on
+# 'q' within a second, leaving the pane's shell usable (the terminal mode
+# restored: what is typed afterwards is echoed).
+. "$FEEDER_SOURCE/tests/e2e/lib.sh"
+command -v tmux >/dev/null || skip "tmux is not installed (tools/install-deps installs it)"
+dw=$build/tests/e2e/datawait_client
+[ -x "$dw" ] || skip "$dw is not built"
+make_dataset small 24 2 5
+start_daemon
+"$dw" "$sock" small 100000 5 16 4 >/dev/null 2>&1 &
+bg_pids+=($!)
+sess=feeder-top-$$
+export TMUX_TMPDIR=$tmp
+tmux new-session -d -s "$sess" -x 160 -y 30 bash --norc --noprofile || fail "tmux"
+trap 'tmux kill-session -t "$sess" 2>/dev/null; cleanup' EXIT
+tmux send-keys -t "$sess" "$feederctl --socket $sock top --interval 300" Enter
+ok=
+for _ in $(seq 50); do
+	sleep 0.1
+	tmux capture-pane -t "$sess" -p > "$tmp/pane.txt"
+	grep -q "WAIT10S" "$tmp/pane.txt" && grep -q "small" "$tmp/pane.txt" && { ok=1; break; }
+done
+[ -n "$ok" ] || fail "top did not draw a stream line: $(cat "$tmp/pane.txt")"
+grep -q "q quits" "$tmp/pane.txt" || fail "no 'q quits' hint"
+first=$(grep -c "feederd at" "$tmp/pane.txt")
+[ "$first" = 1 ] || fail "the screen is not cleared between frames ($first headers)"
+tmux send-keys -t "$sess" q
+quit=
+for _ in $(seq 30); do
+	sleep 0.1
+	tmux send-keys -t "$sess" "echo top-exited-\$?" Enter
+	sleep 0.1
+	tmux capture-pane -t "$sess" -p > "$tmp/pane.txt"
+	grep -q "^top-exited-0" "$tmp/pane.txt" && { quit=1; break; }
+done
+[ -n "$quit" ] || fail "top did not quit on q: $(tail -5 "$tmp/pane.txt")"
+grep -q "echo top-exited" "$tmp/pane.txt" || fail "the terminal does not echo after top: $(tail -5 "$tmp/pane.txt")"
+echo "PASS: top drew the stream, quit on q with status 0, terminal echoes again"
