@@ -29,6 +29,7 @@
 enum key_type {
 	KEY_SOCKET,   /* path that must fit sun_path */
 	KEY_PATH,     /* any path */
+	KEY_LISTEN,   /* "" (off), HOST:PORT or an absolute unix socket path */
 	KEY_UINT,     /* unsigned within [min, max] */
 	KEY_INT,      /* signed within [min, max] */
 	KEY_SIZE,     /* byte count with optional suffix, within [min, max] */
@@ -67,6 +68,7 @@ static const struct key keys[] = {
 	{"max_queued", KEY_SIZE, 4096, 1 << 30, "bytes of replies queued for a client that does not read"},
 	{"starvation_warn", KEY_UINT, 0, 100, "warn when a trainer waits more than this % for data (0: never)"},
 	{"starvation_after", KEY_UINT, 1, 86400, "seconds of such waiting before the warning"},
+	{"metrics_listen", KEY_LISTEN, 0, 0, "serve Prometheus /metrics on HOST:PORT or a unix socket path (default: off)"},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
@@ -263,6 +265,21 @@ static int apply(struct config *cfg, const struct key *k, const char *val, const
 		if (strlen(val) >= CONFIG_PATH_MAX)
 			return status_fail(err, errlen, FEEDER_EINVAL, "%s: path is too long", where);
 		snprintf(cfg->datasets_dir, sizeof cfg->datasets_dir, "%s", val);
+		return 0;
+	case KEY_LISTEN:
+		if (strlen(val) >= sizeof cfg->metrics_listen)
+			return status_fail(err, errlen, FEEDER_EINVAL, "%s: '%s' is too long", where,
+					   val);
+		if (*val && *val != '/') {
+			const char *colon = strrchr(val, ':');
+			char *end;
+			long port = colon ? strtol(colon + 1, &end, 10) : -1;
+			if (!colon || colon == val || !colon[1] || *end || port < 0 || port > 65535)
+				return status_fail(err, errlen, FEEDER_EINVAL,
+						   "%s: '%s' is not HOST:PORT (port 0..65535) or an "
+						   "absolute unix socket path", where, val);
+		}
+		snprintf(cfg->metrics_listen, sizeof cfg->metrics_listen, "%s", val);
 		return 0;
 	case KEY_UINT:
 	case KEY_INT:
@@ -578,6 +595,7 @@ void config_print(const struct config *cfg, FILE *f)
 	fprintf(f, "max_queued = %" PRIu64 "\n", cfg->max_queued);
 	fprintf(f, "starvation_warn = %u\n", cfg->starvation_warn);
 	fprintf(f, "starvation_after = %u\n", cfg->starvation_after);
+	print_str(f, "metrics_listen", cfg->metrics_listen);
 }
 
 /* One pass over argv with getopt_long (options stop at the first operand,

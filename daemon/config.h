@@ -87,6 +87,8 @@ struct config {
 	 * for starvation_after seconds gets one warning in the log. */
 	unsigned starvation_warn;           /* --starvation-warn, percent (0: off) */
 	unsigned starvation_after;          /* --starvation-after, seconds */
+	/* Prometheus metrics: "" off, "HOST:PORT", or an absolute unix path. */
+	char metrics_listen[CONFIG_SOCKET_MAX];
 	int check_only;                     /* --check-config: validate, print, exit 0 */
 };
 

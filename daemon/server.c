@@ -11,6 +11,8 @@
 #include "listener.h"
 #include "log.h"
 #include "mapguard.h"
+#include "metrics.h"
+#include "metrics_text.h"
 #include "notify.h"
 #include "pool.h"
 #include "registry.h"
@@ -59,6 +61,8 @@ void server_stream_gone(struct server *srv, struct stream *s)
 	stream_totals(s, &srv->done_batches, &srv->done_samples, &srv->done_replacements,
 		      &srv->done_decode_errors);
 	stream_stage_seconds(s, srv->done_stage_s);
+	if (srv->metrics)
+		metrics_text_stream_gone(srv, s, server_now_us());
 	stream_destroy(s);
 	/* A device ring the GPU still writes is parked, not freed: poll. */
 	if (gpu_ring_collect())
@@ -259,6 +263,14 @@ static void tick(struct server *srv)
 	}
 	if (srv->watchdog_us)
 		notify_watchdog();
+	if (srv->metrics) {
+		char *text;
+		size_t len;
+		if (metrics_text(srv, now, &text, &len) == 0) {
+			metrics_publish(srv->metrics, text, len);
+			free(text);
+		}
+	}
 	/* Datasets removed or replaced on disk: about once a second. */
 	if (now - srv->last_check_us >= 900000) {
 		srv->last_check_us = now;
@@ -389,6 +401,19 @@ int server_create(struct server **out, const struct config *cfg, char *err, size
 	if (registry_fd(srv->reg) >= 0 &&
 	    (rc = watch_fd(srv, registry_fd(srv->reg), &srv->w_datasets, WATCH_DATASETS, err, errlen)))
 		goto fail;
+	if (cfg->metrics_listen[0]) {
+		char bound[160];
+		if ((rc = metrics_start(&srv->metrics, cfg->metrics_listen, bound, sizeof bound, err,
+					errlen)))
+			goto fail;
+		log_info("metrics: serving /metrics on %s", bound);
+		char *text;
+		size_t len;
+		if (metrics_text(srv, server_now_us(), &text, &len) == 0) {
+			metrics_publish(srv->metrics, text, len);
+			free(text);
+		}
+	}
 	log_info("feederd %s: %u workers, %zu datasets from %s, memory limit %.0f MiB",
 		 FEEDER_VERSION, cfg->workers, registry_count(srv->reg), cfg->datasets_dir,
 		 mib(cfg->memory_limit));
@@ -499,6 +524,8 @@ void server_destroy(struct server *srv)
 	for (size_t i = 0; i < srv->nzombies; i++)
 		server_stream_gone(srv, srv->zombies[i]);
 	free(srv->zombies);
+	metrics_stop(srv->metrics);
+	free(srv->series);
 	registry_close(srv->reg);
 	listener_close(srv);
 	for (int *fd = (int[]){ srv->epfd, srv->sig_fd, srv->wake_fd, srv->timer_fd, -2 }; *fd != -2; fd++)

@@ -27,6 +27,19 @@ struct registry;
 struct pool;
 struct stream;
 
+/* Counters per (dataset, pipeline) of the streams that have ended, for
+ * the metrics (metrics_text.c). */
+struct metrics_series {
+	char dataset[FEEDER_DATASET_MAX];
+	uint32_t pipeline;
+	uint64_t samples, batches, replacements;
+	uint64_t wait_us, compute_us;
+	double stage_s[FEEDER_STAGES];
+	unsigned open;           /* live copies only: open streams */
+};
+
+struct metrics;
+
 /* Seconds over which the workers' busy share is reported. */
 #define SERVER_BUSY_WINDOW 10
 
@@ -54,6 +67,9 @@ struct server {
 	double busy_snap[SERVER_BUSY_WINDOW + 1], busy_snap_t[SERVER_BUSY_WINDOW + 1];
 	unsigned busy_snaps, busy_next;
 	double workers_busy;     /* share of the workers' time, last SERVER_BUSY_WINDOW s */
+	struct metrics *metrics; /* the /metrics listener, or NULL */
+	struct metrics_series *series;
+	size_t nseries, cap_series;
 	uint64_t protocol_errors;
 	uint64_t dropped_clients; /* sessions dropped for a limit or a deadline */
 	double rate;

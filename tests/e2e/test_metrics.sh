@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# test_metrics.sh — Prometheus metrics (issue 17.3): feederd with
+# metrics_listen serves /metrics over real HTTP; the text parses with the
+# prometheus_client text parser; counters only grow across scrapes (also
+# when a stream ends) and follow a running stream; 404/405 for anything but
+# GET /metrics; abusive clients (40 idle connections, 100 KB of headers,
+# garbage) are refused or timed out by the listener while a stream's
+# batches keep coming at their rate; the same over a unix socket.
+. "$FEEDER_SOURCE/tests/e2e/lib.sh"
+/usr/bin/python3 -c "import prometheus_client.parser" 2>/dev/null \
+	|| skip "python3-prometheus-client is not installed (tools/install-deps installs it)"
+dw=$build/tests/e2e/datawait_client
+[ -x "$dw" ] || skip "$dw is not built"
+"$feederd" --config /dev/null --socket "$tmp/x.sock" --datasets "$datasets" \
+	--metrics-listen 127.0.0.1:0 --check-config >/dev/null 2>"$tmp/check.err" ||
+	{ grep -q "without libmicrohttpd" "$tmp/check.err" && skip "feederd built without libmicrohttpd"; }
+make_dataset small 24 2 5
+start_daemon --metrics-listen 127.0.0.1:0
+grep -q "without libmicrohttpd" "$tmp/feederd.log" && skip "feederd built without libmicrohttpd"
+port=$(sed -n 's/.*serving \/metrics on 127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/feederd.log" | head -1)
+[ -n "$port" ] || fail "no 'serving /metrics' line in the log"
+
+"$dw" "$sock" small 100000 5 16 4 >/dev/null 2>"$tmp/dw.err" &
+dwp=$!
+bg_pids+=($dwp)
+
+/usr/bin/python3 - "$port" "$sock" "$feederctl" "$dwp" <<'PY' || fail "metrics checks"
+import json, os, signal, socket, subprocess, sys, time, urllib.request, urllib.error
+from prometheus_client.parser import text_string_to_metric_families
+
+port, sock, feederctl, dwp = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+url = f"http://127.0.0.1:{port}/metrics"
+
+def scrape():
+    with urllib.request.urlopen(url, timeout=5) as r:
+        assert r.status == 200, r.status
+        assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
+        text = r.read().decode()
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            key = s.name + "".join(f",{k}={v}" for k, v in sorted(s.labels.items()))
+            out[key] = (fam.type, s.value)
+    return out
+
+def batches_sent():
+    out = subprocess.run([feederctl, "--socket", sock, "streams", "--json"], capture_output=True,
+                         text=True, check=True).stdout
+    return sum(s["batches_sent"] for s in json.loads(out)["streams"])
+
+time.sleep(1.5)
+a = scrape(); time.sleep(1.2); b = scrape(); time.sleep(1.2); c = scrape()
+for k in ("feeder_up", "feeder_samples_total", "feeder_batches_total", "feeder_workers_busy_ratio",
+          "feeder_worker_seconds_total,stage=decode", "feeder_ring_memory_bytes",
+          "feeder_dataset_samples_total,dataset=small,pipeline=jpeg",
+          "feeder_trainer_wait_seconds_total,dataset=small,pipeline=jpeg",
+          "feeder_trainer_compute_seconds_total,dataset=small,pipeline=jpeg",
+          "feeder_dataset_streams,dataset=small,pipeline=jpeg"):
+    assert k in c, (k, sorted(c))
+for k, (t, v) in c.items():
+    if t == "counter":
+        assert a.get(k, (t, 0))[1] <= b.get(k, (t, 0))[1] <= v, (k, a.get(k), b.get(k), v)
+s = "feeder_dataset_samples_total,dataset=small,pipeline=jpeg"
+assert a[s][1] < b[s][1] < c[s][1], (a[s], b[s], c[s])
+assert c["feeder_dataset_streams,dataset=small,pipeline=jpeg"][1] == 1
+assert c["feeder_trainer_compute_seconds_total,dataset=small,pipeline=jpeg"][1] > 0
+print(f"3 scrapes: samples {a[s][1]:.0f} -> {b[s][1]:.0f} -> {c[s][1]:.0f}, counters monotonic")
+
+for path, method, want in (("/", "GET", 404), ("/metrics", "POST", 405)):
+    try:
+        urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                                      method=method, data=b"x" if method == "POST" else None), timeout=5)
+        raise AssertionError(f"{method} {path} answered 200")
+    except urllib.error.HTTPError as e:
+        assert e.code == want, (path, method, e.code)
+
+# the stream's rate undisturbed
+b0, t0 = batches_sent(), time.time(); time.sleep(2); base = (batches_sent() - b0) / (time.time() - t0)
+idle = []
+for _ in range(40):
+    try:
+        idle.append(socket.create_connection(("127.0.0.1", int(port)), timeout=5))
+    except OSError:
+        break  # refused: the listener's limit
+big = socket.create_connection(("127.0.0.1", int(port)), timeout=10)
+big.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n")
+try:
+    reply = big.recv(200)
+except (ConnectionResetError, socket.timeout):
+    reply = b""
+assert not reply.startswith(b"HTTP/1.1 200"), reply
+junk = socket.create_connection(("127.0.0.1", int(port)), timeout=10)
+junk.sendall(b"\x00\x01garbage\r\n\r\n")
+try:
+    jr = junk.recv(200)
+except (ConnectionResetError, socket.timeout):
+    jr = b""
+assert not jr.startswith(b"HTTP/1.1 200"), jr
+b1, t1 = batches_sent(), time.time(); time.sleep(2); during = (batches_sent() - b1) / (time.time() - t1)
+print(f"stream: {base:.0f} batches/s before, {during:.0f} during the abuse "
+      f"({len(idle)} idle connections held, big headers: {reply[:30]!r}, garbage: {jr[:30]!r})")
+assert during >= 0.5 * base, (base, during)
+for s_ in idle + [big, junk]:
+    s_.close()
+time.sleep(0.5)
+d = scrape()   # served again once they are gone
+
+# a stream that ends keeps its counts
+os.kill(dwp, signal.SIGTERM)
+time.sleep(2.5)
+e = scrape()
+assert e[s][1] >= d[s][1], (d[s], e[s])
+assert e["feeder_dataset_streams,dataset=small,pipeline=jpeg"][1] == 0, e
+print(f"after the stream ended: samples {e[s][1]:.0f} (was {d[s][1]:.0f}), 0 streams")
+PY
+stop_daemon
+
+# the same over a unix socket
+start_daemon --metrics-listen "$tmp/metrics.sock"
+[ -S "$tmp/metrics.sock" ] || fail "no unix metrics socket"
+/usr/bin/python3 - "$tmp/metrics.sock" <<'PY' || fail "unix socket scrape"
+import socket, sys
+from prometheus_client.parser import text_string_to_metric_families
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1])
+s.sendall(b"GET /metrics HTTP/1.1\r\nHost: feederd\r\nConnection: close\r\n\r\n")
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+head, _, body = data.partition(b"\r\n\r\n")
+assert head.startswith(b"HTTP/1.1 200"), head
+names = {f.name for f in text_string_to_metric_families(body.decode())}
+assert {"feeder_up", "feeder_samples", "feeder_worker_seconds"} <= names, names
+print(f"unix socket: {len(names)} metric families")
+PY
+stop_daemon
+[ -e "$tmp/metrics.sock" ] && fail "the unix metrics socket was left behind"
+echo "PASS"
