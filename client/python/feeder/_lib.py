@@ -12,7 +12,9 @@ memory.
 The library is looked up in this order: $FEEDER_LIBRARY (a path); the build
 tree (this package is configured into <build>/client/python/feeder and the
 library is <build>/client/libfeeder.so); the install's libdir recorded by
-Meson in _paths.py; then the dynamic linker's search for "libfeeder.so.0".
+Meson in _paths.py; for a pip-installed package (no _paths.py), libdirs
+under /usr/local and /usr; then the dynamic linker's search for
+"libfeeder.so.0". If none loads, ImportError lists every place tried.
 """
 import os
 
@@ -183,6 +185,15 @@ def _candidates():
         out.append(os.path.join(_paths.LIBDIR, "libfeeder.so.0"))
     except ImportError:
         pass
+    # pip-installed (no _paths.py): meson install's usual places, then the
+    # dynamic linker's own search
+    import sysconfig
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    for prefix in ("/usr/local", "/usr"):
+        for lib in ("lib/" + multiarch if multiarch else "lib", "lib64", "lib"):
+            p = os.path.join(prefix, lib, "libfeeder.so.0")
+            if p not in out:
+                out.append(p)
     out.append("libfeeder.so.0")
     return out
 

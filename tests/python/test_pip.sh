@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# test_pip.sh — `pip install ./client/python` (issue 17.6): into a fresh
+# virtual environment (with the system's site packages for NumPy and cffi:
+# no network here), then that environment's `import feeder` runs a Loader
+# against a real feederd with the library named by $FEEDER_LIBRARY, and
+# its batches (labels, indices, every pixel) equal those of the package
+# configured in the build tree. Without a loadable libfeeder, the import
+# fails with an ImportError that says where it looked.
+. "$FEEDER_SOURCE/tests/e2e/lib.sh"
+py=/usr/bin/python3
+$py -m venv --help >/dev/null 2>&1 || skip "python3 -m venv is missing (python3-venv)"
+$py -m pip --version >/dev/null 2>&1 || skip "pip is missing (python3-pip)"
+lib=$build/client/libfeeder.so.0
+[ -e "$lib" ] || skip "$lib is not built"
+
+$py -m venv --system-site-packages "$tmp/venv" || fail "python3 -m venv"
+# from a copy: setuptools writes build/ and *.egg-info beside the sources
+mkdir -p "$tmp/pysrc"
+cp -r "$src/client/python/pyproject.toml" "$src/client/python/README.md" "$src/client/python/feeder" \
+	"$tmp/pysrc/" || fail "copying client/python"
+"$tmp/venv/bin/python" -m pip install --no-build-isolation --no-deps --no-cache-dir --quiet \
+	"$tmp/pysrc" >"$tmp/pip.log" 2>&1 || fail "pip install: $(tail -5 "$tmp/pip.log")"
+
+make_dataset small 20 2 5
+start_daemon
+
+cat > "$tmp/run.py" <<'PY'
+import hashlib, os, sys
+import feeder
+where = os.path.dirname(feeder.__file__)
+hashes = []
+ld = feeder.Loader("small", batch_size=4, seed=7, dtype="uint8", return_index=True,
+                   pipeline=feeder.Jpeg(size=32))
+for batch in ld:
+    x, y, idx = batch[0], batch[1], batch[2]
+    h = hashlib.sha1()
+    for a in (x, y, idx):
+        h.update(bytes(memoryview(a).cast("B")) if hasattr(a, "__array_interface__") else bytes(a))
+    hashes.append(h.hexdigest())
+    if len(hashes) == 5:
+        break
+print(where)
+print(" ".join(hashes))
+PY
+cd "$tmp" || fail "cd"
+# the pip-installed package, not the build tree's
+env -u PYTHONPATH FEEDER_SOCKET="$sock" FEEDER_LIBRARY="$lib" "$tmp/venv/bin/python" "$tmp/run.py" \
+	>"$tmp/venv.out" 2>"$tmp/venv.err" || fail "the venv's feeder: $(tail -5 "$tmp/venv.err")"
+case "$(head -1 "$tmp/venv.out")" in
+	"$tmp/venv/"*) ;;
+	*) fail "feeder was imported from $(head -1 "$tmp/venv.out"), not the venv" ;;
+esac
+PYTHONPATH="$build/client/python" FEEDER_SOCKET="$sock" $py "$tmp/run.py" >"$tmp/build.out" 2>"$tmp/build.err" \
+	|| fail "the build tree's feeder: $(tail -5 "$tmp/build.err")"
+[ "$(sed -n 2p "$tmp/venv.out")" = "$(sed -n 2p "$tmp/build.out")" ] \
+	|| fail "batches differ: $(sed -n 2p "$tmp/venv.out") vs $(sed -n 2p "$tmp/build.out")"
+[ "$(sed -n 2p "$tmp/venv.out" | wc -w)" = 5 ] || fail "not 5 batches"
+
+# no library: a clear ImportError naming what was tried
+if env -u PYTHONPATH FEEDER_LIBRARY="$tmp/nope/libfeeder.so.0" "$tmp/venv/bin/python" -c "import feeder" \
+	2>"$tmp/imp.err"; then
+	fail "import feeder succeeded without a library"
+fi
+grep -q "ImportError: feeder: cannot load libfeeder; tried $tmp/nope/libfeeder.so.0 (missing)" "$tmp/imp.err" \
+	|| fail "unclear ImportError: $(tail -2 "$tmp/imp.err")"
+echo "PASS: pip-installed feeder in a venv: 5 batches identical to the build tree's; ImportError: $(tail -1 "$tmp/imp.err")"
