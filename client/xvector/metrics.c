@@ -79,6 +79,17 @@ static int metrics_sweep(const float *tar, size_t nt, const float *non, size_t n
 	return 0;
 }
 
+int metrics_det(const float *target, size_t ntarget, const float *nontarget, size_t nnontarget,
+		double **pmiss, double **pfa, size_t *npoints, char *err, size_t errlen)
+{
+	float *lowest;
+	int rc = metrics_sweep(target, ntarget, nontarget, nnontarget, pmiss, pfa, &lowest, npoints,
+			       err, errlen);
+	if (rc == 0)
+		free(lowest);
+	return rc;
+}
+
 int metrics_eer(const float *target, size_t ntarget, const float *nontarget, size_t nnontarget,
 		double *eer, char *err, size_t errlen)
 {

@@ -28,6 +28,12 @@ int metrics_min_dcf(const float *target, size_t ntarget, const float *nontarget,
 		    size_t nnontarget, double p_target, double c_miss, double c_fa, double *min_dcf,
 		    double *threshold, char *err, size_t errlen);
 
+/* The DET curve: miss and false-alarm rates at every threshold, from
+ * "accept all" (pmiss 0, pfa 1) to "reject all" (1, 0), *npoints of each,
+ * malloc'd (the caller frees both). Same errors as metrics_eer. */
+int metrics_det(const float *target, size_t ntarget, const float *nontarget, size_t nnontarget,
+		double **pmiss, double **pfa, size_t *npoints, char *err, size_t errlen);
+
 /* Cosine similarity of a and b (n floats); 0 when either has zero norm. */
 float metrics_cosine(const float *a, const float *b, size_t n);
 

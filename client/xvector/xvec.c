@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "xvec_checkpoint.h"
 #include "xvec_model.h"
+#include "xvec_plot.h"
 #include "xvec_position.h"
 #include "xvec_train.h"
 
@@ -40,6 +41,7 @@
 struct args {
 	const char *cmd;
 	const char *dataset, *socket, *out, *resume, *checkpoint, *device, *precision;
+	const char *log, *det, *plot_in;
 	int autotune;
 	int epochs, batch, chunk, log_every, slots, json;
 	long stop_after, steps;
@@ -56,7 +58,8 @@ static void usage(FILE *f)
 {
 	fputs("usage: xvec train --dataset NAME --out CKPT [options]\n"
 	      "       xvec embed --checkpoint CKPT --dataset NAME --out FILE [options]\n"
-	      "       xvec eval  --checkpoint CKPT --dataset NAME [--json] [options]\n"
+	      "       xvec eval  --checkpoint CKPT --dataset NAME [--json] [--det FILE.svg] [options]\n"
+	      "       xvec plot  LOG.jsonl --out FILE.svg\n"
 	      "common:  --socket PATH (default $FEEDER_SOCKET, then " FEEDER_DEFAULT_SOCKET ")\n"
 	      "         --batch B (64)  --chunk L (train 200, eval 300)  --slots N (4)\n"
 	      "         --device cpu|cuda (cpu)  --timeout-ms MS (60000)\n"
@@ -68,6 +71,9 @@ static void usage(FILE *f)
 	      "         --embed 512 --log-every N (10) --resume CKPT --stop-after STEPS\n"
 	      "         --steps N (stop after N steps in all)  --in-memory K (benchmark:\n"
 	      "         train on K batches held in memory instead of the stream)\n"
+	      "         --log FILE.jsonl (one JSON object per log line: step, loss, accuracy,\n"
+	      "         samples/s, data wait, learning rate)\n"
+	      "eval:    --det FILE.svg (the DET curve, EER marked)\n"
 	      "cuda:    --precision fp32|tf32|bf16 (fp32)  --autotune\n",
 	      f);
 }
@@ -97,7 +103,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"slots", 1, 0, 6}, {"stop-after", 1, 0, 7}, {"steps", 1, 0, 8},
 		{"in-memory", 1, 0, 9}, {"timeout-ms", 1, 0, 10}, {"json", 0, 0, 'j'},
 		{"precision", 1, 0, 11}, {"autotune", 0, 0, 12}, {"placement", 1, 0, 13},
-		{"reconnect", 1, 0, 14},
+		{"reconnect", 1, 0, 14}, {"log", 1, 0, 15}, {"det", 1, 0, 16},
 		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	memset(a, 0, sizeof(*a));
 	a->device = "cpu";
@@ -124,8 +130,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 		usage(stdout);
 		exit(0);
 	}
-	if (strcmp(a->cmd, "train") && strcmp(a->cmd, "embed") && strcmp(a->cmd, "eval")) {
-		fprintf(stderr, "xvec: unknown command '%s' (train, embed or eval)\n", a->cmd);
+	if (strcmp(a->cmd, "train") && strcmp(a->cmd, "embed") && strcmp(a->cmd, "eval") &&
+	    strcmp(a->cmd, "plot")) {
+		fprintf(stderr, "xvec: unknown command '%s' (train, embed, eval or plot)\n", a->cmd);
 		return -1;
 	}
 	optind = 2;
@@ -144,6 +151,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'j': a->json = 1; break;
 		case 11: a->precision = optarg; break;
 		case 12: a->autotune = 1; break;
+		case 15: a->log = optarg; break;
+		case 16: a->det = optarg; break;
 		case 13:
 			if (!strcmp(optarg, "cpu"))
 				a->placement = FEEDER_PLACEMENT_CPU;
@@ -187,8 +196,24 @@ static int parse_args(int argc, char **argv, struct args *a)
 			}
 		}
 	}
+	if (!strcmp(a->cmd, "plot")) {
+		if (optind + 1 != argc || !a->out) {
+			fprintf(stderr, "xvec plot: usage: xvec plot LOG.jsonl --out FILE.svg\n");
+			return -1;
+		}
+		a->plot_in = argv[optind];
+		return 0;
+	}
 	if (optind < argc) {
 		fprintf(stderr, "xvec: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (a->log && strcmp(a->cmd, "train")) {
+		fprintf(stderr, "xvec %s: --log is an option of train\n", a->cmd);
+		return -1;
+	}
+	if (a->det && strcmp(a->cmd, "eval")) {
+		fprintf(stderr, "xvec %s: --det is an option of eval\n", a->cmd);
 		return -1;
 	}
 	if (!a->dataset) {
@@ -444,9 +469,19 @@ static int cmd_train(const struct args *a)
 	signal(SIGINT, on_sigint);
 	signal(SIGTERM, on_sigint);
 	struct xvec_train_limits lim = { .log_every = a->log_every, .steps = a->steps,
-					 .stop_after = a->stop_after, .interrupted = &interrupted };
+					 .stop_after = a->stop_after, .interrupted = &interrupted,
+					 .lr = a->lr };
+	if (a->log && !(lim.jsonl = fopen(a->log, a->resume ? "a" : "w"))) {
+		fprintf(stderr, "xvec: --log %s: %s\n", a->log, strerror(errno));
+		goto out;
+	}
 	struct xvec_train_result res = { .epoch = pos.epoch, .next_batch = pos.next_batch };
-	if (xvec_train_run(t, &lim, stdout, &res, err, sizeof(err))) {
+	int trc = xvec_train_run(t, &lim, stdout, &res, err, sizeof(err));
+	if (lim.jsonl && fclose(lim.jsonl) != 0 && !trc) {
+		fprintf(stderr, "xvec: --log %s: %s\n", a->log, strerror(errno));
+		goto out;
+	}
+	if (trc) {
 		fprintf(stderr, "xvec: training: %s\n", err);
 		goto out;
 	}
@@ -657,6 +692,26 @@ static int cmd_eval(const struct args *a)
 				"two utterances)\n", err);
 		goto out;
 	}
+	if (a->det) {
+		double *pm = NULL, *pf = NULL;
+		size_t np;
+		char title[256];
+		FILE *svg = NULL;
+		snprintf(title, sizeof title, "DET: %s (%zu utterances, cosine scoring)", a->dataset, n);
+		int drc = metrics_det(tgt, nt, non, nn, &pm, &pf, &np, err, sizeof(err));
+		if (drc == 0 && !(svg = fopen(a->det, "w")))
+			drc = -errno, snprintf(err, sizeof err, "%s", strerror(errno));
+		if (drc == 0)
+			drc = xvec_plot_det(svg, pm, pf, np, eer, title, err, sizeof(err));
+		if (svg && fclose(svg) != 0 && drc == 0)
+			drc = -errno, snprintf(err, sizeof err, "%s", strerror(errno));
+		free(pm);
+		free(pf);
+		if (drc) {
+			fprintf(stderr, "xvec eval: --det %s: %s\n", a->det, err);
+			goto out;
+		}
+	}
 	if (a->json)
 		printf("{\"eer\": %.6f, \"min_dcf\": %.6f, \"utterances\": %zu, \"target_trials\": %zu, "
 		       "\"nontarget_trials\": %zu}\n", eer, dcf, n, nt, nn);
@@ -675,6 +730,26 @@ out:
 	return rc;
 }
 
+/* The training log as a picture: loss, accuracy and data wait by step. */
+static int cmd_plot(const struct args *a)
+{
+	char err[512];
+	FILE *svg = fopen(a->out, "w");
+	if (!svg) {
+		fprintf(stderr, "xvec plot: %s: %s\n", a->out, strerror(errno));
+		return 1;
+	}
+	int rc = xvec_plot_log(svg, a->plot_in, err, sizeof(err));
+	if (fclose(svg) != 0 && rc == 0)
+		rc = -errno, snprintf(err, sizeof err, "%s: %s", a->out, strerror(errno));
+	if (rc) {
+		fprintf(stderr, "xvec plot: %s\n", err);
+		return 1;
+	}
+	printf("plot of %s written to %s\n", a->plot_in, a->out);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a;
@@ -686,5 +761,7 @@ int main(int argc, char **argv)
 		return cmd_train(&a);
 	if (!strcmp(a.cmd, "embed"))
 		return cmd_embed(&a);
+	if (!strcmp(a.cmd, "plot"))
+		return cmd_plot(&a);
 	return cmd_eval(&a);
 }

@@ -50,6 +50,15 @@ int xvec_train_run(struct xvec_trainer *t, const struct xvec_train_limits *lim, 
 				iv.accuracy, (double)int_samples / dt, ops->wait_name,
 				100.0 * iv.wait_fraction);
 			fflush(out);
+			if (lim->jsonl) {
+				fprintf(lim->jsonl, "{\"step\": %llu, \"epoch\": %llu, \"batch\": %llu, "
+					"\"loss\": %.9g, \"accuracy\": %.6f, \"samples_per_s\": %.2f, "
+					"\"data_wait\": %.6f, \"lr\": %g, \"seconds\": %.3f}\n",
+					(unsigned long long)ops->model_step(t), (unsigned long long)s.epoch,
+					(unsigned long long)s.batch_index, iv.loss, iv.accuracy,
+					(double)int_samples / dt, iv.wait_fraction, lim->lr, now - t_start);
+				fflush(lim->jsonl);
+			}
 			t_int = now;
 			int_steps = 0;
 			int_samples = 0;

@@ -82,6 +82,8 @@ struct xvec_train_limits {
 	long steps;            /* stop after this many steps of this run (<= 0: no limit) */
 	long stop_after;       /* stop once the model has taken this many steps (<= 0: none) */
 	const volatile sig_atomic_t *interrupted;  /* set by a signal handler: stop */
+	FILE *jsonl;           /* NULL, or one JSON object per interval (xvec train --log) */
+	double lr;             /* the learning rate, for the log */
 };
 
 struct xvec_train_result {

@@ -15,13 +15,13 @@ done
 start_daemon
 common=(--socket "$sock" --batch 32 --width 128 --pool-width 256 --embed 64)
 "$xvec" train --dataset speech-train "${common[@]}" --epochs 12 --chunk 100 --lr 0.003 \
-	--noise-eps 0.1 --log-every 9 --out "$tmp/ckpt" >"$tmp/train.log" 2>&1 \
+	--noise-eps 0.1 --log-every 9 --out "$tmp/ckpt" --log "$tmp/train.jsonl" >"$tmp/train.log" 2>&1 \
 	|| { cat "$tmp/train.log"; fail "xvec train"; }
 cat "$tmp/train.log"
 acc=$(grep '^step ' "$tmp/train.log" | tail -1 | sed -E 's/.* acc ([0-9.]+) .*/\1/')
 awk -v a="$acc" 'BEGIN { exit !(a > 0.3) }' || fail "final training accuracy $acc, want > 0.3 (chance 0.05)"
 "$xvec" eval --checkpoint "$tmp/ckpt" --dataset speech-test --socket "$sock" --json \
-	>"$tmp/eval.json" 2>"$tmp/eval.err" || { cat "$tmp/eval.err"; fail "xvec eval"; }
+	--det "$tmp/det.svg" >"$tmp/eval.json" 2>"$tmp/eval.err" || { cat "$tmp/eval.err"; fail "xvec eval"; }
 cat "$tmp/eval.json"
 eer=$(json_get "$tmp/eval.json" eer)
 n=$(json_get "$tmp/eval.json" utterances)
@@ -38,5 +38,32 @@ if "$xvec" train --dataset speech-train --socket "$sock" --out "$tmp/c2" --devic
 	fail "--device cuda succeeded without a CUDA trainer"
 fi
 grep -q 'cuda' "$tmp/cuda.err" || fail "--device cuda error does not say why: $(cat "$tmp/cuda.err")"
+# The pictures (issue 17.4): the log has one object per log line with the
+# figures of that line; the DET plot is well-formed SVG with the EER point
+# where eval --json puts the EER; xvec plot draws the log's three curves.
+"$xvec" plot "$tmp/train.jsonl" --out "$tmp/train.svg" >/dev/null 2>"$tmp/plot.err" \
+	|| fail "xvec plot: $(cat "$tmp/plot.err")"
+/usr/bin/python3 - "$tmp/train.jsonl" "$tmp/train.log" "$tmp/det.svg" "$eer" "$tmp/train.svg" <<'PY' \
+	|| fail "log and plots"
+import json, sys, xml.etree.ElementTree as ET
+jl, log, det, eer, plot = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5]
+rows = [json.loads(l) for l in open(jl)]
+lines = [l for l in open(log) if l.startswith("step ")]
+assert len(rows) == len(lines) and len(rows) > 3, (len(rows), len(lines))
+for r, l in zip(rows, lines):
+    f = l.split()
+    assert r["step"] == int(f[1]) and abs(r["loss"] - float(f[7])) <= 1e-6 * abs(r["loss"]), (r, l)
+    assert abs(r["accuracy"] - float(f[9])) < 1e-3 and 0 <= r["data_wait"] <= 1 and r["lr"] == 0.003
+ns = {"s": "http://www.w3.org/2000/svg"}
+root = ET.parse(det).getroot()
+c = root.find(".//s:circle[@id='eer']", ns)
+assert c is not None and abs(float(c.get("data-eer")) - eer) < 1e-6, (c.attrib if c is not None else None, eer)
+assert len(root.findall(".//s:polyline", ns)) == 1
+p = ET.parse(plot).getroot()
+assert len(p.findall(".//s:polyline", ns)) == 3
+print(f"{len(rows)} log lines match; DET EER marker {c.get('data-eer')} = eval {eer}; plot has 3 curves")
+PY
+if "$xvec" plot "$tmp/nope.jsonl" --out "$tmp/x.svg" 2>"$tmp/plot.err"; then fail "plot of a missing log"; fi
+grep -q "nope.jsonl" "$tmp/plot.err" || fail "plot error does not name the file: $(cat "$tmp/plot.err")"
 stop_daemon
 echo "PASS: final train acc $acc, held-out EER $eer"

@@ -1,0 +1,27 @@
+/* xvec_plot.h — xvec's results as pictures: self-contained SVG files.
+ *
+ * xvec_plot_det draws a DET curve (miss against false-alarm probability,
+ * both on normal-deviate axes from 0.1 % to 50 %, as NIST plots them) with
+ * the EER point marked; xvec_plot_log draws the training log written by
+ * `xvec train --log` (one JSON object per logging interval) as three panels
+ * against the step: loss, training accuracy, and the share of time spent
+ * waiting for data. Both return 0 or a negative code with a sentence. */
+#ifndef FEEDER_XVEC_PLOT_H
+#define FEEDER_XVEC_PLOT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* The DET curve of n points (pmiss[i], pfa[i]); eer is marked (its value in
+ * the marker's data-eer attribute, for tests). */
+int xvec_plot_det(FILE *out, const double *pmiss, const double *pfa, size_t n, double eer,
+		  const char *title, char *err, size_t errlen);
+
+/* The log at path (JSON lines with step, loss, accuracy, data_wait). */
+int xvec_plot_log(FILE *out, const char *path, char *err, size_t errlen);
+
+/* The normal deviate of probability p in (0, 1) (the inverse of the
+ * standard normal CDF; Acklam's rational approximation, refined). */
+double xvec_probit(double p);
+
+#endif
