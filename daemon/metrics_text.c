@@ -15,6 +15,7 @@
 #include "stream.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,7 +124,7 @@ int metrics_text(struct server *srv, uint64_t now_us, char **out, size_t *len)
 		   "feeder_workers %u\n", pool_workers(srv->pool));
 	fprintf(f, "# HELP feeder_workers_busy_ratio Share of the workers' time spent on samples "
 		   "over the last 10 s.\n# TYPE feeder_workers_busy_ratio gauge\n"
-		   "feeder_workers_busy_ratio %.4f\n", srv->workers_busy);
+		   "feeder_workers_busy_ratio %.4f\n", srv->workers_busy < 0 ? NAN : srv->workers_busy);
 	fprintf(f, "# HELP feeder_ring_memory_bytes Shared memory of all stream rings.\n"
 		   "# TYPE feeder_ring_memory_bytes gauge\nfeeder_ring_memory_bytes %" PRIu64 "\n",
 		srv->mem_used);

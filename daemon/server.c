@@ -153,7 +153,7 @@ static double busy_over(const struct server *srv, unsigned seconds)
 {
 	unsigned n = SERVER_BUSY_WINDOW + 1;
 	if (srv->busy_snaps < 2)
-		return 0;
+		return -1; /* not measured yet */
 	unsigned newest = (srv->busy_next + n - 1) % n;
 	unsigned back = seconds < srv->busy_snaps - 1 ? seconds : srv->busy_snaps - 1;
 	unsigned from = (newest + n - back) % n;
@@ -203,7 +203,12 @@ static void starvation(struct server *srv, struct session *c, struct stream *s, 
 								       : SERVER_BUSY_WINDOW;
 	double busy = busy_over(srv, secs);
 	const char *advice;
-	if (busy >= 0.9)
+	char busy_text[32] = "not measured yet";
+	if (busy >= 0)
+		snprintf(busy_text, sizeof busy_text, "%.0f %%", 100 * busy);
+	if (busy < 0)
+		advice = "too early to say whether more workers would help";
+	else if (busy >= 0.9)
 		advice = "the workers are all busy: more workers (--workers) would help";
 	else if (top == FEEDER_STAGE_READ)
 		advice = "the workers are not all busy and reading dominates: the disk is the limit";
@@ -211,9 +216,9 @@ static void starvation(struct server *srv, struct session *c, struct stream *s, 
 		advice = "the workers are not all busy: more slots (prefetch) may help, or the "
 			 "trainer's own input handling is the limit";
 	log_warn("stream %u (client pid %d, dataset '%s'): the trainer waited %.0f %% of the last "
-		 "%d s for data; workers busy %.0f %%; %.0f %% of the stream's work is %s; %s",
+		 "%d s for data; workers busy %s; %.0f %% of the stream's work is %s; %s",
 		 stream_id(s), (int)c->pid, stream_dataset(s)->name, 100 * share, 10,
-		 100 * busy, sum > 0 ? 100 * st[top] / sum : 0, stage_names[top],
+		 busy_text, sum > 0 ? 100 * st[top] / sum : 0, stage_names[top],
 		 advice);
 }
 

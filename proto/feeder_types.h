@@ -176,7 +176,7 @@ struct feeder_status {
 	uint64_t protocol_errors;      /* malformed messages received */
 	double samples_per_s;          /* over the last few seconds, all streams */
 	double workers_busy;           /* share of the workers' time spent on samples,
-					  over the last 10 s (0..1) */
+					  over the last 10 s (0..1; -1 in the first seconds) */
 	double stage_s[FEEDER_STAGES]; /* worker seconds per enum feeder_stage, since start */
 };
 

@@ -95,7 +95,9 @@ static void print_status(const struct feeder_status *r, const char *path, int js
 	printf("  ring memory   %s of %s\n", used, limit);
 	printf("  batches       %" PRIu64 "\n  samples       %" PRIu64 "\n", r->batches, r->samples);
 	printf("  samples/s     %.1f\n", r->samples_per_s);
-	printf("  workers busy  %.0f %% (last 10 s)\n", 100 * r->workers_busy);
+	char busy[16];
+	fctl_share_text((float)r->workers_busy, busy, sizeof busy);
+	printf("  workers busy  %s (last 10 s)\n", busy);
 	printf("  replacements  %" PRIu64 "\n  decode errors %" PRIu64
 	       "\n  bad messages  %" PRIu64 "\n", r->replacements, r->decode_errors,
 	       r->protocol_errors);

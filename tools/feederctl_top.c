@@ -47,8 +47,10 @@ static int frame(struct feeder *f, const char *path, int timeout_ms, FILE *out)
 	fprintf(out, "feederd at %s  up %" PRIu64 "h%02" PRIu64 "m%02" PRIu64 "s  %u clients  "
 		"%u streams  %u datasets\n", path, up / 3600, up / 60 % 60, up % 60, st.clients,
 		st.streams, st.datasets);
-	fprintf(out, "workers %u, busy %.0f %% (last 10 s)  samples/s %.1f  ring memory %s of %s\n",
-		st.workers, 100 * st.workers_busy, st.samples_per_s, used, limit);
+	char busy[16];
+	fctl_share_text((float)st.workers_busy, busy, sizeof busy);
+	fprintf(out, "workers %u, busy %s (last 10 s)  samples/s %.1f  ring memory %s of %s\n",
+		st.workers, busy, st.samples_per_s, used, limit);
 	double sum = 0;
 	for (int i = 0; i < FEEDER_STAGES; i++)
 		sum += st.stage_s[i];

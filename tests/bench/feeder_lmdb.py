@@ -10,7 +10,10 @@ import struct
 import lmdb
 import numpy as np
 
-SAMPLE_HDR = struct.Struct("<IIIIIB3x")  # label, payload_len, crc, frames, dim, dtype
+SAMPLE_HDR = struct.Struct("<IIIIIB")  # label, payload_len, crc, frames, dim, dtype
+# bytes before the payload: version 1 records end the header there (24),
+# version 2 adds flags, aux and a CRC of the header (32)
+HDR_BYTES = {1: 24, 2: 32}
 HEADER = struct.Struct("<8sIIQIII")       # magic, version, kind, samples, classes, dim, dtype
 
 
@@ -26,6 +29,9 @@ class FeederLMDB:
             magic, version, kind, samples, classes, dim, dtype = HEADER.unpack_from(raw)
             if magic != b"FEEDERDS":
                 raise ValueError(f"{path}: not a Feeder dataset")
+            if version not in HDR_BYTES:
+                raise ValueError(f"{path}: dataset format version {version} is not known here")
+        self.hdr_bytes = HDR_BYTES[version]
         self.kind, self.samples, self.classes, self.dim, self.dtype = kind, samples, classes, dim, dtype
         env.close()
         self.env = None
@@ -47,7 +53,7 @@ class FeederLMDB:
         with self.env.begin(buffers=False) as txn:
             v = txn.get(struct.pack(">Q", index), db=self.samples_db)
         label, plen, _crc, frames, dim, dtype = SAMPLE_HDR.unpack_from(v)
-        return label, v[SAMPLE_HDR.size:SAMPLE_HDR.size + plen], frames, dim, dtype
+        return label, v[self.hdr_bytes:self.hdr_bytes + plen], frames, dim, dtype
 
     def features(self, index):
         label, payload, frames, dim, dtype = self.get(index)

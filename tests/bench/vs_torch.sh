@@ -10,7 +10,11 @@
 # x workers, measured by feeder-bench in the same run), feeder_stream_next wait
 # p99, the daemon's memory beyond its rings (RssAnon + RssFile; the rings are
 # RssShmem), and feeder.Loader from Python when the package is built.
-# Prints a markdown table for BENCHMARKS.md.
+# Prints a markdown table for BENCHMARKS.md, and a `feederctl top` frame
+# taken during the Feeder run.
+# Environment: FEEDER_METRICS=1 runs feederd with Prometheus metrics on a
+# unix socket and scrapes /metrics every second during the whole run (the
+# cost of the reporting, issue 17).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 src=$(pwd)
@@ -31,11 +35,23 @@ trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
 mkdir -p "$work/datasets"
 "$build/tools/packer" pack images "$imgs" "$work/datasets/images" >&2
 
+metrics_args=()
+[ "${FEEDER_METRICS:-0}" = 1 ] && metrics_args=(--metrics-listen "$work/metrics.sock")
 "$build/daemon/feederd" --config /dev/null --socket "$work/s.sock" --datasets "$work/datasets" \
-  --workers "$cores" --log-level warning 2>"$work/feederd.log" &
+  --workers "$cores" --log-level warning "${metrics_args[@]}" 2>"$work/feederd.log" &
 daemon=$!
 for _ in $(seq 100); do [ -S "$work/s.sock" ] && break; sleep 0.05; done
 export FEEDER_SOCKET=$work/s.sock
+scraper=
+if [ "${FEEDER_METRICS:-0}" = 1 ]; then
+  (while sleep 1; do curl -s --unix-socket "$work/metrics.sock" http://feederd/metrics >/dev/null; done) &
+  scraper=$!
+  trap '[ -n "$scraper" ] && kill $scraper 2>/dev/null; [ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
+  echo "metrics: scraping /metrics every second during the run" >&2
+fi
+# one frame of feederctl top during the main Feeder run
+(sleep 1.6; "$build/tools/feederctl" top --once > "$work/top.txt" 2>&1) &
+topper=$!
 
 # The daemon's own memory is RssAnon (heap, stacks); RssFile is mostly the
 # dataset's LMDB pages it touched (page cache, shared and reclaimable); the
@@ -50,6 +66,7 @@ read -r anon1 file1 < <(rss)
 # when it asks; 150 batches so that the first (never ready) is not the p99.
 fr=$("$build/tools/feeder-bench" --dataset images --batch 32 --size 224 --dtype f16 \
   --batches 150 --hold-us 50000 --json)
+wait $topper || true
 echo "feeder-bench (slow consumer): $fr" >&2
 echo "feeder-bench: $fb" >&2
 tb=$(/usr/bin/python3 tests/bench/torch_images.py "$work/datasets/images" --batch 256 --size 224 \
@@ -84,3 +101,8 @@ if lb:
 print(f"feederd memory beyond its rings: RssAnon {anon0 / 1024:.1f} MiB idle, {anon1 / 1024:.1f} MiB after streaming; "
       f"RssFile (dataset pages mapped from the page cache, binaries) {file0 / 1024:.1f} -> {file1 / 1024:.1f} MiB")
 PY
+echo
+echo "feederctl top --once during the feeder-bench run:"
+echo '```'
+cat "$work/top.txt"
+echo '```'
