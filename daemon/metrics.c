@@ -138,10 +138,11 @@ static int listen_unix(struct metrics *m, const char *spec, char *bound, size_t 
 		       char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(spec) >= sizeof sa.sun_path)
+	size_t len = strlen(spec);
+	if (len >= sizeof sa.sun_path)
 		return status_fail(err, errlen, FEEDER_EINVAL, "metrics_listen '%s': path too long",
 				   spec);
-	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", spec);
+	memcpy(sa.sun_path, spec, len + 1);
 	struct stat st;
 	if (lstat(spec, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
@@ -158,9 +159,9 @@ static int listen_unix(struct metrics *m, const char *spec, char *bound, size_t 
 		return status_fail(err, errlen, rc, "metrics_listen '%s': %s", spec, strerror(-rc));
 	}
 	m->fd = fd;
-	snprintf(m->unix_path, sizeof m->unix_path, "%s", spec);
-	if (bound)
-		snprintf(bound, boundlen, "%s", spec);
+	memcpy(m->unix_path, sa.sun_path, sizeof m->unix_path);
+	if (bound && boundlen > len)
+		memcpy(bound, spec, len + 1);
 	return 0;
 }
 
