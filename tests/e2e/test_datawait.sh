@@ -45,8 +45,11 @@ sleep 3
 "$feederctl" --socket "$sock" top --once > "$tmp/top.txt" 2>&1 || fail "top --once: $(cat "$tmp/top.txt")"
 wait $sp || fail "starved client: $(cat "$tmp/starved.err")"
 cat "$tmp/fed.json" "$tmp/starved.json"
-/usr/bin/python3 - "$tmp/fed.json" "$tmp/starved.json" <<'PY' || fail "data-wait figures"
+sanitized=0
+ldd "$feederd" 2>/dev/null | grep -q libasan && sanitized=1
+/usr/bin/python3 - "$tmp/fed.json" "$tmp/starved.json" "$tmp/top_stage" $sanitized <<'PY' || fail "data-wait figures"
 import json, sys
+sanitized = sys.argv[4] == "1"
 fed, starved = (json.load(open(p)) for p in sys.argv[1:3])
 for r in (fed, starved):
     assert r["trainer_reports"] == 1, r
@@ -54,9 +57,14 @@ for r in (fed, starved):
     assert r["stage_seconds"][0] > 0 and r["stage_seconds"][1] > 0 and r["stage_seconds"][2] > 0, r
 assert fed["client_share"] < 0.10 and fed["daemon_share_total"] < 0.10, fed
 assert starved["client_share"] > 0.5 and starved["daemon_share_total"] > 0.5, starved
-# decoding full-size photos dominates the starved stream's work
+# decoding full-size photos dominates the starved stream's work in an
+# optimised build; under ASan our resize is instrumented and libjpeg-turbo
+# is not, so there the test only asks the warning to name the top stage
 s = starved["stage_seconds"]
-assert s[1] == max(s), s
+if not sanitized:
+    assert s[1] == max(s), s
+names = ["reading records", "decoding", "resampling and converting", "computing features", "the GPU"]
+open(sys.argv[3], "w").write(names[s.index(max(s))])
 print(f"fed: client {fed['client_share']:.3f} daemon {fed['daemon_share_total']:.3f}; "
       f"starved: client {starved['client_share']:.3f} daemon {starved['daemon_share_total']:.3f}")
 PY
@@ -64,7 +72,9 @@ grep -q "the trainer waited" "$tmp/feederd.log" || fail "no starvation warning f
 n=$(grep -c "the trainer waited" "$tmp/feederd.log")
 [ "$n" = 1 ] || fail "$n starvation warnings, want exactly 1 (the starved stream's)"
 grep "the trainer waited" "$tmp/feederd.log" | grep -q "dataset 'big'" || fail "the warning is not about 'big'"
-grep "the trainer waited" "$tmp/feederd.log" | grep -q "decoding" || fail "the warning does not name decoding"
+top_stage=$(cat "$tmp/top_stage")
+grep "the trainer waited" "$tmp/feederd.log" | grep -q "% of the stream's work is $top_stage" \
+	|| fail "the warning does not name the top stage ($top_stage)"
 # one worker, all of it on this stream: more workers would help
 grep "the trainer waited" "$tmp/feederd.log" | grep -q "more workers" || fail "the warning does not say more workers would help"
 grep "the trainer waited" "$tmp/feederd.log"

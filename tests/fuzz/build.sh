@@ -28,9 +28,9 @@ sources() {
     dsformat) echo "proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     dataset) echo "proto/dsstore.c proto/lmdb_check.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     config) echo "daemon/config.c proto/status.c" ;;
-    jpeg) echo "daemon/jpeg_pipeline.c media/resize.c media/detrand.c media/image_limit.c proto/status.c" ;;
+    jpeg) echo "daemon/jpeg_pipeline.c media/resize.c media/detrand.c media/image_limit.c proto/protocol.c proto/status.c" ;;
     wav) echo "media/wav.c proto/status.c" ;;
-    features) echo "daemon/features_pipeline.c media/detrand.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
+    features) echo "daemon/features_pipeline.c media/detrand.c proto/protocol.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     *) return 1 ;;
   esac
 }
@@ -76,7 +76,7 @@ stale() {
   local bin=$1; shift
   [ -f "$bin" ] || return 0
   local f
-  for f in "$@" "$0" "$src"/proto/*.h "$src"/daemon/*.h "$src"/tools/*.h "$src"/tests/fuzz/fuzz.h; do
+  for f in "$@" "$0" "$src"/proto/*.h "$src"/media/*.h "$src"/daemon/*.h "$src"/tools/*.h "$src"/tests/fuzz/fuzz.h; do
     [ "$f" -nt "$bin" ] && return 0
   done
   return 1

@@ -4,8 +4,7 @@
 # {"passed", "failed", "skipped"} so that tests/run counts each pytest case
 # (NAME must be the meson test's name). Exit 0 when nothing failed, 1 when
 # something did, 77 when pytest or NumPy is missing or no case ran.
-# In a sanitizer build libfeeder needs the ASan/UBSan runtimes loaded before
-# it, so they are preloaded into the (uninstrumented) interpreter.
+# In a sanitizer build the ASan/UBSan runtimes are preloaded (sanitizer_env.sh).
 set -u
 py=$1 name=$2 file=$3
 build=${FEEDER_BUILD:?FEEDER_BUILD must name the build directory}
@@ -13,17 +12,8 @@ build=${FEEDER_BUILD:?FEEDER_BUILD must name the build directory}
 	echo "SKIP: $py lacks pytest, numpy or cffi"; exit 77; }
 export PYTHONPATH=$build/client/python${PYTHONPATH:+:$PYTHONPATH}
 lib=$build/client/libfeeder.so.0
-if ldd "$lib" 2>/dev/null | grep -q 'libasan'; then
-	pre=
-	for rt in libasan.so libubsan.so; do
-		p=$(ldd "$lib" | awk -v r="$rt" 'index($1, r) == 1 {print $3}')
-		[ -n "$p" ] && pre="$pre${pre:+:}$p"
-	done
-	export LD_PRELOAD=$pre
-	# CPython's own allocations are not ours to report.
-	export ASAN_OPTIONS=detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}
-	export ASAN_OPTIONS=${ASAN_OPTIONS//detect_leaks=1/detect_leaks=0}
-fi
+. "$(dirname "$0")/sanitizer_env.sh"
+sanitizer_env "$lib"
 counts=$build/pytest-counts
 mkdir -p "$counts"
 xml=$counts/$name.xml

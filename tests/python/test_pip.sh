@@ -23,6 +23,9 @@ cp -r "$src/client/python/pyproject.toml" "$src/client/python/README.md" "$src/c
 
 make_dataset small 20 2 5
 start_daemon
+# after pip and the daemon: only the interpreters that load libfeeder need it
+. "$src/tests/python/sanitizer_env.sh"
+sanitizer_env "$lib"
 
 cat > "$tmp/run.py" <<'PY'
 import hashlib, os, sys
