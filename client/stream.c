@@ -239,10 +239,16 @@ int feeder_stream_open(struct feeder *f, const struct feeder_stream_opts *o, int
 		       struct feeder_stream **out)
 {
 	*out = NULL;
+	/* The daemon drops a connection that sends a name it may not open
+	 * (a path escape is hostile); a caller's mistake is refused here so
+	 * that, as documented, the connection stays usable. */
+	int rc = proto_name_check(o->dataset, f->err, sizeof f->err);
+	if (rc)
+		return rc;
 	int64_t deadline = conn_deadline(timeout_ms);
 	struct proto_stream_opened g;
 	int fd;
-	int rc = ask_open(f, o, deadline, &g, &fd);
+	rc = ask_open(f, o, deadline, &g, &fd);
 	if (rc && conn_revive(f, rc) == 0) /* the daemon restarted: ask the new one */
 		rc = ask_open(f, o, deadline, &g, &fd);
 	if (rc)

@@ -9,6 +9,7 @@
 #include "jpeg_pipeline.h"
 
 #include "detrand.h"
+#include "jpeg_rules.h"
 #include "protocol.h"
 #include "resize.h"
 #include "status.h"
@@ -23,15 +24,9 @@
 
 #include <jpeglib.h>
 
-struct jpeg_errmgr {
-	struct jpeg_error_mgr pub;
-	jmp_buf jump;
-	char msg[JMSG_LENGTH_MAX];
-};
-
 struct jpeg_worker {
 	struct jpeg_decompress_struct cinfo;
-	struct jpeg_errmgr jerr;
+	struct jpeg_rules_err jerr;
 	uint8_t *region;
 	size_t region_cap;
 	float *scratch;
@@ -134,41 +129,17 @@ void jpeg_pipeline_plan(const struct feeder_jpeg_opts *p, uint32_t img_w, uint32
 	c->flip = detrand_uniform(&r) < p->flip_p;
 }
 
-static void jerr_exit(j_common_ptr cinfo)
-{
-	struct jpeg_errmgr *e = (struct jpeg_errmgr *)cinfo->err;
-	(*cinfo->err->format_message)(cinfo, e->msg);
-	longjmp(e->jump, 1);
-}
-
-static void jerr_emit(j_common_ptr cinfo, int level)
-{
-	/* level -1 is a warning about corrupt data; trace messages (>= 0) are
-	 * ignored. */
-	if (level < 0)
-		jerr_exit(cinfo);
-}
-
-static void jerr_output(j_common_ptr cinfo)
-{
-	(void)cinfo;
-}
-
 int jpeg_worker_create(struct jpeg_worker **out, char *err, size_t errlen)
 {
 	struct jpeg_worker *w = calloc(1, sizeof *w);
 	if (!w)
 		return status_fail(err, errlen, -ENOMEM, "jpeg worker: out of memory");
-	w->cinfo.err = jpeg_std_error(&w->jerr.pub);
-	w->jerr.pub.error_exit = jerr_exit;
-	w->jerr.pub.emit_message = jerr_emit;
-	w->jerr.pub.output_message = jerr_output;
 	if (setjmp(w->jerr.jump)) {
 		int rc = status_fail(err, errlen, -ENOMEM, "jpeg worker: %s", w->jerr.msg);
 		free(w);
 		return rc;
 	}
-	jpeg_create_decompress(&w->cinfo);
+	jpeg_rules_create(&w->cinfo, &w->jerr);
 	*out = w;
 	return 0;
 }
@@ -231,17 +202,12 @@ static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p
 	}
 	jpeg_mem_src(ci, jpeg, (unsigned long)len);
 	jpeg_read_header(ci, TRUE);
-	if (ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK) {
+	int rc = jpeg_rules_check_header(ci, "jpeg", err, errlen);
+	if (rc) {
 		jpeg_abort_decompress(ci);
-		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: CMYK images are not supported");
+		return rc;
 	}
 	uint32_t W = ci->image_width, H = ci->image_height;
-	if ((uint64_t)W * H > JPEG_PIPELINE_MAX_PIXELS) {
-		jpeg_abort_decompress(ci);
-		return status_fail(err, errlen, FEEDER_EDECODE,
-				   "jpeg: %ux%u image is larger than %llu pixels", W, H,
-				   (unsigned long long)JPEG_PIPELINE_MAX_PIXELS);
-	}
 	struct jpeg_crop c;
 	jpeg_pipeline_plan(p, W, H, aug_key, &c);
 

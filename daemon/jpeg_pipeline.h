@@ -25,12 +25,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Images above this many pixels are refused (FEEDER_EDECODE) before any
- * large allocation: no real training photo comes near it, and a hostile
- * header could ask for gigabytes. */
-#include "image_limit.h"
-#define JPEG_PIPELINE_MAX_PIXELS IMAGE_MAX_PIXELS
-
 /* The crop a sample gets: the box (x, y, w, h) in full-image pixel units
  * that is resized to width x height, and whether it is mirrored. In train mode
  * the box is whole pixels (torchvision's get_params); in eval mode it is the

@@ -50,6 +50,7 @@ struct registry {
 	char dir[4096];
 	int ino_fd;              /* inotify on the served data files, or -1 */
 	int no_watch;            /* FEEDERD_DISK_FAULT_TEST: writes in place not checked */
+	unsigned readers;        /* read transactions reserved per dataset */
 	struct dataset **items;
 	size_t n;
 	struct {
@@ -203,6 +204,8 @@ static struct dataset *open_one(int dirfd, const char *dir, const char *name,
 	}
 	int rc = dsstore_open(path, &d->store, err, sizeof(err));
 	close(sub);
+	if (rc == 0 && (rc = dsstore_txn_reserve(d->store, old->readers, err, sizeof(err))))
+		dsstore_close(d->store);
 	if (rc) {
 		log_warn("dataset '%s' skipped: %s", name, err);
 		free(d);
@@ -433,11 +436,13 @@ const char *registry_retired(const struct registry *r, const char *name)
 	return NULL;
 }
 
-int registry_open(struct registry **out, const char *dir, char *err, size_t errlen)
+int registry_open(struct registry **out, const char *dir, unsigned readers, char *err,
+		  size_t errlen)
 {
 	struct registry *r = calloc(1, sizeof(*r));
 	if (!r)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
+	r->readers = readers;
 	if (snprintf(r->dir, sizeof(r->dir), "%s", dir) >= (int)sizeof(r->dir)) {
 		free(r);
 		return status_fail(err, errlen, FEEDER_EINVAL, "datasets directory path is too long");

@@ -62,8 +62,11 @@ struct dataset {
 struct registry;
 
 /* Create a registry for dir and scan it. A directory that cannot be opened is
- * an error; datasets that fail to open are logged and skipped. */
-int registry_open(struct registry **out, const char *dir, char *err, size_t errlen);
+ * an error; datasets that fail to open are logged and skipped. Each dataset
+ * opened keeps `readers` read transactions ready (one per worker thread:
+ * dsstore_txn_reserve). */
+int registry_open(struct registry **out, const char *dir, unsigned readers, char *err,
+		  size_t errlen);
 /* Scan again (SIGHUP): new datasets appear, removed ones disappear, changed
  * ones (data.mdb replaced or modified) and unreadable ones are reopened.
  * Versions no longer served are retired. Returns 0 or a negative code. */

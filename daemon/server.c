@@ -393,7 +393,7 @@ int server_create(struct server **out, const struct config *cfg, char *err, size
 	/* Before any dataset is mapped: I/O errors on a mapping must never
 	 * take the daemon down (mapguard.h). */
 	if ((rc = mapguard_install(err, errlen)) || (rc = gpu_check(srv, err, errlen)) ||
-	    (rc = registry_open(&srv->reg, cfg->datasets_dir, err, errlen)) ||
+	    (rc = registry_open(&srv->reg, cfg->datasets_dir, cfg->workers, err, errlen)) ||
 	    (rc = listener_open(srv, err, errlen)) ||
 	    (rc = pool_create(&srv->pool, cfg->workers, srv->wake_fd, err, errlen)))
 		goto fail;

@@ -61,9 +61,9 @@ void stream_worker_exit(void)
  * payload into scratch.buf, beginning the read transaction *txn if there is
  * none. Returns 0, a negative code with a sentence, or STREAM_IO_FAULT when
  * the mapping faulted (then *txn is ended and NULL, and *fault_off says
- * where). A fault inside the transaction's begin leaks LMDB's small
- * transaction object: only a data file cut below its meta pages does that,
- * and the dataset is retired after REGISTRY_IO_FAIL_RUN of them. */
+ * where). A fault inside the transaction's begin loses nothing: the
+ * registry reserved a transaction per worker (dsstore_txn_reserve) and
+ * *txn holds it before LMDB reads the map. */
 #define STREAM_IO_FAULT 2
 static int fetch(struct stream *s, struct dsstore_txn **txn, uint64_t index,
 		 struct dsformat_sample *smp, uint64_t *fault_off, char *err, size_t errlen)

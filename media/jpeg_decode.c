@@ -8,7 +8,7 @@
  * the call that set the jump (each public function sets its own). */
 #include "jpeg_decode.h"
 
-#include "image_limit.h"
+#include "jpeg_rules.h"
 #include "status.h"
 
 #include <errno.h>
@@ -18,51 +18,12 @@
 
 #include <jpeglib.h>
 
-struct decode_err {
-	struct jpeg_error_mgr pub; /* first: libjpeg hands back a pointer to it */
-	jmp_buf jump;
-	char msg[JMSG_LENGTH_MAX];
-};
-
 struct jpeg_decoder {
 	struct jpeg_decompress_struct ci;
-	struct decode_err err;
-	struct jpeg_progress_mgr progress;
+	struct jpeg_rules_err err;
 	uint8_t *row;  /* the one row of a check-only decode */
 	size_t row_cap;
 };
-
-static void on_error(j_common_ptr ci)
-{
-	struct decode_err *e = (struct decode_err *)ci->err;
-	(*ci->err->format_message)(ci, e->msg);
-	longjmp(e->jump, 1);
-}
-
-/* Level -1 is a warning about corrupt data: an error here. Trace messages
- * (level >= 0) are ignored. */
-static void on_message(j_common_ptr ci, int level)
-{
-	if (level < 0)
-		on_error(ci);
-}
-
-static void on_output(j_common_ptr ci)
-{
-	(void)ci;
-}
-
-/* Called by libjpeg between scans, as TurboJPEG's TJFLAG_LIMITSCANS does. */
-static void on_progress(j_common_ptr ci)
-{
-	if (ci->is_decompressor &&
-	    ((j_decompress_ptr)ci)->input_scan_number > JPEG_DECODE_MAX_SCANS) {
-		struct decode_err *e = (struct decode_err *)ci->err;
-		snprintf(e->msg, sizeof(e->msg), "progressive JPEG with more than %d scans",
-			 JPEG_DECODE_MAX_SCANS);
-		longjmp(e->jump, 1);
-	}
-}
 
 int jpeg_sniff(const uint8_t *p, size_t len)
 {
@@ -75,18 +36,12 @@ int jpeg_decoder_create(struct jpeg_decoder **out, char *err, size_t errlen)
 	struct jpeg_decoder *d = calloc(1, sizeof(*d));
 	if (!d)
 		return status_fail(err, errlen, -ENOMEM, "JPEG decoder: out of memory");
-	d->ci.err = jpeg_std_error(&d->err.pub);
-	d->err.pub.error_exit = on_error;
-	d->err.pub.emit_message = on_message;
-	d->err.pub.output_message = on_output;
-	d->progress.progress_monitor = on_progress;
 	if (setjmp(d->err.jump)) {
 		int rc = status_fail(err, errlen, -ENOMEM, "JPEG decoder: %s", d->err.msg);
 		free(d);
 		return rc;
 	}
-	jpeg_create_decompress(&d->ci);
-	d->ci.progress = &d->progress;
+	jpeg_rules_create(&d->ci, &d->err);
 	*out = d;
 	return 0;
 }
@@ -104,9 +59,7 @@ void jpeg_decoder_destroy(struct jpeg_decoder *d)
 static int check_header(struct jpeg_decoder *d, struct jpeg_info *info, char *err, size_t errlen)
 {
 	struct jpeg_decompress_struct *ci = &d->ci;
-	if (ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK)
-		return status_fail(err, errlen, FEEDER_EDECODE, "JPEG: CMYK images are not supported");
-	int rc = image_limit_check(ci->image_width, ci->image_height, err, errlen);
+	int rc = jpeg_rules_check_header(ci, NULL, err, errlen);
 	if (rc)
 		return rc;
 	if (info) {

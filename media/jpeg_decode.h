@@ -5,18 +5,9 @@
  * before it shrinks them, and `verify --decode`, which is there to prove that
  * every stored JPEG decodes in feederd. Both must refuse what feederd
  * refuses, or a dataset passes packer's checks and then fails in training;
- * so this decoder, like daemon/jpeg_pipeline.c, refuses
- *
- *   - an image whose header claims more than IMAGE_MAX_PIXELS
- *     (image_limit.h), before anything is allocated for its pixels;
- *   - CMYK and YCCK images;
- *   - any libjpeg warning: libjpeg "recovers" from corrupt data (a truncated
- *     file, a patched header, a Huffman error) by filling with grey or
- *     garbage and going on, and such an image must not be stored as valid;
- *
- * and, as TurboJPEG's TJFLAG_LIMITSCANS does, a progressive JPEG of more
- * than JPEG_DECODE_MAX_SCANS scans: each scan re-reads the coefficients of
- * the whole image, so a small file with thousands of them costs minutes.
+ * so this decoder applies jpeg_rules.h, as daemon/jpeg_pipeline.c does (the
+ * pixel limit, no CMYK, every libjpeg warning an error, at most
+ * JPEG_RULES_MAX_SCANS progressive scans).
  *
  * A decoder holds libjpeg's state for one thread; calls on different
  * decoders may run at once. Errors are FEEDER_EDECODE with libjpeg's reason
@@ -26,8 +17,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-#define JPEG_DECODE_MAX_SCANS 500
 
 /* 1 if the first len bytes of a file (4 are enough) begin a JPEG stream: the
  * SOI marker and another marker after it; else 0. The check packer makes

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <lmdb.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +31,14 @@ struct dsstore {
 	const void *map;         /* LMDB's read-only mapping of data.mdb */
 	size_t map_len;          /* of the mapping, as /proc/self/maps says */
 	uint64_t file_size;      /* data.mdb's size at open: the bytes that exist */
+	pthread_mutex_t idle_lock;
+	struct dsstore_txn *idle; /* reset read transactions, renewed by the next begin */
 };
 
 struct dsstore_txn {
 	struct dsstore *ds;
 	MDB_txn *txn;            /* NULL after a renewal failed: begun again on use */
+	struct dsstore_txn *next; /* in ds->idle */
 };
 
 struct dsstore_writer {
@@ -214,6 +218,7 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 	}
 	/* Commit, not abort: an aborted transaction closes the dbi handles. */
 	mdb_txn_commit(txn);
+	pthread_mutex_init(&ds->idle_lock, NULL);
 	*out = ds;
 	return 0;
 fail:
@@ -229,6 +234,13 @@ void dsstore_close(struct dsstore *ds)
 {
 	if (!ds)
 		return;
+	while (ds->idle) {
+		struct dsstore_txn *t = ds->idle;
+		ds->idle = t->next;
+		mdb_txn_abort(t->txn);
+		free(t);
+	}
+	pthread_mutex_destroy(&ds->idle_lock);
 	mdb_env_close(ds->env);
 	free(ds);
 }
@@ -241,18 +253,60 @@ void dsstore_map(const struct dsstore *ds, const void **addr, size_t *len)
 	*len = ds->map_len;
 }
 
+/* A transaction that reads the map can be cut short by SIGBUS (feederd's
+ * guard jumps out of it). mdb_txn_begin allocates LMDB's object before it
+ * reads the meta pages, so a fault there loses the object; a renewal works
+ * on an object the caller already holds. So transactions are reserved
+ * while the file is known good (dsstore_txn_reserve, at open) and reused:
+ * begin renews an idle one, handed to the caller before LMDB reads the map;
+ * end resets it and puts it back. */
+int dsstore_txn_reserve(struct dsstore *ds, unsigned n, char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct dsstore_txn *t = calloc(1, sizeof(*t));
+		if (!t)
+			return status_fail(err, errlen, -ENOMEM, "out of memory");
+		int rc = mdb_txn_begin(ds->env, NULL, MDB_RDONLY, &t->txn);
+		if (rc) {
+			free(t);
+			return lmdb_fail(err, errlen, rc, "read transaction");
+		}
+		t->ds = ds;
+		dsstore_txn_end(t);
+	}
+	return 0;
+}
+
 int dsstore_txn_begin(struct dsstore *ds, struct dsstore_txn **out, char *err, size_t errlen)
 {
-	struct dsstore_txn *t = calloc(1, sizeof(*t));
-	if (!t)
-		return status_fail(err, errlen, -ENOMEM, "out of memory");
-	int rc = mdb_txn_begin(ds->env, NULL, MDB_RDONLY, &t->txn);
-	if (rc) {
+	*out = NULL;
+	pthread_mutex_lock(&ds->idle_lock);
+	struct dsstore_txn *t = ds->idle;
+	if (t)
+		ds->idle = t->next;
+	pthread_mutex_unlock(&ds->idle_lock);
+	if (t) {
+		t->next = NULL;
+		*out = t; /* the caller's before the renewal reads the map */
+		int rc = mdb_txn_renew(t->txn);
+		if (rc == 0)
+			return 0;
+		*out = NULL;
+		mdb_txn_abort(t->txn);
 		free(t);
 		return lmdb_fail(err, errlen, rc, "read transaction");
 	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return status_fail(err, errlen, -ENOMEM, "out of memory");
 	t->ds = ds;
 	*out = t;
+	int rc = mdb_txn_begin(ds->env, NULL, MDB_RDONLY, &t->txn);
+	if (rc) {
+		*out = NULL;
+		free(t);
+		return lmdb_fail(err, errlen, rc, "read transaction");
+	}
 	return 0;
 }
 
@@ -260,9 +314,18 @@ void dsstore_txn_end(struct dsstore_txn *t)
 {
 	if (!t)
 		return;
-	if (t->txn)
-		mdb_txn_abort(t->txn);
-	free(t);
+	if (!t->txn) {
+		free(t);
+		return;
+	}
+	/* Resetting a read-only transaction only marks it finished: safe even
+	 * for one whose renewal a fault cut short. */
+	mdb_txn_reset(t->txn);
+	struct dsstore *ds = t->ds;
+	pthread_mutex_lock(&ds->idle_lock);
+	t->next = ds->idle;
+	ds->idle = t;
+	pthread_mutex_unlock(&ds->idle_lock);
 }
 
 /* After an LMDB error the transaction is poisoned (every later call fails

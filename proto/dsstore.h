@@ -33,10 +33,19 @@ const struct dsformat_header *dsstore_header(const struct dsstore *ds);
  * feederd registers it with its SIGBUS guard (daemon/mapguard.h). */
 void dsstore_map(const struct dsstore *ds, const void **addr, size_t *len);
 
-/* A read transaction: one per thread. Pointers returned by the getters stay
- * valid until the transaction is ended (they point into the map). */
+/* A read transaction: one per thread at a time. Pointers returned by the
+ * getters stay valid until the transaction is ended (they point into the
+ * map). Ended transactions are kept and renewed by the next begin; *out is
+ * set before LMDB first reads the map, so a caller whose SIGBUS guard jumps
+ * out of a begin holds what to end. */
 int dsstore_txn_begin(struct dsstore *ds, struct dsstore_txn **out, char *err, size_t errlen);
 void dsstore_txn_end(struct dsstore_txn *t);
+/* Make n transactions now, while the file is known good, for later begins
+ * to renew: a begin that must make a new one can lose LMDB's object to a
+ * fault of the map (mdb_txn_begin reads it before returning the object);
+ * a renewal cannot. feederd reserves one per worker at open. 0 or a
+ * negative code with a sentence. */
+int dsstore_txn_reserve(struct dsstore *ds, unsigned n, char *err, size_t errlen);
 
 /* Fetch sample index: decode its header (length checks, not the CRC; call
  * dsformat_sample_verify for that). Returns 0, -ENOENT if absent, or

@@ -185,8 +185,8 @@ static void print_streams(const struct feeder_stream_status *st, size_t n, int j
 			       "\"slots\": %u, \"ready\": %u, \"epoch\": %" PRIu64
 			       ", \"batches_sent\": %" PRIu64 ", \"batches_total\": %" PRIu64
 			       ", \"samples\": %" PRIu64 ", \"replacements\": %" PRIu64
-			       ", \"samples_per_s\": %.1f, \"client_wait_us\": %" PRIu64
-			       ", \"ring_full_us\": %" PRIu64 ", \"placement\": \"%s\", "
+			       ", \"samples_per_s\": %.1f, \"batches_per_s\": %.2f"
+			       ", \"client_wait_us\": %" PRIu64 ", \"ring_full_us\": %" PRIu64 ", \"placement\": \"%s\", "
 			       "\"active\": \"%s\", \"memory\": \"%s\", \"deciding\": %s, "
 			       "\"auto_cpu_ms\": %.3f, \"auto_gpu_ms\": %.3f, \"filling\": %u, "
 			       "\"trainer_reports\": %s, \"trainer_wait_us\": %" PRIu64
@@ -195,7 +195,8 @@ static void print_streams(const struct feeder_stream_status *st, size_t n, int j
 			       i ? ", " : "", s->stream, s->session, s->pid, s->uid, s->dataset,
 			       fctl_pipeline_name(s->pipeline), s->batch, s->slots, s->ready, s->epoch,
 			       s->batches_sent, s->batches_total, s->samples, s->replacements,
-			       s->samples_per_s, s->client_wait_us, s->ring_full_us,
+			       s->samples_per_s, s->batch ? s->samples_per_s / s->batch : 0.0,
+			       s->client_wait_us, s->ring_full_us,
 			       placement_name(s->placement), placement_name(s->active),
 			       s->memory == FEEDER_MEMORY_DEVICE ? "device" : "host",
 			       s->deciding ? "true" : "false", (double)s->auto_cpu_ms,

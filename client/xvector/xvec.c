@@ -274,10 +274,15 @@ static int check_device(const struct args *a)
 	return -1;
 }
 
-static void opts_for(const struct args *a, struct feeder_stream_opts *o, int train)
+static int opts_for(const struct args *a, struct feeder_stream_opts *o, int train)
 {
 	feeder_stream_opts_init(o);
-	snprintf(o->dataset, sizeof o->dataset, "%s", a->dataset);
+	if (feeder_stream_opts_set_dataset(o, a->dataset)) {
+		fprintf(stderr, "xvec: --dataset '%s': not a dataset name (A-Z a-z 0-9 . _ -, "
+				"not starting with '.', at most %d bytes)\n",
+			a->dataset, FEEDER_DATASET_MAX - 1);
+		return -1;
+	}
 	o->pipeline = FEEDER_PIPE_FEATURES;
 	o->batch = (uint32_t)a->batch;
 	o->seed = a->seed;
@@ -291,6 +296,7 @@ static void opts_for(const struct args *a, struct feeder_stream_opts *o, int tra
 	 * preprocesses on a GPU this process sees (xvec_feed copies them on
 	 * the device); libfeeder falls back to the host ring otherwise. */
 	o->device_batches = train && !strcmp(a->device, "cuda");
+	return 0;
 }
 
 static int open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
@@ -431,7 +437,8 @@ static int cmd_train(const struct args *a)
 		goto out;
 	}
 	rc = 1;
-	opts_for(a, &o, 1);
+	if (opts_for(a, &o, 1))
+		goto out;
 	o.epoch = pos.epoch;
 	o.epochs = (uint32_t)(a->epochs - (int)pos.epoch);
 	o.start_batch = pos.next_batch;
@@ -540,7 +547,8 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 	}
 	if (connect_daemon(a, &f))
 		goto out;
-	opts_for(a, &o, 0);
+	if (opts_for(a, &o, 0))
+		goto out;
 	o.shuffle = 0; /* dataset order: embeddings line up with the dataset */
 	o.names = names != NULL;
 	if (open_stream(f, &o, a->timeout_ms, &s, &info))

@@ -43,6 +43,7 @@ bg_pids+=($sp)
 # While it runs: top shows it.
 sleep 3
 "$feederctl" --socket "$sock" top --once > "$tmp/top.txt" 2>&1 || fail "top --once: $(cat "$tmp/top.txt")"
+"$feederctl" --socket "$sock" streams --json > "$tmp/streams.json" 2>&1 || fail "streams --json: $(cat "$tmp/streams.json")"
 wait $sp || fail "starved client: $(cat "$tmp/starved.err")"
 cat "$tmp/fed.json" "$tmp/starved.json"
 sanitized=0
@@ -79,5 +80,26 @@ grep "the trainer waited" "$tmp/feederd.log" | grep -q "% of the stream's work i
 grep "the trainer waited" "$tmp/feederd.log" | grep -q "more workers" || fail "the warning does not say more workers would help"
 grep "the trainer waited" "$tmp/feederd.log"
 grep -q "big" "$tmp/top.txt" && grep -q "WAIT10S" "$tmp/top.txt" || fail "top --once: $(cat "$tmp/top.txt")"
+# the starved stream's line in top: its wait share over 10 s is high
+/usr/bin/python3 - "$tmp/top.txt" <<'PY' || fail "top --once figures: $(cat "$tmp/top.txt")"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+row = next(l for l in lines if " big " in l)
+# WAIT10S then WAITALL, each "N %"
+m = re.search(r"\s(\d+(?:\.\d+)?) %\s+(\d+(?:\.\d+)?) %", row)
+assert m and float(m.group(1)) > 50 and float(m.group(2)) > 50, row
+PY
+# feederctl streams --json, taken 3 s in: the same figures for scripts
+/usr/bin/python3 - "$tmp/streams.json" <<'PY' || fail "streams --json figures: $(cat "$tmp/streams.json")"
+import json, sys
+s = [x for x in json.load(open(sys.argv[1]))["streams"] if x["dataset"] == "big"]
+assert len(s) == 1, s
+s = s[0]
+assert s["trainer_reports"] and s["wait_share_10s"] > 0.5, s
+assert s["stage_seconds"]["decode"] > 0 and s["bytes_per_s"] > 0, s
+assert abs(s["batches_per_s"] * s["batch"] - s["samples_per_s"]) < 0.05 * s["samples_per_s"] + 0.1, s
+assert s["bytes_per_s"] > s["samples_per_s"] * 224 * 224 * 3 * 4 * 0.5, s
+assert 0 <= s["ready"] <= s["slots"] and 0 <= s["filling"] <= s["slots"], s
+PY
 cat "$tmp/top.txt"
 echo "PASS"

@@ -375,7 +375,7 @@ static void check_corrupt(const struct image *im)
 	copy[sof + 6] = 20000 & 0xff;
 	copy[sof + 7] = 20000 >> 8; /* width */
 	copy[sof + 8] = 20000 & 0xff;
-	expect_decode_error("20000x20000 header", copy, im->len, "larger than");
+	expect_decode_error("20000x20000 header", copy, im->len, "over the 134217728-pixel limit");
 	free(copy);
 
 	/* CMYK is refused with a reason. */

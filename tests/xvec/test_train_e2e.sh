@@ -59,9 +59,30 @@ root = ET.parse(det).getroot()
 c = root.find(".//s:circle[@id='eer']", ns)
 assert c is not None and abs(float(c.get("data-eer")) - eer) < 1e-6, (c.attrib if c is not None else None, eer)
 assert len(root.findall(".//s:polyline", ns)) == 1
+# The marker's place, from the axes as drawn: the x tick labels "1" and
+# "10" (%) give the normal-deviate scale, and the EER sits at probit(eer)
+# on both axes; the DET curve passes within a few pixels of it.
+from statistics import NormalDist
+z = NormalDist().inv_cdf
+xt = {t.text: float(t.get("x")) for t in root.findall(".//s:text", ns) if t.get("text-anchor") == "middle" and t.text in ("1", "10")}
+yt = {t.text: float(t.get("y")) for t in root.findall(".//s:text", ns) if t.get("text-anchor") == "end" and t.text in ("1", "10")}
+def at(p, lo, hi):  # lo, hi: positions of 1 % and 10 %
+    return lo + (hi - lo) * (z(p) - z(0.01)) / (z(0.10) - z(0.01))
+cx, cy = float(c.get("cx")), float(c.get("cy"))
+ex, ey = at(eer, xt["1"], xt["10"]), at(eer, yt["1"] - 4, yt["10"] - 4)
+assert abs(cx - ex) < 1.0 and abs(cy - ey) < 1.0, (cx, cy, ex, ey)
+pts = [tuple(map(float, q.split(","))) for q in root.find(".//s:polyline", ns).get("points").split()]
+def seg(a, b):  # distance from the marker to segment a-b
+    (x0, y0), (x1, y1) = a, b
+    dx, dy = x1 - x0, y1 - y0
+    t = 0.0 if dx == dy == 0 else max(0.0, min(1.0, ((cx - x0) * dx + (cy - y0) * dy) / (dx * dx + dy * dy)))
+    return ((x0 + t * dx - cx) ** 2 + (y0 + t * dy - cy) ** 2) ** 0.5
+near = min(seg(a, b) for a, b in zip(pts, pts[1:]))
+assert near < 6.0, f"the DET curve passes {near:.1f} px from the EER marker"
 p = ET.parse(plot).getroot()
 assert len(p.findall(".//s:polyline", ns)) == 3
-print(f"{len(rows)} log lines match; DET EER marker {c.get('data-eer')} = eval {eer}; plot has 3 curves")
+print(f"{len(rows)} log lines match; DET EER marker {c.get('data-eer')} = eval {eer} at ({cx}, {cy}), "
+      f"{near:.1f} px from the curve; plot has 3 curves")
 PY
 if "$xvec" plot "$tmp/nope.jsonl" --out "$tmp/x.svg" 2>"$tmp/plot.err"; then fail "plot of a missing log"; fi
 grep -q "nope.jsonl" "$tmp/plot.err" || fail "plot error does not name the file: $(cat "$tmp/plot.err")"
