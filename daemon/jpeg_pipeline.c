@@ -10,6 +10,7 @@
 
 #include "detrand.h"
 #include "jpeg_rules.h"
+#include "jpeg_tiles.h"
 #include "protocol.h"
 #include "resize.h"
 #include "status.h"
@@ -32,6 +33,9 @@ struct jpeg_worker {
 	float *scratch;
 	size_t scratch_cap;
 	struct resize_axis ax, ay;
+	struct jpeg_tiles_buf sub;    /* the crop's sub-image of a tiled JPEG */
+	uint32_t sub_x, sub_y;        /* its top-left pixel in the whole image */
+	uint64_t cuts;                /* samples decoded from a sub-image */
 	double decode_s, transform_s; /* since the last jpeg_worker_take_times */
 };
 
@@ -40,6 +44,11 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+uint64_t jpeg_worker_cuts(const struct jpeg_worker *w)
+{
+	return w->cuts;
 }
 
 void jpeg_worker_take_times(struct jpeg_worker *w, double *decode_s, double *transform_s)
@@ -151,6 +160,7 @@ void jpeg_worker_destroy(struct jpeg_worker *w)
 	jpeg_destroy_decompress(&w->cinfo);
 	free(w->region);
 	free(w->scratch);
+	free(w->sub.data);
 	resize_axis_free(&w->ax);
 	resize_axis_free(&w->ay);
 	free(w);
@@ -184,11 +194,45 @@ static unsigned max_idct_scale(const struct jpeg_decompress_struct *ci)
 	return 8;
 }
 
+/* When the JPEG's restart intervals form a grid (jpeg_tiles.h), cut the
+ * intervals covering full-size pixels [x0, x1) x [y0, y1) into w->sub,
+ * with a margin of `margin` pixels along an axis where a component is
+ * subsampled (its upsampling reads the neighbouring sample, which a cut
+ * takes away). Returns 1 when cut, with the sub-image's top-left pixel in
+ * w->sub_x, w->sub_y; 0 when the whole image is to be decoded (no grid, or
+ * the rectangle covers it); a negative code with a sentence for a damaged
+ * stream. */
+static int cut_sub(struct jpeg_worker *w, const uint8_t *jpeg, size_t len, double x0, double x1,
+		   double y0, double y1, double margin, char *err, size_t errlen)
+{
+	struct jpeg_tiles t;
+	if (jpeg_tiles_parse(jpeg, len, &t, err, errlen) || !t.grid)
+		return 0; /* libjpeg read these headers: only the grid is news */
+	double span = (double)t.restart * t.mcu_w, mx = t.sub_h ? margin : 0, my = t.sub_v ? margin : 0;
+	double px0 = x0 - mx, px1 = x1 + mx, py0 = y0 - my, py1 = y1 + my;
+	uint32_t c0 = px0 <= 0 ? 0 : (uint32_t)(px0 / span);
+	uint32_t r0 = py0 <= 0 ? 0 : (uint32_t)(py0 / t.mcu_h);
+	double cc1 = ceil(px1 / span), rr1 = ceil(py1 / t.mcu_h);
+	uint32_t c1 = cc1 >= t.cols ? t.cols : (uint32_t)cc1;
+	uint32_t r1 = rr1 >= t.mcus_y ? t.mcus_y : (uint32_t)rr1;
+	if (c0 == 0 && r0 == 0 && c1 == t.cols && r1 == t.mcus_y)
+		return 0;
+	int rc = jpeg_tiles_cut(&t, jpeg, len, c0, c1, r0, r1, &w->sub, err, errlen);
+	if (rc)
+		return rc;
+	w->sub_x = c0 * t.restart * t.mcu_w;
+	w->sub_y = r0 * t.mcu_h;
+	return 1;
+}
+
 /* Plan both axes for crop c seen at IDCT scale 1/s, decode the rows and
  * columns they need into w->region (or into memory from dest, the GPU
  * path's staging), and rebase the plans onto it. Fills r. With reference
- * set, decode the whole image at scale 1 instead. Returns 0 or a negative
- * code with err filled; on error the decompressor is reset for the next
+ * set, decode the whole image at scale 1 instead. A JPEG tiled by restart
+ * intervals is decoded from the sub-image of the intervals the region needs
+ * (cut_sub): its cost follows the crop's area, where otherwise libjpeg must
+ * Huffman-decode every row above the crop. Returns 0 or a negative code
+ * with err filled; on error the decompressor is reset for the next
  * sample. */
 static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p, const uint8_t *jpeg,
 			 size_t len, uint64_t aug_key, int reference,
@@ -222,12 +266,12 @@ static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p
 	ci->scale_num = 1;
 	ci->scale_denom = s;
 	ci->out_color_space = JCS_EXT_RGBX; /* 4-byte pixels for resize.c */
-	jpeg_start_decompress(ci);
+	jpeg_calc_output_dimensions(ci);
 	int32_t ow = (int32_t)ci->output_width, oh = (int32_t)ci->output_height;
 
 	/* Train crops resize the cropped image, so the filter stays inside the
 	 * box; eval resizes the whole image and then crops, so it may reach
-	 * outside the box. */
+	 * outside the box. Planned on the whole image (at scale 1/s). */
 	double bx = c.x / s, by = c.y / s, bw = c.w / s, bh = c.h / s;
 	int32_t xlo = 0, xhi = ow, ylo = 0, yhi = oh;
 	if (p->train) {
@@ -252,10 +296,41 @@ static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p
 		y0 = 0;
 		y1 = oh;
 	}
-	JDIMENSION xoff = (JDIMENSION)x0, cw = (JDIMENSION)(x1 - x0);
-	if (xoff > 0 || cw < (JDIMENSION)ow)
+
+	/* The sub-image, if there is one to cut; (sx, sy) below is its origin
+	 * at scale 1/s (MCUs are multiples of 8 pixels, so it is whole). */
+	w->sub_x = w->sub_y = 0;
+	if (!reference && ci->restart_interval && !ci->progressive_mode && !ci->arith_code) {
+		/* two pixels of the decoded scale: a 2x-subsampled sample */
+		rc = cut_sub(w, jpeg, len, (double)x0 * s, (double)x1 * s, (double)y0 * s,
+			     (double)y1 * s, 2.0 * s, err, errlen);
+		if (rc < 0) {
+			jpeg_abort_decompress(ci);
+			return rc;
+		}
+		if (rc == 1) {
+			jpeg_abort_decompress(ci);
+			jpeg_mem_src(ci, w->sub.data, (unsigned long)w->sub.len);
+			jpeg_read_header(ci, TRUE);
+			ci->scale_num = 1;
+			ci->scale_denom = s;
+			ci->out_color_space = JCS_EXT_RGBX;
+			w->cuts++;
+		}
+	}
+	jpeg_start_decompress(ci);
+	int32_t sx = (int32_t)(w->sub_x / s), sy = (int32_t)(w->sub_y / s);
+	int32_t dw = (int32_t)ci->output_width, dh = (int32_t)ci->output_height;
+	if (x0 < sx || y0 < sy || x1 - sx > dw || y1 - sy > dh) {
+		jpeg_abort_decompress(ci);
+		return status_fail(err, errlen, FEEDER_EDECODE,
+				   "jpeg: the sub-image (%dx%d at %d,%d) misses the region %d..%d x %d..%d",
+				   dw, dh, sx, sy, x0, x1, y0, y1);
+	}
+	JDIMENSION xoff = (JDIMENSION)(x0 - sx), cw = (JDIMENSION)(x1 - x0);
+	if (xoff > 0 || cw < (JDIMENSION)dw)
 		jpeg_crop_scanline(ci, &xoff, &cw); /* widens to iMCU boundaries */
-	resize_axis_rebase(&w->ax, (int32_t)xoff);
+	resize_axis_rebase(&w->ax, (int32_t)xoff + sx);
 	resize_axis_rebase(&w->ay, y0);
 
 	size_t stride = (size_t)cw * 4;
@@ -282,14 +357,15 @@ static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p
 	*r = (struct jpeg_region){ .pixels = region, .stride = stride, .cols = (uint32_t)cw,
 				   .rows = (uint32_t)rows, .flip = c.flip, .ax = &w->ax,
 				   .ay = &w->ay };
-	if (y0 > 0)
-		jpeg_skip_scanlines(ci, (JDIMENSION)y0);
-	while (ci->output_scanline < (JDIMENSION)y1) {
+	JDIMENSION first = (JDIMENSION)(y0 - sy), last = (JDIMENSION)(y1 - sy);
+	if (first > 0)
+		jpeg_skip_scanlines(ci, first);
+	while (ci->output_scanline < last) {
 		JSAMPROW rowp[16];
-		JDIMENSION want = (JDIMENSION)y1 - ci->output_scanline;
+		JDIMENSION want = last - ci->output_scanline;
 		want = want > 16 ? 16 : want;
 		for (JDIMENSION k = 0; k < want; k++)
-			rowp[k] = region + (ci->output_scanline - (JDIMENSION)y0 + k) * stride;
+			rowp[k] = region + (ci->output_scanline - first + k) * stride;
 		if (jpeg_read_scanlines(ci, rowp, want) == 0) {
 			jpeg_abort_decompress(ci);
 			return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: no rows decoded");

@@ -54,6 +54,10 @@ void jpeg_worker_destroy(struct jpeg_worker *w);
  * transforming (resampling, normalising, converting) since the last call;
  * resets them. For feederd's per-stage accounting. */
 void jpeg_worker_take_times(struct jpeg_worker *w, double *decode_s, double *transform_s);
+/* Samples w has decoded from a sub-image of a JPEG tiled by restart
+ * intervals (media/jpeg_tiles.h) rather than from the whole image, since
+ * it was created. */
+uint64_t jpeg_worker_cuts(const struct jpeg_worker *w);
 
 /* Decode, crop, resize, flip, normalize and write ONE sample of
  * jpeg_pipeline_sample_bytes(o) bytes at out (3 x height x width in o->layout

@@ -33,7 +33,8 @@ size_t dsformat_dtype_size(uint32_t dtype)
 }
 
 /* Header layout: magic[8] version kind samples(8) classes feat_dim dtype
- * reserved packer_version[32] options[256]. */
+ * reserved packer_version[32] options[256]; version 3 adds source_bytes(8)
+ * tiled(8). */
 void dsformat_header_encode(const struct dsformat_header *h, uint8_t *out)
 {
 	memset(out, 0, DSFORMAT_HEADER_SIZE);
@@ -46,16 +47,15 @@ void dsformat_header_encode(const struct dsformat_header *h, uint8_t *out)
 	bytes_put_le32(out + 32, h->dtype);
 	memcpy(out + 40, h->packer_version, strnlen(h->packer_version, 31));
 	memcpy(out + 72, h->options, strnlen(h->options, 255));
+	bytes_put_le64(out + 328, h->source_bytes);
+	bytes_put_le64(out + 336, h->tiled);
 }
 
 int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *h,
 			   char *err, size_t errlen)
 {
 	const uint8_t *p = buf;
-	if (len != DSFORMAT_HEADER_SIZE)
-		return status_fail(err, errlen, FEEDER_EFORMAT,
-				   "dataset header is %zu bytes, expected %d", len, DSFORMAT_HEADER_SIZE);
-	if (memcmp(p, DSFORMAT_MAGIC, 8) != 0)
+	if (len < 12 || memcmp(p, DSFORMAT_MAGIC, 8) != 0)
 		return status_fail(err, errlen, FEEDER_EFORMAT, "dataset header has the wrong magic");
 	memset(h, 0, sizeof(*h));
 	h->version = bytes_le32(p + 8);
@@ -64,6 +64,11 @@ int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *
 				   "dataset format version %u, this build reads versions %d to %d%s",
 				   h->version, DSFORMAT_VERSION_MIN, DSFORMAT_VERSION,
 				   h->version > DSFORMAT_VERSION ? " (packed by a newer packer)" : "");
+	size_t want = h->version >= 3 ? DSFORMAT_HEADER_SIZE : DSFORMAT_HEADER_SIZE_V2;
+	if (len != want)
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "dataset header is %zu bytes, expected %zu for version %u", len, want,
+				   h->version);
 	h->kind = bytes_le32(p + 12);
 	h->samples = bytes_le64(p + 16);
 	h->classes = bytes_le32(p + 24);
@@ -71,6 +76,14 @@ int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *
 	h->dtype = bytes_le32(p + 32);
 	memcpy(h->packer_version, p + 40, 31);
 	memcpy(h->options, p + 72, 255);
+	if (h->version >= 3) {
+		h->source_bytes = bytes_le64(p + 328);
+		h->tiled = bytes_le64(p + 336);
+		if (h->tiled > h->samples)
+			return status_fail(err, errlen, FEEDER_EFORMAT,
+					   "dataset header counts %llu tiled records of %llu",
+					   (unsigned long long)h->tiled, (unsigned long long)h->samples);
+	}
 	if (h->kind != DSFORMAT_KIND_JPEG && h->kind != DSFORMAT_KIND_FEATURES)
 		return status_fail(err, errlen, FEEDER_EFORMAT, "dataset kind %u is unknown", h->kind);
 	if (h->kind == DSFORMAT_KIND_FEATURES &&
@@ -82,7 +95,8 @@ int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *
 
 size_t dsformat_sample_hdr_size(uint32_t version)
 {
-	return version == 1 ? DSFORMAT_SAMPLE_HDR_V1 : version == 2 ? DSFORMAT_SAMPLE_HDR : 0;
+	return version == 1 ? DSFORMAT_SAMPLE_HDR_V1
+	       : version == 2 || version == 3 ? DSFORMAT_SAMPLE_HDR : 0;
 }
 
 void dsformat_sample_encode(const struct dsformat_sample *s, uint8_t *out)
@@ -167,10 +181,19 @@ int dsformat_sample_check(const struct dsformat_header *h, const struct dsformat
 					   "features sample has dimension %u of dtype %s, the dataset "
 					   "%u of dtype %s", s->dim, dsformat_dtype_name(s->dtype),
 					   h->feat_dim, dsformat_dtype_name(h->dtype));
+		if (s->flags || s->aux)
+			return status_fail(err, errlen, FEEDER_ECORRUPT,
+					   "features sample has flags %x and aux %u (both must be 0)",
+					   s->flags, s->aux);
 	} else if (s->dtype != DSFORMAT_DTYPE_NONE || s->frames || s->dim) {
 		return status_fail(err, errlen, FEEDER_ECORRUPT,
 				   "jpeg sample carries a feature matrix header (%ux%u, dtype %u)",
 				   s->frames, s->dim, s->dtype);
+	} else if ((s->flags & ~DSFORMAT_FLAG_TILED) || (h->version < 3 && s->flags) ||
+		   ((s->flags & DSFORMAT_FLAG_TILED) ? s->aux == 0 || s->aux > 0xFFFF : s->aux != 0)) {
+		return status_fail(err, errlen, FEEDER_ECORRUPT,
+				   "jpeg sample has flags %x and aux %u (tiled: aux is the restart "
+				   "interval, 1..65535; untiled: both 0)", s->flags, s->aux);
 	}
 	return 0;
 }

@@ -7,17 +7,26 @@
  *   "samples" key sample index, u64 big-endian -> sample header + payload
  *   "names"   key sample index, u64 big-endian -> the source name (optional)
  *
- * All header fields are little-endian. A sample value (format version 2) is
- * a 32-byte header
+ * All header fields are little-endian. A sample value (format versions 2
+ * and 3) is a 32-byte header
  *   u32 label | u32 payload_len | u32 crc32c(payload) | u32 frames | u32 dim
  *   | u8 dtype | u8 reserved | u16 flags | u32 aux | u32 crc32c(bytes 0..27)
  * followed by payload_len bytes: JPEG bytes (kind jpeg) or a frames x dim
  * row-major matrix of float16/float32 (kind features). The last field is a
  * CRC of the header itself, so that a changed label, length or shape is
- * caught like a changed payload. flags and aux are 0 today (room for facts
- * about the payload, such as how a JPEG is tiled into restart intervals).
- * Version 1 datasets, whose records have the first 24 bytes only (dtype then
- * three reserved bytes, no header CRC), are still read.
+ * caught like a changed payload.
+ *
+ * Version 3 says how a JPEG is tiled (media/jpeg_tiles.h): flags bit 0
+ * (DSFORMAT_FLAG_TILED) marks a payload that packer rewrote with restart
+ * intervals forming a grid, aux holding the interval in MCUs (else flags
+ * and aux are 0, as in version 2). The dataset header adds, at bytes
+ * 328..343, the bytes the stored samples' source files had and how many
+ * records are tiled, so that `packer inspect` can say what tiling cost.
+ * The tiling is a fact about the JPEG itself (its restart markers), which
+ * feederd reads from the payload; a version 2 reader refuses a version 3
+ * dataset by its version, and version 1 and 2 datasets are still read
+ * (version 1 records have the first 24 bytes only: dtype then three
+ * reserved bytes, no header CRC).
  *
  * This module does no I/O: it turns bytes into validated structs and back,
  * so that packer, the daemon and the fuzzers share one implementation. */
@@ -28,10 +37,12 @@
 #include <stdint.h>
 
 #define DSFORMAT_MAGIC "FEEDERDS"
-#define DSFORMAT_VERSION 2          /* what packer writes */
+#define DSFORMAT_VERSION 3          /* what packer writes */
 #define DSFORMAT_VERSION_MIN 1      /* the oldest still read */
-#define DSFORMAT_HEADER_SIZE 328
-#define DSFORMAT_SAMPLE_HDR 32      /* of a version 2 record */
+#define DSFORMAT_HEADER_SIZE 344    /* version 3; encode writes this */
+#define DSFORMAT_HEADER_SIZE_V2 328 /* versions 1 and 2 */
+#define DSFORMAT_SAMPLE_HDR 32      /* of a version 2 or 3 record */
+#define DSFORMAT_FLAG_TILED 1u      /* jpeg: restart intervals on a grid, aux MCUs each */
 #define DSFORMAT_SAMPLE_HDR_V1 24
 /* The fewest bytes of data.mdb one record (or label) and its key take: a
  * bound on the counts a file of some size can hold. */
@@ -53,6 +64,8 @@ struct dsformat_header {
 	uint32_t dtype;     /* features: enum dsformat_dtype; jpeg: 0 */
 	char packer_version[32]; /* NUL-terminated */
 	char options[256];       /* NUL-terminated, the packer's command line options */
+	uint64_t source_bytes;   /* version 3: the stored samples' source files, in bytes */
+	uint64_t tiled;          /* version 3: records with DSFORMAT_FLAG_TILED */
 };
 
 struct dsformat_sample {
@@ -62,8 +75,8 @@ struct dsformat_sample {
 	uint32_t frames;    /* features: rows; jpeg: 0 */
 	uint32_t dim;       /* features: columns; jpeg: 0 */
 	uint32_t dtype;     /* features: enum dsformat_dtype; jpeg: 0 */
-	uint32_t flags;     /* version 2: reserved, 0 */
-	uint32_t aux;       /* version 2: reserved, 0 */
+	uint32_t flags;     /* version 3: DSFORMAT_FLAG_*; versions 1, 2: 0 */
+	uint32_t aux;       /* version 3, tiled: the restart interval in MCUs; else 0 */
 };
 
 /* Bytes of a record's header in a dataset of version v (0 if unknown). */
@@ -73,16 +86,18 @@ const char *dsformat_kind_name(uint32_t kind);   /* "jpeg", "features", "?" */
 const char *dsformat_dtype_name(uint32_t dtype); /* "f16", "f32", "none", "?" */
 size_t dsformat_dtype_size(uint32_t dtype);      /* bytes per element, 0 if none */
 
-/* Encode h into out (DSFORMAT_HEADER_SIZE bytes). Strings are truncated. */
+/* Encode h into out (DSFORMAT_HEADER_SIZE bytes, version 3's layout).
+ * Strings are truncated. */
 void dsformat_header_encode(const struct dsformat_header *h, uint8_t *out);
 
-/* Decode and validate a header record of len bytes. Returns 0, or
+/* Decode and validate a header record of len bytes (DSFORMAT_HEADER_SIZE_V2
+ * for versions 1 and 2, DSFORMAT_HEADER_SIZE for 3). Returns 0, or
  * FEEDER_EFORMAT (wrong magic or size, bad field) / FEEDER_EVERSION, with a
  * sentence in err. */
 int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *h,
 			   char *err, size_t errlen);
 
-/* Encode a sample header into out (DSFORMAT_SAMPLE_HDR bytes, version 2,
+/* Encode a sample header into out (DSFORMAT_SAMPLE_HDR bytes, version 3,
  * its header CRC included). */
 void dsformat_sample_encode(const struct dsformat_sample *s, uint8_t *out);
 
@@ -105,7 +120,9 @@ int dsformat_sample_verify(const struct dsformat_sample *s, const uint8_t *paylo
  * (when classes > 0; a dataset without a label table has opaque labels);
  * for features, the header's dtype and feat_dim (readers size their output
  * by the header, so a record of another width would write past it); for
- * jpeg, no matrix fields. Else FEEDER_ECORRUPT with a sentence. (Version 1
+ * jpeg, no matrix fields, and flags/aux as version 3 defines them (an
+ * unknown flag, a tiled record without an interval, a features record
+ * with either). Else FEEDER_ECORRUPT with a sentence. (Version 1
  * records have no header CRC, and a header CRC does not say the values fit
  * this dataset: these fields need their own check.)
  * (Added by the fuzzing work: a features record wider than the dataset made

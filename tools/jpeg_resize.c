@@ -1,7 +1,7 @@
 /* jpeg_resize.c — DCT-scaled decode, antialiased resize, re-encode (see
- * jpeg_resize.h). Decoding and resizing are media's (jpeg_decode.c,
- * resize_image.c); this file picks the scale and the output size and
- * encodes with TurboJPEG. */
+ * jpeg_resize.h). Decoding, resizing and tiled encoding are media's
+ * (jpeg_decode.c, resize_image.c, jpeg_tiles.c); this file picks the scale
+ * and the output size. */
 #include "jpeg_resize.h"
 
 #include "jpeg_decode.h"
@@ -11,11 +11,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <turbojpeg.h>
 
 struct jpeg_resizer {
 	struct jpeg_decoder *dec;
-	tjhandle enc;
+	struct jpeg_tiler *enc;
 };
 
 int jpeg_resizer_create(struct jpeg_resizer **out, char *err, size_t errlen)
@@ -24,8 +23,8 @@ int jpeg_resizer_create(struct jpeg_resizer **out, char *err, size_t errlen)
 	if (!z)
 		return status_fail(err, errlen, -ENOMEM, "JPEG resizer: out of memory");
 	int rc = jpeg_decoder_create(&z->dec, err, errlen);
-	if (!rc && !(z->enc = tjInitCompress()))
-		rc = status_fail(err, errlen, -ENOMEM, "JPEG encoder: %s", tjGetErrorStr2(NULL));
+	if (!rc)
+		rc = jpeg_tiler_create(&z->enc, err, errlen);
 	if (rc) {
 		jpeg_resizer_destroy(z);
 		return rc;
@@ -39,8 +38,7 @@ void jpeg_resizer_destroy(struct jpeg_resizer *z)
 	if (!z)
 		return;
 	jpeg_decoder_destroy(z->dec);
-	if (z->enc)
-		tjDestroy(z->enc);
+	jpeg_tiler_destroy(z->enc);
 	free(z);
 }
 
@@ -61,7 +59,8 @@ static void target_size(unsigned w, unsigned h, unsigned shorter, unsigned *dw, 
 }
 
 int jpeg_resize(struct jpeg_resizer *z, const uint8_t *src, size_t len, unsigned shorter,
-		int quality, struct jpeg_resize_result *r, char *err, size_t errlen)
+		int quality, const struct jpeg_tiles_policy *p, struct jpeg_resize_result *r,
+		char *err, size_t errlen)
 {
 	memset(r, 0, sizeof(*r));
 	if (shorter == 0 || quality < 1 || quality > 100)
@@ -75,9 +74,18 @@ int jpeg_resize(struct jpeg_resizer *z, const uint8_t *src, size_t len, unsigned
 	r->src_height = info.height;
 	unsigned sshort = info.width < info.height ? info.width : info.height;
 	if (sshort <= shorter) {
-		/* Kept byte for byte, but only if all of it decodes. */
+		/* Kept, but only if all of it decodes; tiled without a loss. */
 		rc = jpeg_decode_rgbx(z->dec, src, len, 8, NULL, NULL, NULL, err, errlen);
-		return rc ? rc : 1;
+		if (rc || (!p->mcus && !p->bytes))
+			return rc ? rc : 1;
+		struct jpeg_tiles_result t;
+		rc = jpeg_tiles_transcode(z->enc, src, len, p, &t, err, errlen);
+		if (rc == 0) {
+			r->data = t.data;
+			r->len = t.len;
+			r->restart = t.restart;
+		}
+		return rc < 0 ? rc : 1; /* 1 from transcode: kept byte for byte */
 	}
 	/* Smallest M/8 whose scaled shorter side still reaches the target. */
 	unsigned m = 8;
@@ -102,23 +110,13 @@ int jpeg_resize(struct jpeg_resizer *z, const uint8_t *src, size_t len, unsigned
 		rc = status_fail(err, errlen, -ENOMEM, "out of memory resizing to %ux%u", dw, dh);
 		goto done;
 	}
-	int samp = comps == 1 ? TJSAMP_GRAY : TJSAMP_420;
-	unsigned long cap = tjBufSize((int)dw, (int)dh, samp), jlen = cap;
-	unsigned char *jpg = cap == (unsigned long)-1 ? NULL : malloc(cap);
-	if (!jpg) {
-		rc = status_fail(err, errlen, -ENOMEM, "out of memory encoding %ux%u", dw, dh);
+	struct jpeg_tiles_result t;
+	if ((rc = jpeg_tiles_encode(z->enc, out, (size_t)dw * comps, dw, dh, comps, quality, p, &t,
+				    err, errlen)))
 		goto done;
-	}
-	/* NOREALLOC: TurboJPEG writes into our malloc'd buffer, which
-	 * tjBufSize makes large enough for any image of this size. */
-	if (tjCompress2(z->enc, out, (int)dw, 0, (int)dh, comps == 1 ? TJPF_GRAY : TJPF_RGB, &jpg,
-			&jlen, samp, quality, TJFLAG_NOREALLOC) != 0) {
-		rc = status_fail(err, errlen, FEEDER_EDECODE, "JPEG encode: %s", tjGetErrorStr2(z->enc));
-		free(jpg);
-		goto done;
-	}
-	r->data = jpg;
-	r->len = jlen;
+	r->data = t.data;
+	r->len = t.len;
+	r->restart = t.restart;
 	r->width = dw;
 	r->height = dh;
 done:

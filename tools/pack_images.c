@@ -14,13 +14,22 @@
  *                        list file's folder when SRC is omitted.
  * The "names" database holds each sample's relative path.
  *
+ * Tiling (--restart, default auto): every JPEG is rewritten with restart
+ * intervals on a grid (media/jpeg_tiles.h) by lossless transcoding, so that
+ * feederd can decode a crop's intervals instead of the whole image; one
+ * that cannot be transcoded (12-bit, damaged) is stored as it is. Records
+ * say whether they are tiled (dsformat.h, version 3), the header what the
+ * sources weighed.
+ *
  * Data path: pack_reader keeps many io_uring reads in flight, refusing a
  * file over --max-file-size from its size and a non-JPEG from its first
  * bytes (jpeg_sniff), before reading either whole; the main thread takes
- * files in index order, computes the CRC-32C and
- * appends to the LMDB writer, committing about every 256 MB. With
- * --resize-shorter, --threads workers decode/resize/encode (jpeg_resize.c)
- * while the main thread keeps reading ahead and writes results in order. */
+ * files in index order, computes the CRC-32C and appends to the LMDB
+ * writer, committing about every 256 MB. With tiling or --resize-shorter,
+ * --threads workers transcode or decode/resize/encode (jpeg_resize.c) while
+ * the main thread keeps reading ahead and writes results in order; with
+ * --restart none and no resize, files go from the reader to LMDB as they
+ * are. */
 #include "packer.h"
 
 #include "pack_args.h"
@@ -34,6 +43,7 @@
 #include "dsstore.h"
 #include "jpeg_decode.h"
 #include "jpeg_resize.h"
+#include "jpeg_tiles.h"
 #include "status.h"
 
 #include <dirent.h>
@@ -63,6 +73,9 @@ struct packer {
 	uint64_t next;        /* index of the next stored sample */
 	uint64_t since_commit;
 	uint64_t bytes;
+	uint64_t source_bytes; /* of the stored samples' files */
+	uint64_t tiled;
+	uint64_t untiled;      /* tiling asked for, the JPEG kept as it was */
 	uint64_t skipped;
 	int strict;
 	struct pack_progress prog;
@@ -78,11 +91,14 @@ static int bad_file(struct packer *pk, const char *path, const char *why, char *
 	return 0;
 }
 
-static int put_one(struct packer *pk, const uint8_t *data, size_t len, uint32_t label,
-		   const char *name, char *err, size_t errlen)
+/* Store one sample: len bytes at data (restart: its interval when tiled, 0
+ * when not) made from a source file of src_len bytes. */
+static int put_one(struct packer *pk, const uint8_t *data, size_t len, uint32_t restart,
+		   size_t src_len, uint32_t label, const char *name, char *err, size_t errlen)
 {
 	struct dsformat_sample s = { .label = label, .payload_len = (uint32_t)len,
-				     .crc = crc32c(0, data, len) };
+				     .crc = crc32c(0, data, len),
+				     .flags = restart ? DSFORMAT_FLAG_TILED : 0, .aux = restart };
 	int rc = dsstore_writer_put_sample(pk->w, pk->next, &s, data, err, errlen);
 	if (!rc)
 		rc = dsstore_writer_put_name(pk->w, pk->next, name, err, errlen);
@@ -90,6 +106,8 @@ static int put_one(struct packer *pk, const uint8_t *data, size_t len, uint32_t 
 		return rc;
 	pk->next++;
 	pk->bytes += len;
+	pk->source_bytes += src_len;
+	pk->tiled += restart != 0;
 	pk->since_commit += len;
 	pk->since_writeback += len;
 	if (pk->since_writeback >= WRITEBACK_BYTES) {
@@ -113,7 +131,7 @@ static int pack_plain(struct packer *pk, struct pack_reader *rd, const struct pa
 		if (f.error) /* the reader's sniff refused non-JPEGs (jpeg_sniff) */
 			rc = bad_file(pk, f.path, pack_reader_strerror(rd, f.error), err, errlen);
 		else
-			rc = put_one(pk, f.data, f.len, l->labels[f.index], f.path, err, errlen);
+			rc = put_one(pk, f.data, f.len, 0, f.len, l->labels[f.index], f.path, err, errlen);
 		pack_progress_add(&pk->prog, 1, f.len);
 		pack_reader_release(rd, &f);
 		if (rc)
@@ -122,14 +140,15 @@ static int pack_plain(struct packer *pk, struct pack_reader *rd, const struct pa
 	return rc;
 }
 
-/* ---- resize workers ---- */
+/* ---- transcode and resize workers ---- */
 
 enum { JOB_QUEUED, JOB_DONE };
 
 struct job {
 	struct pack_read f;
 	int state;
-	int status; /* 0 resized, 1 keep the original, < 0 bad file */
+	int status; /* 0 rewritten (res), 1 keep the original (why: the reason
+		       tiling was not done, if asked), < 0 bad file */
 	struct jpeg_resize_result res;
 	char why[200];
 };
@@ -143,14 +162,31 @@ struct pool {
 	int stop;
 	unsigned shorter;
 	int quality;
+	struct jpeg_tiles_policy tiles;
 };
+
+/* Tile a JPEG kept at its size: 0 with j->res set, or 1 (kept as it is, the
+ * reason in j->why), or -ENOMEM. */
+static int tile_job(struct jpeg_tiler *t, const struct pool *p, struct job *j)
+{
+	struct jpeg_tiles_result r;
+	int rc = jpeg_tiles_transcode(t, j->f.data, j->f.len, &p->tiles, &r, j->why, sizeof(j->why));
+	if (rc)
+		return rc;
+	j->res.data = r.data;
+	j->res.len = r.len;
+	j->res.restart = r.restart;
+	return 0;
+}
 
 static void *worker(void *arg)
 {
 	struct pool *p = arg;
 	struct jpeg_resizer *z = NULL;
+	struct jpeg_tiler *t = NULL;
 	char zerr[200];
-	int zrc = jpeg_resizer_create(&z, zerr, sizeof(zerr));
+	int zrc = p->shorter ? jpeg_resizer_create(&z, zerr, sizeof(zerr))
+			     : jpeg_tiler_create(&t, zerr, sizeof(zerr));
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		while (p->taken == p->pushed && !p->stop)
@@ -165,9 +201,13 @@ static void *worker(void *arg)
 		} else if (zrc) {
 			j->status = zrc;
 			snprintf(j->why, sizeof(j->why), "%s", zerr);
+		} else if (p->shorter) {
+			j->status = jpeg_resize(z, j->f.data, j->f.len, p->shorter, p->quality, &p->tiles,
+						&j->res, j->why, sizeof(j->why));
+			if (j->status == 1 && j->res.data)
+				j->status = 0; /* kept at its size, tiled */
 		} else {
-			j->status = jpeg_resize(z, j->f.data, j->f.len, p->shorter, p->quality, &j->res,
-						j->why, sizeof(j->why));
+			j->status = tile_job(t, p, j);
 		}
 		pthread_mutex_lock(&p->mu);
 		j->state = JOB_DONE;
@@ -175,25 +215,38 @@ static void *worker(void *arg)
 	}
 	pthread_mutex_unlock(&p->mu);
 	jpeg_resizer_destroy(z);
+	jpeg_tiler_destroy(t);
 	return NULL;
 }
 
-static int write_job(struct packer *pk, struct job *j, const struct pack_src *l, char *err, size_t errlen)
+static int write_job(struct packer *pk, struct job *j, const struct pack_src *l, int tiling,
+		     char *err, size_t errlen)
 {
 	if (j->status == -ENOMEM) /* the machine's problem, not the file's */
 		return status_fail(err, errlen, -ENOMEM, "%s/%s: %s", pk->src, j->f.path, j->why);
 	if (j->status < 0)
 		return bad_file(pk, j->f.path, j->why, err, errlen);
-	if (j->status == 1)
-		return put_one(pk, j->f.data, j->f.len, l->labels[j->f.index], j->f.path, err, errlen);
-	return put_one(pk, j->res.data, j->res.len, l->labels[j->f.index], j->f.path, err, errlen);
+	uint32_t label = l->labels[j->f.index];
+	if (j->status == 1) {
+		if (tiling) {
+			pk->untiled++;
+			if (pk->prog.verbose)
+				pack_warn("%s/%s: stored as it is, not tiled: %s", pk->src, j->f.path,
+					  j->why);
+		}
+		return put_one(pk, j->f.data, j->f.len, 0, j->f.len, label, j->f.path, err, errlen);
+	}
+	return put_one(pk, j->res.data, j->res.len, j->res.restart, j->f.len, label, j->f.path, err,
+		       errlen);
 }
 
-static int pack_resized(struct packer *pk, struct pack_reader *rd, const struct pack_src *l,
-			unsigned threads, unsigned shorter, int quality, char *err, size_t errlen)
+static int pack_rewritten(struct packer *pk, struct pack_reader *rd, const struct pack_src *l,
+			  unsigned threads, unsigned shorter, int quality,
+			  const struct jpeg_tiles_policy *tiles, char *err, size_t errlen)
 {
 	struct pool p = { .rd = rd, .cap = pack_reader_depth(rd) - 1, .shorter = shorter,
-			  .quality = quality };
+			  .quality = quality, .tiles = *tiles };
+	int tiling = tiles->mcus || tiles->bytes;
 	pthread_t *tids = calloc(threads, sizeof(*tids));
 	p.jobs = calloc(p.cap, sizeof(*p.jobs));
 	if (!tids || !p.jobs) {
@@ -218,7 +271,7 @@ static int pack_resized(struct packer *pk, struct pack_reader *rd, const struct 
 		while (p.head < p.pushed && p.jobs[p.head % p.cap].state == JOB_DONE) {
 			struct job *j = &p.jobs[p.head % p.cap];
 			pthread_mutex_unlock(&p.mu);
-			rc = write_job(pk, j, l, err, errlen);
+			rc = write_job(pk, j, l, tiling, err, errlen);
 			pack_progress_add(&pk->prog, 1, j->f.len);
 			pack_reader_release(rd, &j->f);
 			free(j->res.data);
@@ -280,14 +333,16 @@ static int pack_resized(struct packer *pk, struct pack_reader *rd, const struct 
 #define CMD "pack images"
 
 static const char usage_line[] =
-	"usage: packer pack images [--resize-shorter N --quality Q --threads N] [--follow-links] "
-	"[--max-file-size SIZE] [--strict] [--force] [-v] (SRC | --list FILE [SRC]) DEST";
+	"usage: packer pack images [--restart auto|none|MCUS] [--resize-shorter N --quality Q] "
+	"[--threads N] [--follow-links] [--max-file-size SIZE] [--strict] [--force] [-v] "
+	"(SRC | --list FILE [SRC]) DEST";
 
 int pack_images_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "list", required_argument, NULL, 'l' },
 		{ "resize-shorter", required_argument, NULL, 'r' },
+		{ "restart", required_argument, NULL, 'R' },
 		{ "quality", required_argument, NULL, 'q' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "depth", required_argument, NULL, 'd' },
@@ -303,6 +358,8 @@ int pack_images_main(int argc, char **argv)
 	unsigned long long shorter = 0, quality = 90, threads = 0, depth = 64;
 	unsigned long long max_file = PACK_MAX_FILE_DEFAULT;
 	int strict = 0, force = 0, verbose = 0, follow_links = 0, c;
+	struct jpeg_tiles_policy tiles = { 0, JPEG_TILES_BYTES };
+	unsigned long long mcus;
 	optind = 0;
 	while ((c = pack_getopt(CMD, argc, argv, "vh", opts)) != -1) {
 		switch (c) {
@@ -322,6 +379,17 @@ int pack_images_main(int argc, char **argv)
 		case 'd':
 			if (pack_parse_uint(optarg, 32, 4096, &depth))
 				return pack_usage_error(CMD, "--depth '%s' is not an integer in 32..4096", optarg);
+			break;
+		case 'R':
+			if (!strcmp(optarg, "auto"))
+				tiles = (struct jpeg_tiles_policy){ 0, JPEG_TILES_BYTES };
+			else if (!strcmp(optarg, "none"))
+				tiles = (struct jpeg_tiles_policy){ 0, 0 };
+			else if (!pack_parse_uint(optarg, 1, 4096, &mcus))
+				tiles = (struct jpeg_tiles_policy){ (unsigned)mcus, 0 };
+			else
+				return pack_usage_error(CMD, "--restart '%s' is not auto, none or a number of "
+							     "MCUs in 1..4096", optarg);
 			break;
 		case 's': strict = 1; break;
 		case 'L': follow_links = 1; break;
@@ -405,9 +473,9 @@ int pack_images_main(int argc, char **argv)
 		goto out;
 	}
 	pack_progress_init(&pk.prog, l.n, verbose);
-	if (shorter)
-		rc = pack_resized(&pk, rd, &l, (unsigned)threads, (unsigned)shorter, (int)quality, err,
-				  sizeof(err));
+	if (shorter || tiles.mcus || tiles.bytes)
+		rc = pack_rewritten(&pk, rd, &l, (unsigned)threads, (unsigned)shorter, (int)quality,
+				    &tiles, err, sizeof(err));
 	else
 		rc = pack_plain(&pk, rd, &l, err, sizeof(err));
 	if (rc) {
@@ -427,7 +495,8 @@ int pack_images_main(int argc, char **argv)
 			goto out;
 		}
 	struct dsformat_header h = { .version = DSFORMAT_VERSION, .kind = DSFORMAT_KIND_JPEG,
-				     .samples = pk.next, .classes = l.nclasses };
+				     .samples = pk.next, .classes = l.nclasses,
+				     .source_bytes = pk.source_bytes, .tiled = pk.tiled };
 	snprintf(h.packer_version, sizeof(h.packer_version), "packer %s", FEEDER_VERSION);
 	pack_options_string(argc, argv, 1, h.options, sizeof(h.options));
 	rc = dsstore_writer_finish(pk.w, &h, err, sizeof(err));
@@ -436,10 +505,17 @@ int pack_images_main(int argc, char **argv)
 		pack_error("pack images: %s", err);
 		goto out;
 	}
-	if (verbose || isatty(STDERR_FILENO))
+	if (verbose || isatty(STDERR_FILENO)) {
 		fprintf(stderr, "packer: packed %llu images (%u classes, %llu bytes) into %s, %llu skipped\n",
 			(unsigned long long)pk.next, l.nclasses, (unsigned long long)pk.bytes, dst.dest,
 			(unsigned long long)pk.skipped);
+		if (tiles.mcus || tiles.bytes)
+			fprintf(stderr, "packer: %llu tiled by restart intervals, %llu stored as they were; "
+					"%llu bytes from %llu of sources (%+.2f %%)\n",
+				(unsigned long long)pk.tiled, (unsigned long long)pk.untiled,
+				(unsigned long long)pk.bytes, (unsigned long long)pk.source_bytes,
+				pk.source_bytes ? 100.0 * ((double)pk.bytes / pk.source_bytes - 1) : 0.0);
+	}
 	status = 0;
 out:
 	pack_reader_close(rd);

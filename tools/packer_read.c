@@ -167,8 +167,9 @@ int packer_inspect_main(int argc, char **argv)
 	uint64_t *hist = calloc(h->classes ? h->classes : 1, sizeof(uint64_t));
 	struct stat_u64 bytes = { .all = calloc(h->samples ? h->samples : 1, sizeof(uint64_t)) };
 	struct stat_u64 frames = { .all = features ? calloc(h->samples ? h->samples : 1, sizeof(uint64_t)) : NULL };
-	uint64_t unreadable = 0, bad_label = 0;
-	if (!hist || !bytes.all || (features && !frames.all)) {
+	uint64_t unreadable = 0, bad_label = 0, tiled = 0;
+	struct stat_u64 restart = { .all = features ? NULL : calloc(h->samples ? h->samples : 1, sizeof(uint64_t)) };
+	if (!hist || !bytes.all || (features && !frames.all) || (!features && !restart.all)) {
 		fprintf(stderr, "packer: inspect: out of memory\n");
 		rc = PACK_EXIT_FAIL;
 		goto out;
@@ -188,7 +189,13 @@ int packer_inspect_main(int argc, char **argv)
 		stat_add(&bytes, s.payload_len);
 		if (features)
 			stat_add(&frames, s.frames);
+		if (s.flags & DSFORMAT_FLAG_TILED) {
+			tiled++;
+			stat_add(&restart, s.aux);
+		}
 	}
+	/* What tiling cost (version 3 keeps the sources' size). */
+	double overhead = h->source_bytes ? (double)bytes.sum / (double)h->source_bytes - 1 : 0;
 
 	if (json) {
 		printf("{\"path\":");
@@ -203,6 +210,15 @@ int packer_inspect_main(int argc, char **argv)
 		printf(",\"unreadable\":%llu,\"bad_labels\":%llu,", (unsigned long long)unreadable,
 		       (unsigned long long)bad_label);
 		json_stats(stdout, "payload_bytes", &bytes, 1.0, 0);
+		if (!features) {
+			printf("\"tiled\":%llu,\"tiled_share\":%.4f,", (unsigned long long)tiled,
+			       h->samples ? (double)tiled / (double)h->samples : 0.0);
+			if (tiled)
+				json_stats(stdout, "restart_mcus", &restart, 1.0, 0);
+			if (h->source_bytes)
+				printf("\"source_bytes\":%llu,\"size_overhead\":%.5f,",
+				       (unsigned long long)h->source_bytes, overhead);
+		}
 		if (features) {
 			printf("\"feat_dim\":%u,\"dtype\":\"%s\",", h->feat_dim, dsformat_dtype_name(h->dtype));
 			json_stats(stdout, "frames", &frames, 1.0, 0);
@@ -236,6 +252,22 @@ int packer_inspect_main(int argc, char **argv)
 		printf("payload:   %llu bytes total; per sample min %llu, max %llu, mean %.1f, median %llu\n",
 		       (unsigned long long)bytes.sum, (unsigned long long)bytes.min,
 		       (unsigned long long)bytes.max, stat_mean(&bytes), (unsigned long long)med);
+		if (!features) {
+			printf("tiling:    %llu of %llu records tiled by restart intervals (%.1f %%)",
+			       (unsigned long long)tiled, (unsigned long long)h->samples,
+			       h->samples ? 100.0 * (double)tiled / (double)h->samples : 0.0);
+			if (tiled)
+				printf(", intervals of %llu..%llu MCUs (median %llu)",
+				       (unsigned long long)restart.min, (unsigned long long)restart.max,
+				       (unsigned long long)stat_median(&restart));
+			if (h->source_bytes)
+				printf("; %llu bytes from %llu of source files (%+.2f %%)",
+				       (unsigned long long)bytes.sum, (unsigned long long)h->source_bytes,
+				       100.0 * overhead);
+			else if (h->version < 3)
+				printf(" (format version %u records no tiling)", h->version);
+			putchar('\n');
+		}
 		if (features) {
 			uint64_t fmed = stat_median(&frames);
 			printf("frames:    %llu total; per sample min %llu, max %llu, mean %.1f, median %llu\n",
@@ -263,6 +295,7 @@ int packer_inspect_main(int argc, char **argv)
 out:
 	free(hist);
 	free(bytes.all);
+	free(restart.all);
 	free(frames.all);
 	dsstore_txn_end(t);
 	dsstore_close(ds);

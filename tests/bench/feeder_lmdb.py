@@ -12,8 +12,10 @@ import numpy as np
 
 SAMPLE_HDR = struct.Struct("<IIIIIB")  # label, payload_len, crc, frames, dim, dtype
 # bytes before the payload: version 1 records end the header there (24),
-# version 2 adds flags, aux and a CRC of the header (32)
-HDR_BYTES = {1: 24, 2: 32}
+# version 2 adds flags, aux and a CRC of the header (32); version 3 keeps
+# that record header (flags say whether a JPEG is tiled by restart intervals,
+# which changes nothing for a reader of its bytes)
+HDR_BYTES = {1: 24, 2: 32, 3: 32}
 HEADER = struct.Struct("<8sIIQIII")       # magic, version, kind, samples, classes, dim, dtype
 
 

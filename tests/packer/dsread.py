@@ -6,7 +6,8 @@ usage: dsread.py DEST
 Reads the LMDB environment with python3-lmdb (not with Feeder's C code, so
 the tests check the on-disk format itself) and prints one JSON object:
 {"header": {...}, "labels": [...], "samples": [{"index", "label", "len",
-"crc", "frames", "dim", "dtype", "name"}, ...]}. Layout per proto/dsformat.h."""
+"crc", "frames", "dim", "dtype", "flags", "aux", "name"}, ...]}; version 3
+headers add "source_bytes" and "tiled". Layout per proto/dsformat.h."""
 import json
 import struct
 import sys
@@ -27,6 +28,9 @@ with env.begin() as txn:
                      "classes": classes, "feat_dim": feat_dim, "dtype": dtype,
                      "packer_version": h[40:72].split(b"\0")[0].decode(),
                      "options": h[72:328].split(b"\0")[0].decode()}
+    assert len(h) == (344 if version >= 3 else 328), "header size"
+    if version >= 3:
+        out["header"]["source_bytes"], out["header"]["tiled"] = struct.unpack_from("<QQ", h, 328)
     for k, v in txn.cursor(db=labels):
         assert len(k) == 4 and struct.unpack(">I", k)[0] == len(out["labels"]), "label keys"
         out["labels"].append(v.decode())
@@ -35,9 +39,11 @@ with env.begin() as txn:
         label, plen, crc, frames, dim, dt = struct.unpack_from("<IIIIIB", v, 0)
         hdr = 24 if version == 1 else 32  # version 2 adds flags, aux, a header CRC
         assert plen == len(v) - hdr, "payload length"
+        flags, aux = struct.unpack_from("<HI", v, 22) if version >= 2 else (0, 0)
         name = txn.get(k, db=names)
         out["samples"].append({"index": idx, "label": label, "len": plen, "crc": crc,
                                "frames": frames, "dim": dim, "dtype": dt,
+                               "flags": flags, "aux": aux,
                                "name": name.decode() if name is not None else None})
 json.dump(out, sys.stdout)
 print()

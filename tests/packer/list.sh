@@ -16,7 +16,7 @@ cd "$T/src" && files=(class_00*/*.jpg) && cd - >/dev/null
 	printf '%s\t5\tfive\n' "${files[1]}"
 	printf '%s\t2\n' "${files[3]}"
 } >"$T/list.txt"
-expect_rc 0 "$PACKER" pack images --list "$T/list.txt" "$T/src" "$T/ds"
+expect_rc 0 "$PACKER" pack images --restart none --list "$T/list.txt" "$T/src" "$T/ds"
 $PY "$HERE/dsread.py" "$T/ds" >"$T/ds.json" || fail "dsread"
 $PY - "$T/ds.json" "${files[3]}" "${files[0]}" "${files[7]}" "${files[1]}" "${files[3]}" <<'PYEOF' || fail "list content"
 import json, sys

@@ -1,11 +1,14 @@
 #!/bin/bash
-# roundtrip.sh — pack a generated ImageFolder tree, then check every sample:
-# payload bytes (packer cat) equal the source file, the label is the index of
-# its folder in sorted order, the stored name is the relative path, samples
-# come in (class, file name) order, and the CRC in the record is right.
+# roundtrip.sh — pack a generated ImageFolder tree with --restart none, then
+# check every sample: payload bytes (packer cat) equal the source file, the
+# label is the index of its folder in sorted order, the stored name is the
+# relative path, samples come in (class, file name) order, and the CRC in the
+# record is right. Packed again by default (tiled by restart intervals):
+# every payload (packer cat) decodes, with PIL, to exactly the source's
+# pixels, carries restart markers on a grid and is marked tiled.
 source "$FEEDER_SOURCE/tests/packer/lib.sh"
 make_tree 48 "$T/src" 5 7
-expect_rc 0 "$PACKER" pack images "$T/src" "$T/ds"
+expect_rc 0 "$PACKER" pack images --restart none "$T/src" "$T/ds"
 [ -f "$T/ds/data.mdb" ] || fail "no data.mdb"
 ls -a "$T" | grep -q 'ds.tmp-' && fail "temporary directory left behind"
 $PY "$HERE/dsread.py" "$T/ds" >"$T/ds.json" || fail "dsread.py"
@@ -45,5 +48,28 @@ for s in ds["samples"][:6]:
     p = subprocess.run([os.environ["FEEDER_BUILD"] + "/tools/packer", "cat", sys.argv[1],
                         str(s["index"])], capture_output=True, check=True).stdout
     assert crc32c(p) == s["crc"], s["index"]
+PYEOF
+
+expect_rc 0 "$PACKER" pack images "$T/src" "$T/tiled"
+$PY "$HERE/dsread.py" "$T/tiled" >"$T/tiled.json" || fail "dsread.py"
+mkdir "$T/cat"
+for ((i = 0; i < n; i++)); do
+	"$PACKER" cat "$T/tiled" $i >"$T/cat/$i.jpg" || fail "cat $i (tiled)"
+done
+$PY - "$T/src" "$T/tiled.json" "$T/cat" <<'PYEOF' || fail "tiled content"
+import json, struct, sys
+import numpy as np
+from PIL import Image
+src, ds, cat = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
+for s in ds["samples"]:
+    data = open("%s/%d.jpg" % (cat, s["index"]), "rb").read()
+    assert s["flags"] == 1 and s["aux"] >= 1, s
+    dri = data.find(b"\xff\xdd")
+    assert dri > 0 and struct.unpack(">H", data[dri + 4:dri + 6])[0] == s["aux"], (s["name"], "DRI")
+    assert b"\xff\xd0" in data, (s["name"], "no restart marker")
+    a = np.asarray(Image.open("%s/%s" % (src, s["name"])))
+    b = np.asarray(Image.open("%s/%d.jpg" % (cat, s["index"])))
+    assert a.shape == b.shape and (a == b).all(), (s["name"], "pixels differ")
+print("tiled: %d payloads decode to their sources' pixels" % len(ds["samples"]))
 PYEOF
 echo "roundtrip: $n samples ok"

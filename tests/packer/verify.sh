@@ -5,7 +5,8 @@
 # a 32-byte string taken from the middle of that sample's source file.
 source "$FEEDER_SOURCE/tests/packer/lib.sh"
 make_tree 20 "$T/src" 2 5
-expect_rc 0 "$PACKER" pack images "$T/src" "$T/ds"
+# --restart none: the payloads are the source files, where the needle is
+expect_rc 0 "$PACKER" pack images --restart none "$T/src" "$T/ds"
 expect_rc 0 "$PACKER" verify "$T/ds"
 grep -q "20 samples.* 0 bad" "$T/out" || fail "summary: $(cat "$T/out")"
 expect_rc 0 "$PACKER" verify --decode "$T/ds"
@@ -31,11 +32,13 @@ expect_rc 1 "$PACKER" verify --decode "$T/ds"
 grep -q "^sample $K:" "$T/out" || fail "verify --decode output: $(cat "$T/out")"
 
 # A file that passes the packer's magic check but is not a decodable JPEG
-# (its CRC is right): plain verify passes, verify --decode names it.
+# (its CRC is right): it cannot be transcoded, so it is stored as it is
+# (untiled) and plain verify passes; verify --decode names it.
 mkdir -p "$T/src2/a"
 cp "$T/src/class_000/"* "$T/src2/a/"
 printf '\xff\xd8\xff\xe0garbage that is no JPEG at all' >"$T/src2/a/zz_broken.jpg"
-expect_rc 0 "$PACKER" pack images "$T/src2" "$T/ds2"
+expect_rc 0 "$PACKER" pack images -v "$T/src2" "$T/ds2"
+grep -q "zz_broken.jpg: stored as it is, not tiled" "$T/err" || fail "no word of the untiled file: $(cat "$T/err")"
 expect_rc 0 "$PACKER" verify "$T/ds2"
 last=$(( $(ls "$T/src2/a" | wc -l) - 1 ))
 expect_rc 1 "$PACKER" verify --decode "$T/ds2"

@@ -20,6 +20,32 @@ int main(void)
 	CHECK(dsformat_header_decode(buf, sizeof(buf), &g, err, sizeof(err)) == 0);
 	CHECK(g.samples == h.samples && g.classes == 42 && g.feat_dim == 30 && g.dtype == DSFORMAT_DTYPE_F16);
 	CHECK(strcmp(g.options, h.options) == 0 && strcmp(g.packer_version, "0.1.0") == 0);
+	/* Version 3: the source bytes and the tiled count. */
+	struct dsformat_header v3 = { .version = 3, .kind = DSFORMAT_KIND_JPEG, .samples = 10,
+				      .classes = 2, .source_bytes = 123456789012ull, .tiled = 9 };
+	uint8_t b3[DSFORMAT_HEADER_SIZE];
+	dsformat_header_encode(&v3, b3);
+	CHECK(dsformat_header_decode(b3, sizeof(b3), &g, err, sizeof(err)) == 0 &&
+	      g.source_bytes == 123456789012ull && g.tiled == 9);
+	v3.tiled = 11;
+	dsformat_header_encode(&v3, b3);
+	CHECK(dsformat_header_decode(b3, sizeof(b3), &g, err, sizeof(err)) == FEEDER_EFORMAT &&
+	      strstr(err, "tiled"));
+	/* A jpeg record's flags and aux: tiled with an interval, or both 0. */
+	struct dsformat_header jh = { .version = 3, .kind = DSFORMAT_KIND_JPEG, .samples = 1,
+				      .classes = 2 };
+	struct dsformat_sample js = { .label = 1, .payload_len = 10 };
+	CHECK(dsformat_sample_check(&jh, &js, err, sizeof(err)) == 0);
+	js.flags = DSFORMAT_FLAG_TILED, js.aux = 4;
+	CHECK(dsformat_sample_check(&jh, &js, err, sizeof(err)) == 0);
+	js.aux = 0;
+	CHECK(dsformat_sample_check(&jh, &js, err, sizeof(err)) == FEEDER_ECORRUPT);
+	js.flags = 0, js.aux = 4;
+	CHECK(dsformat_sample_check(&jh, &js, err, sizeof(err)) == FEEDER_ECORRUPT);
+	js.flags = 2, js.aux = 0;
+	CHECK(dsformat_sample_check(&jh, &js, err, sizeof(err)) == FEEDER_ECORRUPT);
+	js.flags = DSFORMAT_FLAG_TILED, js.aux = 4, jh.version = 2; /* no tiling before 3 */
+	CHECK(dsformat_sample_check(&jh, &js, err, sizeof(err)) == FEEDER_ECORRUPT);
 
 	CHECK(dsformat_header_decode(buf, sizeof(buf) - 1, &g, err, sizeof(err)) == FEEDER_EFORMAT);
 	buf[0] ^= 1;
@@ -74,11 +100,20 @@ int main(void)
 	memcpy(v1 + DSFORMAT_SAMPLE_HDR_V1, m, sizeof(m));
 	CHECK(dsformat_sample_decode(1, v1, sizeof(v1), &t, &pl, err, sizeof(err)) == 0);
 	CHECK(t.label == 7 && t.frames == 3 && pl == v1 + DSFORMAT_SAMPLE_HDR_V1);
-	CHECK(dsformat_sample_decode(3, v1, sizeof(v1), &t, &pl, err, sizeof(err)) == FEEDER_EVERSION);
-	/* Headers of version 1 are read, of a newer version refused clearly. */
+	CHECK(dsformat_sample_decode(DSFORMAT_VERSION + 1, v1, sizeof(v1), &t, &pl, err, sizeof(err)) ==
+	      FEEDER_EVERSION);
+	/* Headers of versions 1 and 2 (328 bytes) are read, of a newer version
+	 * refused clearly; each version's header has its own size. */
 	buf[12] = DSFORMAT_KIND_FEATURES;
 	buf[8] = 1;
-	CHECK(dsformat_header_decode(buf, sizeof(buf), &g, err, sizeof(err)) == 0 && g.version == 1);
+	CHECK(dsformat_header_decode(buf, DSFORMAT_HEADER_SIZE_V2, &g, err, sizeof(err)) == 0 &&
+	      g.version == 1 && g.source_bytes == 0 && g.tiled == 0);
+	buf[8] = 2;
+	CHECK(dsformat_header_decode(buf, DSFORMAT_HEADER_SIZE_V2, &g, err, sizeof(err)) == 0 &&
+	      g.version == 2);
+	CHECK(dsformat_header_decode(buf, DSFORMAT_HEADER_SIZE, &g, err, sizeof(err)) == FEEDER_EFORMAT);
+	buf[8] = 3;
+	CHECK(dsformat_header_decode(buf, DSFORMAT_HEADER_SIZE_V2, &g, err, sizeof(err)) == FEEDER_EFORMAT);
 	buf[8] = DSFORMAT_VERSION + 1;
 	CHECK(dsformat_header_decode(buf, sizeof(buf), &g, err, sizeof(err)) == FEEDER_EVERSION &&
 	      strstr(err, "newer packer"));
