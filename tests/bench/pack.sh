@@ -13,7 +13,11 @@
 # dataset is not done until it is durable); each also runs into tmpfs
 # (/dev/shm) when it has room, which shows the CPU side without the disk,
 # and from a cold cache into tmpfs, which shows how well each reads from
-# the disk. Prints a markdown table.
+# the disk. The packer rows store files as they are (--restart none: the
+# data path against the read limit); one more row packs into tmpfs as
+# packer does by default, transcoding every JPEG into restart-interval tiles
+# on --threads workers, so its CPU cost shows beside the plain pack.
+# Prints a markdown table.
 # Environment: FEEDER_BUILD (default <source>/build), FEEDER_BENCH_OUT
 # (default /tmp/feeder-bench-out).
 set -eu
@@ -69,7 +73,8 @@ else
 	COLD="$COLD (cannot write /proc/sys/vm/drop_caches: $(touch /proc/sys/vm/drop_caches 2>&1 | sed 's/.*: //'))"
 fi
 
-pack_packer() { rm -rf "$1"; sync; run "$2" "$PACKER" pack images "$IMG" "$1"; }
+pack_packer() { rm -rf "$1"; sync; run "$2" "$PACKER" pack images --restart none "$IMG" "$1"; }
+pack_tiled() { rm -rf "$1"; sync; run "$2" "$PACKER" pack images "$IMG" "$1"; }
 pack_python() { rm -rf "$1" "$1-lock"; sync; run "$2" "$PY" "$SRC_ROOT/tests/bench/folder2lmdb.py" "$IMG" "$1"; }
 echo "packing to $OUT ..." >&2
 pack_packer "$OUT/packer-ds" "packer pack images -> disk"
@@ -80,6 +85,9 @@ if [ -d /dev/shm ] && [ "$(df -k --output=avail /dev/shm | tail -1)" -gt $((BYTE
 	SHM=1
 	echo "packing to /dev/shm ..." >&2
 	pack_packer /dev/shm/feeder-bench-packer "packer pack images -> tmpfs"
+	rm -rf /dev/shm/feeder-bench-packer
+	pack_tiled /dev/shm/feeder-bench-packer "packer pack images, tiled (default) -> tmpfs"
+	TILED_BYTES=$(du -sb /dev/shm/feeder-bench-packer/data.mdb | cut -f1)
 	rm -rf /dev/shm/feeder-bench-packer
 	pack_python /dev/shm/feeder-bench-python.lmdb "python folder2lmdb -> tmpfs"
 	rm -rf /dev/shm/feeder-bench-python.lmdb /dev/shm/feeder-bench-python.lmdb-lock
@@ -113,4 +121,5 @@ echo "- packer / python (disk): $(ratio "packer pack images -> disk" "python fol
 [ $SHM = 1 ] && [ -z "$COLD" ] && echo "- packer / python (cold cache, tmpfs): $(ratio "packer pack images, cold cache -> tmpfs" "python folder2lmdb, cold cache -> tmpfs")x"
 echo "- packer / warm read limit (disk): $(ratio "packer pack images -> disk" "read, warm cache (find, xargs cat)")"
 [ $SHM = 1 ] && echo "- packer / warm read limit (tmpfs): $(ratio "packer pack images -> tmpfs" "read, warm cache (find, xargs cat)")"
+[ $SHM = 1 ] && echo "- tiled packing / plain packing (tmpfs): $(ratio "packer pack images, tiled (default) -> tmpfs" "packer pack images -> tmpfs") (transcoding on $(nproc) threads); tiled data.mdb $TILED_BYTES bytes for $BYTES bytes of files"
 exit 0

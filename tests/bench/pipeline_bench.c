@@ -11,8 +11,12 @@
  * --resize portable measures with resize_rgb's plain C path instead of the
  * fastest one this CPU runs (resize.h, resize_select), for before/after.
  *
+ * --dir DIR takes up to 64 JPEGs found under DIR (e.g. gen-images output or
+ * real photos) instead of the synthetic ones; the full decode then decodes
+ * each at its own size.
+ *
  *   pipeline_bench [--width W --height H --size S --dtype u8|f16|f32 --seconds T
- *                   --resize auto|portable]
+ *                   --resize auto|portable --dir DIR]
  */
 #include "protocol.h"
 #include "jpeg_pipeline.h"
@@ -20,12 +24,15 @@
 #include "jpeg_tiles.h"
 #include "resize.h"
 
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
-#define NIMG 8
+#define NIMG_MAX 64
 
 static double now(void)
 {
@@ -35,11 +42,42 @@ static double now(void)
 }
 
 struct bench {
-	uint8_t *jpeg[NIMG];
-	unsigned long len[NIMG];
-	int w, h;
+	uint8_t *jpeg[NIMG_MAX];
+	unsigned long len[NIMG_MAX];
+	int n;
+	int w, h; /* of the synthetic images; the largest of --dir's */
 	double seconds;
 };
+
+static struct bench *loading;
+
+static int take_jpeg(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void)f;
+	size_t l = strlen(path);
+	if (type != FTW_F || l < 4 || strcasecmp(path + l - 4, ".jpg") || loading->n == NIMG_MAX)
+		return loading->n == NIMG_MAX;
+	FILE *fp = fopen(path, "rb");
+	uint8_t *b = fp ? malloc((size_t)st->st_size) : NULL;
+	if (!b || fread(b, 1, (size_t)st->st_size, fp) != (size_t)st->st_size) {
+		fprintf(stderr, "pipeline_bench: cannot read %s\n", path);
+		exit(1);
+	}
+	fclose(fp);
+	tjhandle tj = tjInitDecompress();
+	int w, h, ss, cs;
+	if (!tj || tjDecompressHeader3(tj, b, (unsigned long)st->st_size, &w, &h, &ss, &cs)) {
+		free(b); /* not a JPEG we can size: skip it */
+	} else {
+		loading->jpeg[loading->n] = b;
+		loading->len[loading->n++] = (unsigned long)st->st_size;
+		loading->w = w > loading->w ? w : loading->w;
+		loading->h = h > loading->h ? h : loading->h;
+	}
+	if (tj)
+		tjDestroy(tj);
+	return 0;
+}
 
 typedef int (*pipe_fn)(struct jpeg_worker *, const struct feeder_stream_opts *, const uint8_t *, size_t,
 		       uint64_t, void *, char *, size_t);
@@ -57,7 +95,7 @@ static double rate_pipeline(const struct bench *b, struct jpeg_worker *w, const 
 	double t0 = now(), t;
 	uint64_t n = 0;
 	do {
-		for (int i = 0; i < NIMG; i++, n++)
+		for (int i = 0; i < b->n; i++, n++)
 			if (fn(w, p, b->jpeg[i], b->len[i], n, out, err, sizeof err)) {
 				fprintf(stderr, "pipeline_bench: %s\n", err);
 				exit(1);
@@ -81,8 +119,8 @@ static double rate_full_decode(const struct bench *b)
 	double t0 = now(), t;
 	uint64_t n = 0;
 	do {
-		for (int i = 0; i < NIMG; i++, n++)
-			if (tjDecompress2(tj, b->jpeg[i], b->len[i], px, b->w, 0, b->h, TJPF_RGB, 0)) {
+		for (int i = 0; i < b->n; i++, n++)
+			if (tjDecompress2(tj, b->jpeg[i], b->len[i], px, 0, 0, 0, TJPF_RGB, 0)) {
 				fprintf(stderr, "pipeline_bench: %s\n", tjGetErrorStr2(tj));
 				exit(1);
 			}
@@ -96,6 +134,7 @@ static double rate_full_decode(const struct bench *b)
 int main(int argc, char **argv)
 {
 	struct bench b = { .w = 500, .h = 375, .seconds = 1.0 };
+	const char *dir = NULL;
 	uint32_t size = 224;
 	int dtype = FEEDER_DTYPE_F16;
 	int impl = RESIZE_IMPL_AUTO;
@@ -117,11 +156,13 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--dtype"))
 			dtype = !strcmp(v, "u8") ? FEEDER_DTYPE_U8 : !strcmp(v, "f32") ? FEEDER_DTYPE_F32
 										     : FEEDER_DTYPE_F16;
+		else if (!strcmp(a, "--dir"))
+			dir = v;
 		else if (!strcmp(a, "--resize") && (!strcmp(v, "auto") || !strcmp(v, "portable")))
 			impl = !strcmp(v, "auto") ? RESIZE_IMPL_AUTO : RESIZE_IMPL_PORTABLE;
 		else {
 			fprintf(stderr, "usage: pipeline_bench [--width W --height H --size S "
-					"--dtype u8|f16|f32 --seconds T --resize auto|portable]\n");
+					"--dtype u8|f16|f32 --seconds T --resize auto|portable --dir DIR]\n");
 			return 2;
 		}
 	}
@@ -130,11 +171,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pipeline_bench: need 16 <= size <= image sides and seconds > 0\n");
 		return 2;
 	}
-	for (int i = 0; i < NIMG; i++) {
-		b.jpeg[i] = jpeg_synth(b.w, b.h, TJSAMP_420, 90, (unsigned)i + 1, &b.len[i]);
-		if (!b.jpeg[i]) {
-			fprintf(stderr, "pipeline_bench: could not make test images\n");
+	if (dir) {
+		b.w = b.h = 0;
+		loading = &b;
+		if (nftw(dir, take_jpeg, 16, FTW_PHYS) < 0 || b.n == 0) {
+			fprintf(stderr, "pipeline_bench: no JPEGs under %s\n", dir);
 			return 1;
+		}
+	} else {
+		b.n = 8;
+		for (int i = 0; i < b.n; i++) {
+			b.jpeg[i] = jpeg_synth(b.w, b.h, TJSAMP_420, 90, (unsigned)i + 1, &b.len[i]);
+			if (!b.jpeg[i]) {
+				fprintf(stderr, "pipeline_bench: could not make test images\n");
+				return 1;
+			}
 		}
 	}
 	resize_select(impl);
@@ -158,7 +209,7 @@ int main(int argc, char **argv)
 	unsigned restart = 0;
 	if (jpeg_tiler_create(&tiler, err, sizeof err))
 		return 1;
-	for (int i = 0; i < NIMG; i++) {
+	for (int i = 0; i < b.n; i++) {
 		struct jpeg_tiles_result r;
 		if (jpeg_tiles_transcode(tiler, b.jpeg[i], b.len[i], &pol, &r, err, sizeof err)) {
 			fprintf(stderr, "pipeline_bench: transcode: %s\n", err);
@@ -183,8 +234,12 @@ int main(int argc, char **argv)
 	ms[2][0] = last_decode_ms, ms[2][1] = last_transform_ms;
 	double tev = rate_pipeline(&tb, w, &eval, jpeg_pipeline_run, out);
 	ms[3][0] = last_decode_ms, ms[3][1] = last_transform_ms;
-	printf("images %dx%d 4:2:0 q90, output %ux%u %s, one thread, resize %s\n", b.w, b.h, size,
-	       size, dtype == FEEDER_DTYPE_U8 ? "u8" : dtype == FEEDER_DTYPE_F32 ? "f32" : "f16",
+	if (dir)
+		printf("%d JPEGs from %s (up to %dx%d)", b.n, dir, b.w, b.h);
+	else
+		printf("8 synthetic images %dx%d 4:2:0 q90", b.w, b.h);
+	printf(", output %ux%u %s, one thread, resize %s\n", size, size,
+	       dtype == FEEDER_DTYPE_U8 ? "u8" : dtype == FEEDER_DTYPE_F32 ? "f32" : "f16",
 	       impl == RESIZE_IMPL_PORTABLE ? "portable" : "auto");
 	printf("full-size tjDecompress2     %8.0f images/s\n", full);
 	printf("jpeg_pipeline_run train     %8.0f images/s (%.2fx full decode; decode %.3f ms, "
@@ -199,11 +254,14 @@ int main(int argc, char **argv)
 	       "transform %.3f ms)\n", ttr, ttr / full, ms[2][0], ms[2][1]);
 	printf("  jpeg_pipeline_run eval    %8.0f images/s (%.2fx full decode; decode %.3f ms, "
 	       "transform %.3f ms)\n", tev, tev / full, ms[3][0], ms[3][1]);
-	for (int i = 0; i < NIMG; i++)
+	for (int i = 0; i < b.n; i++)
 		free(tb.jpeg[i]);
 	free(out);
 	jpeg_worker_destroy(w);
-	for (int i = 0; i < NIMG; i++)
-		tjFree(b.jpeg[i]);
+	for (int i = 0; i < b.n; i++)
+		if (dir)
+			free(b.jpeg[i]);
+		else
+			tjFree(b.jpeg[i]);
 	return 0;
 }

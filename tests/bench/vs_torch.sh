@@ -10,6 +10,10 @@
 # x workers, measured by feeder-bench in the same run), feeder_stream_next wait
 # p99, the daemon's memory beyond its rings (RssAnon + RssFile; the rings are
 # RssShmem), and feeder.Loader from Python when the package is built.
+# The dataset is packed as packer does by default, tiled by restart intervals
+# (feederd decodes a crop's intervals only); the same images packed with
+# --restart none are streamed too, train and eval (resize 256 + centre crop
+# 224), so the table shows what tiling buys in the same run.
 # Prints a markdown table for BENCHMARKS.md, and a `feederctl top` frame
 # taken during the Feeder run.
 # Environment: FEEDER_METRICS=1 runs feederd with Prometheus metrics on a
@@ -33,7 +37,12 @@ daemon=
 trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
 [ -d "$imgs" ] || tools/gen-images "$N" "$imgs" --classes 100 --seed 42 >&2
 mkdir -p "$work/datasets"
-"$build/tools/packer" pack images "$imgs" "$work/datasets/images" >&2
+t0=$(date +%s.%N)
+"$build/tools/packer" pack images -v "$imgs" "$work/datasets/images" 2>&1 | grep -v '^\s*$' | tail -2 >&2
+t1=$(date +%s.%N)
+"$build/tools/packer" pack images --restart none "$imgs" "$work/datasets/images_untiled" >&2
+t2=$(date +%s.%N)
+echo "packer: tiled $(python3 -c "print(f'{$N / ($t1 - $t0):.0f}')") files/s, untiled $(python3 -c "print(f'{$N / ($t2 - $t1):.0f}')") files/s ($cores threads)" >&2
 
 metrics_args=()
 [ "${FEEDER_METRICS:-0}" = 1 ] && metrics_args=(--metrics-listen "$work/metrics.sock")
@@ -67,6 +76,15 @@ read -r anon1 file1 < <(rss)
 fr=$("$build/tools/feeder-bench" --dataset images --batch 32 --size 224 --dtype f16 \
   --batches 150 --hold-us 50000 --json)
 wait $topper || true
+fe=$("$build/tools/feeder-bench" --dataset images --batch 256 --size 224 --dtype f16 --eval \
+  --batches "$BATCHES" --datasets "$work/datasets" --json)
+fu=$("$build/tools/feeder-bench" --dataset images_untiled --batch 256 --size 224 --dtype f16 \
+  --batches "$BATCHES" --datasets "$work/datasets" --json)
+fue=$("$build/tools/feeder-bench" --dataset images_untiled --batch 256 --size 224 --dtype f16 --eval \
+  --batches "$BATCHES" --datasets "$work/datasets" --json)
+echo "feeder-bench eval: $fe" >&2
+echo "feeder-bench untiled: $fu" >&2
+echo "feeder-bench untiled eval: $fue" >&2
 echo "feeder-bench (slow consumer): $fr" >&2
 echo "feeder-bench: $fb" >&2
 tb=$(/usr/bin/python3 tests/bench/torch_images.py "$work/datasets/images" --batch 256 --size 224 \
@@ -78,17 +96,22 @@ if [ -f "$build/client/python/feeder/__init__.py" ] && [ -f tests/bench/loader_b
     --dataset images --batch 256 --size 224 --dtype float16 --batches "$BATCHES" --socket "$work/s.sock")
   echo "feeder.Loader: $lb" >&2
 fi
-/usr/bin/python3 - "$fb" "$tb" "$lb" "$fr" "$anon0" "$file0" "$anon1" "$file1" "$N" "$cores" <<'PY'
+/usr/bin/python3 - "$fb" "$tb" "$lb" "$fr" "$anon0" "$file0" "$anon1" "$file1" "$N" "$cores" "$fe" "$fu" "$fue" <<'PY'
 import json, sys
 fb, tb, lb, fr = (json.loads(a) for a in sys.argv[1:5])
 anon0, file0, anon1, file1, n, cores = (int(a) for a in sys.argv[5:11])
+fe, fu, fue = (json.loads(a) for a in sys.argv[11:14])
 f, t = fb["images_per_s"], tb["images_per_s"]
 c = fb.get("ceiling_images_per_s") or float("nan")
 print(f"\n{n} generated images, RandomResizedCrop 224 + flip + normalize -> f16 NCHW, batch 256, {cores} cores\n")
 print("| pipeline | images/s | vs PyTorch | vs decode ceiling |")
 print("|---|---:|---:|---:|")
 print(f"| PyTorch DataLoader (PIL, python3-lmdb, {tb['workers']} workers) | {t:.0f} | 1.00x | {t / c:.2f}x |")
-print(f"| Feeder: feederd + feeder-bench ({cores} workers) | {f:.0f} | {f / t:.2f}x | {f / c:.2f}x |")
+print(f"| Feeder: feederd + feeder-bench ({cores} workers), tiled dataset | {f:.0f} | {f / t:.2f}x | {f / c:.2f}x |")
+cu = fu.get("ceiling_images_per_s") or float("nan")
+print(f"| Feeder, the same images untiled (--restart none) | {fu['images_per_s']:.0f} | {fu['images_per_s'] / t:.2f}x | {fu['images_per_s'] / cu:.2f}x of its own ceiling {cu:.0f} |")
+print(f"| Feeder eval (resize 256 + centre crop 224), tiled | {fe['images_per_s']:.0f} | | {fe['images_per_s'] / c:.2f}x |")
+print(f"| Feeder eval, untiled | {fue['images_per_s']:.0f} | | {fue['images_per_s'] / cu:.2f}x |")
 if lb:
     l = lb["images_per_s"]
     print(f"| Feeder: feeder.Loader from Python | {l:.0f} | {l / t:.2f}x | {l / c:.2f}x |")

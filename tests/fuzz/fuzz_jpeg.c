@@ -9,7 +9,10 @@
  * exercised too. On success every output value must be inside the range that
  * normalizing pixels in [0, 1] can give (the resize filter has no negative
  * lobes), and finite; the output buffer is exactly the promised size, so ASan
- * sees any write past it. */
+ * sees any write past it. The seeds include JPEGs tiled by restart intervals
+ * on a grid (jpegtran -restart), which the pipeline decodes through a cut
+ * sub-image (media/jpeg_tiles.c): damaged tiling (a marker renumbered,
+ * missing or added, offsets past the end) must be an error, not a crash. */
 #include "protocol.h"
 #include "fuzz.h"
 
