@@ -155,8 +155,8 @@ extern "C" int fcuda_ring_open(const struct proto_device_table *t,
 	if (e != cudaSuccess) {
 		cudaGetLastError();
 		return status_fail(err, errlen, FEEDER_ENODEV,
-				   "feederd's GPU %s is not visible to this process: %s", bus,
-				   cudaGetErrorString(e));
+				   "feederd's GPU%s%s is not visible to this process: %s",
+				   bus[0] ? " " : "", bus, cudaGetErrorString(e));
 	}
 	struct fcuda_ring *r = (struct fcuda_ring *)calloc(1, sizeof *r);
 	if (r) {

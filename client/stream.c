@@ -136,8 +136,12 @@ static int ask_open(struct feeder *f, const struct feeder_stream_opts *o, int64_
 	m.u.open.tag = tag;
 	m.u.open.opts = *o;
 	/* Device batches only where this process can open them; otherwise the
-	 * daemon serves the host ring (the documented fallback). */
-	if (!fcuda_device_usable())
+	 * daemon serves the host ring (the documented fallback). The test
+	 * switch FEEDER_TEST_CLAIM_DEVICE=1 asks anyway, so that a daemon with
+	 * an emulated GPU offers a device ring this process cannot open, and
+	 * the fallback of feeder_stream_open (host_instead) runs without one. */
+	const char *claim = getenv("FEEDER_TEST_CLAIM_DEVICE");
+	if (!fcuda_device_usable() && !(claim && strcmp(claim, "1") == 0))
 		m.u.open.opts.device_batches = 0;
 	int rc = conn_send(f, &m);
 	if (rc)
@@ -206,6 +210,9 @@ static int stream_attach(struct feeder_stream *s, const struct proto_stream_open
 		ring_unmap(s->ring, g->ring_size, s->fd, 0);
 		s->ring = NULL;
 		s->fd = -1;
+		/* Stream ids start at 1: the daemon's answer to that CLOSE
+		 * (STREAM_END) must not end this stream when it is reopened. */
+		s->geo.stream = 0;
 	}
 	return rc;
 }

@@ -14,7 +14,7 @@
  *
  *   restart_client --socket S --dataset NAME --out FILE [--reconnect MS]
  *                  [--delay-ms D] [--epochs E] [--batch B] [--eval]
- *                  [--placement cpu|gpu|auto] [--dump FILE]
+ *                  [--placement cpu|gpu|auto] [--device-batches] [--dump FILE]
  *
  * The placement test (tests/gpu/test_placement.sh) uses it too: --placement
  * asks feederd to preprocess on its GPU, and --dump writes every batch's
@@ -46,7 +46,7 @@ static uint64_t batch_hash(const struct feeder_batch *b)
 static int usage(void)
 {
 	fprintf(stderr, "usage: restart_client --socket S --dataset NAME --out FILE [--reconnect MS] "
-			"[--delay-ms D] [--epochs E] [--batch B] [--eval] [--placement P] "
+			"[--delay-ms D] [--epochs E] [--batch B] [--eval] [--placement P] [--device-batches] "
 			"[--dump FILE]\n");
 	return 1;
 }
@@ -54,13 +54,17 @@ static int usage(void)
 int main(int argc, char **argv)
 {
 	const char *sock = NULL, *dataset = NULL, *out = NULL, *dump = NULL;
-	int placement = FEEDER_PLACEMENT_CPU;
+	int placement = FEEDER_PLACEMENT_CPU, device_batches = 0;
 	int reconnect = 20000, delay_ms = 0, train = 1;
 	unsigned epochs = 1, batch = 4;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(a, "--eval") == 0) {
 			train = 0;
+			continue;
+		}
+		if (strcmp(a, "--device-batches") == 0) {
+			device_batches = 1;
 			continue;
 		}
 		if (!v)
@@ -119,6 +123,7 @@ int main(int argc, char **argv)
 	o.jpeg.height = o.jpeg.width = 32;
 	o.jpeg.train = train;
 	o.placement = placement;
+	o.device_batches = (uint32_t)device_batches;
 	struct feeder_stream *s;
 	if ((rc = feeder_stream_open(f, &o, 10000, &s))) {
 		fprintf(stderr, "restart_client: open: %s\n", feeder_last_error(f));

@@ -4,7 +4,13 @@
 # stream through CUDA IPC and compare them with the same request served
 # through a host ring (labels equal, pixels within 2/255); then a client
 # killed with SIGKILL while it holds every device slot is reclaimed (streams
-# and ring memory back to what they were) and a new client is served.
+# and ring memory back to what they were) and a new client is served; then
+# the lifetimes of issue 18.3: 10 device streams closed with a copy from
+# them still in flight (the bytes right, the client's CUDA context usable),
+# a stream failed under a held batch (its dataset removed: the held batch
+# still reads right until CLOSE_STREAM, and the daemon's memory comes back),
+# and 30 device batches across a SIGKILL and restart of feederd (reconnect:
+# both streams resume at their next batch and still agree).
 . "$FEEDER_SOURCE/tests/e2e/lib.sh"
 ipc=$build/tests/gpu/gpu_ipc_client
 [ -x "$ipc" ] || skip "gpu_ipc_client is not built (no CUDA in this build)"
@@ -54,5 +60,46 @@ for _ in $(seq 100); do
 done
 [ -n "$ok" ] || fail "the killed client's device stream was not reclaimed: $(cat "$tmp/after.json")"
 "$ipc" --socket "$sock" --dataset imgs check 10 >"$tmp/c3.log" 2>&1 || fail "after the kill: $(cat "$tmp/c3.log")"
+
+# Closing with a copy in flight.
+"$ipc" --socket "$sock" --dataset imgs close 10 >"$tmp/close.log" 2>&1 || fail "close: $(cat "$tmp/close.log")"
+cat "$tmp/close.log"
+
+# A stream that fails under a held batch: its dataset is removed.
+cp -r "$datasets/imgs" "$datasets/doomed"
+kill -HUP "$daemon_pid"
+sleep 0.3
+"$ipc" --socket "$sock" --dataset doomed fail >"$tmp/fail.log" 2>&1 &
+fp=$!
+bg_pids=($fp)
+for _ in $(seq 200); do grep -q HOLDING "$tmp/fail.log" && break; sleep 0.05; done
+grep -q HOLDING "$tmp/fail.log" || fail "failing client: $(cat "$tmp/fail.log")"
+rm -rf "$datasets/doomed"
+wait $fp || fail "failed stream: $(cat "$tmp/fail.log")"
+bg_pids=()
+cat "$tmp/fail.log"
+ok=
+for _ in $(seq 100); do
+	"$feederctl" --socket "$sock" status --json > "$tmp/after2.json" || fail "feederctl status"
+	[ "$(json_get "$tmp/after2.json" memory_used)" = "$(json_get "$tmp/before.json" memory_used)" ] &&
+		{ ok=1; break; }
+	sleep 0.05
+done
+[ -n "$ok" ] || fail "the failed stream's ring was not freed after CLOSE: $(cat "$tmp/after2.json")"
+
+# Across a restart of feederd.
+"$ipc" --socket "$sock" --dataset imgs reconnect 30 >"$tmp/rc.log" 2>&1 &
+rp=$!
+bg_pids=($rp)
+for _ in $(seq 400); do grep -q HALF "$tmp/rc.log" && break; sleep 0.05; done
+grep -q HALF "$tmp/rc.log" || fail "reconnecting client: $(cat "$tmp/rc.log")"
+kill -9 "$daemon_pid"
+wait "$daemon_pid" 2>/dev/null
+daemon_pid=
+start_daemon --gpu 0
+wait $rp || fail "across the restart: $(cat "$tmp/rc.log")"
+bg_pids=()
+cat "$tmp/rc.log"
 stop_daemon
-echo "ok: 2 clients x 60 device batches checked against host batches; a killed holder reclaimed"
+echo "ok: 2 clients x 60 device batches checked against host batches; a killed holder reclaimed;" \
+	"10 closes with copies in flight; a failed stream's held batch intact; 30 batches across a restart"

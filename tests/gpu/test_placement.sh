@@ -11,7 +11,13 @@
 #     code, but no CUDA), placement=gpu delivers the same labels as cpu and
 #     pixels within the jpeg pipeline's tolerance (mean |diff| <= 2/255), and
 #     placement=auto measures both ways, decides, and feederctl prints the
-#     choice with the two costs.
+#     choice with the two costs;
+#   * a client that asks for device batches it cannot open (the daemon's
+#     GPU is not visible to it: FEEDER_TEST_CLAIM_DEVICE=1 makes libfeeder
+#     ask while it has no device, so the emulated daemon offers a device
+#     ring) gets its stream on the host ring instead, with one line on
+#     stderr saying so, and the same batches as placement=gpu's host ring;
+#     the daemon holds no stream of it afterwards.
 # The CUDA kernels themselves are tested by test_gpu_jpeg / test_gpu_features
 # on a machine with a GPU.
 . "$FEEDER_SOURCE/tests/e2e/lib.sh"
@@ -81,6 +87,18 @@ sys.exit(0 if d.mean() <= 2.0 else 1)
 PY
 	checks=$((checks + 1))
 done
+# Device batches that cannot be opened here: the host ring instead (issue 18.4).
+FEEDER_TEST_CLAIM_DEVICE=1 run --placement gpu --device-batches --out "$tmp/d.txt" --dump "$tmp/d.bin" \
+	>"$tmp/d.log" 2>&1 || fail "device batches unavailable: the stream failed: $(cat "$tmp/d.log")"
+n=$(grep -c "libfeeder: device batches of dataset 'imgs' are not available in this process" "$tmp/d.log")
+[ "$n" = 1 ] || fail "the fallback was said $n times, not once: $(cat "$tmp/d.log")"
+grep -q "its batches come through the host ring" "$tmp/d.log" || fail "unclear fallback line: $(cat "$tmp/d.log")"
+cmp -s "$tmp/d.txt" "$tmp/g-train.txt" && cmp -s "$tmp/d.bin" "$tmp/g-train.bin" \
+	|| fail "the fallback stream's batches differ from placement=gpu on the host ring"
+grep "libfeeder: device batches" "$tmp/d.log"
+"$feederctl" --socket "$sock" status --json >"$tmp/st.json" || fail "feederctl status"
+[ "$(json_get "$tmp/st.json" streams)" = 0 ] || fail "streams left after the fallback: $(cat "$tmp/st.json")"
+checks=$((checks + 1))
 run --placement auto --epochs 3 --out "$tmp/a.txt" --delay-ms 40 >"$tmp/a.log" 2>&1 &
 apid=$!
 bg_pids+=($apid)
@@ -100,4 +118,5 @@ grep "placement=auto chose" "$tmp/feederd.log" | tail -n 1
 checks=$((checks + 1))
 stop_daemon
 echo "ok: $checks placement checks (refusal, auto without a GPU, --gpu 0 start-up error," \
-	"emulated GPU: train/eval pixels and labels vs cpu, auto's decision)"
+	"emulated GPU: train/eval pixels and labels vs cpu, device batches falling back to the" \
+	"host ring, auto's decision)"

@@ -280,10 +280,12 @@ static int xc_tune(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, con
 /* Row-major C (M x N, ldc) = op(A) (M x K) op(B) (K x N) + beta C, for
  * `batch` entries strideA/B/C apart (stride 0: shared). ta/tb: the operand
  * is stored transposed. cuBLAS being column-major, this is
- * C^T = op(B)^T op(A)^T with the operands swapped. */
-int gemm_cuda_run(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, const float *A,
-		   int lda, long long sA, const float *Bm, int ldb, long long sB, float beta,
-		   float *C, int ldc, long long sC, int batch, char *err, size_t errlen)
+ * C^T = op(B)^T op(A)^T with the operands swapped. In bf16 an operand not
+ * already in bfloat16 is rounded into scratch first. */
+int gemm_cuda_run_bf16(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, const void *A,
+		       int a_bf16, int lda, long long sA, const void *Bm, int b_bf16, int ldb,
+		       long long sB, float beta, float *C, int ldc, long long sC, int batch,
+		       char *err, size_t errlen)
 {
 	const void *a = A, *b = Bm;
 	cudaDataType_t ty = CUDA_R_32F;
@@ -293,11 +295,19 @@ int gemm_cuda_run(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, cons
 	float alpha = 1.0f;
 	cublasStatus_t st;
 
+	if (g->precision != XVEC_PRECISION_BF16 && (a_bf16 || b_bf16))
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "x-vector cuda: a bfloat16 operand in %s precision",
+				   xvec_cuda_precision_name(g->precision));
 	if (g->precision == XVEC_PRECISION_BF16) {
-		XC_TRY(xc_bf16(g, 0, A, xc_extent(ta ? K : M, ta ? M : K, lda, sA, batch), &a, err,
-			       errlen));
-		XC_TRY(xc_bf16(g, 1, Bm, xc_extent(tb ? N : K, tb ? K : N, ldb, sB, batch), &b, err,
-			       errlen));
+		if (!a_bf16)
+			XC_TRY(xc_bf16(g, 0, (const float *)A,
+				       xc_extent(ta ? K : M, ta ? M : K, lda, sA, batch), &a, err,
+				       errlen));
+		if (!b_bf16)
+			XC_TRY(xc_bf16(g, 1, (const float *)Bm,
+				       xc_extent(tb ? N : K, tb ? K : N, ldb, sB, batch), &b, err,
+				       errlen));
 		ty = CUDA_R_16BF;
 	}
 	if (batch == 1) {
@@ -319,6 +329,14 @@ int gemm_cuda_run(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, cons
 		return status_fail(err, errlen, -EIO, "x-vector cuda: GEMM %d x %d x %d (batch %d): %s",
 				   M, N, K, batch, cublasGetStatusString(st));
 	return 0;
+}
+
+int gemm_cuda_run(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, const float *A,
+		  int lda, long long sA, const float *Bm, int ldb, long long sB, float beta,
+		  float *C, int ldc, long long sC, int batch, char *err, size_t errlen)
+{
+	return gemm_cuda_run_bf16(g, ta, tb, M, N, K, A, 0, lda, sA, Bm, 0, ldb, sB, beta, C, ldc,
+				  sC, batch, err, errlen);
 }
 
 

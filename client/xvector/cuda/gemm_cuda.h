@@ -6,9 +6,11 @@
  * column-major, it runs C^T = op(B)^T op(A)^T with the operands swapped.
  *
  * Precision (enum xvec_precision): fp32 computes in CUBLAS_COMPUTE_32F,
- * tf32 in CUBLAS_COMPUTE_32F_FAST_TF32; bf16 rounds both inputs to bfloat16
- * into scratch copies on the device just before the product and accumulates
- * and writes float32.
+ * tf32 in CUBLAS_COMPUTE_32F_FAST_TF32; bf16 multiplies bfloat16 inputs and
+ * accumulates and writes float32: an operand the caller already holds in
+ * bfloat16 (gemm_cuda_run_bf16: the trainer's weight copies, its spliced
+ * activations) is used as it is, a float one is rounded into a scratch copy
+ * on the device just before the product.
  *
  * Autotune: between gemm_cuda_tune_begin and gemm_cuda_set_tuning(0), every
  * single (non-batched) product with beta 0 of a shape not seen before is
@@ -45,6 +47,14 @@ void gemm_cuda_destroy(struct gemm_cuda *g);
 int gemm_cuda_run(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, const float *A,
 		  int lda, long long sA, const float *Bm, int ldb, long long sB, float beta,
 		  float *C, int ldc, long long sC, int batch, char *err, size_t errlen);
+
+/* gemm_cuda_run with operands that may already be bfloat16 (a_bf16, b_bf16:
+ * A or Bm points to bfloat16 values, strides and leading dimensions in
+ * elements as for floats); only in bf16 precision, else FEEDER_EINVAL. */
+int gemm_cuda_run_bf16(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, const void *A,
+		       int a_bf16, int lda, long long sA, const void *Bm, int b_bf16, int ldb,
+		       long long sB, float beta, float *C, int ldc, long long sC, int batch,
+		       char *err, size_t errlen);
 
 /* Prepare autotune (cuBLASLt, its workspace) and start tuning new shapes. */
 int gemm_cuda_tune_begin(struct gemm_cuda *g, char *err, size_t errlen);

@@ -185,8 +185,22 @@ static struct tc_context tc_make_context(const int *off, int K, int T)
 	return c;
 }
 
+template <typename Out>
+__device__ static inline Out tc_out(float v);
+template <>
+__device__ inline float tc_out<float>(float v)
+{
+	return v;
+}
+template <>
+__device__ inline __nv_bfloat16 tc_out<__nv_bfloat16>(float v)
+{
+	return __float2bfloat16_rn(v);
+}
+
+template <typename Out>
 __global__ static void tc_splice(const float *x, int D, int B, int T, struct tc_context ctx,
-				 float *S)
+				 Out *S)
 {
 	size_t cols = (size_t)B * ctx.tp, n = (size_t)ctx.k * D * cols;
 
@@ -196,7 +210,7 @@ __global__ static void tc_splice(const float *x, int D, int B, int T, struct tc_
 		int k = (int)(row / D), d = (int)(row % D);
 		size_t b = col / ctx.tp, t = col % ctx.tp;
 
-		S[i] = x[(size_t)d * B * T + b * T + t + ctx.left + ctx.off[k]];
+		S[i] = tc_out<Out>(x[(size_t)d * B * T + b * T + t + ctx.left + ctx.off[k]]);
 	}
 }
 
@@ -227,7 +241,17 @@ extern "C" void tdnn_cuda_splice(const float *x, int D, int B, int T, const int 
 {
 	struct tc_context c = tc_make_context(off, K, T);
 
-	tc_splice<<<tc_blocks((size_t)c.k * D * B * c.tp), TC_THREADS, 0, stream>>>(x, D, B, T, c, S);
+	tc_splice<float><<<tc_blocks((size_t)c.k * D * B * c.tp), TC_THREADS, 0, stream>>>(x, D, B, T,
+											 c, S);
+}
+
+extern "C" void tdnn_cuda_splice_bf16(const float *x, int D, int B, int T, const int *off, int K,
+				      void *S, cudaStream_t stream)
+{
+	struct tc_context c = tc_make_context(off, K, T);
+
+	tc_splice<__nv_bfloat16><<<tc_blocks((size_t)c.k * D * B * c.tp), TC_THREADS, 0, stream>>>(
+		x, D, B, T, c, (__nv_bfloat16 *)S);
 }
 
 extern "C" void tdnn_cuda_unsplice(const float *dS, int D, int B, int T, const int *off, int K,

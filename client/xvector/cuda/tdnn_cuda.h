@@ -55,6 +55,10 @@ void tdnn_cuda_from_cbt(const float *x, int B, int C, int T, float *out, cudaStr
  * x[d, b, t + left + off[k]], with left, Tp as tdnn_context_left/right give. */
 void tdnn_cuda_splice(const float *x, int D, int B, int T, const int *off, int K, float *S,
 		      cudaStream_t stream);
+/* The same, S written in bfloat16 (rounded to nearest even): the bf16
+ * trainer's GEMM operand, made without a float copy first. */
+void tdnn_cuda_splice_bf16(const float *x, int D, int B, int T, const int *off, int K, void *S,
+			   cudaStream_t stream);
 
 /* The adjoint of tdnn_cuda_splice: dx (D, B*T) = sum over k of dS's row block
  * k shifted back into place (overwrites dx; frames no offset reaches get 0). */

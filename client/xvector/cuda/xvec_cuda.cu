@@ -21,10 +21,17 @@
  * gemm_cuda.cu's.
  *
  * Precision: fp32 uses CUBLAS_COMPUTE_32F, tf32 CUBLAS_COMPUTE_32F_FAST_TF32;
- * bf16 rounds both GEMM inputs to bfloat16 just before each GEMM (scratch
- * copies, made on the device) and accumulates and writes float32. Master
- * weights, activations, batch norm, pooling, softmax and Adam stay float32
- * in every mode, so bf16 needs no loss scaling. */
+ * bf16 multiplies bfloat16 inputs and accumulates and writes float32. Its
+ * operands are rounded once, not before every GEMM: the weights into a
+ * bfloat16 copy refreshed after each optimizer step (xc_refresh_bf16), the
+ * spliced activations written as bfloat16 by the splice kernel itself, and
+ * in the offset strategy the layer's input (or gradient) rounded once for
+ * its K GEMMs; the other operands (a layer's input at K = 1, gradients) are
+ * rounded by gemm_cuda just before their GEMM. The values are the same as
+ * rounding both inputs of every GEMM (round to nearest even, from the same
+ * floats), which is what the CPU reference emulates. Master weights,
+ * activations, batch norm, pooling, softmax and Adam stay float32 in every
+ * mode, so bf16 needs no loss scaling. */
 #include "xvec_cuda_impl.h"
 
 void xvec_cuda_config_default(struct xvec_cuda_config *c)
@@ -64,6 +71,68 @@ static int xc_gemm(struct xvec_cuda *g, int ta, int tb, int M, int N, int K, con
 			     batch, err, errlen);
 }
 
+/* An operand that is a float array or, in bf16, its bfloat16 copy. */
+struct xc_op {
+	const void *p;
+	int bf16;
+};
+
+static struct xc_op xc_f32(const float *p)
+{
+	return (struct xc_op){ p, 0 };
+}
+
+/* Weight w's element `at` as a GEMM operand: its bf16 copy in bf16. */
+static struct xc_op xc_weight(const struct xvec_cuda *g, int w, size_t at)
+{
+	if (g->params_bf16)
+		return (struct xc_op){ g->params_bf16 + g->off_w[w] + at, 1 };
+	return xc_f32(g->params + g->off_w[w] + at);
+}
+
+/* A bf16 array's element `at` as an operand. */
+static struct xc_op xc_bf(const uint16_t *p, size_t at)
+{
+	return (struct xc_op){ p + at, 1 };
+}
+
+static int xc_gemm_op(struct xvec_cuda *g, int ta, int tb, int M, int N, int K, struct xc_op A,
+		      int lda, long long sA, struct xc_op B, int ldb, long long sB, float beta,
+		      float *C, int ldc, long long sC, int batch, char *err, size_t errlen)
+{
+	return gemm_cuda_run_bf16(g->gemm, ta, tb, M, N, K, A.p, A.bf16, lda, sA, B.p, B.bf16, ldb,
+				  sB, beta, C, ldc, sC, batch, err, errlen);
+}
+
+/* The spliced input of context layer l from in, in S[l] (bfloat16 in bf16). */
+static struct xc_op xc_splice(struct xvec_cuda *g, int l, const float *in, int B, int Tin)
+{
+	int D = xc_frame_in(&g->o, l), K = xc_nctx[l];
+
+	if (g->params_bf16) {
+		tdnn_cuda_splice_bf16(in, D, B, Tin, xc_ctx[l], K, g->S[l], g->stream);
+		return xc_bf((const uint16_t *)g->S[l], 0);
+	}
+	tdnn_cuda_splice(in, D, B, Tin, xc_ctx[l], K, g->S[l], g->stream);
+	return xc_f32(g->S[l]);
+}
+
+/* S[l] as written by xc_splice. */
+static struct xc_op xc_spliced(const struct xvec_cuda *g, int l)
+{
+	return g->params_bf16 ? xc_bf((const uint16_t *)g->S[l], 0) : xc_f32(g->S[l]);
+}
+
+/* x (n floats) as the operand of several GEMMs: in bf16 rounded once into
+ * scratch, else itself. */
+static const void *xc_once(struct xvec_cuda *g, const float *x, size_t n, uint16_t *scratch)
+{
+	if (!g->params_bf16)
+		return x;
+	tdnn_cuda_to_bf16(x, n, scratch, g->stream);
+	return scratch;
+}
+
 /* ---- layers ----------------------------------------------------------- */
 
 /* out (H, B*T') = frame layer l's affine map of in (D, B*Tin), no bias. */
@@ -73,19 +142,23 @@ static int xc_frame_forward(struct xvec_cuda *g, int l, const float *in, int B, 
 	int D = xc_frame_in(&g->o, l), H = xc_channels(&g->o, l), K = xc_nctx[l];
 	const int *off = xc_ctx[l];
 	int left = tdnn_context_left(off, K), Tp = Tin - left - tdnn_context_right(off, K);
-	const float *W = g->params + g->off_w[l];
 
 	if (K == 1)
-		return xc_gemm(g, 0, 0, H, B * Tin, D, W, D, 0, in, B * Tin, 0, 0.0f, out, B * Tin, 0,
-			       1, err, errlen);
+		return xc_gemm_op(g, 0, 0, H, B * Tin, D, xc_weight(g, l, 0), D, 0, xc_f32(in), B * Tin,
+				  0, 0.0f, out, B * Tin, 0, 1, err, errlen);
 	if (strategy == XC_SPLICE) {
-		tdnn_cuda_splice(in, D, B, Tin, off, K, g->S[l], g->stream);
-		return xc_gemm(g, 0, 0, H, B * Tp, K * D, W, K * D, 0, g->S[l], B * Tp, 0, 0.0f, out,
-			       B * Tp, 0, 1, err, errlen);
+		struct xc_op S = xc_splice(g, l, in, B, Tin);
+		return xc_gemm_op(g, 0, 0, H, B * Tp, K * D, xc_weight(g, l, 0), K * D, 0, S, B * Tp, 0,
+				  0.0f, out, B * Tp, 0, 1, err, errlen);
 	}
-	for (int k = 0; k < K; k++)
-		XC_TRY(xc_gemm(g, 0, 0, H, Tp, D, W + (size_t)k * D, K * D, 0, in + left + off[k],
-			       B * Tin, Tin, k ? 1.0f : 0.0f, out, B * Tp, Tp, B, err, errlen));
+	const void *x = xc_once(g, in, (size_t)D * B * Tin, g->bfa);
+	for (int k = 0; k < K; k++) {
+		size_t at = (size_t)left + off[k];
+		struct xc_op X = g->params_bf16 ? xc_bf((const uint16_t *)x, at)
+						: xc_f32((const float *)x + at);
+		XC_TRY(xc_gemm_op(g, 0, 0, H, Tp, D, xc_weight(g, l, (size_t)k * D), K * D, 0, X,
+				  B * Tin, Tin, k ? 1.0f : 0.0f, out, B * Tp, Tp, B, err, errlen));
+	}
 	return 0;
 }
 
@@ -96,22 +169,23 @@ static int xc_frame_dx(struct xvec_cuda *g, int l, const float *dA, int B, int T
 	int D = xc_frame_in(&g->o, l), H = xc_channels(&g->o, l), K = xc_nctx[l];
 	const int *off = xc_ctx[l];
 	int left = tdnn_context_left(off, K), Tp = Tin - left - tdnn_context_right(off, K);
-	const float *W = g->params + g->off_w[l];
 
 	if (K == 1)
-		return xc_gemm(g, 1, 0, D, B * Tin, H, W, D, 0, dA, B * Tin, 0, 0.0f, dx, B * Tin, 0,
-			       1, err, errlen);
+		return xc_gemm_op(g, 1, 0, D, B * Tin, H, xc_weight(g, l, 0), D, 0, xc_f32(dA), B * Tin,
+				  0, 0.0f, dx, B * Tin, 0, 1, err, errlen);
 	if (strategy == XC_SPLICE) {
-		XC_TRY(xc_gemm(g, 1, 0, K * D, B * Tp, H, W, K * D, 0, dA, B * Tp, 0, 0.0f, g->dS,
-			       B * Tp, 0, 1, err, errlen));
+		XC_TRY(xc_gemm_op(g, 1, 0, K * D, B * Tp, H, xc_weight(g, l, 0), K * D, 0, xc_f32(dA),
+				  B * Tp, 0, 0.0f, g->dS, B * Tp, 0, 1, err, errlen));
 		tdnn_cuda_unsplice(g->dS, D, B, Tin, off, K, dx, g->stream);
 		return 0;
 	}
 	XC_CUDA(cudaMemsetAsync(dx, 0, sizeof(float) * (size_t)D * B * Tin, g->stream),
 		"clear an input gradient");
+	const void *d = xc_once(g, dA, (size_t)H * B * Tp, g->bfb);
+	struct xc_op dAop = g->params_bf16 ? xc_bf((const uint16_t *)d, 0) : xc_f32(dA);
 	for (int k = 0; k < K; k++)
-		XC_TRY(xc_gemm(g, 1, 0, D, Tp, H, W + (size_t)k * D, K * D, 0, dA, B * Tp, Tp, 1.0f,
-			       dx + left + off[k], B * Tin, Tin, B, err, errlen));
+		XC_TRY(xc_gemm_op(g, 1, 0, D, Tp, H, xc_weight(g, l, (size_t)k * D), K * D, 0, dAop,
+				  B * Tp, Tp, 1.0f, dx + left + off[k], B * Tin, Tin, B, err, errlen));
 	return 0;
 }
 
@@ -122,23 +196,20 @@ static int xc_frame_dw(struct xvec_cuda *g, int l, const float *in, const float 
 	int D = xc_frame_in(&g->o, l), H = xc_channels(&g->o, l), K = xc_nctx[l];
 	const int *off = xc_ctx[l];
 	int Tp = Tin - tdnn_context_left(off, K) - tdnn_context_right(off, K);
-	const float *S = in;
+	struct xc_op S = xc_f32(in);
 
-	if (K > 1) {
-		if (g->fwd_strategy[l] != XC_SPLICE)
-			tdnn_cuda_splice(in, D, B, Tin, off, K, g->S[l], g->stream);
-		S = g->S[l];
-	}
-	return xc_gemm(g, 0, 1, H, K * D, B * Tp, dA, B * Tp, 0, S, B * Tp, 0, 0.0f,
-		       g->grads + g->off_w[l], K * D, 0, 1, err, errlen);
+	if (K > 1)
+		S = g->fwd_strategy[l] != XC_SPLICE ? xc_splice(g, l, in, B, Tin) : xc_spliced(g, l);
+	return xc_gemm_op(g, 0, 1, H, K * D, B * Tp, xc_f32(dA), B * Tp, 0, S, B * Tp, 0, 0.0f,
+			  g->grads + g->off_w[l], K * D, 0, 1, err, errlen);
 }
 
 /* y (B, nout) = x (B, nin) W^T for dense weight w (5 seg6, 6 seg7, 7 out). */
 static int xc_dense_forward(struct xvec_cuda *g, int w, const float *x, int B, int nin, int nout,
 			    float *y, char *err, size_t errlen)
 {
-	return xc_gemm(g, 0, 1, B, nout, nin, x, nin, 0, g->params + g->off_w[w], nin, 0, 0.0f, y,
-		       nout, 0, 1, err, errlen);
+	return xc_gemm_op(g, 0, 1, B, nout, nin, xc_f32(x), nin, 0, xc_weight(g, w, 0), nin, 0, 0.0f,
+			  y, nout, 0, 1, err, errlen);
 }
 
 /* dW = dy^T x and dx (may be NULL) = dy W. */
@@ -148,8 +219,8 @@ static int xc_dense_backward(struct xvec_cuda *g, int w, const float *x, const f
 	XC_TRY(xc_gemm(g, 1, 0, nout, nin, B, dy, nout, 0, x, nin, 0, 0.0f, g->grads + g->off_w[w],
 		       nin, 0, 1, err, errlen));
 	if (dx)
-		XC_TRY(xc_gemm(g, 0, 0, B, nin, nout, dy, nout, 0, g->params + g->off_w[w], nin, 0,
-			       0.0f, dx, nin, 0, 1, err, errlen));
+		XC_TRY(xc_gemm_op(g, 0, 0, B, nin, nout, xc_f32(dy), nout, 0, xc_weight(g, w, 0), nin,
+				  0, 0.0f, dx, nin, 0, 1, err, errlen));
 	return 0;
 }
 
@@ -330,6 +401,8 @@ int xvec_cuda_create(struct xvec_cuda **out, struct xvec_model *m,
 		xc_alloc(&g->bn_saved, sizeof(float) * g->nbn, &failed);
 		xc_alloc(&g->acc, sizeof(struct tdnn_cuda_acc), &failed);
 		xc_alloc(&g->acc_eval, sizeof(struct tdnn_cuda_acc), &failed);
+		if (g->precision == XVEC_PRECISION_BF16)
+			xc_alloc(&g->params_bf16, sizeof(uint16_t) * g->nparams, &failed);
 		if (failed)
 			rc = status_fail(err, errlen, -ENOMEM,
 					 "x-vector cuda: cannot allocate %zu parameters on the device",
@@ -364,6 +437,7 @@ void xvec_cuda_destroy(struct xvec_cuda *g)
 		cudaStreamSynchronize(g->stream);
 	xc_free_workspace(g);
 	cudaFree(g->params);
+	cudaFree(g->params_bf16);
 	cudaFree(g->grads);
 	cudaFree(g->adam_m);
 	cudaFree(g->adam_v);
@@ -590,6 +664,7 @@ int xvec_cuda_train_step(struct xvec_cuda *g, const float *x, const int32_t *lab
 	tdnn_cuda_adam(g->params, g->grads, g->adam_m, g->adam_v, g->nparams, g->ndecay, step,
 		       inv_sqrt_bc2, o->beta1, o->beta2, o->adam_eps, decay,
 		       o->weight_decay > 0.0f, g->acc, g->stream);
+	xc_refresh_bf16(g);
 	g->step = t;
 	g->fwd_batch = 0;
 	return xc_launched(err, errlen);

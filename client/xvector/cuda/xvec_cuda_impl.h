@@ -41,6 +41,8 @@ struct xvec_cuda {
 
 	/* training state, laid out as the host mirror's arrays */
 	float *params, *grads, *adam_m, *adam_v, *bn;
+	uint16_t *params_bf16;                      /* bf16: the weights rounded, refreshed
+						       after every change of params */
 	float *bn_saved;                            /* bn before the current step */
 	size_t nparams, ndecay, nbn;
 	size_t off_w[XC_WEIGHTS], off_b[XC_WEIGHTS];
@@ -58,6 +60,8 @@ struct xvec_cuda {
 	float *mean[XVEC_BN_LAYERS], *invstd[XVEC_BN_LAYERS];
 	float *S[XVEC_FRAME_LAYERS];                /* spliced inputs of context layers */
 	float *gA, *gB, *dS;                        /* frame-level gradients */
+	uint16_t *bfa, *bfb;                        /* bf16: an input and a gradient
+						       rounded once for K offset GEMMs */
 	float *pool, *logits, *probs, *dz, *s1, *s2;
 	double *row_loss;
 	int *row_ok;
@@ -109,5 +113,7 @@ int xc_alloc(void *pp, size_t bytes, int *failed);
 int xc_alloc_workspace(struct xvec_cuda *g, int B, int T, char *err, size_t errlen);
 int xc_layout(struct xvec_cuda *g, struct xvec_model *m, char *err, size_t errlen);
 int xc_check_mirror(struct xvec_cuda *g, struct xvec_model *m, char *err, size_t errlen);
+/* bf16: round params into params_bf16 (on the stream); no-op otherwise. */
+void xc_refresh_bf16(struct xvec_cuda *g);
 
 #endif

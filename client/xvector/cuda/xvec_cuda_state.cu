@@ -27,8 +27,11 @@ void xc_free_workspace(struct xvec_cuda *g)
 	}
 	cudaFree(g->row_loss);
 	cudaFree(g->row_ok);
+	cudaFree(g->bfa);
+	cudaFree(g->bfb);
 	g->row_loss = NULL;
 	g->row_ok = NULL;
+	g->bfa = g->bfb = NULL;
 	g->cap_batch = g->cap_frames = 0;
 	g->fwd_batch = 0;
 }
@@ -82,6 +85,10 @@ int xc_alloc_workspace(struct xvec_cuda *g, int B, int T, char *err, size_t errl
 	xc_alloc(&g->s2, sizeof(float) * B * smax, &failed);
 	xc_alloc(&g->row_loss, sizeof(double) * B, &failed);
 	xc_alloc(&g->row_ok, sizeof(int) * B, &failed);
+	if (g->precision == XVEC_PRECISION_BF16) {
+		xc_alloc(&g->bfa, sizeof(uint16_t) * gmax, &failed);
+		xc_alloc(&g->bfb, sizeof(uint16_t) * gmax, &failed);
+	}
 	if (failed) {
 		xc_free_workspace(g);
 		return status_fail(err, errlen, -ENOMEM,
@@ -94,6 +101,12 @@ int xc_alloc_workspace(struct xvec_cuda *g, int B, int T, char *err, size_t errl
 }
 
 /* ---- state ------------------------------------------------------------ */
+
+void xc_refresh_bf16(struct xvec_cuda *g)
+{
+	if (g->params_bf16)
+		tdnn_cuda_to_bf16(g->params, g->nparams, g->params_bf16, g->stream);
+}
 
 static int xc_offset(struct xvec_model *m, const float *base, const char *name, size_t *off,
 		     char *err, size_t errlen)
@@ -176,6 +189,7 @@ int xvec_cuda_from_model(struct xvec_cuda *g, struct xvec_model *m, char *err, s
 	/* copies from pageable memory may still be in flight on return, and the
 	 * model's non-blocking stream does not wait for them */
 	XC_CUDA(cudaDeviceSynchronize(), "finish copying the state");
+	xc_refresh_bf16(g);
 	g->o = *xvec_model_options(m);
 	g->step = xvec_model_step(m);
 	g->lr = a->lr;
