@@ -4,7 +4,8 @@
 # disconnect), ROUNDS times, while a steady client streams and checks every
 # sample; then all 64 hold a connection and the next one is refused. The
 # daemon runs with max_clients = 66 (64 + the steady client + a watcher);
-# afterwards its anonymous memory, descriptors and memfds are back to where
+# afterwards its anonymous memory, descriptors and memfds are back to (or,
+# a warm-up refusal's lingering socket gone, below) where
 # they were after a warm-up round, and it still serves.
 source "$FEEDER_SOURCE/tests/security/lib.sh"
 rounds=${1:-100}
