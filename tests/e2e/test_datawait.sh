@@ -36,8 +36,10 @@ done
 
 # The fed trainer: 9 ms of compute per batch of 4 tiny samples.
 "$dw" "$sock" small 400 9 16 4 > "$tmp/fed.json" 2>"$tmp/fed.err" || fail "fed client: $(cat "$tmp/fed.err")"
-# The starved one: no compute, big decodes on one worker, for several seconds.
-"$dw" "$sock" big 700 0 224 8 > "$tmp/starved.json" 2>"$tmp/starved.err" &
+# The starved one: no compute, big decodes on one worker, for several seconds
+# (about 8 with the tiled dataset): the warning must come while the worker
+# is busy, not in the stream's last second, when its work is done.
+"$dw" "$sock" big 1500 0 224 8 > "$tmp/starved.json" 2>"$tmp/starved.err" &
 sp=$!
 bg_pids+=($sp)
 # While it runs: top shows it.
