@@ -198,12 +198,10 @@ static void starvation(struct server *srv, struct session *c, struct stream *s, 
 			top = i;
 	}
 	/* busy over the starving time itself (a window reaching back before it
-	 * would count idle seconds of before). Snapshots come once a tick, so
-	 * the one `secs` ticks back may predate the starving by most of a
-	 * tick: one tick fewer keeps the window inside it. */
+	 * would count idle seconds of before) */
 	unsigned secs = srv->cfg.starvation_after < SERVER_BUSY_WINDOW ? srv->cfg.starvation_after
 								       : SERVER_BUSY_WINDOW;
-	double busy = busy_over(srv, secs > 1 ? secs - 1 : 1);
+	double busy = busy_over(srv, secs);
 	const char *advice;
 	char busy_text[32] = "not measured yet";
 	if (busy >= 0)

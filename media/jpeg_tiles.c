@@ -8,6 +8,7 @@
  * does, under the shared decoding rules (jpeg_rules.h). */
 #include "jpeg_tiles.h"
 
+#include "bytes.h"
 #include "jpeg_rules.h"
 #include "status.h"
 
@@ -53,11 +54,6 @@ unsigned jpeg_tiles_interval(const struct jpeg_tiles_policy *p, size_t bytes, un
 }
 
 /* ---- reading ------------------------------------------------------------ */
-
-static uint32_t be16(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 8 | p[1];
-}
 
 /* Segments that carry nothing libjpeg needs to decode: EXIF, XMP, ICC and
  * the rest of APP1..APP13 and APP15, and comments. (APP0 JFIF and APP14
@@ -106,7 +102,7 @@ int jpeg_tiles_parse(const uint8_t *p, size_t len, struct jpeg_tiles *t, char *e
 					   "jpeg: marker %02X before the first scan", m);
 		if (i + 2 > len)
 			return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: the headers run past the end");
-		uint32_t L = be16(p + i);
+		uint32_t L = bytes_be16(p + i);
 		if (L < 2 || L > len - i)
 			return status_fail(err, errlen, FEEDER_EDECODE,
 					   "jpeg: segment %02X at byte %zu runs past the end", m, i);
@@ -117,8 +113,8 @@ int jpeg_tiles_parse(const uint8_t *p, size_t len, struct jpeg_tiles *t, char *e
 				return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: two frame headers");
 			if (sl < 6 || (nf = s[5]) < 1 || nf > 4 || sl < 6u + 3u * (uint32_t)nf)
 				return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: malformed frame header");
-			t->height = be16(s + 1);
-			t->width = be16(s + 3);
+			t->height = bytes_be16(s + 1);
+			t->width = bytes_be16(s + 3);
 			for (int k = 0; k < nf; k++) {
 				unsigned h = s[7 + 3 * k] >> 4, v = s[7 + 3 * k] & 15;
 				if (h < 1 || h > 4 || v < 1 || v > 4)
@@ -135,7 +131,7 @@ int jpeg_tiles_parse(const uint8_t *p, size_t len, struct jpeg_tiles *t, char *e
 		} else if (m == 0xDD) {
 			if (sl < 2)
 				return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: malformed restart interval");
-			t->restart = be16(s);
+			t->restart = bytes_be16(s);
 		} else if (m == 0xDA) {
 			if (!sof)
 				return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: a scan before the frame header");
@@ -232,7 +228,7 @@ int jpeg_tiles_cut(const struct jpeg_tiles *t, const uint8_t *p, size_t len, uin
 			return rc;
 		if (m == 0x01)
 			continue;
-		uint32_t L = be16(p + i); /* checked by jpeg_tiles_parse */
+		uint32_t L = bytes_be16(p + i); /* checked by jpeg_tiles_parse */
 		if (!droppable(m)) {
 			o[n++] = 0xFF;
 			o[n++] = m;
@@ -242,10 +238,8 @@ int jpeg_tiles_cut(const struct jpeg_tiles *t, const uint8_t *p, size_t len, uin
 				uint32_t w = c1 == t->cols ? t->width - c0 * span : (c1 - c0) * span;
 				uint32_t h = r1 == t->mcus_y ? t->height - r0 * t->mcu_h
 							     : (r1 - r0) * t->mcu_h;
-				o[n + 3] = (uint8_t)(h >> 8);
-				o[n + 4] = (uint8_t)h;
-				o[n + 5] = (uint8_t)(w >> 8);
-				o[n + 6] = (uint8_t)w;
+				bytes_put_be16(o + n + 3, (uint16_t)h);
+				bytes_put_be16(o + n + 5, (uint16_t)w);
 			}
 			n += L;
 		}

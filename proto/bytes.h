@@ -1,7 +1,8 @@
 /* bytes.h — fixed-endian loads and stores for on-disk and on-wire encodings.
  *
  * Every Feeder format is defined byte by byte (little-endian fields, except
- * LMDB keys, which are big-endian so that they sort in index order); these
+ * LMDB keys, which are big-endian so that they sort in index order, and the
+ * JPEG headers media/jpeg_tiles.c reads and patches); these
  * helpers keep struct layout and host byte order out of the formats. */
 #ifndef FEEDER_BYTES_H
 #define FEEDER_BYTES_H
@@ -28,6 +29,8 @@ static inline uint64_t bytes_le64(const uint8_t *p)
 {
 	return (uint64_t)bytes_le32(p) | (uint64_t)bytes_le32(p + 4) << 32;
 }
+static inline void bytes_put_be16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = (uint8_t)v; }
+static inline uint16_t bytes_be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 static inline void bytes_put_be32(uint8_t *p, uint32_t v)
 {
 	p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v;
