@@ -524,6 +524,32 @@ int dsstore_writer_put_sample(struct dsstore_writer *w, uint64_t index,
 			  hdr, DSFORMAT_SAMPLE_HDR, payload, MDB_APPEND, err, errlen);
 }
 
+int dsstore_writer_put_sample_filled(struct dsstore_writer *w, uint64_t index,
+				     struct dsformat_sample *s, dsstore_fill_fn fill, void *ctx,
+				     char *err, size_t errlen)
+{
+	size_t vlen = DSFORMAT_SAMPLE_HDR + (size_t)s->payload_len;
+	int rc = writer_reserve(w, vlen, err, errlen);
+	if (rc)
+		return rc;
+	uint8_t key[8];
+	dsformat_sample_key(index, key);
+	MDB_val k = { 8, key }, v = { vlen, NULL };
+	rc = mdb_put(w->txn, w->samples, &k, &v, MDB_APPEND | MDB_RESERVE);
+	if (rc)
+		return lmdb_fail(err, errlen, rc, "writing a record");
+	uint8_t *p = v.mv_data;
+	if ((rc = fill(ctx, p + DSFORMAT_SAMPLE_HDR, s->payload_len, s))) {
+		/* Nothing of it stays: the next sample takes this index. */
+		int drc = mdb_del(w->txn, w->samples, &k, NULL);
+		if (drc)
+			return lmdb_fail(err, errlen, drc, "removing an unfilled record");
+		return rc;
+	}
+	dsformat_sample_encode(s, p);
+	return 0;
+}
+
 int dsstore_writer_put_label(struct dsstore_writer *w, uint32_t id, const char *name,
 			     char *err, size_t errlen)
 {

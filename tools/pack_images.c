@@ -25,11 +25,12 @@
  * file over --max-file-size from its size and a non-JPEG from its first
  * bytes (jpeg_sniff), before reading either whole; the main thread takes
  * files in index order, computes the CRC-32C and appends to the LMDB
- * writer, committing about every 256 MB. With tiling or --resize-shorter,
+ * writer, committing every few MB. With tiling or --resize-shorter,
  * --threads workers transcode or decode/resize/encode (jpeg_resize.c) while
  * the main thread keeps reading ahead and writes results in order; with
- * --restart none and no resize, files go from the reader to LMDB as they
- * are. */
+ * --restart none and no resize, files are stored as they are and read
+ * straight into the records' LMDB-reserved space (the reader's direct
+ * mode: it opens, sniffs and asks for read-ahead; no staging copy). */
 #include "packer.h"
 
 #include "pack_args.h"
@@ -58,7 +59,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define COMMIT_BYTES ((uint64_t)256 << 20)
+/* Commit small transactions: LMDB writes a transaction's pages (its own
+ * malloc'd copies) at commit, so a few MB of them are still in cache
+ * when written, and their memory is reused by the next one instead of
+ * being faulted in fresh. At 256 MB the write of those cold pages was 43 %
+ * of a --restart none pack into tmpfs (perf); at 4 MB it is 16 %. */
+#define COMMIT_BYTES ((uint64_t)4 << 20)
 
 /* ---- writing ---- */
 
@@ -91,17 +97,12 @@ static int bad_file(struct packer *pk, const char *path, const char *why, char *
 	return 0;
 }
 
-/* Store one sample: len bytes at data (restart: its interval when tiled, 0
- * when not) made from a source file of src_len bytes. */
-static int put_one(struct packer *pk, const uint8_t *data, size_t len, uint32_t restart,
-		   size_t src_len, uint32_t label, const char *name, char *err, size_t errlen)
+/* After a sample's record is written: its name, the counts, and the
+ * periodic writeback and commit. */
+static int stored(struct packer *pk, size_t len, uint32_t restart, size_t src_len,
+		  const char *name, char *err, size_t errlen)
 {
-	struct dsformat_sample s = { .label = label, .payload_len = (uint32_t)len,
-				     .crc = crc32c(0, data, len),
-				     .flags = restart ? DSFORMAT_FLAG_TILED : 0, .aux = restart };
-	int rc = dsstore_writer_put_sample(pk->w, pk->next, &s, data, err, errlen);
-	if (!rc)
-		rc = dsstore_writer_put_name(pk->w, pk->next, name, err, errlen);
+	int rc = dsstore_writer_put_name(pk->w, pk->next, name, err, errlen);
 	if (rc)
 		return rc;
 	pk->next++;
@@ -122,6 +123,49 @@ static int put_one(struct packer *pk, const uint8_t *data, size_t len, uint32_t 
 	return 0;
 }
 
+/* Store one sample: len bytes at data (restart: its interval when tiled, 0
+ * when not) made from a source file of src_len bytes. */
+static int put_one(struct packer *pk, const uint8_t *data, size_t len, uint32_t restart,
+		   size_t src_len, uint32_t label, const char *name, char *err, size_t errlen)
+{
+	struct dsformat_sample s = { .label = label, .payload_len = (uint32_t)len,
+				     .crc = crc32c(0, data, len),
+				     .flags = restart ? DSFORMAT_FLAG_TILED : 0, .aux = restart };
+	int rc = dsstore_writer_put_sample(pk->w, pk->next, &s, data, err, errlen);
+	return rc ? rc : stored(pk, len, restart, src_len, name, err, errlen);
+}
+
+/* A file stored as it is, read by the reader straight into the record's
+ * reserved space (no staging copy); the CRC is taken there, while the
+ * bytes are still in cache. */
+struct direct_fill {
+	struct pack_reader *rd;
+	const struct pack_read *f;
+	int error; /* the file's own failure, for a warning */
+};
+
+static int fill_from_file(void *ctx, uint8_t *payload, size_t len, struct dsformat_sample *s)
+{
+	struct direct_fill *d = ctx;
+	d->error = pack_reader_read_into(d->rd, d->f, payload);
+	if (d->error)
+		return d->error;
+	s->crc = crc32c(0, payload, len);
+	return 0;
+}
+
+static int put_direct(struct packer *pk, struct pack_reader *rd, const struct pack_read *f,
+		      uint32_t label, char *err, size_t errlen)
+{
+	struct dsformat_sample s = { .label = label, .payload_len = (uint32_t)f->len };
+	struct direct_fill d = { .rd = rd, .f = f };
+	int rc = dsstore_writer_put_sample_filled(pk->w, pk->next, &s, fill_from_file, &d, err,
+						  errlen);
+	if (rc && d.error)
+		return bad_file(pk, f->path, pack_reader_strerror(rd, d.error), err, errlen);
+	return rc ? rc : stored(pk, f->len, 0, f->len, f->path, err, errlen);
+}
+
 static int pack_plain(struct packer *pk, struct pack_reader *rd, const struct pack_src *l,
 		      char *err, size_t errlen)
 {
@@ -131,7 +175,7 @@ static int pack_plain(struct packer *pk, struct pack_reader *rd, const struct pa
 		if (f.error) /* the reader's sniff refused non-JPEGs (jpeg_sniff) */
 			rc = bad_file(pk, f.path, pack_reader_strerror(rd, f.error), err, errlen);
 		else
-			rc = put_one(pk, f.data, f.len, 0, f.len, l->labels[f.index], f.path, err, errlen);
+			rc = put_direct(pk, rd, &f, l->labels[f.index], err, errlen);
 		pack_progress_add(&pk->prog, 1, f.len);
 		pack_reader_release(rd, &f);
 		if (rc)
@@ -464,8 +508,10 @@ int pack_images_main(int argc, char **argv)
 	}
 	/* Non-JPEGs are refused from their first bytes, files over
 	 * --max-file-size from their size: neither is read whole. */
+	int rewrite = shorter || tiles.mcus || tiles.bytes;
 	struct pack_reader_opts ropts = { .depth = (unsigned)depth, .max_file = (size_t)max_file,
-					  .sniff = jpeg_sniff, .sniff_fail = "not a JPEG file" };
+					  .sniff = jpeg_sniff, .sniff_fail = "not a JPEG file",
+					  .direct = !rewrite };
 	if ((rc = dsstore_writer_open(dst.tmp, (size_t)1 << 30, &pk.w, err, sizeof(err))) ||
 	    (rc = pack_reader_open(dirfd, (const char *const *)l.paths, l.n, &ropts, &rd, err,
 				   sizeof(err)))) {
@@ -473,7 +519,7 @@ int pack_images_main(int argc, char **argv)
 		goto out;
 	}
 	pack_progress_init(&pk.prog, l.n, verbose);
-	if (shorter || tiles.mcus || tiles.bytes)
+	if (rewrite)
 		rc = pack_rewritten(&pk, rd, &l, (unsigned)threads, (unsigned)shorter, (int)quality,
 				    &tiles, err, sizeof(err));
 	else

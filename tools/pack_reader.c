@@ -24,12 +24,15 @@
  * the tree is reported, never opened, so it cannot hang us, and a file over
  * the size limit is never read), OPENAT, READ (repeated after a short read;
  * with a sniff, the first read stops at PACK_READER_HEAD bytes and the rest
- * is read only if the sniff accepts them); then an unwaited CLOSE. On a cold cache the
+ * is read only if the sniff accepts them); then an unwaited CLOSE. In
+ * direct mode the READ stops at PACK_READER_DIRECT_HEAD, an unwaited
+ * FADVISE (WILLNEED) starts the rest from the disk, and the CLOSE waits
+ * until the caller has read the rest and released the file. On a cold cache the
  * metadata reads then overlap just like the data reads. user_data carries
  * the slot number and the operation, because a CLOSE may complete after its
  * slot has moved on to the next file. */
 enum slot_state { SLOT_FREE, SLOT_BUSY, SLOT_DONE, SLOT_HELD };
-enum { OP_STATX, OP_OPEN, OP_READ, OP_CLOSE, OP_BITS = 2 };
+enum { OP_STATX, OP_OPEN, OP_READ, OP_CLOSE, OP_FADVISE, OP_BITS = 3 };
 
 struct slot {
 	enum slot_state state;
@@ -53,6 +56,7 @@ struct pack_reader {
 	struct slot *slots;
 	int (*sniff)(const uint8_t *head, size_t len);
 	const char *sniff_fail;
+	int direct;
 	char too_big[80]; /* pack_reader_strerror's words for -EFBIG */
 };
 
@@ -113,6 +117,7 @@ int pack_reader_open(int dirfd, const char *const *paths, size_t n,
 	r->max_file = o->max_file ? o->max_file : DSFORMAT_MAX_PAYLOAD;
 	r->sniff = o->sniff;
 	r->sniff_fail = o->sniff_fail ? o->sniff_fail : "not the expected kind of file";
+	r->direct = o->direct;
 	char lim[32];
 	size_words(lim, sizeof(lim), r->max_file);
 	snprintf(r->too_big, sizeof(r->too_big), "larger than the %s limit (--max-file-size)", lim);
@@ -139,7 +144,7 @@ static struct io_uring_sqe *get_sqe(struct pack_reader *r, struct slot *s, unsig
 	return sqe;
 }
 
-static void slot_finish(struct pack_reader *r, struct slot *s, int error)
+static void slot_close(struct pack_reader *r, struct slot *s)
 {
 	if (s->fd >= 0) {
 		struct io_uring_sqe *sqe = get_sqe(r, s, OP_CLOSE);
@@ -149,7 +154,20 @@ static void slot_finish(struct pack_reader *r, struct slot *s, int error)
 			close(s->fd);
 	}
 	s->fd = -1;
+}
+
+static void slot_finish(struct pack_reader *r, struct slot *s, int error)
+{
+	slot_close(r, s);
 	s->error = error;
+	s->state = SLOT_DONE;
+}
+
+/* Direct mode: the head is in and accepted; the file stays open for
+ * pack_reader_read_into and is closed by pack_reader_release. */
+static void slot_finish_open(struct slot *s)
+{
+	s->error = 0;
 	s->state = SLOT_DONE;
 }
 
@@ -219,7 +237,8 @@ static void on_statx(struct pack_reader *r, struct slot *s, int res)
 	if (s->stx.stx_size > r->max_file)
 		return slot_finish(r, s, -EFBIG);
 	s->size = (size_t)s->stx.stx_size;
-	s->want = !s->sniffed && s->size > PACK_READER_HEAD ? PACK_READER_HEAD : s->size;
+	size_t head = r->direct ? PACK_READER_DIRECT_HEAD : PACK_READER_HEAD;
+	s->want = (r->direct || !s->sniffed) && s->size > head ? head : s->size;
 	if (slot_reserve(s, s->want))
 		return slot_finish(r, s, -ENOMEM);
 	if (s->size == 0)
@@ -242,13 +261,15 @@ static void on_read(struct pack_reader *r, struct slot *s, int res)
 		s->sniffed = 1;
 		if (!r->sniff(s->buf, s->got))
 			return slot_finish(r, s, -EILSEQ);
-		if (s->got < s->size) {
+		if (s->got < s->size && !r->direct) {
 			s->want = s->size;
 			if (slot_reserve(s, s->size))
 				return slot_finish(r, s, -ENOMEM);
 			return queue_read(r, s);
 		}
 	}
+	if (r->direct && s->got < s->size)
+		return slot_finish_open(s);
 	slot_finish(r, s, 0);
 }
 
@@ -257,7 +278,7 @@ static void on_cqe(struct pack_reader *r, uint64_t data, int res)
 	struct slot *s = &r->slots[data >> OP_BITS];
 	unsigned op = data & ((1u << OP_BITS) - 1);
 	r->inflight--;
-	if (op == OP_CLOSE)
+	if (op == OP_CLOSE || op == OP_FADVISE)
 		return;
 	if (res == -EINTR || res == -EAGAIN) {
 		if (op == OP_STATX)
@@ -272,6 +293,13 @@ static void on_cqe(struct pack_reader *r, uint64_t data, int res)
 		if (res < 0)
 			return slot_finish(r, s, res);
 		s->fd = res;
+		if (r->direct && s->size > s->want) {
+			/* The rest is read later, synchronously, by the caller:
+			 * start it on its way from the disk now. */
+			struct io_uring_sqe *sqe = get_sqe(r, s, OP_FADVISE);
+			if (sqe)
+				io_uring_prep_fadvise(sqe, s->fd, 0, (off_t)s->size, POSIX_FADV_WILLNEED);
+		}
 		return queue_read(r, s);
 	}
 	on_read(r, s, res);
@@ -307,6 +335,7 @@ int pack_reader_next(struct pack_reader *r, struct pack_read *out, char *err, si
 	out->error = want->error;
 	out->data = want->error ? NULL : want->buf;
 	out->len = want->error ? 0 : want->size;
+	out->got = want->error ? 0 : want->got;
 	out->slot = (unsigned)(want - r->slots);
 	r->next_deliver++;
 	return 1;
@@ -320,13 +349,36 @@ const char *pack_reader_strerror(const struct pack_reader *r, int error)
 		return r->too_big;
 	if (error == -EILSEQ)
 		return r->sniff_fail;
+	if (error == -ENODATA)
+		return "shorter than when it was listed (changed while being packed)";
 	return strerror(-error);
+}
+
+int pack_reader_read_into(struct pack_reader *r, const struct pack_read *rd, uint8_t *dst)
+{
+	if (rd->slot >= r->depth || r->slots[rd->slot].state != SLOT_HELD || rd->error)
+		return -EINVAL;
+	const struct slot *s = &r->slots[rd->slot];
+	memcpy(dst, s->buf, s->got);
+	size_t at = s->got;
+	while (at < s->size) {
+		ssize_t n = pread(s->fd, dst + at, s->size - at, (off_t)at);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENODATA;
+		at += (size_t)n;
+	}
+	return 0;
 }
 
 void pack_reader_release(struct pack_reader *r, struct pack_read *rd)
 {
 	if (rd->slot < r->depth && r->slots[rd->slot].state == SLOT_HELD) {
 		struct slot *s = &r->slots[rd->slot];
+		slot_close(r, s);
 		s->state = SLOT_FREE;
 		if (s->cap > KEEP_CAP) {
 			free(s->buf);

@@ -24,6 +24,7 @@ struct pack_read {
 	const char *path; /* paths[index] */
 	uint8_t *data;
 	size_t len;
+	size_t got;       /* bytes at data: len, or in direct mode its head */
 	int error;
 	unsigned slot;    /* internal */
 };
@@ -32,6 +33,8 @@ struct pack_reader;
 
 /* Bytes of a file read before its sniff decides whether to read the rest. */
 #define PACK_READER_HEAD ((size_t)64 << 10)
+/* The head a direct reader reads and hands back (the rest stays on disk). */
+#define PACK_READER_DIRECT_HEAD ((size_t)4096)
 
 struct pack_reader_opts {
 	/* Files in flight or held at once (0 = 64; 32..4096 is used). */
@@ -47,6 +50,14 @@ struct pack_reader_opts {
 	 * pack_reader_next). */
 	int (*sniff)(const uint8_t *head, size_t len);
 	const char *sniff_fail; /* the words for -EILSEQ: "not a JPEG file" */
+	/* Direct mode: files are handed back open with only their first
+	 * PACK_READER_DIRECT_HEAD bytes read (got <= len), and the caller
+	 * reads each one where it will keep it, with pack_reader_read_into:
+	 * the packer reads straight into LMDB's reserved space, without a
+	 * staging copy. The reader asks the kernel to read the rest ahead
+	 * (POSIX_FADV_WILLNEED), so a cold disk still sees depth files in
+	 * flight. */
+	int direct;
 };
 
 /* Open a reader over n paths (borrowed, must outlive the reader), relative
@@ -69,6 +80,12 @@ int pack_reader_next(struct pack_reader *r, struct pack_read *out, char *err, si
  * sniff's words for -EILSEQ, strerror otherwise. The string lives as long as
  * the reader; safe to call from any thread. */
 const char *pack_reader_strerror(const struct pack_reader *r, int error);
+
+/* Direct mode: copy rd's whole file (rd->len bytes) into dst, its head from
+ * the reader and the rest read from the file. 0, -ENODATA if the file is now
+ * shorter than its listed size (it changed while being packed), or a
+ * negative errno of the read. */
+int pack_reader_read_into(struct pack_reader *r, const struct pack_read *rd, uint8_t *dst);
 
 /* Give back the slot of a pack_read; its data pointer becomes invalid. */
 void pack_reader_release(struct pack_reader *r, struct pack_read *rd);

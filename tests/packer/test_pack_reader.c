@@ -5,7 +5,10 @@
  * do not disturb the others; a caller holding every slot gets -EDEADLK
  * instead of a hang; with a sniff, refused files come back as -EILSEQ with
  * the sniff's words, and accepted ones, also those longer than the sniffed
- * head, whole and intact. */
+ * head, whole and intact. In direct mode (the packer's path for files
+ * stored as they are) a file comes back with only its head read and
+ * pack_reader_read_into delivers it whole into the caller's memory, or
+ * -ENODATA when it shrank after being listed. */
 #include "check.h"
 #include "pack_reader.h"
 
@@ -22,6 +25,16 @@ static size_t size_of(size_t i)
 {
 	static const size_t special[] = { 0, 1, 4095, 4096, 4097, 3 << 20, 65536 };
 	return i < 7 ? special[i] : (i * 7919) % 150000;
+}
+
+static int truncateat_helper(int dfd, const char *name, off_t len)
+{
+	int fd = openat(dfd, name, O_WRONLY);
+	if (fd < 0)
+		return -1;
+	int rc = ftruncate(fd, len);
+	close(fd);
+	return rc;
 }
 
 static uint8_t byte_at(size_t i, size_t k) { return (uint8_t)(i * 31 + k * 7 + (k >> 9)); }
@@ -158,6 +171,44 @@ int main(void)
 	}
 	CHECK(pack_reader_next(r, &f, err, sizeof(err)) == 0);
 	CHECKF(longer >= 5, "only %zu accepted files are longer than the head", longer);
+	CHECKF(sniffs == N - 4, "%d sniffs for %d files", sniffs, N - 4);
+	pack_reader_close(r);
+
+	/* Direct mode, with the sniff: the head only, then the whole file
+	 * into memory of our own; file 44 is cut short after its head is
+	 * read, as a file rewritten during a pack would be. */
+	so.direct = 1;
+	sniffs = 0;
+	CHECK(pack_reader_open(dfd, paths, N, &so, &r, err, sizeof(err)) == 0);
+	size_t direct = 0;
+	for (size_t i = 0; i < N; i++) {
+		CHECK(pack_reader_next(r, &f, err, sizeof(err)) == 1 && f.index == i);
+		if (i == 20 || i == 99 || i == 40 || i == 41 || i % 2 || i == 0) {
+			CHECKF(f.error != 0, "file %zu error %d", i, f.error);
+			CHECK(pack_reader_read_into(r, &f, buf) == -EINVAL);
+			pack_reader_release(r, &f);
+			continue;
+		}
+		size_t n = i == 42 ? 5000 : size_of(i);
+		CHECKF(f.error == 0 && f.len == n, "file %zu: error %d, %zu bytes", i, f.error, f.len);
+		CHECKF(f.got == (n < PACK_READER_DIRECT_HEAD ? n : PACK_READER_DIRECT_HEAD),
+		       "file %zu: %zu bytes read ahead of %zu", i, f.got, n);
+		if (i == 44) {
+			CHECK(n > PACK_READER_DIRECT_HEAD + 10);
+			CHECK(truncateat_helper(dfd, names[i], (off_t)n - 10) == 0);
+			CHECK(pack_reader_read_into(r, &f, buf) == -ENODATA);
+			CHECK(strstr(pack_reader_strerror(r, -ENODATA), "changed while being packed"));
+		} else {
+			memset(buf, 0xEE, n);
+			CHECKF(pack_reader_read_into(r, &f, buf) == 0, "file %zu", i);
+			for (size_t k = 0; k < n; k++)
+				CHECKF(buf[k] == byte_at(i, k), "file %zu byte %zu", i, k);
+			direct += n > PACK_READER_DIRECT_HEAD;
+		}
+		pack_reader_release(r, &f);
+	}
+	CHECK(pack_reader_next(r, &f, err, sizeof(err)) == 0);
+	CHECKF(direct >= 30, "only %zu files were read past their head", direct);
 	CHECKF(sniffs == N - 4, "%d sniffs for %d files", sniffs, N - 4);
 	pack_reader_close(r);
 
