@@ -161,7 +161,7 @@ static int put_direct(struct packer *pk, struct pack_reader *rd, const struct pa
 	struct direct_fill d = { .rd = rd, .f = f };
 	int rc = dsstore_writer_put_sample_filled(pk->w, pk->next, &s, fill_from_file, &d, err,
 						  errlen);
-	if (rc && d.error)
+	if (rc && rc == d.error) /* the file's fault, not the store's */
 		return bad_file(pk, f->path, pack_reader_strerror(rd, d.error), err, errlen);
 	return rc ? rc : stored(pk, f->len, 0, f->len, f->path, err, errlen);
 }
