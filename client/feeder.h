@@ -35,7 +35,11 @@
  * epoch, rank/world, start_batch, pipeline parameters): opening the same
  * stream twice yields the same bytes. Ranks of one world are disjoint and
  * together cover each epoch; start_batch = k yields exactly the tail of the
- * full epoch from batch k on.
+ * full epoch from batch k on. start_sample = P starts the first epoch at
+ * position P of its order, the ranks sharing the rest as P+r, P+r+w, ...:
+ * a job that stopped after P samples resumes with any world size and each
+ * sample of that epoch is still delivered once (elastic resume); a stream
+ * that reconnects keeps it for that epoch only.
  *
  * Names: the connection is the library's root object, so its calls are
  * feeder_<verb> (feeder_connect, feeder_disconnect, feeder_set_reconnect);

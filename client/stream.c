@@ -343,6 +343,8 @@ int stream_reopen(struct feeder_stream *s, int64_t deadline)
 	struct feeder_stream_opts p = s->opts;
 	p.epoch = s->next_epoch;
 	p.start_batch = s->next_batch;
+	/* Only the first epoch starts at a sample position. */
+	p.start_sample = s->next_epoch == s->opts.epoch ? s->opts.start_sample : 0;
 	p.epochs = (uint32_t)(last_epoch - s->next_epoch + 1);
 	struct proto_stream_opened g;
 	int fd;

@@ -37,11 +37,21 @@ int sampler_init(struct sampler *s, uint64_t n, uint64_t seed, uint64_t epoch,
 	return 0;
 }
 
+int sampler_start(struct sampler *s, uint64_t start, char *err, size_t errlen)
+{
+	if (start > s->n)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "sampler: start position %" PRIu64 " is past the %" PRIu64
+				   " samples of an epoch", start, s->n);
+	s->start = start;
+	return 0;
+}
+
 uint64_t sampler_len(const struct sampler *s)
 {
-	if (s->rank >= s->n)
+	if (s->rank >= s->n - s->start)
 		return 0;
-	return (s->n - 1 - s->rank) / s->world + 1;
+	return (s->n - s->start - 1 - s->rank) / s->world + 1;
 }
 
 static uint64_t feistel(const struct sampler *s, uint64_t x)
@@ -71,7 +81,7 @@ uint64_t sampler_permute(const struct sampler *s, uint64_t pos)
 
 uint64_t sampler_at(const struct sampler *s, uint64_t k)
 {
-	return sampler_permute(s, s->rank + k * s->world);
+	return sampler_permute(s, s->start + s->rank + k * s->world);
 }
 
 uint64_t sampler_batches(const struct sampler *s, uint32_t batch, int drop_last)

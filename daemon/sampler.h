@@ -8,6 +8,9 @@
  * the dataset. Like PyTorch's DistributedSampler, rank r of w takes the epoch
  * positions r, r+w, r+2w, ... < n: ranks are disjoint and together cover the
  * epoch exactly once (no padding, so their lengths differ by at most one).
+ * An epoch may also start at a position p (sampler_start): the ranks then
+ * share what is left the same way, p+r, p+r+w, ..., which is how a job
+ * resumes mid-epoch with another world size (elastic resume).
  *
  * The struct is caller-owned and plain (no allocation, nothing to free);
  * after sampler_init it is read-only and may be shared between threads. */
@@ -23,6 +26,7 @@ struct sampler {
 	uint64_t n;          /* samples in the epoch */
 	uint64_t seed, epoch;
 	uint32_t rank, world;
+	uint64_t start;      /* epoch positions before it are not served (elastic resume) */
 	int shuffle;         /* 0: the identity order (dataset order) */
 	uint32_t half_bits;  /* bits of each Feistel half; domain = 2^(2*half_bits) >= n */
 	uint64_t half_mask;
@@ -37,12 +41,16 @@ struct sampler {
 int sampler_init(struct sampler *s, uint64_t n, uint64_t seed, uint64_t epoch,
 		 uint32_t rank, uint32_t world, int shuffle, char *err, size_t errlen);
 
-/* Positions this rank takes in the epoch: ceil((n - rank) / world), 0 when
- * rank >= n. */
+/* Serve only epoch positions start.. (start <= n): rank r then takes
+ * start+r, start+r+w, ... 0, or FEEDER_EINVAL with a sentence in err. */
+int sampler_start(struct sampler *s, uint64_t start, char *err, size_t errlen);
+
+/* Positions this rank takes in the epoch: ceil((n - start - rank) / world),
+ * 0 when start + rank >= n. */
 uint64_t sampler_len(const struct sampler *s);
 
 /* The sample index at this rank's k-th position (k < sampler_len), i.e. the
- * permuted epoch position rank + k*world. O(1) expected (cycle-walking takes
+ * permuted epoch position start + rank + k*world. O(1) expected (cycle-walking takes
  * fewer than 4 Feistel evaluations on average). */
 uint64_t sampler_at(const struct sampler *s, uint64_t k);
 

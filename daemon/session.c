@@ -369,12 +369,16 @@ static void handle_open(struct session *c, const struct proto_open_stream *req)
 	c->streams[c->nstreams++] = s;
 	c->mem += stream_ring_bytes(s);
 	srv->mem_used += stream_ring_bytes(s);
+	char from[48] = "";
+	if (o->start_sample)
+		snprintf(from, sizeof from, " of the share after sample %llu",
+			 (unsigned long long)o->start_sample);
 	log_info("client %u: stream %u opened: '%s' batch %u, %u slots of %.2f MiB, %llu batches, "
-		 "rank %u/%u, seed %llu, epoch %llu+%u from batch %llu%s",
+		 "rank %u/%u, seed %llu, epoch %llu+%u from batch %llu%s%s",
 		 c->id, id, o->dataset, o->batch, m.u.opened.slots, mib(m.u.opened.slot_size),
 		 (unsigned long long)m.u.opened.batches, o->rank, o->world, (unsigned long long)o->seed,
 		 (unsigned long long)o->epoch, o->epochs - 1, (unsigned long long)o->start_batch,
-		 o->shuffle ? "" : ", unshuffled");
+		 from, o->shuffle ? "" : ", unshuffled");
 	pool_lock(srv->pool);
 	/* Fairness is between processes (a trainer's loaders each have their
 	 * own connection); a peer the kernel could not name is its own. */

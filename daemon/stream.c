@@ -19,7 +19,7 @@
 
 static void seq_to_batch(const struct stream *s, uint64_t seq, uint64_t *epoch, uint64_t *batch)
 {
-	uint64_t first = s->per_epoch - s->opts.start_batch;
+	uint64_t first = s->first_batches - s->opts.start_batch;
 	if (seq < first) {
 		*epoch = s->opts.epoch;
 		*batch = s->opts.start_batch + seq;
@@ -163,6 +163,13 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 		goto fail;
 	s->rank_len = sampler_len(&first);
 	s->per_epoch = sampler_batches(&first, req->batch, (int)req->drop_last);
+	/* The first epoch may begin at a sample position (elastic resume):
+	 * this rank's share of what is left, which may be nothing. */
+	rc = sampler_start(&first, req->start_sample, err, errlen);
+	if (rc)
+		goto fail;
+	s->first_len = sampler_len(&first);
+	s->first_batches = sampler_batches(&first, req->batch, (int)req->drop_last);
 	if (s->per_epoch == 0) {
 		rc = status_fail(err, errlen, FEEDER_EINVAL,
 				 "dataset '%s' has %llu samples: rank %u of %u gets no batch of %u",
@@ -170,13 +177,22 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 				 req->batch);
 		goto fail;
 	}
-	if (req->start_batch > s->per_epoch) {
-		rc = status_fail(err, errlen, FEEDER_EINVAL,
-				 "start batch %llu is past the %llu batches of an epoch",
-				 (unsigned long long)req->start_batch, (unsigned long long)s->per_epoch);
+	if (req->start_batch > s->first_batches) {
+		if (req->start_sample)
+			rc = status_fail(err, errlen, FEEDER_EINVAL,
+					 "start batch %llu is past the %llu batches of rank %u of %u "
+					 "after start sample %llu",
+					 (unsigned long long)req->start_batch,
+					 (unsigned long long)s->first_batches, req->rank, req->world,
+					 (unsigned long long)req->start_sample);
+		else
+			rc = status_fail(err, errlen, FEEDER_EINVAL,
+					 "start batch %llu is past the %llu batches of an epoch",
+					 (unsigned long long)req->start_batch,
+					 (unsigned long long)s->per_epoch);
 		goto fail;
 	}
-	s->total = s->per_epoch - req->start_batch + (uint64_t)(req->epochs - 1) * s->per_epoch;
+	s->total = s->first_batches - req->start_batch + (uint64_t)(req->epochs - 1) * s->per_epoch;
 	rc = proto_geometry(req, h->feat_dim, page, &s->geo, err, errlen);
 	if (rc)
 		goto fail;
@@ -289,10 +305,13 @@ unsigned stream_refill(struct stream *s)
 			char err[128];
 			/* Cannot fail: the same arguments passed in stream_create. */
 			if (sampler_init(&sl->order, s->ds->hdr.samples, s->opts.seed, epoch, s->opts.rank,
-					 s->opts.world, (int)s->opts.shuffle, err, sizeof(err)) != 0)
+					 s->opts.world, (int)s->opts.shuffle, err, sizeof(err)) != 0 ||
+			    (epoch == s->opts.epoch &&
+			     sampler_start(&sl->order, s->opts.start_sample, err, sizeof(err)) != 0))
 				return started;
 		}
-		uint64_t left = s->rank_len - batch * s->opts.batch;
+		uint64_t len = epoch == s->opts.epoch ? s->first_len : s->rank_len;
+		uint64_t left = len - batch * s->opts.batch;
 		sl->state = SLOT_FILLING;
 		sl->seq = s->next_assign++;
 		sl->epoch = epoch;

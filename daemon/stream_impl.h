@@ -47,6 +47,8 @@ struct stream {
 	uint32_t chunk;          /* samples per worker task */
 	uint64_t rank_len;       /* positions of this rank in an epoch */
 	uint64_t per_epoch;      /* batches of this rank in a full epoch */
+	uint64_t first_len;      /* positions of this rank in the first epoch (start_sample) */
+	uint64_t first_batches;  /* and its batches */
 	uint64_t total;          /* batches this stream serves */
 	struct slot *slots;
 	unsigned workers;        /* the pool's threads */

@@ -203,8 +203,10 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 	for (uint32_t i = t->first; i < t->first + t->count; i++) {
 		uint8_t *out = tensor + (size_t)i * s->geo.sample_bytes;
 		uint64_t pos = sl->batch * s->opts.batch + i;
-		uint64_t tries = s->rank_len < STREAM_MAX_REPLACE_TRIES ? s->rank_len
-									: STREAM_MAX_REPLACE_TRIES;
+		/* The epoch's own share: shorter in a first epoch that starts at
+		 * a sample position. */
+		uint64_t len = sampler_len(&sl->order);
+		uint64_t tries = len < STREAM_MAX_REPLACE_TRIES ? len : STREAM_MAX_REPLACE_TRIES;
 		int ok = 0;
 		uint64_t faults = 0;
 		for (uint64_t k = 0; k < tries; k++) {
@@ -213,7 +215,7 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 				dsstore_txn_end(txn);
 				return;
 			}
-			uint64_t index = sampler_at(&sl->order, (pos + k) % s->rank_len);
+			uint64_t index = sampler_at(&sl->order, (pos + k) % len);
 			uint64_t fault_off = 0;
 			rc = run_sample(s, &txn, jw, gs, i, sl->epoch, index, out, &labels[i],
 					&fault_off, t->stage_s, err, sizeof(err));

@@ -145,6 +145,13 @@ struct feeder_stream_opts {
 				  dataset order (evaluation); default 1. Ranks
 				  take every world-th position either way. */
 	uint64_t start_batch;  /* first batch of the first epoch (resume); default 0 */
+	uint64_t start_sample; /* first epoch position of the first epoch, counted
+				  over all ranks (elastic resume: a job that
+				  stopped after P samples of an epoch resumes at
+				  P with any world size; the ranks share
+				  positions P.. as they share an epoch, and
+				  start_batch then counts batches of that
+				  share); at most the dataset's size; default 0 */
 	uint32_t rank, world;  /* this consumer's share: rank < world; default 0 of 1 */
 	uint32_t drop_last;    /* 1: drop the epoch's last short batch; default 0 */
 	uint32_t slots;        /* ring depth (prefetch), 1..256; default 4 */

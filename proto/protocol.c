@@ -237,6 +237,7 @@ static void walk_opts(struct cur *c, struct feeder_stream_opts *o)
 	o_u32(c, &o->epochs, "epochs", 1, 1, FEEDER_MAX_EPOCHS);
 	o_u32(c, &o->shuffle, "shuffle", 1, 0, 1);
 	o_u64(c, &o->start_batch, "start_batch", 0, 0, UINT64_MAX);
+	o_u64(c, &o->start_sample, "start_sample", 0, 0, UINT64_MAX);
 	o_u32(c, &o->rank, "rank", 0, 0, FEEDER_MAX_WORLD - 1);
 	o_u32(c, &o->world, "world", 1, 1, FEEDER_MAX_WORLD);
 	o_u32(c, &o->drop_last, "drop_last", 0, 0, 1);

@@ -15,6 +15,11 @@
  *   ranks       ranks of a world are disjoint and together cover the epoch,
  *               each in its sampler order (samples identified by pixels)
  *   resume      start_batch = k yields exactly the tail of the full epoch
+ *   elastic     2 ranks stop after P samples of an epoch; 1, 3, 4 or 5 ranks
+ *               resume at start_sample = P: every sample of the epoch once
+ *               (indices and pixels), each rank in its sampler order; a
+ *               start_batch inside that share gives its tail; a start past
+ *               the dataset is refused and the connection stays usable
  *   epoch SEED  stream one epoch, check labels and pixels of every sample
  *               (used by the concurrency test, several at once)
  *   hold        take every slot of a stream, print HOLDING, sleep (to be
@@ -386,6 +391,122 @@ static int cmd_resume(const char *dataset)
 	free(full.buf);
 	free(tail.buf);
 	feeder_disconnect(f);
+	return 0;
+}
+
+/* Stream o to its end (or `batches` batches), checking each sample's index
+ * against the sampler (started at o->start_sample) and its pixels against
+ * the reference of that index; count what was seen. Returns the samples. */
+static uint64_t elastic_take(struct feeder *f, const struct ds *d,
+			     const struct feeder_stream_opts *o, uint64_t batches, uint32_t *seen,
+			     const float *refs)
+{
+	char err[256];
+	struct sampler sm;
+	CHECK(sampler_init(&sm, d->n, o->seed, o->epoch, o->rank, o->world, 1, err, sizeof err) == 0);
+	CHECKF(sampler_start(&sm, o->start_sample, err, sizeof err) == 0, "%s", err);
+	size_t n = 3 * (size_t)o->jpeg.height * o->jpeg.width;
+	float *got = malloc(n * sizeof(float));
+	CHECK(got);
+	struct feeder_stream *s = open_or_die(f, o);
+	uint64_t pos = o->start_batch * o->batch, taken = 0;
+	for (uint64_t k = 0; k < batches; k++) {
+		struct feeder_batch b;
+		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
+		if (rc == FEEDER_EEND)
+			break;
+		CHECKF(rc == 0, "rank %u of %u: %s", o->rank, o->world, feeder_last_error(f));
+		for (uint32_t i = 0; i < b.count; i++, pos++, taken++) {
+			uint64_t want = sampler_at(&sm, pos);
+			CHECKF(b.indices[i] == want,
+			       "rank %u of %u from sample %llu: position %llu holds %llu, not %llu",
+			       o->rank, o->world, (unsigned long long)o->start_sample,
+			       (unsigned long long)pos, (unsigned long long)b.indices[i],
+			       (unsigned long long)want);
+			to_unit(o, b.data, i, got);
+			double m = mad(got, refs + want * n, n);
+			CHECKF(m <= MAD_LIMIT, "sample %llu: MAD %.4f from its reference",
+			       (unsigned long long)want, m);
+			seen[want]++;
+		}
+		CHECK(feeder_batch_release(s, &b) == 0);
+	}
+	CHECK(feeder_stream_close(s) == 0);
+	free(got);
+	return taken;
+}
+
+static int cmd_elastic(const char *dataset)
+{
+	struct ds d;
+	ds_open(&d, dataset);
+	struct jpeg_worker *w;
+	char err[256];
+	CHECKF(jpeg_worker_create(&w, err, sizeof err) == 0, "%s", err);
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 16);
+	o.jpeg.train = 0;
+	o.dtype = FEEDER_DTYPE_U8;
+	o.batch = 2;
+	o.epoch = 4;
+	size_t n = 3 * (size_t)o.jpeg.height * o.jpeg.width;
+	float *refs = malloc(d.n * n * sizeof(float));
+	uint32_t *seen = calloc(d.n, sizeof *seen);
+	CHECK(refs && seen);
+	for (uint64_t i = 0; i < d.n; i++)
+		reference(w, &d, &o, i, 0, refs + i * n);
+	struct feeder *f = connect_or_die();
+	/* Two ranks take 3 batches each: P = 12 samples of the epoch. */
+	const uint64_t steps = 3;
+	const uint32_t worlds[] = { 1, 3, 4, 5 };
+	for (size_t wi = 0; wi < sizeof worlds / sizeof worlds[0]; wi++) {
+		memset(seen, 0, d.n * sizeof *seen);
+		uint64_t p = 0;
+		o.world = 2;
+		o.start_sample = 0;
+		for (o.rank = 0; o.rank < 2; o.rank++)
+			p += elastic_take(f, &d, &o, steps, seen, refs);
+		CHECK(p == steps * o.batch * 2);
+		o.world = worlds[wi];
+		o.start_sample = p;
+		uint64_t after = 0;
+		for (o.rank = 0; o.rank < o.world; o.rank++)
+			after += elastic_take(f, &d, &o, UINT64_MAX, seen, refs);
+		for (uint64_t i = 0; i < d.n; i++)
+			CHECKF(seen[i] == 1, "2 -> %u ranks at sample %llu: sample %llu seen %u times",
+			       o.world, (unsigned long long)p, (unsigned long long)i, seen[i]);
+		CHECK(p + after == d.n);
+		printf("elastic: 2 ranks took %llu samples, %u ranks resumed at %llu and took %llu: "
+		       "each of the %llu once\n",
+		       (unsigned long long)p, o.world, (unsigned long long)p,
+		       (unsigned long long)after, (unsigned long long)d.n);
+	}
+	/* start_batch counts batches of the share after start_sample. */
+	o.world = 3;
+	o.rank = 1;
+	o.start_sample = 12;
+	o.start_batch = 1;
+	memset(seen, 0, d.n * sizeof *seen);
+	uint64_t tail = elastic_take(f, &d, &o, UINT64_MAX, seen, refs);
+	CHECKF(tail == (d.n - 12 - 1 + 2) / 3 - 2, "rank 1 of 3 from batch 1: %llu samples",
+	       (unsigned long long)tail);
+	/* A start past the epoch: refused with a reason; the connection goes on. */
+	o.start_batch = 0;
+	o.start_sample = d.n + 1;
+	struct feeder_stream *s;
+	int rc = feeder_stream_open(f, &o, TIMEOUT_MS, &s);
+	CHECKF(rc == FEEDER_EINVAL && strstr(feeder_last_error(f), "past the"),
+	       "start_sample past the dataset: %d %s", rc, feeder_last_error(f));
+	printf("elastic: start_sample %llu refused: %s\n", (unsigned long long)o.start_sample,
+	       feeder_last_error(f));
+	o.start_sample = d.n; /* nothing left of that epoch: the stream just ends */
+	memset(seen, 0, d.n * sizeof *seen);
+	CHECK(elastic_take(f, &d, &o, UINT64_MAX, seen, refs) == 0);
+	feeder_disconnect(f);
+	free(refs);
+	free(seen);
+	jpeg_worker_destroy(w);
+	ds_close(&d);
 	return 0;
 }
 
@@ -1111,6 +1232,8 @@ int main(int argc, char **argv)
 		return cmd_determinism(dataset);
 	if (strcmp(cmd, "resume") == 0)
 		return cmd_resume(dataset);
+	if (strcmp(cmd, "elastic") == 0)
+		return cmd_elastic(dataset);
 	if (strcmp(cmd, "ranks") == 0)
 		return cmd_ranks(dataset, arg ? (uint32_t)atoi(arg) : 3);
 	if (strcmp(cmd, "epoch") == 0)

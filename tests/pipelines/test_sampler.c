@@ -1,6 +1,8 @@
 /* test_sampler.c — the epoch order: a bijection over [0, n) for many n,
  * a pure function of (seed, epoch), different across epochs, and split into
- * disjoint ranks that together cover the epoch; batch counts. */
+ * disjoint ranks that together cover the epoch; batch counts; an epoch
+ * stopped after P samples with one world size and resumed at P with
+ * another is covered exactly once (elastic resume). */
 #include "check.h"
 #include "sampler.h"
 #include "status.h"
@@ -36,6 +38,46 @@ static uint64_t agreements(const struct sampler *a, const struct sampler *b, uin
 	for (uint64_t k = 0; k < n; k++)
 		same += sampler_at(a, k) == sampler_at(b, k);
 	return same;
+}
+
+/* Ranks 0..w1-1 take `steps` batches of `batch` each (P = steps * batch *
+ * w1 positions of the epoch), then w2 ranks resume at P and take the rest:
+ * every sample of the epoch exactly once. */
+static void check_elastic(uint64_t n, uint32_t w1, uint32_t w2, uint32_t batch, uint64_t steps)
+{
+	char err[256];
+	uint8_t *seen = calloc(n, 1);
+	CHECK(seen);
+	uint64_t p = steps * batch * w1, count = 0;
+	for (uint32_t r = 0; r < w1; r++) {
+		struct sampler s;
+		CHECK(sampler_init(&s, n, 9, 3, r, w1, 1, err, sizeof err) == 0);
+		for (uint64_t k = 0; k < steps * batch; k++) {
+			uint64_t v = sampler_at(&s, k);
+			CHECKF(!seen[v], "before: %llu twice", (unsigned long long)v);
+			seen[v] = 1;
+			count++;
+		}
+	}
+	for (uint32_t r = 0; r < w2; r++) {
+		struct sampler s;
+		CHECK(sampler_init(&s, n, 9, 3, r, w2, 1, err, sizeof err) == 0);
+		CHECKF(sampler_start(&s, p, err, sizeof err) == 0, "%s", err);
+		uint64_t len = sampler_len(&s);
+		CHECKF(len == (n - p > r ? (n - p - r + w2 - 1) / w2 : 0), "rank %u of %u: %llu", r,
+		       w2, (unsigned long long)len);
+		for (uint64_t k = 0; k < len; k++) {
+			uint64_t v = sampler_at(&s, k);
+			CHECKF(!seen[v], "n=%llu %u->%u ranks at %llu: %llu twice",
+			       (unsigned long long)n, w1, w2, (unsigned long long)p,
+			       (unsigned long long)v);
+			seen[v] = 1;
+			count++;
+		}
+	}
+	CHECKF(count == n, "n=%llu %u->%u: %llu of %llu samples", (unsigned long long)n, w1, w2,
+	       (unsigned long long)count, (unsigned long long)n);
+	free(seen);
 }
 
 int main(void)
@@ -118,6 +160,23 @@ int main(void)
 	struct sampler tiny;
 	CHECK(sampler_init(&tiny, 2, 5, 0, 3, 4, 1, err, sizeof err) == 0);
 	CHECK(sampler_len(&tiny) == 0 && sampler_batches(&tiny, 1, 0) == 0);
+
+	/* Elastic resume: 2 -> 1, 2 -> 4, 4 -> 3, 3 -> 2 ranks, mid-epoch,
+	 * at the start and with nothing left; a start past the epoch is an
+	 * error. */
+	check_elastic(1000, 2, 1, 16, 10);
+	check_elastic(1000, 2, 4, 16, 10);
+	check_elastic(1003, 4, 3, 8, 7);
+	check_elastic(997, 3, 2, 5, 33);
+	check_elastic(500, 2, 3, 10, 0);
+	check_elastic(640, 2, 4, 32, 10);
+	struct sampler st;
+	CHECK(sampler_init(&st, 10, 1, 0, 1, 2, 1, err, sizeof err) == 0);
+	CHECK(sampler_start(&st, 10, err, sizeof err) == 0 && sampler_len(&st) == 0);
+	CHECK(sampler_start(&st, 9, err, sizeof err) == 0 && sampler_len(&st) == 0);
+	CHECK(sampler_start(&st, 8, err, sizeof err) == 0 && sampler_len(&st) == 1);
+	err[0] = 0;
+	CHECK(sampler_start(&st, 11, err, sizeof err) == FEEDER_EINVAL && strstr(err, "past the 10"));
 
 	/* Bad arguments are errors with a sentence. */
 	err[0] = 0;

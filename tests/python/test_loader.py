@@ -248,3 +248,73 @@ def test_load_state_past_the_epoch_is_refused(daemon):
     state["shuffle"] = False
     with pytest.raises(feeder.OptionError):
         ld.load_state_dict(state)
+
+
+def _indices(ld, batches=None):
+    out = []
+    for i, (_, _, idx) in enumerate(ld):
+        out += idx.tolist()
+        if batches is not None and i + 1 == batches:
+            break
+    return out
+
+
+@pytest.mark.parametrize("world2,batch2", [(1, 8), (3, 4), (4, 2)])
+def test_elastic_resume_with_another_world_size(daemon, world2, batch2):
+    """Two ranks stop after 2 batches of 4 (16 of the 40 samples); Loaders of
+    another world size (and batch size) load a rank's state: together they
+    take every sample of the epoch not yet seen, once; the epoch after is
+    whole again."""
+    seen, states = [], []
+    for r in range(2):
+        ld = loader(daemon, batch_size=4, seed=6, epoch=2, rank=r, world_size=2,
+                    drop_last=False, return_index=True)
+        seen += _indices(ld, batches=2)
+        states.append(ld.state_dict())
+    assert len(seen) == 16 and states[0]["sample_position"] == states[1]["sample_position"] == 16
+    rest = []
+    for r in range(world2):
+        ld = loader(daemon, batch_size=batch2, seed=0, rank=r, world_size=world2,
+                    drop_last=False, return_index=True)
+        ld.load_state_dict(states[r % 2])
+        assert ld.epoch == 2 and ld.next_batch == 0
+        part = _indices(ld)
+        rest += part
+        assert ld.state_dict()["sample_position"] == 0  # back at the start of an epoch
+        # The next epoch is whole again: this rank's full share.
+        ld.set_epoch(3)
+        assert len(_indices(ld)) == len(range(r, 40, world2))
+    assert sorted(seen + rest) == list(range(40)), (sorted(seen), sorted(rest))
+    # A state saved mid-resumed-epoch resumes exactly (same world size).
+    ld = loader(daemon, batch_size=batch2, rank=0, world_size=world2, drop_last=False,
+                return_index=True)
+    ld.load_state_dict(states[0])
+    first = _indices(ld, batches=1)
+    st = ld.state_dict()
+    assert st["start_sample"] == 16 and st["next_batch"] == 1
+    assert st["sample_position"] == min(40, 16 + batch2 * world2)
+    ld2 = loader(daemon, batch_size=batch2, rank=0, world_size=world2, drop_last=False,
+                 return_index=True)
+    ld2.load_state_dict(st)
+    assert first + _indices(ld2) == _indices(_resumed(daemon, states[0], batch2, world2))
+
+
+def _resumed(daemon, state, batch, world):
+    ld = loader(daemon, batch_size=batch, rank=0, world_size=world, drop_last=False,
+                return_index=True)
+    ld.load_state_dict(state)
+    return ld
+
+
+def test_elastic_state_without_position_is_refused(daemon):
+    ld = loader(daemon, batch_size=4, rank=0, world_size=2)
+    state = ld.state_dict()
+    del state["sample_position"]
+    other = loader(daemon, batch_size=4, rank=0, world_size=3)
+    with pytest.raises(feeder.OptionError) as e:
+        other.load_state_dict(state)
+    assert "sample_position" in str(e.value)
+    state["sample_position"] = 41
+    with pytest.raises(feeder.OptionError) as e:
+        other.load_state_dict(state)
+    assert "past the 40 samples" in str(e.value)

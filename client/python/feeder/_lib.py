@@ -83,6 +83,7 @@ struct feeder_stream_opts {
     uint32_t epochs;
     uint32_t shuffle;
     uint64_t start_batch;
+    uint64_t start_sample;
     uint32_t rank, world;
     uint32_t drop_last;
     uint32_t slots;

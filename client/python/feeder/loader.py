@@ -7,6 +7,12 @@ Everything that decides the bytes of a batch is in that
 request, so the Loader's whole state is (seed, epoch, next batch): a trainer
 that saves state_dict() and later load_state_dict()s it gets exactly the
 batches it had not seen, and set_epoch(e) reshuffles like DistributedSampler.
+The state also says how many samples of the epoch all ranks together have
+taken (sample_position, counting every rank at the same step, as data-
+parallel training runs): a state loaded by a Loader of another world size
+(or rank) resumes the epoch there, the new ranks sharing what is left
+(feederd's start_sample), so that every sample of the epoch is still seen
+exactly once (elastic resume).
 
 Batches are zero-copy views of the stream's shared-memory slot, valid until
 the next batch is asked for (the slot then goes back to the daemon for
@@ -193,6 +199,10 @@ class Loader:
                 raise OptionError("as_torch=True needs PyTorch, which is not installed") from None
             self._torch = torch
         self.next_batch = 0
+        # The epoch (if any) that starts at a sample position: a resume with
+        # another world size; it applies to that epoch's one pass only.
+        self._start_epoch = None
+        self._start_sample = 0
         self.replacements = 0  # corrupt samples the daemon replaced, over the Loader's life
         self._iter_id = 0
         self._stream = None    # the stream of the running (or next) epoch
@@ -218,6 +228,7 @@ class Loader:
             o.epoch = epoch
             o.epochs = _EPOCHS_AHEAD
             o.start_batch = start
+            o.start_sample = self._start_of(epoch)
             o.rank = self.rank
             o.world = self.world_size
             o.drop_last = int(self.drop_last)
@@ -238,6 +249,7 @@ class Loader:
         s = Stream(self.socket, o, self.connect_timeout, self.timeout,
                    ndim=3 if self.pipeline.kind == "features" else 4, reconnect=self.reconnect)
         s.pos = (epoch, start)  # of the next batch it delivers
+        s.start_sample = o.start_sample
         s.left = s.batches      # batches it still delivers
         if self._copier and s.memory == lib.FEEDER_MEMORY_HOST:
             self._copier.prepare(s)
@@ -249,6 +261,19 @@ class Loader:
         """Batches of one epoch for this rank."""
         return self._batches_per_epoch
 
+    def _start_of(self, epoch):
+        return self._start_sample if epoch == self._start_epoch else 0
+
+    def _epoch_batches(self, epoch):
+        """This rank's batches in epoch: a full epoch's, or fewer in an epoch
+        resumed at a sample position."""
+        start = self._start_of(epoch)
+        if not start:
+            return self._batches_per_epoch
+        left = self.samples - start
+        share = (left - self.rank + self.world_size - 1) // self.world_size if left > self.rank else 0
+        return share // self.batch_size if self.drop_last else -(-share // self.batch_size)
+
     def set_epoch(self, epoch):
         """Use epoch's order from the next iteration on. Setting the epoch
         the Loader is already at keeps its position (so a trainer may call
@@ -257,33 +282,66 @@ class Loader:
         if epoch != self.epoch:
             self.epoch = epoch
             self.next_batch = 0
+            self._start_epoch = None
+            self._start_sample = 0
+
+    def sample_position(self):
+        """Samples of the current epoch that all ranks together have taken,
+        if every rank is at this one's batch (data-parallel steps)."""
+        start = self._start_of(self.epoch)
+        if self.next_batch >= self._epoch_batches(self.epoch):
+            return self.samples
+        return min(self.samples, start + self.next_batch * self.batch_size * self.world_size)
 
     def state_dict(self):
         """What resumes this Loader exactly: seed, epoch and the next batch
         (the one after the last handed out), plus the request's shape so
-        that a mismatched resume is refused."""
+        that a mismatched resume is refused; start_sample and
+        sample_position let a Loader of another world size resume the
+        epoch where all ranks stopped."""
         return {"seed": self.seed, "epoch": self.epoch, "next_batch": self.next_batch,
                 "dataset": self.dataset, "batch_size": self.batch_size, "rank": self.rank,
-                "world_size": self.world_size, "shuffle": self.shuffle}
+                "world_size": self.world_size, "shuffle": self.shuffle,
+                "start_sample": self._start_of(self.epoch),
+                "sample_position": self.sample_position()}
 
     def load_state_dict(self, state):
         missing = [k for k in _STATE_KEYS if k not in state]
         if missing:
             raise OptionError("Loader state lacks %s" % ", ".join(missing))
-        # States saved before the shuffle option existed were shuffled.
-        for k, default in (("dataset", None), ("batch_size", None), ("rank", None),
-                           ("world_size", None), ("shuffle", True)):
+        elastic = (state["world_size"], state["rank"]) != (self.world_size, self.rank)
+        if elastic and "sample_position" not in state:
+            raise OptionError("Loader state is for rank %r of %r, this Loader is rank %d of %d, "
+                              "and the state has no sample_position to resume the epoch from "
+                              "(saved by an older feeder)"
+                              % (state["rank"], state["world_size"], self.rank, self.world_size))
+        # States saved before the shuffle option existed were shuffled. Another
+        # world size resumes by sample position, whatever the batch size was.
+        keys = [("dataset", None), ("shuffle", True)]
+        if not elastic:
+            keys.append(("batch_size", None))
+        for k, default in keys:
             v = state.get(k, default)
             if v != getattr(self, k):
                 raise OptionError("Loader state is for %s=%r, this Loader has %r; resuming it would "
                                   "not give the same batches" % (k, v, getattr(self, k)))
-        next_batch = _nonneg_int("next_batch", state["next_batch"])
-        if next_batch > self._batches_per_epoch:
+        seed = _nonneg_int("seed", state["seed"])
+        epoch = _nonneg_int("epoch", state["epoch"])
+        if elastic:
+            start = _nonneg_int("sample_position", state["sample_position"])
+            if start > self.samples:
+                raise OptionError("Loader state's sample_position %d is past the %d samples of "
+                                  "the dataset (a state of another dataset?)" % (start, self.samples))
+            next_batch = 0
+        else:
+            start = _nonneg_int("start_sample", state.get("start_sample", 0))
+            next_batch = _nonneg_int("next_batch", state["next_batch"])
+        self.seed, self.epoch = seed, epoch
+        self._start_epoch, self._start_sample = (epoch, start) if start else (None, 0)
+        bpe = self._epoch_batches(epoch)
+        if next_batch > bpe:
             raise OptionError("Loader state's next_batch %d is past the %d batches of an epoch "
-                              "(a state of another dataset or batch size?)"
-                              % (next_batch, self._batches_per_epoch))
-        self.seed = _nonneg_int("seed", state["seed"])
-        self.epoch = _nonneg_int("epoch", state["epoch"])
+                              "(a state of another dataset or batch size?)" % (next_batch, bpe))
         self.next_batch = next_batch
 
     def __iter__(self):
@@ -328,13 +386,16 @@ class Loader:
         """The stream for (epoch, next_batch): the one already prefetching
         if it is there, else a new one."""
         s = self._stream
-        if s is None or s.pos != (self.epoch, self.next_batch) or s.left == 0:
+        if (s is None or s.pos != (self.epoch, self.next_batch) or s.left == 0
+                or s.start_sample != self._start_of(self.epoch)):
             self._drop_stream()
             s = self._stream = self._open(self.epoch, self.next_batch)
         return s
 
     def _epoch_done(self):
         self.next_batch = 0
+        if self._start_epoch == self.epoch:  # the resumed epoch's one pass is over
+            self._start_epoch, self._start_sample = None, 0
 
     def _fetch(self, s):
         """The stream's next batch, which must be the one at s.pos; s.pos
@@ -347,7 +408,11 @@ class Loader:
                                 % (got, s.pos[1], s.pos[0], s.id), lib.FEEDER_EPROTO)
         s.left -= 1
         nxt = b.batch_index + 1
-        s.pos = (b.epoch, nxt) if nxt < self._batches_per_epoch else (b.epoch + 1, 0)
+        if nxt < self._epoch_batches(b.epoch):
+            s.pos = (b.epoch, nxt)
+        else:  # the stream runs on into the next epoch, which starts at its beginning
+            s.pos = (b.epoch + 1, 0)
+            s.start_sample = 0
         return b
 
     def _extras(self, stream, b):
@@ -372,7 +437,7 @@ class Loader:
         return (data, labels) + self._extras(stream, b)
 
     def _iter_host(self, my_id):
-        if self.next_batch >= self._batches_per_epoch:
+        if self.next_batch >= self._epoch_batches(self.epoch):
             self._epoch_done()
             return
         s = self._take_stream()
@@ -382,7 +447,7 @@ class Loader:
         """The rest of the epoch from stream s, each batch made by make(b)
         from its slot; a slot is held (release(b) gives it back) until the
         next batch is asked for, or released at once with copy=True."""
-        bpe = self._batches_per_epoch
+        bpe = self._epoch_batches(self.epoch)
         held = None
         try:
             while True:
@@ -413,7 +478,7 @@ class Loader:
                     pass
 
     def _iter_device(self, my_id):
-        bpe = self._batches_per_epoch
+        bpe = self._epoch_batches(self.epoch)
         if self.next_batch >= bpe:
             self._epoch_done()
             return
