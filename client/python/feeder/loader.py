@@ -74,6 +74,19 @@ def _env_int(name, default):
         raise OptionError("environment variable %s=%r is not an integer" % (name, v)) from None
 
 
+def _dist_rank_world():
+    """(rank, world size) of torch.distributed's default group when a
+    trainer has initialized it (without importing torch otherwise)."""
+    import sys
+    td = sys.modules.get("torch.distributed")
+    try:
+        if td is not None and td.is_available() and td.is_initialized():
+            return td.get_rank(), td.get_world_size()
+    except (AttributeError, RuntimeError):
+        pass
+    return None
+
+
 def _nonneg_int(name, v):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
         raise OptionError("%s must be a non-negative integer, not %r" % (name, v))
@@ -87,8 +100,9 @@ class Loader:
     batch. pipeline: feeder.Jpeg(...), feeder.Features(...), "jpeg" or
     "features". seed, epoch: the shuffle (and augmentation) is a pure function
     of both. rank, world_size: this process's share of each epoch (every
-    world_size-th sample); default $RANK / $WORLD_SIZE as torchrun sets them,
-    else 0 of 1. drop_last: drop the epoch's last short batch. slots: batches
+    world_size-th sample); default torch.distributed's rank and world size
+    when its default group is initialized, else $RANK / $WORLD_SIZE as
+    torchrun sets them, else 0 of 1. drop_last: drop the epoch's last short batch. slots: batches
     prefetched in shared memory. dtype: "uint8", "float16" or "float32" (or the
     numpy/torch dtype); layout: "NCHW" or "NHWC" (images). socket: the daemon's
     socket (default $FEEDER_SOCKET, else /run/feeder/feederd.sock).
@@ -146,9 +160,15 @@ class Loader:
         self.pipeline = as_pipeline(pipeline)
         self.seed = _nonneg_int("seed", seed)
         self.epoch = _nonneg_int("epoch", epoch)
-        self.world_size = _nonneg_int(
-            "world_size", _env_int("WORLD_SIZE", 1) if world_size is None else world_size)
-        self.rank = _nonneg_int("rank", _env_int("RANK", 0) if rank is None else rank)
+        # Unset rank / world_size come from torch.distributed's default
+        # group when it is initialized, else from torchrun's environment.
+        dist = _dist_rank_world() if rank is None or world_size is None else None
+        if world_size is None:
+            world_size = dist[1] if dist else _env_int("WORLD_SIZE", 1)
+        if rank is None:
+            rank = dist[0] if dist else _env_int("RANK", 0)
+        self.world_size = _nonneg_int("world_size", world_size)
+        self.rank = _nonneg_int("rank", rank)
         self.drop_last = bool(drop_last)
         self.shuffle = bool(shuffle)
         self.return_index = bool(return_index)
