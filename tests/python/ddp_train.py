@@ -4,10 +4,15 @@ run by torchrun (the README's DDP recipe; also the worker of test_ddp.py).
 
 usage: torchrun --standalone --nproc_per_node N ddp_train.py --dataset D --out DIR
            [--socket S] [--batch B] [--epochs E] [--stop EPOCH:STEPS] [--resume DIR]
+           [--progress]
 
 Each process joins the gloo group torchrun sets up; feeder.Loader takes its
-rank and world size from it and opens its own stream on the local feederd
-(the ranks' shares of each epoch are disjoint). The model is small (a
+rank and world size from it and opens its own stream on the node's feederd
+($FEEDER_SOCKET, or the default socket, unless --socket names one): one
+feederd per node, each with its own copy of the dataset (or a shared
+filesystem); the ranks' shares of each epoch are disjoint. A rank whose
+daemon is unreachable or goes away, or whose peers are gone, exits with one
+line naming the rank and the reason, and torchrun ends the job (no hang). The model is small (a
 linear classifier of 16x16 crops) because the loop is what is shown: set_epoch
 per epoch, DDP's join() for ranks whose shares differ by a batch, and a
 checkpoint of each rank's Loader state (state_dict), which resumes exactly,
@@ -15,11 +20,16 @@ also in a job of another world size (the state's sample_position).
 
 Writes DIR/rank<r>.json: rank, world, the dataset indices each epoch gave
 this rank in order, the parameters' checksum after training, and, with
---stop, the Loader state at the stop (the checkpoint).
+--stop, the Loader state at the stop (the checkpoint). With --progress,
+DIR/rank<r>.steps holds the steps done so far (for a test that kills a
+daemon mid-run).
 """
 import argparse
+import datetime
 import json
 import os
+import signal
+import sys
 
 import torch
 import torch.distributed as dist
@@ -37,10 +47,35 @@ def main():
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--stop", help="EPOCH:STEPS: stop after STEPS steps of EPOCH, saving the state")
     ap.add_argument("--resume", help="folder of a stopped run's rank<r>.json")
+    ap.add_argument("--progress", action="store_true")
     a = ap.parse_args()
 
-    dist.init_process_group("gloo")
+    # A peer that died is reported within a minute, not after gloo's 30.
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
     rank, world = dist.get_rank(), dist.get_world_size()
+
+    def stopped(sig, frame):  # torchrun ends a node's ranks when one of them failed
+        print("ddp_train: rank %d of %d: stopped by torchrun (signal %d): another rank failed"
+              % (rank, world, sig), file=sys.stderr, flush=True)
+        os._exit(1)
+    signal.signal(signal.SIGTERM, stopped)
+    try:
+        train(a, rank, world)
+    except feeder.FeederError as e:
+        sock = a.socket or os.environ.get("FEEDER_SOCKET", "the default socket")
+        print("ddp_train: rank %d of %d: feederd at %s: %s" % (rank, world, sock, e),
+              file=sys.stderr, flush=True)
+        sys.exit(1)
+    except RuntimeError as e:  # gloo: a peer's connection closed or timed out
+        print("ddp_train: rank %d of %d: lost the other ranks: %s"
+              % (rank, world, str(e).splitlines()[0] if str(e) else type(e).__name__),
+              file=sys.stderr, flush=True)
+        sys.exit(1)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def train(a, rank, world):
     torch.manual_seed(0)  # the same initial model on every rank (DDP also broadcasts it)
     loader = feeder.Loader(a.dataset, a.batch, pipeline=feeder.Jpeg(16), socket=a.socket,
                            dtype="float32", as_torch=True, drop_last=False, return_index=True)
@@ -71,6 +106,10 @@ def main():
                 loss.backward()
                 opt.step()
                 seen[epoch] += idx.tolist()
+                if a.progress:
+                    done = sum(len(v) for v in seen.values()) // a.batch
+                    with open(os.path.join(a.out, "rank%d.steps" % rank), "w") as f:
+                        f.write("%d\n" % done)
                 if epoch == stop_epoch and step + 1 == stop_steps:
                     state = loader.state_dict()
                     break
@@ -79,9 +118,7 @@ def main():
     params = sum(float(p.double().sum()) for p in model.parameters())
     with open(os.path.join(a.out, "rank%d.json" % rank), "w") as f:
         json.dump({"rank": rank, "world": world, "seen": seen, "params": params,
-                   "state": state}, f)
-    dist.barrier()
-    dist.destroy_process_group()
+                   "state": state, "socket": os.environ.get("FEEDER_SOCKET")}, f)
 
 
 def _world_of(folder):

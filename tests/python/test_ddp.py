@@ -6,7 +6,11 @@ set_epoch gives a Loader of that rank outside torchrun (a pure function of
 seed, epoch, rank and world, like DistributedSampler); the ranks end with
 identical parameters; a job stopped mid-epoch resumes from its ranks'
 state_dicts with 2 ranks, and with 3 and with 1 (elastic), each seeing every
-remaining sample of the epoch once."""
+remaining sample of the epoch once. Two "nodes" (two torchrun agents of 2
+ranks, static rendezvous) each use their own feederd with its own copy of
+the dataset: the epochs are still disjoint and complete, and each daemon
+served only its node's ranks; SIGKILLing one node's daemon mid-run ends the
+job within seconds with one line per rank naming the rank and the reason."""
 import json
 import os
 import subprocess
@@ -86,3 +90,108 @@ def test_ddp_resume_from_rank_states(daemon, workdir, world2):
                                epoch=1)
             assert a[r]["seen"]["1"] + b[r]["seen"]["1"] == [
                 i for _, _, idx in ld for i in idx.tolist()]
+
+
+def _free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def two_nodes(daemons, out, *args):
+    """torchrun as two "nodes" of 2 ranks each on this machine: node k's
+    ranks talk to daemons[k] (their FEEDER_SOCKET), as on a cluster where
+    each node runs its own feederd. Returns the two torchrun processes."""
+    os.makedirs(out, exist_ok=True)
+    port = _free_port()
+    procs = []
+    for k, d in enumerate(daemons):
+        env = dict(os.environ, OMP_NUM_THREADS="1", FEEDER_SOCKET=d.sock)
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank",
+               str(k), "--master_addr", "127.0.0.1", "--master_port", str(port),
+               "--redirects", "2", "--tee", "2", "--nproc_per_node", "2",
+               os.path.join(HERE, "ddp_train.py"), "--dataset", "imgs", "--out", out, *args]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True, env=env))
+    return procs
+
+
+@pytest.fixture
+def node_daemons(datasets, workdir):
+    """Two feederd processes, each serving its own copy of the datasets."""
+    import shutil
+    from conftest import Daemon
+    made = []
+    for k in range(2):
+        top = os.path.join(workdir, "node%d" % k)
+        shutil.rmtree(top, ignore_errors=True)
+        shutil.copytree(datasets, os.path.join(top, "datasets"))
+        made.append(Daemon(os.path.join(top, "datasets"), top))
+    yield made
+    for d in made:
+        d.stop()
+
+
+def _stream_ranks(daemon):
+    """The ranks whose streams a daemon's log says it opened."""
+    import re
+    with open(daemon.log) as f:
+        return sorted({int(m.group(1)) for m in re.finditer(r"rank (\d+)/4", f.read())})
+
+
+def test_ddp_two_nodes_two_daemons(node_daemons, workdir):
+    out = os.path.join(workdir, "ddp-nodes")
+    procs = two_nodes(node_daemons, out, "--epochs", "2", "--batch", "3")
+    logs = [p.communicate(timeout=300)[0] for p in procs]
+    for k, p in enumerate(procs):
+        assert p.returncode == 0, "node %d: torchrun exited %d:\n%s" % (k, p.returncode,
+                                                                          logs[k][-4000:])
+    ranks = []
+    for r in range(4):
+        with open(os.path.join(out, "rank%d.json" % r)) as f:
+            ranks.append(json.load(f))
+    for e in ("0", "1"):
+        ok, got = union_once([x["seen"][e] for x in ranks])
+        assert ok, "epoch %s over two nodes: %s" % (e, got)
+    assert len({x["params"] for x in ranks}) == 1
+    # Each node's ranks were served by that node's daemon only.
+    assert [x["socket"] for x in ranks] == [node_daemons[0].sock] * 2 + [node_daemons[1].sock] * 2
+    assert _stream_ranks(node_daemons[0]) == [0, 1]
+    assert _stream_ranks(node_daemons[1]) == [2, 3]
+
+
+def test_ddp_killed_daemon_fails_each_rank_clearly(node_daemons, workdir):
+    import time
+    out = os.path.join(workdir, "ddp-kill")
+    procs = two_nodes(node_daemons, out, "--epochs", "1000", "--batch", "2", "--progress")
+    t0 = time.monotonic()
+    steps = os.path.join(out, "rank2.steps")
+    while time.monotonic() - t0 < 120:
+        try:
+            with open(steps) as f:
+                if int(f.read() or 0) >= 3:
+                    break
+        except (OSError, ValueError):
+            pass
+        assert all(p.poll() is None for p in procs), "a node ended before the kill"
+        time.sleep(0.1)
+    else:
+        pytest.fail("rank 2 did not reach step 3 within 120 s")
+    node_daemons[1].kill(9)
+    t1 = time.monotonic()
+    logs = [p.communicate(timeout=180)[0] for p in procs]
+    took = time.monotonic() - t1
+    assert all(p.returncode != 0 for p in procs), [p.returncode for p in procs]
+    assert took < 90, "the job took %.0f s to fail" % took
+    # Ranks 2 and 3 name themselves, their daemon's socket and the reason.
+    for r in (2, 3):
+        line = [x for x in logs[1].splitlines() if "ddp_train: rank %d of 4" % r in x]
+        assert line and node_daemons[1].sock in line[0], logs[1][-3000:]
+        assert "feederd" in line[0]
+    # Ranks 0 and 1 (their daemon alive) report the lost peers (or that
+    # torchrun stopped them after the other failed), not a hang.
+    for r in (0, 1):
+        assert "ddp_train: rank %d of 4" % r in logs[0], logs[0][-3000:]
