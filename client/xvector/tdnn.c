@@ -261,6 +261,77 @@ void tdnn_relu_bn_train(const float *a, int B, int C, int L, const float *gamma,
 		}
 	}
 }
+/* Sum v (n doubles) over the ranks; on failure keep the first error and
+ * leave v as it is (the step is then refused by the model). */
+static void tdnn_dp_sum(struct tdnn_dp *dp, double *v, size_t n)
+{
+	int rc = dp->sum(dp->ctx, v, n);
+	if (rc && !dp->failed)
+		dp->failed = rc;
+}
+
+void tdnn_relu_bn_train_dp(const float *a, int B, int C, int L, const float *gamma,
+			   const float *beta, float *running_mean, float *running_var, float *r,
+			   float *mean, float *invstd, float *y, struct tdnn_dp *dp)
+{
+	if (!dp || !dp->sum || dp->world <= 1) {
+		tdnn_relu_bn_train(a, B, C, L, gamma, beta, running_mean, running_var, r, mean,
+				   invstd, y);
+		return;
+	}
+	/* Sync batch-norm: the sums of every rank, then the squared deviations
+	 * from the global mean (the same two passes as one process makes). */
+	double *s = dp->buf;
+	TDNN_PARALLEL_FOR((size_t)B * C * L)
+	for (int c = 0; c < C; c++) {
+		for (int b = 0; b < B; b++) {
+			size_t o = ((size_t)b * C + c) * L;
+
+			for (int t = 0; t < L; t++)
+				r[o + t] = a[o + t] < 0.0f ? 0.0f : a[o + t];
+		}
+		s[c] = tdnn_channel_sum(r, B, C, L, c);
+	}
+	s[C] = (double)B * L;
+	tdnn_dp_sum(dp, s, (size_t)C + 1);
+	double N = s[C];
+	TDNN_PARALLEL_FOR((size_t)B * C * L)
+	for (int c = 0; c < C; c++) {
+		float m = (float)(s[c] / N);
+		double ss = 0.0;
+
+		for (int b = 0; b < B; b++) {
+			const float *row = r + ((size_t)b * C + c) * L;
+			float p = 0.0f;
+
+			for (int t = 0; t < L; t++)
+				p += (row[t] - m) * (row[t] - m);
+			ss += p;
+		}
+		mean[c] = m;
+		s[C + 1 + c] = ss;
+	}
+	tdnn_dp_sum(dp, s + C + 1, (size_t)C);
+	TDNN_PARALLEL_FOR((size_t)B * C * L)
+	for (int c = 0; c < C; c++) {
+		double ss = s[C + 1 + c], var = ss / N;
+		float m = mean[c], is = (float)(1.0 / sqrt(var + TDNN_BN_EPS));
+		double unbiased = N > 1 ? ss / (N - 1) : var;
+
+		invstd[c] = is;
+		running_mean[c] = (1.0f - TDNN_BN_MOMENTUM) * running_mean[c] + TDNN_BN_MOMENTUM * m;
+		running_var[c] = (1.0f - TDNN_BN_MOMENTUM) * running_var[c] +
+				 TDNN_BN_MOMENTUM * (float)unbiased;
+
+		float g = gamma[c] * is, be = beta[c];
+		for (int b = 0; b < B; b++) {
+			size_t o = ((size_t)b * C + c) * L;
+
+			for (int t = 0; t < L; t++)
+				y[o + t] = (r[o + t] - m) * g + be;
+		}
+	}
+}
 
 void tdnn_relu_bn_eval(const float *a, int B, int C, int L, const float *gamma,
 		       const float *beta, const float *running_mean, const float *running_var,
@@ -326,51 +397,98 @@ uint64_t tdnn_dropout_subseq(uint64_t step, int layer)
 	return step + ((uint64_t)(layer + 1) << 40);
 }
 
+/* The counter of element i of a local tensor of samples of per elements:
+ * its place in the global batch (struct tdnn_dp); i itself for one process. */
+static inline uint64_t tdnn_counter(size_t i, size_t per, const struct tdnn_dp *dp)
+{
+	if (!dp || dp->world <= 1)
+		return i;
+	size_t j = i / per;
+	return ((uint64_t)j * (uint64_t)dp->world + (uint64_t)dp->rank) * per + i % per;
+}
+
+/* Chunks of at most 256 elements that stay inside one sample, so that each
+ * chunk's counters are consecutive. */
+static inline size_t tdnn_chunk(size_t i, size_t n, size_t per)
+{
+	size_t m = n - i < 256 ? n - i : 256, left = per - i % per;
+	return m < left ? m : left;
+}
+
 /* Multiply v by the dropout mask (0 or 1 / (1 - p)) of elements [0, n). */
-static void tdnn_dropout_apply(float *v, size_t n, float p, uint64_t seed, uint64_t subseq)
+static void tdnn_dropout_apply(float *v, size_t n, size_t per, float p, uint64_t seed,
+			       uint64_t subseq, const struct tdnn_dp *dp)
 {
 	float scale = 1.0f / (1.0f - p);
 
+	if (!dp || dp->world <= 1)
+		per = n;
 	TDNN_PARALLEL_FOR(n)
 	for (size_t i = 0; i < n; i += 256) {
-		size_t m = n - i < 256 ? n - i : 256;
-		float u[256];
+		for (size_t k = i, end = n - i < 256 ? n : i + 256; k < end;) {
+			size_t m = tdnn_chunk(k, end, per);
+			float u[256];
 
-		philox_uniforms(seed, subseq, i, m, u);
-		for (size_t j = 0; j < m; j++)
-			v[i + j] = u[j] > p ? v[i + j] * scale : 0.0f;
+			philox_uniforms(seed, subseq, tdnn_counter(k, per, dp), m, u);
+			for (size_t j = 0; j < m; j++)
+				v[k + j] = u[j] > p ? v[k + j] * scale : 0.0f;
+			k += m;
+		}
 	}
 }
 
 void tdnn_dropout(float *y, size_t n, float p, uint64_t seed, uint64_t subseq)
 {
-	if (p > 0.0f)
-		tdnn_dropout_apply(y, n, p, seed, subseq);
+	tdnn_dropout_dp(y, n, n, p, seed, subseq, NULL);
 }
 
 void tdnn_dropout_backward(float *dy, size_t n, float p, uint64_t seed, uint64_t subseq)
 {
+	tdnn_dropout_backward_dp(dy, n, n, p, seed, subseq, NULL);
+}
+
+void tdnn_dropout_dp(float *y, size_t n, size_t per, float p, uint64_t seed, uint64_t subseq,
+		     const struct tdnn_dp *dp)
+{
 	if (p > 0.0f)
-		tdnn_dropout_apply(dy, n, p, seed, subseq);
+		tdnn_dropout_apply(y, n, per, p, seed, subseq, dp);
+}
+
+void tdnn_dropout_backward_dp(float *dy, size_t n, size_t per, float p, uint64_t seed,
+			      uint64_t subseq, const struct tdnn_dp *dp)
+{
+	if (p > 0.0f)
+		tdnn_dropout_apply(dy, n, per, p, seed, subseq, dp);
 }
 
 void tdnn_noise_add(const float *x, float *out, size_t n, float eps, uint64_t seed,
 		    uint64_t subseq)
+{
+	tdnn_noise_add_dp(x, out, n, n, eps, seed, subseq, NULL);
+}
+
+void tdnn_noise_add_dp(const float *x, float *out, size_t n, size_t per, float eps,
+		       uint64_t seed, uint64_t subseq, const struct tdnn_dp *dp)
 {
 	if (eps == 0.0f) {
 		if (out != x)
 			memcpy(out, x, sizeof(float) * n);
 		return;
 	}
+	if (!dp || dp->world <= 1)
+		per = n;
 	/* normals cost ~20x a multiply-add: parallel from a smaller size */
 	TDNN_PARALLEL_FOR(n * 16)
 	for (size_t i = 0; i < n; i += 256) {
-		size_t m = n - i < 256 ? n - i : 256;
-		float z[256];
+		for (size_t k = i, end = n - i < 256 ? n : i + 256; k < end;) {
+			size_t m = tdnn_chunk(k, end, per);
+			float z[256];
 
-		philox_normals(seed, subseq, i, m, z);
-		for (size_t j = 0; j < m; j++)
-			out[i + j] = x[i + j] + eps * z[j];
+			philox_normals(seed, subseq, tdnn_counter(k, per, dp), m, z);
+			for (size_t j = 0; j < m; j++)
+				out[k + j] = x[k + j] + eps * z[j];
+			k += m;
+		}
 	}
 }
 
@@ -495,4 +613,56 @@ double tdnn_softmax_xent(const float *logits, const int32_t *labels, int B, int 
 	}
 	*correct = ok;
 	return loss / B;
+}
+
+void tdnn_relu_bn_backward_dp(const float *r, int B, int C, int L, const float *gamma,
+			      const float *mean, const float *invstd, const float *dy, float *da,
+			      float *dgamma, float *dbeta, struct tdnn_dp *dp)
+{
+	if (!dp || !dp->sum || dp->world <= 1) {
+		tdnn_relu_bn_backward(r, B, C, L, gamma, mean, invstd, dy, da, dgamma, dbeta);
+		return;
+	}
+	double *s = dp->buf;
+	TDNN_PARALLEL_FOR((size_t)B * C * L)
+	for (int c = 0; c < C; c++) {
+		float m = mean[c], is = invstd[c];
+		double sdy = 0.0, sdyx = 0.0;
+
+		for (int b = 0; b < B; b++) {
+			size_t o = ((size_t)b * C + c) * L;
+			float p = 0.0f, q = 0.0f;
+
+			for (int t = 0; t < L; t++) {
+				p += dy[o + t];
+				q += dy[o + t] * (r[o + t] - m) * is;
+			}
+			sdy += p;
+			sdyx += q;
+		}
+		/* this rank's part of dbeta and dgamma; the gradient average adds the rest */
+		dbeta[c] += (float)sdy;
+		dgamma[c] += (float)sdyx;
+		s[c] = sdy;
+		s[C + c] = sdyx;
+	}
+	s[2 * C] = (double)B * L;
+	tdnn_dp_sum(dp, s, 2 * (size_t)C + 1);
+	float N = (float)s[2 * C];
+	TDNN_PARALLEL_FOR((size_t)B * C * L)
+	for (int c = 0; c < C; c++) {
+		float m = mean[c], is = invstd[c];
+		float k = gamma[c] * is / N;
+		float s1 = (float)s[c], s2 = (float)s[C + c];
+
+		for (int b = 0; b < B; b++) {
+			size_t o = ((size_t)b * C + c) * L;
+
+			for (int t = 0; t < L; t++) {
+				float xhat = (r[o + t] - m) * is;
+				float d = k * (N * dy[o + t] - s1 - xhat * s2);
+				da[o + t] = r[o + t] > 0.0f ? d : 0.0f;
+			}
+		}
+	}
 }

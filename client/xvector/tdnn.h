@@ -51,6 +51,24 @@ void tdnn_affine_forward(const float *x, int B, int D, int T, const int *off, in
 void tdnn_affine_backward(const float *x, const float *dy, int B, int D, int T, const int *off,
 			  int K, const float *W, int H, float *dx, float *dW, float *db);
 
+/* Data-parallel training (xvec train under MPI): this process is rank of
+ * world, each with an equal local batch. Random draws of sample j of a
+ * local batch use the counters the same sample would have at row
+ * j * world + rank of the one global batch (the ranks' batches interleave
+ * like their shares of the epoch), so noise and dropout do not depend on
+ * how samples are spread over ranks. With sum set, batch-norm statistics
+ * are summed over the ranks (sync batch-norm): sum(ctx, v, n) adds v over
+ * every rank in place (all ranks call it with the same n); buf holds
+ * 2 * channels + 1 doubles; failed keeps sum's first error. NULL where a
+ * function takes a struct tdnn_dp: one process. */
+struct tdnn_dp {
+	int rank, world;
+	int (*sum)(void *ctx, double *v, size_t n);
+	void *ctx;
+	double *buf;
+	int failed;
+};
+
 /* Training mode: r = relu(a); y = gamma * (r - mean) * invstd + beta with
  * the batch mean and biased variance of each channel over (B, L); the
  * running statistics move by TDNN_BN_MOMENTUM towards the batch mean and the
@@ -59,6 +77,12 @@ void tdnn_affine_backward(const float *x, const float *dy, int B, int D, int T, 
 void tdnn_relu_bn_train(const float *a, int B, int C, int L, const float *gamma,
 			const float *beta, float *running_mean, float *running_var, float *r,
 			float *mean, float *invstd, float *y);
+
+/* The same with dp (may be NULL): with dp->sum the mean and variance are
+ * those of the ranks' batches together. */
+void tdnn_relu_bn_train_dp(const float *a, int B, int C, int L, const float *gamma,
+			   const float *beta, float *running_mean, float *running_var, float *r,
+			   float *mean, float *invstd, float *y, struct tdnn_dp *dp);
 
 /* Evaluation mode: y = gamma * (relu(a) - running_mean) / sqrt(running_var + eps) + beta.
  * y may alias a. */
@@ -71,6 +95,12 @@ void tdnn_relu_bn_eval(const float *a, int B, int C, int L, const float *gamma,
 void tdnn_relu_bn_backward(const float *r, int B, int C, int L, const float *gamma,
 			   const float *mean, const float *invstd, const float *dy, float *da,
 			   float *dgamma, float *dbeta);
+/* With dp->sum: da through the statistics of all ranks' batches (dgamma
+ * and dbeta still accumulate this rank's part; the gradient average over
+ * ranks completes them). */
+void tdnn_relu_bn_backward_dp(const float *r, int B, int C, int L, const float *gamma,
+			      const float *mean, const float *invstd, const float *dy, float *da,
+			      float *dgamma, float *dbeta, struct tdnn_dp *dp);
 
 /* The counter subsequence of dropout in frame layer `layer` at training step
  * `step`: step + (layer + 1) * 2^40, so that masks of different layers and
@@ -85,10 +115,21 @@ void tdnn_dropout(float *y, size_t n, float p, uint64_t seed, uint64_t subseq);
 /* The backward of tdnn_dropout: the same mask, regenerated, applied to dy. */
 void tdnn_dropout_backward(float *dy, size_t n, float p, uint64_t seed, uint64_t subseq);
 
+/* Both with the counters of data-parallel rank dp (see struct tdnn_dp): y
+ * holds samples of per elements each. */
+void tdnn_dropout_dp(float *y, size_t n, size_t per, float p, uint64_t seed, uint64_t subseq,
+		     const struct tdnn_dp *dp);
+void tdnn_dropout_backward_dp(float *dy, size_t n, size_t per, float p, uint64_t seed,
+			      uint64_t subseq, const struct tdnn_dp *dp);
+
 /* out[i] = x[i] + eps * philox_normal(seed, subseq, i): the training noise
  * on the last frame-level output. out may alias x. */
 void tdnn_noise_add(const float *x, float *out, size_t n, float eps, uint64_t seed,
 		    uint64_t subseq);
+/* The same with the counters of data-parallel rank dp: x holds samples of
+ * per elements each. */
+void tdnn_noise_add_dp(const float *x, float *out, size_t n, size_t per, float eps,
+		       uint64_t seed, uint64_t subseq, const struct tdnn_dp *dp);
 
 /* Statistics pooling: out (B, 2C) = [mean over T, sqrt(biased var + TDNN_POOL_EPS)]
  * of x (B, C, T). */

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Subsequence tag of the weight initialization (above every step and dropout tag). */
 #define XVEC_INIT_SUBSEQ (1ull << 63)
@@ -66,6 +67,12 @@ struct xvec_model {
 	/* what the last forward pass was, for backward */
 	int fwd_batch, fwd_frames, fwd_training;
 	const float *fwd_x;
+
+	/* data-parallel training (xvec_model_set_dp); NULL: one process */
+	struct tdnn_dp *dp;
+	int (*sum_f)(void *ctx, float *v, size_t n);
+	int (*dp_sum_d)(void *ctx, double *v, size_t n);
+	double *reduce_s;
 };
 
 void xvec_options_default(struct xvec_options *o)
@@ -312,7 +319,42 @@ void xvec_model_destroy(struct xvec_model *m)
 	free(m->grads);
 	free(m->bn);
 	free(m->bn_saved);
+	if (m->dp)
+		free(m->dp->buf);
+	free(m->dp);
 	free(m);
+}
+
+int xvec_model_set_dp(struct xvec_model *m, int rank, int world,
+		      int (*sum_d)(void *ctx, double *v, size_t n),
+		      int (*sum_f)(void *ctx, float *v, size_t n), void *ctx, int sync_bn,
+		      double *reduce_s)
+{
+	if (m->dp)
+		free(m->dp->buf);
+	free(m->dp);
+	m->dp = NULL;
+	m->sum_f = NULL;
+	if (world <= 1)
+		return 0;
+	int most = 1;
+	for (int l = 0; l < XVEC_BN_LAYERS; l++)
+		most = m->bn_ch[l] > most ? m->bn_ch[l] : most;
+	struct tdnn_dp *dp = calloc(1, sizeof *dp);
+	double *buf = calloc(2 * (size_t)most + 1, sizeof(double));
+	if (!dp || !buf) {
+		free(dp);
+		free(buf);
+		return -ENOMEM;
+	}
+	*dp = (struct tdnn_dp){ .rank = rank, .world = world, .sum = sync_bn ? sum_d : NULL,
+				.ctx = ctx, .buf = buf };
+	m->dp = dp;
+	m->sum_f = sum_f;
+	m->reduce_s = reduce_s;
+	/* sum_d also agrees on the loss when batch-norm stays per rank */
+	m->dp_sum_d = sum_d;
+	return 0;
 }
 
 int xvec_model_reserve(struct xvec_model *m, int batch, int frames, char *err, size_t errlen)
@@ -362,10 +404,11 @@ static void xvec_run_forward(struct xvec_model *m, const float *x, int B, int T,
 		tdnn_affine_forward(in, B, D, Tin, xvec_ctx[l], xvec_nctx[l], m->t[XW1 + l].data,
 				    m->t[XB1 + l].data, H, m->r[l]);
 		if (training) {
-			tdnn_relu_bn_train(m->r[l], B, H, Tout, m->t[XG1 + l].data,
-					   m->t[XBE1 + l].data, rs, rs + H, m->r[l], m->mean[l],
-					   m->invstd[l], m->y[l]);
-			tdnn_dropout(m->y[l], n, o->dropout, o->seed, tdnn_dropout_subseq(step, l));
+			tdnn_relu_bn_train_dp(m->r[l], B, H, Tout, m->t[XG1 + l].data,
+					      m->t[XBE1 + l].data, rs, rs + H, m->r[l], m->mean[l],
+					      m->invstd[l], m->y[l], m->dp);
+			tdnn_dropout_dp(m->y[l], n, (size_t)H * Tout, o->dropout, o->seed,
+					tdnn_dropout_subseq(step, l), m->dp);
 		} else {
 			tdnn_relu_bn_eval(m->r[l], B, H, Tout, m->t[XG1 + l].data,
 					  m->t[XBE1 + l].data, rs, rs + H, m->y[l]);
@@ -379,7 +422,7 @@ static void xvec_run_forward(struct xvec_model *m, const float *x, int B, int T,
 	const float *pin = in;
 
 	if (training && o->noise_eps > 0.0f) {
-		tdnn_noise_add(in, m->g1, n5, o->noise_eps, o->seed, step);
+		tdnn_noise_add_dp(in, m->g1, n5, (size_t)P * Tin, o->noise_eps, o->seed, step, m->dp);
 		pin = m->g1;
 	}
 	tdnn_stats_pool_forward(pin, B, P, Tin, m->pool);
@@ -394,8 +437,9 @@ static void xvec_run_forward(struct xvec_model *m, const float *x, int B, int T,
 		if (l == 6)
 			tdnn_dense_forward(m->y[5], B, E, m->t[XW7].data, m->t[XB7].data, E, m->r[6]);
 		if (training)
-			tdnn_relu_bn_train(a, B, E, 1, m->t[XG1 + l].data, m->t[XBE1 + l].data, rs,
-					   rs + E, m->r[l], m->mean[l], m->invstd[l], m->y[l]);
+			tdnn_relu_bn_train_dp(a, B, E, 1, m->t[XG1 + l].data, m->t[XBE1 + l].data, rs,
+					      rs + E, m->r[l], m->mean[l], m->invstd[l], m->y[l],
+					      m->dp);
 		else
 			tdnn_relu_bn_eval(a, B, E, 1, m->t[XG1 + l].data, m->t[XBE1 + l].data, rs,
 					  rs + E, m->y[l]);
@@ -456,12 +500,12 @@ int xvec_model_backward(struct xvec_model *m, const float *x, const int32_t *lab
 						 (s == labels[i] ? 1.0f : 0.0f)) / (float)B;
 	tdnn_dense_backward(m->y[6], dz, B, E, m->t[XWOUT].data, S, m->s2, m->t[XWOUT].grad,
 			    m->t[XBOUT].grad);
-	tdnn_relu_bn_backward(m->r[6], B, E, 1, m->t[XG7].data, m->mean[6], m->invstd[6], m->s2,
-			      m->s2, m->t[XG7].grad, m->t[XBE7].grad);
+	tdnn_relu_bn_backward_dp(m->r[6], B, E, 1, m->t[XG7].data, m->mean[6], m->invstd[6], m->s2,
+				 m->s2, m->t[XG7].grad, m->t[XBE7].grad, m->dp);
 	tdnn_dense_backward(m->y[5], m->s2, B, E, m->t[XW7].data, E, m->s1, m->t[XW7].grad,
 			    m->t[XB7].grad);
-	tdnn_relu_bn_backward(m->r[5], B, E, 1, m->t[XG6].data, m->mean[5], m->invstd[5], m->s1,
-			      m->s1, m->t[XG6].grad, m->t[XBE6].grad);
+	tdnn_relu_bn_backward_dp(m->r[5], B, E, 1, m->t[XG6].data, m->mean[5], m->invstd[5], m->s1,
+				 m->s1, m->t[XG6].grad, m->t[XBE6].grad, m->dp);
 	tdnn_dense_backward(m->pool, m->s1, B, 2 * P, m->t[XW6].data, E, m->s2, m->t[XW6].grad,
 			    m->t[XB6].grad);
 
@@ -470,7 +514,8 @@ int xvec_model_backward(struct xvec_model *m, const float *x, const int32_t *lab
 	size_t n5 = (size_t)B * P * T5;
 	const float *pin = m->y[4];
 	if (o->noise_eps > 0.0f) {
-		tdnn_noise_add(m->y[4], m->g1, n5, o->noise_eps, o->seed, step);
+		tdnn_noise_add_dp(m->y[4], m->g1, n5, (size_t)P * T5, o->noise_eps, o->seed, step,
+				  m->dp);
 		pin = m->g1;
 	}
 	tdnn_stats_pool_backward(pin, B, P, T5, m->pool, m->s2, m->g2);
@@ -483,10 +528,11 @@ int xvec_model_backward(struct xvec_model *m, const float *x, const int32_t *lab
 		const float *in = l == 0 ? x : m->y[l - 1];
 		float *dxl = l == 0 ? dx : other;
 
-		tdnn_dropout_backward(dy, (size_t)B * H * Tout, o->dropout, o->seed,
-				      tdnn_dropout_subseq(step, l));
-		tdnn_relu_bn_backward(m->r[l], B, H, Tout, m->t[XG1 + l].data, m->mean[l],
-				      m->invstd[l], dy, dy, m->t[XG1 + l].grad, m->t[XBE1 + l].grad);
+		tdnn_dropout_backward_dp(dy, (size_t)B * H * Tout, (size_t)H * Tout, o->dropout,
+					 o->seed, tdnn_dropout_subseq(step, l), m->dp);
+		tdnn_relu_bn_backward_dp(m->r[l], B, H, Tout, m->t[XG1 + l].data, m->mean[l],
+					 m->invstd[l], dy, dy, m->t[XG1 + l].grad,
+					 m->t[XBE1 + l].grad, m->dp);
 		tdnn_affine_backward(in, dy, B, D, Tin, xvec_ctx[l], xvec_nctx[l],
 				     m->t[XW1 + l].data, H, dxl, m->t[XW1 + l].grad,
 				     m->t[XB1 + l].grad);
@@ -494,6 +540,17 @@ int xvec_model_backward(struct xvec_model *m, const float *x, const int32_t *lab
 		dy = dxl;
 	}
 	return 0;
+}
+
+/* A sum over the ranks that failed inside a layer (sync batch-norm). */
+static int dp_check(struct xvec_model *m, char *err, size_t errlen)
+{
+	if (!m->dp->failed)
+		return 0;
+	int rc = m->dp->failed;
+	m->dp->failed = 0;
+	return status_fail(err, errlen, rc, "x-vector model: summing batch-norm statistics over "
+			   "the ranks failed (%d)", rc);
 }
 
 int xvec_model_train_step(struct xvec_model *m, const float *x, const int32_t *labels, int batch,
@@ -510,8 +567,16 @@ int xvec_model_train_step(struct xvec_model *m, const float *x, const int32_t *l
 		*res = r;
 	if (rc)
 		return rc;
+	if (m->dp && (rc = dp_check(m, err, errlen)))
+		return rc;
+	/* Every rank takes or skips the step together: a non-finite loss on one
+	 * makes the sum non-finite on all. */
+	double loss = r.loss;
+	if (m->dp && (rc = m->dp_sum_d(m->dp->ctx, &loss, 1)))
+		return status_fail(err, errlen, rc, "x-vector model: summing the loss over the ranks "
+				   "failed (%d)", rc);
 	/* a non-finite loss would spread NaN through every weight via Adam's moments */
-	if (!isfinite(r.loss)) {
+	if (!isfinite(loss)) {
 		memcpy(m->bn, m->bn_saved, sizeof(float) * m->nbn);
 		m->fwd_batch = 0;
 		return status_fail(err, errlen, -EDOM,
@@ -521,6 +586,24 @@ int xvec_model_train_step(struct xvec_model *m, const float *x, const int32_t *l
 	rc = xvec_model_backward(m, x, labels, batch, frames, NULL, err, errlen);
 	if (rc)
 		return rc;
+	if (m->dp) {
+		if ((rc = dp_check(m, err, errlen)))
+			return rc;
+		/* The replicas' mean gradient: each rank's is the mean over its
+		 * equal share of the global batch. */
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = m->sum_f(m->dp->ctx, m->grads, m->nparams);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (m->reduce_s)
+			*m->reduce_s += (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+		if (rc)
+			return status_fail(err, errlen, rc, "x-vector model: averaging the gradients "
+					   "over %d ranks failed (%d)", m->dp->world, rc);
+		float inv = 1.0f / (float)m->dp->world;
+		for (size_t i = 0; i < m->nparams; i++)
+			m->grads[i] *= inv;
+	}
 	adam_step(&m->adam, m->params, m->grads, m->ndecay);
 	m->fwd_batch = 0;
 	return 0;

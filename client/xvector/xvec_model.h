@@ -99,6 +99,21 @@ int xvec_model_reserve(struct xvec_model *m, int batch, int frames, char *err, s
 int xvec_model_train_step(struct xvec_model *m, const float *x, const int32_t *labels, int batch,
 			  int frames, struct xvec_result *res, char *err, size_t errlen);
 
+/* Data-parallel training (xvec train under MPI; see xvec_dist.h): this
+ * model is replica `rank` of `world`, each trained on an equal local batch.
+ * sum_d / sum_f add a buffer over every rank in place (0 or a negative
+ * code; ctx is theirs). A training step then averages the gradients over
+ * the ranks before the optimizer step (so that the replicas stay equal),
+ * refuses the step on every rank when any rank's loss is not finite, and
+ * draws noise and dropout by each sample's row in the global batch; with
+ * sync_bn the batch-norm statistics are those of the global batch (else
+ * per rank, as PyTorch's DDP). world 1 undoes it. reduce_s (may be NULL)
+ * accumulates the seconds spent in gradient sums. 0 or -ENOMEM. */
+int xvec_model_set_dp(struct xvec_model *m, int rank, int world,
+		      int (*sum_d)(void *ctx, double *v, size_t n),
+		      int (*sum_f)(void *ctx, float *v, size_t n), void *ctx, int sync_bn,
+		      double *reduce_s);
+
 /* Forward pass only. training != 0 uses batch statistics (and updates the
  * running ones), dropout and noise at the current step, and keeps what
  * xvec_model_backward needs; training == 0 is the evaluation network.
