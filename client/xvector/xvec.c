@@ -17,12 +17,23 @@
  * previous step); the CPU model stays the host mirror that checkpoints are
  * written from. Where the CUDA model is not built or there is no device,
  * xvec says so instead of silently training on the CPU. The CUDA path has
- * been compiled but not yet run on a GPU. */
+ * been compiled but not yet run on a GPU.
+ *
+ * Data parallel: `mpirun -np N xvec train ...` (xvec_dist.h) trains N
+ * replicas, each on its own stream (rank r of N, the node's feederd), with
+ * the gradients averaged after every step (MPI_Allreduce) and --sync-bn for
+ * batch-norm statistics of the global batch. Every step the ranks agree
+ * that each has a batch (or all stop; a rank whose stream failed makes the
+ * others stop with a message naming it), rank 0 logs (global samples/s, the
+ * slowest rank's data wait, the all-reduce's share of the time) and writes
+ * the checkpoint. --device cuda is one process only for now (NCCL is not
+ * in this build). */
 #include "feeder.h"
 
 #include "cuda_info.h"
 #include "metrics.h"
 #include "xvec_checkpoint.h"
+#include "xvec_dist.h"
 #include "xvec_model.h"
 #include "xvec_plot.h"
 #include "xvec_position.h"
@@ -32,11 +43,30 @@
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define EXIT_USAGE 2
+
+/* Error lines begin with who: "xvec", or "xvec: rank 1 of 4" under MPI. */
+static char who[48] = "xvec";
+#define XERR(...) xerr(__VA_ARGS__)
+__attribute__((format(printf, 1, 2))) static void xerr(const char *fmt, ...)
+{
+	/* One write per line: mpirun gathers every rank's stderr, and lines
+	 * written in pieces would interleave. */
+	char line[1024];
+	int n = snprintf(line, sizeof line, "%s: ", who);
+	va_list ap;
+	va_start(ap, fmt);
+	if (n >= 0 && (size_t)n < sizeof line)
+		vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+	va_end(ap);
+	fputs(line, stderr);
+	fflush(stderr);
+}
 
 struct args {
 	const char *cmd;
@@ -52,6 +82,8 @@ struct args {
 	int timeout_ms;
 	int placement;     /* enum feeder_placement */
 	int reconnect_ms;  /* feeder_set_reconnect; 0 off */
+	int sync_bn;       /* --sync-bn: batch-norm over all ranks' batches */
+	int check_replicas; /* --check-replicas: compare the ranks' parameters every step */
 };
 
 static void usage(FILE *f)
@@ -74,8 +106,13 @@ static void usage(FILE *f)
 	      "         --log FILE.jsonl (one JSON object per log line: step, loss, accuracy,\n"
 	      "         samples/s, data wait, learning rate)\n"
 	      "eval:    --det FILE.svg (the DET curve, EER marked)\n"
-	      "cuda:    --precision fp32|tf32|bf16 (fp32)  --autotune\n",
+	      "cuda:    --precision fp32|tf32|bf16 (fp32)  --autotune\n"
+	      "mpirun -np N xvec train ... trains N data-parallel replicas (gradients\n"
+	      "         averaged every step; rank 0 logs and writes the checkpoint):\n"
+	      "         --sync-bn (batch-norm statistics over all ranks)  --check-replicas\n"
+	      "         (fail unless every rank's parameters are equal after each step)\n",
 	      f);
+	fprintf(f, "data parallel in this build: %s\n", xvec_dist_about());
 }
 
 static int parse_num(const char *opt, const char *s, double lo, double hi, double *out)
@@ -84,7 +121,7 @@ static int parse_num(const char *opt, const char *s, double lo, double hi, doubl
 	errno = 0;
 	double v = strtod(s, &end);
 	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-		fprintf(stderr, "xvec: %s: '%s' is not a number in [%g, %g]\n", opt, s, lo, hi);
+		XERR("%s: '%s' is not a number in [%g, %g]\n", opt, s, lo, hi);
 		return -1;
 	}
 	*out = v;
@@ -104,6 +141,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"in-memory", 1, 0, 9}, {"timeout-ms", 1, 0, 10}, {"json", 0, 0, 'j'},
 		{"precision", 1, 0, 11}, {"autotune", 0, 0, 12}, {"placement", 1, 0, 13},
 		{"reconnect", 1, 0, 14}, {"log", 1, 0, 15}, {"det", 1, 0, 16},
+		{"sync-bn", 0, 0, 17}, {"check-replicas", 0, 0, 18},
 		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	memset(a, 0, sizeof(*a));
 	a->device = "cpu";
@@ -132,7 +170,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	}
 	if (strcmp(a->cmd, "train") && strcmp(a->cmd, "embed") && strcmp(a->cmd, "eval") &&
 	    strcmp(a->cmd, "plot")) {
-		fprintf(stderr, "xvec: unknown command '%s' (train, embed, eval or plot)\n", a->cmd);
+		XERR("unknown command '%s' (train, embed, eval or plot)\n", a->cmd);
 		return -1;
 	}
 	optind = 2;
@@ -153,6 +191,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 12: a->autotune = 1; break;
 		case 15: a->log = optarg; break;
 		case 16: a->det = optarg; break;
+		case 17: a->sync_bn = 1; break;
+		case 18: a->check_replicas = 1; break;
 		case 13:
 			if (!strcmp(optarg, "cpu"))
 				a->placement = FEEDER_PLACEMENT_CPU;
@@ -161,14 +201,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 			else if (!strcmp(optarg, "auto"))
 				a->placement = FEEDER_PLACEMENT_AUTO;
 			else {
-				fprintf(stderr, "xvec: --placement: '%s' is not cpu, gpu or auto\n",
+				XERR("--placement: '%s' is not cpu, gpu or auto\n",
 					optarg);
 				return -1;
 			}
 			break;
 		case 'h': usage(stdout); exit(0);
 		case '?':
-			fprintf(stderr, "xvec: unknown option or missing value: '%s' (see --help)\n",
+			XERR("unknown option or missing value: '%s' (see --help)\n",
 				argv[optind - 1]);
 			return -1;
 		default:
@@ -205,7 +245,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		return 0;
 	}
 	if (optind < argc) {
-		fprintf(stderr, "xvec: unexpected argument '%s'\n", argv[optind]);
+		XERR("unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
 	if (a->log && strcmp(a->cmd, "train")) {
@@ -233,7 +273,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		return -1;
 	}
 	if (strcmp(a->device, "cpu") && strcmp(a->device, "cuda")) {
-		fprintf(stderr, "xvec: --device: '%s' is not cpu or cuda\n", a->device);
+		XERR("--device: '%s' is not cpu or cuda\n", a->device);
 		return -1;
 	}
 	if (!a->chunk)
@@ -252,11 +292,11 @@ static int check_device(const struct args *a)
 	int n = cuda_info_devices(&d, why, sizeof(why));
 	if (xvec_trainer_cuda_built() && !strcmp(a->cmd, "train")) {
 		if (n < 0) {
-			fprintf(stderr, "xvec: --device cuda: %s\n", why);
+			XERR("--device cuda: %s\n", why);
 			return -1;
 		}
 		if (a->in_memory) {
-			fprintf(stderr, "xvec: --in-memory is a CPU benchmark mode\n");
+			XERR("--in-memory is a CPU benchmark mode\n");
 			return -1;
 		}
 		printf("device: %s (sm_%d%d, %zu MiB)\n", d.name, d.major, d.minor, d.total_mem >> 20);
@@ -266,10 +306,10 @@ static int check_device(const struct args *a)
 		fprintf(stderr, "xvec %s: --device cuda: only train runs on the GPU; %s runs on the "
 				"CPU (use --device cpu)\n", a->cmd, a->cmd);
 	else if (n < 0)
-		fprintf(stderr, "xvec: --device cuda: %s; this build also has no CUDA trainer "
+		XERR("--device cuda: %s; this build also has no CUDA trainer "
 				"(use --device cpu)\n", why);
 	else
-		fprintf(stderr, "xvec: --device cuda: found %s, but this build has no CUDA "
+		XERR("--device cuda: found %s, but this build has no CUDA "
 				"trainer (use --device cpu)\n", d.name);
 	return -1;
 }
@@ -278,7 +318,7 @@ static int opts_for(const struct args *a, struct feeder_stream_opts *o, int trai
 {
 	feeder_stream_opts_init(o);
 	if (feeder_stream_opts_set_dataset(o, a->dataset)) {
-		fprintf(stderr, "xvec: --dataset '%s': not a dataset name (A-Z a-z 0-9 . _ -, "
+		XERR("--dataset '%s': not a dataset name (A-Z a-z 0-9 . _ -, "
 				"not starting with '.', at most %d bytes)\n",
 			a->dataset, FEEDER_DATASET_MAX - 1);
 		return -1;
@@ -304,7 +344,7 @@ static int open_stream(struct feeder *f, const struct feeder_stream_opts *o, int
 {
 	int rc = feeder_stream_open(f, o, timeout_ms, s);
 	if (rc) {
-		fprintf(stderr, "xvec: opening a stream on '%s': %s\n", o->dataset,
+		XERR("opening a stream on '%s': %s\n", o->dataset,
 			feeder_last_error(f)[0] ? feeder_last_error(f) : feeder_strerror(rc));
 		return rc;
 	}
@@ -316,7 +356,7 @@ static int connect_daemon(const struct args *a, struct feeder **f)
 {
 	int rc = feeder_connect(a->socket, a->timeout_ms, f);
 	if (rc)
-		fprintf(stderr, "xvec: connecting to feederd: %s\n",
+		XERR("connecting to feederd: %s\n",
 			feeder_last_error(NULL)[0] ? feeder_last_error(NULL) : feeder_strerror(rc));
 	else if (a->reconnect_ms)
 		feeder_set_reconnect(*f, a->reconnect_ms);
@@ -334,7 +374,7 @@ static int save(struct xvec_model *m, const struct args *a, struct xvec_position
 	xvec_position_wrap(pos, batches_per_epoch);
 	xvec_position_encode(pos, blob);
 	if (xvec_checkpoint_save(m, a->out, blob, sizeof(blob), err, sizeof(err))) {
-		fprintf(stderr, "xvec: saving %s: %s\n", a->out, err);
+		XERR("saving %s: %s\n", a->out, err);
 		return -1;
 	}
 	return 0;
@@ -357,24 +397,24 @@ static int resume(const struct args *a, struct xvec_options *xo, struct xvec_mod
 	size_t bl = 0;
 	char err[512];
 	if (xvec_checkpoint_peek(a->resume, xo, err, sizeof(err))) {
-		fprintf(stderr, "xvec: --resume %s: %s\n", a->resume, err);
+		XERR("--resume %s: %s\n", a->resume, err);
 		return 1;
 	}
 	model_options(a, xo);
 	if (xvec_model_create(m, xo, a->batch, a->chunk, err, sizeof(err)) ||
 	    xvec_checkpoint_load(*m, a->resume, blob, sizeof(blob), &bl, err, sizeof(err)) ||
 	    xvec_position_decode(blob, bl, pos, err, sizeof(err))) {
-		fprintf(stderr, "xvec: --resume %s: %s\n", a->resume, err);
+		XERR("--resume %s: %s\n", a->resume, err);
 		return 1;
 	}
 	if (pos->batch != (uint32_t)a->batch || pos->chunk != (uint32_t)a->chunk) {
-		fprintf(stderr, "xvec: --resume %s: the checkpoint was written with --batch %u "
+		XERR("--resume %s: the checkpoint was written with --batch %u "
 				"--chunk %u, not %d and %d\n", a->resume, pos->batch, pos->chunk,
 			a->batch, a->chunk);
 		return 1;
 	}
 	if (pos->epoch >= (uint64_t)a->epochs) {
-		fprintf(stderr, "xvec: --resume %s: already trained %llu of %d epochs\n", a->resume,
+		XERR("--resume %s: already trained %llu of %d epochs\n", a->resume,
 			(unsigned long long)pos->epoch, a->epochs);
 		return 2;
 	}
@@ -394,14 +434,14 @@ static int fit_model(const struct args *a, const struct feeder_stream_info *info
 		xo->feat_dim = (int)info->shape[1];
 		xo->num_speakers = (int)info->classes;
 		if (xvec_model_create(m, xo, a->batch, a->chunk, err, sizeof(err))) {
-			fprintf(stderr, "xvec: %s\n", err);
+			XERR("%s\n", err);
 			return -1;
 		}
 		return 0;
 	}
 	if (xvec_model_options(*m)->feat_dim != (int)info->shape[1] ||
 	    xvec_model_options(*m)->num_speakers != (int)info->classes) {
-		fprintf(stderr, "xvec: --resume: the checkpoint's model (%d features, %d speakers) "
+		XERR("--resume: the checkpoint's model (%d features, %d speakers) "
 				"does not fit dataset '%s' (%u, %u)\n",
 			xvec_model_options(*m)->feat_dim, xvec_model_options(*m)->num_speakers,
 			a->dataset, info->shape[1], info->classes);
@@ -422,9 +462,34 @@ static int cmd_train(const struct args *a)
 				     .seed = a->seed };
 	char err[512];
 	int rc = 1;
-
-	if (check_device(a) || connect_daemon(a, &f))
+	struct xvec_dist dist;
+	if (xvec_dist_init(&dist, err, sizeof(err))) {
+		XERR("%s\n", err);
 		return 1;
+	}
+	/* Under MPI every rank must reach the start together: one that fails
+	 * before it still joins the agreement (below, at out) with "failed",
+	 * so that the others stop instead of waiting for it. */
+	int started = dist.world <= 1;
+	if (dist.world > 1) {
+		snprintf(who, sizeof who, "xvec: rank %d of %d", dist.rank, dist.world);
+		if (strcmp(a->device, "cpu")) {
+			XERR("--device %s: data-parallel training runs on the CPU in this build (no "
+			     "NCCL)\n", a->device);
+			goto out;
+		}
+		if (a->in_memory) {
+			XERR("--in-memory is a one-process benchmark\n");
+			goto out;
+		}
+		/* rank 0 speaks for the job; errors still come from every rank */
+		if (dist.rank != 0 && !freopen("/dev/null", "w", stdout)) {
+			XERR("/dev/null: %s\n", strerror(errno));
+			goto out;
+		}
+	}
+	if (check_device(a) || connect_daemon(a, &f))
+		goto out;
 	struct xvec_options xo;
 	xvec_options_default(&xo);
 	xo.width = a->width;
@@ -442,10 +507,12 @@ static int cmd_train(const struct args *a)
 	o.epoch = pos.epoch;
 	o.epochs = (uint32_t)(a->epochs - (int)pos.epoch);
 	o.start_batch = pos.next_batch;
+	o.rank = (uint32_t)dist.rank;
+	o.world = (uint32_t)dist.world;
 	if (open_stream(f, &o, a->timeout_ms, &s, &info))
 		goto out;
 	if (info.ndim < 3 || info.shape[2] != (uint32_t)a->chunk) {
-		fprintf(stderr, "xvec: stream on '%s' is not a features stream of %d frames\n",
+		XERR("stream on '%s' is not a features stream of %d frames\n",
 			a->dataset, a->chunk);
 		goto out;
 	}
@@ -458,6 +525,16 @@ static int cmd_train(const struct args *a)
 	       a->epochs - 1, a->device);
 	printf("model: width %d, pool %d, embed %d, noise eps %g, dropout %g, lr %g\n",
 	       xo.width, xo.pool_width, xo.embed, xo.noise_eps, xo.dropout, xo.lr);
+	if (dist.world > 1) {
+		printf("data parallel: %d ranks (%s), batch %d per rank = %d global, batch-norm %s\n",
+		       dist.world, xvec_dist_about(), a->batch, a->batch * dist.world,
+		       a->sync_bn ? "over all ranks (--sync-bn)" : "per rank");
+		if (xvec_model_set_dp(m, dist.rank, dist.world, xvec_dist_sum_d, xvec_dist_sum_f,
+				      &dist, a->sync_bn, &dist.reduce_s)) {
+			XERR("out of memory\n");
+			goto out;
+		}
+	}
 	int r;
 	if (!strcmp(a->device, "cuda")) {
 		struct xvec_cuda_train_opts co = {
@@ -470,30 +547,54 @@ static int cmd_train(const struct args *a)
 					    sizeof(err));
 	}
 	if (r) {
-		fprintf(stderr, "xvec: --device %s: %s\n", a->device, err);
+		XERR("--device %s: %s\n", a->device, err);
 		goto out;
+	}
+	t->dist = &dist;
+	t->interrupted = &interrupted;
+	t->check_replicas = a->check_replicas;
+	if (dist.world > 1) {
+		/* Every rank ready, with as many batches an epoch as the others:
+		 * the ranks step in lockstep. */
+		long v[3] = { 1, (long)info.batches_per_epoch, -(long)info.batches_per_epoch };
+		started = 1;
+		if (xvec_dist_min(&dist, v, 3)) {
+			XERR("agreeing on the start with the other ranks failed (MPI)\n");
+			goto out;
+		}
+		if (v[0] < 1) {
+			XERR("stopping: another rank failed to start (its own line says why)\n");
+			goto out;
+		}
+		if (v[1] != -v[2]) {
+			XERR("the ranks have %ld to %ld batches an epoch (dataset '%s' does not share "
+			     "evenly into batches of %d over %d ranks); choose another --batch\n",
+			     v[1], -v[2], a->dataset, a->batch, dist.world);
+			goto out;
+		}
 	}
 	signal(SIGINT, on_sigint);
 	signal(SIGTERM, on_sigint);
 	struct xvec_train_limits lim = { .log_every = a->log_every, .steps = a->steps,
 					 .stop_after = a->stop_after, .interrupted = &interrupted,
-					 .lr = a->lr };
-	if (a->log && !(lim.jsonl = fopen(a->log, a->resume ? "a" : "w"))) {
-		fprintf(stderr, "xvec: --log %s: %s\n", a->log, strerror(errno));
+					 .lr = a->lr, .world = dist.world, .reduce_s = &dist.reduce_s };
+	if (a->log && dist.rank == 0 && !(lim.jsonl = fopen(a->log, a->resume ? "a" : "w"))) {
+		XERR("--log %s: %s\n", a->log, strerror(errno));
 		goto out;
 	}
 	struct xvec_train_result res = { .epoch = pos.epoch, .next_batch = pos.next_batch };
 	int trc = xvec_train_run(t, &lim, stdout, &res, err, sizeof(err));
 	if (lim.jsonl && fclose(lim.jsonl) != 0 && !trc) {
-		fprintf(stderr, "xvec: --log %s: %s\n", a->log, strerror(errno));
+		XERR("--log %s: %s\n", a->log, strerror(errno));
 		goto out;
 	}
 	if (trc) {
-		fprintf(stderr, "xvec: training: %s\n", err);
+		XERR("training: %s\n", err);
 		goto out;
 	}
-	/* In-memory steps cycle a few batches: no stream position to keep. */
-	if (!a->in_memory) {
+	/* In-memory steps cycle a few batches: no stream position to keep.
+	 * The replicas are equal: rank 0 writes the checkpoint. */
+	if (!a->in_memory && dist.rank == 0) {
 		pos.epoch = res.epoch;
 		pos.next_batch = res.next_batch;
 		if (save(m, a, &pos, info.batches_per_epoch))
@@ -503,6 +604,10 @@ static int cmd_train(const struct args *a)
 	}
 	rc = res.interrupted ? 130 : 0;
 out:
+	if (!started) {
+		long v[3] = { 0, 0, 0 }; /* "failed": let the others stop too */
+		xvec_dist_min(&dist, v, 3);
+	}
 	/* The trainer before the stream: the CUDA feed holds slots of it. */
 	if (t)
 		t->ops->destroy(t);
@@ -510,6 +615,7 @@ out:
 		feeder_stream_close(s);
 	feeder_disconnect(f);
 	xvec_model_destroy(m);
+	xvec_dist_finish(&dist);
 	return rc;
 }
 
@@ -537,12 +643,12 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 	if (check_device(a))
 		return -1;
 	if (xvec_checkpoint_peek(a->checkpoint, &xo, err, sizeof(err))) {
-		fprintf(stderr, "xvec: %s: %s\n", a->checkpoint, err);
+		XERR("%s: %s\n", a->checkpoint, err);
 		return -1;
 	}
 	if (xvec_model_create(&m, &xo, a->batch, a->chunk, err, sizeof(err)) ||
 	    xvec_checkpoint_load(m, a->checkpoint, blob, sizeof(blob), NULL, err, sizeof(err))) {
-		fprintf(stderr, "xvec: %s: %s\n", a->checkpoint, err);
+		XERR("%s: %s\n", a->checkpoint, err);
 		goto out;
 	}
 	if (connect_daemon(a, &f))
@@ -554,7 +660,7 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 	if (open_stream(f, &o, a->timeout_ms, &s, &info))
 		goto out;
 	if (info.shape[1] != (uint32_t)xo.feat_dim) {
-		fprintf(stderr, "xvec: dataset '%s' has %u-dim features, the model takes %d\n",
+		XERR("dataset '%s' has %u-dim features, the model takes %d\n",
 			a->dataset, info.shape[1], xo.feat_dim);
 		goto out;
 	}
@@ -564,7 +670,7 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 	if (names)
 		*names = malloc((size_t)FEEDER_SAMPLE_NAME_MAX * info.samples);
 	if (!*emb || !*labels || (names && !*names)) {
-		fprintf(stderr, "xvec: out of memory for %llu embeddings\n",
+		XERR("out of memory for %llu embeddings\n",
 			(unsigned long long)info.samples);
 		goto out;
 	}
@@ -575,16 +681,16 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 		if (r == FEEDER_EEND)
 			break;
 		if (r) {
-			fprintf(stderr, "xvec: waiting for a batch: %s\n", feeder_strerror(r));
+			XERR("waiting for a batch: %s\n", feeder_strerror(r));
 			goto out;
 		}
 		if (*n + b.count > info.samples) {
-			fprintf(stderr, "xvec: the stream sent more utterances than the dataset has\n");
+			XERR("the stream sent more utterances than the dataset has\n");
 			goto out;
 		}
 		if (xvec_model_embed(m, b.data, (int)b.count, a->chunk, *emb + *n * xo.embed, err,
 				     sizeof(err))) {
-			fprintf(stderr, "xvec: %s\n", err);
+			XERR("%s\n", err);
 			goto out;
 		}
 		memcpy(*labels + *n, b.labels, sizeof(int32_t) * b.count);
@@ -630,7 +736,7 @@ static int cmd_embed(const struct args *a)
 		return 1;
 	FILE *out = fopen(a->out, "w");
 	if (!out) {
-		fprintf(stderr, "xvec: %s: %s\n", a->out, strerror(errno));
+		XERR("%s: %s\n", a->out, strerror(errno));
 		free(emb);
 		free(labels);
 		free(names);
@@ -648,7 +754,7 @@ static int cmd_embed(const struct args *a)
 	}
 	int bad = fclose(out) != 0;
 	if (bad)
-		fprintf(stderr, "xvec: writing %s: %s\n", a->out, strerror(errno));
+		XERR("writing %s: %s\n", a->out, strerror(errno));
 	else
 		printf("%zu x-vectors of dimension %d written to %s (one line each: utterance name, "
 		       "label, values)\n", n, dim, a->out);

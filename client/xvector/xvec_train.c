@@ -19,6 +19,8 @@ int xvec_train_run(struct xvec_trainer *t, const struct xvec_train_limits *lim, 
 	double t_start = now_s(), t_int = t_start;
 	long int_steps = 0;
 	uint64_t int_samples = 0, samples = 0;
+	/* samples/s of all ranks together: they take equal batches in lockstep */
+	uint64_t world = lim->world > 1 ? (uint64_t)lim->world : 1;
 	struct xvec_step s;
 	int rc;
 
@@ -47,7 +49,7 @@ int xvec_train_run(struct xvec_trainer *t, const struct xvec_train_limits *lim, 
 			fprintf(out, "step %llu epoch %llu batch %llu loss %.9g acc %.3f samples/s %.1f "
 				"%s %.1f%%\n", (unsigned long long)ops->model_step(t),
 				(unsigned long long)s.epoch, (unsigned long long)s.batch_index, iv.loss,
-				iv.accuracy, (double)int_samples / dt, ops->wait_name,
+				iv.accuracy, (double)(int_samples * world) / dt, ops->wait_name,
 				100.0 * iv.wait_fraction);
 			fflush(out);
 			if (lim->jsonl) {
@@ -56,7 +58,8 @@ int xvec_train_run(struct xvec_trainer *t, const struct xvec_train_limits *lim, 
 					"\"data_wait\": %.6f, \"lr\": %g, \"seconds\": %.3f}\n",
 					(unsigned long long)ops->model_step(t), (unsigned long long)s.epoch,
 					(unsigned long long)s.batch_index, iv.loss, iv.accuracy,
-					(double)int_samples / dt, iv.wait_fraction, lim->lr, now - t_start);
+					(double)(int_samples * world) / dt, iv.wait_fraction, lim->lr,
+					now - t_start);
 				fflush(lim->jsonl);
 			}
 			t_int = now;
@@ -70,7 +73,12 @@ int xvec_train_run(struct xvec_trainer *t, const struct xvec_train_limits *lim, 
 	}
 	double total = now_s() - t_start;
 	fprintf(out, "trained %ld steps in %.2f s: %.1f samples/s, %swaiting for data %.2f%% of "
-		"the time\n", result->steps, total, total > 0 ? (double)samples / total : 0.0,
-		ops->waiter, 100.0 * ops->waited(t, total));
+		"the time\n", result->steps, total,
+		total > 0 ? (double)(samples * world) / total : 0.0, ops->waiter,
+		100.0 * ops->waited(t, total));
+	if (world > 1 && lim->reduce_s)
+		fprintf(out, "data parallel: %llu ranks; the gradient all-reduce took %.2f%% of rank "
+			"0's time (%.3f s)\n", (unsigned long long)world,
+			total > 0 ? 100.0 * *lim->reduce_s / total : 0.0, *lim->reduce_s);
 	return ops->finish(t, err, errlen);
 }

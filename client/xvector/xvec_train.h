@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "feeder.h"
+#include "xvec_dist.h"
 #include "xvec_model.h"
 
 struct xvec_trainer;
@@ -50,9 +51,16 @@ struct xvec_trainer_ops {
 	void (*destroy)(struct xvec_trainer *t);
 };
 
-/* Every trainer begins with this. */
+/* Every trainer begins with this. dist (NULL: one process) makes the CPU
+ * trainer agree with the other ranks every step: all train, or all stop
+ * (a stream's end, a failed rank, an interrupt on any rank, which is set
+ * in *interrupted); check_replicas compares the ranks' parameters after
+ * every step. */
 struct xvec_trainer {
 	const struct xvec_trainer_ops *ops;
+	struct xvec_dist *dist;
+	volatile sig_atomic_t *interrupted;
+	int check_replicas;
 };
 
 /* The CPU trainer: model m (not owned) trained on the batches of stream s
@@ -84,6 +92,8 @@ struct xvec_train_limits {
 	const volatile sig_atomic_t *interrupted;  /* set by a signal handler: stop */
 	FILE *jsonl;           /* NULL, or one JSON object per interval (xvec train --log) */
 	double lr;             /* the learning rate, for the log */
+	int world;             /* data-parallel ranks (samples/s are global); 0 or 1: one */
+	const double *reduce_s; /* seconds this rank spent in gradient all-reduces, or NULL */
 };
 
 struct xvec_train_result {

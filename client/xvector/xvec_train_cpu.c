@@ -38,6 +38,46 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Data parallel: every rank says whether it has a batch (1), reached the
+ * stream's end (0) or failed (-1), and whether it was interrupted; all
+ * train only when all have one. Returns 1 to train, 0 to stop at the end,
+ * or a negative code (this rank's own failure is reported by the caller). */
+static int agree(struct xvec_trainer *base, int have, char *err, size_t errlen)
+{
+	long v[2] = { have, base->interrupted && *base->interrupted ? -1 : 0 };
+	if (xvec_dist_min(base->dist, v, 2))
+		return status_fail(err, errlen, -EIO, "agreeing on the step with the other ranks "
+				   "failed (MPI)");
+	if (v[1] < 0 && base->interrupted)
+		*base->interrupted = 1; /* one rank was interrupted: all stop after this step */
+	if (v[0] < 0 && have >= 0)
+		return status_fail(err, errlen, -ECANCELED, "stopping: another rank failed (its own "
+				   "line says why)");
+	return v[0] > 0;
+}
+
+/* --check-replicas: every rank's parameters equal rank 0's, by checksums. */
+static int check_replicas(struct cpu_trainer *t, char *err, size_t errlen)
+{
+	size_t n;
+	const float *p = xvec_model_params(t->m, &n);
+	double c[4] = { 0, 0, 0, 0 };
+	for (size_t i = 0; i < n; i++) {
+		c[0] += p[i];
+		c[1] += p[i] * (double)(i % 1021 + 1);
+	}
+	c[2] = -c[0];
+	c[3] = -c[1];
+	if (xvec_dist_max(t->base.dist, c, 4))
+		return status_fail(err, errlen, -EIO, "comparing parameters with the other ranks "
+				   "failed (MPI)");
+	if (c[0] != -c[2] || c[1] != -c[3])
+		return status_fail(err, errlen, -EDOM, "the replicas' parameters differ after step "
+				   "%llu (checksums %.17g..%.17g)",
+				   (unsigned long long)xvec_model_step(t->m), -c[2], c[0]);
+	return 0;
+}
+
 static int cpu_step(struct xvec_trainer *base, struct xvec_step *out, char *err, size_t errlen)
 {
 	struct cpu_trainer *t = (struct cpu_trainer *)base;
@@ -55,6 +95,15 @@ static int cpu_step(struct xvec_trainer *base, struct xvec_step *out, char *err,
 		out->batch_index = (uint64_t)k;
 	} else {
 		int r = feeder_stream_next(t->s, t->timeout_ms, &b);
+		if (base->dist && base->dist->world > 1) {
+			int go = agree(base, r == 0 ? 1 : r == FEEDER_EEND ? 0 : -1, err, errlen);
+			if (go != 1 && r == 0)
+				feeder_batch_release(t->s, &b);
+			if (go < 0 && r == 0)
+				return go;
+			if (go == 0 && (r == 0 || r == FEEDER_EEND))
+				return FEEDER_EEND; /* every rank stops at the same step */
+		}
 		if (r == FEEDER_EEND)
 			return r;
 		if (r)
@@ -74,6 +123,9 @@ static int cpu_step(struct xvec_trainer *base, struct xvec_step *out, char *err,
 		feeder_batch_release(t->s, &b);
 	if (rc)
 		return rc;
+	if (base->check_replicas && base->dist && base->dist->world > 1 &&
+	    (rc = check_replicas(t, err, errlen)))
+		return rc;
 	out->samples = count;
 	t->wait_int += t1 - t0;
 	t->wait_all += t1 - t0;
@@ -90,11 +142,17 @@ static int cpu_step(struct xvec_trainer *base, struct xvec_step *out, char *err,
 static int cpu_interval(struct xvec_trainer *base, double dt, struct xvec_interval *iv, char *err,
 			size_t errlen)
 {
-	(void)err, (void)errlen;
 	struct cpu_trainer *t = (struct cpu_trainer *)base;
-	iv->loss = t->steps ? t->loss_sum / (double)t->steps : 0;
-	iv->accuracy = t->seen ? (double)t->correct / (double)t->seen : 0;
-	iv->wait_fraction = dt > 0 ? t->wait_int / dt : 0;
+	/* Data parallel: the loss and accuracy of all ranks' samples, and the
+	 * data wait of the rank that waited most. */
+	double sums[3] = { t->loss_sum, (double)t->correct, (double)t->seen };
+	double wait = dt > 0 ? t->wait_int / dt : 0;
+	int world = base->dist && base->dist->world > 1 ? base->dist->world : 1;
+	if (world > 1 && (xvec_dist_sum_d(base->dist, sums, 3) || xvec_dist_max(base->dist, &wait, 1)))
+		return status_fail(err, errlen, -EIO, "gathering the interval's figures failed (MPI)");
+	iv->loss = t->steps ? sums[0] / world / (double)t->steps : 0;
+	iv->accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0;
+	iv->wait_fraction = wait;
 	t->wait_int = t->loss_sum = 0;
 	t->correct = t->seen = t->steps = 0;
 	return 0;

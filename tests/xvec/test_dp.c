@@ -5,7 +5,9 @@
  * With sync batch-norm, 2 ranks x 16 samples and 1 rank x 32 samples of the
  * same global batches (rank r takes rows r, r+2, ..., as feederd shares an
  * epoch) give the same parameters after 20 steps within 1e-5 relative, with
- * training noise and dropout on (drawn by each sample's global row); the
+ * training noise and dropout on (drawn by each sample's global row), and
+ * the averaged gradient of the first step equals one process's (so the
+ * average is a mean, not a sum, which Adam alone would not show); the
  * two replicas are bit-identical after every step, with sync batch-norm and
  * without; a non-finite loss on one rank makes both refuse the step. */
 #include "check.h"
@@ -84,6 +86,7 @@ static float *gx;
 static int32_t *glabels;
 static struct rank ranks[W];
 static float *snap[STEPS][W];
+static float *grad0; /* rank 0's averaged gradient of the first step */
 
 static void *run_rank(void *arg)
 {
@@ -107,6 +110,11 @@ static void *run_rank(void *arg)
 			k->refused++;
 		else if (rc)
 			return k->err;
+		if (s == 0 && k->r == 0 && !grad0) {
+			const float *g = xvec_model_grads(k->m, &np);
+			grad0 = malloc(np * sizeof(float));
+			memcpy(grad0, g, np * sizeof(float));
+		}
 		float *p = xvec_model_params(k->m, &np);
 		snap[s][k->r] = malloc(np * sizeof(float));
 		memcpy(snap[s][k->r], p, np * sizeof(float));
@@ -171,9 +179,17 @@ int main(void)
 	options(&o);
 	struct xvec_model *one;
 	CHECKF(xvec_model_create(&one, &o, G, T, err, sizeof err) == 0, "%s", err);
-	for (int s = 0; s < STEPS; s++)
+	float *g_one = NULL;
+	for (int s = 0; s < STEPS; s++) {
 		CHECKF(xvec_model_train_step(one, gx + (size_t)s * G * D * T, glabels + s * G, G, T,
 					     NULL, err, sizeof err) == 0, "%s", err);
+		if (s == 0) {
+			size_t ng;
+			const float *g = xvec_model_grads(one, &ng);
+			g_one = malloc(ng * sizeof(float));
+			memcpy(g_one, g, ng * sizeof(float));
+		}
+	}
 
 	/* Two ranks with sync batch-norm: the same model. */
 	struct xvec_model *two;
@@ -198,6 +214,17 @@ int main(void)
 	       "max |diff| %.3g of max |param| %.3g (%.3g relative); running statistics %.3g\n",
 	       G / W, G, STEPS, worst, top, worst / top, bn_worst);
 	CHECKF(worst / top <= 1e-5, "parameters differ by %.3g relative", worst / top);
+	double gw = 0, gt = 0;
+	for (size_t i = 0; i < n1; i++) {
+		gw = fmax(gw, fabs((double)g_one[i] - grad0[i]));
+		gt = fmax(gt, fabs(g_one[i]));
+	}
+	printf("first step's gradient, averaged over 2 ranks vs one process: max |diff| %.3g of "
+	       "max |g| %.3g (%.3g relative)\n", gw, gt, gw / gt);
+	CHECKF(gw / gt <= 1e-5, "the averaged gradient differs by %.3g relative", gw / gt);
+	free(g_one);
+	free(grad0);
+	grad0 = NULL;
 	CHECKF(bn_worst <= 1e-4, "running statistics differ by %.3g", bn_worst);
 	CHECK(xvec_model_step(two) == STEPS);
 	xvec_model_destroy(two);
@@ -223,6 +250,7 @@ int main(void)
 	       (unsigned long long)xvec_model_step(two), STEPS);
 	xvec_model_destroy(two);
 	xvec_model_destroy(one);
+	free(grad0);
 	free(gx);
 	free(glabels);
 	return 0;
