@@ -83,6 +83,7 @@ struct args {
 	int placement;     /* enum feeder_placement */
 	int reconnect_ms;  /* feeder_set_reconnect; 0 off */
 	int sync_bn;       /* --sync-bn: batch-norm over all ranks' batches */
+	const char *trace; /* --trace PREFIX: each rank writes PREFIX.RANK, "epoch index" per sample */
 	int check_replicas; /* --check-replicas: compare the ranks' parameters every step */
 };
 
@@ -110,7 +111,10 @@ static void usage(FILE *f)
 	      "mpirun -np N xvec train ... trains N data-parallel replicas (gradients\n"
 	      "         averaged every step; rank 0 logs and writes the checkpoint):\n"
 	      "         --sync-bn (batch-norm statistics over all ranks)  --check-replicas\n"
-	      "         (fail unless every rank's parameters are equal after each step)\n",
+	      "         (fail unless every rank's parameters are equal after each step)\n"
+	      "         --resume with another number of ranks continues the epoch where\n"
+	      "         all ranks had stopped (elastic)  --trace PREFIX (each rank writes\n"
+	      "         PREFIX.RANK: the epoch and dataset index of every sample it trains on)\n",
 	      f);
 	fprintf(f, "data parallel in this build: %s\n", xvec_dist_about());
 }
@@ -141,7 +145,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"in-memory", 1, 0, 9}, {"timeout-ms", 1, 0, 10}, {"json", 0, 0, 'j'},
 		{"precision", 1, 0, 11}, {"autotune", 0, 0, 12}, {"placement", 1, 0, 13},
 		{"reconnect", 1, 0, 14}, {"log", 1, 0, 15}, {"det", 1, 0, 16},
-		{"sync-bn", 0, 0, 17}, {"check-replicas", 0, 0, 18},
+		{"sync-bn", 0, 0, 17}, {"check-replicas", 0, 0, 18}, {"trace", 1, 0, 19},
 		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	memset(a, 0, sizeof(*a));
 	a->device = "cpu";
@@ -193,6 +197,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 16: a->det = optarg; break;
 		case 17: a->sync_bn = 1; break;
 		case 18: a->check_replicas = 1; break;
+		case 19: a->trace = optarg; break;
 		case 13:
 			if (!strcmp(optarg, "cpu"))
 				a->placement = FEEDER_PLACEMENT_CPU;
@@ -363,6 +368,28 @@ static int connect_daemon(const struct args *a, struct feeder **f)
 	return rc;
 }
 
+/* The number of samples of dataset --dataset, from the daemon. */
+static int dataset_samples(struct feeder *f, const struct args *a, uint64_t *n)
+{
+	struct feeder_dataset_status *ds = NULL;
+	size_t k = 0;
+	int rc = feeder_get_datasets(f, a->timeout_ms, &ds, &k);
+	if (rc) {
+		XERR("asking feederd for its datasets: %s\n", feeder_strerror(rc));
+		return rc;
+	}
+	rc = -ENOENT;
+	for (size_t i = 0; i < k; i++)
+		if (!strcmp(ds[i].name, a->dataset)) {
+			*n = ds[i].samples;
+			rc = 0;
+		}
+	free(ds);
+	if (rc)
+		XERR("feederd serves no dataset '%s'\n", a->dataset);
+	return rc;
+}
+
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 
@@ -390,8 +417,8 @@ static void model_options(const struct args *a, struct xvec_options *xo)
 
 /* --resume: the model and where its stream stopped. 0, 1 (error, said), or
  * 2 (nothing left to train, said). */
-static int resume(const struct args *a, struct xvec_options *xo, struct xvec_model **m,
-		  struct xvec_position *pos)
+static int resume(const struct args *a, int world, struct xvec_options *xo,
+		  struct xvec_model **m, struct xvec_position *pos)
 {
 	uint8_t blob[XVEC_POSITION_SIZE];
 	size_t bl = 0;
@@ -407,7 +434,9 @@ static int resume(const struct args *a, struct xvec_options *xo, struct xvec_mod
 		XERR("--resume %s: %s\n", a->resume, err);
 		return 1;
 	}
-	if (pos->batch != (uint32_t)a->batch || pos->chunk != (uint32_t)a->chunk) {
+	/* Another world size resumes by sample position, whatever the batch. */
+	if ((pos->world == (uint32_t)world && pos->batch != (uint32_t)a->batch) ||
+	    pos->chunk != (uint32_t)a->chunk) {
 		XERR("--resume %s: the checkpoint was written with --batch %u "
 				"--chunk %u, not %d and %d\n", a->resume, pos->batch, pos->chunk,
 			a->batch, a->chunk);
@@ -418,9 +447,9 @@ static int resume(const struct args *a, struct xvec_options *xo, struct xvec_mod
 			(unsigned long long)pos->epoch, a->epochs);
 		return 2;
 	}
-	printf("resuming from %s at epoch %llu batch %llu (step %llu)\n", a->resume,
-	       (unsigned long long)pos->epoch, (unsigned long long)pos->next_batch,
-	       (unsigned long long)xvec_model_step(*m));
+	printf("resuming from %s at epoch %llu batch %llu of %u rank%s (step %llu)\n", a->resume,
+	       (unsigned long long)pos->epoch, (unsigned long long)pos->next_batch, pos->world,
+	       pos->world == 1 ? "" : "s", (unsigned long long)xvec_model_step(*m));
 	return 0;
 }
 
@@ -497,7 +526,8 @@ static int cmd_train(const struct args *a)
 	xo.embed = a->embed;
 	xo.seed = a->seed;
 	model_options(a, &xo);
-	if (a->resume && (rc = resume(a, &xo, &m, &pos)) != 0) {
+	pos.world = (uint32_t)dist.world;
+	if (a->resume && (rc = resume(a, dist.world, &xo, &m, &pos)) != 0) {
 		rc = rc == 2 ? 0 : 1;
 		goto out;
 	}
@@ -507,8 +537,25 @@ static int cmd_train(const struct args *a)
 	o.epoch = pos.epoch;
 	o.epochs = (uint32_t)(a->epochs - (int)pos.epoch);
 	o.start_batch = pos.next_batch;
+	o.start_sample = pos.start_sample;
 	o.rank = (uint32_t)dist.rank;
 	o.world = (uint32_t)dist.world;
+	if (pos.world != (uint32_t)dist.world) {
+		/* Elastic: the epoch goes on from where all the old ranks had
+		 * stopped, shared by this run's ranks. */
+		uint64_t n;
+		if (dataset_samples(f, a, &n))
+			goto out;
+		o.start_sample = xvec_position_sample(&pos, n);
+		o.start_batch = 0;
+		printf("elastic resume: %u ranks had taken %llu of the %llu samples of epoch %llu; "
+		       "%d ranks share the rest\n", pos.world, (unsigned long long)o.start_sample,
+		       (unsigned long long)n, (unsigned long long)pos.epoch, dist.world);
+		pos.world = (uint32_t)dist.world;
+		pos.start_sample = o.start_sample;
+		pos.next_batch = 0;
+		pos.batch = (uint32_t)a->batch;
+	}
 	if (open_stream(f, &o, a->timeout_ms, &s, &info))
 		goto out;
 	if (info.ndim < 3 || info.shape[2] != (uint32_t)a->chunk) {
@@ -553,6 +600,14 @@ static int cmd_train(const struct args *a)
 	t->dist = &dist;
 	t->interrupted = &interrupted;
 	t->check_replicas = a->check_replicas;
+	if (a->trace) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s.%d", a->trace, dist.rank);
+		if (!(t->trace = fopen(path, a->resume ? "a" : "w"))) {
+			XERR("--trace %s: %s\n", path, strerror(errno));
+			goto out;
+		}
+	}
 	if (dist.world > 1) {
 		/* Every rank ready, with as many batches an epoch as the others:
 		 * the ranks step in lockstep. */
@@ -609,6 +664,10 @@ out:
 		xvec_dist_min(&dist, v, 3);
 	}
 	/* The trainer before the stream: the CUDA feed holds slots of it. */
+	if (t && t->trace && fclose(t->trace) != 0 && rc == 0) {
+		XERR("--trace: %s\n", strerror(errno));
+		rc = 1;
+	}
 	if (t)
 		t->ops->destroy(t);
 	if (s)

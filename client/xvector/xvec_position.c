@@ -7,7 +7,7 @@
 #include <string.h>
 
 #define POSITION_MAGIC 0x50535658u /* "XVSP" */
-#define POSITION_VERSION 1u
+#define POSITION_VERSION 2u
 
 void xvec_position_encode(const struct xvec_position *p, uint8_t out[XVEC_POSITION_SIZE])
 {
@@ -19,25 +19,41 @@ void xvec_position_encode(const struct xvec_position *p, uint8_t out[XVEC_POSITI
 	bytes_put_le32(out + 24, p->batch);
 	bytes_put_le32(out + 28, p->chunk);
 	bytes_put_le64(out + 32, p->seed);
+	bytes_put_le32(out + 40, p->world ? p->world : 1);
+	bytes_put_le64(out + 48, p->start_sample);
 }
 
 int xvec_position_decode(const uint8_t *buf, size_t len, struct xvec_position *p, char *err,
 			 size_t errlen)
 {
-	if (len != XVEC_POSITION_SIZE || bytes_le32(buf) != POSITION_MAGIC)
+	if ((len != XVEC_POSITION_SIZE && len != XVEC_POSITION_SIZE_V1) ||
+	    bytes_le32(buf) != POSITION_MAGIC)
 		return status_fail(err, errlen, FEEDER_EFORMAT,
 				   "the checkpoint holds no xvec stream position (written by "
 				   "another program?)");
-	if (bytes_le32(buf + 4) != POSITION_VERSION)
+	uint32_t v = bytes_le32(buf + 4);
+	if ((v != 1 && v != POSITION_VERSION) ||
+	    len != (v == 1 ? XVEC_POSITION_SIZE_V1 : XVEC_POSITION_SIZE))
 		return status_fail(err, errlen, FEEDER_EFORMAT,
-				   "stream position version %u, this xvec reads %u",
-				   bytes_le32(buf + 4), POSITION_VERSION);
+				   "stream position version %u of %zu bytes, this xvec reads 1 and %u",
+				   v, len, POSITION_VERSION);
 	p->epoch = bytes_le64(buf + 8);
 	p->next_batch = bytes_le64(buf + 16);
 	p->batch = bytes_le32(buf + 24);
 	p->chunk = bytes_le32(buf + 28);
 	p->seed = bytes_le64(buf + 32);
+	p->world = v == 1 ? 1 : bytes_le32(buf + 40);
+	p->start_sample = v == 1 ? 0 : bytes_le64(buf + 48);
+	if (p->world == 0)
+		return status_fail(err, errlen, FEEDER_EFORMAT, "stream position of 0 ranks");
 	return 0;
+}
+
+uint64_t xvec_position_sample(const struct xvec_position *p, uint64_t n)
+{
+	uint64_t w = p->world ? p->world : 1;
+	uint64_t taken = p->next_batch * p->batch * w;
+	return taken >= n - (p->start_sample < n ? p->start_sample : n) ? n : p->start_sample + taken;
 }
 
 void xvec_position_wrap(struct xvec_position *p, uint64_t batches_per_epoch)
@@ -45,5 +61,6 @@ void xvec_position_wrap(struct xvec_position *p, uint64_t batches_per_epoch)
 	if (batches_per_epoch && p->next_batch >= batches_per_epoch) {
 		p->epoch += p->next_batch / batches_per_epoch;
 		p->next_batch %= batches_per_epoch;
+		p->start_sample = 0; /* the next epoch starts at its beginning */
 	}
 }

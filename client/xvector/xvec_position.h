@@ -2,16 +2,24 @@
  * xvec_checkpoint_save stores beside the model, so that --resume reopens the
  * stream at the next batch of the same epoch order.
  *
- * Encoded little-endian at fixed offsets (magic "XVSP", version 1, epoch,
- * next batch, batch size, chunk, seed): 40 bytes. A blob of another size,
- * magic or version is refused with a sentence. */
+ * Encoded little-endian at fixed offsets (magic "XVSP", version 2, epoch,
+ * next batch, batch size, chunk, seed, then world size and the epoch's
+ * start sample): 56 bytes. Version 1 (40 bytes, before data parallelism)
+ * is read as one rank from the epoch's start. A blob of another size, magic
+ * or version is refused with a sentence.
+ *
+ * Data parallel: next_batch counts batches of each rank's share, the same
+ * on every rank; the epoch's global position is then
+ * start_sample + next_batch * batch * world (xvec_position_sample), where
+ * a run with another world size resumes (elastic). */
 #ifndef FEEDER_XVEC_POSITION_H
 #define FEEDER_XVEC_POSITION_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define XVEC_POSITION_SIZE 40
+#define XVEC_POSITION_SIZE 56
+#define XVEC_POSITION_SIZE_V1 40
 
 struct xvec_position {
 	uint64_t epoch;       /* the epoch the next batch belongs to */
@@ -19,7 +27,13 @@ struct xvec_position {
 	uint32_t batch;       /* samples per batch the run used */
 	uint32_t chunk;       /* frames per sample the run used */
 	uint64_t seed;        /* the stream's seed */
+	uint32_t world;       /* ranks of the run (1 before data parallelism) */
+	uint64_t start_sample; /* where this epoch's shares began (0, or an elastic resume) */
 };
+
+/* The samples of the epoch that all ranks together have taken, capped at
+ * n (the dataset's size). */
+uint64_t xvec_position_sample(const struct xvec_position *p, uint64_t n);
 
 void xvec_position_encode(const struct xvec_position *p, uint8_t out[XVEC_POSITION_SIZE]);
 

@@ -61,6 +61,7 @@ struct xvec_trainer {
 	struct xvec_dist *dist;
 	volatile sig_atomic_t *interrupted;
 	int check_replicas;
+	FILE *trace;   /* NULL, or "epoch index" of every sample trained on (CPU) */
 };
 
 /* The CPU trainer: model m (not owned) trained on the batches of stream s

@@ -84,6 +84,7 @@ static int cpu_step(struct xvec_trainer *base, struct xvec_step *out, char *err,
 	struct feeder_batch b;
 	const float *x;
 	const int32_t *labels;
+	const uint64_t *indices = NULL;
 	uint32_t count;
 	double t0 = now_s();
 	if (t->in_memory) {
@@ -112,11 +113,17 @@ static int cpu_step(struct xvec_trainer *base, struct xvec_step *out, char *err,
 						   ? feeder_last_error(t->f) : feeder_strerror(r));
 		x = b.data;
 		labels = b.labels;
+		indices = b.indices;
 		count = b.count;
 		out->epoch = b.epoch;
 		out->batch_index = b.batch_index;
 	}
 	double t1 = now_s();
+	/* before the step: the slot goes back to the daemon after it */
+	if (base->trace && indices)
+		for (uint32_t i = 0; i < count; i++)
+			fprintf(base->trace, "%llu %llu\n", (unsigned long long)out->epoch,
+				(unsigned long long)indices[i]);
 	struct xvec_result res;
 	int rc = xvec_model_train_step(t->m, x, labels, (int)count, t->chunk, &res, err, errlen);
 	if (!t->in_memory)

@@ -15,6 +15,10 @@
 #  2. two "nodes": 4 ranks, ranks 0-1 on one feederd and 2-3 on another,
 #     each daemon with its own copy of the dataset, train together; each
 #     daemon's log shows only its node's ranks;
+#  4. elastic resume: 2 ranks stop after 3 steps of 8 (48 of the epoch's 64
+#     samples); the checkpoint resumes with 1 rank and with 4 ranks (batch
+#     4): by the ranks' --trace files, every sample of the epoch is trained
+#     on exactly once across the stopped and the resumed run.
 #  3. a killed daemon: SIGKILL node 2's feederd mid-run; the job ends (no
 #     hang) with one line per rank naming it: node 2's ranks say the daemon
 #     went away (or, one with a batch still in its ring, that another rank
@@ -101,6 +105,22 @@ ranks_of() { grep -o 'rank [0-9]/4' "$1" | sort -u | tr '\n' ' '; }
 [ "$(ranks_of "$node2/feederd.log")" = "rank 2/4 rank 3/4 " ] \
 	|| fail "node 2's feederd served $(ranks_of "$node2/feederd.log")"
 echo "two nodes: node 1's feederd served $(ranks_of "$tmp/feederd.log"), node 2's $(ranks_of "$node2/feederd.log")"
+
+# 4. Elastic resume (on node 1's daemon).
+"${mpi[@]}" -np 2 "$xvec" train "${model[@]}" --socket "$sock" --batch 8 --steps 3 --epochs 1 \
+	--trace "$tmp/el-a" --out "$tmp/el" >"$tmp/el.log" 2>&1 || { cat "$tmp/el.log"; fail "elastic: first run"; }
+for w in 1 4; do
+	b=$(( w == 1 ? 8 : 4 ))
+	"${mpi[@]}" -np $w "$xvec" train "${model[@]}" --socket "$sock" --batch $b --epochs 1 \
+		--resume "$tmp/el" --trace "$tmp/el-b$w" --out "$tmp/el-$w" >"$tmp/el-$w.log" 2>&1 \
+		|| { cat "$tmp/el-$w.log"; fail "elastic: resume with $w ranks"; }
+	grep -q "elastic resume: 2 ranks had taken 48 of the 64 samples of epoch 0; $w ranks share the rest" \
+		"$tmp/el-$w.log" || { cat "$tmp/el-$w.log"; fail "elastic: no elastic resume line"; }
+	cat "$tmp"/el-a.* "$tmp"/el-b$w.* | awk '$1 == 0 {print $2}' | sort -n >"$tmp/el-seen"
+	[ "$(wc -l <"$tmp/el-seen")" = 64 ] && [ "$(sort -nu "$tmp/el-seen" | wc -l)" = 64 ] \
+		|| fail "elastic 2 -> $w ranks: $(wc -l <"$tmp/el-seen") samples trained on, $(sort -nu "$tmp/el-seen" | wc -l) distinct, of 64"
+	echo "elastic: 2 ranks took 48 samples, $w rank(s) the other 16: each of the 64 once"
+done
 
 # 3. Node 2's daemon dies mid-run.
 "${mpi[@]}" -np 4 "$tmp/node.sh" "$xvec" train "${model[@]}" --batch 8 --epochs 100000 \
