@@ -34,6 +34,9 @@ int xvec_dist_sum_f(void *ctx, float *v, size_t n);
 int xvec_dist_min(struct xvec_dist *d, long *v, int n);
 int xvec_dist_max(struct xvec_dist *d, double *v, int n);
 
+/* Rank 0 gets every rank's v in out[0..world) (out may be NULL elsewhere). */
+int xvec_dist_gather(struct xvec_dist *d, double v, double *out);
+
 /* A failed rank ends the whole job, so that no rank waits forever on it
  * (MPI_Abort); the others are ended by the launcher. Does not return under
  * MPI; returns with a world of one. */

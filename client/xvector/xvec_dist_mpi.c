@@ -90,6 +90,17 @@ int xvec_dist_max(struct xvec_dist *d, double *v, int n)
 		       ? 0 : -EIO;
 }
 
+int xvec_dist_gather(struct xvec_dist *d, double v, double *out)
+{
+	if (d->world <= 1) {
+		if (out)
+			out[0] = v;
+		return 0;
+	}
+	return MPI_Gather(&v, 1, MPI_DOUBLE, out, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD) == MPI_SUCCESS
+		       ? 0 : -EIO;
+}
+
 void xvec_dist_abort(struct xvec_dist *d, int code)
 {
 	if (d->mpi && d->world > 1)

@@ -32,6 +32,14 @@ int xvec_dist_max(struct xvec_dist *d, double *v, int n)
 	return 0;
 }
 
+int xvec_dist_gather(struct xvec_dist *d, double v, double *out)
+{
+	(void)d;
+	if (out)
+		out[0] = v;
+	return 0;
+}
+
 void xvec_dist_abort(struct xvec_dist *d, int code)
 {
 	(void)d, (void)code;

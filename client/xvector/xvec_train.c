@@ -3,6 +3,7 @@
 
 #include "status.h"
 
+#include <stdlib.h>
 #include <time.h>
 
 static double now_s(void)
@@ -80,5 +81,16 @@ int xvec_train_run(struct xvec_trainer *t, const struct xvec_train_limits *lim, 
 		fprintf(out, "data parallel: %llu ranks; the gradient all-reduce took %.2f%% of rank "
 			"0's time (%.3f s)\n", (unsigned long long)world,
 			total > 0 ? 100.0 * *lim->reduce_s / total : 0.0, *lim->reduce_s);
+	if (world > 1 && t->dist) {
+		/* every rank's data wait, on rank 0's summary */
+		double *w = t->dist->rank == 0 ? calloc(world, sizeof(double)) : NULL;
+		if (xvec_dist_gather(t->dist, ops->waited(t, total), w) == 0 && w) {
+			fprintf(out, "waiting for data, per rank:");
+			for (uint64_t r = 0; r < world; r++)
+				fprintf(out, " %.2f%%", 100.0 * w[r]);
+			fprintf(out, "\n");
+		}
+		free(w);
+	}
 	return ops->finish(t, err, errlen);
 }

@@ -60,6 +60,7 @@ grep -q "batch 16 per rank = 32 global, batch-norm over all ranks" "$tmp/two.log
 grep -Eq "the gradient all-reduce took [0-9.]+% of rank 0's time" "$tmp/two.log" \
 	|| fail "no all-reduce share in the summary"
 [ "$(grep -c '^trained ' "$tmp/two.log")" = 1 ] || fail "not exactly one summary (rank 0 speaks for the job)"
+grep -Eq "^waiting for data, per rank: [0-9.]+% [0-9.]+%$" "$tmp/two.log" || fail "no per-rank data wait"
 d=$("$diff_tool" "$tmp/one" "$tmp/two") || fail "ckpt_diff"
 echo "2 x 16 (sync-bn) vs 1 x 32: $d"
 rel=$(echo "$d" | sed -E 's/.* relative ([^ ]+) .*/\1/')
