@@ -496,9 +496,10 @@ static int writer_reserve(struct dsstore_writer *w, size_t vlen, char *err, size
 	return 0;
 }
 
-static int writer_put(struct dsstore_writer *w, MDB_dbi dbi, void *key, size_t klen,
-		      size_t vlen, const void *v1, size_t v1len, const void *v2, unsigned flags,
-		      char *err, size_t errlen)
+/* Reserve a record of vlen bytes under key; *out is its space, to be filled
+ * before the next write (LMDB's MDB_RESERVE). */
+static int writer_put_reserved(struct dsstore_writer *w, MDB_dbi dbi, void *key, size_t klen,
+			       size_t vlen, unsigned flags, uint8_t **out, char *err, size_t errlen)
 {
 	int rc = writer_reserve(w, vlen, err, errlen);
 	if (rc)
@@ -507,9 +508,21 @@ static int writer_put(struct dsstore_writer *w, MDB_dbi dbi, void *key, size_t k
 	rc = mdb_put(w->txn, dbi, &k, &v, flags | MDB_RESERVE);
 	if (rc)
 		return lmdb_fail(err, errlen, rc, "writing a record");
-	memcpy(v.mv_data, v1, v1len);
+	*out = v.mv_data;
+	return 0;
+}
+
+static int writer_put(struct dsstore_writer *w, MDB_dbi dbi, void *key, size_t klen,
+		      size_t vlen, const void *v1, size_t v1len, const void *v2, unsigned flags,
+		      char *err, size_t errlen)
+{
+	uint8_t *p = NULL;
+	int rc = writer_put_reserved(w, dbi, key, klen, vlen, flags, &p, err, errlen);
+	if (rc)
+		return rc;
+	memcpy(p, v1, v1len);
 	if (v2)
-		memcpy((uint8_t *)v.mv_data + v1len, v2, vlen - v1len);
+		memcpy(p + v1len, v2, vlen - v1len);
 	return 0;
 }
 
@@ -528,19 +541,16 @@ int dsstore_writer_put_sample_filled(struct dsstore_writer *w, uint64_t index,
 				     struct dsformat_sample *s, dsstore_fill_fn fill, void *ctx,
 				     char *err, size_t errlen)
 {
-	size_t vlen = DSFORMAT_SAMPLE_HDR + (size_t)s->payload_len;
-	int rc = writer_reserve(w, vlen, err, errlen);
+	uint8_t key[8], *p = NULL;
+	dsformat_sample_key(index, key);
+	int rc = writer_put_reserved(w, w->samples, key, 8,
+				     DSFORMAT_SAMPLE_HDR + (size_t)s->payload_len, MDB_APPEND, &p,
+				     err, errlen);
 	if (rc)
 		return rc;
-	uint8_t key[8];
-	dsformat_sample_key(index, key);
-	MDB_val k = { 8, key }, v = { vlen, NULL };
-	rc = mdb_put(w->txn, w->samples, &k, &v, MDB_APPEND | MDB_RESERVE);
-	if (rc)
-		return lmdb_fail(err, errlen, rc, "writing a record");
-	uint8_t *p = v.mv_data;
 	if ((rc = fill(ctx, p + DSFORMAT_SAMPLE_HDR, s->payload_len, s))) {
 		/* Nothing of it stays: the next sample takes this index. */
+		MDB_val k = { 8, key };
 		int drc = mdb_del(w->txn, w->samples, &k, NULL);
 		if (drc)
 			return lmdb_fail(err, errlen, drc, "removing an unfilled record");

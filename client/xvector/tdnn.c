@@ -216,6 +216,59 @@ static double tdnn_channel_sum(const float *v, int B, int C, int L, int c)
 	return s;
 }
 
+/* One channel's pieces of the training-mode batch-norm, shared by the local
+ * pass (fused per channel) and the sync pass (sums over ranks in between). */
+static void bn_relu_channel(const float *a, float *r, int B, int C, int L, int c)
+{
+	for (int b = 0; b < B; b++) {
+		size_t o = ((size_t)b * C + c) * L;
+
+		for (int t = 0; t < L; t++)
+			r[o + t] = a[o + t] < 0.0f ? 0.0f : a[o + t];
+	}
+}
+
+/* Sum over (B, L) of (r - m)^2 in channel c. */
+static double bn_channel_ss(const float *r, int B, int C, int L, int c, float m)
+{
+	double ss = 0.0;
+
+	for (int b = 0; b < B; b++) {
+		const float *row = r + ((size_t)b * C + c) * L;
+		float p = 0.0f;
+
+		for (int t = 0; t < L; t++)
+			p += (row[t] - m) * (row[t] - m);
+		ss += p;
+	}
+	return ss;
+}
+
+/* From channel c's mean m and squared deviations ss over N values: its
+ * invstd, running statistics and output. */
+static void bn_channel_finish(const float *r, int B, int C, int L, int c, float m, double ss,
+			      double N, const float *gamma, const float *beta, float *running_mean,
+			      float *running_var, float *mean, float *invstd, float *y)
+{
+	double var = ss / N;
+	float is = (float)(1.0 / sqrt(var + TDNN_BN_EPS));
+	double unbiased = N > 1 ? ss / (N - 1) : var;
+
+	mean[c] = m;
+	invstd[c] = is;
+	running_mean[c] = (1.0f - TDNN_BN_MOMENTUM) * running_mean[c] + TDNN_BN_MOMENTUM * m;
+	running_var[c] = (1.0f - TDNN_BN_MOMENTUM) * running_var[c] +
+			 TDNN_BN_MOMENTUM * (float)unbiased;
+
+	float g = gamma[c] * is, be = beta[c];
+	for (int b = 0; b < B; b++) {
+		size_t o = ((size_t)b * C + c) * L;
+
+		for (int t = 0; t < L; t++)
+			y[o + t] = (r[o + t] - m) * g + be;
+	}
+}
+
 void tdnn_relu_bn_train(const float *a, int B, int C, int L, const float *gamma,
 			const float *beta, float *running_mean, float *running_var, float *r,
 			float *mean, float *invstd, float *y)
@@ -225,42 +278,13 @@ void tdnn_relu_bn_train(const float *a, int B, int C, int L, const float *gamma,
 
 	TDNN_PARALLEL_FOR(n)
 	for (int c = 0; c < C; c++) {
-		for (int b = 0; b < B; b++) {
-			size_t o = ((size_t)b * C + c) * L;
-
-			for (int t = 0; t < L; t++)
-				r[o + t] = a[o + t] < 0.0f ? 0.0f : a[o + t];
-		}
+		bn_relu_channel(a, r, B, C, L, c);
 		float m = (float)(tdnn_channel_sum(r, B, C, L, c) / N);
-		double ss = 0.0;
-
-		for (int b = 0; b < B; b++) {
-			const float *row = r + ((size_t)b * C + c) * L;
-			float p = 0.0f;
-
-			for (int t = 0; t < L; t++)
-				p += (row[t] - m) * (row[t] - m);
-			ss += p;
-		}
-		double var = ss / N;
-		float is = (float)(1.0 / sqrt(var + TDNN_BN_EPS));
-		double unbiased = N > 1 ? ss / (N - 1) : var;
-
-		mean[c] = m;
-		invstd[c] = is;
-		running_mean[c] = (1.0f - TDNN_BN_MOMENTUM) * running_mean[c] + TDNN_BN_MOMENTUM * m;
-		running_var[c] = (1.0f - TDNN_BN_MOMENTUM) * running_var[c] +
-				 TDNN_BN_MOMENTUM * (float)unbiased;
-
-		float g = gamma[c] * is, be = beta[c];
-		for (int b = 0; b < B; b++) {
-			size_t o = ((size_t)b * C + c) * L;
-
-			for (int t = 0; t < L; t++)
-				y[o + t] = (r[o + t] - m) * g + be;
-		}
+		bn_channel_finish(r, B, C, L, c, m, bn_channel_ss(r, B, C, L, c, m), N, gamma, beta,
+				  running_mean, running_var, mean, invstd, y);
 	}
 }
+
 /* Sum v (n doubles) over the ranks; on failure keep the first error and
  * leave v as it is (the step is then refused by the model). */
 static void tdnn_dp_sum(struct tdnn_dp *dp, double *v, size_t n)
@@ -270,26 +294,26 @@ static void tdnn_dp_sum(struct tdnn_dp *dp, double *v, size_t n)
 		dp->failed = rc;
 }
 
+static int tdnn_dp_sync(const struct tdnn_dp *dp)
+{
+	return dp && dp->sync_bn && dp->world > 1;
+}
+
 void tdnn_relu_bn_train_dp(const float *a, int B, int C, int L, const float *gamma,
 			   const float *beta, float *running_mean, float *running_var, float *r,
 			   float *mean, float *invstd, float *y, struct tdnn_dp *dp)
 {
-	if (!dp || !dp->sum || dp->world <= 1) {
+	if (!tdnn_dp_sync(dp)) {
 		tdnn_relu_bn_train(a, B, C, L, gamma, beta, running_mean, running_var, r, mean,
 				   invstd, y);
 		return;
 	}
-	/* Sync batch-norm: the sums of every rank, then the squared deviations
-	 * from the global mean (the same two passes as one process makes). */
+	/* Sync batch-norm: the same per-channel steps as one process takes,
+	 * with the sums of every rank (then the count) between them. */
 	double *s = dp->buf;
 	TDNN_PARALLEL_FOR((size_t)B * C * L)
 	for (int c = 0; c < C; c++) {
-		for (int b = 0; b < B; b++) {
-			size_t o = ((size_t)b * C + c) * L;
-
-			for (int t = 0; t < L; t++)
-				r[o + t] = a[o + t] < 0.0f ? 0.0f : a[o + t];
-		}
+		bn_relu_channel(a, r, B, C, L, c);
 		s[c] = tdnn_channel_sum(r, B, C, L, c);
 	}
 	s[C] = (double)B * L;
@@ -297,40 +321,14 @@ void tdnn_relu_bn_train_dp(const float *a, int B, int C, int L, const float *gam
 	double N = s[C];
 	TDNN_PARALLEL_FOR((size_t)B * C * L)
 	for (int c = 0; c < C; c++) {
-		float m = (float)(s[c] / N);
-		double ss = 0.0;
-
-		for (int b = 0; b < B; b++) {
-			const float *row = r + ((size_t)b * C + c) * L;
-			float p = 0.0f;
-
-			for (int t = 0; t < L; t++)
-				p += (row[t] - m) * (row[t] - m);
-			ss += p;
-		}
-		mean[c] = m;
-		s[C + 1 + c] = ss;
+		mean[c] = (float)(s[c] / N);
+		s[C + 1 + c] = bn_channel_ss(r, B, C, L, c, mean[c]);
 	}
 	tdnn_dp_sum(dp, s + C + 1, (size_t)C);
 	TDNN_PARALLEL_FOR((size_t)B * C * L)
-	for (int c = 0; c < C; c++) {
-		double ss = s[C + 1 + c], var = ss / N;
-		float m = mean[c], is = (float)(1.0 / sqrt(var + TDNN_BN_EPS));
-		double unbiased = N > 1 ? ss / (N - 1) : var;
-
-		invstd[c] = is;
-		running_mean[c] = (1.0f - TDNN_BN_MOMENTUM) * running_mean[c] + TDNN_BN_MOMENTUM * m;
-		running_var[c] = (1.0f - TDNN_BN_MOMENTUM) * running_var[c] +
-				 TDNN_BN_MOMENTUM * (float)unbiased;
-
-		float g = gamma[c] * is, be = beta[c];
-		for (int b = 0; b < B; b++) {
-			size_t o = ((size_t)b * C + c) * L;
-
-			for (int t = 0; t < L; t++)
-				y[o + t] = (r[o + t] - m) * g + be;
-		}
-	}
+	for (int c = 0; c < C; c++)
+		bn_channel_finish(r, B, C, L, c, mean[c], s[C + 1 + c], N, gamma, beta, running_mean,
+				  running_var, mean, invstd, y);
 }
 
 void tdnn_relu_bn_eval(const float *a, int B, int C, int L, const float *gamma,
@@ -353,6 +351,44 @@ void tdnn_relu_bn_eval(const float *a, int B, int C, int L, const float *gamma,
 	}
 }
 
+/* Channel c's sums of dy and of dy * xhat over (B, L). */
+static void bn_channel_dsums(const float *r, const float *dy, int B, int C, int L, int c, float m,
+			     float is, double *sdy, double *sdyx)
+{
+	double s1 = 0.0, s2 = 0.0;
+
+	for (int b = 0; b < B; b++) {
+		size_t o = ((size_t)b * C + c) * L;
+		float p = 0.0f, q = 0.0f;
+
+		for (int t = 0; t < L; t++) {
+			p += dy[o + t];
+			q += dy[o + t] * (r[o + t] - m) * is;
+		}
+		s1 += p;
+		s2 += q;
+	}
+	*sdy = s1;
+	*sdyx = s2;
+}
+
+/* Channel c's da from those sums over N values, through the ReLU. */
+static void bn_channel_da(const float *r, const float *dy, float *da, int B, int C, int L, int c,
+			  float m, float is, float gamma, float N, float s1, float s2)
+{
+	float k = gamma * is / N;
+
+	for (int b = 0; b < B; b++) {
+		size_t o = ((size_t)b * C + c) * L;
+
+		for (int t = 0; t < L; t++) {
+			float xhat = (r[o + t] - m) * is;
+			float d = k * (N * dy[o + t] - s1 - xhat * s2);
+			da[o + t] = r[o + t] > 0.0f ? d : 0.0f;
+		}
+	}
+}
+
 void tdnn_relu_bn_backward(const float *r, int B, int C, int L, const float *gamma,
 			   const float *mean, const float *invstd, const float *dy, float *da,
 			   float *dgamma, float *dbeta)
@@ -361,35 +397,39 @@ void tdnn_relu_bn_backward(const float *r, int B, int C, int L, const float *gam
 
 	TDNN_PARALLEL_FOR((size_t)B * C * L)
 	for (int c = 0; c < C; c++) {
-		float m = mean[c], is = invstd[c];
-		double sdy = 0.0, sdyx = 0.0;
+		double sdy, sdyx;
 
-		for (int b = 0; b < B; b++) {
-			size_t o = ((size_t)b * C + c) * L;
-			float p = 0.0f, q = 0.0f;
-
-			for (int t = 0; t < L; t++) {
-				p += dy[o + t];
-				q += dy[o + t] * (r[o + t] - m) * is;
-			}
-			sdy += p;
-			sdyx += q;
-		}
+		bn_channel_dsums(r, dy, B, C, L, c, mean[c], invstd[c], &sdy, &sdyx);
 		dbeta[c] += (float)sdy;
 		dgamma[c] += (float)sdyx;
-		float k = gamma[c] * is / N;
-		float s1 = (float)sdy, s2 = (float)sdyx;
-
-		for (int b = 0; b < B; b++) {
-			size_t o = ((size_t)b * C + c) * L;
-
-			for (int t = 0; t < L; t++) {
-				float xhat = (r[o + t] - m) * is;
-				float d = k * (N * dy[o + t] - s1 - xhat * s2);
-				da[o + t] = r[o + t] > 0.0f ? d : 0.0f;
-			}
-		}
+		bn_channel_da(r, dy, da, B, C, L, c, mean[c], invstd[c], gamma[c], N, (float)sdy,
+			      (float)sdyx);
 	}
+}
+
+void tdnn_relu_bn_backward_dp(const float *r, int B, int C, int L, const float *gamma,
+			      const float *mean, const float *invstd, const float *dy, float *da,
+			      float *dgamma, float *dbeta, struct tdnn_dp *dp)
+{
+	if (!tdnn_dp_sync(dp)) {
+		tdnn_relu_bn_backward(r, B, C, L, gamma, mean, invstd, dy, da, dgamma, dbeta);
+		return;
+	}
+	double *s = dp->buf;
+	TDNN_PARALLEL_FOR((size_t)B * C * L)
+	for (int c = 0; c < C; c++) {
+		bn_channel_dsums(r, dy, B, C, L, c, mean[c], invstd[c], &s[c], &s[C + c]);
+		/* this rank's part of dbeta and dgamma; the gradient average adds the rest */
+		dbeta[c] += (float)s[c];
+		dgamma[c] += (float)s[C + c];
+	}
+	s[2 * C] = (double)B * L;
+	tdnn_dp_sum(dp, s, 2 * (size_t)C + 1);
+	float N = (float)s[2 * C];
+	TDNN_PARALLEL_FOR((size_t)B * C * L)
+	for (int c = 0; c < C; c++)
+		bn_channel_da(r, dy, da, B, C, L, c, mean[c], invstd[c], gamma[c], N, (float)s[c],
+			      (float)s[C + c]);
 }
 
 uint64_t tdnn_dropout_subseq(uint64_t step, int layer)
@@ -613,56 +653,4 @@ double tdnn_softmax_xent(const float *logits, const int32_t *labels, int B, int 
 	}
 	*correct = ok;
 	return loss / B;
-}
-
-void tdnn_relu_bn_backward_dp(const float *r, int B, int C, int L, const float *gamma,
-			      const float *mean, const float *invstd, const float *dy, float *da,
-			      float *dgamma, float *dbeta, struct tdnn_dp *dp)
-{
-	if (!dp || !dp->sum || dp->world <= 1) {
-		tdnn_relu_bn_backward(r, B, C, L, gamma, mean, invstd, dy, da, dgamma, dbeta);
-		return;
-	}
-	double *s = dp->buf;
-	TDNN_PARALLEL_FOR((size_t)B * C * L)
-	for (int c = 0; c < C; c++) {
-		float m = mean[c], is = invstd[c];
-		double sdy = 0.0, sdyx = 0.0;
-
-		for (int b = 0; b < B; b++) {
-			size_t o = ((size_t)b * C + c) * L;
-			float p = 0.0f, q = 0.0f;
-
-			for (int t = 0; t < L; t++) {
-				p += dy[o + t];
-				q += dy[o + t] * (r[o + t] - m) * is;
-			}
-			sdy += p;
-			sdyx += q;
-		}
-		/* this rank's part of dbeta and dgamma; the gradient average adds the rest */
-		dbeta[c] += (float)sdy;
-		dgamma[c] += (float)sdyx;
-		s[c] = sdy;
-		s[C + c] = sdyx;
-	}
-	s[2 * C] = (double)B * L;
-	tdnn_dp_sum(dp, s, 2 * (size_t)C + 1);
-	float N = (float)s[2 * C];
-	TDNN_PARALLEL_FOR((size_t)B * C * L)
-	for (int c = 0; c < C; c++) {
-		float m = mean[c], is = invstd[c];
-		float k = gamma[c] * is / N;
-		float s1 = (float)s[c], s2 = (float)s[C + c];
-
-		for (int b = 0; b < B; b++) {
-			size_t o = ((size_t)b * C + c) * L;
-
-			for (int t = 0; t < L; t++) {
-				float xhat = (r[o + t] - m) * is;
-				float d = k * (N * dy[o + t] - s1 - xhat * s2);
-				da[o + t] = r[o + t] > 0.0f ? d : 0.0f;
-			}
-		}
-	}
 }

@@ -56,15 +56,16 @@ void tdnn_affine_backward(const float *x, const float *dy, int B, int D, int T, 
  * local batch use the counters the same sample would have at row
  * j * world + rank of the one global batch (the ranks' batches interleave
  * like their shares of the epoch), so noise and dropout do not depend on
- * how samples are spread over ranks. With sum set, batch-norm statistics
- * are summed over the ranks (sync batch-norm): sum(ctx, v, n) adds v over
- * every rank in place (all ranks call it with the same n); buf holds
+ * how samples are spread over ranks. sum(ctx, v, n) adds v over every rank
+ * in place (all ranks call it with the same n). With sync_bn, batch-norm
+ * statistics are summed over the ranks (sync batch-norm): buf holds
  * 2 * channels + 1 doubles; failed keeps sum's first error. NULL where a
  * function takes a struct tdnn_dp: one process. */
 struct tdnn_dp {
 	int rank, world;
 	int (*sum)(void *ctx, double *v, size_t n);
 	void *ctx;
+	int sync_bn;
 	double *buf;
 	int failed;
 };
@@ -78,7 +79,7 @@ void tdnn_relu_bn_train(const float *a, int B, int C, int L, const float *gamma,
 			const float *beta, float *running_mean, float *running_var, float *r,
 			float *mean, float *invstd, float *y);
 
-/* The same with dp (may be NULL): with dp->sum the mean and variance are
+/* The same with dp (may be NULL): with dp->sync_bn the mean and variance are
  * those of the ranks' batches together. */
 void tdnn_relu_bn_train_dp(const float *a, int B, int C, int L, const float *gamma,
 			   const float *beta, float *running_mean, float *running_var, float *r,
@@ -95,7 +96,7 @@ void tdnn_relu_bn_eval(const float *a, int B, int C, int L, const float *gamma,
 void tdnn_relu_bn_backward(const float *r, int B, int C, int L, const float *gamma,
 			   const float *mean, const float *invstd, const float *dy, float *da,
 			   float *dgamma, float *dbeta);
-/* With dp->sum: da through the statistics of all ranks' batches (dgamma
+/* With dp->sync_bn: da through the statistics of all ranks' batches (dgamma
  * and dbeta still accumulate this rank's part; the gradient average over
  * ranks completes them). */
 void tdnn_relu_bn_backward_dp(const float *r, int B, int C, int L, const float *gamma,

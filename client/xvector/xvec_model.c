@@ -71,7 +71,6 @@ struct xvec_model {
 	/* data-parallel training (xvec_model_set_dp); NULL: one process */
 	struct tdnn_dp *dp;
 	int (*sum_f)(void *ctx, float *v, size_t n);
-	int (*dp_sum_d)(void *ctx, double *v, size_t n);
 	double *reduce_s;
 };
 
@@ -347,13 +346,11 @@ int xvec_model_set_dp(struct xvec_model *m, int rank, int world,
 		free(buf);
 		return -ENOMEM;
 	}
-	*dp = (struct tdnn_dp){ .rank = rank, .world = world, .sum = sync_bn ? sum_d : NULL,
-				.ctx = ctx, .buf = buf };
+	*dp = (struct tdnn_dp){ .rank = rank, .world = world, .sum = sum_d, .ctx = ctx,
+				.sync_bn = sync_bn, .buf = buf };
 	m->dp = dp;
 	m->sum_f = sum_f;
 	m->reduce_s = reduce_s;
-	/* sum_d also agrees on the loss when batch-norm stays per rank */
-	m->dp_sum_d = sum_d;
 	return 0;
 }
 
@@ -572,7 +569,7 @@ int xvec_model_train_step(struct xvec_model *m, const float *x, const int32_t *l
 	/* Every rank takes or skips the step together: a non-finite loss on one
 	 * makes the sum non-finite on all. */
 	double loss = r.loss;
-	if (m->dp && (rc = m->dp_sum_d(m->dp->ctx, &loss, 1)))
+	if (m->dp && (rc = m->dp->sum(m->dp->ctx, &loss, 1)))
 		return status_fail(err, errlen, rc, "x-vector model: summing the loss over the ranks "
 				   "failed (%d)", rc);
 	/* a non-finite loss would spread NaN through every weight via Adam's moments */
