@@ -29,6 +29,7 @@ import datetime
 import json
 import os
 import signal
+import socket
 import sys
 
 import torch
@@ -54,22 +55,32 @@ def main():
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
     rank, world = dist.get_rank(), dist.get_world_size()
 
+    sock = a.socket or os.environ.get("FEEDER_SOCKET") or "/run/feeder/feederd.sock"
+
+    def lost(why):
+        # When this node's daemon died, a peer on the node may see it first
+        # and leave, so this rank learns of it as a lost peer (in the middle
+        # of an all-reduce, or as torchrun's SIGTERM); the daemon is the cause
+        # worth naming then.
+        gone = _daemon_gone(sock)
+        if gone:
+            print("ddp_train: rank %d of %d: feederd at %s: %s (and %s)"
+                  % (rank, world, sock, gone, why), file=sys.stderr, flush=True)
+        else:
+            print("ddp_train: rank %d of %d: %s" % (rank, world, why), file=sys.stderr, flush=True)
+
     def stopped(sig, frame):  # torchrun ends a node's ranks when one of them failed
-        print("ddp_train: rank %d of %d: stopped by torchrun (signal %d): another rank failed"
-              % (rank, world, sig), file=sys.stderr, flush=True)
+        lost("stopped by torchrun (signal %d): another rank failed" % sig)
         os._exit(1)
     signal.signal(signal.SIGTERM, stopped)
     try:
         train(a, rank, world)
     except feeder.FeederError as e:
-        sock = a.socket or os.environ.get("FEEDER_SOCKET", "the default socket")
         print("ddp_train: rank %d of %d: feederd at %s: %s" % (rank, world, sock, e),
               file=sys.stderr, flush=True)
         sys.exit(1)
     except RuntimeError as e:  # gloo: a peer's connection closed or timed out
-        print("ddp_train: rank %d of %d: lost the other ranks: %s"
-              % (rank, world, str(e).splitlines()[0] if str(e) else type(e).__name__),
-              file=sys.stderr, flush=True)
+        lost("lost the other ranks: %s" % (str(e).splitlines()[0] if str(e) else type(e).__name__))
         sys.exit(1)
     dist.barrier()
     dist.destroy_process_group()
@@ -119,6 +130,19 @@ def train(a, rank, world):
     with open(os.path.join(a.out, "rank%d.json" % rank), "w") as f:
         json.dump({"rank": rank, "world": world, "seen": seen, "params": params,
                    "state": state, "socket": os.environ.get("FEEDER_SOCKET")}, f)
+
+
+def _daemon_gone(path):
+    """Why the daemon at path cannot be reached, or None when it answers."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(2)
+    try:
+        s.connect(path)
+        return None
+    except OSError as e:
+        return "not running (%s)" % (e.strerror or e)
+    finally:
+        s.close()
 
 
 def _world_of(folder):
