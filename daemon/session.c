@@ -320,6 +320,32 @@ static int admit(struct session *c, const struct feeder_stream_opts *o, struct d
 	return 0;
 }
 
+/* The noise and RIR datasets a wave stream's augmentation names. */
+static int open_wave_sources(struct server *srv, struct stream *s,
+			     const struct feeder_stream_opts *o, char *err, size_t errlen)
+{
+	const char *names[2] = {o->wave.noise, o->wave.rir}, *opt[2] = {"wave.noise", "wave.rir"};
+	struct dataset *d[2] = {NULL, NULL};
+	int rc = 0;
+	for (int i = 0; i < 2 && rc == 0; i++) {
+		if (!names[i][0])
+			continue;
+		d[i] = registry_get(srv->reg, names[i]);
+		if (!d[i])
+			rc = status_fail(err, errlen, FEEDER_ENODATASET,
+					 "%s: no dataset named '%s' is served", opt[i], names[i]);
+		else if (dataset_gone(d[i]))
+			rc = status_fail(err, errlen, FEEDER_ENODATASET, "%s: %s", opt[i],
+					 d[i]->gone_msg);
+	}
+	if (rc == 0)
+		rc = stream_sources_open(s, d[0], d[1], err, errlen);
+	for (int i = 0; i < 2; i++)
+		if (d[i])
+			dataset_unref(d[i]);
+	return rc;
+}
+
 static void handle_open(struct session *c, const struct proto_open_stream *req)
 {
 	struct server *srv = c->srv;
@@ -354,6 +380,13 @@ static void handle_open(struct session *c, const struct proto_open_stream *req)
 					  err, sizeof(err));
 	if (ds)
 		dataset_unref(ds);
+	if (rc == 0 && o->pipeline == FEEDER_PIPE_WAVE) {
+		rc = open_wave_sources(srv, s, o, err, sizeof(err));
+		if (rc) {
+			stream_destroy(s);
+			s = NULL;
+		}
+	}
 	if (rc) {
 		log_info("client %u: OPEN_STREAM of '%s' refused: %s", c->id, o->dataset, err);
 		session_error(c, rc, 0, tag, 0, err);

@@ -118,15 +118,38 @@ static int gpu_setup(struct stream *s, const struct stream_gpu *gpu, char *err, 
 int stream_check_kind(const struct feeder_stream_opts *req, const struct dataset *ds,
 		      char *err, size_t errlen)
 {
+	/* The pipeline each dataset kind is served by, and what it holds. */
+	static const struct {
+		uint32_t pipeline;
+		const char *holds, *pipe;
+	} by_kind[] = {
+		[DSFORMAT_KIND_JPEG] = {FEEDER_PIPE_JPEG, "jpeg images", "jpeg"},
+		[DSFORMAT_KIND_FEATURES] = {FEEDER_PIPE_FEATURES, "feature matrices", "features"},
+		[DSFORMAT_KIND_WAVE] = {FEEDER_PIPE_WAVE, "waveforms", "wave"},
+	};
 	unsigned kind = ds->hdr.kind;
-	if (req->pipeline == FEEDER_PIPE_JPEG && kind != DSFORMAT_KIND_JPEG)
+	if (kind >= sizeof(by_kind) / sizeof(by_kind[0]) || !by_kind[kind].pipe)
+		return status_fail(err, errlen, FEEDER_EINVAL, "dataset '%s' is of unknown kind %u",
+				   ds->name, kind);
+	if (by_kind[kind].pipeline != req->pipeline) {
+		const char *want = "?";
+		for (size_t i = 0; i < sizeof(by_kind) / sizeof(by_kind[0]); i++)
+			if (by_kind[i].pipe && by_kind[i].pipeline == req->pipeline)
+				want = by_kind[i].holds;
 		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "dataset '%s' holds %s samples, not jpeg images: open it with "
-				   "pipeline features", ds->name, dsformat_kind_name(kind));
-	if (req->pipeline == FEEDER_PIPE_FEATURES && kind != DSFORMAT_KIND_FEATURES)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "dataset '%s' holds %s samples, not feature matrices: open it with "
-				   "pipeline jpeg", ds->name, dsformat_kind_name(kind));
+				   "dataset '%s' holds %s, not %s: open it with pipeline %s", ds->name,
+				   by_kind[kind].holds, want, by_kind[kind].pipe);
+	}
+	if (req->pipeline == FEEDER_PIPE_WAVE) {
+		int rc = wave_pipeline_supported(err, errlen);
+		if (rc)
+			return rc;
+		if (ds->hdr.rate != WAVE_RATE)
+			return status_fail(err, errlen, FEEDER_EINVAL,
+					   "dataset '%s' is sampled at %u Hz; the wave pipeline computes "
+					   "its features at %d Hz (pack it with --rate %d)", ds->name,
+					   ds->hdr.rate, WAVE_RATE, WAVE_RATE);
+	}
 	return 0;
 }
 
@@ -258,6 +281,12 @@ void stream_destroy(struct stream *s)
 		atomic_fetch_sub(&s->ds->streams, 1);
 		dataset_unref(s->ds);
 	}
+	for (int c = 0; c < WAVE_CATEGORIES; c++)
+		free(s->wave.cat[c]);
+	if (s->noise_ds)
+		dataset_unref(s->noise_ds);
+	if (s->rir_ds)
+		dataset_unref(s->rir_ds);
 	free(s->slots);
 	free(s);
 }

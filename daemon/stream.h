@@ -26,6 +26,7 @@
 #include "protocol.h"
 #include "registry.h"
 #include "sampler.h"
+#include "wave_pipeline.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -162,6 +163,15 @@ int stream_claim(struct stream *s, struct stream_task *t, uint32_t max);
 void stream_task_run(struct stream_task *t, struct jpeg_worker *jw);
 /* Free the calling worker thread's record buffer (before it exits). */
 void stream_worker_exit(void);
+
+/* wave: take references on the noise and RIR datasets the stream's
+ * augmentation reads (either may be NULL when not asked for), check that
+ * they are waveforms at the stream dataset's rate, and index the noise
+ * dataset's records by category (its classes noise, music, speech). Call
+ * once after stream_create, before the pool sees the stream. Returns 0 or
+ * FEEDER_EINVAL / -ENOMEM / -EIO with a sentence naming the dataset. */
+int stream_sources_open(struct stream *s, struct dataset *noise, struct dataset *rir, char *err,
+			size_t errlen);
 /* Account a finished task. Returns 1 if the event loop has something to do
  * (a slot completed, the stream failed, or a closing stream drained). */
 int stream_task_finish(struct stream_task *t);

@@ -58,6 +58,8 @@ struct stream {
 	int registered_device;   /* the ring is cudaHostRegister'ed for it, or -1 */
 	uint64_t device_table;   /* its table's offset in the memfd, or 0 */
 	size_t ring_bytes;       /* the memfd: geo.ring_size plus the device table */
+	struct dataset *noise_ds, *rir_ds; /* wave: the datasets its augmentation reads */
+	struct wave_sources wave; /* wave: reading them (stream_sources_open) */
 
 	/* under the pool lock */
 	uint64_t next_assign, next_send;

@@ -50,11 +50,22 @@ static _Thread_local struct {
 	size_t cap;
 } scratch;
 
+/* The wave pipeline's noise or RIR record being read (a second buffer: the
+ * stream's own record is still in scratch). */
+static _Thread_local struct {
+	uint8_t *buf;
+	size_t cap;
+} aux_scratch;
+
 void stream_worker_exit(void)
 {
 	free(scratch.buf);
 	scratch.buf = NULL;
 	scratch.cap = 0;
+	free(aux_scratch.buf);
+	aux_scratch.buf = NULL;
+	aux_scratch.cap = 0;
+	wave_pipeline_worker_exit();
 }
 
 /* Fetch sample index of the stream's dataset: its header into smp and its
@@ -131,6 +142,149 @@ static void fetch_name(struct dsstore_txn *txn, uint64_t index, char *dst)
 	dst[0] = 0;
 }
 
+/* struct wave_source's reader: record index of the noise or RIR dataset
+ * ctx, copied into aux_scratch under the SIGBUS guard as fetch copies the
+ * stream's own records, and checked like them (header, CRC, a waveform of
+ * that dataset). */
+static int aux_get(void *ctx, uint64_t index, const uint8_t **pcm, size_t *n, char *err,
+		   size_t errlen)
+{
+	struct dataset *d = ctx;
+	struct dsstore_txn *txn = NULL;
+	struct dsformat_sample smp;
+	sigjmp_buf env;
+	int rc = 0;
+	if (dataset_gone(d))
+		return status_fail(err, errlen, d->gone_code ? d->gone_code : FEEDER_ENODATASET, "%s",
+				   d->gone_msg);
+	if (sigsetjmp(env, 0) == 0) {
+		const uint8_t *payload;
+		mapguard_arm(&env);
+		rc = dsstore_txn_begin(d->store, &txn, err, errlen);
+		if (rc == 0)
+			rc = dsstore_get_sample(txn, index, &smp, &payload, err, errlen);
+		if (rc == 0 && smp.payload_len > aux_scratch.cap) {
+			uint8_t *nb = realloc(aux_scratch.buf, smp.payload_len);
+			if (nb) {
+				aux_scratch.buf = nb;
+				aux_scratch.cap = smp.payload_len;
+			} else {
+				rc = status_fail(err, errlen, -ENOMEM,
+						 "out of memory for a record of %u bytes", smp.payload_len);
+			}
+		}
+		if (rc == 0 && smp.payload_len)
+			memcpy(aux_scratch.buf, payload, smp.payload_len);
+		mapguard_disarm();
+	} else {
+		rc = status_fail(err, errlen, -EIO, "I/O error (SIGBUS) reading dataset '%s'", d->name);
+		txn = NULL; /* abandoned halfway: not trusted (a read-only one owns no lock) */
+	}
+	if (txn)
+		dsstore_txn_end(txn);
+	if (rc == 0)
+		rc = dsformat_sample_verify(&smp, aux_scratch.buf, err, errlen);
+	if (rc == 0)
+		rc = dsformat_sample_check(&d->hdr, &smp, err, errlen);
+	if (rc) {
+		char why[200];
+		snprintf(why, sizeof(why), "%s", err);
+		return status_fail(err, errlen, rc, "dataset '%s', record %llu: %s", d->name,
+				   (unsigned long long)index, why);
+	}
+	*pcm = aux_scratch.buf;
+	*n = smp.frames;
+	return 0;
+}
+
+/* The noise dataset's records by category: its classes named as
+ * wave_category_class says, read under the SIGBUS guard. */
+static int index_noise(struct stream *s, struct dataset *d, char *err, size_t errlen)
+{
+	int64_t cat_of[WAVE_CATEGORIES];
+	uint64_t n = d->hdr.samples;
+	struct dsstore_txn *volatile txn = NULL;
+	sigjmp_buf env;
+	volatile int rc = 0, found = 0;
+	for (int c = 0; c < WAVE_CATEGORIES; c++) {
+		s->wave.cat[c] = malloc((n ? n : 1) * sizeof(uint64_t));
+		if (!s->wave.cat[c])
+			return status_fail(err, errlen, -ENOMEM, "out of memory indexing dataset '%s'",
+					   d->name);
+		cat_of[c] = -1;
+	}
+	if (sigsetjmp(env, 0) == 0) {
+		mapguard_arm(&env);
+		struct dsstore_txn *t = NULL;
+		rc = dsstore_txn_begin(d->store, &t, err, errlen);
+		txn = t;
+		for (uint32_t k = 0; rc == 0 && k < d->hdr.classes; k++) {
+			const char *name;
+			size_t len;
+			if (dsstore_get_label(txn, k, &name, &len) != 0)
+				continue;
+			for (int c = 0; c < WAVE_CATEGORIES; c++)
+				if (len == strlen(wave_category_class[c]) &&
+				    memcmp(name, wave_category_class[c], len) == 0)
+					cat_of[c] = k, found++;
+		}
+		for (uint64_t i = 0; rc == 0 && found && i < n; i++) {
+			struct dsformat_sample smp;
+			const uint8_t *payload;
+			if (dsstore_get_sample(txn, i, &smp, &payload, err, errlen) != 0)
+				continue; /* a damaged record is never drawn */
+			for (int c = 0; c < WAVE_CATEGORIES; c++)
+				if (cat_of[c] == (int64_t)smp.label)
+					s->wave.cat[c][s->wave.ncat[c]++] = i;
+		}
+		mapguard_disarm();
+	} else {
+		txn = NULL;
+		rc = status_fail(err, errlen, -EIO, "I/O error (SIGBUS) indexing dataset '%s'", d->name);
+	}
+	if (txn)
+		dsstore_txn_end(txn);
+	if (rc)
+		return rc;
+	if (s->wave.ncat[WAVE_NOISE] + s->wave.ncat[WAVE_MUSIC] + s->wave.ncat[WAVE_BABBLE] == 0)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "noise dataset '%s' has no records in a class named noise, music or "
+				   "speech (MUSAN's layout)", d->name);
+	return 0;
+}
+
+int stream_sources_open(struct stream *s, struct dataset *noise, struct dataset *rir, char *err,
+			size_t errlen)
+{
+	struct dataset *ds[2] = {noise, rir};
+	const char *what[2] = {"wave.noise", "wave.rir"};
+	for (int i = 0; i < 2; i++) {
+		struct dataset *d = ds[i];
+		if (!d)
+			continue;
+		if (d->hdr.kind != DSFORMAT_KIND_WAVE || d->hdr.rate != s->ds->hdr.rate)
+			return status_fail(err, errlen, FEEDER_EINVAL,
+					   "%s dataset '%s' holds %s%s, not waveforms at %u Hz", what[i],
+					   d->name, dsformat_kind_name(d->hdr.kind),
+					   d->hdr.kind == DSFORMAT_KIND_WAVE ? " at another rate" : "",
+					   s->ds->hdr.rate);
+		if (d->hdr.samples == 0)
+			return status_fail(err, errlen, FEEDER_EINVAL, "%s dataset '%s' is empty", what[i],
+					   d->name);
+		dataset_ref(d);
+		struct wave_source *src = i ? &s->wave.rir : &s->wave.noise;
+		*src = (struct wave_source){.get = aux_get, .ctx = d, .count = d->hdr.samples,
+					    .key = detrand_mix((uint64_t)d->ino ^
+							       ((uint64_t)d->mtime.tv_nsec << 20) ^
+							       (uint64_t)d->mtime.tv_sec)};
+		if (i)
+			s->rir_ds = d;
+		else
+			s->noise_ds = d;
+	}
+	return noise ? index_noise(s, noise, err, errlen) : 0;
+}
+
 /* Decode sample index into out; 0, FEATURES_SKIPPED, STREAM_IO_FAULT or a
  * negative code. */
 static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_worker *jw,
@@ -139,6 +293,7 @@ static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_wo
 		      size_t errlen)
 {
 	struct dsformat_sample smp;
+	int32_t wave_label = 0;
 	double t0 = mono_s();
 	int rc = fetch(s, txn, index, &smp, fault_off, err, errlen);
 	const uint8_t *payload = scratch.buf;
@@ -160,12 +315,15 @@ static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_wo
 		rc = gpu_slot_stage(gs, jw, pos_in_batch, &smp, payload, key, err, errlen);
 	else if (s->opts.pipeline == FEEDER_PIPE_JPEG)
 		rc = jpeg_pipeline_run(jw, &s->opts, payload, smp.payload_len, key, out, err, errlen);
+	else if (s->opts.pipeline == FEEDER_PIPE_WAVE)
+		rc = wave_pipeline_run(&s->opts, &s->wave, &smp, payload, key, s->ds->hdr.classes, out,
+				       &wave_label, err, errlen);
 	else
 		rc = features_pipeline_run(&s->opts, &smp, payload, key, out, err, errlen);
 	double spent = mono_s() - t1, decode_s = 0, transform_s = 0;
 	if (jw)
 		jpeg_worker_take_times(jw, &decode_s, &transform_s);
-	if (s->opts.pipeline == FEEDER_PIPE_FEATURES) {
+	if (s->opts.pipeline != FEEDER_PIPE_JPEG) {
 		stage_s[FEEDER_STAGE_FEATURES] += spent;
 	} else {
 		/* the rest of the time (resampling, or staging for the GPU) */
@@ -173,7 +331,7 @@ static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_wo
 		stage_s[FEEDER_STAGE_TRANSFORM] += spent > decode_s ? spent - decode_s : 0;
 	}
 	if (rc == 0)
-		*label = (int32_t)smp.label;
+		*label = s->opts.pipeline == FEEDER_PIPE_WAVE ? wave_label : (int32_t)smp.label;
 	return rc;
 }
 

@@ -2,6 +2,8 @@
  * fbank.h for the exact recipe and the reasons for its choices). */
 #include "fbank.h"
 
+#include "fftw_lock.h"
+
 #include "status.h"
 
 #include <errno.h>
@@ -25,21 +27,21 @@ struct fbank_filter {
 struct fbank {
 	struct fbank_opts o;
 	uint32_t dim;
-	float window[FBANK_FRAME_LEN];
+	double window[FBANK_FRAME_LEN];
 	float center_mel[FBANK_NFFT_BINS];
 	struct fbank_filter filters[FBANK_NFFT_BINS];
 	float *dct;      /* ceps x bins, mfcc only */
 	float *lifter;   /* ceps, mfcc only (NULL when lifter is 0) */
-	float *in;       /* FBANK_FFT_LEN, fftwf_malloc'd */
-	fftwf_complex *spec; /* FBANK_NFFT_BINS + 1 */
-	fftwf_plan plan;
-	float power[FBANK_NFFT_BINS + 1];
-	float mel[FBANK_NFFT_BINS];
+	/* The frame's arithmetic is in double: in single precision the power
+	 * of a quiet bin next to loud ones (after pre-emphasis, the lowest
+	 * mel bins) carries rounding of the loud ones' order, which is 1e-3
+	 * in log-mel (measured against torchaudio's Kaldi in float64). */
+	double *in;      /* FBANK_FFT_LEN, fftw_malloc'd */
+	fftw_complex *spec; /* FBANK_NFFT_BINS + 1 */
+	fftw_plan plan;
+	double power[FBANK_NFFT_BINS + 1];
+	double mel[FBANK_NFFT_BINS];
 };
-
-/* FFTW's planner keeps global state: plans are made and destroyed under this
- * lock; executing distinct plans in parallel is safe. */
-static pthread_mutex_t fbank_plan_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static float fbank_mel(float hz) { return 1127.0f * logf(1.0f + hz / 700.0f); }
 
@@ -185,8 +187,8 @@ int fbank_create(const struct fbank_opts *o, struct fbank **out, char *err, size
 	const double a = 2.0 * M_PI / (FBANK_FRAME_LEN - 1);
 	for (int i = 0; i < FBANK_FRAME_LEN; i++)
 		fb->window[i] = o->window == FBANK_WINDOW_HAMMING
-					? (float)(0.54 - 0.46 * cos(a * i))
-					: (float)pow(0.5 - 0.5 * cos(a * i), 0.85);
+					? 0.54 - 0.46 * cos(a * i)
+					: pow(0.5 - 0.5 * cos(a * i), 0.85);
 	rc = fbank_build_filters(fb, high, err, errlen);
 	if (rc == 0 && o->kind == FBANK_KIND_MFCC)
 		rc = fbank_build_mfcc(fb, err, errlen);
@@ -194,12 +196,12 @@ int fbank_create(const struct fbank_opts *o, struct fbank **out, char *err, size
 		fbank_destroy(fb);
 		return rc;
 	}
-	pthread_mutex_lock(&fbank_plan_lock);
-	fb->in = fftwf_malloc(FBANK_FFT_LEN * sizeof(float));
-	fb->spec = fftwf_malloc((FBANK_NFFT_BINS + 1) * sizeof(fftwf_complex));
+	fftw_lock();
+	fb->in = fftw_malloc(FBANK_FFT_LEN * sizeof(double));
+	fb->spec = fftw_malloc((FBANK_NFFT_BINS + 1) * sizeof(fftw_complex));
 	if (fb->in && fb->spec)
-		fb->plan = fftwf_plan_dft_r2c_1d(FBANK_FFT_LEN, fb->in, fb->spec, FFTW_ESTIMATE);
-	pthread_mutex_unlock(&fbank_plan_lock);
+		fb->plan = fftw_plan_dft_r2c_1d(FBANK_FFT_LEN, fb->in, fb->spec, FFTW_ESTIMATE);
+	fftw_unlock();
 	if (!fb->plan) {
 		fbank_destroy(fb);
 		return status_fail(err, errlen, -ENOMEM, "no memory for the FFT plan");
@@ -212,12 +214,12 @@ void fbank_destroy(struct fbank *fb)
 {
 	if (!fb)
 		return;
-	pthread_mutex_lock(&fbank_plan_lock);
+	fftw_lock();
 	if (fb->plan)
-		fftwf_destroy_plan(fb->plan);
-	fftwf_free(fb->in);
-	fftwf_free(fb->spec);
-	pthread_mutex_unlock(&fbank_plan_lock);
+		fftw_destroy_plan(fb->plan);
+	fftw_free(fb->in);
+	fftw_free(fb->spec);
+	fftw_unlock();
 	for (int b = 0; b < FBANK_NFFT_BINS; b++)
 		free(fb->filters[b].w);
 	free(fb->dct);
@@ -228,43 +230,45 @@ void fbank_destroy(struct fbank *fb)
 /* One frame: fills row (dim floats) and returns the raw log energy. */
 static float fbank_frame(struct fbank *fb, const float *x, float *row)
 {
-	float *in = fb->in;
+	double *in = fb->in;
 	double sum = 0.0;
 	for (int i = 0; i < FBANK_FRAME_LEN; i++)
 		sum += x[i];
-	const float mean = (float)(sum / FBANK_FRAME_LEN);
+	const double mean = sum / FBANK_FRAME_LEN;
 	double energy = 0.0;
 	for (int i = 0; i < FBANK_FRAME_LEN; i++) {
 		in[i] = x[i] - mean;
-		energy += (double)in[i] * in[i];
+		energy += in[i] * in[i];
 	}
-	const float log_energy = logf(fmaxf((float)energy, FLT_EPSILON));
+	const float log_energy = (float)log(fmax(energy, FLT_EPSILON));
 	for (int i = FBANK_FRAME_LEN - 1; i > 0; i--)
 		in[i] -= FBANK_PREEMPH * in[i - 1];
 	in[0] -= FBANK_PREEMPH * in[0];
 	for (int i = 0; i < FBANK_FRAME_LEN; i++)
 		in[i] *= fb->window[i];
-	memset(in + FBANK_FRAME_LEN, 0, (FBANK_FFT_LEN - FBANK_FRAME_LEN) * sizeof(float));
-	fftwf_execute(fb->plan);
+	memset(in + FBANK_FRAME_LEN, 0, (FBANK_FFT_LEN - FBANK_FRAME_LEN) * sizeof(double));
+	fftw_execute(fb->plan);
 	for (int k = 0; k <= FBANK_NFFT_BINS; k++)
 		fb->power[k] = fb->spec[k][0] * fb->spec[k][0] + fb->spec[k][1] * fb->spec[k][1];
 
 	const int bins = fb->o.bins;
-	float *mel = fb->o.kind == FBANK_KIND_FBANK ? row : fb->mel;
 	for (int b = 0; b < bins; b++) {
 		const struct fbank_filter *f = &fb->filters[b];
-		float e = 0.0f;
+		double e = 0.0;
 		for (int j = 0; j < f->len; j++)
 			e += f->w[j] * fb->power[f->first + j];
-		mel[b] = logf(fmaxf(e, FLT_EPSILON));
+		fb->mel[b] = log(fmax(e, FLT_EPSILON));
 	}
-	if (fb->o.kind == FBANK_KIND_MFCC) {
+	if (fb->o.kind == FBANK_KIND_FBANK) {
+		for (int b = 0; b < bins; b++)
+			row[b] = (float)fb->mel[b];
+	} else {
 		for (int c = 0; c < fb->o.ceps; c++) {
 			const float *d = fb->dct + (size_t)c * bins;
-			float v = 0.0f;
+			double v = 0.0;
 			for (int b = 0; b < bins; b++)
-				v += d[b] * mel[b];
-			row[c] = fb->lifter ? v * fb->lifter[c] : v;
+				v += d[b] * fb->mel[b];
+			row[c] = (float)(fb->lifter ? v * fb->lifter[c] : v);
 		}
 		if (fb->o.use_energy)
 			row[0] = log_energy;

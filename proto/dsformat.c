@@ -13,6 +13,7 @@ const char *dsformat_kind_name(uint32_t kind)
 	switch (kind) {
 	case DSFORMAT_KIND_JPEG: return "jpeg";
 	case DSFORMAT_KIND_FEATURES: return "features";
+	case DSFORMAT_KIND_WAVE: return "wave";
 	}
 	return "?";
 }
@@ -23,18 +24,21 @@ const char *dsformat_dtype_name(uint32_t dtype)
 	case DSFORMAT_DTYPE_NONE: return "none";
 	case DSFORMAT_DTYPE_F16: return "f16";
 	case DSFORMAT_DTYPE_F32: return "f32";
+	case DSFORMAT_DTYPE_S16: return "s16";
 	}
 	return "?";
 }
 
 size_t dsformat_dtype_size(uint32_t dtype)
 {
-	return dtype == DSFORMAT_DTYPE_F16 ? 2 : dtype == DSFORMAT_DTYPE_F32 ? 4 : 0;
+	return dtype == DSFORMAT_DTYPE_F16 || dtype == DSFORMAT_DTYPE_S16 ? 2
+	       : dtype == DSFORMAT_DTYPE_F32				  ? 4
+									  : 0;
 }
 
 /* Header layout: magic[8] version kind samples(8) classes feat_dim dtype
- * reserved packer_version[32] options[256]; version 3 adds source_bytes(8)
- * tiled(8). */
+ * rate (wave; reserved and 0 before) packer_version[32] options[256];
+ * version 3 adds source_bytes(8) tiled(8). */
 void dsformat_header_encode(const struct dsformat_header *h, uint8_t *out)
 {
 	memset(out, 0, DSFORMAT_HEADER_SIZE);
@@ -45,6 +49,7 @@ void dsformat_header_encode(const struct dsformat_header *h, uint8_t *out)
 	bytes_put_le32(out + 24, h->classes);
 	bytes_put_le32(out + 28, h->feat_dim);
 	bytes_put_le32(out + 32, h->dtype);
+	bytes_put_le32(out + 36, h->rate);
 	memcpy(out + 40, h->packer_version, strnlen(h->packer_version, 31));
 	memcpy(out + 72, h->options, strnlen(h->options, 255));
 	bytes_put_le64(out + 328, h->source_bytes);
@@ -74,6 +79,7 @@ int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *
 	h->classes = bytes_le32(p + 24);
 	h->feat_dim = bytes_le32(p + 28);
 	h->dtype = bytes_le32(p + 32);
+	h->rate = bytes_le32(p + 36);
 	memcpy(h->packer_version, p + 40, 31);
 	memcpy(h->options, p + 72, 255);
 	if (h->version >= 3) {
@@ -84,10 +90,23 @@ int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *
 					   "dataset header counts %llu tiled records of %llu",
 					   (unsigned long long)h->tiled, (unsigned long long)h->samples);
 	}
-	if (h->kind != DSFORMAT_KIND_JPEG && h->kind != DSFORMAT_KIND_FEATURES)
+	if (h->kind != DSFORMAT_KIND_JPEG && h->kind != DSFORMAT_KIND_FEATURES &&
+	    !(h->kind == DSFORMAT_KIND_WAVE && h->version >= 3))
 		return status_fail(err, errlen, FEEDER_EFORMAT, "dataset kind %u is unknown", h->kind);
+	if (h->kind == DSFORMAT_KIND_WAVE &&
+	    (h->feat_dim != 1 || h->dtype != DSFORMAT_DTYPE_S16 || h->rate < DSFORMAT_RATE_MIN ||
+	     h->rate > DSFORMAT_RATE_MAX))
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "wave dataset has %u channels of dtype %s at %u Hz (expected 1 of s16 "
+				   "at %d..%d Hz)", h->feat_dim, dsformat_dtype_name(h->dtype), h->rate,
+				   DSFORMAT_RATE_MIN, DSFORMAT_RATE_MAX);
+	if (h->kind != DSFORMAT_KIND_WAVE && h->rate != 0)
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "%s dataset declares a sample rate (%u)", dsformat_kind_name(h->kind),
+				   h->rate);
 	if (h->kind == DSFORMAT_KIND_FEATURES &&
-	    (h->feat_dim == 0 || h->feat_dim > DSFORMAT_MAX_DIM || dsformat_dtype_size(h->dtype) == 0))
+	    (h->feat_dim == 0 || h->feat_dim > DSFORMAT_MAX_DIM ||
+	     (h->dtype != DSFORMAT_DTYPE_F16 && h->dtype != DSFORMAT_DTYPE_F32)))
 		return status_fail(err, errlen, FEEDER_EFORMAT,
 				   "features dataset has bad dimension %u or dtype %u", h->feat_dim, h->dtype);
 	return 0;
@@ -175,16 +194,17 @@ int dsformat_sample_check(const struct dsformat_header *h, const struct dsformat
 		return status_fail(err, errlen, FEEDER_ECORRUPT,
 				   "sample label %u is not below the dataset's %u classes", s->label,
 				   h->classes);
-	if (h->kind == DSFORMAT_KIND_FEATURES) {
+	if (h->kind == DSFORMAT_KIND_FEATURES || h->kind == DSFORMAT_KIND_WAVE) {
 		if (s->dtype != h->dtype || s->dim != h->feat_dim)
 			return status_fail(err, errlen, FEEDER_ECORRUPT,
-					   "features sample has dimension %u of dtype %s, the dataset "
-					   "%u of dtype %s", s->dim, dsformat_dtype_name(s->dtype),
+					   "%s sample has dimension %u of dtype %s, the dataset "
+					   "%u of dtype %s", dsformat_kind_name(h->kind), s->dim,
+					   dsformat_dtype_name(s->dtype),
 					   h->feat_dim, dsformat_dtype_name(h->dtype));
 		if (s->flags || s->aux)
 			return status_fail(err, errlen, FEEDER_ECORRUPT,
-					   "features sample has flags %x and aux %u (both must be 0)",
-					   s->flags, s->aux);
+					   "%s sample has flags %x and aux %u (both must be 0)",
+					   dsformat_kind_name(h->kind), s->flags, s->aux);
 	} else if (s->dtype != DSFORMAT_DTYPE_NONE || s->frames || s->dim) {
 		return status_fail(err, errlen, FEEDER_ECORRUPT,
 				   "jpeg sample carries a feature matrix header (%ux%u, dtype %u)",

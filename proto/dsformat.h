@@ -11,8 +11,10 @@
  * and 3) is a 32-byte header
  *   u32 label | u32 payload_len | u32 crc32c(payload) | u32 frames | u32 dim
  *   | u8 dtype | u8 reserved | u16 flags | u32 aux | u32 crc32c(bytes 0..27)
- * followed by payload_len bytes: JPEG bytes (kind jpeg) or a frames x dim
- * row-major matrix of float16/float32 (kind features). The last field is a
+ * followed by payload_len bytes: JPEG bytes (kind jpeg), a frames x dim
+ * row-major matrix of float16/float32 (kind features), or `frames` samples
+ * of one channel of 16-bit PCM (kind wave: dim 1, dtype s16, at the rate the
+ * dataset header gives at bytes 36..39). The last field is a
  * CRC of the header itself, so that a changed label, length or shape is
  * caught like a changed payload.
  *
@@ -52,16 +54,25 @@
 #define DSFORMAT_MAX_PAYLOAD (1u << 30)
 #define DSFORMAT_MAX_DIM 4096
 
-enum dsformat_kind { DSFORMAT_KIND_JPEG = 1, DSFORMAT_KIND_FEATURES = 2 };
-enum dsformat_dtype { DSFORMAT_DTYPE_NONE = 0, DSFORMAT_DTYPE_F16 = 1, DSFORMAT_DTYPE_F32 = 2 };
+/* A reader of version 3 that predates kind wave refuses it by its kind
+ * ("dataset kind 3 is unknown"), so the kind needed no new version. */
+enum dsformat_kind { DSFORMAT_KIND_JPEG = 1, DSFORMAT_KIND_FEATURES = 2, DSFORMAT_KIND_WAVE = 3 };
+enum dsformat_dtype {
+	DSFORMAT_DTYPE_NONE = 0, DSFORMAT_DTYPE_F16 = 1, DSFORMAT_DTYPE_F32 = 2,
+	DSFORMAT_DTYPE_S16 = 3, /* wave: little-endian 16-bit PCM */
+};
+/* The sample rates a wave dataset may declare. */
+#define DSFORMAT_RATE_MIN 1000
+#define DSFORMAT_RATE_MAX 384000
 
 struct dsformat_header {
 	uint32_t version;   /* DSFORMAT_VERSION when written */
 	uint32_t kind;      /* enum dsformat_kind */
 	uint64_t samples;   /* number of records in "samples", keys 0..samples-1 */
 	uint32_t classes;   /* number of records in "labels", ids 0..classes-1 */
-	uint32_t feat_dim;  /* features: columns per frame; jpeg: 0 */
-	uint32_t dtype;     /* features: enum dsformat_dtype; jpeg: 0 */
+	uint32_t feat_dim;  /* features: columns per frame; wave: 1; jpeg: 0 */
+	uint32_t dtype;     /* features: f16 or f32; wave: s16; jpeg: 0 */
+	uint32_t rate;      /* wave: samples per second (bytes 36..39, 0 in other kinds) */
 	char packer_version[32]; /* NUL-terminated */
 	char options[256];       /* NUL-terminated, the packer's command line options */
 	uint64_t source_bytes;   /* version 3: the stored samples' source files, in bytes */
@@ -72,9 +83,9 @@ struct dsformat_sample {
 	uint32_t label;
 	uint32_t payload_len;
 	uint32_t crc;       /* CRC-32C of the payload */
-	uint32_t frames;    /* features: rows; jpeg: 0 */
-	uint32_t dim;       /* features: columns; jpeg: 0 */
-	uint32_t dtype;     /* features: enum dsformat_dtype; jpeg: 0 */
+	uint32_t frames;    /* features: rows; wave: samples; jpeg: 0 */
+	uint32_t dim;       /* features: columns; wave: 1; jpeg: 0 */
+	uint32_t dtype;     /* features: enum dsformat_dtype; wave: s16; jpeg: 0 */
 	uint32_t flags;     /* version 3: DSFORMAT_FLAG_*; versions 1, 2: 0 */
 	uint32_t aux;       /* version 3, tiled: the restart interval in MCUs; else 0 */
 };
@@ -82,8 +93,8 @@ struct dsformat_sample {
 /* Bytes of a record's header in a dataset of version v (0 if unknown). */
 size_t dsformat_sample_hdr_size(uint32_t version);
 
-const char *dsformat_kind_name(uint32_t kind);   /* "jpeg", "features", "?" */
-const char *dsformat_dtype_name(uint32_t dtype); /* "f16", "f32", "none", "?" */
+const char *dsformat_kind_name(uint32_t kind);   /* "jpeg", "features", "wave", "?" */
+const char *dsformat_dtype_name(uint32_t dtype); /* "f16", "f32", "s16", "none", "?" */
 size_t dsformat_dtype_size(uint32_t dtype);      /* bytes per element, 0 if none */
 
 /* Encode h into out (DSFORMAT_HEADER_SIZE bytes, version 3's layout).
@@ -120,6 +131,7 @@ int dsformat_sample_verify(const struct dsformat_sample *s, const uint8_t *paylo
  * (when classes > 0; a dataset without a label table has opaque labels);
  * for features, the header's dtype and feat_dim (readers size their output
  * by the header, so a record of another width would write past it); for
+ * wave, one column of s16 and no flags; for
  * jpeg, no matrix fields, and flags/aux as version 3 defines them (an
  * unknown flag, a tiled record without an interval, a features record
  * with either). Else FEEDER_ECORRUPT with a sentence. (Version 1

@@ -52,7 +52,7 @@ enum {
 #define FEEDER_DEFAULT_SOCKET "/run/feeder/feederd.sock"
 
 /* What the daemon does to each sample. */
-enum feeder_pipeline { FEEDER_PIPE_JPEG = 1, FEEDER_PIPE_FEATURES = 2 };
+enum feeder_pipeline { FEEDER_PIPE_JPEG = 1, FEEDER_PIPE_FEATURES = 2, FEEDER_PIPE_WAVE = 3 };
 /* Element types of the batch tensor. */
 enum feeder_dtype { FEEDER_DTYPE_U8 = 1, FEEDER_DTYPE_F16 = 2, FEEDER_DTYPE_F32 = 3 };
 enum feeder_layout { FEEDER_LAYOUT_NCHW = 1, FEEDER_LAYOUT_NHWC = 2 };
@@ -64,6 +64,13 @@ enum feeder_feat_pad { FEEDER_FEAT_PAD_REPEAT = 1, FEEDER_FEAT_PAD_SKIP = 2 };
 /* features: cepstral mean normalization. */
 enum feeder_feat_cmn { FEEDER_FEAT_CMN_NONE = 0, FEEDER_FEAT_CMN_UTT = 1,
 		       FEEDER_FEAT_CMN_SLIDING = 2 };
+/* wave: the features a chunk becomes (Kaldi's compute-fbank-feats or
+ * compute-mfcc-feats recipe, media/fbank.h). */
+enum feeder_wave_features { FEEDER_WAVE_FBANK = 1, FEEDER_WAVE_MFCC = 2 };
+/* wave: the label of a speed-perturbed chunk: the speaker's, or a new
+ * speaker per speed factor as wespeaker trains (0.9: label + classes, 1.1:
+ * label + 2 classes; the model then has 3 x classes outputs). */
+enum feeder_speed_labels { FEEDER_SPEED_SAME = 0, FEEDER_SPEED_NEW = 1 };
 /* Where the daemon preprocesses a stream: on its worker threads, on its GPU
  * (feederd --gpu N; the workers still entropy-decode), or whichever the first
  * batches show to be faster. Without a GPU in the daemon, gpu is refused and
@@ -102,6 +109,7 @@ enum feeder_stage {
 #define FEEDER_MAX_EPOCHS 1000000
 #define FEEDER_MAX_SIDE 8192      /* jpeg output height/width */
 #define FEEDER_MAX_CHUNK 65536    /* features chunk_len and cmn_window */
+#define FEEDER_MAX_WAVE_CHUNK 6000 /* wave chunk_len: a minute of frames */
 
 /* The jpeg pipeline: torchvision's RandomResizedCrop(size, scale, ratio) +
  * RandomHorizontalFlip(flip_p) in train mode, Resize(size * resize_ratio) +
@@ -128,6 +136,48 @@ struct feeder_features_opts {
 	uint32_t cmn_window;         /* frames (sliding); default 300, Kaldi's */
 	uint32_t cvn;                /* 1: also variance normalization; default 0 */
 	uint32_t train;              /* 1: random chunk; 0: centered; default 1 */
+};
+
+/* The wave pipeline: a chunk of a waveform dataset (packer pack audio
+ * --store wave, 16 kHz), augmented on the daemon's workers, turned into
+ * features there and written as (feat_dim, chunk_len) like the features
+ * pipeline's output. In train mode the chunk is random and each
+ * augmentation applies with its probability, in this order: speed
+ * perturbation, reverberation, additive noise, gain, dither, features, CMN,
+ * SpecAugment; every draw is a function of (seed, epoch, sample index). In
+ * eval mode (train 0) the chunk is centred and nothing random is applied
+ * (dither included). */
+struct feeder_wave_opts {
+	uint32_t chunk_len;          /* frames of 10 ms per example; default 200 */
+	uint32_t train;              /* 1: random chunk and augmentation; default 1 */
+	uint32_t pad;                /* enum feeder_feat_pad; default repeat */
+	uint32_t features;           /* enum feeder_wave_features; default fbank */
+	uint32_t bins;               /* mel bins, 3..256; default 80 */
+	uint32_t ceps;               /* mfcc: cepstra kept, 1..bins; default 30 */
+	float dither;                /* Gaussian dither at int16 scale (Kaldi's
+					--dither); default 0 */
+	uint32_t cmn;                /* enum feeder_feat_cmn over the chunk; default utt */
+	uint32_t cmn_window;         /* frames (sliding); default 300 */
+	uint32_t cvn;                /* 1: also variance normalization; default 0 */
+	char noise[FEEDER_DATASET_MAX]; /* wave dataset of noises, classes named
+					noise, music and speech (MUSAN's layout;
+					speech is summed into babble); "" none */
+	float noise_p;               /* probability of additive noise, of a
+					category drawn among those present; default 0 */
+	float snr_noise_min, snr_noise_max;   /* dB; default 0..15 (Kaldi's recipe) */
+	float snr_music_min, snr_music_max;   /* dB; default 5..15 */
+	float snr_babble_min, snr_babble_max; /* dB; default 13..20 */
+	uint32_t babble_min, babble_max;      /* speech recordings summed; default 3..7 */
+	char rir[FEEDER_DATASET_MAX]; /* wave dataset of room impulse responses; "" none */
+	float reverb_p;              /* probability of reverberation; default 0 */
+	float speed_p;               /* probability of a speed factor of 0.9 or 1.1
+					(equally likely) instead of 1; default 0 */
+	uint32_t speed_labels;       /* enum feeder_speed_labels; default same */
+	float gain_p;                /* probability of a gain; default 0 */
+	float gain_min_db, gain_max_db; /* default -6..6 */
+	float specaug_p;             /* probability of SpecAugment masks; default 0 */
+	uint32_t time_masks, time_mask_max; /* masks, and frames each at most; default 1, 10 */
+	uint32_t freq_masks, freq_mask_max; /* masks, and bins each at most; default 1, 8 */
 };
 
 /* Everything a stream is asked to be. Fill it with feeder_stream_opts_init
@@ -167,6 +217,7 @@ struct feeder_stream_opts {
 				  batches are in the host ring */
 	struct feeder_jpeg_opts jpeg;
 	struct feeder_features_opts features;
+	struct feeder_wave_opts wave;
 };
 
 /* ---- What the daemon reports (feeder_get_status, _datasets, _streams;
@@ -189,10 +240,10 @@ struct feeder_status {
 
 struct feeder_dataset_status {
 	char name[FEEDER_DATASET_MAX];
-	uint32_t kind;                 /* 1 jpeg images, 2 feature matrices */
+	uint32_t kind;                 /* 1 jpeg images, 2 feature matrices, 3 waveforms */
 	uint32_t classes;
 	uint64_t samples;
-	uint32_t feat_dim;             /* features: columns per frame */
+	uint32_t feat_dim;             /* features: columns per frame; waveforms: 1 */
 	uint32_t streams;              /* open streams reading it */
 };
 

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
 /* What a walk does with each field. The two option modes walk only the
@@ -175,7 +176,12 @@ static void o_enum(struct cur *c, uint32_t *v, const char *name, uint32_t def,
 }
 
 static const char *const pipeline_names[] = { [FEEDER_PIPE_JPEG] = "jpeg",
-					       [FEEDER_PIPE_FEATURES] = "features" };
+					       [FEEDER_PIPE_FEATURES] = "features",
+					       [FEEDER_PIPE_WAVE] = "wave" };
+static const char *const wave_features_names[] = { [FEEDER_WAVE_FBANK] = "fbank",
+						   [FEEDER_WAVE_MFCC] = "mfcc" };
+static const char *const speed_labels_names[] = { [FEEDER_SPEED_SAME] = "same",
+						  [FEEDER_SPEED_NEW] = "new" };
 static const char *const dtype_names[] = { [FEEDER_DTYPE_U8] = "u8", [FEEDER_DTYPE_F16] = "f16",
 					   [FEEDER_DTYPE_F32] = "f32" };
 static const char *const layout_names[] = { [FEEDER_LAYOUT_NCHW] = "NCHW",
@@ -223,6 +229,48 @@ static void walk_features(struct cur *c, struct feeder_features_opts *f)
 	o_u32(c, &f->train, "features.train", 1, 0, 1);
 }
 
+static void walk_wave(struct cur *c, struct feeder_wave_opts *w)
+{
+	o_u32(c, &w->chunk_len, "wave.chunk_len", 200, 1, FEEDER_MAX_WAVE_CHUNK);
+	o_u32(c, &w->train, "wave.train", 1, 0, 1);
+	ENUM(c, &w->pad, "wave.pad", FEEDER_FEAT_PAD_REPEAT, pad_names);
+	ENUM(c, &w->features, "wave.features", FEEDER_WAVE_FBANK, wave_features_names);
+	o_u32(c, &w->bins, "wave.bins", 80, 3, 256);
+	o_u32(c, &w->ceps, "wave.ceps", 30, 1, 256);
+	o_f32(c, &w->dither, "wave.dither", 0, 0, 1000);
+	ENUM(c, &w->cmn, "wave.cmn", FEEDER_FEAT_CMN_UTT, cmn_names);
+	o_u32(c, &w->cmn_window, "wave.cmn_window", 300, 1, FEEDER_MAX_CHUNK);
+	o_u32(c, &w->cvn, "wave.cvn", 0, 0, 1);
+	if (moving(c))
+		w_str(c, w->noise, FEEDER_DATASET_MAX, "wave.noise");
+	else if (c->mode == W_DEFAULT)
+		memset(w->noise, 0, sizeof(w->noise));
+	o_f32(c, &w->noise_p, "wave.noise_p", 0, 0, 1);
+	o_f32(c, &w->snr_noise_min, "wave.snr_noise_min", 0, -30, 100);
+	o_f32(c, &w->snr_noise_max, "wave.snr_noise_max", 15, -30, 100);
+	o_f32(c, &w->snr_music_min, "wave.snr_music_min", 5, -30, 100);
+	o_f32(c, &w->snr_music_max, "wave.snr_music_max", 15, -30, 100);
+	o_f32(c, &w->snr_babble_min, "wave.snr_babble_min", 13, -30, 100);
+	o_f32(c, &w->snr_babble_max, "wave.snr_babble_max", 20, -30, 100);
+	o_u32(c, &w->babble_min, "wave.babble_min", 3, 1, 16);
+	o_u32(c, &w->babble_max, "wave.babble_max", 7, 1, 16);
+	if (moving(c))
+		w_str(c, w->rir, FEEDER_DATASET_MAX, "wave.rir");
+	else if (c->mode == W_DEFAULT)
+		memset(w->rir, 0, sizeof(w->rir));
+	o_f32(c, &w->reverb_p, "wave.reverb_p", 0, 0, 1);
+	o_f32(c, &w->speed_p, "wave.speed_p", 0, 0, 1);
+	ENUM(c, &w->speed_labels, "wave.speed_labels", FEEDER_SPEED_SAME, speed_labels_names);
+	o_f32(c, &w->gain_p, "wave.gain_p", 0, 0, 1);
+	o_f32(c, &w->gain_min_db, "wave.gain_min_db", -6, -60, 60);
+	o_f32(c, &w->gain_max_db, "wave.gain_max_db", 6, -60, 60);
+	o_f32(c, &w->specaug_p, "wave.specaug_p", 0, 0, 1);
+	o_u32(c, &w->time_masks, "wave.time_masks", 1, 0, 16);
+	o_u32(c, &w->time_mask_max, "wave.time_mask_max", 10, 1, FEEDER_MAX_WAVE_CHUNK);
+	o_u32(c, &w->freq_masks, "wave.freq_masks", 1, 0, 16);
+	o_u32(c, &w->freq_mask_max, "wave.freq_mask_max", 8, 1, 256);
+}
+
 /* Every stream option. Checking skips the pipeline the stream does not use. */
 static void walk_opts(struct cur *c, struct feeder_stream_opts *o)
 {
@@ -252,6 +300,8 @@ static void walk_opts(struct cur *c, struct feeder_stream_opts *o)
 		walk_jpeg(c, &o->jpeg);
 	if (c->mode != W_CHECK || o->pipeline == FEEDER_PIPE_FEATURES)
 		walk_features(c, &o->features);
+	if (c->mode != W_CHECK || o->pipeline == FEEDER_PIPE_WAVE)
+		walk_wave(c, &o->wave);
 }
 
 void proto_opts_default(struct feeder_stream_opts *o)
@@ -277,6 +327,43 @@ void proto_opts_features(struct feeder_stream_opts *o, uint32_t chunk_len, int t
 	o->features.train = train ? 1 : 0;
 }
 
+/* The wave options' relations: ranges in order, datasets named where their
+ * augmentation is asked for. */
+static void wave_check(struct cur *c, const struct feeder_wave_opts *w)
+{
+#define RANGE(lo, hi) {#lo, #hi, offsetof(struct feeder_wave_opts, lo), \
+			   offsetof(struct feeder_wave_opts, hi)}
+	static const struct {
+		const char *lo_name, *hi_name;
+		size_t lo, hi;
+	} ranges[] = {
+		RANGE(snr_noise_min, snr_noise_max), RANGE(snr_music_min, snr_music_max),
+		RANGE(snr_babble_min, snr_babble_max), RANGE(gain_min_db, gain_max_db),
+	};
+#undef RANGE
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		float lo, hi;
+		memcpy(&lo, (const char *)w + ranges[i].lo, sizeof(lo));
+		memcpy(&hi, (const char *)w + ranges[i].hi, sizeof(hi));
+		if (lo > hi)
+			opt_fail(c, "wave.%s %g is above wave.%s %g", ranges[i].lo_name, (double)lo,
+				 ranges[i].hi_name, (double)hi);
+	}
+	if (w->babble_min > w->babble_max)
+		opt_fail(c, "wave.babble_min %u is above wave.babble_max %u", w->babble_min,
+			 w->babble_max);
+	if (w->features == FEEDER_WAVE_MFCC && w->ceps > w->bins)
+		opt_fail(c, "wave.ceps %u is above wave.bins %u", w->ceps, w->bins);
+	if (w->cvn && w->cmn == FEEDER_FEAT_CMN_NONE)
+		opt_fail(c, "wave.cvn (variance normalization) needs wave.cmn utt or sliding");
+	if (w->noise_p > 0 && !w->noise[0])
+		opt_fail(c, "wave.noise_p %g asks for noise, but wave.noise names no dataset",
+			 (double)w->noise_p);
+	if (w->reverb_p > 0 && !w->rir[0])
+		opt_fail(c, "wave.reverb_p %g asks for reverberation, but wave.rir names no dataset",
+			 (double)w->reverb_p);
+}
+
 int proto_opts_check(const struct feeder_stream_opts *o, char *err, size_t errlen)
 {
 	/* The walker takes non-const pointers because it also decodes; it
@@ -293,13 +380,17 @@ int proto_opts_check(const struct feeder_stream_opts *o, char *err, size_t errle
 	if (!c.fail && o->pipeline == FEEDER_PIPE_JPEG && o->jpeg.ratio_min > o->jpeg.ratio_max)
 		opt_fail(&c, "jpeg.ratio_min %g is above jpeg.ratio_max %g", (double)o->jpeg.ratio_min,
 			 (double)o->jpeg.ratio_max);
-	if (!c.fail && o->pipeline == FEEDER_PIPE_FEATURES && o->dtype == FEEDER_DTYPE_U8)
-		opt_fail(&c, "dtype u8 is not available for features streams (f16 or f32)");
+	if (!c.fail && o->pipeline != FEEDER_PIPE_JPEG && o->dtype == FEEDER_DTYPE_U8)
+		opt_fail(&c, "dtype u8 is not available for %s streams (f16 or f32)",
+			 pipeline_names[o->pipeline]);
+	if (!c.fail && o->pipeline != FEEDER_PIPE_JPEG && o->layout != FEEDER_LAYOUT_NCHW)
+		opt_fail(&c, "%s streams have layout NCHW (batch, dim, time) only",
+			 pipeline_names[o->pipeline]);
+	if (!c.fail && o->pipeline == FEEDER_PIPE_WAVE)
+		wave_check(&c, &o->wave);
 	if (!c.fail && o->pipeline == FEEDER_PIPE_FEATURES && o->features.cvn &&
 	    o->features.cmn == FEEDER_FEAT_CMN_NONE)
 		opt_fail(&c, "features.cvn (variance normalization) needs features.cmn utt or sliding");
-	if (!c.fail && o->pipeline == FEEDER_PIPE_FEATURES && o->layout != FEEDER_LAYOUT_NCHW)
-		opt_fail(&c, "features streams have layout NCHW (batch, dim, time) only");
 	return c.fail ? FEEDER_EINVAL : 0;
 }
 
@@ -707,14 +798,20 @@ int proto_geometry(const struct feeder_stream_opts *o, uint32_t feat_dim, uint64
 	if (es == 0 || page == 0 || (page & (page - 1)) || o->batch == 0 || o->slots == 0)
 		return status_fail(err, errlen, FEEDER_EINVAL, "stream geometry: bad dtype, batch or page");
 	g->ndim = 4;
-	if (o->pipeline == FEEDER_PIPE_FEATURES) {
+	if (o->pipeline == FEEDER_PIPE_FEATURES || o->pipeline == FEEDER_PIPE_WAVE) {
+		/* wave: the dimension is the features the daemon computes. */
+		uint32_t chunk = o->features.chunk_len;
+		if (o->pipeline == FEEDER_PIPE_WAVE) {
+			feat_dim = o->wave.features == FEEDER_WAVE_MFCC ? o->wave.ceps : o->wave.bins;
+			chunk = o->wave.chunk_len;
+		}
 		if (feat_dim == 0)
 			return status_fail(err, errlen, FEEDER_EINVAL, "stream geometry: feature dimension 0");
 		g->shape[0] = o->batch;
 		g->shape[1] = feat_dim;
-		g->shape[2] = o->features.chunk_len;
+		g->shape[2] = chunk;
 		g->shape[3] = 1;
-		g->sample_bytes = (uint64_t)feat_dim * o->features.chunk_len * es;
+		g->sample_bytes = (uint64_t)feat_dim * chunk * es;
 	} else {
 		uint32_t h = o->jpeg.height, w = o->jpeg.width;
 		g->shape[0] = o->batch;

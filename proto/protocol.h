@@ -53,7 +53,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x52444546u /* "FEDR" in little-endian byte order */
-#define PROTO_VERSION 5
+#define PROTO_VERSION 6
 #define PROTO_HEADER_SIZE 16
 /* No message is larger than this; a receiver's buffer of this size plus one
  * byte detects oversized messages (MSG_TRUNC). */

@@ -41,7 +41,7 @@
 #include "fbank.h"
 #include "half.h"
 #include "status.h"
-#include "wav.h"
+#include "audio_file.h"
 
 #include "bytes.h"
 
@@ -49,6 +49,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -62,6 +63,9 @@
 
 struct audio_opts {
 	struct fbank_opts fb;
+	int wave;          /* --store wave: 16-bit PCM, no features */
+	uint32_t rate;     /* --rate: what every file is resampled to */
+	uint32_t channel;  /* --channel, 0-based here */
 	uint32_t dtype;
 	unsigned threads;
 	int force, strict, verbose, follow_links;
@@ -83,7 +87,7 @@ struct audio_batch {
 	struct audio_item *items;
 	size_t n;
 	atomic_size_t next;
-	uint32_t dtype;
+	const struct audio_opts *o;
 };
 
 struct audio_worker {
@@ -95,15 +99,21 @@ struct audio_worker {
 static const char audio_usage[] =
 	"usage: packer pack audio [options] SRC DEST\n"
 	"\n"
-	"Pack a speaker-per-folder tree of WAV files (PCM, mono, 16 kHz, 16-bit) as\n"
-	"Kaldi-style features: SRC/<speaker>/<utterance>.wav; speakers sorted by name\n"
-	"are the classes.\n"
+	"Pack a speaker-per-folder tree of audio files as Kaldi-style features or as\n"
+	"waveforms: SRC/<speaker>/<utterance>.wav (or .flac, .ogg, .aiff, ...);\n"
+	"speakers sorted by name are the classes. Files are decoded by libsndfile\n"
+	"(WAV of any PCM width or float, FLAC, OGG/Vorbis, ...) and resampled to\n"
+	"--rate with libsoxr; of several channels one is kept.\n"
 	"\n"
+	"  --store features|wave   Kaldi features (default) or 16-bit PCM waveforms\n"
+	"                          (for feederd's wave pipeline, noise and RIR sets)\n"
+	"  --rate HZ               sample rate to resample to (default 16000; features: 16000)\n"
+	"  --channel N             channel kept of a multi-channel file (default 1, the first)\n"
 	"  --features fbank|mfcc   log mel filterbank (default) or MFCC\n"
 	"  --bins N                mel bins (default 40 for fbank, 30 for mfcc)\n"
 	"  --ceps N                MFCC cepstra kept (default 30, at most --bins)\n"
 	"  --vad                   drop unvoiced frames (Kaldi compute-vad, VoxCeleb settings)\n"
-	"  --dtype f16|f32         stored element type (default f16)\n"
+	"  --dtype f16|f32         stored feature element type (default f16)\n"
 	"  --threads N             feature worker threads (default: online CPUs)\n"
 	"  --strict                an unreadable or non-conforming file is fatal, not skipped\n"
 	"  --follow-links          follow symbolic links to folders (each folder is walked once)\n"
@@ -120,8 +130,11 @@ static const char audio_usage[] =
 static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *first_operand)
 {
 	enum { OPT_FEATURES = 256, OPT_BINS, OPT_CEPS, OPT_VAD, OPT_DTYPE, OPT_THREADS, OPT_FORCE,
-	       OPT_STRICT, OPT_FOLLOW, OPT_MAX_FILE };
+	       OPT_STRICT, OPT_FOLLOW, OPT_MAX_FILE, OPT_STORE, OPT_RATE, OPT_CHANNEL };
 	static const struct option longopts[] = {
+		{"store", required_argument, NULL, OPT_STORE},
+		{"rate", required_argument, NULL, OPT_RATE},
+		{"channel", required_argument, NULL, OPT_CHANNEL},
 		{"features", required_argument, NULL, OPT_FEATURES},
 		{"bins", required_argument, NULL, OPT_BINS},
 		{"ceps", required_argument, NULL, OPT_CEPS},
@@ -136,15 +149,35 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	int kind = FBANK_KIND_FBANK, vad = 0;
+	int kind = FBANK_KIND_FBANK, vad = 0, feature_opt = 0;
 	unsigned long long bins = 0, ceps = 0, threads = 0, v;
 	memset(o, 0, sizeof(*o));
 	o->dtype = DSFORMAT_DTYPE_F16;
+	o->rate = FBANK_RATE;
 	o->max_file = PACK_MAX_FILE_DEFAULT;
 	optind = 0; /* GNU: full re-initialisation, argv[0] is the kind word */
 	int c;
 	while ((c = pack_getopt(CMD, argc, argv, "hv", longopts)) != -1) {
+		if (c == OPT_FEATURES || c == OPT_BINS || c == OPT_CEPS || c == OPT_VAD || c == OPT_DTYPE)
+			feature_opt = c;
 		switch (c) {
+		case OPT_STORE:
+			if (!strcmp(optarg, "features") || !strcmp(optarg, "wave"))
+				o->wave = optarg[0] == 'w';
+			else
+				return pack_usage_error(CMD, "--store '%s' is neither features nor wave", optarg);
+			break;
+		case OPT_RATE:
+			if (pack_parse_uint(optarg, DSFORMAT_RATE_MIN, DSFORMAT_RATE_MAX, &v) != 0)
+				return pack_usage_error(CMD, "--rate '%s' is not a number in %d..%d", optarg,
+							DSFORMAT_RATE_MIN, DSFORMAT_RATE_MAX);
+			o->rate = (uint32_t)v;
+			break;
+		case OPT_CHANNEL:
+			if (pack_parse_uint(optarg, 1, 1024, &v) != 0)
+				return pack_usage_error(CMD, "--channel '%s' is not a number in 1..1024", optarg);
+			o->channel = (uint32_t)v - 1;
+			break;
 		case OPT_FEATURES:
 			if (!strcmp(optarg, "fbank"))
 				kind = FBANK_KIND_FBANK;
@@ -209,6 +242,15 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 		return pack_usage_error(CMD, "unexpected argument '%s'", argv[optind + 2]);
 	if (ceps && kind != FBANK_KIND_MFCC)
 		return pack_usage_error(CMD, "%s", "--ceps applies to --features mfcc only");
+	if (o->wave && feature_opt)
+		return pack_usage_error(CMD, "--%s applies to --store features only",
+					feature_opt == OPT_FEATURES ? "features" : feature_opt == OPT_BINS ? "bins"
+					: feature_opt == OPT_CEPS ? "ceps" : feature_opt == OPT_VAD ? "vad" : "dtype");
+	if (!o->wave && o->rate != FBANK_RATE)
+		return pack_usage_error(CMD, "--rate %u: features are computed at %d Hz (--store wave "
+					"keeps other rates)", o->rate, FBANK_RATE);
+	if (o->wave)
+		o->dtype = DSFORMAT_DTYPE_S16;
 	fbank_opts_default(&o->fb, kind);
 	if (bins)
 		o->fb.bins = (int)bins;
@@ -231,42 +273,65 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 /* The reader's check of a file's first bytes. */
 static int audio_sniff(const uint8_t *head, size_t len)
 {
-	return wav_sniff(head, len);
+	return audio_file_sniff(head, len);
 }
 
-static int audio_is_wav(const char *name)
+/* The suffixes of the containers audio_file decodes (case-insensitive). */
+static int audio_is_audio(const char *name)
 {
-	size_t n = strlen(name);
-	return n > 4 && strcasecmp(name + n - 4, ".wav") == 0;
+	static const char *const ext[] = {".wav", ".flac", ".ogg", ".oga", ".aif", ".aiff",
+					  ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64"};
+	const char *dot = strrchr(name, '.');
+	for (size_t i = 0; dot && i < sizeof(ext) / sizeof(ext[0]); i++)
+		if (strcasecmp(dot, ext[i]) == 0)
+			return 1;
+	return 0;
 }
 
-/* ---- features of one utterance ---- */
+/* ---- one utterance ---- */
 
-static void audio_process(const struct pack_reader *r, struct audio_item *it, struct fbank *fb,
-			  uint32_t dtype)
+/* 16-bit PCM of float samples at int16 scale: rounded, clipped (a float
+ * file may exceed full scale; resampling may overshoot a full-scale edge). */
+static void audio_put_s16(uint8_t *out, const float *x, size_t n)
 {
-	float *samples = NULL, *m = NULL;
-	size_t n = 0;
-	if (it->rd.error) {
-		it->rc = it->rd.error;
-		snprintf(it->msg, sizeof(it->msg), "%s", pack_reader_strerror(r, it->rd.error));
-		return;
+	for (size_t i = 0; i < n; i++) {
+		float v = rintf(x[i]);
+		v = v > 32767.0f ? 32767.0f : v < -32768.0f ? -32768.0f : v;
+		bytes_put_le16(out + 2 * i, (uint16_t)(int16_t)v);
 	}
-	it->rc = wav_decode(it->rd.data, it->rd.len, &samples, &n, it->msg, sizeof(it->msg));
-	if (it->rc < 0)
-		return;
-	it->rc = fbank_compute(fb, samples, n, &m, &it->frames, &it->dim, it->msg, sizeof(it->msg));
-	if (it->rc < 0)
-		goto out;
-	if (it->frames == 0) {
-		it->empty = 1;
-		if (n < FBANK_FRAME_LEN)
-			snprintf(it->msg, sizeof(it->msg), "%zu samples, shorter than one 25 ms frame", n);
-		else
-			snprintf(it->msg, sizeof(it->msg), "all %u frames are unvoiced", fbank_frames(n));
-		goto out;
+}
+
+/* The record of n samples into it: the waveform, or its features. */
+static void audio_encode(struct audio_item *it, const float *x, size_t n, struct fbank *fb,
+			 const struct audio_opts *o)
+{
+	float *m = NULL;
+	size_t count, esize = dsformat_dtype_size(o->dtype);
+	if (o->wave) {
+		if (n == 0) {
+			it->empty = 1;
+			snprintf(it->msg, sizeof(it->msg), "no samples");
+			return;
+		}
+		it->frames = (uint32_t)n; /* n <= DSFORMAT_MAX_PAYLOAD / 2: the decoder's bound */
+		it->dim = 1;
+		count = n;
+	} else {
+		it->rc = fbank_compute(fb, x, n, &m, &it->frames, &it->dim, it->msg, sizeof(it->msg));
+		if (it->rc < 0)
+			return;
+		if (it->frames == 0) {
+			it->empty = 1;
+			if (n < FBANK_FRAME_LEN)
+				snprintf(it->msg, sizeof(it->msg),
+					 "%zu samples, shorter than one 25 ms frame", n);
+			else
+				snprintf(it->msg, sizeof(it->msg), "all %u frames are unvoiced",
+					 fbank_frames(n));
+			return;
+		}
+		count = (size_t)it->frames * it->dim;
 	}
-	size_t esize = dsformat_dtype_size(dtype), count = (size_t)it->frames * it->dim;
 	if (count > DSFORMAT_MAX_PAYLOAD / esize) {
 		it->rc = status_fail(it->msg, sizeof(it->msg), FEEDER_EQUOTA,
 				     "%u frames x %u is over the %u-byte payload limit", it->frames,
@@ -279,8 +344,10 @@ static void audio_process(const struct pack_reader *r, struct audio_item *it, st
 				     it->frames);
 		goto out;
 	}
-	for (size_t i = 0; i < count; i++) {
-		if (dtype == DSFORMAT_DTYPE_F16) {
+	if (o->wave)
+		audio_put_s16(it->payload, x, n);
+	for (size_t i = 0; m && i < count; i++) {
+		if (o->dtype == DSFORMAT_DTYPE_F16) {
 			bytes_put_le16(it->payload + 2 * i, half_from_float(m[i]));
 		} else {
 			uint32_t bits;
@@ -291,8 +358,25 @@ static void audio_process(const struct pack_reader *r, struct audio_item *it, st
 	it->len = (uint32_t)(count * esize);
 	it->crc = crc32c(0, it->payload, it->len);
 out:
-	free(samples);
 	free(m);
+}
+
+static void audio_process(const struct pack_reader *r, struct audio_item *it, struct fbank *fb,
+			  const struct audio_opts *o)
+{
+	float *samples = NULL;
+	size_t n = 0;
+	if (it->rd.error) {
+		it->rc = it->rd.error;
+		snprintf(it->msg, sizeof(it->msg), "%s", pack_reader_strerror(r, it->rd.error));
+		return;
+	}
+	it->rc = audio_file_decode(it->rd.data, it->rd.len, o->channel, o->rate,
+				   DSFORMAT_MAX_PAYLOAD / 2, &samples, &n, NULL, it->msg,
+				   sizeof(it->msg));
+	if (it->rc == 0)
+		audio_encode(it, samples, n, fb, o);
+	free(samples);
 }
 
 static void *audio_worker_run(void *arg)
@@ -301,7 +385,7 @@ static void *audio_worker_run(void *arg)
 	struct audio_batch *b = w->batch;
 	size_t i;
 	while ((i = atomic_fetch_add(&b->next, 1)) < b->n)
-		audio_process(b->r, &b->items[i], w->fb, b->dtype);
+		audio_process(b->r, &b->items[i], w->fb, b->o);
 	return NULL;
 }
 
@@ -342,6 +426,11 @@ struct audio_pack {
 static void audio_options_string(const struct audio_pack *p, char *out, size_t len)
 {
 	const struct fbank_opts *f = &p->o.fb;
+	if (p->o.wave) {
+		snprintf(out, len, "store=wave rate=%u channel=%u resampler=soxr-hq dtype=s16",
+			 p->o.rate, p->o.channel + 1);
+		return;
+	}
 	int n = snprintf(out, len, "features=%s bins=%d", f->kind == FBANK_KIND_MFCC ? "mfcc" : "fbank",
 			 f->bins);
 	if (f->kind == FBANK_KIND_MFCC && n > 0 && (size_t)n < len)
@@ -379,7 +468,8 @@ static int audio_store_batch(struct audio_pack *p, struct audio_batch *b, char *
 			continue;
 		}
 		if (it->empty) {
-			pack_warn("%s/%s: %s, no features, skipped", p->src, it->rd.path, it->msg);
+			pack_warn("%s/%s: %s, no %s, skipped", p->src, it->rd.path, it->msg,
+				  p->o.wave ? "samples" : "features");
 			p->empty++;
 			continue;
 		}
@@ -420,7 +510,7 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 	/* A file over --max-file-size, or one that does not begin as a WAV,
 	 * is refused before it is read whole. */
 	struct pack_reader_opts ropts = { .max_file = (size_t)p->o.max_file, .sniff = audio_sniff,
-					  .sniff_fail = "not a RIFF/WAVE file" };
+					  .sniff_fail = "not an audio file (WAV, FLAC, OGG, AIFF, ...)" };
 	int rc = pack_reader_open(p->srcfd, (const char *const *)p->s.paths, p->s.n, &ropts, &p->r,
 				  err, errlen);
 	if (rc < 0) {
@@ -433,7 +523,7 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 		pack_error("pack audio: out of memory");
 		return PACK_EXIT_FAIL;
 	}
-	struct audio_batch b = {.r = p->r, .items = p->items, .dtype = p->o.dtype};
+	struct audio_batch b = {.r = p->r, .items = p->items, .o = &p->o};
 	pack_progress_init(&p->prog, p->s.n, p->o.verbose);
 	p->prog.what = "files";
 	int status = 0, done = 0;
@@ -461,16 +551,18 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 		return status;
 	pack_progress_done(&p->prog);
 	if (p->packed == 0) {
-		pack_error("pack audio: %s: none of the %zu .wav files gave features", p->src, p->s.n);
+		pack_error("pack audio: %s: none of the %zu audio files gave %s", p->src, p->s.n,
+			   p->o.wave ? "samples" : "features");
 		return PACK_EXIT_USAGE;
 	}
 	struct dsformat_header h = {
 		.version = DSFORMAT_VERSION,
-		.kind = DSFORMAT_KIND_FEATURES,
+		.kind = p->o.wave ? DSFORMAT_KIND_WAVE : DSFORMAT_KIND_FEATURES,
 		.samples = p->packed,
 		.classes = p->s.nclasses,
-		.feat_dim = p->dim,
+		.feat_dim = p->o.wave ? 1 : p->dim,
 		.dtype = p->o.dtype,
+		.rate = p->o.wave ? p->o.rate : 0,
 	};
 	snprintf(h.packer_version, sizeof(h.packer_version), "%s", FEEDER_VERSION);
 	audio_options_string(p, h.options, sizeof(h.options));
@@ -489,12 +581,18 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 		pack_error("pack audio: %s", err);
 		return PACK_EXIT_FAIL;
 	}
+	char what[64];
+	if (p->o.wave)
+		snprintf(what, sizeof(what), "16-bit waveforms at %u Hz", p->o.rate);
+	else
+		snprintf(what, sizeof(what), "%u x %s features", p->dim,
+			 dsformat_dtype_name(p->o.dtype));
 	if (p->skipped || p->empty || p->o.verbose)
-		fprintf(stderr, "packer: %s: %llu utterances of %u speakers, %u x %s features"
-			" (%llu unreadable or bad files skipped, %llu without frames)\n",
-			p->dest, (unsigned long long)p->packed, p->s.nclasses, p->dim,
-			dsformat_dtype_name(p->o.dtype), (unsigned long long)p->skipped,
-			(unsigned long long)p->empty);
+		fprintf(stderr, "packer: %s: %llu utterances of %u speakers, %s"
+			" (%llu unreadable or bad files skipped, %llu without %s)\n",
+			p->dest, (unsigned long long)p->packed, p->s.nclasses, what,
+			(unsigned long long)p->skipped, (unsigned long long)p->empty,
+			p->o.wave ? "samples" : "frames");
 	return 0;
 }
 
@@ -519,7 +617,7 @@ int pack_audio_main(int argc, char **argv)
 		return PACK_EXIT_FAIL;
 	}
 	int status = 0;
-	for (unsigned t = 0; t < p.o.threads && status == 0; t++) {
+	for (unsigned t = 0; !p.o.wave && t < p.o.threads && status == 0; t++) {
 		rc = fbank_create(&p.o.fb, &p.workers[t].fb, err, sizeof(err));
 		if (rc < 0) {
 			pack_error("pack audio: %s", err);
@@ -528,7 +626,7 @@ int pack_audio_main(int argc, char **argv)
 	}
 	if (status)
 		goto out;
-	p.dim = fbank_dim(p.workers[0].fb);
+	p.dim = p.o.wave ? 1 : fbank_dim(p.workers[0].fb);
 
 	p.srcfd = open(p.src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (p.srcfd < 0) {
@@ -536,8 +634,8 @@ int pack_audio_main(int argc, char **argv)
 		status = PACK_EXIT_USAGE;
 		goto out;
 	}
-	struct pack_tree_rules rules = { .class_noun = "speaker", .sample_noun = ".wav files",
-					 .is_sample = audio_is_wav, .follow_links = p.o.follow_links };
+	struct pack_tree_rules rules = { .class_noun = "speaker", .sample_noun = "audio files",
+					 .is_sample = audio_is_audio, .follow_links = p.o.follow_links };
 	rc = pack_src_scan_tree(p.srcfd, p.src, &rules, &p.s, err, sizeof(err));
 	if (rc < 0) {
 		pack_error("pack audio: %s", err);
@@ -545,7 +643,7 @@ int pack_audio_main(int argc, char **argv)
 		goto out;
 	}
 	if (p.s.n == 0) {
-		pack_error("pack audio: %s: no .wav files in speaker folders (SRC/<speaker>/*.wav)", p.src);
+		pack_error("pack audio: %s: no audio files in speaker folders (SRC/<speaker>/*.wav)", p.src);
 		status = PACK_EXIT_USAGE;
 		goto out;
 	}

@@ -15,7 +15,7 @@
 #include "dsstore.h"
 #include "fbank.h"
 #include "half.h"
-#include "wav.h"
+#include "resample.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +38,9 @@ static void write_file(const char *rel, const void *data, size_t len)
 	close(fd);
 }
 
-/* A PCM 16-bit WAV of n frames; with list, a LIST chunk precedes "data". */
+/* A PCM 16-bit WAV of n frames; with list, a LIST chunk (an INFO entry of
+ * odd length, padded) precedes "data". Channel 0 is x, channel c > 0 is
+ * x / (c + 1), so that the channel kept can be told from the others. */
 static size_t make_wav(uint8_t *buf, const int16_t *x, size_t n, uint32_t rate, uint16_t ch,
 		       int list)
 {
@@ -54,25 +56,36 @@ static size_t make_wav(uint8_t *buf, const int16_t *x, size_t n, uint32_t rate, 
 	bytes_put_le16(buf + 34, 16);
 	off = 36;
 	if (list) {
-		memcpy(buf + off, "LIST\x0b\0\0\0INFOIART\0\0\0\0", 20); /* 11 bytes + pad */
-		off += 20;
+		memcpy(buf + off, "LIST\x10\0\0\0INFOIART\x03\0\0\0ab\0\0", 24);
+		off += 24;
 	}
 	memcpy(buf + off, "data", 4);
 	bytes_put_le32(buf + off + 4, (uint32_t)(n * ch * 2));
 	off += 8;
-	for (size_t i = 0; i < n * ch; i++)
-		bytes_put_le16(buf + off + 2 * i, (uint16_t)x[i % n]);
+	for (size_t i = 0; i < n; i++)
+		for (uint16_t c = 0; c < ch; c++)
+			bytes_put_le16(buf + off + 2 * (i * ch + c), (uint16_t)(int16_t)(x[i] / (c + 1)));
 	off += n * ch * 2;
 	bytes_put_le32(buf + 4, (uint32_t)off - 8);
 	return off;
 }
 
-/* The utterances that must be packed, in their expected dataset order. */
-#define NUTT 4
-static const char *utt_names[NUTT] = {"alice/u1.wav", "alice/u2.wav", "bob/b1.wav", "bob/v1/b2.wav"};
-static const uint32_t utt_labels[NUTT] = {0, 0, 1, 1};
-static uint8_t *utt_bytes[NUTT];
-static size_t utt_len[NUTT];
+/* The utterances that must be packed, in their expected dataset order: a
+ * LIST chunk, a sub-folder, a stereo file (channel 1 kept) and a 44.1 kHz
+ * one (resampled to 16 kHz). */
+#define NUTT 6
+static const struct utt {
+	const char *name;
+	uint32_t label, rate;
+	uint16_t ch;
+	int list;
+} utts[NUTT] = {
+	{"alice/stereo.wav", 0, 16000, 2, 0}, {"alice/u1.wav", 0, 16000, 1, 0},
+	{"alice/u2.wav", 0, 16000, 1, 1},     {"bob/b1.wav", 1, 16000, 1, 0},
+	{"bob/cd.wav", 1, 44100, 1, 0},       {"bob/v1/b2.wav", 1, 16000, 1, 0},
+};
+static int16_t *utt_x[NUTT];
+static size_t utt_n[NUTT];
 
 static void make_tree(void)
 {
@@ -82,33 +95,37 @@ static void make_tree(void)
 		snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
 		CHECK(mkdir(path, 0755) == 0);
 	}
-	static int16_t x[24000];
 	uint32_t s = 7;
 	for (int u = 0; u < NUTT; u++) {
-		size_t n = 8000 + 4000 * (size_t)u;
+		size_t n = (8000 + 4000 * (size_t)u) * utts[u].rate / 16000;
 		double f0 = 120.0 + 60.0 * u;
+		int16_t *x = utt_x[u] = malloc(n * sizeof(int16_t));
+		CHECK(x != NULL);
+		utt_n[u] = n;
 		for (size_t i = 0; i < n; i++) {
 			s = s * 1664525u + 1013904223u;
 			/* A voiced part, a silent gap (VAD has something to drop) and
 			 * noise, so that every mel bin carries energy. */
 			double v = (i > n / 2 && i < n / 2 + 3200) ? 0.0
-				: 3000.0 * sin(2.0 * M_PI * f0 * (double)i / 16000.0) +
+				: 3000.0 * sin(2.0 * M_PI * f0 * (double)i / utts[u].rate) +
 					  (double)((int)(s >> 20) % 801 - 400);
 			x[i] = (int16_t)lrint(v);
 		}
-		utt_bytes[u] = malloc(44 + 20 + 2 * n);
-		CHECK(utt_bytes[u] != NULL);
-		utt_len[u] = make_wav(utt_bytes[u], x, n, 16000, 1, u == 1);
-		snprintf(path, sizeof(path), "src/%s", utt_names[u]);
-		write_file(path, utt_bytes[u], utt_len[u]);
+		uint8_t *bytes = malloc(44 + 24 + 2 * n * utts[u].ch);
+		CHECK(bytes != NULL);
+		size_t len = make_wav(bytes, x, n, utts[u].rate, utts[u].ch, utts[u].list);
+		snprintf(path, sizeof(path), "src/%s", utts[u].name);
+		write_file(path, bytes, len);
+		free(bytes);
 	}
-	uint8_t buf[44 + 20 + 4 * 4410];
-	write_file("src/alice/stereo.wav", buf, make_wav(buf, x, 2000, 16000, 2, 0));
-	write_file("src/bob/cd.wav", buf, make_wav(buf, x, 4410, 44100, 1, 0));
-	write_file("src/bob/tiny.WAV", buf, make_wav(buf, x, 100, 16000, 1, 0));
+	uint8_t buf[44 + 24 + 4 * 4410];
+	write_file("src/bob/tiny.WAV", buf, make_wav(buf, utt_x[0], 100, 16000, 1, 0));
+	size_t len = make_wav(buf, utt_x[0], 2000, 16000, 1, 0);
+	write_file("src/bob/cut.wav", buf, len - 1000); /* truncated */
 	write_file("src/bob/readme.txt", "not audio\n", 10);
+	write_file("src/bob/fake.wav", "not audio at all\n", 17);
 	write_file("src/list.txt", "not a speaker\n", 14);
-	write_file("src/lost.wav", buf, make_wav(buf, x, 1000, 16000, 1, 0));
+	write_file("src/lost.wav", buf, len);
 }
 
 /* Run packer with args; its stderr goes to root/stderr. Returns the exit
@@ -179,33 +196,43 @@ static void check_dataset(const char *dest, const struct fbank_opts *fo, uint32_
 		CHECKF(dsstore_get_sample(t, i, &s, &payload, err, sizeof(err)) == 0, "%s", err);
 		CHECKF(dsformat_sample_verify(&s, payload, err, sizeof(err)) == 0, "%s", err);
 		CHECK(dsstore_get_name(t, i, &name, &len) == 0);
-		CHECKF(len == strlen(utt_names[i]) && !memcmp(name, utt_names[i], len),
+		CHECKF(len == strlen(utts[i].name) && !memcmp(name, utts[i].name, len),
 		       "sample %llu is '%.*s', expected %s", (unsigned long long)i, (int)len, name,
-		       utt_names[i]);
-		CHECK(s.label == utt_labels[i]);
+		       utts[i].name);
+		CHECK(s.label == utts[i].label);
 		float *x, *m;
-		size_t n;
+		size_t n = utt_n[i];
 		uint32_t frames, dim;
-		CHECKF(wav_decode(utt_bytes[i], utt_len[i], &x, &n, err, sizeof(err)) == 0, "%s", err);
+		x = malloc(n * sizeof(float));
+		CHECK(x != NULL);
+		for (size_t k = 0; k < n; k++)
+			x[k] = utt_x[i][k];
+		if (utts[i].rate != 16000) {
+			float *y;
+			CHECKF(resample_float(x, n, utts[i].rate, 16000, &y, &n, err, sizeof(err)) == 0,
+			       "%s", err);
+			free(x);
+			x = y;
+		}
 		CHECK(fbank_compute(fb, x, n, &m, &frames, &dim, err, sizeof(err)) == 0);
 		CHECK(frames > 0);
 		if (fo->vad)
 			CHECKF(frames < fbank_frames(n), "VAD kept all %u frames of %s", frames,
-			       utt_names[i]);
+			       utts[i].name);
 		CHECKF(s.frames == frames && s.dim == dim && s.dtype == dtype,
-		       "%s: stored %u x %u dtype %u, computed %u x %u", utt_names[i], s.frames, s.dim,
+		       "%s: stored %u x %u dtype %u, computed %u x %u", utts[i].name, s.frames, s.dim,
 		       s.dtype, frames, dim);
 		CHECK(s.payload_len == (size_t)frames * dim * dsformat_dtype_size(dtype));
 		for (size_t k = 0; k < (size_t)frames * dim; k++) {
 			if (dtype == DSFORMAT_DTYPE_F16) {
 				CHECKF(bytes_le16(payload + 2 * k) == half_from_float(m[k]),
-				       "%s element %zu: %04x, expected %04x (%g)", utt_names[i], k,
+				       "%s element %zu: %04x, expected %04x (%g)", utts[i].name, k,
 				       bytes_le16(payload + 2 * k), half_from_float(m[k]), m[k]);
 			} else {
 				uint32_t bits;
 				memcpy(&bits, &m[k], 4);
 				CHECKF(bytes_le32(payload + 4 * k) == bits, "%s element %zu differs",
-				       utt_names[i], k);
+				       utts[i].name, k);
 			}
 		}
 		free(x);
@@ -214,6 +241,67 @@ static void check_dataset(const char *dest, const struct fbank_opts *fo, uint32_
 	dsstore_txn_end(t);
 	dsstore_close(ds);
 	fbank_destroy(fb);
+}
+
+/* Open root/dest, a wave dataset at rate, and compare its records with the
+ * utterances' samples (channel `channel` of the stereo file; resampled
+ * with the same resampler where the rates differ, rounded and clipped to
+ * 16 bits as packer does). */
+static void check_wave(const char *dest, uint32_t rate, int channel)
+{
+	char path[512], err[512];
+	snprintf(path, sizeof(path), "%s/%s", root, dest);
+	struct dsstore *ds;
+	CHECKF(dsstore_open(path, &ds, err, sizeof(err)) == 0, "%s", err);
+	const struct dsformat_header *h = dsstore_header(ds);
+	CHECK(h->kind == DSFORMAT_KIND_WAVE && h->rate == rate && h->feat_dim == 1 &&
+	      h->dtype == DSFORMAT_DTYPE_S16 && h->classes == 2);
+	/* tiny.WAV, too short for a frame of features, is a waveform. */
+	CHECKF(h->samples == NUTT + 1, "%llu samples", (unsigned long long)h->samples);
+	struct dsstore_txn *t;
+	CHECKF(dsstore_txn_begin(ds, &t, err, sizeof(err)) == 0, "%s", err);
+	for (uint64_t j = 0, i = 0; j < h->samples; j++, i++) {
+		struct dsformat_sample s;
+		const uint8_t *payload;
+		const char *name;
+		size_t len;
+		CHECKF(dsstore_get_sample(t, j, &s, &payload, err, sizeof(err)) == 0, "%s", err);
+		CHECKF(dsformat_sample_check(h, &s, err, sizeof(err)) == 0, "%s", err);
+		CHECK(dsstore_get_name(t, j, &name, &len) == 0);
+		if (len == 12 && !memcmp(name, "bob/tiny.WAV", 12)) {
+			CHECK(s.frames == 100 * rate / 16000);
+			i--;
+			continue;
+		}
+		CHECKF(len == strlen(utts[i].name) && !memcmp(name, utts[i].name, len),
+		       "record %llu is %.*s, expected %s", (unsigned long long)j, (int)len,
+		       (const char *)name, utts[i].name);
+		CHECK(s.label == utts[i].label);
+		size_t n = utt_n[i];
+		float *x = malloc(n * sizeof(float));
+		CHECK(x != NULL);
+		for (size_t k = 0; k < n; k++)
+			x[k] = (float)(utts[i].ch > 1 ? utt_x[i][k] / (channel + 1) : utt_x[i][k]);
+		if (utts[i].rate != rate) {
+			float *y;
+			CHECKF(resample_float(x, n, utts[i].rate, rate, &y, &n, err, sizeof(err)) == 0,
+			       "%s", err);
+			free(x);
+			x = y;
+		}
+		CHECKF(s.frames == n && s.dim == 1 && s.payload_len == 2 * n,
+		       "%s: %u samples stored, %zu expected", utts[i].name, s.frames, n);
+		for (size_t k = 0; k < n; k++) {
+			float v = rintf(x[k]);
+			v = v > 32767.0f ? 32767.0f : v < -32768.0f ? -32768.0f : v;
+			CHECKF((int16_t)bytes_le16(payload + 2 * k) == (int16_t)v,
+			       "%s sample %zu: %d, expected %g", utts[i].name, k,
+			       (int16_t)bytes_le16(payload + 2 * k), v);
+		}
+		free(x);
+	}
+	dsstore_txn_end(t);
+	dsstore_close(ds);
 }
 
 static int same_file(const char *a, const char *b)
@@ -255,10 +343,11 @@ int main(void)
 	int rc = run_packer(a1);
 	char *log = read_stderr();
 	CHECKF(rc == 0, "packer exited %d: %s", rc, log);
-	CHECKF(strstr(log, "src/alice/stereo.wav: 2 channels, expected mono, skipped"), "%s", log);
-	CHECKF(strstr(log, "src/bob/cd.wav: sample rate 44100 Hz, expected 16000, skipped"), "%s", log);
+	CHECKF(strstr(log, "src/bob/cut.wav: truncated: the data chunk declares 4000 bytes, 3000 are "
+		       "present, skipped"), "%s", log);
+	CHECKF(strstr(log, "src/bob/fake.wav: not an audio file"), "%s", log);
 	CHECKF(strstr(log, "src/bob/tiny.WAV: 100 samples"), "%s", log);
-	CHECKF(strstr(log, "src/zed_empty: no .wav files"), "%s", log);
+	CHECKF(strstr(log, "src/zed_empty: no audio files"), "%s", log);
 	CHECKF(strstr(log, "src/lost.wav: not in a speaker folder, ignored"), "%s", log);
 	CHECK(strstr(log, "readme") == NULL && strstr(log, "list.txt") == NULL);
 	struct fbank_opts fo;
@@ -286,19 +375,70 @@ int main(void)
 	rc = run_packer(a4);
 	log = read_stderr();
 	CHECKF(rc != 0, "--strict packed anyway: %s", log);
-	CHECKF(strstr(log, "stereo.wav: 2 channels, expected mono"), "%s", log);
+	CHECKF(strstr(log, "cut.wav: truncated"), "%s", log);
 	char path[512];
 	snprintf(path, sizeof(path), "%s/strict", root);
 	CHECK(access(path, F_OK) != 0);
 
+	/* Waveforms at 16 kHz: the integers themselves where nothing is
+	 * resampled. */
+	const char *w1[] = {"pack", "audio", "--store", "wave", "src", "wave", NULL};
+	rc = run_packer(w1);
+	CHECKF(rc == 0, "packer exited %d: %s", rc, read_stderr());
+	check_wave("wave", 16000, 0);
+	/* At 8 kHz, the second channel of the stereo file: mono files have
+	 * no channel 2 and are skipped, each named. */
+	const char *w2[] = {"pack", "audio", "--store", "wave", "--rate", "8000", "--channel", "2",
+			    "src", "wave8", NULL};
+	rc = run_packer(w2);
+	log = read_stderr();
+	CHECKF(rc == 0 && strstr(log, "src/alice/u1.wav: 1 channel, channel 2 asked, skipped"),
+	       "%d: %s", rc, log);
+	{
+		struct dsstore *ds;
+		struct dsstore_txn *t;
+		struct dsformat_sample s;
+		const uint8_t *payload;
+		char err[512], p[512];
+		snprintf(p, sizeof(p), "%s/wave8", root);
+		CHECKF(dsstore_open(p, &ds, err, sizeof(err)) == 0, "%s", err);
+		CHECK(dsstore_header(ds)->samples == 1 && dsstore_header(ds)->rate == 8000);
+		CHECK(dsstore_txn_begin(ds, &t, err, sizeof(err)) == 0);
+		CHECK(dsstore_get_sample(t, 0, &s, &payload, err, sizeof(err)) == 0);
+		float *x = malloc(utt_n[0] * sizeof(float)), *y;
+		size_t n;
+		CHECK(x != NULL);
+		for (size_t k = 0; k < utt_n[0]; k++)
+			x[k] = (float)(utt_x[0][k] / 2);
+		CHECK(resample_float(x, utt_n[0], 16000, 8000, &y, &n, err, sizeof(err)) == 0);
+		CHECK(s.frames == n);
+		for (size_t k = 0; k < n; k++)
+			CHECKF((int16_t)bytes_le16(payload + 2 * k) == (int16_t)rintf(y[k]),
+			       "channel 2 sample %zu", k);
+		free(x);
+		free(y);
+		dsstore_txn_end(t);
+		dsstore_close(ds);
+	}
+	const char *w3[] = {"pack", "audio", "--store", "wave", "--rate", "8000", "--force", "src",
+			    "wave8", NULL};
+	rc = run_packer(w3);
+	CHECKF(rc == 0, "packer exited %d: %s", rc, read_stderr());
+	check_wave("wave8", 8000, 0);
 	/* Bad options are usage errors that name the option. */
 	const char *a5[] = {"pack", "audio", "--features", "plp", "src", "x", NULL};
 	CHECK(run_packer(a5) == 2 && strstr(read_stderr(), "plp"));
 	const char *a6[] = {"pack", "audio", "--ceps", "13", "src", "x", NULL};
 	CHECK(run_packer(a6) == 2 && strstr(read_stderr(), "--ceps"));
+	const char *a7[] = {"pack", "audio", "--rate", "8000", "src", "x", NULL};
+	CHECK(run_packer(a7) == 2 && strstr(read_stderr(), "--rate 8000"));
+	const char *a8[] = {"pack", "audio", "--store", "wave", "--bins", "20", "src", "x", NULL};
+	CHECK(run_packer(a8) == 2 && strstr(read_stderr(), "--bins applies to --store features"));
+	const char *a9[] = {"pack", "audio", "--channel", "0", "src", "x", NULL};
+	CHECK(run_packer(a9) == 2 && strstr(read_stderr(), "--channel '0'"));
 
 	for (int u = 0; u < NUTT; u++)
-		free(utt_bytes[u]);
+		free(utt_x[u]);
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	CHECK(system(cmd) == 0);

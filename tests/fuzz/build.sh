@@ -19,7 +19,7 @@ bld=${FEEDER_BUILD:-$src/build}
 cc=${CLANG:-clang}
 out=$bld/fuzz
 
-HARNESSES="protocol dsformat dataset config jpeg wav features"
+HARNESSES="protocol dsformat dataset config jpeg audio features"
 
 # Project sources and libraries per harness.
 sources() {
@@ -29,7 +29,7 @@ sources() {
     dataset) echo "proto/dsstore.c proto/lmdb_check.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     config) echo "daemon/config.c proto/status.c" ;;
     jpeg) echo "daemon/jpeg_pipeline.c media/resize.c media/detrand.c media/jpeg_rules.c media/jpeg_tiles.c media/image_limit.c proto/protocol.c proto/status.c" ;;
-    wav) echo "media/wav.c proto/status.c" ;;
+    audio) echo "media/audio_file.c media/resample.c proto/status.c" ;;
     features) echo "daemon/features_pipeline.c media/detrand.c proto/protocol.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     *) return 1 ;;
   esac
@@ -38,6 +38,7 @@ libs() {
   case "$1" in
     jpeg) echo "-ljpeg -lm" ;;
     dataset) echo "-llmdb -lm" ;;
+    audio) echo "-lsndfile -lsoxr -lm" ;;
     *) echo "-lm" ;;
   esac
 }

@@ -42,7 +42,7 @@ static void header(const uint8_t *data, size_t size)
 	FUZZ_CHECK(rc == 0, "re-encoded header rejected: %s", err);
 	FUZZ_CHECK(h2.version == h.version && h2.kind == h.kind && h2.samples == h.samples &&
 			   h2.classes == h.classes && h2.feat_dim == h.feat_dim &&
-			   h2.dtype == h.dtype &&
+			   h2.dtype == h.dtype && h2.rate == h.rate &&
 			   strcmp(h2.packer_version, h.packer_version) == 0 &&
 			   strcmp(h2.options, h.options) == 0 && h2.source_bytes == h.source_bytes &&
 			   h2.tiled == h.tiled,

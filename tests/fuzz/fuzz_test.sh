@@ -36,7 +36,10 @@ log=$bld/fuzz/fuzz_$h.log
 # The meson environment asks ASan for leak checks; libFuzzer does its own
 # (-detect_leaks), and UBSan reports are already fatal in the binary.
 # libFuzzer's own exit status for a crash is 77, which meson reads as "skip":
-# -error_exitcode/-timeout_exitcode make every finding a failure.
+# -error_exitcode/-timeout_exitcode make every finding a failure. Leaks
+# inside third-party decoders are suppressed by name (lsan.supp says which
+# and why); ours are not.
+export LSAN_OPTIONS="suppressions=$src/tests/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 "$bld/fuzz/fuzz_$h" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -error_exitcode=1 -timeout_exitcode=1 -artifact_prefix="$art/" "$corpus/" "${seeds[@]}" >"$log" 2>&1
 rc=$?

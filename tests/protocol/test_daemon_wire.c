@@ -640,7 +640,8 @@ static void test_refusals(void)
 	snprintf(f.dataset, sizeof(f.dataset), "tiny");
 	f.batch = 16;
 	CHECK(open_stream(fd, &f, &r) == FEEDER_EINVAL);
-	CHECKF(strstr(last_error, "holds jpeg samples"), "got: %s", last_error);
+	CHECKF(strstr(last_error, "holds jpeg images, not feature matrices: open it with pipeline "
+		       "jpeg"), "got: %s", last_error);
 	/* Still usable after refusals. */
 	o.start_batch = 0;
 	uint64_t n;

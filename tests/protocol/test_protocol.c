@@ -316,7 +316,7 @@ static void test_open_fields(void)
 #define BAD_OPEN(field, stmt) \
 	do { m = open_msg(); stmt; expect_opts(m, FEEDER_EINVAL, field, #stmt); } while (0)
 	BAD_OPEN("pipeline", m.u.open.opts.pipeline = 0);
-	BAD_OPEN("pipeline", m.u.open.opts.pipeline = 3);
+	BAD_OPEN("pipeline", m.u.open.opts.pipeline = 4);
 	BAD_OPEN("batch", m.u.open.opts.batch = 0);
 	BAD_OPEN("batch", m.u.open.opts.batch = FEEDER_MAX_BATCH + 1);
 	BAD_OPEN("epochs", m.u.open.opts.epochs = 0);
@@ -348,6 +348,26 @@ static void test_open_fields(void)
 	BAD_OPEN("jpeg.resize_ratio", m.u.open.opts.jpeg.resize_ratio = 0.5f);
 	BAD_OPEN("jpeg.mean[2]", m.u.open.opts.jpeg.mean[2] = INFINITY);
 	BAD_OPEN("jpeg.std[0]", m.u.open.opts.jpeg.std[0] = 0);
+	/* wave streams: ranges, and the relations proto_opts_check adds. */
+#define BAD_WAVE(field, stmt) \
+	do { m = open_msg(); m.u.open.opts.pipeline = FEEDER_PIPE_WAVE; \
+	     m.u.open.opts.layout = FEEDER_LAYOUT_NCHW; m.u.open.opts.dtype = FEEDER_DTYPE_F32; stmt; \
+	     expect_opts(m, FEEDER_EINVAL, field, #stmt); } while (0)
+	BAD_WAVE("wave.chunk_len", m.u.open.opts.wave.chunk_len = FEEDER_MAX_WAVE_CHUNK + 1);
+	BAD_WAVE("wave.features", m.u.open.opts.wave.features = 3);
+	BAD_WAVE("wave.bins", m.u.open.opts.wave.bins = 2);
+	BAD_WAVE("wave.ceps", m.u.open.opts.wave.features = FEEDER_WAVE_MFCC;
+		 m.u.open.opts.wave.bins = 20; m.u.open.opts.wave.ceps = 21);
+	BAD_WAVE("wave.noise_p", m.u.open.opts.wave.noise_p = 1.5f);
+	BAD_WAVE("wave.noise", m.u.open.opts.wave.noise_p = 0.5f);
+	BAD_WAVE("wave.rir", m.u.open.opts.wave.reverb_p = 0.5f);
+	BAD_WAVE("wave.snr_music_min", m.u.open.opts.wave.snr_music_min = 20);
+	BAD_WAVE("wave.babble_min", m.u.open.opts.wave.babble_min = 8);
+	BAD_WAVE("wave.gain_min_db", m.u.open.opts.wave.gain_min_db = 7);
+	BAD_WAVE("wave.speed_labels", m.u.open.opts.wave.speed_labels = 2);
+	BAD_WAVE("wave.dither", m.u.open.opts.wave.dither = NAN);
+	BAD_WAVE("wave.cvn", m.u.open.opts.wave.cvn = 1; m.u.open.opts.wave.cmn = FEEDER_FEAT_CMN_NONE);
+	BAD_WAVE("u8", m.u.open.opts.dtype = FEEDER_DTYPE_U8);
 	/* The other pipeline's options are not read, so not checked. */
 	m = open_msg();
 	m.u.open.opts.features.chunk_len = 0;

@@ -68,6 +68,39 @@ static int layout(void)
 	FIELD(feeder_stream_opts, features.cmn_window);
 	FIELD(feeder_stream_opts, features.cvn);
 	FIELD(feeder_stream_opts, features.train);
+	FIELD(feeder_stream_opts, wave);
+	FIELD(feeder_stream_opts, wave.chunk_len);
+	FIELD(feeder_stream_opts, wave.train);
+	FIELD(feeder_stream_opts, wave.pad);
+	FIELD(feeder_stream_opts, wave.features);
+	FIELD(feeder_stream_opts, wave.bins);
+	FIELD(feeder_stream_opts, wave.ceps);
+	FIELD(feeder_stream_opts, wave.dither);
+	FIELD(feeder_stream_opts, wave.cmn);
+	FIELD(feeder_stream_opts, wave.cmn_window);
+	FIELD(feeder_stream_opts, wave.cvn);
+	FIELD(feeder_stream_opts, wave.noise);
+	FIELD(feeder_stream_opts, wave.noise_p);
+	FIELD(feeder_stream_opts, wave.snr_noise_min);
+	FIELD(feeder_stream_opts, wave.snr_noise_max);
+	FIELD(feeder_stream_opts, wave.snr_music_min);
+	FIELD(feeder_stream_opts, wave.snr_music_max);
+	FIELD(feeder_stream_opts, wave.snr_babble_min);
+	FIELD(feeder_stream_opts, wave.snr_babble_max);
+	FIELD(feeder_stream_opts, wave.babble_min);
+	FIELD(feeder_stream_opts, wave.babble_max);
+	FIELD(feeder_stream_opts, wave.rir);
+	FIELD(feeder_stream_opts, wave.reverb_p);
+	FIELD(feeder_stream_opts, wave.speed_p);
+	FIELD(feeder_stream_opts, wave.speed_labels);
+	FIELD(feeder_stream_opts, wave.gain_p);
+	FIELD(feeder_stream_opts, wave.gain_min_db);
+	FIELD(feeder_stream_opts, wave.gain_max_db);
+	FIELD(feeder_stream_opts, wave.specaug_p);
+	FIELD(feeder_stream_opts, wave.time_masks);
+	FIELD(feeder_stream_opts, wave.time_mask_max);
+	FIELD(feeder_stream_opts, wave.freq_masks);
+	FIELD(feeder_stream_opts, wave.freq_mask_max);
 	SIZE(feeder_stream_info);
 	FIELD(feeder_stream_info, id);
 	FIELD(feeder_stream_info, slots);
@@ -122,6 +155,9 @@ static int layout(void)
 		{"FEEDER_ENODEV", FEEDER_ENODEV}, {"FEEDER_EDENIED", FEEDER_EDENIED},
 		{"FEEDER_ESTREAM", FEEDER_ESTREAM},
 		{"FEEDER_PIPE_JPEG", FEEDER_PIPE_JPEG}, {"FEEDER_PIPE_FEATURES", FEEDER_PIPE_FEATURES},
+		{"FEEDER_PIPE_WAVE", FEEDER_PIPE_WAVE},
+		{"FEEDER_WAVE_FBANK", FEEDER_WAVE_FBANK}, {"FEEDER_WAVE_MFCC", FEEDER_WAVE_MFCC},
+		{"FEEDER_SPEED_SAME", FEEDER_SPEED_SAME}, {"FEEDER_SPEED_NEW", FEEDER_SPEED_NEW},
 		{"FEEDER_DTYPE_U8", FEEDER_DTYPE_U8}, {"FEEDER_DTYPE_F16", FEEDER_DTYPE_F16},
 		{"FEEDER_DTYPE_F32", FEEDER_DTYPE_F32}, {"FEEDER_LAYOUT_NCHW", FEEDER_LAYOUT_NCHW},
 		{"FEEDER_LAYOUT_NHWC", FEEDER_LAYOUT_NHWC},

@@ -46,7 +46,7 @@ def test_enum_values(c_layout):
         if key.startswith("enum "):
             assert getattr(lib, key[5:]) == value, key
             n += 1
-    assert n == 36
+    assert n == 41
 
 
 def test_strerror_names_codes():

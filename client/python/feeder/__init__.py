@@ -17,9 +17,9 @@ from ._lib import library_path
 from .errors import (DaemonConnectionError, DaemonTimeoutError, DatasetError, FeederError,
                      OptionError, ProtocolError, strerror)
 from .loader import Loader
-from .pipelines import Features, Jpeg
+from .pipelines import Features, Jpeg, Wave
 
 __version__ = "0.1.0"
-__all__ = ["Loader", "Jpeg", "Features", "FeederError", "DaemonConnectionError",
+__all__ = ["Loader", "Jpeg", "Features", "Wave", "FeederError", "DaemonConnectionError",
            "DaemonTimeoutError", "DatasetError", "ProtocolError", "OptionError", "strerror",
            "library_path"]

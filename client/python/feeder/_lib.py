@@ -40,7 +40,9 @@ enum {
     FEEDER_EDENIED = -10014,
     FEEDER_ESTREAM = -10015,
 };
-enum feeder_pipeline { FEEDER_PIPE_JPEG = 1, FEEDER_PIPE_FEATURES = 2 };
+enum feeder_pipeline { FEEDER_PIPE_JPEG = 1, FEEDER_PIPE_FEATURES = 2, FEEDER_PIPE_WAVE = 3 };
+enum feeder_wave_features { FEEDER_WAVE_FBANK = 1, FEEDER_WAVE_MFCC = 2 };
+enum feeder_speed_labels { FEEDER_SPEED_SAME = 0, FEEDER_SPEED_NEW = 1 };
 enum feeder_dtype { FEEDER_DTYPE_U8 = 1, FEEDER_DTYPE_F16 = 2, FEEDER_DTYPE_F32 = 3 };
 enum feeder_layout { FEEDER_LAYOUT_NCHW = 1, FEEDER_LAYOUT_NHWC = 2 };
 enum feeder_on_error { FEEDER_ON_ERROR_REPLACE = 0, FEEDER_ON_ERROR_FAIL = 1 };
@@ -74,6 +76,34 @@ struct feeder_features_opts {
     uint32_t train;
 };
 
+struct feeder_wave_opts {
+    uint32_t chunk_len;
+    uint32_t train;
+    uint32_t pad;
+    uint32_t features;
+    uint32_t bins;
+    uint32_t ceps;
+    float dither;
+    uint32_t cmn;
+    uint32_t cmn_window;
+    uint32_t cvn;
+    char noise[64];
+    float noise_p;
+    float snr_noise_min, snr_noise_max;
+    float snr_music_min, snr_music_max;
+    float snr_babble_min, snr_babble_max;
+    uint32_t babble_min, babble_max;
+    char rir[64];
+    float reverb_p;
+    float speed_p;
+    uint32_t speed_labels;
+    float gain_p;
+    float gain_min_db, gain_max_db;
+    float specaug_p;
+    uint32_t time_masks, time_mask_max;
+    uint32_t freq_masks, freq_mask_max;
+};
+
 struct feeder_stream_opts {
     char dataset[64];
     uint32_t pipeline;
@@ -95,6 +125,7 @@ struct feeder_stream_opts {
     uint32_t device_batches;
     struct feeder_jpeg_opts jpeg;
     struct feeder_features_opts features;
+    struct feeder_wave_opts wave;
 };
 
 struct feeder_status {

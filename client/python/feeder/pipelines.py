@@ -125,14 +125,98 @@ class Features:
         return "Features(chunk_len=%r, train=%r)" % (self.chunk_len, self.train)
 
 
+class Wave:
+    """Augmented features computed by feederd from a waveform dataset
+    (packer pack audio --store wave); batches are (batch, feat_dim,
+    chunk_len) like Features'.
+
+    chunk_len: frames of 10 ms; train: a random chunk and augmentation, else
+    the centred chunk as it is. features "fbank" (bins mel bins) or "mfcc"
+    (ceps cepstra); dither; cmn "none", "utt" (the chunk) or "sliding"
+    (cmn_window), cvn. Augmentation, each with its probability: noise=NAME
+    (a served noise dataset with classes noise/music/speech) with noise_p and
+    the SNR ranges snr_noise=(lo, hi), snr_music, snr_babble and
+    babble=(min, max) recordings; rir=NAME with reverb_p; speed_p (0.9 or
+    1.1) with speed_labels "same" or "new" (a new speaker per factor: labels
+    up to 3 x classes); gain_p with gain_db=(lo, hi); specaug_p with
+    time_masks, time_mask_max, freq_masks, freq_mask_max. Unset options
+    take the daemon's defaults (feeder_types.h)."""
+
+    kind = "features"
+    _FEATURES = {"fbank": lib.FEEDER_WAVE_FBANK, "mfcc": lib.FEEDER_WAVE_MFCC}
+    _SPEED_LABELS = {"same": lib.FEEDER_SPEED_SAME, "new": lib.FEEDER_SPEED_NEW}
+    _NUMBERS = ("chunk_len", "bins", "ceps", "dither", "cmn_window", "noise_p", "reverb_p",
+                "speed_p", "gain_p", "specaug_p", "time_masks", "time_mask_max", "freq_masks",
+                "freq_mask_max")
+    _RANGES = {"snr_noise": ("snr_noise_min", "snr_noise_max"),
+               "snr_music": ("snr_music_min", "snr_music_max"),
+               "snr_babble": ("snr_babble_min", "snr_babble_max"),
+               "babble": ("babble_min", "babble_max"),
+               "gain_db": ("gain_min_db", "gain_max_db")}
+
+    def __init__(self, chunk_len=None, train=True, features=None, bins=None, ceps=None,
+                 dither=None, pad=None, cmn=None, cmn_window=None, cvn=None, noise=None,
+                 noise_p=None, snr_noise=None, snr_music=None, snr_babble=None, babble=None,
+                 rir=None, reverb_p=None, speed_p=None, speed_labels=None, gain_p=None,
+                 gain_db=None, specaug_p=None, time_masks=None, time_mask_max=None,
+                 freq_masks=None, freq_mask_max=None):
+        self.train = bool(train)
+        self.opts = {}
+        given = dict(locals())
+        floats = ("dither", "noise_p", "reverb_p", "speed_p", "gain_p", "specaug_p")
+        for k in self._NUMBERS:
+            if given[k] is not None:
+                try:
+                    self.opts[k] = float(given[k]) if k in floats else int(given[k])
+                except (TypeError, ValueError):
+                    raise OptionError("Wave %s must be a number, not %r" % (k, given[k])) from None
+        for k, (lo, hi) in self._RANGES.items():
+            if given[k] is not None:
+                a, b = _pair("Wave " + k, given[k])
+                self.opts[lo], self.opts[hi] = (int(a), int(b)) if k == "babble" else (a, b)
+        if features is not None:
+            self.opts["features"] = _choice("Wave features", features, self._FEATURES)
+        if speed_labels is not None:
+            self.opts["speed_labels"] = _choice("Wave speed_labels", speed_labels,
+                                                self._SPEED_LABELS)
+        if pad is not None:
+            self.opts["pad"] = _choice("Wave pad", pad, Features._PAD)
+        if cmn is not None:
+            self.opts["cmn"] = _choice("Wave cmn", cmn, Features._CMN)
+        if cvn is not None:
+            self.opts["cvn"] = int(bool(cvn))
+        self.names = {}
+        for k, v in (("noise", noise), ("rir", rir)):
+            if v is not None:
+                b = str(v).encode()
+                if not 0 < len(b) < 64:
+                    raise OptionError("Wave %s: a dataset name of 1 to 63 bytes, not %r" % (k, v))
+                self.names[k] = b
+
+    def fill(self, o):
+        o.pipeline = lib.FEEDER_PIPE_WAVE
+        w = o.wave
+        for k, v in self.opts.items():
+            setattr(w, k, v)
+        for k, b in self.names.items():
+            setattr(w, k, b)
+        w.train = int(self.train)
+
+    def __repr__(self):
+        return "Wave(train=%r, %s)" % (self.train, ", ".join(
+            "%s=%r" % kv for kv in sorted(list(self.opts.items()) + list(self.names.items()))))
+
+
 def as_pipeline(p):
-    """A Jpeg or Features from what the Loader was given."""
-    if isinstance(p, (Jpeg, Features)):
+    """A Jpeg, Features or Wave from what the Loader was given."""
+    if isinstance(p, (Jpeg, Features, Wave)):
         return p
     if isinstance(p, str):
         if p.lower() == "jpeg":
             return Jpeg()
         if p.lower() == "features":
             return Features()
-    raise OptionError("pipeline must be feeder.Jpeg(...), feeder.Features(...), 'jpeg' or "
-                      "'features', not %r" % (p,))
+        if p.lower() == "wave":
+            return Wave()
+    raise OptionError("pipeline must be feeder.Jpeg(...), feeder.Features(...), "
+                      "feeder.Wave(...), 'jpeg', 'features' or 'wave', not %r" % (p,))

@@ -1,0 +1,367 @@
+/* wave_pipeline.c — augmented features of a waveform chunk (see
+ * wave_pipeline.h). */
+#include "wave_pipeline.h"
+
+#include "augment.h"
+#include "bytes.h"
+#include "detrand.h"
+#include "fbank.h"
+#include "features_pipeline.h"
+#include "reverb.h"
+#include "speed.h"
+#include "status.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *const wave_category_class[WAVE_CATEGORIES] = {"noise", "music", "speech"};
+
+/* Feature extractors a worker keeps (streams of different bins or kinds). */
+#define WAVE_FBANKS 4
+
+/* One worker's state. */
+struct wave_worker {
+	struct fbank *fb[WAVE_FBANKS];
+	int fb_kind[WAVE_FBANKS], fb_bins[WAVE_FBANKS], fb_ceps[WAVE_FBANKS];
+	unsigned fb_next;
+	struct reverb *rv;
+	size_t rv_n;
+	struct speed *sp;
+	float *a, *b, *noise, *acc; /* chunk-sized scratch */
+	size_t cap;
+	float *aux;                 /* a noise or RIR record as floats */
+	size_t aux_cap;
+	struct wave_times times;
+};
+
+static _Thread_local struct wave_worker *ww;
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int wave_pipeline_supported(char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	return 0;
+}
+
+size_t wave_pipeline_chunk_samples(uint32_t chunk_len)
+{
+	return chunk_len ? (size_t)(chunk_len - 1) * FBANK_FRAME_SHIFT + FBANK_FRAME_LEN : 0;
+}
+
+static uint32_t wave_dim(const struct feeder_wave_opts *w)
+{
+	return w->features == FEEDER_WAVE_MFCC ? w->ceps : w->bins;
+}
+
+size_t wave_pipeline_sample_bytes(const struct feeder_stream_opts *o)
+{
+	return (size_t)wave_dim(&o->wave) * o->wave.chunk_len *
+	       (o->dtype == FEEDER_DTYPE_F16 ? 2 : 4);
+}
+
+void wave_pipeline_worker_exit(void)
+{
+	if (!ww)
+		return;
+	for (unsigned i = 0; i < WAVE_FBANKS; i++)
+		fbank_destroy(ww->fb[i]);
+	reverb_destroy(ww->rv);
+	speed_destroy(ww->sp);
+	free(ww->a);
+	free(ww->b);
+	free(ww->noise);
+	free(ww->acc);
+	free(ww->aux);
+	free(ww);
+	ww = NULL;
+}
+
+void wave_pipeline_take_times(struct wave_times *t)
+{
+	if (ww) {
+		*t = ww->times;
+		memset(&ww->times, 0, sizeof(ww->times));
+	} else {
+		memset(t, 0, sizeof(*t));
+	}
+}
+
+static int worker_get(size_t cap, char *err, size_t errlen)
+{
+	if (!ww) {
+		ww = calloc(1, sizeof(*ww));
+		if (!ww)
+			return status_fail(err, errlen, -ENOMEM, "out of memory for a wave worker");
+		int rc = speed_create(&ww->sp, err, errlen);
+		if (rc) {
+			free(ww);
+			ww = NULL;
+			return rc;
+		}
+	}
+	if (cap > ww->cap) {
+		float *p[4];
+		for (int i = 0; i < 4; i++)
+			p[i] = malloc(cap * sizeof(float));
+		if (!p[0] || !p[1] || !p[2] || !p[3]) {
+			for (int i = 0; i < 4; i++)
+				free(p[i]);
+			return status_fail(err, errlen, -ENOMEM, "out of memory for a %zu-sample chunk",
+					   cap);
+		}
+		free(ww->a);
+		free(ww->b);
+		free(ww->noise);
+		free(ww->acc);
+		ww->a = p[0];
+		ww->b = p[1];
+		ww->noise = p[2];
+		ww->acc = p[3];
+		ww->cap = cap;
+	}
+	return 0;
+}
+
+static int worker_fbank(const struct feeder_wave_opts *w, struct fbank **out, char *err,
+			size_t errlen)
+{
+	int kind = w->features == FEEDER_WAVE_MFCC ? FBANK_KIND_MFCC : FBANK_KIND_FBANK;
+	int ceps = kind == FBANK_KIND_MFCC ? (int)w->ceps : 0;
+	for (unsigned i = 0; i < WAVE_FBANKS; i++)
+		if (ww->fb[i] && ww->fb_kind[i] == kind && ww->fb_bins[i] == (int)w->bins &&
+		    ww->fb_ceps[i] == ceps) {
+			*out = ww->fb[i];
+			return 0;
+		}
+	struct fbank_opts fo;
+	fbank_opts_default(&fo, kind);
+	fo.bins = (int)w->bins;
+	if (kind == FBANK_KIND_MFCC)
+		fo.ceps = ceps;
+	struct fbank *fb;
+	int rc = fbank_create(&fo, &fb, err, errlen);
+	if (rc)
+		return rc;
+	unsigned i = ww->fb_next++ % WAVE_FBANKS;
+	fbank_destroy(ww->fb[i]);
+	ww->fb[i] = fb;
+	ww->fb_kind[i] = kind;
+	ww->fb_bins[i] = (int)w->bins;
+	ww->fb_ceps[i] = ceps;
+	*out = fb;
+	return 0;
+}
+
+/* A source record as floats in ww->aux (at most max samples). */
+static int aux_read(const struct wave_source *src, uint64_t index, size_t max, size_t *n,
+		    char *err, size_t errlen)
+{
+	const uint8_t *pcm;
+	size_t m;
+	int rc = src->get(src->ctx, index, &pcm, &m, err, errlen);
+	if (rc)
+		return rc;
+	if (m > max)
+		m = max;
+	if (m > ww->aux_cap) {
+		float *p = realloc(ww->aux, m * sizeof(float));
+		if (!p)
+			return status_fail(err, errlen, -ENOMEM, "out of memory for %zu samples", m);
+		ww->aux = p;
+		ww->aux_cap = m;
+	}
+	for (size_t i = 0; i < m; i++)
+		ww->aux[i] = (float)(int16_t)bytes_le16(pcm + 2 * i);
+	*n = m;
+	return 0;
+}
+
+static double uniform(struct detrand *r, double lo, double hi)
+{
+	return lo + (hi - lo) * detrand_uniform(r);
+}
+
+/* Standard normal (Box-Muller), for dither. */
+static double gauss(struct detrand *r)
+{
+	double u = detrand_uniform(r), v = detrand_uniform(r);
+	return sqrt(-2.0 * log(1.0 - u)) * cos(2.0 * M_PI * v);
+}
+
+/* Additive noise of one category drawn among those the dataset has. */
+static int add_noise(const struct feeder_wave_opts *w, const struct wave_sources *src,
+		     struct detrand *r, float *x, size_t n, char *err, size_t errlen)
+{
+	int have[WAVE_CATEGORIES], k = 0;
+	for (int c = 0; c < WAVE_CATEGORIES; c++)
+		if (src->ncat[c])
+			have[k++] = c;
+	if (k == 0)
+		return 0;
+	int cat = have[detrand_range(r, 0, k - 1)];
+	const float *range = cat == WAVE_NOISE ? &w->snr_noise_min
+			     : cat == WAVE_MUSIC ? &w->snr_music_min
+						 : &w->snr_babble_min;
+	double snr = uniform(r, range[0], range[1]);
+	int parts = cat == WAVE_BABBLE ? (int)detrand_range(r, w->babble_min, w->babble_max) : 1;
+	memset(ww->acc, 0, n * sizeof(float));
+	for (int p = 0; p < parts; p++) {
+		uint64_t idx = src->cat[cat][detrand_range(r, 0, (int64_t)src->ncat[cat] - 1)];
+		size_t m;
+		/* A recording longer than the chunk is read from a random
+		 * offset; only what is used is converted. */
+		int rc = aux_read(&src->noise, idx, SIZE_MAX, &m, err, errlen);
+		if (rc)
+			return rc;
+		size_t off = m ? (size_t)detrand_range(r, 0, (int64_t)m - 1) : 0;
+		augment_accumulate(ww->acc, n, ww->aux, m, off);
+	}
+	augment_add_noise(x, n, ww->acc, n, 0, snr);
+	return 0;
+}
+
+int wave_pipeline_run(const struct feeder_stream_opts *o, const struct wave_sources *src,
+		      const struct dsformat_sample *s, const uint8_t *payload, uint64_t aug_key,
+		      uint32_t classes, void *out, int32_t *label, char *err, size_t errlen)
+{
+	const struct feeder_wave_opts *w = &o->wave;
+	size_t L = wave_pipeline_chunk_samples(w->chunk_len), n = s->frames;
+	if (s->dtype != DSFORMAT_DTYPE_S16 || s->dim != 1 || s->payload_len != 2 * (size_t)n)
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "record is not a waveform (%u x %u of dtype %s)", s->frames, s->dim,
+				   dsformat_dtype_name(s->dtype));
+	if (n == 0)
+		return status_fail(err, errlen, FEEDER_EFORMAT, "waveform of no samples");
+	struct detrand r;
+	detrand_init(&r, aug_key);
+	int train = w->train != 0;
+	double t0 = now_s();
+
+	/* Speed first: it decides how many source samples make the chunk. */
+	float factor = 1.0f;
+	if (train && w->speed_p > 0 && detrand_uniform(&r) < w->speed_p)
+		factor = detrand_range(&r, 0, 1) ? 1.1f : 0.9f;
+	size_t span = factor == 1.0f ? L : (size_t)floor((double)L * factor);
+	while (speed_out_len(span, factor) < L)
+		span++;
+	/* The perturbed chunk may come out a sample or two longer than L. */
+	int rc = worker_get((span > L ? span : L) + 64, err, errlen);
+	if (rc)
+		return rc;
+	if (n < span && w->pad == FEEDER_FEAT_PAD_SKIP)
+		return WAVE_SKIPPED;
+	size_t off = n <= span ? 0 : train ? (size_t)detrand_range(&r, 0, (int64_t)(n - span))
+					   : (n - span) / 2;
+	/* Shorter than the span: repeated from its start (pad repeat). */
+	for (size_t i = 0; i < span; i++)
+		ww->a[i] = (float)(int16_t)bytes_le16(payload + 2 * ((off + i) % n));
+	float *x = ww->a;
+	double t1 = now_s();
+	ww->times.chunk += t1 - t0;
+
+	if (factor != 1.0f) {
+		size_t got;
+		rc = speed_perturb(ww->sp, factor, ww->a, span, ww->b, ww->cap, &got, err, errlen);
+		if (rc)
+			return rc;
+		x = ww->b; /* its first L samples */
+	}
+	double t2 = now_s();
+	ww->times.speed += t2 - t1;
+
+	if (train && w->reverb_p > 0 && src->rir.get && src->rir.count &&
+	    detrand_uniform(&r) < w->reverb_p) {
+		uint64_t idx = (uint64_t)detrand_range(&r, 0, (int64_t)src->rir.count - 1);
+		size_t m;
+		rc = aux_read(&src->rir, idx, WAVE_MAX_RIR, &m, err, errlen);
+		if (rc == 0 && (!ww->rv || ww->rv_n < L)) {
+			reverb_destroy(ww->rv);
+			ww->rv = NULL;
+			rc = reverb_create(L, WAVE_MAX_RIR, &ww->rv, err, errlen);
+			ww->rv_n = rc ? 0 : L;
+		}
+		if (rc == 0)
+			rc = reverb_apply(ww->rv, src->rir.key << 40 ^ idx, ww->aux, m, x, L, x, err,
+					  errlen);
+		if (rc)
+			return rc;
+	}
+	double t3 = now_s();
+	ww->times.reverb += t3 - t2;
+
+	if (train && w->noise_p > 0 && src->noise.get && detrand_uniform(&r) < w->noise_p) {
+		rc = add_noise(w, src, &r, x, L, err, errlen);
+		if (rc)
+			return rc;
+	}
+	if (train && w->gain_p > 0 && detrand_uniform(&r) < w->gain_p)
+		augment_gain(x, L, uniform(&r, w->gain_min_db, w->gain_max_db));
+	if (train && w->dither > 0)
+		for (size_t i = 0; i < L; i++)
+			x[i] += (float)(w->dither * gauss(&r));
+	double t4 = now_s();
+	ww->times.noise += t4 - t3;
+
+	struct fbank *fb;
+	rc = worker_fbank(w, &fb, err, errlen);
+	if (rc)
+		return rc;
+	float *m = NULL;
+	uint32_t frames, dim;
+	rc = fbank_compute(fb, x, L, &m, &frames, &dim, err, errlen);
+	if (rc)
+		return rc;
+	/* Normalization, transposition and the output type: the features
+	 * pipeline's code, on this chunk's matrix (a centred chunk of a
+	 * chunk_len matrix is the whole of it). */
+	struct feeder_stream_opts fo = *o;
+	fo.pipeline = FEEDER_PIPE_FEATURES;
+	fo.features = (struct feeder_features_opts){.chunk_len = w->chunk_len,
+						    .pad = FEEDER_FEAT_PAD_REPEAT,
+						    .cmn = w->cmn,
+						    .cmn_window = w->cmn_window,
+						    .cvn = w->cvn,
+						    .train = 0};
+	struct dsformat_sample fs = {.frames = frames, .dim = dim, .dtype = DSFORMAT_DTYPE_F32,
+				     .payload_len = frames * dim * 4};
+	rc = features_pipeline_run(&fo, &fs, (const uint8_t *)m, 0, out, err, errlen);
+	free(m);
+	if (rc)
+		return rc < 0 ? rc : status_fail(err, errlen, FEEDER_EFORMAT, "chunk of %u frames",
+						 frames);
+	double t5 = now_s();
+	ww->times.features += t5 - t4;
+
+	/* SpecAugment on (dim, chunk_len): zero bits are 0 in f16 and f32. */
+	if (train && w->specaug_p > 0 && detrand_uniform(&r) < w->specaug_p) {
+		size_t es = o->dtype == FEEDER_DTYPE_F16 ? 2 : 4, T = w->chunk_len;
+		uint8_t *t = out;
+		for (uint32_t k = 0; k < w->time_masks; k++) {
+			size_t width = (size_t)detrand_range(&r, 1, w->time_mask_max < T ? w->time_mask_max
+											: (int64_t)T);
+			size_t start = (size_t)detrand_range(&r, 0, (int64_t)(T - width));
+			for (uint32_t d = 0; d < dim; d++)
+				memset(t + ((size_t)d * T + start) * es, 0, width * es);
+		}
+		for (uint32_t k = 0; k < w->freq_masks; k++) {
+			size_t width = (size_t)detrand_range(&r, 1, w->freq_mask_max < dim ? w->freq_mask_max
+											    : (int64_t)dim);
+			size_t start = (size_t)detrand_range(&r, 0, (int64_t)(dim - width));
+			memset(t + start * T * es, 0, width * T * es);
+		}
+	}
+	ww->times.specaug += now_s() - t5;
+	*label = (int32_t)s->label;
+	if (factor != 1.0f && w->speed_labels == FEEDER_SPEED_NEW)
+		*label += (int32_t)(classes * (factor < 1.0f ? 1u : 2u));
+	return 0;
+}

@@ -1,0 +1,269 @@
+/* test_augment — media/augment.c: the SNR of added noise measured on the
+ * result equals the one asked for (within 0.01 dB) for noise looped from an
+ * odd offset, cut from a long recording, wrapping at its end, and for an
+ * offset past the end; the noise added is the segment the header defines;
+ * silent signal or noise leave x alone; babble is the sum of its segments
+ * at one SNR; gain; SpecAugment masks set exactly their cells, clipped at
+ * the edges. */
+#include "augment.h"
+#include "check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static double uniform(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static float *noise(size_t n, double amp)
+{
+	float *x = malloc((n ? n : 1) * sizeof(float));
+	CHECK(x != NULL);
+	for (size_t i = 0; i < n; i++)
+		x[i] = (float)((uniform() * 2.0 - 1.0) * amp);
+	return x;
+}
+
+static double worst_db = 0.0;
+
+/* What was added to `before` to give `after` must be g * v for one g > 0,
+ * and 10 log10(E_before / E_added) must be snr_db. v is the expected noise
+ * (already looped / summed), in double. */
+static void check_added(const float *before, const float *after, const double *v, size_t n,
+			double snr_db, const char *what)
+{
+	double ex = 0.0, ed = 0.0, ev = 0.0, dv = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		double d = (double)after[i] - before[i];
+		ex += (double)before[i] * before[i];
+		ed += d * d;
+		ev += v[i] * v[i];
+		dv += d * v[i];
+	}
+	double snr = 10.0 * log10(ex / ed);
+	CHECKF(fabs(snr - snr_db) <= 0.01, "%s: measured SNR %.5f dB, asked %.5f dB", what, snr, snr_db);
+	worst_db = fmax(worst_db, fabs(snr - snr_db));
+	/* The added signal is a multiple of v: its projection on v holds all
+	 * its energy. */
+	double g = dv / ev, resid = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		double d = (double)after[i] - before[i] - g * v[i];
+		resid += d * d;
+	}
+	CHECKF(g > 0.0 && resid <= 1e-8 * ed, "%s: the added noise is not the segment (residual %.3g of %.3g)",
+	       what, resid, ed);
+}
+
+/* v[i] = noise[(offset + i) mod m], as augment.h defines it. */
+static double *looped(const float *nz, size_t m, size_t offset, size_t n)
+{
+	double *v = malloc(n * sizeof(double));
+	CHECK(v != NULL);
+	for (size_t i = 0; i < n; i++)
+		v[i] = nz[(offset + i) % m];
+	return v;
+}
+
+static void test_noise(void)
+{
+	const size_t n = 32000;
+	float *x = noise(n, 6000.0), *y = malloc(n * sizeof(float));
+	CHECK(y != NULL);
+	static const struct {
+		size_t m, offset;
+		const char *what;
+	} cases[] = {
+		{5000, 4999, "short noise looped from its last sample"},
+		{5000, 1237, "short noise looped from an odd offset"},
+		{7, 3, "7-sample noise looped"},
+		{100000, 3, "long noise cut"},
+		{100000, 77777, "long noise cut, wrapping at its end"},
+		{32000, 0, "noise as long as the chunk"},
+		{5000, 5000 * 3 + 11, "offset past the end (taken mod m)"},
+	};
+	static const double snrs[] = {-5.0, 0.0, 7.3, 13.0, 20.0, 35.0};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		float *nz = noise(cases[c].m, 3000.0);
+		double *v = looped(nz, cases[c].m, cases[c].offset, n);
+		for (size_t s = 0; s < sizeof(snrs) / sizeof(snrs[0]); s++) {
+			memcpy(y, x, n * sizeof(float));
+			augment_add_noise(y, n, nz, cases[c].m, cases[c].offset, snrs[s]);
+			check_added(x, y, v, n, snrs[s], cases[c].what);
+		}
+		/* augment_noise_energy is the energy of that segment. */
+		double ev = 0.0;
+		for (size_t i = 0; i < n; i++)
+			ev += v[i] * v[i];
+		double got = augment_noise_energy(nz, cases[c].m, cases[c].offset, n);
+		CHECKF(fabs(got - ev) <= 1e-9 * ev, "%s: noise energy %.10g, not %.10g", cases[c].what,
+		       got, ev);
+		free(nz);
+		free(v);
+	}
+	free(x);
+	free(y);
+}
+
+/* Silence on either side leaves x as it was; so do m == 0 and a NaN SNR. */
+static void test_noise_silent(void)
+{
+	const size_t n = 1000;
+	float *x = noise(n, 100.0), *y = malloc(n * sizeof(float)), *z = calloc(n, sizeof(float));
+	CHECK(y && z);
+	memcpy(y, x, n * sizeof(float));
+	augment_add_noise(y, n, z, n, 0, 10.0);
+	CHECK(memcmp(x, y, n * sizeof(float)) == 0);
+	augment_add_noise(y, n, x, 0, 0, 10.0);
+	CHECK(memcmp(x, y, n * sizeof(float)) == 0);
+	augment_add_noise(y, n, x, n, 0, NAN);
+	CHECK(memcmp(x, y, n * sizeof(float)) == 0);
+	augment_add_noise(z, n, x, n, 5, 10.0);
+	for (size_t i = 0; i < n; i++)
+		CHECKF(z[i] == 0.0f, "silent x got noise at %zu", i);
+	free(x);
+	free(y);
+	free(z);
+}
+
+/* With a reference energy: the SNR is against it, not against x as it is. */
+static void test_noise_ref(void)
+{
+	const size_t n = 8000, m = 3001;
+	float *x = noise(n, 5000.0), *y = malloc(n * sizeof(float)), *nz = noise(m, 10.0);
+	CHECK(y != NULL);
+	const double ref = 4.0 * augment_energy(x, n);
+	memcpy(y, x, n * sizeof(float));
+	augment_add_noise_ref(y, n, ref, nz, m, 17, 15.0);
+	double ed = 0.0;
+	for (size_t i = 0; i < n; i++)
+		ed += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
+	double snr = 10.0 * log10(ref / ed);
+	CHECKF(fabs(snr - 15.0) <= 0.01, "SNR against the reference %.5f dB, not 15", snr);
+	free(x);
+	free(y);
+	free(nz);
+}
+
+/* Babble: the sum of the segments, each looped or cut from its offset,
+ * added at one SNR; the same bytes as augment_accumulate then
+ * augment_add_noise. */
+static void test_babble(void)
+{
+	const size_t n = 32000;
+	static const size_t lens[] = {50000, 9000, 32000, 123457, 2001, 40000, 31999};
+	static const size_t offs[] = {49999, 0, 5, 100000, 1999, 9, 31998};
+	float *x = noise(n, 4000.0), *y = malloc(n * sizeof(float)), *z = malloc(n * sizeof(float));
+	float *scratch = malloc(n * sizeof(float));
+	double *v = calloc(n, sizeof(double));
+	CHECK(y && z && scratch && v);
+	struct augment_segment segs[7];
+	float *rec[7];
+	for (int k = 3; k <= 7; k++) {
+		memset(v, 0, n * sizeof(double));
+		for (int i = 0; i < k; i++) {
+			rec[i] = noise(lens[i], 1000.0 * (i + 1));
+			segs[i] = (struct augment_segment){rec[i], lens[i], offs[i]};
+			for (size_t t = 0; t < n; t++)
+				v[t] += rec[i][(offs[i] + t) % lens[i]];
+		}
+		double snr = 13.0 + (double)k;
+		memcpy(y, x, n * sizeof(float));
+		augment_add_babble(y, n, segs, (size_t)k, snr, scratch);
+		check_added(x, y, v, n, snr, "babble");
+		memcpy(z, x, n * sizeof(float));
+		memset(scratch, 0, n * sizeof(float));
+		for (int i = 0; i < k; i++)
+			augment_accumulate(scratch, n, rec[i], lens[i], offs[i]);
+		augment_add_noise(z, n, scratch, n, 0, snr);
+		CHECKF(memcmp(y, z, n * sizeof(float)) == 0, "babble of %d differs from its parts", k);
+		for (int i = 0; i < k; i++)
+			free(rec[i]);
+	}
+	free(x);
+	free(y);
+	free(z);
+	free(scratch);
+	free(v);
+}
+
+static void test_gain(void)
+{
+	const size_t n = 1000;
+	float *x = noise(n, 3000.0), *y = malloc(n * sizeof(float));
+	CHECK(y != NULL);
+	static const double gains[] = {-20.0, -6.0, 0.0, 3.5, 6.0};
+	for (int g = 0; g < 5; g++) {
+		memcpy(y, x, n * sizeof(float));
+		augment_gain(y, n, gains[g]);
+		double db = 10.0 * log10(augment_energy(y, n) / augment_energy(x, n));
+		CHECKF(fabs(db - gains[g]) <= 1e-4, "gain %g dB gave %.6f dB", gains[g], db);
+		double f = pow(10.0, gains[g] / 20.0);
+		for (size_t i = 0; i < n; i++)
+			CHECKF(fabs(y[i] - f * x[i]) <= 1e-6 * fabs(f * x[i]) + 1e-30,
+			       "gain %g dB: sample %zu is %g, not %g", gains[g], i, (double)y[i], f * x[i]);
+	}
+	memcpy(y, x, n * sizeof(float));
+	augment_gain(y, n, 0.0);
+	CHECK(memcmp(x, y, n * sizeof(float)) == 0);
+	free(x);
+	free(y);
+}
+
+/* Every cell: value where the mask covers it, its old content elsewhere. */
+static void check_mask(int freq, uint32_t frames, uint32_t dim, uint32_t start, uint32_t width)
+{
+	size_t cells = (size_t)frames * dim;
+	float *f = malloc((cells ? cells : 1) * sizeof(float));
+	CHECK(f != NULL);
+	for (size_t i = 0; i < cells; i++)
+		f[i] = (float)i + 1.0f;
+	if (freq)
+		augment_freq_mask(f, frames, dim, start, width, -7.5f);
+	else
+		augment_time_mask(f, frames, dim, start, width, -7.5f);
+	for (uint32_t t = 0; t < frames; t++)
+		for (uint32_t j = 0; j < dim; j++) {
+			uint64_t at = freq ? j : t;
+			int in = at >= start && at < (uint64_t)start + width;
+			float want = in ? -7.5f : (float)((size_t)t * dim + j) + 1.0f;
+			CHECKF(f[(size_t)t * dim + j] == want,
+			       "%s mask start %u width %u on %ux%u: cell (%u, %u) is %g, not %g",
+			       freq ? "frequency" : "time", start, width, frames, dim, t, j,
+			       (double)f[(size_t)t * dim + j], (double)want);
+		}
+	free(f);
+}
+
+static void test_masks(void)
+{
+	static const uint32_t shapes[][2] = {{10, 7}, {1, 1}, {200, 40}, {3, 80}, {0, 5}, {5, 0}};
+	static const uint32_t masks[][2] = {
+		{0, 0}, {0, 1}, {3, 4}, {8, 5}, {6, 1}, {9, 1}, {0, 1000},
+		{12, 3}, {UINT32_MAX, 5}, {2, UINT32_MAX}, {UINT32_MAX - 1, UINT32_MAX}, {39, 2},
+	};
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+		for (size_t m = 0; m < sizeof(masks) / sizeof(masks[0]); m++)
+			for (int freq = 0; freq < 2; freq++)
+				check_mask(freq, shapes[s][0], shapes[s][1], masks[m][0], masks[m][1]);
+}
+
+int main(void)
+{
+	test_noise();
+	test_noise_silent();
+	test_noise_ref();
+	test_babble();
+	test_gain();
+	test_masks();
+	printf("augment: worst SNR error %.3g dB\n", worst_db);
+	return 0;
+}

@@ -1,0 +1,230 @@
+"""test_wave.py — feederd's wave pipeline through a real daemon and the
+Python Loader: waveform datasets packed by packer (--store wave) from the
+project's generators (gen-speech, gen-noise, gen-rir).
+
+- Features: the daemon's fbank and MFCC of a centred chunk against
+  torchaudio.compliance.kaldi (an independent implementation) on the same
+  samples, and against packer's features of the same utterance (identical).
+- Augmentation: determinism (same request, same bytes; another seed,
+  other bytes), rank disjointness, exact resume at batch k, speed labels,
+  that each augmentation changes the features, and refusals naming the
+  missing or wrong noise/RIR dataset.
+The DSP itself is held to references in tests/features (test_reverb: direct
+convolution; test_augment: SNR; test_speed: pitch and length) and
+tests/genspeech (RT60 of the generated RIRs)."""
+import os
+import sys
+import wave as wavmod
+
+import numpy as np
+import pytest
+
+from conftest import Daemon, run, tool
+
+feeder = pytest.importorskip("feeder")
+sys.path.insert(0, os.path.join(os.environ.get("FEEDER_SOURCE", ""), "tests", "bench"))
+from feeder_lmdb import FeederLMDB  # noqa: E402
+
+CHUNK = 200
+L = (CHUNK - 1) * 160 + 400  # samples of a 200-frame chunk
+
+
+def _write_wav(path, x):
+    with wavmod.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(x.astype("<i2").tobytes())
+
+
+@pytest.fixture(scope="module")
+def wave_daemon(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("wave"))
+    ds = os.path.join(root, "datasets")
+    os.makedirs(ds)
+    packer = tool("tools/packer")
+    src = os.path.join(root, "speech")
+    run(tool("tools/gen-speech"), "4", "6", src, "--seed", "7", "--min-dur", "2.5",
+        "--max-dur", "4", "--threads", "2")
+    r = run(packer, "pack", "audio", "--store", "wave", src, os.path.join(ds, "speech"))
+    del r
+    run(tool("tools/gen-noise"), "--seed", "3", "--count", "2", "--seconds", "2:3",
+        os.path.join(root, "noise"))
+    run(packer, "pack", "audio", "--store", "wave", os.path.join(root, "noise"),
+        os.path.join(ds, "noise"))
+    rirs = os.path.join(root, "rirs", "rir")  # one class folder
+    run(tool("tools/gen-rir"), "--seed", "4", "--count", "4", rirs)
+    run(packer, "pack", "audio", "--store", "wave", os.path.join(root, "rirs"),
+        os.path.join(ds, "rir"))
+    # Utterances of exactly one chunk, for packer vs daemon.
+    exact = os.path.join(root, "exact", "spk")
+    os.makedirs(exact)
+    rng = np.random.default_rng(1)
+    t = np.arange(L) / 16000.0
+    for k in range(2):
+        x = 3000 * np.sin(2 * np.pi * (150 + 50 * k) * t * (1 + 0.1 * np.sin(3 * t)))
+        x += rng.normal(0, 300, L)
+        _write_wav(os.path.join(exact, "u%d.wav" % k), np.clip(x, -32768, 32767))
+    run(packer, "pack", "audio", "--store", "wave", os.path.join(root, "exact"),
+        os.path.join(ds, "exact"))
+    run(packer, "pack", "audio", "--bins", "80", "--dtype", "f32", os.path.join(root, "exact"),
+        os.path.join(ds, "exactfb"))
+    run(packer, "pack", "audio", "--features", "mfcc", "--dtype", "f32",
+        os.path.join(root, "exact"), os.path.join(ds, "exactmfcc"))
+    d = Daemon(ds, root)
+    d.root = ds
+    yield d
+    d.stop()
+
+
+def loader(d, dataset="speech", batch=4, **wave):
+    kw = {k: wave.pop(k) for k in ("seed", "epoch", "rank", "world_size", "shuffle", "dtype")
+          if k in wave}
+    kw.setdefault("dtype", "float32")
+    return feeder.Loader(dataset, batch, pipeline=feeder.Wave(**wave), socket=d.sock,
+                         drop_last=False, return_index=True, timeout=60, **kw)
+
+
+def epoch(ld):
+    return [(x.copy(), y.copy(), i.copy()) for x, y, i in ld]
+
+
+def centred(d, dataset, index):
+    x = FeederLMDB(os.path.join(d.root, dataset))
+    label, payload, frames, dim, dtype = x.get(index)
+    s = np.frombuffer(payload, "<i2").astype(np.float32)
+    off = (len(s) - L) // 2
+    return s[off:off + L]
+
+
+def test_fbank_and_mfcc_match_torchaudio_kaldi(wave_daemon):
+    # torchaudio computes in the waveform's precision: float64 makes it the
+    # exact reference (its float32 run is itself ~1e-3 from it).
+    torch = pytest.importorskip("torch")
+    kaldi = pytest.importorskip("torchaudio.compliance.kaldi")
+    worst = {}
+    for kind in ("fbank", "mfcc"):
+        ld = loader(wave_daemon, train=False, features=kind, bins=80 if kind == "fbank" else 30,
+                    cmn="none", shuffle=False)
+        for x, _, idx in ld:
+            for b in range(len(idx)):
+                w = torch.from_numpy(centred(wave_daemon, "speech", int(idx[b]))).double()[None]
+                if kind == "fbank":
+                    ref = kaldi.fbank(w, num_mel_bins=80, dither=0.0, low_freq=20,
+                                      high_freq=-400, energy_floor=0.0)
+                else:
+                    ref = kaldi.mfcc(w, num_mel_bins=30, num_ceps=30, dither=0.0, low_freq=20,
+                                     high_freq=-400, energy_floor=0.0, use_energy=True)
+                ref = ref.numpy().T
+                assert ref.shape == x[b].shape, (ref.shape, x[b].shape)
+                worst[kind] = max(worst.get(kind, 0), float(np.abs(ref - x[b]).max()))
+    print("max |daemon - torchaudio.compliance.kaldi|: fbank %.2e, mfcc %.2e"
+          % (worst["fbank"], worst["mfcc"]))
+    assert worst["fbank"] <= 1e-3, worst
+    assert worst["mfcc"] <= 1e-3, worst
+
+
+def test_daemon_features_equal_packers(wave_daemon):
+    for kind, packed in (("fbank", "exactfb"), ("mfcc", "exactmfcc")):
+        ld = loader(wave_daemon, "exact", batch=2, train=False, features=kind,
+                    bins=80 if kind == "fbank" else 30, cmn="none", shuffle=False)
+        (x, _, idx), = epoch(ld)
+        ref = FeederLMDB(os.path.join(wave_daemon.root, packed))
+        for b in range(2):
+            _, m = ref.features(int(idx[b]))
+            assert m.shape == (CHUNK, x.shape[1])
+            assert np.array_equal(m.T, x[b]), "%s: %g" % (kind, np.abs(m.T - x[b]).max())
+
+
+AUG = dict(noise="noise", noise_p=0.8, rir="rir", reverb_p=0.8, speed_p=0.5, gain_p=0.5,
+           specaug_p=0.5, dither=1.0)
+
+
+def test_same_request_same_bytes_other_seed_other_bytes(wave_daemon):
+    a = epoch(loader(wave_daemon, seed=5, **AUG))
+    b = epoch(loader(wave_daemon, seed=5, **AUG))
+    c = epoch(loader(wave_daemon, seed=6, **AUG))
+    assert len(a) == 6
+    for (xa, ya, ia), (xb, yb, ib) in zip(a, b):
+        assert np.array_equal(xa, xb) and np.array_equal(ya, yb) and np.array_equal(ia, ib)
+    assert not all(np.array_equal(xa, xc) for (xa, _, _), (xc, _, _) in zip(a, c))
+    for x, _, _ in a:
+        assert np.isfinite(x).all()
+
+
+def test_each_augmentation_changes_the_chunk(wave_daemon):
+    base = epoch(loader(wave_daemon, seed=9, shuffle=False))
+    for opt in (dict(noise="noise", noise_p=1.0), dict(rir="rir", reverb_p=1.0),
+                dict(speed_p=1.0), dict(gain_p=1.0, gain_db=(3, 6)), dict(specaug_p=1.0)):
+        got = epoch(loader(wave_daemon, seed=9, shuffle=False, **opt))
+        for (x0, _, i0), (x1, _, i1) in zip(base, got):
+            assert np.array_equal(i0, i1)
+            changed = [not np.array_equal(x0[b], x1[b]) for b in range(len(i0))]
+            assert all(changed), opt
+    # SpecAugment masks are zeros after CMN: whole rows and columns.
+    x = epoch(loader(wave_daemon, seed=9, shuffle=False, specaug_p=1.0, time_mask_max=20,
+                     freq_mask_max=10))[0][0]
+    for b in range(len(x)):
+        assert (np.abs(x[b]).sum(axis=1) == 0).sum() >= 1  # a frequency band
+        assert (np.abs(x[b]).sum(axis=0) == 0).sum() >= 1  # a stretch of frames
+
+
+def test_ranks_disjoint_and_resume_exact(wave_daemon):
+    full = epoch(loader(wave_daemon, seed=2, **AUG))
+    r0 = epoch(loader(wave_daemon, seed=2, rank=0, world_size=2, **AUG))
+    r1 = epoch(loader(wave_daemon, seed=2, rank=1, world_size=2, **AUG))
+    i0 = np.concatenate([i for _, _, i in r0])
+    i1 = np.concatenate([i for _, _, i in r1])
+    assert not set(i0.tolist()) & set(i1.tolist())
+    assert sorted(i0.tolist() + i1.tolist()) == list(range(24))
+    # A sample's features depend on (seed, epoch, index) only, not on who
+    # reads it: rank 0's first sample equals that sample in the full epoch.
+    allx = np.concatenate([x for x, _, _ in full])
+    alli = np.concatenate([i for _, _, i in full])
+    x0 = np.concatenate([x for x, _, _ in r0])
+    for k in range(len(i0)):
+        assert np.array_equal(x0[k], allx[list(alli).index(i0[k])])
+    ld = loader(wave_daemon, seed=2, **AUG)
+    it = iter(ld)
+    for _ in range(2):
+        next(it)
+    state = ld.state_dict()
+    ld2 = loader(wave_daemon, seed=2, **AUG)
+    ld2.load_state_dict(state)
+    tail = epoch(ld2)
+    assert len(tail) == len(full) - 2
+    for (xa, ya, ia), (xb, yb, ib) in zip(full[2:], tail):
+        assert np.array_equal(xa, xb) and np.array_equal(ya, yb) and np.array_equal(ia, ib)
+
+
+def test_speed_labels_new_speaker_per_factor(wave_daemon):
+    same = epoch(loader(wave_daemon, seed=4, speed_p=1.0))
+    new = epoch(loader(wave_daemon, seed=4, speed_p=1.0, speed_labels="new"))
+    ys = np.concatenate([y for _, y, _ in same])
+    yn = np.concatenate([y for _, y, _ in new])
+    assert ys.max() < 4 and yn.max() >= 4 and yn.max() < 12
+    assert np.array_equal(yn % 4, ys)
+    for (xa, _, _), (xb, _, _) in zip(same, new):
+        assert np.array_equal(xa, xb)
+
+
+@pytest.mark.parametrize("opts,want", [
+    (dict(noise="nosuch", noise_p=0.5), "wave.noise: no dataset named 'nosuch'"),
+    (dict(rir="exactfb", reverb_p=0.5), "wave.rir dataset 'exactfb' holds features"),
+    (dict(noise_p=0.5), "wave.noise names no dataset"),
+    (dict(noise="speech", noise_p=0.5), "no records in a class named noise, music or speech"),
+    (dict(features="mfcc", bins=20, ceps=24), "wave.ceps 24 is above wave.bins 20"),
+    (dict(snr_noise=(10, 5), noise="noise"), "wave.snr_noise_min 10 is above"),
+])
+def test_refusals_name_the_cause(wave_daemon, opts, want):
+    with pytest.raises(feeder.FeederError) as e:
+        epoch(loader(wave_daemon, **opts))
+    assert want in str(e.value), str(e.value)
+    # The daemon serves on.
+    assert len(epoch(loader(wave_daemon, train=False))) == 6
+
+
+def test_features_dataset_with_wave_pipeline_is_refused(wave_daemon):
+    with pytest.raises(feeder.FeederError) as e:
+        epoch(loader(wave_daemon, "exactfb"))
+    assert "holds feature matrices, not waveforms: open it with pipeline features" in str(e.value)
