@@ -42,6 +42,7 @@
 #include "half.h"
 #include "status.h"
 #include "audio_file.h"
+#include "kaldi_dir.h"
 
 #include "bytes.h"
 
@@ -69,16 +70,30 @@ struct audio_opts {
 	uint32_t dtype;
 	unsigned threads;
 	int force, strict, verbose, follow_links;
+	int kaldi, allow_pipes; /* --kaldi: SRC is a Kaldi data directory */
 	unsigned long long max_file;
 };
 
-/* One utterance in flight: its file, then its payload or why it has none. */
-struct audio_item {
-	struct pack_read rd;
+/* One record to write, or why there is none. */
+struct audio_out {
 	uint8_t *payload;
 	uint32_t len, frames, dim, crc;
 	int rc;        /* 0, or the error that skips it (or ends the pack) */
 	int empty;     /* decoded fine but has no frames */
+	char msg[256];
+};
+
+/* One source in flight: a file of the tree (one utterance), or a Kaldi
+ * recording (its utterances: the whole of it, or its segments), read by
+ * the io_uring reader or, for a wav.scp pipe, by running the command on a
+ * worker. */
+struct audio_item {
+	struct pack_read rd;
+	int pipe;            /* kaldi: the bytes come from recos[reco]'s command */
+	size_t reco;         /* kaldi: the recording */
+	size_t first, n;     /* its utterances: order[first .. first + n) (tree: one) */
+	struct audio_out *out; /* n of them */
+	int rc;              /* reading or decoding failed: all n are lost */
 	char msg[256];
 };
 
@@ -88,6 +103,8 @@ struct audio_batch {
 	size_t n;
 	atomic_size_t next;
 	const struct audio_opts *o;
+	const struct kaldi_dir *kd;
+	const size_t *order;
 };
 
 struct audio_worker {
@@ -109,6 +126,11 @@ static const char audio_usage[] =
 	"                          (for feederd's wave pipeline, noise and RIR sets)\n"
 	"  --rate HZ               sample rate to resample to (default 16000; features: 16000)\n"
 	"  --channel N             channel kept of a multi-channel file (default 1, the first)\n"
+	"  --kaldi                 SRC is a Kaldi data directory: wav.scp, utt2spk, optional\n"
+	"                          segments and utt2dur; utterance ids are the names,\n"
+	"                          speakers sorted by name the classes\n"
+	"  --allow-pipes           run wav.scp's commands (\"utt cmd |\"): they are shell\n"
+	"                          commands, refused without this\n"
 	"  --features fbank|mfcc   log mel filterbank (default) or MFCC\n"
 	"  --bins N                mel bins (default 40 for fbank, 30 for mfcc)\n"
 	"  --ceps N                MFCC cepstra kept (default 30, at most --bins)\n"
@@ -130,8 +152,11 @@ static const char audio_usage[] =
 static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *first_operand)
 {
 	enum { OPT_FEATURES = 256, OPT_BINS, OPT_CEPS, OPT_VAD, OPT_DTYPE, OPT_THREADS, OPT_FORCE,
-	       OPT_STRICT, OPT_FOLLOW, OPT_MAX_FILE, OPT_STORE, OPT_RATE, OPT_CHANNEL };
+	       OPT_STRICT, OPT_FOLLOW, OPT_MAX_FILE, OPT_STORE, OPT_RATE, OPT_CHANNEL, OPT_KALDI,
+	       OPT_PIPES };
 	static const struct option longopts[] = {
+		{"kaldi", no_argument, NULL, OPT_KALDI},
+		{"allow-pipes", no_argument, NULL, OPT_PIPES},
 		{"store", required_argument, NULL, OPT_STORE},
 		{"rate", required_argument, NULL, OPT_RATE},
 		{"channel", required_argument, NULL, OPT_CHANNEL},
@@ -161,6 +186,12 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 		if (c == OPT_FEATURES || c == OPT_BINS || c == OPT_CEPS || c == OPT_VAD || c == OPT_DTYPE)
 			feature_opt = c;
 		switch (c) {
+		case OPT_KALDI:
+			o->kaldi = 1;
+			break;
+		case OPT_PIPES:
+			o->allow_pipes = 1;
+			break;
 		case OPT_STORE:
 			if (!strcmp(optarg, "features") || !strcmp(optarg, "wave"))
 				o->wave = optarg[0] == 'w';
@@ -246,6 +277,8 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *fi
 		return pack_usage_error(CMD, "--%s applies to --store features only",
 					feature_opt == OPT_FEATURES ? "features" : feature_opt == OPT_BINS ? "bins"
 					: feature_opt == OPT_CEPS ? "ceps" : feature_opt == OPT_VAD ? "vad" : "dtype");
+	if (o->allow_pipes && !o->kaldi)
+		return pack_usage_error(CMD, "%s", "--allow-pipes applies to --kaldi only");
 	if (!o->wave && o->rate != FBANK_RATE)
 		return pack_usage_error(CMD, "--rate %u: features are computed at %d Hz (--store wave "
 					"keeps other rates)", o->rate, FBANK_RATE);
@@ -302,7 +335,7 @@ static void audio_put_s16(uint8_t *out, const float *x, size_t n)
 }
 
 /* The record of n samples into it: the waveform, or its features. */
-static void audio_encode(struct audio_item *it, const float *x, size_t n, struct fbank *fb,
+static void audio_encode(struct audio_out *it, const float *x, size_t n, struct fbank *fb,
 			 const struct audio_opts *o)
 {
 	float *m = NULL;
@@ -361,21 +394,47 @@ out:
 	free(m);
 }
 
-static void audio_process(const struct pack_reader *r, struct audio_item *it, struct fbank *fb,
-			  const struct audio_opts *o)
+static void audio_process(const struct audio_batch *b, struct audio_item *it, struct fbank *fb)
 {
+	const struct audio_opts *o = b->o;
 	float *samples = NULL;
 	size_t n = 0;
-	if (it->rd.error) {
+	uint8_t *piped = NULL;
+	const uint8_t *bytes = it->rd.data;
+	size_t len = it->rd.len;
+	if (it->pipe) {
+		it->rc = kaldi_pipe_read(b->kd->recos[it->reco].source, (size_t)o->max_file, &piped,
+					 &len, it->msg, sizeof(it->msg));
+		if (it->rc < 0)
+			return;
+		if (!audio_file_sniff(piped, len)) {
+			it->rc = status_fail(it->msg, sizeof(it->msg), FEEDER_EFORMAT,
+					     "the command's output is not an audio file (WAV, FLAC, ...)");
+			goto out;
+		}
+		bytes = piped;
+	} else if (it->rd.error) {
 		it->rc = it->rd.error;
-		snprintf(it->msg, sizeof(it->msg), "%s", pack_reader_strerror(r, it->rd.error));
+		snprintf(it->msg, sizeof(it->msg), "%s", pack_reader_strerror(b->r, it->rd.error));
 		return;
 	}
-	it->rc = audio_file_decode(it->rd.data, it->rd.len, o->channel, o->rate,
-				   DSFORMAT_MAX_PAYLOAD / 2, &samples, &n, NULL, it->msg,
-				   sizeof(it->msg));
-	if (it->rc == 0)
-		audio_encode(it, samples, n, fb, o);
+	it->rc = audio_file_decode(bytes, len, o->channel, o->rate, DSFORMAT_MAX_PAYLOAD / 2,
+				   &samples, &n, NULL, it->msg, sizeof(it->msg));
+	if (it->rc)
+		goto out;
+	for (size_t j = 0; j < it->n; j++) {
+		const struct kaldi_utt *u = b->kd ? &b->kd->utts[b->order[it->first + j]] : NULL;
+		size_t first = 0, count = n;
+		if (u && b->kd->has_segments) {
+			it->out[j].rc = kaldi_segment_samples(u->start, u->end, o->rate, n, &first, &count,
+							      it->out[j].msg, sizeof(it->out[j].msg));
+			if (it->out[j].rc)
+				continue;
+		}
+		audio_encode(&it->out[j], samples + first, count, fb, o);
+	}
+out:
+	free(piped);
 	free(samples);
 }
 
@@ -385,7 +444,7 @@ static void *audio_worker_run(void *arg)
 	struct audio_batch *b = w->batch;
 	size_t i;
 	while ((i = atomic_fetch_add(&b->next, 1)) < b->n)
-		audio_process(b->r, &b->items[i], w->fb, b->o);
+		audio_process(b, &b->items[i], w->fb);
 	return NULL;
 }
 
@@ -408,7 +467,18 @@ static void audio_run_batch(struct audio_batch *b, struct audio_worker *w, unsig
 
 /* ---- the pack ---- */
 
+/* A Kaldi recording and its utterances, order[first .. first + n). */
+struct audio_group {
+	size_t reco, first, n;
+};
+
 struct audio_pack {
+	struct kaldi_dir kd;       /* --kaldi */
+	size_t *order;             /* utterances by recording, then id */
+	struct audio_group *groups;
+	size_t ngroups, next_group;
+	const char **kpaths;       /* the files among the recordings, for the reader */
+	size_t nkpaths;
 	const char *src, *dest;
 	struct audio_opts o;
 	struct pack_src s;
@@ -447,46 +517,87 @@ static void audio_options_string(const struct audio_pack *p, char *out, size_t l
 			 f->vad_threshold, f->vad_mean_scale, f->vad_proportion, f->vad_context);
 }
 
+/* What a message names: the tree's file, or the Kaldi recording and its
+ * source. */
+static void audio_what(const struct audio_pack *p, const struct audio_item *it, char *out,
+		       size_t len)
+{
+	if (p->o.kaldi)
+		snprintf(out, len, "recording %s (%s%s)", p->kd.recos[it->reco].id,
+			 p->kd.recos[it->reco].source, it->pipe ? " |" : "");
+	else
+		snprintf(out, len, "%s/%s", p->src, it->rd.path);
+}
+
 /* Store or skip the finished items of one batch, in order. Returns 0, or an
  * exit status. */
 static int audio_store_batch(struct audio_pack *p, struct audio_batch *b, char *err, size_t errlen)
 {
+	char what[512];
 	for (size_t i = 0; i < b->n; i++) {
 		struct audio_item *it = &b->items[i];
 		pack_progress_add(&p->prog, 1, it->rd.len);
+		audio_what(p, it, what, sizeof(what));
 		if (it->rc == -ENOMEM) {
-			pack_error("pack audio: %s/%s: %s", p->src, it->rd.path, it->msg);
+			pack_error("pack audio: %s: %s", what, it->msg);
 			return PACK_EXIT_FAIL;
 		}
 		if (it->rc < 0) {
 			if (p->o.strict) {
-				pack_error("pack audio: %s/%s: %s (--strict)", p->src, it->rd.path, it->msg);
+				pack_error("pack audio: %s: %s (--strict)", what, it->msg);
 				return PACK_EXIT_USAGE;
 			}
-			pack_warn("%s/%s: %s, skipped", p->src, it->rd.path, it->msg);
-			p->skipped++;
+			if (p->o.kaldi)
+				pack_warn("%s: %s, its %zu utterance%s skipped", what, it->msg, it->n,
+					  it->n == 1 ? "" : "s");
+			else
+				pack_warn("%s: %s, skipped", what, it->msg);
+			p->skipped += it->n;
 			continue;
 		}
-		if (it->empty) {
-			pack_warn("%s/%s: %s, no %s, skipped", p->src, it->rd.path, it->msg,
-				  p->o.wave ? "samples" : "features");
-			p->empty++;
-			continue;
+		for (size_t j = 0; j < it->n; j++) {
+			struct audio_out *o = &it->out[j];
+			const struct kaldi_utt *u = p->o.kaldi ? &p->kd.utts[p->order[it->first + j]] : NULL;
+			char uwhat[600];
+			if (u)
+				snprintf(uwhat, sizeof(uwhat), "utterance %s of %s", u->id, what);
+			else
+				snprintf(uwhat, sizeof(uwhat), "%s", what);
+			if (o->rc == -ENOMEM) {
+				pack_error("pack audio: %s: %s", uwhat, o->msg);
+				return PACK_EXIT_FAIL;
+			}
+			if (o->rc < 0) {
+				if (p->o.strict) {
+					pack_error("pack audio: %s: %s (--strict)", uwhat, o->msg);
+					return PACK_EXIT_USAGE;
+				}
+				pack_warn("%s: %s, skipped", uwhat, o->msg);
+				p->skipped++;
+				continue;
+			}
+			if (o->empty) {
+				pack_warn("%s: %s, no %s, skipped", uwhat, o->msg,
+					  p->o.wave ? "samples" : "features");
+				p->empty++;
+				continue;
+			}
+			struct dsformat_sample s = {
+				.label = u ? u->speaker : p->s.labels[it->rd.index],
+				.payload_len = o->len,
+				.crc = o->crc,
+				.frames = o->frames,
+				.dim = o->dim,
+				.dtype = p->o.dtype,
+			};
+			if (dsstore_writer_put_sample(p->w, p->packed, &s, o->payload, err, errlen) < 0 ||
+			    dsstore_writer_put_name(p->w, p->packed, u ? u->id : it->rd.path, err,
+						    errlen) < 0) {
+				pack_error("pack audio: %s: %s", p->dest, err);
+				return PACK_EXIT_FAIL;
+			}
+			p->packed++;
 		}
-		struct dsformat_sample s = {
-			.label = p->s.labels[it->rd.index],
-			.payload_len = it->len,
-			.crc = it->crc,
-			.frames = it->frames,
-			.dim = it->dim,
-			.dtype = p->o.dtype,
-		};
-		if (dsstore_writer_put_sample(p->w, p->packed, &s, it->payload, err, errlen) < 0 ||
-		    dsstore_writer_put_name(p->w, p->packed, it->rd.path, err, errlen) < 0) {
-			pack_error("pack audio: %s: %s", p->dest, err);
-			return PACK_EXIT_FAIL;
-		}
-		p->packed++;
 	}
 	if (dsstore_writer_commit(p->w, err, errlen) < 0) {
 		pack_error("pack audio: %s: %s", p->dest, err);
@@ -498,11 +609,45 @@ static int audio_store_batch(struct audio_pack *p, struct audio_batch *b, char *
 static void audio_batch_clear(struct pack_reader *r, struct audio_batch *b)
 {
 	for (size_t i = 0; i < b->n; i++) {
-		free(b->items[i].payload);
-		pack_reader_release(r, &b->items[i].rd);
-		memset(&b->items[i], 0, sizeof(b->items[i]));
+		struct audio_item *it = &b->items[i];
+		for (size_t j = 0; j < it->n; j++)
+			free(it->out[j].payload);
+		free(it->out);
+		if (!it->pipe)
+			pack_reader_release(r, &it->rd);
+		memset(it, 0, sizeof(*it));
 	}
 	b->n = 0;
+}
+
+/* The next source into *it: the reader's next file, or the next Kaldi
+ * recording (a pipe's command is run by the worker). Returns 1, 0 at the
+ * end, or a negative code with a sentence. */
+static int audio_next(struct audio_pack *p, struct audio_item *it, char *err, size_t errlen)
+{
+	memset(it, 0, sizeof(*it));
+	if (p->o.kaldi) {
+		if (p->next_group == p->ngroups)
+			return 0;
+		const struct audio_group *g = &p->groups[p->next_group++];
+		it->reco = g->reco;
+		it->first = g->first;
+		it->n = g->n;
+		it->pipe = p->kd.recos[g->reco].is_pipe;
+	} else {
+		it->n = 1;
+	}
+	it->out = calloc(it->n, sizeof(*it->out));
+	if (!it->out)
+		return status_fail(err, errlen, -ENOMEM, "out of memory");
+	if (it->pipe)
+		return 1;
+	int rc = pack_reader_next(p->r, &it->rd, err, errlen);
+	if (rc == 0 && p->o.kaldi)
+		return status_fail(err, errlen, FEEDER_EFORMAT, "the reader ended before the recordings");
+	if (!p->o.kaldi)
+		it->first = it->rd.index;
+	return rc;
 }
 
 static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
@@ -511,8 +656,10 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 	 * is refused before it is read whole. */
 	struct pack_reader_opts ropts = { .max_file = (size_t)p->o.max_file, .sniff = audio_sniff,
 					  .sniff_fail = "not an audio file (WAV, FLAC, OGG, AIFF, ...)" };
-	int rc = pack_reader_open(p->srcfd, (const char *const *)p->s.paths, p->s.n, &ropts, &p->r,
-				  err, errlen);
+	int rc = p->o.kaldi ? pack_reader_open(p->srcfd, p->kpaths, p->nkpaths, &ropts, &p->r, err,
+					       errlen)
+			    : pack_reader_open(p->srcfd, (const char *const *)p->s.paths, p->s.n,
+					       &ropts, &p->r, err, errlen);
 	if (rc < 0) {
 		pack_error("pack audio: %s", err);
 		return PACK_EXIT_FAIL;
@@ -523,19 +670,22 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 		pack_error("pack audio: out of memory");
 		return PACK_EXIT_FAIL;
 	}
-	struct audio_batch b = {.r = p->r, .items = p->items, .o = &p->o};
-	pack_progress_init(&p->prog, p->s.n, p->o.verbose);
-	p->prog.what = "files";
+	struct audio_batch b = {.r = p->r, .items = p->items, .o = &p->o,
+				.kd = p->o.kaldi ? &p->kd : NULL, .order = p->order};
+	pack_progress_init(&p->prog, p->o.kaldi ? p->ngroups : p->s.n, p->o.verbose);
+	p->prog.what = p->o.kaldi ? "recordings" : "files";
 	int status = 0, done = 0;
 	while (!done && status == 0) {
 		while (b.n < cap) {
-			rc = pack_reader_next(p->r, &b.items[b.n].rd, err, errlen);
+			rc = audio_next(p, &b.items[b.n], err, errlen);
 			if (rc < 0) {
 				pack_error("pack audio: %s", err);
 				status = PACK_EXIT_FAIL;
 				break;
 			}
 			if (rc == 0) {
+				free(b.items[b.n].out);
+				b.items[b.n].out = NULL;
 				done = 1;
 				break;
 			}
@@ -551,7 +701,8 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 		return status;
 	pack_progress_done(&p->prog);
 	if (p->packed == 0) {
-		pack_error("pack audio: %s: none of the %zu audio files gave %s", p->src, p->s.n,
+		pack_error("pack audio: %s: none of the %zu %s gave %s", p->src,
+			   p->o.kaldi ? p->kd.nutts : p->s.n, p->o.kaldi ? "utterances" : "audio files",
 			   p->o.wave ? "samples" : "features");
 		return PACK_EXIT_USAGE;
 	}
@@ -559,15 +710,16 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 		.version = DSFORMAT_VERSION,
 		.kind = p->o.wave ? DSFORMAT_KIND_WAVE : DSFORMAT_KIND_FEATURES,
 		.samples = p->packed,
-		.classes = p->s.nclasses,
+		.classes = p->o.kaldi ? p->kd.nspeakers : p->s.nclasses,
 		.feat_dim = p->o.wave ? 1 : p->dim,
 		.dtype = p->o.dtype,
 		.rate = p->o.wave ? p->o.rate : 0,
 	};
 	snprintf(h.packer_version, sizeof(h.packer_version), "%s", FEEDER_VERSION);
 	audio_options_string(p, h.options, sizeof(h.options));
-	for (uint32_t c = 0; c < p->s.nclasses; c++)
-		if (dsstore_writer_put_label(p->w, c, p->s.classes[c], err, errlen) < 0) {
+	for (uint32_t c = 0; c < h.classes; c++)
+		if (dsstore_writer_put_label(p->w, c, p->o.kaldi ? p->kd.speakers[c] : p->s.classes[c],
+					     err, errlen) < 0) {
 			pack_error("pack audio: %s: %s", p->dest, err);
 			return PACK_EXIT_FAIL;
 		}
@@ -590,9 +742,64 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 	if (p->skipped || p->empty || p->o.verbose)
 		fprintf(stderr, "packer: %s: %llu utterances of %u speakers, %s"
 			" (%llu unreadable or bad files skipped, %llu without %s)\n",
-			p->dest, (unsigned long long)p->packed, p->s.nclasses, what,
+			p->dest, (unsigned long long)p->packed, h.classes, what,
 			(unsigned long long)p->skipped, (unsigned long long)p->empty,
 			p->o.wave ? "samples" : "frames");
+	return 0;
+}
+
+static int order_cmp(const void *a, const void *b, void *arg)
+{
+	const struct kaldi_dir *kd = arg;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	size_t rx = kd->utts[x].reco, ry = kd->utts[y].reco;
+	return rx != ry ? (rx < ry ? -1 : 1) : x < y ? -1 : x > y;
+}
+
+/* --kaldi: read the data directory, group its utterances by recording (a
+ * recording is read and decoded once for all its segments) and list the
+ * files among them for the reader. Relative paths are the working
+ * directory's, as in Kaldi. Returns 0 or an exit status. */
+static int audio_load_kaldi(struct audio_pack *p)
+{
+	char err[512];
+	int rc = kaldi_dir_load(p->src, &p->kd, err, sizeof(err));
+	if (rc < 0) {
+		pack_error("pack audio: %s", err);
+		return rc == -ENOMEM ? PACK_EXIT_FAIL : PACK_EXIT_USAGE;
+	}
+	if (p->kd.nspeakers > PACK_SRC_MAX_CLASSES) {
+		pack_error("pack audio: %s: %u speakers, more than %u", p->src, p->kd.nspeakers,
+			   PACK_SRC_MAX_CLASSES);
+		return PACK_EXIT_USAGE;
+	}
+	size_t n = p->kd.nutts;
+	p->order = malloc(n * sizeof(*p->order));
+	p->groups = malloc(n * sizeof(*p->groups));
+	p->kpaths = malloc(n * sizeof(*p->kpaths));
+	if (!p->order || !p->groups || !p->kpaths) {
+		pack_error("pack audio: out of memory");
+		return PACK_EXIT_FAIL;
+	}
+	for (size_t i = 0; i < n; i++)
+		p->order[i] = i;
+	qsort_r(p->order, n, sizeof(*p->order), order_cmp, &p->kd);
+	for (size_t i = 0; i < n; i++) {
+		size_t r = p->kd.utts[p->order[i]].reco;
+		if (p->ngroups && p->groups[p->ngroups - 1].reco == r) {
+			p->groups[p->ngroups - 1].n++;
+			continue;
+		}
+		if (p->kd.recos[r].is_pipe && !p->o.allow_pipes) {
+			pack_error("pack audio: %s/wav.scp: recording %s is a command (\"%s |\"); "
+				   "commands run only with --allow-pipes", p->src, p->kd.recos[r].id,
+				   p->kd.recos[r].source);
+			return PACK_EXIT_USAGE;
+		}
+		p->groups[p->ngroups++] = (struct audio_group){.reco = r, .first = i, .n = 1};
+		if (!p->kd.recos[r].is_pipe)
+			p->kpaths[p->nkpaths++] = p->kd.recos[r].source;
+	}
 	return 0;
 }
 
@@ -628,6 +835,18 @@ int pack_audio_main(int argc, char **argv)
 		goto out;
 	p.dim = p.o.wave ? 1 : fbank_dim(p.workers[0].fb);
 
+	if (p.o.kaldi) {
+		status = audio_load_kaldi(&p);
+		if (status)
+			goto out;
+		p.srcfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (p.srcfd < 0) {
+			pack_error("pack audio: the working directory: %s", strerror(errno));
+			status = PACK_EXIT_FAIL;
+			goto out;
+		}
+		goto dest;
+	}
 	p.srcfd = open(p.src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (p.srcfd < 0) {
 		pack_error("pack audio: %s: %s", p.src, strerror(errno));
@@ -647,6 +866,7 @@ int pack_audio_main(int argc, char **argv)
 		status = PACK_EXIT_USAGE;
 		goto out;
 	}
+dest:
 	rc = pack_dest_begin(&p.pd, p.dest, p.o.force, err, sizeof(err));
 	if (rc < 0) {
 		pack_error("pack audio: %s", err);
@@ -671,6 +891,10 @@ out:
 		fbank_destroy(p.workers[t].fb);
 	free(p.workers);
 	pack_src_free(&p.s);
+	kaldi_dir_free(&p.kd);
+	free(p.order);
+	free(p.groups);
+	free(p.kpaths);
 	if (p.srcfd >= 0)
 		close(p.srcfd);
 	return status;

@@ -12,6 +12,7 @@
 #include "pack_progress.h"
 #include "packer.h"
 #include "status.h"
+#include "wav_write.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -162,7 +163,10 @@ int packer_inspect_main(int argc, char **argv)
 	if (rc)
 		return rc;
 	const struct dsformat_header *h = dsstore_header(ds);
-	int features = h->kind == DSFORMAT_KIND_FEATURES;
+	/* features and wave records are frames (of 10 ms, or samples at the
+	 * dataset's rate) that inspect counts; jpeg records may be tiled. */
+	int features = h->kind == DSFORMAT_KIND_FEATURES || h->kind == DSFORMAT_KIND_WAVE;
+	double frame_s = h->kind == DSFORMAT_KIND_WAVE ? 1.0 / h->rate : 0.01;
 	/* calloc: counts times sizes checked for overflow. */
 	uint64_t *hist = calloc(h->classes ? h->classes : 1, sizeof(uint64_t));
 	struct stat_u64 bytes = { .all = calloc(h->samples ? h->samples : 1, sizeof(uint64_t)) };
@@ -221,8 +225,10 @@ int packer_inspect_main(int argc, char **argv)
 		}
 		if (features) {
 			printf("\"feat_dim\":%u,\"dtype\":\"%s\",", h->feat_dim, dsformat_dtype_name(h->dtype));
+			if (h->kind == DSFORMAT_KIND_WAVE)
+				printf("\"rate\":%u,", h->rate);
 			json_stats(stdout, "frames", &frames, 1.0, 0);
-			json_stats(stdout, "duration_s", &frames, 0.01, 0);
+			json_stats(stdout, "duration_s", &frames, frame_s, 0);
 		}
 		printf("\"labels\":[");
 		for (uint32_t k = 0; k < h->classes; k++) {
@@ -246,7 +252,9 @@ int packer_inspect_main(int argc, char **argv)
 		printf("packer:    %s  options: %s\n", h->packer_version, h->options[0] ? h->options : "(none)");
 		printf("samples:   %llu\n", (unsigned long long)h->samples);
 		printf("classes:   %u\n", h->classes);
-		if (features)
+		if (h->kind == DSFORMAT_KIND_WAVE)
+			printf("wave:      16-bit PCM at %u Hz\n", h->rate);
+		else if (features)
 			printf("features:  feat_dim %u, dtype %s\n", h->feat_dim, dsformat_dtype_name(h->dtype));
 		uint64_t med = stat_median(&bytes);
 		printf("payload:   %llu bytes total; per sample min %llu, max %llu, mean %.1f, median %llu\n",
@@ -273,9 +281,10 @@ int packer_inspect_main(int argc, char **argv)
 			printf("frames:    %llu total; per sample min %llu, max %llu, mean %.1f, median %llu\n",
 			       (unsigned long long)frames.sum, (unsigned long long)frames.min,
 			       (unsigned long long)frames.max, stat_mean(&frames), (unsigned long long)fmed);
-			printf("duration:  %.2f s total; per sample min %.2f s, max %.2f s, mean %.2f s (10 ms frames)\n",
-			       (double)frames.sum * 0.01, (double)frames.min * 0.01,
-			       (double)frames.max * 0.01, stat_mean(&frames) * 0.01);
+			printf("duration:  %.2f s total; per sample min %.2f s, max %.2f s, mean %.2f s (%s)\n",
+			       (double)frames.sum * frame_s, (double)frames.min * frame_s,
+			       (double)frames.max * frame_s, stat_mean(&frames) * frame_s,
+			       h->kind == DSFORMAT_KIND_WAVE ? "samples" : "10 ms frames");
 		}
 		if (unreadable || bad_label)
 			printf("problems:  %llu unreadable records, %llu labels out of range (run packer verify)\n",
@@ -420,7 +429,7 @@ int packer_cat_main(int argc, char **argv)
 	optind = 0;
 	while ((c = pack_getopt("cat", argc, argv, "h", opts)) != -1) {
 		if (c == 'h') {
-			puts("usage: packer cat DEST INDEX");
+			puts("usage: packer cat DEST INDEX\n\nWrite record INDEX's payload to stdout: the JPEG, the feature matrix,\nor a waveform as a WAV file.");
 			return 0;
 		}
 		return PACK_EXIT_USAGE;
@@ -453,8 +462,22 @@ int packer_cat_main(int argc, char **argv)
 		rc = PACK_EXIT_FAIL;
 		goto out;
 	}
-	for (size_t off = 0; off < s.payload_len;) {
-		ssize_t w = write(STDOUT_FILENO, p + off, s.payload_len - off);
+	/* A waveform comes out as a WAV file of its samples (the payload is
+	 * already little-endian 16-bit PCM); other kinds as their payload. */
+	uint8_t hdr[WAV_WRITE_HEADER_BYTES];
+	size_t hlen = 0;
+	if (h->kind == DSFORMAT_KIND_WAVE) {
+		if (wav_write_header(hdr, h->rate, 1, s.payload_len, err, sizeof(err)) != 0) {
+			fprintf(stderr, "packer: cat: %s: %s\n", dir, err);
+			rc = PACK_EXIT_FAIL;
+			goto out;
+		}
+		hlen = sizeof(hdr);
+	}
+	for (size_t off = 0; off < hlen + s.payload_len;) {
+		const uint8_t *src = off < hlen ? hdr + off : p + (off - hlen);
+		size_t left = off < hlen ? hlen - off : hlen + s.payload_len - off;
+		ssize_t w = write(STDOUT_FILENO, src, left);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {

@@ -1,0 +1,106 @@
+#!/bin/bash
+# kaldi.sh — `packer pack audio --kaldi` end to end on a Kaldi data directory
+# that gen-speech --kaldi writes beside its speaker tree (wav.scp with plain
+# paths and one "cat ... |" pipe, utt2spk, segments cutting utterances out
+# of longer recordings, utt2dur): every utterance's waveform equals the same
+# utterance packed from the tree (segments cut at the right samples; whole
+# files up to the last 10 ms Kaldi's two-decimal times keep), the speakers
+# are the classes and the utterance ids the names; a pipe without
+# --allow-pipes and a bad line are refused (exit 2) with the file and line;
+# FLAC copies of the tree give the same samples as its WAVs; and packer cat
+# writes a wave record back as a WAV.
+source "$FEEDER_SOURCE/tests/packer/lib.sh"
+GS="$FEEDER_BUILD/tools/gen-speech"
+[ -x "$GS" ] || { echo "SKIP: gen-speech not built" >&2; exit 77; }
+"$PACKER" pack audio --help >/dev/null 2>&1 || { echo "SKIP: packer built without pack audio" >&2; exit 77; }
+"$GS" 3 4 "$T/tree" --seed 11 --min-dur 1 --max-dur 2 --kaldi "$T/data" >/dev/null || fail "gen-speech --kaldi"
+grep -q ' |$' "$T/data/wav.scp" || fail "no pipe in wav.scp"
+
+expect_rc 2 "$PACKER" pack audio --kaldi --store wave "$T/data" "$T/nopipe"
+grep -q "commands run only with --allow-pipes" "$T/err" || fail "pipe refusal: $(cat "$T/err")"
+expect_rc 0 "$PACKER" pack audio --kaldi --allow-pipes --store wave "$T/data" "$T/k"
+expect_rc 0 "$PACKER" pack audio --store wave "$T/tree" "$T/t"
+expect_rc 0 "$PACKER" verify "$T/k"
+
+# FLAC copies of the tree (where the flac tool is installed).
+flacs=0
+if command -v flac >/dev/null; then
+  cp -r "$T/tree" "$T/ftree"
+  for f in "$T"/ftree/*/*.wav; do flac -s --delete-input-file "$f" -o "${f%.wav}.flac" || fail "flac $f"; done
+  expect_rc 0 "$PACKER" pack audio --store wave "$T/ftree" "$T/f"
+  flacs=1
+fi
+
+$PY - "$T" "$flacs" <<'PYEOF' || fail "kaldi vs tree"
+import os, sys
+sys.path.insert(0, os.path.join(os.environ["FEEDER_SOURCE"], "tests", "bench"))
+import numpy as np
+from feeder_lmdb import FeederLMDB
+import lmdb, struct
+T, flacs = sys.argv[1], sys.argv[2] == "1"
+def records(path):
+    d = FeederLMDB(path)
+    env = lmdb.open(path, readonly=True, lock=False, max_dbs=8)
+    names = env.open_db(b"names", create=False)
+    labels = env.open_db(b"labels", create=False)
+    out = {}
+    with env.begin() as txn:
+        classes = [txn.get(struct.pack(">I", c), db=labels).decode() for c in range(d.classes)]
+        for i in range(len(d)):
+            label, payload, frames, dim, dtype = d.get(i)
+            out[txn.get(struct.pack(">Q", i), db=names).decode()] = (
+                classes[label], np.frombuffer(payload, "<i2"))
+    return out
+k, t = records(T + "/k"), records(T + "/t")
+utt2spk = dict(l.split() for l in open(T + "/data/utt2spk"))
+seg = {l.split()[0]: l.split()[1] for l in open(T + "/data/segments")}
+assert sorted(k) == sorted(utt2spk), (sorted(k), sorted(utt2spk))
+cut = 0
+for utt, (spk, x) in k.items():
+    assert spk == utt2spk[utt], (utt, spk)
+    s, u = utt.split("-")
+    tspk, y = t["%s/%s.wav" % (s, u)]
+    assert tspk == spk
+    n = min(len(x), len(y))
+    assert np.array_equal(x[:n], y[:n]), utt
+    # A segment of a longer recording is padded to 10 ms with zeros; a whole
+    # file is cut at its last whole 10 ms: either way less than 160 samples.
+    assert abs(len(x) - len(y)) < 160 and not x[n:].any(), (utt, len(x), len(y))
+    cut += seg[utt] != utt
+assert cut >= 3, "no utterance came from a longer recording (%d)" % cut
+if flacs:
+    f = records(T + "/f")
+    for name, (spk, y) in t.items():
+        fspk, z = f[name[:-4] + ".flac"]
+        assert fspk == spk and np.array_equal(y, z), name
+print("kaldi: %d utterances, %d cut from longer recordings, all equal to the tree's%s"
+      % (len(k), cut, ", FLAC too" if flacs else ""))
+PYEOF
+
+# A bad line: the file and its line number, exit 2, no dataset.
+cp -r "$T/data" "$T/bad"
+sed -i '2s/ .*//' "$T/bad/utt2spk"
+expect_rc 2 "$PACKER" pack audio --kaldi --allow-pipes "$T/bad" "$T/b"
+grep -q "bad/utt2spk:2: " "$T/err" || fail "bad line: $(cat "$T/err")"
+[ ! -e "$T/b" ] || fail "a dataset was left behind"
+# A pipe that fails: its recording is named and skipped (fatal with --strict).
+cp -r "$T/data" "$T/badpipe"
+sed -i 's/ cat \(.*\) |$/ false \1 |/' "$T/badpipe/wav.scp"
+expect_rc 0 "$PACKER" pack audio --kaldi --allow-pipes --store wave "$T/badpipe" "$T/bp"
+grep -q "exited with status 1" "$T/err" || fail "failing pipe: $(cat "$T/err")"
+expect_rc 2 "$PACKER" pack audio --kaldi --allow-pipes --strict --store wave "$T/badpipe" "$T/bp2"
+
+# cat of a wave record is a WAV of its samples.
+expect_rc 0 "$PACKER" cat "$T/k" 0
+$PY - "$T/out" "$T/k" <<'PYEOF' || fail "cat as WAV"
+import io, sys, wave, os
+sys.path.insert(0, os.path.join(os.environ["FEEDER_SOURCE"], "tests", "bench"))
+import numpy as np
+from feeder_lmdb import FeederLMDB
+w = wave.open(sys.argv[1], "rb")
+assert w.getnchannels() == 1 and w.getsampwidth() == 2 and w.getframerate() == 16000
+x = np.frombuffer(w.readframes(w.getnframes()), "<i2")
+_, payload, frames, _, _ = FeederLMDB(sys.argv[2]).get(0)
+assert np.array_equal(x, np.frombuffer(payload, "<i2"))
+PYEOF
+echo "kaldi: ok"
