@@ -100,6 +100,9 @@ enum feeder_stage {
 /* Bytes of one sample's name in a batch (names = 1), including the NUL;
  * longer names are cut at a UTF-8 character boundary. */
 #define FEEDER_SAMPLE_NAME_MAX 256
+/* Bytes of a stream's settings line in its status (feeder_stream_status),
+ * including the NUL. */
+#define FEEDER_SETTINGS_MAX 256
 
 /* Largest values the options may take (the daemon's configuration may set
  * tighter ones: max_slots, memory limits). */
@@ -273,6 +276,10 @@ struct feeder_stream_status {
 	float wait_share_total;        /* and since the stream opened; -1: not reported */
 	double bytes_per_s;            /* tensor bytes produced, over the last few seconds */
 	double stage_s[FEEDER_STAGES]; /* worker seconds per enum feeder_stage */
+	char settings[FEEDER_SETTINGS_MAX]; /* the pipeline's settings in one line of
+					  printable ASCII, e.g. "wave fbank 80, chunk
+					  200 train, cmn utt, noise=musan p=0.6 ..."
+					  (proto_opts_describe); cut with "..." */
 };
 
 #ifdef __cplusplus
