@@ -57,17 +57,6 @@ size_t wave_pipeline_chunk_samples(uint32_t chunk_len)
 	return chunk_len ? (size_t)(chunk_len - 1) * FBANK_FRAME_SHIFT + FBANK_FRAME_LEN : 0;
 }
 
-static uint32_t wave_dim(const struct feeder_wave_opts *w)
-{
-	return w->features == FEEDER_WAVE_MFCC ? w->ceps : w->bins;
-}
-
-size_t wave_pipeline_sample_bytes(const struct feeder_stream_opts *o)
-{
-	return (size_t)wave_dim(&o->wave) * o->wave.chunk_len *
-	       (o->dtype == FEEDER_DTYPE_F16 ? 2 : 4);
-}
-
 void wave_pipeline_worker_exit(void)
 {
 	if (!ww)

@@ -78,9 +78,6 @@ int wave_pipeline_supported(char *err, size_t errlen);
 /* Samples of a chunk of chunk_len frames (25 ms windows every 10 ms). */
 size_t wave_pipeline_chunk_samples(uint32_t chunk_len);
 
-/* Bytes one sample occupies in the batch tensor. */
-size_t wave_pipeline_sample_bytes(const struct feeder_stream_opts *o);
-
 /* Write sample s (a wave record: s->frames samples of s16 at payload) as
  * (feat_dim, chunk_len) at out and its label (the record's, or a speed
  * factor's new speaker: label + classes x k) at *label. Returns 0,

@@ -21,12 +21,6 @@ size_t wave_pipeline_chunk_samples(uint32_t chunk_len)
 	return chunk_len ? (size_t)(chunk_len - 1) * 160 + 400 : 0;
 }
 
-size_t wave_pipeline_sample_bytes(const struct feeder_stream_opts *o)
-{
-	(void)o;
-	return 0;
-}
-
 int wave_pipeline_run(const struct feeder_stream_opts *o, const struct wave_sources *src,
 		      const struct dsformat_sample *s, const uint8_t *payload, uint64_t aug_key,
 		      uint32_t classes, void *out, int32_t *label, char *err, size_t errlen)

@@ -394,6 +394,130 @@ int proto_opts_check(const struct feeder_stream_opts *o, char *err, size_t errle
 	return c.fail ? FEEDER_EINVAL : 0;
 }
 
+/* ---- stream options in one line (feederctl, the daemon's log) ---- */
+
+struct line {
+	char *buf;
+	size_t len, used;
+	int cut;
+};
+
+static void put(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct line *l, const char *fmt, ...)
+{
+	if (l->cut)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(l->buf + l->used, l->len - l->used, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= l->len - l->used) {
+		l->cut = 1;
+		l->used = l->len - 1;
+	} else {
+		l->used += (size_t)n;
+	}
+}
+
+static const char *enum_name(const char *const *names, size_t n, uint32_t v)
+{
+	return v < n && names[v] ? names[v] : "?";
+}
+#define NAME(names, v) enum_name(names, sizeof(names) / sizeof(names[0]), v)
+
+static void put_cmn(struct line *l, uint32_t cmn, uint32_t window, uint32_t cvn)
+{
+	put(l, ", cmn %s", NAME(cmn_names, cmn));
+	if (cmn == FEEDER_FEAT_CMN_SLIDING)
+		put(l, " %u", window);
+	if (cvn)
+		put(l, "+cvn");
+}
+
+static void describe_wave(struct line *l, const struct feeder_wave_opts *w)
+{
+	if (w->features == FEEDER_WAVE_MFCC)
+		put(l, "wave mfcc %u ceps %u bins", w->ceps, w->bins);
+	else
+		put(l, "wave %s %u", NAME(wave_features_names, w->features), w->bins);
+	put(l, ", chunk %u %s", w->chunk_len, w->train ? "train" : "eval");
+	if (w->pad != FEEDER_FEAT_PAD_REPEAT)
+		put(l, " pad %s", NAME(pad_names, w->pad));
+	put_cmn(l, w->cmn, w->cmn_window, w->cvn);
+	if (!w->train) {
+		put(l, ", no augmentation");
+		return;
+	}
+	if (w->noise_p > 0 && w->noise[0])
+		put(l, ", noise=%.*s p=%g snr %g..%g/%g..%g/%g..%g babble %u..%u",
+		    FEEDER_DATASET_MAX - 1, w->noise, (double)w->noise_p, (double)w->snr_noise_min,
+		    (double)w->snr_noise_max, (double)w->snr_music_min, (double)w->snr_music_max,
+		    (double)w->snr_babble_min, (double)w->snr_babble_max, w->babble_min,
+		    w->babble_max);
+	else
+		put(l, ", noise off");
+	if (w->reverb_p > 0 && w->rir[0])
+		put(l, ", rir=%.*s p=%g", FEEDER_DATASET_MAX - 1, w->rir, (double)w->reverb_p);
+	else
+		put(l, ", rir off");
+	if (w->speed_p > 0)
+		put(l, ", speed p=%g labels=%s", (double)w->speed_p,
+		    NAME(speed_labels_names, w->speed_labels));
+	else
+		put(l, ", speed off");
+	if (w->gain_p > 0)
+		put(l, ", gain p=%g %g..%g dB", (double)w->gain_p, (double)w->gain_min_db,
+		    (double)w->gain_max_db);
+	else
+		put(l, ", gain off");
+	if (w->specaug_p > 0)
+		put(l, ", specaug p=%g t%ux%u f%ux%u", (double)w->specaug_p, w->time_masks,
+		    w->time_mask_max, w->freq_masks, w->freq_mask_max);
+	else
+		put(l, ", specaug off");
+	if (w->dither > 0)
+		put(l, ", dither %g", (double)w->dither);
+	else
+		put(l, ", dither off");
+}
+
+void proto_opts_describe(const struct feeder_stream_opts *o, char *buf, size_t len)
+{
+	if (len == 0)
+		return;
+	struct line l = { .buf = buf, .len = len };
+	buf[0] = 0;
+	if (o->pipeline == FEEDER_PIPE_JPEG) {
+		const struct feeder_jpeg_opts *j = &o->jpeg;
+		put(&l, "jpeg %ux%u %s", j->height, j->width, j->train ? "train" : "eval");
+		if (j->train)
+			put(&l, ", scale %.3g..%.3g ratio %.3g..%.3g, flip p=%g",
+			    (double)j->scale_min, (double)j->scale_max, (double)j->ratio_min,
+			    (double)j->ratio_max, (double)j->flip_p);
+		else
+			put(&l, ", resize %.3g + center crop", (double)j->resize_ratio);
+		put(&l, ", %s %s", NAME(dtype_names, o->dtype), NAME(layout_names, o->layout));
+	} else if (o->pipeline == FEEDER_PIPE_FEATURES) {
+		const struct feeder_features_opts *f = &o->features;
+		put(&l, "features chunk %u %s, pad %s", f->chunk_len, f->train ? "train" : "eval",
+		    NAME(pad_names, f->pad));
+		put_cmn(&l, f->cmn, f->cmn_window, f->cvn);
+		put(&l, ", %s", NAME(dtype_names, o->dtype));
+	} else if (o->pipeline == FEEDER_PIPE_WAVE) {
+		describe_wave(&l, &o->wave);
+		put(&l, ", %s", NAME(dtype_names, o->dtype));
+	} else {
+		put(&l, "pipeline %u", o->pipeline);
+	}
+	if (l.cut && len >= 4)
+		memcpy(buf + len - 4, "...", 4);
+	/* Printable ASCII only, whatever the names held. */
+	for (char *p = buf; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+}
+#undef NAME
+
 /* Returns false for an unknown type. */
 static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 {
@@ -544,6 +668,7 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 		w_f64(c, &s->bytes_per_s);
 		for (int i = 0; i < FEEDER_STAGES; i++)
 			w_f64(c, &s->stage_s[i]);
+		w_str(c, s->settings, FEEDER_SETTINGS_MAX, "settings");
 		return true;
 	}
 	case PROTO_LIST_END:
@@ -715,6 +840,12 @@ static int check_msg(const struct proto_msg *m, char *err, size_t errlen)
 	case PROTO_DATASET_INFO:
 		return proto_name_check(m->u.dataset.name, err, errlen);
 	case PROTO_STREAM_INFO:
+		/* The settings line is shown as it is: printable ASCII only. */
+		for (const char *p = m->u.stream.settings; *p; p++)
+			if (*p < 0x20 || *p > 0x7e)
+				return status_fail(err, errlen, FEEDER_EPROTO,
+						   "STREAM_INFO: settings byte 0x%02x is not printable",
+						   (unsigned)(unsigned char)*p);
 		if (m->u.stream.dataset[0])
 			return proto_name_check(m->u.stream.dataset, err, errlen);
 		return 0;
