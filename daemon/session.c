@@ -406,12 +406,14 @@ static void handle_open(struct session *c, const struct proto_open_stream *req)
 	if (o->start_sample)
 		snprintf(from, sizeof from, " of the share after sample %llu",
 			 (unsigned long long)o->start_sample);
+	char settings[FEEDER_SETTINGS_MAX];
+	proto_opts_describe(o, settings, sizeof settings);
 	log_info("client %u: stream %u opened: '%s' batch %u, %u slots of %.2f MiB, %llu batches, "
-		 "rank %u/%u, seed %llu, epoch %llu+%u from batch %llu%s%s",
+		 "rank %u/%u, seed %llu, epoch %llu+%u from batch %llu%s%s; %s",
 		 c->id, id, o->dataset, o->batch, m.u.opened.slots, mib(m.u.opened.slot_size),
 		 (unsigned long long)m.u.opened.batches, o->rank, o->world, (unsigned long long)o->seed,
 		 (unsigned long long)o->epoch, o->epochs - 1, (unsigned long long)o->start_batch,
-		 from, o->shuffle ? "" : ", unshuffled");
+		 from, o->shuffle ? "" : ", unshuffled", settings);
 	pool_lock(srv->pool);
 	/* Fairness is between processes (a trainer's loaders each have their
 	 * own connection); a peer the kernel could not name is its own. */

@@ -657,6 +657,7 @@ void stream_status(struct stream *s, uint64_t now_us, struct feeder_stream_statu
 							 : -1.0f;
 	r->bytes_per_s = s->rate * (double)s->geo.sample_bytes;
 	memcpy(r->stage_s, s->stage_s, sizeof(r->stage_s));
+	proto_opts_describe(&s->opts, r->settings, sizeof(r->settings));
 }
 
 void stream_totals(const struct stream *s, uint64_t *batches_sent, uint64_t *samples,

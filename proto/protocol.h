@@ -250,13 +250,16 @@ void proto_opts_features(struct feeder_stream_opts *o, uint32_t chunk_len, int t
 int proto_opts_check(const struct feeder_stream_opts *o, char *err, size_t errlen);
 
 /* One line of printable ASCII naming what o->pipeline does to a sample, for
- * feederctl (STREAM_INFO's settings) and feederd's log: "jpeg 224x224 train,
- * scale 0.08-1 ratio 0.75-1.33 flip p=0.5, f32 NCHW", "features chunk 200
- * train, pad repeat, cmn sliding 300, f32", "wave fbank 80, chunk 200 train,
- * cmn utt, noise=musan p=0.6 snr 0-15/5-15/13-20 babble 3-7, rir=rirs
- * p=0.6, speed p=0.5 labels=new, gain off, specaug p=0.6 t1x10 f1x8, dither
- * 1, f32" (an augmentation whose probability is 0 is "off"; eval mode
- * applies none and says so). A line longer than len - 1 ends in "...". */
+ * feederctl (STREAM_INFO's settings) and feederd's "stream opened" log line:
+ *   jpeg 224x224 train, scale 0.08..1 ratio 0.75..1.33, flip p=0.5, f32 NCHW
+ *   features chunk 200 train, pad repeat, cmn sliding 300, f32
+ *   wave fbank 80, chunk 200 train, cmn utt, noise=musan p=0.6 snr
+ *   0..15/5..15/13..20 babble 3..7, rir=rirs p=0.6, speed p=0.5 labels=new,
+ *   gain off, specaug p=0.6 t1x10 f1x8, dither 1, f16
+ * (snr: noise/music/babble ranges in dB; an augmentation whose probability
+ * is 0 is "off"; a wave stream in eval mode says "no augmentation"). A line
+ * longer than len - 1 bytes is cut and ends in "..."; bytes of the names
+ * that are not printable become '?'. */
 void proto_opts_describe(const struct feeder_stream_opts *o, char *buf, size_t len);
 
 /* ---- Shared-memory ring layout -------------------------------------------

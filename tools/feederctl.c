@@ -25,7 +25,8 @@ static const char usage_text[] =
 	"  status     uptime, clients, streams, memory, throughput, error counts\n"
 	"  datasets   the datasets it serves\n"
 	"  streams    open streams (your own; everyone's for root and the admin group):\n"
-	"             batches, samples/s, the trainer's data wait, replacements, placement\n"
+	"             batches, samples/s, the trainer's data wait, replacements, placement,\n"
+	"             and under each row its pipeline's settings (augmentation included)\n"
 	"  top        a live view of the daemon and its streams, refreshed every second;\n"
 	"             q quits (--once: one frame on stdout)\n"
 	"\n"
@@ -117,12 +118,13 @@ void fctl_share_text(float share, char *buf, size_t len)
 
 const char *fctl_pipeline_name(uint32_t p)
 {
-	return p == FEEDER_PIPE_JPEG ? "jpeg" : p == FEEDER_PIPE_FEATURES ? "features" : "?";
+	return p == FEEDER_PIPE_JPEG ? "jpeg" : p == FEEDER_PIPE_FEATURES ? "features"
+	       : p == FEEDER_PIPE_WAVE ? "wave" : "?";
 }
 
 static const char *kind_name(uint32_t k)
 {
-	return k == 1 ? "jpeg" : k == 2 ? "features" : "?";
+	return k == 1 ? "jpeg" : k == 2 ? "features" : k == 3 ? "wave" : "?";
 }
 
 static const char *placement_name(uint32_t p)
@@ -168,6 +170,17 @@ static void print_datasets(const struct feeder_dataset_status *d, size_t n, int 
 		printf("]}\n");
 }
 
+/* s as a JSON string's contents: the daemon's text is printable ASCII
+ * (proto_decode checks it); quotes and backslashes are escaped. */
+static void print_json_text(const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			putchar('\\');
+		putchar(*s);
+	}
+}
+
 static void print_streams(const struct feeder_stream_status *st, size_t n, int json)
 {
 	if (json)
@@ -205,7 +218,9 @@ static void print_streams(const struct feeder_stream_status *st, size_t n, int j
 			       (double)s->wait_share_total, s->bytes_per_s);
 			for (int k = 0; k < FEEDER_STAGES; k++)
 				printf("%s\"%s\": %.6f", k ? ", " : "", fctl_stage_names[k], s->stage_s[k]);
-			printf("}}");
+			printf("}, \"settings\": \"");
+			print_json_text(s->settings);
+			printf("\"}");
 			continue;
 		}
 		char batches[40];
@@ -221,6 +236,9 @@ static void print_streams(const struct feeder_stream_status *st, size_t n, int j
 		       s->batch, s->slots, s->ready, s->epoch, batches, s->samples_per_s,
 		       s->replacements, wait, (double)s->client_wait_us / 1000,
 		       (double)s->ring_full_us / 1000, place);
+		/* The pipeline's settings (augmentation included) under the row. */
+		if (s->settings[0])
+			printf("%6s %s\n", "", s->settings);
 	}
 	if (json)
 		printf("]}\n");

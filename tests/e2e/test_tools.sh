@@ -1,7 +1,8 @@
 #!/bin/bash
 # test_tools.sh — feederctl status/datasets/streams (table and --json) and
 # feeder-bench --json against a real feederd: the JSON parses, names the
-# dataset with its sample count, shows a live stream with its figures, and
+# dataset with its sample count, shows a live stream with its figures and
+# its pipeline's settings (also in feederd's "stream opened" line), and
 # feeder-bench reports the fields the issue asks for with plausible values.
 . "$(dirname "$0")/lib.sh"
 bench=$build/tools/feeder-bench
@@ -33,8 +34,16 @@ assert s["dataset"] == "imgs" and s["pipeline"] == "jpeg" and s["batch"] == 4 an
 assert s["batches_sent"] >= 3 and s["samples"] >= 12, s
 for k in ("samples_per_s", "replacements", "client_wait_us", "pid", "uid"):
     assert k in s, k
+want = "jpeg 64x64 train, scale 0.08..1 ratio 0.75..1.33, flip p=0.5, f32 NCHW"
+assert s["settings"] == want, s["settings"]
 PY
-"$feederctl" --socket "$sock" streams | grep -q ' imgs ' || fail "streams table"
+"$feederctl" --socket "$sock" streams > "$tmp/streams.txt" || fail "feederctl streams"
+grep -q ' imgs ' "$tmp/streams.txt" || fail "streams table: $(cat "$tmp/streams.txt")"
+# The settings on the line under the stream's row.
+grep -A1 ' imgs ' "$tmp/streams.txt" | grep -qx ' *jpeg 64x64 train, scale 0.08..1 ratio 0.75..1.33, flip p=0.5, f32 NCHW' \
+	|| fail "streams table lacks the settings line: $(cat "$tmp/streams.txt")"
+grep -q "stream [0-9]* opened: 'imgs' .*; jpeg 64x64 train, scale" "$tmp/feederd.log" \
+	|| fail "the daemon's log does not name the stream's settings"
 kill -9 "${bg_pids[0]}"; wait "${bg_pids[0]}" 2>/dev/null; bg_pids=()
 
 "$bench" --socket "$sock" --datasets "$datasets" --dataset imgs --batch 4 --size 32 \

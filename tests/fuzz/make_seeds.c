@@ -205,6 +205,8 @@ static int protocol_seeds(void)
 	s->filling = 2; s->trainer_reports = 1; s->trainer_wait_us = 5000;
 	s->trainer_compute_us = 95000; s->wait_share_10s = 0.05f; s->wait_share_total = 0.05f;
 	s->bytes_per_s = 1e8; s->stage_s[FEEDER_STAGE_TRANSFORM] = 3.5;
+	snprintf(s->settings, sizeof(s->settings), "jpeg 224x224 train, scale 0.08..1 ratio "
+		 "0.75..1.33, flip p=0.5, f32 NCHW");
 	rc |= put_msg("stream_info", &m);
 
 	memset(&m, 0, sizeof(m));

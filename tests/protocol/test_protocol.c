@@ -134,6 +134,9 @@ static int sample_msgs(struct proto_msg *out)
 		.batches_total = 20, .samples = 320, .replacements = 1, .samples_per_s = 999.25,
 		.client_wait_us = 55, .ring_full_us = 66 };
 	strcpy(m.u.stream.dataset, "imagenet");
+	strcpy(m.u.stream.settings, "wave fbank 80, chunk 200 train, cmn utt, noise=musan p=0.6 "
+	       "snr 0..15/5..15/13..20 babble 3..7, rir=rirs p=0.6, speed p=0.5 labels=new, "
+	       "gain off, specaug p=0.6 t1x10 f1x8, dither 1, f32");
 	out[n++] = m;
 
 	memset(&m, 0, sizeof(m));
@@ -300,6 +303,37 @@ static void test_strings(void)
 	memset(longname, 'b', FEEDER_DATASET_MAX);
 	longname[FEEDER_DATASET_MAX] = 0;
 	CHECK(proto_name_check(longname, err, sizeof(err)) == FEEDER_EBADNAME);
+
+	/* STREAM_INFO's settings line: terminated, then zeros, printable. */
+	struct proto_msg all[32];
+	int count = sample_msgs(all), si = -1;
+	for (int i = 0; i < count; i++)
+		if (all[i].type == PROTO_STREAM_INFO)
+			si = i;
+	CHECK(si >= 0);
+	n = enc(&all[si]);
+	/* The settings field ends the payload. */
+	uint8_t *set = buf + n - FEEDER_SETTINGS_MAX;
+	CHECK(memcmp(set, "wave fbank 80,", 14) == 0);
+	memcpy(save, buf, (size_t)n);
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), 0, "stream info");
+	CHECK(strcmp(d.u.stream.settings, all[si].u.stream.settings) == 0);
+	memset(set, 'a', FEEDER_SETTINGS_MAX);
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "settings without NUL");
+	CHECK(strstr(err, "settings"));
+	memcpy(buf, save, (size_t)n);
+	set[FEEDER_SETTINGS_MAX - 2] = 'x';
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "settings junk after NUL");
+	memcpy(buf, save, (size_t)n);
+	set[4] = '\n';
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "settings newline");
+	CHECK(strstr(err, "settings"));
+	set[4] = (char)0xc3;
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "settings non-ASCII");
+	memcpy(buf, save, (size_t)n);
+	all[si].u.stream.settings[0] = 0; /* an empty line is allowed */
+	n = enc(&all[si]);
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), 0, "empty settings");
 
 	/* ERROR's message must be terminated too. */
 	struct proto_msg e = { .type = PROTO_ERROR };
@@ -511,6 +545,78 @@ static void test_geometry(void)
 	CHECK(sizeof(struct proto_ring_header) <= PROTO_RING_HEADER);
 }
 
+/* proto_opts_describe: the line feederctl and the daemon's log show. */
+static void test_describe(void)
+{
+	char line[FEEDER_SETTINGS_MAX];
+	struct feeder_stream_opts o;
+	proto_opts_jpeg(&o, 224, 1);
+	proto_opts_describe(&o, line, sizeof line);
+	CHECKF(strcmp(line, "jpeg 224x224 train, scale 0.08..1 ratio 0.75..1.33, flip p=0.5, "
+			    "f32 NCHW") == 0, "jpeg train: '%s'", line);
+	proto_opts_jpeg(&o, 160, 0);
+	o.dtype = FEEDER_DTYPE_U8;
+	o.layout = FEEDER_LAYOUT_NHWC;
+	proto_opts_describe(&o, line, sizeof line);
+	CHECKF(strcmp(line, "jpeg 160x160 eval, resize 1.14 + center crop, u8 NHWC") == 0,
+	       "jpeg eval: '%s'", line);
+	proto_opts_features(&o, 300, 1);
+	o.features.cvn = 1;
+	proto_opts_describe(&o, line, sizeof line);
+	CHECKF(strcmp(line, "features chunk 300 train, pad repeat, cmn sliding 300+cvn, f32") == 0,
+	       "features: '%s'", line);
+
+	proto_opts_default(&o);
+	o.pipeline = FEEDER_PIPE_WAVE;
+	proto_opts_describe(&o, line, sizeof line);
+	CHECKF(strcmp(line, "wave fbank 80, chunk 200 train, cmn utt, noise off, rir off, speed off, "
+			    "gain off, specaug off, dither off, f32") == 0, "wave default: '%s'", line);
+	struct feeder_wave_opts *w = &o.wave;
+	strcpy(w->noise, "musan");
+	w->noise_p = 0.6f;
+	strcpy(w->rir, "rirs");
+	w->reverb_p = 0.6f;
+	w->speed_p = 0.5f;
+	w->speed_labels = FEEDER_SPEED_NEW;
+	w->gain_p = 0.25f;
+	w->specaug_p = 0.6f;
+	w->dither = 1;
+	o.dtype = FEEDER_DTYPE_F16;
+	CHECK(proto_opts_check(&o, err, sizeof err) == 0);
+	proto_opts_describe(&o, line, sizeof line);
+	CHECKF(strcmp(line, "wave fbank 80, chunk 200 train, cmn utt, noise=musan p=0.6 snr "
+			    "0..15/5..15/13..20 babble 3..7, rir=rirs p=0.6, speed p=0.5 labels=new, "
+			    "gain p=0.25 -6..6 dB, specaug p=0.6 t1x10 f1x8, dither 1, f16") == 0,
+	       "wave augmented: '%s'", line);
+	/* Eval applies none of it, and says so. */
+	w->train = 0;
+	w->features = FEEDER_WAVE_MFCC;
+	w->cmn = FEEDER_FEAT_CMN_NONE;
+	proto_opts_describe(&o, line, sizeof line);
+	CHECKF(strcmp(line, "wave mfcc 30 ceps 80 bins, chunk 200 eval, cmn none, no augmentation, "
+			    "f16") == 0, "wave eval: '%s'", line);
+	/* Long names: cut, ending in "...", and still a terminated string;
+	 * a short buffer too. */
+	w->train = 1;
+	memset(w->noise, 'n', FEEDER_DATASET_MAX - 1);
+	memset(w->rir, 'r', FEEDER_DATASET_MAX - 1);
+	w->snr_noise_min = -12.5f;
+	proto_opts_describe(&o, line, sizeof line);
+	CHECKF(strlen(line) == sizeof line - 1 && strcmp(line + sizeof line - 4, "...") == 0,
+	       "cut: '%s'", line);
+	CHECK(strstr(line, " snr -12.5..15/"));
+	char small[12];
+	proto_opts_describe(&o, small, sizeof small);
+	CHECKF(strcmp(small, "wave mfc...") == 0, "small: '%s'", small);
+	/* Whatever the names hold, the line is printable ASCII. */
+	strcpy(w->noise, "a\nb\xc3\xa9");
+	proto_opts_describe(&o, line, sizeof line);
+	CHECKF(strstr(line, "noise=a?b?? p=0.6"), "non-printable: '%s'", line);
+	o.pipeline = 7;
+	proto_opts_describe(&o, line, sizeof line);
+	CHECK(strcmp(line, "pipeline 7") == 0);
+}
+
 int main(void)
 {
 	test_round_trips();
@@ -519,5 +625,6 @@ int main(void)
 	test_open_fields();
 	test_other_fields();
 	test_geometry();
+	test_describe();
 	return 0;
 }

@@ -228,3 +228,108 @@ def test_features_dataset_with_wave_pipeline_is_refused(wave_daemon):
     with pytest.raises(feeder.FeederError) as e:
         epoch(loader(wave_daemon, "exactfb"))
     assert "holds feature matrices, not waveforms: open it with pipeline features" in str(e.value)
+
+
+def test_feederctl_streams_shows_the_augmentation(wave_daemon):
+    """feederctl streams (table and --json) shows a wave stream's settings:
+    the noise and RIR datasets, each augmentation's probability, the SNR
+    ranges, speed labels, SpecAugment masks, dither; the daemon's log names
+    them when the stream opens."""
+    import json
+    feederctl = tool("tools/feederctl")
+    ld = loader(wave_daemon, seed=3, noise="noise", noise_p=0.6, snr_noise=(0, 15),
+                snr_music=(5, 15), snr_babble=(13, 20), rir="rir", reverb_p=0.6, speed_p=0.5,
+                speed_labels="new", specaug_p=0.6, dither=1.0, dtype="float16")
+    want = ("wave fbank 80, chunk 200 train, cmn utt, noise=noise p=0.6 snr "
+            "0..15/5..15/13..20 babble 3..7, rir=rir p=0.6, speed p=0.5 labels=new, "
+            "gain off, specaug p=0.6 t1x10 f1x8, dither 1, f16")
+    it = iter(ld)
+    next(it)  # the stream is open while the Loader iterates
+    try:
+        s = json.loads(run(feederctl, "--socket", wave_daemon.sock, "streams", "--json"))
+        mine = [x for x in s["streams"] if x["dataset"] == "speech"]
+        assert len(mine) == 1, s
+        assert mine[0]["pipeline"] == "wave" and mine[0]["settings"] == want, mine[0]
+        table = run(feederctl, "--socket", wave_daemon.sock, "streams").splitlines()
+        row = [i for i, line in enumerate(table) if " speech " in line]
+        assert len(row) == 1 and " wave " in table[row[0]], table
+        print("\n".join(table))
+        assert table[row[0] + 1].strip() == want, table
+        # Eval: no augmentation, whatever was asked.
+        ev = loader(wave_daemon, train=False, noise="noise", noise_p=0.6)
+        it2 = iter(ev)
+        next(it2)
+        s = json.loads(run(feederctl, "--socket", wave_daemon.sock, "streams", "--json"))
+        got = sorted(x["settings"] for x in s["streams"])
+        assert got == sorted([want, "wave fbank 80, chunk 200 eval, cmn utt, no augmentation, "
+                              "f32"]), got
+        ev.close()
+    finally:
+        ld.close()
+    with open(wave_daemon.log) as f:
+        assert any("opened: 'speech'" in line and line.rstrip().endswith("; " + want)
+                   for line in f), wave_daemon.log_tail()
+
+
+_CLIENT = r"""
+import json, os, sys
+import feeder
+sock, state_path = sys.argv[1], sys.argv[2]
+ld = feeder.Loader("speech", 4, pipeline=feeder.Wave(**json.loads(sys.argv[3])), socket=sock,
+                   dtype="float32", drop_last=False, seed=3, timeout=60)
+for k, _ in enumerate(ld):
+    with open(state_path + ".tmp", "w") as f:
+        json.dump(ld.state_dict(), f)
+    os.replace(state_path + ".tmp", state_path)
+    if k == 1:
+        print("ready", flush=True)
+        sys.stdin.readline()  # killed here
+"""
+
+
+def test_client_killed_mid_epoch_then_resumed(wave_daemon, tmp_path):
+    """kill -9 of a wave client mid-epoch: the daemon serves on, and a new
+    client from the state the dead one saved gets exactly the epoch's tail."""
+    import json
+    import signal
+    import subprocess
+    full = epoch(loader(wave_daemon, seed=3, **AUG))
+    state = str(tmp_path / "state.json")
+    p = subprocess.Popen([sys.executable, "-c", _CLIENT, wave_daemon.sock, state, json.dumps(AUG)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGKILL)
+    p.wait(10)
+    with open(state) as f:
+        saved = json.load(f)
+    ld = loader(wave_daemon, seed=3, **AUG)
+    ld.load_state_dict(saved)
+    tail = epoch(ld)
+    assert len(tail) == len(full) - 2
+    for (xa, ya, ia), (xb, yb, ib) in zip(full[2:], tail):
+        assert np.array_equal(xa, xb) and np.array_equal(ia, ib)
+
+
+def test_reconnect_after_daemon_restart(wave_daemon, tmp_path):
+    """A wave Loader with reconnect= survives its feederd killed and
+    restarted mid-epoch with the exact batches of an undisturbed run."""
+    import signal
+    d = Daemon(wave_daemon.root, str(tmp_path))
+    try:
+        ref = epoch(feeder.Loader("speech", 4, pipeline=feeder.Wave(**AUG), socket=d.sock,
+                                  dtype="float32", drop_last=False, seed=8, slots=2,
+                                  return_index=True, timeout=60))
+        ld = feeder.Loader("speech", 4, pipeline=feeder.Wave(**AUG), socket=d.sock,
+                           dtype="float32", drop_last=False, seed=8, slots=2,
+                           return_index=True, timeout=60, reconnect=20)
+        got = []
+        for x, y, i in ld:
+            got.append((x.copy(), y.copy(), i.copy()))
+            if len(got) == 2:
+                d.kill(signal.SIGKILL)
+                d = Daemon(wave_daemon.root, str(tmp_path))
+        assert ld.reconnects == 1 and len(got) == len(ref)
+        for (xa, ya, ia), (xb, yb, ib) in zip(ref, got):
+            assert np.array_equal(xa, xb) and np.array_equal(ya, yb) and np.array_equal(ia, ib)
+    finally:
+        d.stop()
