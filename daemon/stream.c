@@ -283,10 +283,11 @@ void stream_destroy(struct stream *s)
 	}
 	for (int c = 0; c < WAVE_CATEGORIES; c++)
 		free(s->wave.cat[c]);
-	if (s->noise_ds)
-		dataset_unref(s->noise_ds);
-	if (s->rir_ds)
-		dataset_unref(s->rir_ds);
+	for (int i = 0; i < 2; i++) {
+		free(s->sources[i].verified);
+		if (s->sources[i].d)
+			dataset_unref(s->sources[i].d);
+	}
 	free(s->slots);
 	free(s);
 }

@@ -7,6 +7,8 @@
 
 #include "stream.h"
 
+#include <stdatomic.h>
+
 #include <time.h>
 
 /* SLOT_GPU: every sample is staged and the worker that staged the last one
@@ -34,6 +36,13 @@ struct slot {
 /* Seconds over which the trainer's data-wait share is reported. */
 #define STREAM_WAIT_WINDOW 10
 
+/* A dataset a wave stream's augmentation reads (noise or RIRs), and which
+ * of its records this stream has checked the CRC of already. */
+struct stream_source {
+	struct dataset *d;
+	atomic_uchar *verified;
+};
+
 struct stream {
 	/* immutable after stream_create */
 	uint32_t id;
@@ -58,7 +67,7 @@ struct stream {
 	int registered_device;   /* the ring is cudaHostRegister'ed for it, or -1 */
 	uint64_t device_table;   /* its table's offset in the memfd, or 0 */
 	size_t ring_bytes;       /* the memfd: geo.ring_size plus the device table */
-	struct dataset *noise_ds, *rir_ds; /* wave: the datasets its augmentation reads */
+	struct stream_source sources[2]; /* wave: the noise and RIR datasets it reads */
 	struct wave_sources wave; /* wave: reading them (stream_sources_open) */
 
 	/* under the pool lock */

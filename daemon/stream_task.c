@@ -4,6 +4,7 @@
  * GPU. The ring and the order of batches are stream.c's. */
 #include "stream_impl.h"
 
+#include "bytes.h"
 #include "detrand.h"
 #include "gpu_ring.h"
 #include "gpu_slot.h"
@@ -50,21 +51,11 @@ static _Thread_local struct {
 	size_t cap;
 } scratch;
 
-/* The wave pipeline's noise or RIR record being read (a second buffer: the
- * stream's own record is still in scratch). */
-static _Thread_local struct {
-	uint8_t *buf;
-	size_t cap;
-} aux_scratch;
-
 void stream_worker_exit(void)
 {
 	free(scratch.buf);
 	scratch.buf = NULL;
 	scratch.cap = 0;
-	free(aux_scratch.buf);
-	aux_scratch.buf = NULL;
-	aux_scratch.cap = 0;
 	wave_pipeline_worker_exit();
 }
 
@@ -142,59 +133,82 @@ static void fetch_name(struct dsstore_txn *txn, uint64_t index, char *dst)
 	dst[0] = 0;
 }
 
-/* struct wave_source's reader: record index of the noise or RIR dataset
- * ctx, copied into aux_scratch under the SIGBUS guard as fetch copies the
- * stream's own records, and checked like them (header, CRC, a waveform of
- * that dataset). */
-static int aux_get(void *ctx, uint64_t index, const uint8_t **pcm, size_t *n, char *err,
-		   size_t errlen)
+/* struct wave_source over a noise or RIR dataset (ctx: struct
+ * stream_source): the record's header is checked on every read, its
+ * payload's CRC the first time this stream reads it (verified[]), and only
+ * the samples asked for are read, under the SIGBUS guard like fetch. */
+static int source_record(const struct stream_source *src, struct dsstore_txn **txn,
+			 uint64_t index, struct dsformat_sample *smp, const uint8_t **payload,
+			 char *err, size_t errlen)
 {
-	struct dataset *d = ctx;
-	struct dsstore_txn *txn = NULL;
-	struct dsformat_sample smp;
+	const struct dataset *d = src->d;
+	int rc = dsstore_txn_begin(d->store, txn, err, errlen);
+	if (rc == 0)
+		rc = dsstore_get_sample(*txn, index, smp, payload, err, errlen);
+	if (rc == 0)
+		rc = dsformat_sample_check(&d->hdr, smp, err, errlen);
+	if (rc == 0 && !atomic_load_explicit(&src->verified[index], memory_order_relaxed)) {
+		rc = dsformat_sample_verify(smp, *payload, err, errlen);
+		if (rc == 0)
+			atomic_store_explicit(&src->verified[index], 1, memory_order_relaxed);
+	}
+	return rc;
+}
+
+/* Runs body (reading the record) under the guard; the sentence names the
+ * dataset and record. */
+static int source_guarded(struct stream_source *src, uint64_t index, size_t offset, size_t n,
+			  float *out, size_t *len, char *err, size_t errlen)
+{
+	struct dataset *d = src->d;
+	struct dsstore_txn *volatile txn = NULL;
 	sigjmp_buf env;
-	int rc = 0;
+	volatile int rc = 0;
 	if (dataset_gone(d))
 		return status_fail(err, errlen, d->gone_code ? d->gone_code : FEEDER_ENODATASET, "%s",
 				   d->gone_msg);
 	if (sigsetjmp(env, 0) == 0) {
+		struct dsstore_txn *t = NULL;
+		struct dsformat_sample smp;
 		const uint8_t *payload;
 		mapguard_arm(&env);
-		rc = dsstore_txn_begin(d->store, &txn, err, errlen);
-		if (rc == 0)
-			rc = dsstore_get_sample(txn, index, &smp, &payload, err, errlen);
-		if (rc == 0 && smp.payload_len > aux_scratch.cap) {
-			uint8_t *nb = realloc(aux_scratch.buf, smp.payload_len);
-			if (nb) {
-				aux_scratch.buf = nb;
-				aux_scratch.cap = smp.payload_len;
-			} else {
-				rc = status_fail(err, errlen, -ENOMEM,
-						 "out of memory for a record of %u bytes", smp.payload_len);
-			}
+		rc = source_record(src, &t, index, &smp, &payload, err, errlen);
+		txn = t;
+		if (rc == 0 && len)
+			*len = smp.frames;
+		if (rc == 0 && out) {
+			size_t m = smp.frames;
+			if (offset >= m)
+				rc = status_fail(err, errlen, FEEDER_EINVAL, "offset %zu of %zu samples",
+						 offset, m);
+			for (size_t i = 0, k = offset; rc == 0 && i < n; i++, k = k + 1 == m ? 0 : k + 1)
+				out[i] = (float)(int16_t)bytes_le16(payload + 2 * k);
 		}
-		if (rc == 0 && smp.payload_len)
-			memcpy(aux_scratch.buf, payload, smp.payload_len);
 		mapguard_disarm();
 	} else {
-		rc = status_fail(err, errlen, -EIO, "I/O error (SIGBUS) reading dataset '%s'", d->name);
 		txn = NULL; /* abandoned halfway: not trusted (a read-only one owns no lock) */
+		rc = status_fail(err, errlen, -EIO, "I/O error (SIGBUS)");
 	}
 	if (txn)
 		dsstore_txn_end(txn);
-	if (rc == 0)
-		rc = dsformat_sample_verify(&smp, aux_scratch.buf, err, errlen);
-	if (rc == 0)
-		rc = dsformat_sample_check(&d->hdr, &smp, err, errlen);
 	if (rc) {
 		char why[200];
 		snprintf(why, sizeof(why), "%s", err);
 		return status_fail(err, errlen, rc, "dataset '%s', record %llu: %s", d->name,
 				   (unsigned long long)index, why);
 	}
-	*pcm = aux_scratch.buf;
-	*n = smp.frames;
 	return 0;
+}
+
+static int source_length(void *ctx, uint64_t index, size_t *n, char *err, size_t errlen)
+{
+	return source_guarded(ctx, index, 0, 0, NULL, n, err, errlen);
+}
+
+static int source_read(void *ctx, uint64_t index, size_t offset, size_t n, float *out, char *err,
+		       size_t errlen)
+{
+	return source_guarded(ctx, index, offset, n, out, NULL, err, errlen);
 }
 
 /* The noise dataset's records by category: its classes named as
@@ -271,16 +285,19 @@ int stream_sources_open(struct stream *s, struct dataset *noise, struct dataset 
 		if (d->hdr.samples == 0)
 			return status_fail(err, errlen, FEEDER_EINVAL, "%s dataset '%s' is empty", what[i],
 					   d->name);
+		struct stream_source *src = &s->sources[i];
+		src->verified = calloc(d->hdr.samples, sizeof(*src->verified));
+		if (!src->verified)
+			return status_fail(err, errlen, -ENOMEM, "out of memory for dataset '%s'",
+					   d->name);
 		dataset_ref(d);
-		struct wave_source *src = i ? &s->wave.rir : &s->wave.noise;
-		*src = (struct wave_source){.get = aux_get, .ctx = d, .count = d->hdr.samples,
-					    .key = detrand_mix((uint64_t)d->ino ^
-							       ((uint64_t)d->mtime.tv_nsec << 20) ^
-							       (uint64_t)d->mtime.tv_sec)};
-		if (i)
-			s->rir_ds = d;
-		else
-			s->noise_ds = d;
+		src->d = d;
+		struct wave_source *w = i ? &s->wave.rir : &s->wave.noise;
+		*w = (struct wave_source){.length = source_length, .read = source_read, .ctx = src,
+					  .count = d->hdr.samples,
+					  .key = detrand_mix((uint64_t)d->ino ^
+							     ((uint64_t)d->mtime.tv_nsec << 20) ^
+							     (uint64_t)d->mtime.tv_sec)};
 	}
 	return noise ? index_noise(s, noise, err, errlen) : 0;
 }

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,8 +33,7 @@ struct wave_worker {
 	struct speed *sp;
 	float *a, *b, *noise, *acc; /* chunk-sized scratch */
 	size_t cap;
-	float *aux;                 /* a noise or RIR record as floats */
-	size_t aux_cap;
+	float aux[WAVE_MAX_RIR];    /* an RIR as floats */
 	struct wave_times times;
 };
 
@@ -69,7 +69,6 @@ void wave_pipeline_worker_exit(void)
 	free(ww->b);
 	free(ww->noise);
 	free(ww->acc);
-	free(ww->aux);
 	free(ww);
 	ww = NULL;
 }
@@ -150,40 +149,60 @@ static int worker_fbank(const struct feeder_wave_opts *w, struct fbank **out, ch
 	return 0;
 }
 
-/* A source record as floats in ww->aux (at most max samples). */
-static int aux_read(const struct wave_source *src, uint64_t index, size_t max, size_t *n,
-		    char *err, size_t errlen)
-{
-	const uint8_t *pcm;
-	size_t m;
-	int rc = src->get(src->ctx, index, &pcm, &m, err, errlen);
-	if (rc)
-		return rc;
-	if (m > max)
-		m = max;
-	if (m > ww->aux_cap) {
-		float *p = realloc(ww->aux, m * sizeof(float));
-		if (!p)
-			return status_fail(err, errlen, -ENOMEM, "out of memory for %zu samples", m);
-		ww->aux = p;
-		ww->aux_cap = m;
-	}
-	for (size_t i = 0; i < m; i++)
-		ww->aux[i] = (float)(int16_t)bytes_le16(pcm + 2 * i);
-	*n = m;
-	return 0;
-}
-
 static double uniform(struct detrand *r, double lo, double hi)
 {
 	return lo + (hi - lo) * detrand_uniform(r);
 }
 
-/* Standard normal (Box-Muller), for dither. */
-static double gauss(struct detrand *r)
+/* Dither: a standard normal value per sample from a table of the normal
+ * distribution's quantiles at (k + 0.5) / 65536, indexed by 16 random bits
+ * (four samples per 64-bit draw). Box-Muller cost a log, a sqrt and a cos
+ * per sample, half of an augmented chunk's time (tests/bench/speech_aug.sh);
+ * dither only needs a deterministic noise of the right spread. */
+#define DITHER_TABLE 65536
+static float dither_q[DITHER_TABLE];
+static pthread_once_t dither_once = PTHREAD_ONCE_INIT;
+
+/* The normal quantile function (Acklam's rational approximation, relative
+ * error below 1.2e-9). */
+static double normal_quantile(double p)
 {
-	double u = detrand_uniform(r), v = detrand_uniform(r);
-	return sqrt(-2.0 * log(1.0 - u)) * cos(2.0 * M_PI * v);
+	static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+				   -2.759285104469687e+02, 1.383577518672690e+02,
+				   -3.066479806614716e+01, 2.506628277459239e+00};
+	static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+				   -1.556989798598866e+02, 6.680131188771972e+01,
+				   -1.328068155288572e+01};
+	static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+				   -2.400758277161838e+00, -2.549732539343734e+00,
+				   4.374664141464968e+00, 2.938163982698783e+00};
+	static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
+				   2.445134137142996e+00, 3.754408661907416e+00};
+	if (p < 0.02425 || p > 1 - 0.02425) {
+		double q = sqrt(-2 * log(p < 0.5 ? p : 1 - p));
+		double x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+			   ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+		return p < 0.5 ? x : -x;
+	}
+	double q = p - 0.5, r = q * q;
+	return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+	       (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+static void dither_init(void)
+{
+	for (int k = 0; k < DITHER_TABLE; k++)
+		dither_q[k] = (float)normal_quantile((k + 0.5) / DITHER_TABLE);
+}
+
+static void add_dither(struct detrand *r, float *x, size_t n, float scale)
+{
+	pthread_once(&dither_once, dither_init);
+	for (size_t i = 0; i < n; i += 4) {
+		uint64_t bits = detrand_u64(r);
+		for (size_t k = i; k < i + 4 && k < n; k++, bits >>= 16)
+			x[k] += scale * dither_q[bits & 0xFFFF];
+	}
 }
 
 /* Additive noise of one category drawn among those the dataset has. */
@@ -206,13 +225,17 @@ static int add_noise(const struct feeder_wave_opts *w, const struct wave_sources
 	for (int p = 0; p < parts; p++) {
 		uint64_t idx = src->cat[cat][detrand_range(r, 0, (int64_t)src->ncat[cat] - 1)];
 		size_t m;
-		/* A recording longer than the chunk is read from a random
-		 * offset; only what is used is converted. */
-		int rc = aux_read(&src->noise, idx, SIZE_MAX, &m, err, errlen);
+		int rc = src->noise.length(src->noise.ctx, idx, &m, err, errlen);
 		if (rc)
 			return rc;
-		size_t off = m ? (size_t)detrand_range(r, 0, (int64_t)m - 1) : 0;
-		augment_accumulate(ww->acc, n, ww->aux, m, off);
+		if (m == 0)
+			continue;
+		/* From a random offset, looped or cut to the chunk. */
+		size_t off = (size_t)detrand_range(r, 0, (int64_t)m - 1);
+		rc = src->noise.read(src->noise.ctx, idx, off, n, ww->noise, err, errlen);
+		if (rc)
+			return rc;
+		augment_accumulate(ww->acc, n, ww->noise, n, 0);
 	}
 	augment_add_noise(x, n, ww->acc, n, 0, snr);
 	return 0;
@@ -250,9 +273,13 @@ int wave_pipeline_run(const struct feeder_stream_opts *o, const struct wave_sour
 		return WAVE_SKIPPED;
 	size_t off = n <= span ? 0 : train ? (size_t)detrand_range(&r, 0, (int64_t)(n - span))
 					   : (n - span) / 2;
-	/* Shorter than the span: repeated from its start (pad repeat). */
-	for (size_t i = 0; i < span; i++)
-		ww->a[i] = (float)(int16_t)bytes_le16(payload + 2 * ((off + i) % n));
+	if (n >= span) {
+		for (size_t i = 0; i < span; i++)
+			ww->a[i] = (float)(int16_t)bytes_le16(payload + 2 * (off + i));
+	} else { /* shorter than the span: repeated from its start (pad repeat) */
+		for (size_t i = 0; i < span; i++)
+			ww->a[i] = (float)(int16_t)bytes_le16(payload + 2 * (i % n));
+	}
 	float *x = ww->a;
 	double t1 = now_s();
 	ww->times.chunk += t1 - t0;
@@ -267,11 +294,18 @@ int wave_pipeline_run(const struct feeder_stream_opts *o, const struct wave_sour
 	double t2 = now_s();
 	ww->times.speed += t2 - t1;
 
-	if (train && w->reverb_p > 0 && src->rir.get && src->rir.count &&
+	if (train && w->reverb_p > 0 && src->rir.read && src->rir.count &&
 	    detrand_uniform(&r) < w->reverb_p) {
 		uint64_t idx = (uint64_t)detrand_range(&r, 0, (int64_t)src->rir.count - 1);
 		size_t m;
-		rc = aux_read(&src->rir, idx, WAVE_MAX_RIR, &m, err, errlen);
+		rc = src->rir.length(src->rir.ctx, idx, &m, err, errlen);
+		if (rc == 0 && m > WAVE_MAX_RIR)
+			m = WAVE_MAX_RIR;
+		if (rc == 0 && m == 0)
+			rc = status_fail(err, errlen, FEEDER_EFORMAT, "RIR record %llu is empty",
+					 (unsigned long long)idx);
+		if (rc == 0)
+			rc = src->rir.read(src->rir.ctx, idx, 0, m, ww->aux, err, errlen);
 		if (rc == 0 && (!ww->rv || ww->rv_n < L)) {
 			reverb_destroy(ww->rv);
 			ww->rv = NULL;
@@ -287,7 +321,7 @@ int wave_pipeline_run(const struct feeder_stream_opts *o, const struct wave_sour
 	double t3 = now_s();
 	ww->times.reverb += t3 - t2;
 
-	if (train && w->noise_p > 0 && src->noise.get && detrand_uniform(&r) < w->noise_p) {
+	if (train && w->noise_p > 0 && src->noise.read && detrand_uniform(&r) < w->noise_p) {
 		rc = add_noise(w, src, &r, x, L, err, errlen);
 		if (rc)
 			return rc;
@@ -295,8 +329,7 @@ int wave_pipeline_run(const struct feeder_stream_opts *o, const struct wave_sour
 	if (train && w->gain_p > 0 && detrand_uniform(&r) < w->gain_p)
 		augment_gain(x, L, uniform(&r, w->gain_min_db, w->gain_max_db));
 	if (train && w->dither > 0)
-		for (size_t i = 0; i < L; i++)
-			x[i] += (float)(w->dither * gauss(&r));
+		add_dither(&r, x, L, w->dither);
 	double t4 = now_s();
 	ww->times.noise += t4 - t3;
 

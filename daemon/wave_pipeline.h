@@ -40,11 +40,15 @@
 
 /* A dataset of waveforms the pipeline draws from (noise or RIRs). */
 struct wave_source {
-	/* Record `index` as little-endian 16-bit PCM: *pcm holds *n samples
-	 * until the next call on this thread. Returns 0 or a negative code
-	 * with a sentence. NULL: no such dataset. */
-	int (*get)(void *ctx, uint64_t index, const uint8_t **pcm, size_t *n, char *err,
-		   size_t errlen);
+	/* The samples record `index` holds, its header checked (and its
+	 * payload's CRC, the first time the stream reads the record). Returns
+	 * 0 or a negative code with a sentence. NULL: no such dataset. */
+	int (*length)(void *ctx, uint64_t index, size_t *n, char *err, size_t errlen);
+	/* n samples of record `index` from sample `offset` on (below its
+	 * length), looped over the record, as floats at int16 scale into out.
+	 * Only what is used is read: a minutes-long noise costs its chunk. */
+	int (*read)(void *ctx, uint64_t index, size_t offset, size_t n, float *out, char *err,
+		    size_t errlen);
 	void *ctx;
 	uint64_t key;   /* names the dataset in a worker's RIR spectra cache */
 	uint64_t count; /* records */

@@ -155,7 +155,8 @@ def test_same_request_same_bytes_other_seed_other_bytes(wave_daemon):
 def test_each_augmentation_changes_the_chunk(wave_daemon):
     base = epoch(loader(wave_daemon, seed=9, shuffle=False))
     for opt in (dict(noise="noise", noise_p=1.0), dict(rir="rir", reverb_p=1.0),
-                dict(speed_p=1.0), dict(gain_p=1.0, gain_db=(3, 6)), dict(specaug_p=1.0)):
+                dict(speed_p=1.0), dict(gain_p=1.0, gain_db=(3, 6)), dict(specaug_p=1.0),
+                dict(dither=1.0)):
         got = epoch(loader(wave_daemon, seed=9, shuffle=False, **opt))
         for (x0, _, i0), (x1, _, i1) in zip(base, got):
             assert np.array_equal(i0, i1)

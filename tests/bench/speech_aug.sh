@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# tests/bench/speech_aug.sh [CHUNKS] [ROUNDS] — feederd's wave pipeline
+# against the speech augmentation people run today (issue 14, "How good"),
+# in one run, on this machine's cores.
+#
+# Both sides make training chunks of 200 frames (2 s at 16 kHz) of 80-bin
+# Kaldi fbank with CMN over the chunk, batch 32, float32 (batch, 80, 200),
+# from the same waveform datasets (packer pack audio --store wave): a random
+# chunk, then, each with its probability, speed perturbation 0.9/1.1 (0.5),
+# reverberation by a drawn RIR (0.6), noise/music/babble at Kaldi's SNRs
+# (0.6), dither 1, SpecAugment (0.6: one time mask of up to 10 frames, one
+# frequency mask of up to 8 bins). The options are written once, in
+# speech_aug_torch.py (AUG), and used by both sides.
+#   PyTorch  a DataLoader (num_workers = cores) over a Dataset that reads the
+#            LMDBs with python3-lmdb and augments with torchaudio (sox speed,
+#            kaldi.fbank) and scipy (fftconvolve), as the wespeaker / Kaldi
+#            recipes do (speech_aug_torch.py peer);
+#   Feeder   feederd --workers cores serving the same datasets, consumed by
+#            feeder.Loader(pipeline=feeder.Wave(...), dtype float32) in one
+#            Python process (speech_aug_torch.py feeder).
+# Each side is timed over CHUNKS chunks (default 1280) after a warm-up that
+# drains its prefetch; ROUNDS rounds (default 3) alternate the sides, with
+# and without augmentation (fbank + CMN only), and the best of each is kept.
+# Goals: >= 4x augmented, >= 5x without augmentation.
+# Then the cost per chunk of each stage on one thread: feederd's pipeline
+# through wave_stage_bench (the daemon's wave_pipeline.c, its own stage
+# clock), and the peer's Dataset in one process (speech_aug_torch.py stages).
+# The corpus is generated: gen-speech 20 speakers x 10 utterances of 2.5-5 s,
+# gen-noise --count 5 (5 noise, 5 music, 5 speech files of 3-8 s), gen-rir
+# --count 10. About 2 minutes on 2 cores with the defaults.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+src=$(pwd)
+CHUNKS=${1:-1280}
+ROUNDS=${2:-3}
+BATCH=32
+build=${FEEDER_BUILD:-$src/build}
+export FEEDER_BUILD=$build
+cores=$(nproc)
+FEEDER_DEPS_EXTRA="python3-torch python3-torchaudio python3-scipy" tools/install-deps
+[ -f "$build/build.ninja" ] || meson setup "$build" -Dwerror=true >/dev/null
+ninja -C "$build" >/dev/null
+[ -x "$build/tools/gen-rir" ] || { echo "speech_aug.sh: built without the audio libraries (have_audio)" >&2; exit 77; }
+
+work=$(mktemp -d /tmp/feeder-speech-aug.XXXXXX)
+daemon=
+trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
+ds=$work/datasets
+mkdir -p "$ds"
+"$build/tools/gen-speech" 20 10 "$work/speech" --seed 1 --min-dur 2.5 --max-dur 5 >&2
+"$build/tools/gen-noise" --seed 3 --count 5 "$work/noise" >&2
+"$build/tools/gen-rir" --seed 4 --count 10 "$work/rirs/rir" >&2   # one class folder
+for d in speech:speech noise:noise rirs:rir; do
+  "$build/tools/packer" pack audio --store wave "$work/${d%%:*}" "$ds/${d##*:}" >&2
+done
+
+# The stage harness: built by Meson where tests/bench is a subdir of the
+# build (tests/bench/meson.build), else compiled here against the build's
+# static libraries (the same objects feederd links).
+harness=$build/tests/bench/wave_stage_bench
+if [ ! -x "$harness" ]; then
+  harness=$work/wave_stage_bench
+  # shellcheck disable=SC2046
+  cc -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Iproto -Imedia -Idaemon -I"$build" \
+    tests/bench/wave_stage_bench.c "$build/daemon/libfeeder_pipeline.a" \
+    "$build/media/libfeeder_features.a" "$build/media/libfeeder_media.a" \
+    "$build/proto/libfeeder_proto.a" \
+    $(pkg-config --libs lmdb fftw3f fftw3 sndfile soxr libturbojpeg libjpeg) -lm -lpthread \
+    -o "$harness"
+fi
+
+"$build/daemon/feederd" --config /dev/null --socket "$work/s.sock" --datasets "$ds" \
+  --workers "$cores" --log-level warning 2>"$work/feederd.log" &
+daemon=$!
+for _ in $(seq 100); do [ -S "$work/s.sock" ] && break; sleep 0.05; done
+py=(/usr/bin/python3 tests/bench/speech_aug_torch.py)
+export PYTHONPATH=$build/client/python${PYTHONPATH:+:$PYTHONPATH}
+common=(--chunks "$CHUNKS" --batch "$BATCH")
+results=$work/results
+: >"$results"
+for round in $(seq "$ROUNDS"); do
+  for aug in 1 0; do
+    p=$("${py[@]}" peer "$ds" --aug $aug --workers "$cores" "${common[@]}")
+    f=$("${py[@]}" feeder "$ds" --aug $aug --socket "$work/s.sock" "${common[@]}")
+    echo "round $round aug $aug: pytorch $p" >&2
+    echo "round $round aug $aug: feeder $f" >&2
+    printf '%s\t%s\t%s\n' "$aug" "$p" "$f" >>"$results"
+  done
+done
+kill "$daemon"; wait "$daemon" 2>/dev/null || true; daemon=
+[ -s "$work/feederd.log" ] && { echo "feederd log:" >&2; cat "$work/feederd.log" >&2; }
+
+# One thread each, no daemon: where a chunk's time goes.
+hs1=$("$harness" --datasets "$ds" --aug 1 --json)
+hs0=$("$harness" --datasets "$ds" --aug 0 --json)
+ps1=$("${py[@]}" stages "$ds" --aug 1 --chunks 300 --batch "$BATCH")
+ps0=$("${py[@]}" stages "$ds" --aug 0 --chunks 300 --batch "$BATCH")
+echo "wave_stage_bench: $hs1" >&2
+echo "wave_stage_bench: $hs0" >&2
+echo "pytorch stages: $ps1" >&2
+echo "pytorch stages: $ps0" >&2
+
+/usr/bin/python3 - "$results" "$hs1" "$hs0" "$ps1" "$ps0" "$cores" "$CHUNKS" "$ROUNDS" "$BATCH" <<'PY'
+import json, sys
+results, cores, chunks, rounds, batch = sys.argv[1], sys.argv[6], sys.argv[7], sys.argv[8], sys.argv[9]
+hs = {1: json.loads(sys.argv[2]), 0: json.loads(sys.argv[3])}
+ps = {1: json.loads(sys.argv[4]), 0: json.loads(sys.argv[5])}
+runs = {1: ([], []), 0: ([], [])}
+for line in open(results):
+    aug, p, f = line.rstrip("\n").split("\t")
+    runs[int(aug)][0].append(json.loads(p)["chunks_per_s"])
+    runs[int(aug)][1].append(json.loads(f)["chunks_per_s"])
+speed = ps[1].get("speed", "?")
+print(f"\nSpeech augmentation: 200 utterances (20 speakers, 2.5-5 s), 15 noise/music/speech files, "
+      f"10 RIRs; chunks of 200 frames -> 80-bin fbank + CMN, float32 (batch {batch}, 80, 200); "
+      f"{cores} cores; best of {rounds} runs of {chunks} chunks each\n")
+print("| pipeline | augmented chunks/s | no augmentation chunks/s |")
+print("|---|---:|---:|")
+best = {a: (max(runs[a][0]), max(runs[a][1])) for a in (1, 0)}
+print(f"| PyTorch DataLoader ({cores} workers; torchaudio {speed} speed, scipy fftconvolve, "
+      f"kaldi.fbank) | {best[1][0]:.1f} | {best[0][0]:.1f} |")
+print(f"| feederd ({cores} workers) + feeder.Loader | {best[1][1]:.1f} | {best[0][1]:.1f} |")
+r1, r0 = best[1][1] / best[1][0], best[0][1] / best[0][0]
+print(f"| ratio (goal: >= 4x augmented, >= 5x not) | {r1:.2f}x {'(met)' if r1 >= 4 else '(NOT met)'} "
+      f"| {r0:.2f}x {'(met)' if r0 >= 5 else '(NOT met)'} |")
+for a in (1, 0):
+    print(f"\nruns, {'augmented' if a else 'no augmentation'}: PyTorch "
+          + " ".join(f"{x:.1f}" for x in runs[a][0]) + "; feederd "
+          + " ".join(f"{x:.1f}" for x in runs[a][1]) + " chunks/s")
+
+stages = [("read", "read the record"), ("chunk", "cut the chunk"), ("speed", "speed"),
+          ("reverb", "reverb"), ("noise", "noise (feederd: + dither)"),
+          ("features", "fbank + CMN (PyTorch: + dither)"), ("specaug", "SpecAugment"),
+          ("collate", "collate (PyTorch)")]
+for a in (1, 0):
+    h, p = hs[a], ps[a]
+    print(f"\nCost per chunk on one thread, {'augmented' if a else 'no augmentation'} "
+          f"(feederd: wave_stage_bench, {h['chunks']} chunks, best of {h['repeats']}; "
+          f"PyTorch: its Dataset in one process, 300 chunks)\n")
+    print("| stage | feederd ms | PyTorch ms | PyTorch / feederd |")
+    print("|---|---:|---:|---:|")
+    for k, name in stages:
+        hv, pv = h.get(k + "_ms"), p.get(k + "_ms")
+        ratio = f"{pv / hv:.1f}x" if hv and pv and hv >= 0.005 else ""
+        hs_ = f"{hv:.3f}" if hv is not None else "-"
+        ps_ = f"{pv:.3f}" if pv is not None else "-"
+        print(f"| {name} | {hs_} | {ps_} | {ratio} |")
+    print(f"| total (thread CPU time) | {h['cpu_ms']:.3f} | {p['cpu_ms']:.3f} | "
+          f"{p['cpu_ms'] / h['cpu_ms']:.1f}x |")
+    print(f"| chunks/s/core | {h['chunks_per_s_core']:.0f} | {p['chunks_per_s_core']:.0f} | |")
+print("\nStages are timed on the wall clock and scaled per chunk by its CPU/wall ratio "
+      "(preemption by other work removed); totals are thread CPU time.")
+PY
