@@ -231,15 +231,19 @@ void fbank_destroy(struct fbank *fb)
 static float fbank_frame(struct fbank *fb, const float *x, float *row)
 {
 	double *in = fb->in;
-	double sum = 0.0;
-	for (int i = 0; i < FBANK_FRAME_LEN; i++)
-		sum += x[i];
-	const double mean = sum / FBANK_FRAME_LEN;
-	double energy = 0.0;
-	for (int i = 0; i < FBANK_FRAME_LEN; i++) {
-		in[i] = x[i] - mean;
-		energy += in[i] * in[i];
-	}
+	/* Four running sums each: one chain of 400 dependent double adds
+	 * was half of the frame's time (FBANK_FRAME_LEN is a multiple of 4). */
+	double s[4] = {0, 0, 0, 0}, e[4] = {0, 0, 0, 0};
+	for (int i = 0; i < FBANK_FRAME_LEN; i += 4)
+		for (int k = 0; k < 4; k++)
+			s[k] += x[i + k];
+	const double mean = (s[0] + s[1] + s[2] + s[3]) / FBANK_FRAME_LEN;
+	for (int i = 0; i < FBANK_FRAME_LEN; i += 4)
+		for (int k = 0; k < 4; k++) {
+			in[i + k] = x[i + k] - mean;
+			e[k] += in[i + k] * in[i + k];
+		}
+	const double energy = e[0] + e[1] + e[2] + e[3];
 	const float log_energy = (float)log(fmax(energy, FLT_EPSILON));
 	for (int i = FBANK_FRAME_LEN - 1; i > 0; i--)
 		in[i] -= FBANK_PREEMPH * in[i - 1];
@@ -257,7 +261,10 @@ static float fbank_frame(struct fbank *fb, const float *x, float *row)
 		double e = 0.0;
 		for (int j = 0; j < f->len; j++)
 			e += f->w[j] * fb->power[f->first + j];
-		fb->mel[b] = log(fmax(e, FLT_EPSILON));
+		/* logf: the rounding that mattered is the power spectrum's; a float log
+		 * of the double sum is as exact as the float output, at a third
+		 * of the cost (80 logs a frame were a fifth of a wave chunk). */
+		fb->mel[b] = logf((float)fmax(e, FLT_EPSILON));
 	}
 	if (fb->o.kind == FBANK_KIND_FBANK) {
 		for (int b = 0; b < bins; b++)
