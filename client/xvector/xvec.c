@@ -1,8 +1,8 @@
 /* xvec.c — the x-vector trainer: `xvec train | embed | eval`.
  *
  * A client of feederd through libfeeder. `train` opens one stream of random
- * feature chunks (pipeline features, float32, (batch, feat_dim, chunk)) over
- * all the epochs it runs and feeds each batch straight from the shared-memory
+ * feature chunks (float32, (batch, feat_dim, chunk)) over all the epochs it
+ * runs and feeds each batch straight from the shared-memory
  * slot into the model (xvec_model.h): no copy between the daemon's writer and
  * the first GEMM. It reports, per logging interval, the loss, accuracy,
  * samples/s and the fraction of step time spent waiting for data, and writes
@@ -11,6 +11,15 @@
  * `embed` and `eval` run the evaluation network on centered chunks of every
  * utterance of a (held-out) dataset; `eval` scores all same-speaker and
  * different-speaker pairs by cosine similarity and reports EER and minDCF.
+ *
+ * Input: pipeline features reads a dataset of feature matrices (packer pack
+ * audio); pipeline wave one of waveforms (packer pack audio --store wave)
+ * whose features feederd computes, augmented in training (--noise,
+ * --reverb, --speed-p, --specaug-p). Checkpoints record the pipeline and the
+ * features (xvec_position.h), which embed, eval and --resume follow and
+ * refuse to contradict. eval --noise/--reverb is a noisy test condition:
+ * since feederd augments in train mode only, a train-mode stream with
+ * nothing random but the chunk's place, the noise and the reverberation.
  *
  * --device cuda trains with the CUDA model (cuda/xvec_cuda.h) fed through
  * cuda/xvec_feed.h (pinned ring, copies on a second stream overlapping the
@@ -85,6 +94,14 @@ struct args {
 	int sync_bn;       /* --sync-bn: batch-norm over all ranks' batches */
 	const char *trace; /* --trace PREFIX: each rank writes PREFIX.RANK, "epoch index" per sample */
 	int check_replicas; /* --check-replicas: compare the ranks' parameters every step */
+	/* The model's input: 0 where not given (train: features pipeline,
+	 * fbank, 80 bins, 30 cepstra; embed, eval, --resume: the checkpoint's). */
+	int pipeline;       /* enum feeder_pipeline */
+	int features;       /* enum feeder_wave_features */
+	int bins, ceps;
+	/* Wave augmentation: datasets and probabilities (-1: not given). */
+	const char *noise, *reverb;
+	float aug_p, speed_p, specaug_p;
 };
 
 static void usage(FILE *f)
@@ -107,6 +124,16 @@ static void usage(FILE *f)
 	      "         --log FILE.jsonl (one JSON object per log line: step, loss, accuracy,\n"
 	      "         samples/s, data wait, learning rate)\n"
 	      "eval:    --det FILE.svg (the DET curve, EER marked)\n"
+	      "input:   --pipeline features|wave (features): a dataset of feature matrices\n"
+	      "         (packer pack audio), or of waveforms (--store wave) whose features\n"
+	      "         feederd computes: --features fbank|mfcc (fbank) --bins N (80)\n"
+	      "         --ceps N (mfcc: 30). embed, eval and --resume take them from the\n"
+	      "         checkpoint and refuse others\n"
+	      "wave:    --noise NAME (MUSAN-like noise/music/speech classes)  --reverb NAME\n"
+	      "         (room impulse responses)  --aug-p P (train 0.6, eval 1): the\n"
+	      "         probability of each; train only: --speed-p P (0, 0.9x or 1.1x)\n"
+	      "         --specaug-p P (0). In eval and embed --noise/--reverb make a noisy\n"
+	      "         test condition (random chunks of each utterance, seeded by --seed)\n"
 	      "cuda:    --precision fp32|tf32|bf16 (fp32)  --autotune\n"
 	      "mpirun -np N xvec train ... trains N data-parallel replicas (gradients\n"
 	      "         averaged every step; rank 0 logs and writes the checkpoint):\n"
@@ -132,6 +159,121 @@ static int parse_num(const char *opt, const char *s, double lo, double hi, doubl
 	return 0;
 }
 
+/* Copy a dataset name given as opt (NULL: none) into dst; 0 (said) when it
+ * is not one. */
+static int dataset_name_ok(const char *name, const char *opt, char dst[FEEDER_DATASET_MAX])
+{
+	if (!name)
+		return 1;
+	size_t n = strlen(name);
+	if (n == 0 || n >= FEEDER_DATASET_MAX || name[0] == '.' ||
+	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n) {
+		XERR("%s '%s': not a dataset name (A-Z a-z 0-9 . _ -, not starting with '.', at "
+		     "most %d bytes)\n", opt, name, FEEDER_DATASET_MAX - 1);
+		return 0;
+	}
+	memcpy(dst, name, n + 1);
+	return 1;
+}
+
+/* The options that make sense together whatever the checkpoint says. */
+static int check_input_args(const struct args *a)
+{
+	if (strcmp(a->cmd, "train") && (a->speed_p >= 0 || a->specaug_p >= 0)) {
+		fprintf(stderr, "xvec %s: --speed-p and --specaug-p are options of train (the test "
+				"condition is --noise and --reverb)\n", a->cmd);
+		return -1;
+	}
+	if (a->aug_p >= 0 && !a->noise && !a->reverb) {
+		XERR("--aug-p is the probability of --noise and --reverb: name one of them\n");
+		return -1;
+	}
+	char name[FEEDER_DATASET_MAX];
+	if (!dataset_name_ok(a->noise, "--noise", name) ||
+	    !dataset_name_ok(a->reverb, "--reverb", name))
+		return -1;
+	return 0;
+}
+
+/* "--pipeline wave --features mfcc --bins 30 --ceps 30": the input as options. */
+static void input_name(int pipeline, int features, int bins, int ceps, char *buf, size_t len)
+{
+	if (pipeline != FEEDER_PIPE_WAVE)
+		snprintf(buf, len, "--pipeline features");
+	else if (features == FEEDER_WAVE_MFCC)
+		snprintf(buf, len, "--pipeline wave --features mfcc --bins %d --ceps %d", bins, ceps);
+	else
+		snprintf(buf, len, "--pipeline wave --features fbank --bins %d", bins);
+}
+
+/* Settle the model's input: what the command line gives, the rest from the
+ * checkpoint ck (NULL: a new model, then the defaults). A value given that
+ * contradicts the checkpoint is refused, naming both: a model fed other
+ * features than it learnt from scores nonsense without failing. from names
+ * the checkpoint option in messages. 0, or -1 (said). */
+static int resolve_input(struct args *a, const struct xvec_position *ck, const char *from)
+{
+	int wave_opts = a->features || a->bins || a->ceps || a->noise || a->reverb ||
+			a->speed_p >= 0 || a->specaug_p >= 0;
+	if (ck) {
+		int cb = (int)ck->bins, cc = (int)ck->ceps, cf = (int)ck->features;
+		int mis = (a->pipeline && a->pipeline != (int)ck->pipeline) ||
+			  (ck->pipeline == FEEDER_PIPE_WAVE &&
+			   ((a->features && a->features != cf) || (a->bins && a->bins != cb) ||
+			    (a->ceps && (cf != FEEDER_WAVE_MFCC || a->ceps != cc))));
+		if (mis) {
+			char want[128], got[128];
+			input_name((int)ck->pipeline, cf, cb, cc, want, sizeof want);
+			input_name(a->pipeline ? a->pipeline : (int)ck->pipeline,
+				   a->features ? a->features : cf, a->bins ? a->bins : cb,
+				   a->ceps ? a->ceps : cc, got, sizeof got);
+			XERR("%s: the model was trained on %s, not %s (its input must be made the same "
+			     "way; leave these options out to take the checkpoint's)\n", from, want, got);
+			return -1;
+		}
+		a->pipeline = (int)ck->pipeline;
+		if (ck->pipeline == FEEDER_PIPE_WAVE) {
+			a->features = cf;
+			a->bins = cb;
+			a->ceps = cc;
+		}
+	}
+	if (!a->pipeline)
+		a->pipeline = FEEDER_PIPE_FEATURES;
+	if (a->pipeline != FEEDER_PIPE_WAVE) {
+		if (wave_opts) {
+			XERR("--features, --bins, --ceps, --noise, --reverb, --aug-p, --speed-p and "
+			     "--specaug-p are options of --pipeline wave%s\n",
+			     ck ? " (the checkpoint's model was trained on --pipeline features)" : "");
+			return -1;
+		}
+		return 0;
+	}
+	if (a->chunk > FEEDER_MAX_WAVE_CHUNK) {
+		XERR("--chunk %d: the wave pipeline cuts at most %d frames\n", a->chunk,
+		     FEEDER_MAX_WAVE_CHUNK);
+		return -1;
+	}
+	if (!a->features)
+		a->features = FEEDER_WAVE_FBANK;
+	if (!a->bins)
+		a->bins = 80;
+	if (a->features != FEEDER_WAVE_MFCC) {
+		if (a->ceps) {
+			XERR("--ceps applies to --features mfcc\n");
+			return -1;
+		}
+		return 0;
+	}
+	if (!a->ceps)
+		a->ceps = a->bins < 30 ? a->bins : 30; /* --bins below 30: keep them all, as packer */
+	if (a->ceps > a->bins) {
+		XERR("--ceps %d is above --bins %d\n", a->ceps, a->bins);
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
@@ -146,6 +288,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"precision", 1, 0, 11}, {"autotune", 0, 0, 12}, {"placement", 1, 0, 13},
 		{"reconnect", 1, 0, 14}, {"log", 1, 0, 15}, {"det", 1, 0, 16},
 		{"sync-bn", 0, 0, 17}, {"check-replicas", 0, 0, 18}, {"trace", 1, 0, 19},
+		{"pipeline", 1, 0, 20}, {"features", 1, 0, 21}, {"bins", 1, 0, 22},
+		{"ceps", 1, 0, 23}, {"noise", 1, 0, 24}, {"reverb", 1, 0, 25},
+		{"aug-p", 1, 0, 26}, {"speed-p", 1, 0, 27}, {"specaug-p", 1, 0, 28},
 		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	memset(a, 0, sizeof(*a));
 	a->device = "cpu";
@@ -163,6 +308,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->stop_after = -1;
 	a->steps = -1;
 	a->timeout_ms = 60000;
+	a->aug_p = a->speed_p = a->specaug_p = -1;
 	if (argc < 2) {
 		usage(stderr);
 		return -1;
@@ -198,6 +344,28 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 17: a->sync_bn = 1; break;
 		case 18: a->check_replicas = 1; break;
 		case 19: a->trace = optarg; break;
+		case 24: a->noise = optarg; break;
+		case 25: a->reverb = optarg; break;
+		case 20:
+			if (!strcmp(optarg, "features"))
+				a->pipeline = FEEDER_PIPE_FEATURES;
+			else if (!strcmp(optarg, "wave"))
+				a->pipeline = FEEDER_PIPE_WAVE;
+			else {
+				XERR("--pipeline: '%s' is not features or wave\n", optarg);
+				return -1;
+			}
+			break;
+		case 21:
+			if (!strcmp(optarg, "fbank"))
+				a->features = FEEDER_WAVE_FBANK;
+			else if (!strcmp(optarg, "mfcc"))
+				a->features = FEEDER_WAVE_MFCC;
+			else {
+				XERR("--features: '%s' is not fbank or mfcc\n", optarg);
+				return -1;
+			}
+			break;
 		case 13:
 			if (!strcmp(optarg, "cpu"))
 				a->placement = FEEDER_PLACEMENT_CPU;
@@ -237,6 +405,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 			case 9: NUM(1, 4096, a->in_memory = (int)v); break;
 			case 10: NUM(0, 1e9, a->timeout_ms = (int)v); break;
 			case 14: NUM(0, 1e6, a->reconnect_ms = (int)(v * 1000)); break;
+			case 22: NUM(3, 256, a->bins = (int)v); break;
+			case 23: NUM(1, 256, a->ceps = (int)v); break;
+			case 26: NUM(0, 1, a->aug_p = (float)v); break;
+			case 27: NUM(0, 1, a->speed_p = (float)v); break;
+			case 28: NUM(0, 1, a->specaug_p = (float)v); break;
 #undef NUM
 			}
 		}
@@ -283,6 +456,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 	}
 	if (!a->chunk)
 		a->chunk = strcmp(a->cmd, "train") ? 300 : 200;
+	if (check_input_args(a))
+		return -1;
+	/* A new model's input is the command line's: settle it now. */
+	if (!strcmp(a->cmd, "train") && !a->resume)
+		return resolve_input(a, NULL, NULL);
 	return 0;
 }
 
@@ -328,7 +506,7 @@ static int opts_for(const struct args *a, struct feeder_stream_opts *o, int trai
 			a->dataset, FEEDER_DATASET_MAX - 1);
 		return -1;
 	}
-	o->pipeline = FEEDER_PIPE_FEATURES;
+	o->pipeline = (uint32_t)(a->pipeline ? a->pipeline : FEEDER_PIPE_FEATURES);
 	o->batch = (uint32_t)a->batch;
 	o->seed = a->seed;
 	o->slots = (uint32_t)a->slots;
@@ -336,12 +514,63 @@ static int opts_for(const struct args *a, struct feeder_stream_opts *o, int trai
 	o->drop_last = train;
 	o->features.chunk_len = (uint32_t)a->chunk;
 	o->features.train = train;
+	if (o->pipeline == FEEDER_PIPE_WAVE) {
+		struct feeder_wave_opts *w = &o->wave;
+		w->chunk_len = (uint32_t)a->chunk;
+		w->train = train;
+		/* resolve_input has set them */
+		w->features = (uint32_t)a->features;
+		w->bins = (uint32_t)a->bins;
+		if (a->features == FEEDER_WAVE_MFCC)
+			w->ceps = (uint32_t)a->ceps;
+		if (!dataset_name_ok(a->noise, "--noise", w->noise) ||
+		    !dataset_name_ok(a->reverb, "--reverb", w->rir))
+			return -1;
+		/* Train: each augmentation with its probability. Eval and embed
+		 * with --noise or --reverb: the test condition, which feederd
+		 * applies in train mode only; so train mode with nothing random
+		 * but the chunk's place and the noise and reverberation. */
+		float p = a->aug_p >= 0 ? a->aug_p : train ? 0.6f : 1.0f;
+		w->noise_p = a->noise ? p : 0;
+		w->reverb_p = a->reverb ? p : 0;
+		if (!train && (a->noise || a->reverb)) {
+			w->train = 1;
+			w->dither = 0;
+			w->gain_p = 0;
+		}
+		w->speed_p = train && a->speed_p > 0 ? a->speed_p : 0;
+		w->specaug_p = train && a->specaug_p > 0 ? a->specaug_p : 0;
+	}
 	o->placement = a->placement;
 	/* The CUDA trainer takes device-resident batches when the daemon
 	 * preprocesses on a GPU this process sees (xvec_feed copies them on
 	 * the device); libfeeder falls back to the host ring otherwise. */
 	o->device_batches = train && !strcmp(a->device, "cuda");
 	return 0;
+}
+
+/* One line: what the wave pipeline makes of each utterance. */
+static void print_wave_input(const struct feeder_stream_opts *o, FILE *f)
+{
+	const struct feeder_wave_opts *w = &o->wave;
+	char feat[64], aug[512] = "";
+	size_t n = 0;
+	if (w->features == FEEDER_WAVE_MFCC)
+		snprintf(feat, sizeof feat, "mfcc %u ceps of %u bins", w->ceps, w->bins);
+	else
+		snprintf(feat, sizeof feat, "fbank %u bins", w->bins);
+#define ADD(...) n += (size_t)snprintf(aug + n, n < sizeof aug ? sizeof aug - n : 0, __VA_ARGS__)
+	if (w->noise_p > 0)
+		ADD(", noise from '%s' p=%g", w->noise, w->noise_p);
+	if (w->reverb_p > 0)
+		ADD(", reverberation from '%s' p=%g", w->rir, w->reverb_p);
+	if (w->speed_p > 0)
+		ADD(", speed 0.9/1.1 p=%g", w->speed_p);
+	if (w->specaug_p > 0)
+		ADD(", specaugment p=%g", w->specaug_p);
+#undef ADD
+	fprintf(f, "input: wave pipeline, %s, %s chunks%s\n", feat,
+		w->train ? "random" : "centred", aug[0] ? aug : ", no augmentation");
 }
 
 static int open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
@@ -417,7 +646,7 @@ static void model_options(const struct args *a, struct xvec_options *xo)
 
 /* --resume: the model and where its stream stopped. 0, 1 (error, said), or
  * 2 (nothing left to train, said). */
-static int resume(const struct args *a, int world, struct xvec_options *xo,
+static int resume(struct args *a, int world, struct xvec_options *xo,
 		  struct xvec_model **m, struct xvec_position *pos)
 {
 	uint8_t blob[XVEC_POSITION_SIZE];
@@ -434,6 +663,10 @@ static int resume(const struct args *a, int world, struct xvec_options *xo,
 		XERR("--resume %s: %s\n", a->resume, err);
 		return 1;
 	}
+	char from[4200];
+	snprintf(from, sizeof from, "--resume %s", a->resume);
+	if (resolve_input(a, pos, from))
+		return 1;
 	/* Another world size resumes by sample position, whatever the batch. */
 	if ((pos->world == (uint32_t)world && pos->batch != (uint32_t)a->batch) ||
 	    pos->chunk != (uint32_t)a->chunk) {
@@ -479,8 +712,10 @@ static int fit_model(const struct args *a, const struct feeder_stream_info *info
 	return 0;
 }
 
-static int cmd_train(const struct args *a)
+static int cmd_train(const struct args *args)
 {
+	struct args ra = *args; /* the input settled by resolve_input */
+	const struct args *a = &ra;
 	struct feeder *f = NULL;
 	struct feeder_stream *s = NULL;
 	struct feeder_stream_info info;
@@ -517,7 +752,7 @@ static int cmd_train(const struct args *a)
 			goto out;
 		}
 	}
-	if (check_device(a) || connect_daemon(a, &f))
+	if (check_device(a))
 		goto out;
 	struct xvec_options xo;
 	xvec_options_default(&xo);
@@ -527,11 +762,18 @@ static int cmd_train(const struct args *a)
 	xo.seed = a->seed;
 	model_options(a, &xo);
 	pos.world = (uint32_t)dist.world;
-	if (a->resume && (rc = resume(a, dist.world, &xo, &m, &pos)) != 0) {
+	if (a->resume && (rc = resume(&ra, dist.world, &xo, &m, &pos)) != 0) {
 		rc = rc == 2 ? 0 : 1;
 		goto out;
 	}
 	rc = 1;
+	if (connect_daemon(a, &f))
+		goto out;
+	pos.pipeline = (uint32_t)a->pipeline;
+	pos.features = a->pipeline == FEEDER_PIPE_WAVE ? (uint32_t)a->features : 0;
+	pos.bins = a->pipeline == FEEDER_PIPE_WAVE ? (uint32_t)a->bins : 0;
+	pos.ceps = a->pipeline == FEEDER_PIPE_WAVE && a->features == FEEDER_WAVE_MFCC ?
+		   (uint32_t)a->ceps : 0;
 	if (opts_for(a, &o, 1))
 		goto out;
 	o.epoch = pos.epoch;
@@ -570,6 +812,8 @@ static int cmd_train(const struct args *a)
 	       a->dataset, (unsigned long long)info.samples, info.classes, info.shape[1], a->batch,
 	       a->chunk, (unsigned long long)info.batches_per_epoch, (unsigned long long)pos.epoch,
 	       a->epochs - 1, a->device);
+	if (a->pipeline == FEEDER_PIPE_WAVE)
+		print_wave_input(&o, stdout);
 	printf("model: width %d, pool %d, embed %d, noise eps %g, dropout %g, lr %g\n",
 	       xo.width, xo.pool_width, xo.embed, xo.noise_eps, xo.dropout, xo.lr);
 	if (dist.world > 1) {
@@ -682,9 +926,13 @@ out:
  * with labels and, when names is not NULL, the utterances' names (the
  * dataset's, or "#INDEX" where it keeps none): FEEDER_SAMPLE_NAME_MAX bytes
  * each. */
-static int compute_embeddings(const struct args *a, float **emb, int32_t **labels, char **names,
-			      size_t *n, int *dim)
+static int compute_embeddings(const struct args *args, float **emb, int32_t **labels,
+			      char **names, size_t *n, int *dim)
 {
+	struct args ra = *args; /* the input settled by resolve_input */
+	const struct args *a = &ra;
+	struct xvec_position pos;
+	size_t bl = 0;
 	struct feeder *f = NULL;
 	struct feeder_stream *s = NULL;
 	struct feeder_stream_info info;
@@ -706,14 +954,23 @@ static int compute_embeddings(const struct args *a, float **emb, int32_t **label
 		return -1;
 	}
 	if (xvec_model_create(&m, &xo, a->batch, a->chunk, err, sizeof(err)) ||
-	    xvec_checkpoint_load(m, a->checkpoint, blob, sizeof(blob), NULL, err, sizeof(err))) {
+	    xvec_checkpoint_load(m, a->checkpoint, blob, sizeof(blob), &bl, err, sizeof(err))) {
 		XERR("%s: %s\n", a->checkpoint, err);
 		goto out;
 	}
+	/* A checkpoint without xvec's position (another program's) says
+	 * nothing of its input: the command line's then. */
+	int known = xvec_position_decode(blob, bl, &pos, err, sizeof(err)) == 0;
+	char from[4200];
+	snprintf(from, sizeof from, "--checkpoint %s", a->checkpoint);
+	if (resolve_input(&ra, known ? &pos : NULL, from))
+		goto out;
 	if (connect_daemon(a, &f))
 		goto out;
 	if (opts_for(a, &o, 0))
 		goto out;
+	if (a->pipeline == FEEDER_PIPE_WAVE && (a->noise || a->reverb) && !a->json)
+		print_wave_input(&o, stdout);
 	o.shuffle = 0; /* dataset order: embeddings line up with the dataset */
 	o.names = names != NULL;
 	if (open_stream(f, &o, a->timeout_ms, &s, &info))

@@ -4,9 +4,12 @@
  *
  * Encoded little-endian at fixed offsets (magic "XVSP", version 2, epoch,
  * next batch, batch size, chunk, seed, then world size and the epoch's
- * start sample): 56 bytes. Version 1 (40 bytes, before data parallelism)
- * is read as one rank from the epoch's start. A blob of another size, magic
- * or version is refused with a sentence.
+ * start sample), then what the model's input was made by: the pipeline,
+ * and for the wave pipeline the features (fbank or MFCC), mel bins and
+ * cepstra: 72 bytes (version 3). Version 2 (56 bytes, before the wave
+ * pipeline) and version 1 (40 bytes, before data parallelism, read as one
+ * rank from the epoch's start) are read as the features pipeline. A blob of
+ * another size, magic or version is refused with a sentence.
  *
  * Data parallel: next_batch counts batches of each rank's share, the same
  * on every rank; the epoch's global position is then
@@ -18,7 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define XVEC_POSITION_SIZE 56
+#define XVEC_POSITION_SIZE 72
+#define XVEC_POSITION_SIZE_V2 56
 #define XVEC_POSITION_SIZE_V1 40
 
 struct xvec_position {
@@ -29,6 +33,10 @@ struct xvec_position {
 	uint64_t seed;        /* the stream's seed */
 	uint32_t world;       /* ranks of the run (1 before data parallelism) */
 	uint64_t start_sample; /* where this epoch's shares began (0, or an elastic resume) */
+	/* The model's input (version 3; older blobs: features, the rest 0). */
+	uint32_t pipeline;    /* enum feeder_pipeline: FEEDER_PIPE_FEATURES or _WAVE */
+	uint32_t features;    /* wave: enum feeder_wave_features; features: 0 */
+	uint32_t bins, ceps;  /* wave: mel bins, and MFCC cepstra (fbank: 0) */
 };
 
 /* The samples of the epoch that all ranks together have taken, capped at
