@@ -1,7 +1,7 @@
 /* fbank.h — Kaldi-compatible log mel filterbank and MFCC features, with
  * Kaldi's energy voice-activity detection.
  *
- * `packer pack audio` turns each utterance (float samples from wav.h, at
+ * `packer pack audio` turns each utterance (float samples from audio_file.h, at
  * int16 scale, 16 kHz) into a frames x dim matrix with this module; feederd's
  * features pipeline and the x-vector trainer then consume those matrices.
  * The numbers follow Kaldi's compute-fbank-feats / compute-mfcc-feats /

@@ -1,32 +1,40 @@
 /* pack_audio.c — `packer pack audio SRC DEST`: a speaker-per-folder tree of
- * WAV files becomes a features dataset (DSFORMAT_KIND_FEATURES).
+ * audio files, or (--kaldi) a Kaldi data directory, becomes a features
+ * dataset (DSFORMAT_KIND_FEATURES) or a waveform dataset (--store wave,
+ * DSFORMAT_KIND_WAVE).
  *
- * SRC holds one folder per speaker; the speakers, sorted by folder name
- * (bytewise), are the classes 0..S-1 and their names the label table. The
- * *.wav files (case-insensitive suffix) anywhere under a speaker folder are
- * its utterances, walked by the same walker as `pack images` (pack_src.h;
- * VoxCeleb is laid out speaker/video/utterance.wav); the "names" database
- * records the path below SRC, "speaker/file.wav". Folders without a .wav
- * file are not classes, .wav files directly in SRC belong to no speaker:
- * both are reported and ignored (other files beside the speaker folders,
- * such as gen-speech's speakers.tsv, silently). A speaker all of whose
- * files are skipped stays a class (labels are fixed before any file is
+ * Tree: SRC holds one folder per speaker; the speakers, sorted by folder
+ * name (bytewise), are the classes 0..S-1 and their names the label table.
+ * The audio files (by suffix, case-insensitive: .wav, .flac, .ogg, ...)
+ * anywhere under a speaker folder are its utterances, walked by the same
+ * walker as `pack images` (pack_src.h; VoxCeleb is laid out
+ * speaker/video/utterance.wav); the "names" database records the path below
+ * SRC. Folders without an audio file are not classes, files directly in SRC
+ * belong to no speaker: both are reported and ignored. A speaker all of
+ * whose files are skipped stays a class (labels are fixed before any file is
  * read) with no samples; `packer inspect` shows it in the histogram.
  *
- * packer.c dispatches here. Files come from pack_reader's io_uring reads in
- * index order; a batch of up to half the reader's depth is held (the other
- * half keeps reading ahead), its features are computed by --threads workers,
- * each with its own fbank extractor (FFTW plans are per thread), and the
- * results are written in order, so the output does not depend on the thread
- * count. Each utterance goes through wav_decode (PCM mono 16 kHz 16-bit) and
- * fbank_compute (see fbank.h for the Kaldi recipe), and is stored as a
- * frames x dim row-major matrix, little-endian float16 (round to nearest
- * even, media/half.h) or float32, with its CRC-32C.
+ * Kaldi (kaldi_dir.h): the utterances grouped by recording, so that a
+ * recording is read and decoded once for all its segments; the files among
+ * the recordings go through the io_uring reader, a wav.scp command
+ * (--allow-pipes) is run by the worker that decodes it. Speakers sorted by
+ * name are the classes, utterance ids the names.
  *
- * A file that cannot be read or is not such a WAV is skipped with a warning
- * naming it, or ends the pack under --strict. An utterance with no frames
- * (shorter than 25 ms, or all silence under --vad) is valid input without
- * features: it is skipped with a warning even under --strict. */
+ * packer.c dispatches here. Sources come from pack_reader's io_uring reads
+ * in order; a batch of up to half the reader's depth is held (the other half
+ * keeps reading ahead), decoded (media/audio_file.h: libsndfile, one
+ * channel, libsoxr to --rate) and turned into records by --threads workers,
+ * each with its own fbank extractor (FFTW plans are per thread), and the
+ * results are written in order, so the output does not depend on the
+ * thread count. A record is a frames x dim row-major matrix (fbank.h's Kaldi
+ * recipe), little-endian float16 (round to nearest even, media/half.h) or
+ * float32, or the waveform as 16-bit PCM, with its CRC-32C.
+ *
+ * A source that cannot be read or decoded is skipped with a warning naming
+ * it (a recording: with all its utterances), or ends the pack under
+ * --strict. An utterance with no frames (shorter than 25 ms, or all silence
+ * under --vad) is valid input without features: it is skipped with a
+ * warning even under --strict. */
 #include "packer.h"
 
 #include "pack_args.h"
