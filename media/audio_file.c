@@ -26,6 +26,33 @@ int audio_file_sniff(const void *head, size_t len)
 	       memcmp(p, "riff", 4) == 0; /* Sony Wave64 */
 }
 
+/* A RIFF/WAVE chunk other than "data" that claims more bytes than the file
+ * has: libsndfile 1.2.0's header parser loops (minutes of CPU on a 126-byte
+ * file whose LIST chunk claims 4 GB; found by fuzz_audio). Such a file is
+ * damaged whatever it holds, so the chunk list is walked here first, only
+ * for bounds: libsndfile reads everything else. A data chunk may claim
+ * more than there is (streaming writers; a cut file is caught after
+ * decoding, wav_short_of). Returns 0 or FEEDER_EFORMAT with a sentence. */
+static int riff_bounds(const uint8_t *p, size_t len, char *err, size_t errlen)
+{
+	if (len < 12 || memcmp(p, "RIFF", 4) != 0 || memcmp(p + 8, "WAVE", 4) != 0)
+		return 0;
+	for (size_t off = 12; len - off >= 8;) {
+		uint32_t size = (uint32_t)p[off + 4] | (uint32_t)p[off + 5] << 8 |
+				(uint32_t)p[off + 6] << 16 | (uint32_t)p[off + 7] << 24;
+		if (memcmp(p + off, "data", 4) == 0)
+			return 0;
+		if (size > len - off - 8)
+			return status_fail(err, errlen, FEEDER_EFORMAT,
+					   "chunk '%.4s' at byte %zu declares %u bytes, %zu remain "
+					   "(damaged)", (const char *)p + off, off, size, len - off - 8);
+		off += 8 + (size_t)size + (size & 1);
+		if (off > len)
+			return 0;
+	}
+	return 0;
+}
+
 /* libsndfile's virtual I/O over a read-only buffer. */
 struct membuf {
 	const uint8_t *p;
@@ -101,6 +128,9 @@ int audio_file_decode(const void *buf, size_t len, uint32_t channel, uint32_t ra
 	*n = 0;
 	if (len > (size_t)INT64_MAX)
 		return status_fail(err, errlen, FEEDER_EFORMAT, "file too large");
+	int brc = riff_bounds(buf, len, err, errlen);
+	if (brc)
+		return brc;
 	struct membuf m = {.p = buf, .len = (sf_count_t)len};
 	SF_VIRTUAL_IO io = {mb_len, mb_seek, mb_read, mb_write, mb_tell};
 	SF_INFO si = {0};
@@ -134,8 +164,12 @@ int audio_file_decode(const void *buf, size_t len, uint32_t channel, uint32_t ra
 				 si.channels, si.channels == 1 ? "" : "s", channel + 1);
 		goto out;
 	}
-	/* The bound is on the output: a file at a higher rate may hold more. */
-	uint64_t limit = max_frames * ((uint64_t)si.samplerate / (rate ? rate : 1) + 1);
+	/* The bound is on the output: at the file's rate, the frames that
+	 * resample to max_frames (a file at a higher rate may hold more);
+	 * checked again after resampling. */
+	if (rate == 0)
+		rate = (uint32_t)si.samplerate;
+	uint64_t limit = (max_frames * (uint64_t)si.samplerate + rate - 1) / rate;
 	if (fi.frames > limit) {
 		rc = status_fail(err, errlen, FEEDER_EQUOTA,
 				 "%llu frames at %d Hz, over the limit of %llu at %u Hz",
@@ -203,6 +237,11 @@ int audio_file_decode(const void *buf, size_t len, uint32_t channel, uint32_t ra
 		free(one);
 		one = res;
 		got = res_n;
+	}
+	if (got > max_frames) {
+		rc = status_fail(err, errlen, FEEDER_EQUOTA, "%zu frames at %u Hz, over the limit of %llu",
+				 got, rate, (unsigned long long)max_frames);
+		goto out;
 	}
 	if (got == 0) {
 		free(one);
