@@ -26,7 +26,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +36,7 @@
 
 #include "bytes.h"
 #include "detrand.h"
+#include "gen_util.h"
 #include "speech_synth.h"
 #include "status.h"
 #include "wav_write.h"
@@ -57,11 +57,6 @@ struct job {
 	uint64_t seed;
 	int speakers, utts;
 	double min_dur, max_dur;
-	pthread_mutex_t lock;
-	int next;           /* next utterance index (speaker * utts + utt) to render */
-	int failed;         /* first error code, 0 while all is well */
-	char err[512];
-	double seconds;     /* audio written */
 	size_t *samples;    /* per utterance index: its length */
 };
 
@@ -75,8 +70,10 @@ static uint64_t utterance_key(uint64_t seed, int spk, int utt)
 	return detrand_key(seed, 2 + (uint64_t)spk, (uint64_t)utt);
 }
 
-static int render_one(struct job *j, int index, char *err, size_t errlen)
+/* Utterance index (speaker * utts + utt), on one of gen_run's threads. */
+static int render_one(void *ctx, int index, char *err, size_t errlen)
 {
+	struct job *j = ctx;
 	int spk = index / j->utts, utt = index % j->utts;
 	struct speech_synth_speaker voice;
 	uint64_t key = utterance_key(j->seed, spk, utt);
@@ -104,75 +101,9 @@ static int render_one(struct job *j, int index, char *err, size_t errlen)
 		rc = wav_write_file(path, pcm, n, SPEECH_SYNTH_RATE, 1, err, errlen);
 	}
 	free(pcm);
-	if (rc == 0) {
-		pthread_mutex_lock(&j->lock);
-		j->seconds += (double)n / SPEECH_SYNTH_RATE;
-		pthread_mutex_unlock(&j->lock);
+	if (rc == 0)
 		j->samples[index] = n;
-	}
 	return rc;
-}
-
-static void *worker(void *arg)
-{
-	struct job *j = arg;
-	char err[512];
-
-	for (;;) {
-		int index, rc;
-
-		pthread_mutex_lock(&j->lock);
-		index = j->failed ? -1 : j->next < j->speakers * j->utts ? j->next++ : -1;
-		pthread_mutex_unlock(&j->lock);
-		if (index < 0)
-			return NULL;
-		rc = render_one(j, index, err, sizeof(err));
-		if (rc < 0) {
-			pthread_mutex_lock(&j->lock);
-			if (!j->failed) {
-				j->failed = rc;
-				snprintf(j->err, sizeof(j->err), "%s", err);
-			}
-			pthread_mutex_unlock(&j->lock);
-			return NULL;
-		}
-	}
-}
-
-static int make_dir(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (mkdir(path, 0777) == 0)
-		return 0;
-	if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return 0;
-	if (errno == EEXIST)
-		errno = ENOTDIR;
-	return status_fail(err, errlen, -errno, "cannot create directory %s: %s", path,
-			   strerror(errno));
-}
-
-/* Create the directories above path, like mkdir -p. */
-static int make_parents(const char *path, char *err, size_t errlen)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-	int rc;
-
-	if (n >= sizeof(buf))
-		return status_fail(err, errlen, -ENAMETOOLONG, "%s: path too long", path);
-	memcpy(buf, path, n + 1);
-	for (size_t i = 1; i < n; i++) {
-		if (buf[i] != '/' || buf[i - 1] == '/')
-			continue;
-		buf[i] = '\0';
-		rc = make_dir(buf, err, errlen);
-		if (rc < 0)
-			return rc;
-		buf[i] = '/';
-	}
-	return 0;
 }
 
 static int write_traits(const struct job *j, char *err, size_t errlen)
@@ -181,10 +112,9 @@ static int write_traits(const struct job *j, char *err, size_t errlen)
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/speakers.tsv", j->dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f)
-		return status_fail(err, errlen, -errno, "cannot create %s: %s", tmp, strerror(errno));
+	int rc = gen_text_open(path, tmp, &f, err, errlen);
+	if (rc < 0)
+		return rc;
 	fprintf(f, "speaker\tf0_hz\tf0_range_st\tjitter\tshimmer\tvtl_scale\tf1_dev\tf2_dev\t"
 		   "f3_dev\tf4_dev\tbw_scale\ttilt\topen_quotient\trate\tbreathiness\n");
 	for (int s = 0; s < j->speakers; s++) {
@@ -196,12 +126,7 @@ static int write_traits(const struct job *j, char *err, size_t errlen)
 			v.formant_dev[0], v.formant_dev[1], v.formant_dev[2], v.formant_dev[3],
 			v.bw_scale, v.tilt, v.open_quotient, v.rate, v.breathiness);
 	}
-	if (ferror(f) | fclose(f) || rename(tmp, path) != 0) {
-		int e = errno ? errno : EIO;
-		unlink(tmp);
-		return status_fail(err, errlen, -e, "cannot write %s: %s", path, strerror(e));
-	}
-	return 0;
+	return gen_text_commit(f, tmp, path, err, errlen);
 }
 
 /* The Kaldi data directory (--kaldi). */
@@ -306,11 +231,7 @@ static int write_kaldi(const struct job *j, const char *kdir_arg, char *err, siz
 	int first = rec_first(j->utts), rc;
 
 	snprintf(path[0], sizeof(path[0]), "%s/wav", kdir_arg);
-	rc = make_parents(path[0], err, errlen);
-	if (rc == 0)
-		rc = make_dir(kdir_arg, err, errlen);
-	if (rc == 0)
-		rc = make_dir(path[0], err, errlen);
+	rc = gen_mkdirs(path[0], err, errlen);
 	if (rc < 0)
 		return rc;
 	/* wav.scp holds absolute paths, one token each. */
@@ -330,13 +251,9 @@ static int write_kaldi(const struct job *j, const char *kdir_arg, char *err, siz
 	}
 	for (int k = 0; k < K_FILES; k++) {
 		snprintf(path[k], sizeof(path[k]), "%s/%s", kdir, kaldi_name[k]);
-		snprintf(tmp[k], sizeof(tmp[k]), "%s.tmp", path[k]);
-		f[k] = fopen(tmp[k], "w");
-		if (!f[k]) {
-			rc = status_fail(err, errlen, -errno, "cannot create %s: %s", tmp[k],
-					 strerror(errno));
+		rc = gen_text_open(path[k], tmp[k], &f[k], err, errlen);
+		if (rc < 0)
 			goto out;
-		}
 	}
 	/* The ids are built so that writing speaker by speaker, and within a
 	 * speaker the recording ("spk_NNN-rec") before the utterances
@@ -379,17 +296,10 @@ static int write_kaldi(const struct job *j, const char *kdir_arg, char *err, siz
 		fprintf(f[K_SPK2UTT], "\n");
 	}
 	for (int k = 0; k < K_FILES; k++) {
-		int bad = ferror(f[k]);
-		errno = 0;
-		if (fclose(f[k]) != 0 || bad || rename(tmp[k], path[k]) != 0) {
-			int e = errno ? errno : EIO;
-			f[k] = NULL;
-			unlink(tmp[k]);
-			rc = status_fail(err, errlen, -e, "cannot write %s: %s", path[k],
-					 strerror(e));
-			goto out;
-		}
+		rc = gen_text_commit(f[k], tmp[k], path[k], err, errlen);
 		f[k] = NULL;
+		if (rc < 0)
+			goto out;
 	}
 out:
 	for (int k = 0; k < K_FILES; k++)
@@ -400,19 +310,6 @@ out:
 	free(corpus);
 	free(kdir);
 	return rc;
-}
-
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -1;
-	*out = (int)v;
-	return 0;
 }
 
 static int parse_dur(const char *s, double *out)
@@ -446,22 +343,17 @@ int main(int argc, char **argv)
 		{0, 0, 0, 0},
 	};
 	struct job j = {.seed = 1, .min_dur = 2.0, .max_dur = 4.0};
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (int)cpus;
+	int threads = gen_default_threads();
 	struct timespec t0, t1;
-	pthread_t tid[64];
 	const char *kaldi = NULL;
 	char err[512];
-	int c, started = 0;
+	int c;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		char *end;
 		switch (c) {
 		case 's':
-			errno = 0;
-			j.seed = strtoull(optarg, &end, 0);
-			if (errno || end == optarg || *end || optarg[0] == '-')
+			if (gen_parse_seed(optarg, &j.seed))
 				return bad_usage("--seed needs an unsigned integer");
 			break;
 		case 'm':
@@ -473,7 +365,7 @@ int main(int argc, char **argv)
 				return bad_usage("--max-dur needs seconds between 0.1 and 60");
 			break;
 		case 't':
-			if (parse_int(optarg, 1, 64, &threads))
+			if (gen_parse_int(optarg, 1, 64, &threads))
 				return bad_usage("--threads needs an integer from 1 to 64");
 			break;
 		case 'k':
@@ -490,9 +382,9 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind != 3)
 		return bad_usage("expected SPEAKERS UTTS DIR");
-	if (parse_int(argv[optind], 1, MAX_COUNT, &j.speakers))
+	if (gen_parse_int(argv[optind], 1, MAX_COUNT, &j.speakers))
 		return bad_usage("SPEAKERS must be an integer from 1 to 1000");
-	if (parse_int(argv[optind + 1], 1, MAX_COUNT, &j.utts))
+	if (gen_parse_int(argv[optind + 1], 1, MAX_COUNT, &j.utts))
 		return bad_usage("UTTS must be an integer from 1 to 1000");
 	if (j.min_dur > j.max_dur)
 		return bad_usage("--min-dur must not exceed --max-dur");
@@ -500,12 +392,10 @@ int main(int argc, char **argv)
 	if (strlen(j.dir) > 3000)
 		return bad_usage("DIR is too long");
 
-	if (make_parents(j.dir, err, sizeof(err)) < 0 || make_dir(j.dir, err, sizeof(err)) < 0)
-		goto fail;
 	for (int s = 0; s < j.speakers; s++) {
 		char path[4096];
 		snprintf(path, sizeof(path), "%s/spk_%03d", j.dir, s);
-		if (make_dir(path, err, sizeof(err)) < 0)
+		if (gen_mkdirs(path, err, sizeof(err)) < 0)
 			goto fail;
 	}
 	if (write_traits(&j, err, sizeof(err)) < 0)
@@ -517,28 +407,16 @@ int main(int argc, char **argv)
 	}
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	pthread_mutex_init(&j.lock, NULL);
-	if (threads > j.speakers * j.utts)
-		threads = j.speakers * j.utts;
-	for (int i = 0; i < threads; i++) {
-		if (pthread_create(&tid[i], NULL, worker, &j) != 0)
-			break;
-		started++;
-	}
-	if (started == 0)
-		worker(&j);
-	for (int i = 0; i < started; i++)
-		pthread_join(tid[i], NULL);
-	pthread_mutex_destroy(&j.lock);
-	if (j.failed) {
-		snprintf(err, sizeof(err), "%s", j.err);
+	if (gen_run(j.speakers * j.utts, threads, render_one, &j, err, sizeof(err)) < 0)
 		goto fail;
-	}
+	double seconds = 0;
+	for (int i = 0; i < j.speakers * j.utts; i++)
+		seconds += (double)j.samples[i] / SPEECH_SYNTH_RATE;
 	if (kaldi && write_kaldi(&j, kaldi, err, sizeof(err)) < 0)
 		goto fail;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("gen-speech: wrote %d utterances of %d speakers (%.1f min of audio) to %s%s%s "
-	       "in %.2f s\n", j.speakers * j.utts, j.speakers, j.seconds / 60.0, j.dir,
+	       "in %.2f s\n", j.speakers * j.utts, j.speakers, seconds / 60.0, j.dir,
 	       kaldi ? " and a Kaldi data directory to " : "", kaldi ? kaldi : "",
 	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
 	free(j.samples);

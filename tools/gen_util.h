@@ -1,4 +1,4 @@
-/* gen_util.h — the plumbing that the audio augmentation generators (gen-noise,
+/* gen_util.h — the plumbing that the audio generators (gen-speech, gen-noise,
  * gen-rir) share: command-line value parsing, mkdir -p, a work queue that
  * renders file i of N on a few threads, float-to-PCM conversion at a chosen
  * peak, Gaussian draws from detrand and atomic text files. Every file a
