@@ -91,8 +91,9 @@ static sf_count_t mb_write(const void *src, sf_count_t n, void *u)
 
 /* A WAV file cut short: libsndfile shortens the data chunk to what is there
  * and says so only in its log ("data : 32000 (should be 19956)"). A size of
- * 0x7FFFF000 or more is a streaming writer's placeholder (sox, ffmpeg to a
- * pipe), not a claim. Returns the declared bytes when the file is short of
+ * 0x7FFFF000 or more is what a writer that cannot seek back (sox or ffmpeg
+ * writing to a pipe) puts when the length is not known yet: it claims
+ * nothing. Returns the declared bytes when the file is short of
  * them, else 0. */
 static unsigned long long wav_short_of(SNDFILE *sf, unsigned long long *present)
 {
