@@ -212,7 +212,7 @@ static int source_read(void *ctx, uint64_t index, size_t offset, size_t n, float
 }
 
 /* The noise dataset's records by category: its classes named as
- * wave_category_class says, read under the SIGBUS guard. */
+ * wave_category says, read under the SIGBUS guard. */
 static int index_noise(struct stream *s, struct dataset *d, char *err, size_t errlen)
 {
 	int64_t cat_of[WAVE_CATEGORIES];
@@ -237,10 +237,9 @@ static int index_noise(struct stream *s, struct dataset *d, char *err, size_t er
 			size_t len;
 			if (dsstore_get_label(txn, k, &name, &len) != 0)
 				continue;
-			for (int c = 0; c < WAVE_CATEGORIES; c++)
-				if (len == strlen(wave_category_class[c]) &&
-				    memcmp(name, wave_category_class[c], len) == 0)
-					cat_of[c] = k, found++;
+			int c = wave_category(name, len);
+			if (c >= 0)
+				cat_of[c] = k, found++;
 		}
 		for (uint64_t i = 0; rc == 0 && found && i < n; i++) {
 			struct dsformat_sample smp;

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <time.h>
 
-const char *const wave_category_class[WAVE_CATEGORIES] = {"noise", "music", "speech"};
 
 /* Feature extractors a worker keeps (streams of different bins or kinds). */
 #define WAVE_FBANKS 4

@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The sample rate the pipeline computes features at. */
 #define WAVE_RATE 16000
@@ -56,7 +57,16 @@ struct wave_source {
 
 /* Noise categories, by the class names of a noise dataset. */
 enum { WAVE_NOISE = 0, WAVE_MUSIC = 1, WAVE_BABBLE = 2, WAVE_CATEGORIES = 3 };
-extern const char *const wave_category_class[WAVE_CATEGORIES]; /* "noise", "music", "speech" */
+/* The category a noise dataset's class of this name holds (the class
+ * names of MUSAN's folders: noise, music, speech), or -1. */
+static inline int wave_category(const char *name, size_t len)
+{
+	static const char *const cls[WAVE_CATEGORIES] = {"noise", "music", "speech"};
+	for (int c = 0; c < WAVE_CATEGORIES; c++)
+		if (len == strlen(cls[c]) && memcmp(name, cls[c], len) == 0)
+			return c;
+	return -1;
+}
 
 struct wave_sources {
 	struct wave_source noise, rir;

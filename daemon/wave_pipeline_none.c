@@ -7,7 +7,6 @@
 
 #include <string.h>
 
-const char *const wave_category_class[WAVE_CATEGORIES] = {"noise", "music", "speech"};
 
 int wave_pipeline_supported(char *err, size_t errlen)
 {

@@ -163,10 +163,9 @@ static int index_noise(struct src *s, struct wave_sources *ws)
 		size_t len;
 		if (dsstore_get_label(txn, k, &name, &len) != 0)
 			continue;
-		for (int c = 0; c < WAVE_CATEGORIES; c++)
-			if (len == strlen(wave_category_class[c]) &&
-			    memcmp(name, wave_category_class[c], len) == 0)
-				cat_of[c] = k;
+		int c = wave_category(name, len);
+		if (c >= 0)
+			cat_of[c] = k;
 	}
 	for (int c = 0; c < WAVE_CATEGORIES; c++)
 		ws->cat[c] = calloc(s->hdr.samples, sizeof(uint64_t));
