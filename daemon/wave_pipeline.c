@@ -18,7 +18,6 @@
 #include <string.h>
 #include <time.h>
 
-
 /* Feature extractors a worker keeps (streams of different bins or kinds). */
 #define WAVE_FBANKS 4
 
