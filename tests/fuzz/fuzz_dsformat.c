@@ -29,7 +29,8 @@ static void header(const uint8_t *data, size_t size)
 	FUZZ_CHECK(size == want, "accepted %zu bytes for version %u", size, h.version);
 	FUZZ_CHECK(h.tiled <= h.samples, "%llu tiled of %llu", (unsigned long long)h.tiled,
 		   (unsigned long long)h.samples);
-	FUZZ_CHECK(h.kind == DSFORMAT_KIND_JPEG || h.kind == DSFORMAT_KIND_FEATURES, "kind %u",
+	FUZZ_CHECK(h.kind == DSFORMAT_KIND_JPEG || h.kind == DSFORMAT_KIND_FEATURES ||
+			   h.kind == DSFORMAT_KIND_WAVE, "kind %u",
 		   h.kind);
 	FUZZ_CHECK(memchr(h.packer_version, '\0', sizeof(h.packer_version)) &&
 			   memchr(h.options, '\0', sizeof(h.options)),

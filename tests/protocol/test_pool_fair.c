@@ -64,9 +64,12 @@ int main(void)
 	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	CHECK(efd >= 0);
 
-	/* Equal work: 4 slots x 64 and 64 slots x 4 = 256 samples each. */
+	/* Equal work: 4 slots x 64 and 64 slots x 4 = 256 samples each, of
+	 * 96x96 outputs: with 16x16 the whole phase took a few ms of worker
+	 * time, and on a loaded host one preempted task (its wall time is
+	 * what is accounted) was most of it (CI: drifts of 30-80 %). */
 	struct feeder_stream_opts a, b;
-	proto_opts_jpeg(&a, 16, 1);
+	proto_opts_jpeg(&a, 96, 1);
 	strcpy(a.dataset, "tiny");
 	a.batch = 64;
 	a.slots = 4;
@@ -96,9 +99,10 @@ int main(void)
 		double ta = pool_stream_seconds(p, sa), tb = pool_stream_seconds(p, sb);
 		pool_unlock(p);
 		double diff = ta > tb ? ta - tb : tb - ta;
-		/* From a quarter of the work on: before, a single task (or a
-		 * worker preempted inside one) is a large share of the total. */
-		if (na < 256 && nb < 256 && na + nb >= 128 && ta + tb > 0.002 &&
+		/* From half of the work on: before, a single task (or a worker
+		 * preempted inside one, or ASan's slower first calls) is a large
+		 * share of the total. */
+		if (na < 256 && nb < 256 && na + nb >= 256 && ta + tb > 0.002 &&
 		    diff / (ta + tb) > worst)
 			worst = diff / (ta + tb);
 		if (na + nb >= 512)
