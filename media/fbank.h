@@ -95,6 +95,11 @@ uint32_t fbank_dim(const struct fbank *fb);
 /* Centre frequency of mel bin i in Hz (for tests and -v output). */
 float fbank_bin_center_hz(const struct fbank *fb, int i);
 
+/* The natural log the features take of each bin's energy: branch-free so
+ * that it vectorizes, error below 1e-6 plus a float rounding of the result, for positive finite x
+ * (exported for its test). */
+float fbank_log(float x);
+
 /* Features of n samples. On success *out is a malloc'd row-major matrix of
  * *frames x *dim floats that the caller frees; with VAD on, unvoiced frames
  * are already removed. *frames may be 0 (too short, or all silent); then

@@ -4,7 +4,9 @@
  * offset past the end; the noise added is the segment the header defines;
  * silent signal or noise leave x alone; babble is the sum of its segments
  * at one SNR; gain; SpecAugment masks set exactly their cells, clipped at
- * the edges. */
+ * the edges. `test_augment mix X NOISE OFFSET SNR OUT` runs
+ * augment_add_noise on raw float32 files for the numpy reference in
+ * tests/python/test_dsp_numpy.py. */
 #include "augment.h"
 #include "check.h"
 
@@ -194,8 +196,23 @@ static void test_gain(void)
 }
 
 /* Every cell: value where the mask covers it, its old content elsewhere. */
-int main(void)
+/* test_augment mix X NOISE OFFSET SNR OUT: augment_add_noise on raw
+ * float32 files, for tests/python/test_dsp_numpy.py's numpy reference. */
+static int mix_files(char **argv)
 {
+	size_t n, m;
+	float *x = check_read_f32(argv[2], &n), *v = check_read_f32(argv[3], &m);
+	augment_add_noise(x, n, v, m, strtoull(argv[4], NULL, 10), strtod(argv[5], NULL));
+	check_write_f32(argv[6], x, n);
+	free(x);
+	free(v);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 7 && strcmp(argv[1], "mix") == 0)
+		return mix_files(argv);
 	test_noise();
 	test_noise_silent();
 	test_babble();

@@ -5,7 +5,9 @@
  * longer than the chunk, direct paths at the start, inside and at the end;
  * in place; the cache's hit path against its miss path (same bytes), slots
  * replaced and reused; the limits. `test_reverb bench` prints the time of
- * one reverb_apply for a 2 s chunk and RIRs of 0.25, 1 and 1.5 s. */
+ * one reverb_apply for a 2 s chunk and RIRs of 0.25, 1 and 1.5 s;
+ * `test_reverb apply X RIR OUT` runs reverb_apply on raw float32 files for
+ * the numpy reference in tests/python/test_dsp_numpy.py. */
 #include "check.h"
 #include "reverb.h"
 #include "status.h"
@@ -283,12 +285,34 @@ static void bench(void)
 	reverb_destroy(r);
 }
 
+/* test_reverb apply X RIR OUT: reverb_apply on raw float32 files, for
+ * tests/python/test_dsp_numpy.py's numpy reference. */
+static int apply_files(const char *xpath, const char *hpath, const char *ypath)
+{
+	size_t n, len;
+	float *x = check_read_f32(xpath, &n), *h = check_read_f32(hpath, &len);
+	float *y = malloc((n ? n : 1) * sizeof(float));
+	CHECK(y != NULL);
+	struct reverb *r;
+	char err[256] = "";
+	CHECKF(reverb_create(n ? n : 1, len ? len : 1, &r, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(reverb_apply(r, 1, h, len, x, n, y, err, sizeof(err)) == 0, "%s", err);
+	check_write_f32(ypath, y, n);
+	reverb_destroy(r);
+	free(x);
+	free(h);
+	free(y);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "bench") == 0) {
 		bench();
 		return 0;
 	}
+	if (argc == 5 && strcmp(argv[1], "apply") == 0)
+		return apply_files(argv[2], argv[3], argv[4]);
 	test_cases();
 	test_cache();
 	test_edges();

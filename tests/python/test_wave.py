@@ -10,8 +10,9 @@ project's generators (gen-speech, gen-noise, gen-rir).
   that each augmentation changes the features, and refusals naming the
   missing or wrong noise/RIR dataset.
 The DSP itself is held to references in tests/features (test_reverb: direct
-convolution; test_augment: SNR; test_speed: pitch and length) and
-tests/genspeech (RT60 of the generated RIRs)."""
+convolution; test_augment: SNR; test_speed: pitch and length), to numpy in
+test_dsp_numpy.py (convolution, SNR) and tests/genspeech (RT60 of the
+generated RIRs)."""
 import os
 import sys
 import wave as wavmod

@@ -35,4 +35,29 @@
 		exit(77);                                                            \
 	} while (0)
 
+/* Raw little-endian float32 files, for the modes in which a C test hands
+ * a library function's output to a Python reference (tests/python). */
+static inline float *check_read_f32(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	CHECKF(f != NULL, "%s: cannot open", path);
+	CHECK(fseek(f, 0, SEEK_END) == 0);
+	long bytes = ftell(f);
+	CHECKF(bytes >= 0 && bytes % 4 == 0, "%s: not float32 samples", path);
+	rewind(f);
+	*n = (size_t)bytes / 4;
+	float *v = malloc(*n ? (size_t)bytes : 1);
+	CHECK(v != NULL);
+	CHECKF(fread(v, 4, *n, f) == *n, "%s: short read", path);
+	fclose(f);
+	return v;
+}
+
+static inline void check_write_f32(const char *path, const float *v, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	CHECKF(f != NULL, "%s: cannot create", path);
+	CHECKF(fwrite(v, 4, n, f) == n && fclose(f) == 0, "%s: write failed", path);
+}
+
 #endif
