@@ -40,8 +40,11 @@ struct slot {
  * of its records this stream has checked the CRC of already. */
 struct stream_source {
 	struct dataset *d;
-	atomic_uchar *verified;
+	const char *role;       /* "wave.noise" or "wave.rir", for the log */
+	uint32_t stream_id;
+	atomic_uchar *verified; /* per record: SOURCE_UNSEEN, _OK or _BAD */
 };
+enum { SOURCE_UNSEEN = 0, SOURCE_OK = 1, SOURCE_BAD = 2 };
 
 struct stream {
 	/* immutable after stream_create */

@@ -147,16 +147,20 @@ static int source_record(const struct stream_source *src, struct dsstore_txn **t
 		rc = dsstore_get_sample(*txn, index, smp, payload, err, errlen);
 	if (rc == 0)
 		rc = dsformat_sample_check(&d->hdr, smp, err, errlen);
-	if (rc == 0 && !atomic_load_explicit(&src->verified[index], memory_order_relaxed)) {
+	if (rc == 0 && atomic_load_explicit(&src->verified[index], memory_order_relaxed) ==
+			       SOURCE_UNSEEN) {
 		rc = dsformat_sample_verify(smp, *payload, err, errlen);
 		if (rc == 0)
-			atomic_store_explicit(&src->verified[index], 1, memory_order_relaxed);
+			atomic_store_explicit(&src->verified[index], SOURCE_OK, memory_order_relaxed);
 	}
 	return rc;
 }
 
-/* Runs body (reading the record) under the guard; the sentence names the
- * dataset and record. */
+/* Reads the record under the guard. A record that cannot be used is
+ * WAVE_RECORD_BAD (logged the first time this stream meets it: the chunks
+ * that draw it go without that augmentation, and the sample being made is
+ * not to blame); a dataset that is gone, a negative code whose sentence
+ * names it. */
 static int source_guarded(struct stream_source *src, uint64_t index, size_t offset, size_t n,
 			  float *out, size_t *len, char *err, size_t errlen)
 {
@@ -165,8 +169,10 @@ static int source_guarded(struct stream_source *src, uint64_t index, size_t offs
 	sigjmp_buf env;
 	volatile int rc = 0;
 	if (dataset_gone(d))
-		return status_fail(err, errlen, d->gone_code ? d->gone_code : FEEDER_ENODATASET, "%s",
-				   d->gone_msg);
+		return status_fail(err, errlen, d->gone_code ? d->gone_code : FEEDER_ENODATASET,
+				   "%s dataset: %s", src->role, d->gone_msg);
+	if (atomic_load_explicit(&src->verified[index], memory_order_relaxed) == SOURCE_BAD)
+		return WAVE_RECORD_BAD;
 	if (sigsetjmp(env, 0) == 0) {
 		struct dsstore_txn *t = NULL;
 		struct dsformat_sample smp;
@@ -191,13 +197,17 @@ static int source_guarded(struct stream_source *src, uint64_t index, size_t offs
 	}
 	if (txn)
 		dsstore_txn_end(txn);
-	if (rc) {
-		char why[200];
-		snprintf(why, sizeof(why), "%s", err);
-		return status_fail(err, errlen, rc, "dataset '%s', record %llu: %s", d->name,
-				   (unsigned long long)index, why);
-	}
-	return 0;
+	if (rc == 0)
+		return 0;
+	if (dataset_gone(d))
+		return status_fail(err, errlen, d->gone_code ? d->gone_code : FEEDER_ENODATASET,
+				   "%s dataset: %s", src->role, d->gone_msg);
+	if (atomic_exchange_explicit(&src->verified[index], SOURCE_BAD, memory_order_relaxed) !=
+	    SOURCE_BAD)
+		log_warn("stream %u: %s dataset '%s', record %llu cannot be used (%s): chunks that "
+			 "draw it go without it", src->stream_id, src->role, d->name,
+			 (unsigned long long)index, err);
+	return WAVE_RECORD_BAD;
 }
 
 static int source_length(void *ctx, uint64_t index, size_t *n, char *err, size_t errlen)
@@ -291,6 +301,8 @@ int stream_sources_open(struct stream *s, struct dataset *noise, struct dataset 
 					   d->name);
 		dataset_ref(d);
 		src->d = d;
+		src->role = what[i];
+		src->stream_id = s->id;
 		struct wave_source *w = i ? &s->wave.rir : &s->wave.noise;
 		*w = (struct wave_source){.length = source_length, .read = source_read, .ctx = src,
 					  .count = d->hdr.samples,
@@ -400,6 +412,14 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 					fetch_name(txn, index, names + (size_t)i * FEEDER_SAMPLE_NAME_MAX);
 				ok = 1;
 				break;
+			}
+			if (rc == WAVE_SOURCE_GONE) {
+				/* a noise or RIR dataset removed: the stream cannot go
+				 * on as asked; its samples are not to blame */
+				t->fail_code = FEEDER_ENODATASET;
+				snprintf(t->fail_msg, sizeof(t->fail_msg), "%s", err);
+				dsstore_txn_end(txn);
+				return;
 			}
 			if (rc == FEATURES_SKIPPED) {
 				t->skipped++;

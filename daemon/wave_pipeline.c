@@ -203,7 +203,15 @@ static void add_dither(struct detrand *r, float *x, size_t n, float scale)
 	}
 }
 
-/* Additive noise of one category drawn among those the dataset has. */
+/* A source's answer rc: 0 to go on with the augmentation, 1 to go without
+ * it (a record that cannot be used), or WAVE_SOURCE_GONE. */
+static int source_answer(int rc)
+{
+	return rc == 0 ? 0 : rc == WAVE_RECORD_BAD ? 1 : WAVE_SOURCE_GONE;
+}
+
+/* Additive noise of one category drawn among those the dataset has;
+ * 0, 1 (left out: a record could not be used) or WAVE_SOURCE_GONE. */
 static int add_noise(const struct feeder_wave_opts *w, const struct wave_sources *src,
 		     struct detrand *r, float *x, size_t n, char *err, size_t errlen)
 {
@@ -223,14 +231,14 @@ static int add_noise(const struct feeder_wave_opts *w, const struct wave_sources
 	for (int p = 0; p < parts; p++) {
 		uint64_t idx = src->cat[cat][detrand_range(r, 0, (int64_t)src->ncat[cat] - 1)];
 		size_t m;
-		int rc = src->noise.length(src->noise.ctx, idx, &m, err, errlen);
+		int rc = source_answer(src->noise.length(src->noise.ctx, idx, &m, err, errlen));
 		if (rc)
 			return rc;
 		if (m == 0)
 			continue;
 		/* From a random offset, looped or cut to the chunk. */
 		size_t off = (size_t)detrand_range(r, 0, (int64_t)m - 1);
-		rc = src->noise.read(src->noise.ctx, idx, off, n, ww->noise, err, errlen);
+		rc = source_answer(src->noise.read(src->noise.ctx, idx, off, n, ww->noise, err, errlen));
 		if (rc)
 			return rc;
 		augment_accumulate(ww->acc, n, ww->noise, n, 0);
@@ -295,34 +303,38 @@ int wave_pipeline_run(const struct feeder_stream_opts *o, const struct wave_sour
 	if (train && w->reverb_p > 0 && src->rir.read && src->rir.count &&
 	    detrand_uniform(&r) < w->reverb_p) {
 		uint64_t idx = (uint64_t)detrand_range(&r, 0, (int64_t)src->rir.count - 1);
-		size_t m;
-		rc = src->rir.length(src->rir.ctx, idx, &m, err, errlen);
-		if (rc == 0 && m > WAVE_MAX_RIR)
+		size_t m = 0;
+		/* An RIR that cannot be used (or is empty) leaves the chunk dry. */
+		int use = source_answer(src->rir.length(src->rir.ctx, idx, &m, err, errlen));
+		if (use == 0 && m > WAVE_MAX_RIR)
 			m = WAVE_MAX_RIR;
-		if (rc == 0 && m == 0)
-			rc = status_fail(err, errlen, FEEDER_EFORMAT, "RIR record %llu is empty",
-					 (unsigned long long)idx);
-		if (rc == 0)
-			rc = src->rir.read(src->rir.ctx, idx, 0, m, ww->aux, err, errlen);
-		if (rc == 0 && (!ww->rv || ww->rv_n < L)) {
-			reverb_destroy(ww->rv);
-			ww->rv = NULL;
-			rc = reverb_create(L, WAVE_MAX_RIR, &ww->rv, err, errlen);
-			ww->rv_n = rc ? 0 : L;
+		if (use == 0 && m > 0)
+			use = source_answer(src->rir.read(src->rir.ctx, idx, 0, m, ww->aux, err, errlen));
+		if (use == WAVE_SOURCE_GONE)
+			return use;
+		if (use == 0 && m > 0) {
+			if (!ww->rv || ww->rv_n < L) {
+				reverb_destroy(ww->rv);
+				ww->rv = NULL;
+				rc = reverb_create(L, WAVE_MAX_RIR, &ww->rv, err, errlen);
+				ww->rv_n = rc ? 0 : L;
+			}
+			if (rc == 0)
+				rc = reverb_apply(ww->rv, src->rir.key << 40 ^ idx, ww->aux, m, x, L, x,
+						  err, errlen);
+			/* a silent RIR record: reverb_apply's EINVAL, and the chunk dry */
+			if (rc == FEEDER_EINVAL)
+				rc = 0;
+			if (rc)
+				return rc;
 		}
-		if (rc == 0)
-			rc = reverb_apply(ww->rv, src->rir.key << 40 ^ idx, ww->aux, m, x, L, x, err,
-					  errlen);
-		if (rc)
-			return rc;
 	}
 	double t3 = now_s();
 	ww->times.reverb += t3 - t2;
 
 	if (train && w->noise_p > 0 && src->noise.read && detrand_uniform(&r) < w->noise_p) {
-		rc = add_noise(w, src, &r, x, L, err, errlen);
-		if (rc)
-			return rc;
+		if (add_noise(w, src, &r, x, L, err, errlen) == WAVE_SOURCE_GONE)
+			return WAVE_SOURCE_GONE;
 	}
 	if (train && w->gain_p > 0 && detrand_uniform(&r) < w->gain_p)
 		augment_gain(x, L, uniform(&r, w->gain_min_db, w->gain_max_db));

@@ -43,11 +43,16 @@
 struct wave_source {
 	/* The samples record `index` holds, its header checked (and its
 	 * payload's CRC, the first time the stream reads the record). Returns
-	 * 0 or a negative code with a sentence. NULL: no such dataset. */
+	 * 0; WAVE_RECORD_BAD for a record that cannot be used (damaged, or an
+	 * I/O error reading it: the source has logged it, and the pipeline goes
+	 * on without that augmentation); or a negative code with a sentence
+	 * when the dataset cannot be read at all (removed, replaced). NULL: no
+	 * such dataset. */
 	int (*length)(void *ctx, uint64_t index, size_t *n, char *err, size_t errlen);
 	/* n samples of record `index` from sample `offset` on (below its
 	 * length), looped over the record, as floats at int16 scale into out.
-	 * Only what is used is read: a minutes-long noise costs its chunk. */
+	 * Only what is used is read: a minutes-long noise costs its chunk.
+	 * Returns as length does. */
 	int (*read)(void *ctx, uint64_t index, size_t offset, size_t n, float *out, char *err,
 		    size_t errlen);
 	void *ctx;
@@ -83,6 +88,11 @@ struct wave_times {
 /* Returned (a positive value, not an error) when an utterance is shorter
  * than the chunk and pad is FEEDER_FEAT_PAD_SKIP. Same as FEATURES_SKIPPED. */
 #define WAVE_SKIPPED 1
+/* A wave_source's answer for a record it cannot use (see above). */
+#define WAVE_RECORD_BAD 2
+/* wave_pipeline_run's answer when a noise or RIR dataset can no longer be
+ * read (err names it): the stream fails; the sample itself is not to blame. */
+#define WAVE_SOURCE_GONE 3
 
 /* 0 where this feederd has the wave pipeline; FEEDER_EINVAL with a
  * sentence where it was built without the audio libraries
@@ -95,8 +105,9 @@ size_t wave_pipeline_chunk_samples(uint32_t chunk_len);
 /* Write sample s (a wave record: s->frames samples of s16 at payload) as
  * (feat_dim, chunk_len) at out and its label (the record's, or a speed
  * factor's new speaker: label + classes x k) at *label. Returns 0,
- * WAVE_SKIPPED, or a negative code with a sentence (a noise or RIR record
- * that cannot be read, out of memory). */
+ * WAVE_SKIPPED, WAVE_SOURCE_GONE, or a negative code with a sentence (the
+ * record is not a waveform, out of memory). A noise or RIR record that
+ * cannot be used costs only that augmentation of this chunk. */
 int wave_pipeline_run(const struct feeder_stream_opts *o, const struct wave_sources *src,
 		      const struct dsformat_sample *s, const uint8_t *payload, uint64_t aug_key,
 		      uint32_t classes, void *out, int32_t *label, char *err, size_t errlen);

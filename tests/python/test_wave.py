@@ -8,7 +8,8 @@ project's generators (gen-speech, gen-noise, gen-rir).
 - Augmentation: determinism (same request, same bytes; another seed,
   other bytes), rank disjointness, exact resume at batch k, speed labels,
   that each augmentation changes the features, and refusals naming the
-  missing or wrong noise/RIR dataset.
+  missing or wrong noise/RIR dataset; damaged noise or RIR records cost only
+  their augmentation, a removed noise dataset ends its stream clearly.
 The DSP itself is held to references in tests/features (test_reverb: direct
 convolution; test_augment: SNR; test_speed: pitch and length), to numpy in
 test_dsp_numpy.py (convolution, SNR) and tests/genspeech (RT60 of the
@@ -333,5 +334,84 @@ def test_reconnect_after_daemon_restart(wave_daemon, tmp_path):
         assert ld.reconnects == 1 and len(got) == len(ref)
         for (xa, ya, ia), (xb, yb, ib) in zip(ref, got):
             assert np.array_equal(xa, xb) and np.array_equal(ya, yb) and np.array_equal(ia, ib)
+    finally:
+        d.stop()
+
+
+def _damage_every_record(src, dst):
+    """A copy of dataset src at dst with one payload byte of every record
+    flipped (its CRC no longer matches)."""
+    import shutil
+    shutil.copytree(src, dst)
+    x = FeederLMDB(src)
+    path = os.path.join(dst, "data.mdb")
+    data = bytearray(open(path, "rb").read())
+    for i in range(x.samples):
+        payload = x.get(i)[1]
+        probe = bytes(payload[len(payload) // 2:len(payload) // 2 + 48])
+        at = data.find(probe)
+        assert at >= 0 and data.find(probe, at + 1) < 0, "record %d: payload not unique" % i
+        data[at] ^= 0x55
+    open(path, "wb").write(data)
+    return x.samples
+
+
+@pytest.mark.parametrize("kind", ["noise", "rir"])
+def test_damaged_noise_or_rir_records_cost_only_their_augmentation(wave_daemon, tmp_path, kind):
+    """Every record of the noise (or RIR) dataset damaged: each chunk that
+    draws one goes without that augmentation (the same bytes as a stream
+    without it), no speech sample is replaced, and the log names each
+    damaged record once."""
+    import shutil
+    ds = str(tmp_path / "datasets")
+    os.makedirs(ds)
+    shutil.copytree(os.path.join(wave_daemon.root, "speech"), os.path.join(ds, "speech"))
+    n = _damage_every_record(os.path.join(wave_daemon.root, kind), os.path.join(ds, "bad"))
+    d = Daemon(ds, str(tmp_path))
+    try:
+        opts = dict(noise="bad", noise_p=1.0) if kind == "noise" else dict(rir="bad", reverb_p=1.0)
+        got = epoch(loader(d, seed=4, **opts))
+        ref = epoch(loader(d, seed=4))
+        assert len(got) == len(ref)
+        for (xa, ya, ia), (xb, yb, ib) in zip(got, ref):
+            assert np.array_equal(xa, xb) and np.array_equal(ya, yb) and np.array_equal(ia, ib)
+        log = open(d.log).read()
+        bad = [l for l in log.splitlines() if "dataset 'bad', record" in l]
+        assert bad, "no warning about the damaged records: " + log[-2000:]
+        named = [l.split("record ")[1].split()[0] for l in bad]
+        assert len(named) == len(set(named)) and len(named) <= n, bad
+        assert ("wave.%s" % ("noise" if kind == "noise" else "rir")) in bad[0], bad[0]
+        assert "is replaced" not in log, log[-2000:]
+    finally:
+        d.stop()
+
+
+def test_noise_dataset_removed_ends_the_stream_clearly(wave_daemon, tmp_path):
+    """The noise dataset removed (rm -rf) while a stream draws from it: that
+    stream ends with an error naming wave.noise and the removal, no speech
+    sample is blamed, and a stream without noise keeps being served."""
+    import shutil
+    import time
+    ds = str(tmp_path / "datasets")
+    os.makedirs(ds)
+    for name in ("speech", "noise"):
+        shutil.copytree(os.path.join(wave_daemon.root, name), os.path.join(ds, name))
+    d = Daemon(ds, str(tmp_path))
+    try:
+        ld = loader(d, seed=2, noise="noise", noise_p=1.0)
+        epoch(ld)
+        shutil.rmtree(os.path.join(ds, "noise"))
+        deadline = time.monotonic() + 10
+        with pytest.raises(feeder.FeederError) as e:
+            for k in range(1, 100000):
+                ld.set_epoch(k)
+                epoch(ld)
+                assert time.monotonic() < deadline, "the stream went on after the removal"
+        msg = str(e.value)
+        assert "wave.noise dataset" in msg and "removed" in msg, msg
+        assert "no usable sample" not in msg, msg
+        assert "is replaced" not in open(d.log).read()
+        clean = epoch(loader(d, seed=2))
+        assert sum(len(i) for _, _, i in clean) == 24
     finally:
         d.stop()
