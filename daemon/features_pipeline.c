@@ -141,6 +141,11 @@ int features_pipeline_run(const struct feeder_stream_opts *o, const struct dsfor
 		window_move(&m, &w, 0, s->frames);
 
 	uint32_t offset = features_pipeline_offset(p, s->frames, aug_key);
+	/* Each column's mean and deviation, made again only when the window
+	 * moved (every frame for sliding CMN, once otherwise): the same values
+	 * as made per element, at a fraction of the divisions. */
+	double mean[DSFORMAT_MAX_DIM], dev[DSFORMAT_MAX_DIM];
+	uint32_t stats_lo = 1, stats_hi = 0; /* none yet */
 	for (uint32_t t = 0; t < len; t++) {
 		/* Too-short utterances repeat from their start (pad repeat). */
 		uint32_t src = features_pipeline_source(p, s->frames, offset, t);
@@ -149,16 +154,22 @@ int features_pipeline_run(const struct feeder_stream_opts *o, const struct dsfor
 			sliding_bounds(src, s->frames, p->cmn_window, &lo, &hi);
 			window_move(&m, &w, lo, hi);
 		}
-		double n = (double)(w.hi - w.lo);
+		if (p->cmn != FEEDER_FEAT_CMN_NONE && (w.lo != stats_lo || w.hi != stats_hi)) {
+			double n = (double)(w.hi - w.lo);
+			for (uint32_t d = 0; d < dim; d++) {
+				mean[d] = sum[d] / n;
+				double var = sumsq[d] / n - mean[d] * mean[d];
+				dev[d] = sqrt(var < FEAT_VAR_FLOOR ? FEAT_VAR_FLOOR : var);
+			}
+			stats_lo = w.lo;
+			stats_hi = w.hi;
+		}
 		for (uint32_t d = 0; d < dim; d++) {
 			double x = matrix_at(&m, src, d);
 			if (p->cmn != FEEDER_FEAT_CMN_NONE) {
-				double mean = sum[d] / n;
-				x -= mean;
-				if (p->cvn) {
-					double var = sumsq[d] / n - mean * mean;
-					x /= sqrt(var < FEAT_VAR_FLOOR ? FEAT_VAR_FLOOR : var);
-				}
+				x -= mean[d];
+				if (p->cvn)
+					x /= dev[d];
 			}
 			size_t idx = (size_t)d * len + t;
 			if (o->dtype == FEEDER_DTYPE_F16)
