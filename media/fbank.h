@@ -16,7 +16,10 @@
  *             log-energy-pre-window); pre-emphasis 0.97; Povey window
  *             (Hann to the power 0.85), Hamming optional; zero-padded to 512;
  *             power spectrum |X(k)|^2 by FFTW, frames in double (the
- *             output is float).
+ *             output is float); frames 2j and 2j + 1 share one complex FFT
+ *             (as its real and imaginary parts), so a frame's last bits
+ *             depend on its partner: the same samples framed alike give
+ *             the same bytes.
  *   mel       1127 ln(1 + f/700); triangular filters equally spaced in mel
  *             between low_freq and high_freq, over FFT bins 0..255 (Kaldi
  *             leaves out the Nyquist bin). Defaults are the VoxCeleb recipe's:
