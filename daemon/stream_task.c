@@ -4,12 +4,12 @@
  * GPU. The ring and the order of batches are stream.c's. */
 #include "stream_impl.h"
 
-#include "bytes.h"
 #include "detrand.h"
 #include "gpu_ring.h"
 #include "gpu_slot.h"
 #include "log.h"
 #include "mapguard.h"
+#include "pcm.h"
 #include "status.h"
 
 #include <errno.h>
@@ -187,8 +187,8 @@ static int source_guarded(struct stream_source *src, uint64_t index, size_t offs
 			if (offset >= m)
 				rc = status_fail(err, errlen, FEEDER_EINVAL, "offset %zu of %zu samples",
 						 offset, m);
-			for (size_t i = 0, k = offset; rc == 0 && i < n; i++, k = k + 1 == m ? 0 : k + 1)
-				out[i] = (float)(int16_t)bytes_le16(payload + 2 * k);
+			else
+				pcm_s16_read(payload, m, offset, n, out);
 		}
 		mapguard_disarm();
 	} else {

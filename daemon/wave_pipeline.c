@@ -3,9 +3,9 @@
 #include "wave_pipeline.h"
 
 #include "augment.h"
-#include "bytes.h"
 #include "detrand.h"
 #include "fbank.h"
+#include "pcm.h"
 #include "features_pipeline.h"
 #include "reverb.h"
 #include "speed.h"
@@ -279,13 +279,8 @@ int wave_pipeline_run(const struct feeder_stream_opts *o, const struct wave_sour
 		return WAVE_SKIPPED;
 	size_t off = n <= span ? 0 : train ? (size_t)detrand_range(&r, 0, (int64_t)(n - span))
 					   : (n - span) / 2;
-	if (n >= span) {
-		for (size_t i = 0; i < span; i++)
-			ww->a[i] = (float)(int16_t)bytes_le16(payload + 2 * (off + i));
-	} else { /* shorter than the span: repeated from its start (pad repeat) */
-		for (size_t i = 0; i < span; i++)
-			ww->a[i] = (float)(int16_t)bytes_le16(payload + 2 * (i % n));
-	}
+	/* shorter than the span: repeated from its start (pad repeat) */
+	pcm_s16_read(payload, n, off, span, ww->a);
 	float *x = ww->a;
 	double t1 = now_s();
 	ww->times.chunk += t1 - t0;

@@ -7,9 +7,18 @@
 
 double augment_energy(const float *x, size_t n)
 {
-	double e = 0.0;
-	for (size_t i = 0; i < n; i++)
-		e += (double)x[i] * x[i];
+	/* 16 running sums (four vectors of four): one chain of dependent adds
+	 * made this a twentieth of an augmented chunk. */
+	enum { R = 16 };
+	double s[R] = {0}, e = 0.0;
+	size_t i = 0;
+	for (; i + R <= n; i += R)
+		for (int k = 0; k < R; k++)
+			s[k] += (double)x[i + k] * x[i + k];
+	for (; i < n; i++)
+		s[0] += (double)x[i] * x[i];
+	for (int k = 0; k < R; k++)
+		e += s[k];
 	return e;
 }
 

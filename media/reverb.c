@@ -2,6 +2,7 @@
  * a cache of RIR spectra (see reverb.h for the semantics and the sizes). */
 #include "reverb.h"
 
+#include "augment.h"
 #include "fftw_lock.h"
 
 #include "status.h"
@@ -269,9 +270,7 @@ int reverb_apply(struct reverb *r, uint64_t rir_key, const float *rir, size_t ri
 	}
 	slot->used = ++r->clock;
 
-	double ex = 0.0;
-	for (size_t t = 0; t < n; t++)
-		ex += (double)x[t] * x[t];
+	const double ex = augment_energy(x, n);
 	memcpy(r->buf, x, n * sizeof(float));
 	memset(r->buf + n, 0, (size - n) * sizeof(float));
 	fftwf_execute(p->fwd);
@@ -284,9 +283,7 @@ int reverb_apply(struct reverb *r, uint64_t rir_key, const float *rir, size_t ri
 		a[k][1] = im;
 	}
 	fftwf_execute(p->inv);
-	double ey = 0.0;
-	for (size_t t = 0; t < n; t++)
-		ey += (double)r->buf[t] * r->buf[t];
+	const double ey = augment_energy(r->buf, n);
 	const float g = ey > 0.0 ? (float)sqrt(ex / ey) : 0.0f;
 	for (size_t t = 0; t < n; t++)
 		out[t] = r->buf[t] * g;

@@ -30,11 +30,11 @@
  *                    [--aug 0|1] [--chunks N] [--warmup N] [--repeats R]
  *                    [--seed S] [--json]
  */
-#include "bytes.h"
 #include "detrand.h"
 #include "dsformat.h"
 #include "dsstore.h"
 #include "feeder_types.h"
+#include "pcm.h"
 #include "protocol.h"
 #include "wave_pipeline.h"
 
@@ -110,8 +110,10 @@ static int aux_record(struct src *s, uint64_t index, size_t offset, size_t n, fl
 	}
 	if (rc == 0 && len)
 		*len = smp.frames;
-	for (size_t i = 0, k = offset; rc == 0 && out && i < n; i++, k = k + 1 == smp.frames ? 0 : k + 1)
-		out[i] = (float)(int16_t)bytes_le16(payload + 2 * k);
+	if (rc == 0 && out && offset >= smp.frames)
+		rc = -EINVAL;
+	if (rc == 0 && out)
+		pcm_s16_read(payload, smp.frames, offset, n, out);
 	if (txn)
 		dsstore_txn_end(txn);
 	return rc;
