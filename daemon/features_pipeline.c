@@ -39,15 +39,31 @@ struct matrix {
 	int f16;
 };
 
-static inline double matrix_at(const struct matrix *m, uint32_t t, uint32_t d)
+static inline float f32_le(const uint8_t *p)
 {
-	size_t i = (size_t)t * m->dim + d;
-	if (m->f16)
-		return half_to_float(bytes_le16(m->data + i * 2));
-	uint32_t u = bytes_le32(m->data + i * 4);
 	float f;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(&f, p, 4); /* the payload's byte order: a plain load */
+#else
+	uint32_t u = bytes_le32(p);
 	memcpy(&f, &u, 4);
+#endif
 	return f;
+}
+
+/* Columns d0..d0+n-1 of frame t into out. One loop per dtype, without a
+ * branch inside, so that gcc vectorizes the f32 one. */
+static void matrix_row(const struct matrix *m, uint32_t t, uint32_t d0, uint32_t n, double *out)
+{
+	const size_t i = (size_t)t * m->dim + d0;
+	if (m->f16) {
+		for (uint32_t j = 0; j < n; j++)
+			out[j] = half_to_float(bytes_le16(m->data + (i + j) * 2));
+	} else {
+		const uint8_t *p = m->data + i * 4;
+		for (uint32_t j = 0; j < n; j++)
+			out[j] = f32_le(p + 4 * j);
+	}
 }
 
 /* Running sums over a window [lo, hi) of frames, moved one frame at a time. */
@@ -56,12 +72,20 @@ struct window {
 	double *sum, *sumsq; /* dim each */
 };
 
+/* Columns converted a row piece at a time. */
+#define ROW 256
+
 static void window_add(const struct matrix *m, struct window *w, uint32_t t, double sign)
 {
-	for (uint32_t d = 0; d < m->dim; d++) {
-		double x = matrix_at(m, t, d);
-		w->sum[d] += sign * x;
-		w->sumsq[d] += sign * x * x;
+	double row[ROW];
+	for (uint32_t d0 = 0; d0 < m->dim; d0 += ROW) {
+		const uint32_t n = m->dim - d0 < ROW ? m->dim - d0 : ROW;
+		matrix_row(m, t, d0, n, row);
+		double *sum = w->sum + d0, *sumsq = w->sumsq + d0;
+		for (uint32_t j = 0; j < n; j++) {
+			sum[j] += sign * row[j];
+			sumsq[j] += sign * row[j] * row[j];
+		}
 	}
 }
 
@@ -146,36 +170,59 @@ int features_pipeline_run(const struct feeder_stream_opts *o, const struct dsfor
 	 * as made per element, at a fraction of the divisions. */
 	double mean[DSFORMAT_MAX_DIM], dev[DSFORMAT_MAX_DIM];
 	uint32_t stats_lo = 1, stats_hi = 0; /* none yet */
-	for (uint32_t t = 0; t < len; t++) {
-		/* Too-short utterances repeat from their start (pad repeat). */
-		uint32_t src = features_pipeline_source(p, s->frames, offset, t);
-		if (p->cmn == FEEDER_FEAT_CMN_SLIDING) {
-			uint32_t lo, hi;
-			sliding_bounds(src, s->frames, p->cmn_window, &lo, &hi);
-			window_move(&m, &w, lo, hi);
-		}
-		if (p->cmn != FEEDER_FEAT_CMN_NONE && (w.lo != stats_lo || w.hi != stats_hi)) {
-			double n = (double)(w.hi - w.lo);
-			for (uint32_t d = 0; d < dim; d++) {
-				mean[d] = sum[d] / n;
-				double var = sumsq[d] / n - mean[d] * mean[d];
-				dev[d] = sqrt(var < FEAT_VAR_FLOOR ? FEAT_VAR_FLOOR : var);
+	/* Frames normalized into a tile of whole rows, then written
+	 * transposed a tile at a time: element by element, the (feat_dim,
+	 * chunk_len) layout's strided stores were most of this function. A
+	 * tile holds up to 16 frames, fewer for wide ones. */
+	float tile[DSFORMAT_MAX_DIM];
+	const uint32_t bt = DSFORMAT_MAX_DIM / dim < 16 ? DSFORMAT_MAX_DIM / dim : 16;
+	for (uint32_t t0 = 0; t0 < len; t0 += bt) {
+		const uint32_t nt = len - t0 < bt ? len - t0 : bt;
+		for (uint32_t i = 0; i < nt; i++) {
+			/* Too-short utterances repeat from their start (pad repeat). */
+			uint32_t src = features_pipeline_source(p, s->frames, offset, t0 + i);
+			if (p->cmn == FEEDER_FEAT_CMN_SLIDING) {
+				uint32_t lo, hi;
+				sliding_bounds(src, s->frames, p->cmn_window, &lo, &hi);
+				window_move(&m, &w, lo, hi);
 			}
-			stats_lo = w.lo;
-			stats_hi = w.hi;
+			if (p->cmn != FEEDER_FEAT_CMN_NONE && (w.lo != stats_lo || w.hi != stats_hi)) {
+				double n = (double)(w.hi - w.lo);
+				for (uint32_t d = 0; d < dim; d++) {
+					mean[d] = sum[d] / n;
+					double var = sumsq[d] / n - mean[d] * mean[d];
+					dev[d] = sqrt(var < FEAT_VAR_FLOOR ? FEAT_VAR_FLOOR : var);
+				}
+				stats_lo = w.lo;
+				stats_hi = w.hi;
+			}
+			float *to = tile + (size_t)i * dim;
+			for (uint32_t d0 = 0; d0 < dim; d0 += ROW) {
+				const uint32_t nd = dim - d0 < ROW ? dim - d0 : ROW;
+				double row[ROW];
+				matrix_row(&m, src, d0, nd, row);
+				const double *mu = mean + d0, *sd = dev + d0;
+				float *dst = to + d0;
+				/* one loop per case, without a branch inside */
+				if (p->cmn == FEEDER_FEAT_CMN_NONE)
+					for (uint32_t j = 0; j < nd; j++)
+						dst[j] = (float)row[j];
+				else if (!p->cvn)
+					for (uint32_t j = 0; j < nd; j++)
+						dst[j] = (float)(row[j] - mu[j]);
+				else
+					for (uint32_t j = 0; j < nd; j++)
+						dst[j] = (float)((row[j] - mu[j]) / sd[j]);
+			}
 		}
 		for (uint32_t d = 0; d < dim; d++) {
-			double x = matrix_at(&m, src, d);
-			if (p->cmn != FEEDER_FEAT_CMN_NONE) {
-				x -= mean[d];
-				if (p->cvn)
-					x /= dev[d];
-			}
-			size_t idx = (size_t)d * len + t;
+			const size_t at = (size_t)d * len + t0;
 			if (o->dtype == FEEDER_DTYPE_F16)
-				((uint16_t *)out)[idx] = half_from_float((float)x);
+				for (uint32_t i = 0; i < nt; i++)
+					((uint16_t *)out)[at + i] = half_from_float(tile[(size_t)i * dim + d]);
 			else
-				((float *)out)[idx] = (float)x;
+				for (uint32_t i = 0; i < nt; i++)
+					((float *)out)[at + i] = tile[(size_t)i * dim + d];
 		}
 	}
 	return 0;
