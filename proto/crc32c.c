@@ -1,9 +1,12 @@
 /* crc32c.c — CRC-32C with a hardware path (see crc32c.h).
  *
- * The hardware path runs three independent crc32 streams over thirds of each
- * large block and would need a combine step; we keep it simple: one stream of
- * 8-byte crc32q instructions, about 8 bytes per 3 cycles, which is well above
- * the rate at which packer or the daemon touch payload bytes. */
+ * The crc32 instruction takes 3 cycles to give its result and can start one
+ * every cycle, so one stream of them does 8 bytes per 3 cycles. Large
+ * buffers run three streams, over the three thirds of each block, and join
+ * them: the CRC register after a block B that followed state c is
+ * zeros_L(c) ^ crc_from_0(B), with zeros_L the (linear) effect of L zero
+ * bytes, applied by table. One stream was 5 % of a speech chunk in feederd
+ * and 8 % of a pack. */
 #include "crc32c.h"
 
 #include <pthread.h>
@@ -53,6 +56,70 @@ uint32_t crc32c_sw(uint32_t crc, const void *buf, size_t len)
 }
 
 #if defined(__x86_64__)
+/* The three streams' block lengths, long then short (each a multiple of 8). */
+#define HW_LONG 8192
+#define HW_SHORT 256
+
+/* zeros_L as four byte tables, for L = HW_LONG and HW_SHORT. */
+static uint32_t shift_long[4][256], shift_short[4][256];
+
+__attribute__((target("sse4.2"))) static uint32_t hw_zeros(uint32_t c, size_t len)
+{
+	uint64_t s = c;
+	for (size_t i = 0; i < len; i += 8)
+		s = __builtin_ia32_crc32di(s, 0);
+	return (uint32_t)s;
+}
+
+/* zeros_L is linear: its value on each of the 32 bits, then XORs. */
+static void hw_shift_init(uint32_t t[4][256], size_t len)
+{
+	uint32_t bit[32];
+	for (int b = 0; b < 32; b++)
+		bit[b] = hw_zeros(1u << b, len);
+	for (int i = 0; i < 4; i++)
+		for (uint32_t v = 0; v < 256; v++) {
+			uint32_t r = 0;
+			for (int b = 0; b < 8; b++)
+				if (v >> b & 1)
+					r ^= bit[8 * i + b];
+			t[i][v] = r;
+		}
+}
+
+static inline uint32_t hw_shift(uint32_t t[4][256], uint32_t c)
+{
+	return t[0][c & 0xff] ^ t[1][c >> 8 & 0xff] ^ t[2][c >> 16 & 0xff] ^ t[3][c >> 24];
+}
+
+/* Three streams over the thirds of each 3 * block bytes at *p, while they
+ * last; c is the register (not inverted). */
+__attribute__((target("sse4.2"))) static uint64_t hw_triple(uint64_t c, const unsigned char **pp,
+							     size_t *lenp, size_t block,
+							     uint32_t t[4][256])
+{
+	const unsigned char *p = *pp;
+	size_t len = *lenp;
+	while (len >= 3 * block) {
+		uint64_t c1 = 0, c2 = 0;
+		for (size_t i = 0; i < block; i += 8) {
+			uint64_t a, b, d;
+			memcpy(&a, p + i, 8);
+			memcpy(&b, p + block + i, 8);
+			memcpy(&d, p + 2 * block + i, 8);
+			c = __builtin_ia32_crc32di(c, a);
+			c1 = __builtin_ia32_crc32di(c1, b);
+			c2 = __builtin_ia32_crc32di(c2, d);
+		}
+		c = hw_shift(t, hw_shift(t, (uint32_t)c) ^ (uint32_t)c1) ^ (uint32_t)c2;
+		p += 3 * block;
+		len -= 3 * block;
+	}
+	*pp = p;
+	*lenp = len;
+	return c;
+}
+
 __attribute__((target("sse4.2")))
 static uint32_t crc32c_hw(uint32_t crc, const void *buf, size_t len)
 {
@@ -62,6 +129,8 @@ static uint32_t crc32c_hw(uint32_t crc, const void *buf, size_t len)
 		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
 		len--;
 	}
+	c = hw_triple(c, &p, &len, HW_LONG, shift_long);
+	c = hw_triple(c, &p, &len, HW_SHORT, shift_short);
 	while (len >= 8) {
 		uint64_t w;
 		memcpy(&w, p, 8);
@@ -85,6 +154,10 @@ static pthread_once_t hw_once = PTHREAD_ONCE_INIT;
 static void hw_probe(void)
 {
 	have_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+	if (have_hw) {
+		hw_shift_init(shift_long, HW_LONG);
+		hw_shift_init(shift_short, HW_SHORT);
+	}
 }
 #endif
 

@@ -21,6 +21,17 @@ int main(void)
 		for (size_t len = 0; len <= 1024; len += 1 + len / 7)
 			CHECKF(crc32c(0, buf + off, len) == crc32c_sw(0, buf + off, len),
 			       "off %zu len %zu", off, len);
+	/* Lengths through the hardware path's three streams (blocks of 3 x 256
+	 * and 3 x 8192 bytes, then the rest), at every alignment. */
+	static unsigned char big[3 * 8192 * 2 + 3 * 256 * 2 + 64];
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (unsigned char)(i * 2654435761u >> 13);
+	static const size_t lens[] = { 767, 768, 769, 1536 + 5, 24575, 24576, 24577,
+				       49152 + 768 + 7, sizeof(big) - 8 };
+	for (size_t off = 0; off < 8; off++)
+		for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
+			CHECKF(crc32c(0x1234u, big + off, lens[k]) == crc32c_sw(0x1234u, big + off, lens[k]),
+			       "off %zu len %zu", off, lens[k]);
 	/* Incremental equals one-shot. */
 	uint32_t c = crc32c(0, buf, 100);
 	c = crc32c(c, buf + 100, 900);
