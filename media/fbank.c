@@ -261,7 +261,8 @@ void fbank_destroy(struct fbank *fb)
 }
 
 /* Frame x's samples, DC removed, pre-emphasized and windowed, into
- * in[0..FBANK_FRAME_LEN); returns its raw log energy. */
+ * in[0..FBANK_FRAME_LEN); returns its raw log energy (0 where nothing
+ * reads it). */
 static inline __attribute__((always_inline)) float frame_prepare(const struct fbank *fb,
 								  const float *x, double *in)
 {
@@ -278,7 +279,9 @@ static inline __attribute__((always_inline)) float frame_prepare(const struct fb
 	for (int k = 0; k < R; k++)
 		sum += s[k];
 	const double mean = sum / FBANK_FRAME_LEN;
-	for (int i = 0; i < FBANK_FRAME_LEN; i += R)
+	/* The raw energy only where MFCC's c0 or the VAD reads it. */
+	const int need_energy = fb->o.vad || (fb->o.kind == FBANK_KIND_MFCC && fb->o.use_energy);
+	for (int i = 0; need_energy && i < FBANK_FRAME_LEN; i += R)
 		for (int k = 0; k < R; k++) {
 			const double v = x[i + k] - mean;
 			e[k] += v * v;
@@ -290,7 +293,7 @@ static inline __attribute__((always_inline)) float frame_prepare(const struct fb
 	in[0] = fb->window[0] * (x0 - p * x0);
 	for (int i = 1; i < FBANK_FRAME_LEN; i++)
 		in[i] = fb->window[i] * (x[i] - p * x[i - 1] - cm);
-	return (float)log(energy > FLT_EPSILON ? energy : FLT_EPSILON);
+	return need_energy ? (float)log(energy > FLT_EPSILON ? energy : FLT_EPSILON) : 0.0f;
 }
 
 /* One frame's power spectrum into row (dim floats). */
