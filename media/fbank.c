@@ -45,7 +45,6 @@ struct fbank {
 	fftw_complex *in;   /* FBANK_FFT_LEN: two frames, fftw_malloc'd, zero-padded */
 	fftw_complex *spec; /* FBANK_FFT_LEN */
 	fftw_plan plan;     /* complex forward FFT of in into spec */
-	double wa[FBANK_FRAME_LEN], wb[FBANK_FRAME_LEN]; /* the two frames, windowed */
 	double power[2][FBANK_NFFT_BINS + 1 + 3]; /* + 3 zeros: a last filter's len4 */
 	float mel[FBANK_NFFT_BINS];
 };
@@ -260,11 +259,10 @@ void fbank_destroy(struct fbank *fb)
 	free(fb);
 }
 
-/* Frame x's samples, DC removed, pre-emphasized and windowed, into
- * in[0..FBANK_FRAME_LEN); returns its raw log energy (0 where nothing
+/* Frame x's mean into *mean; returns its raw log energy (0 where nothing
  * reads it). */
-static inline __attribute__((always_inline)) float frame_prepare(const struct fbank *fb,
-								  const float *x, double *in)
+static inline __attribute__((always_inline)) float frame_stats(const struct fbank *fb,
+								const float *x, double *mean_out)
 {
 	/* 16 running sums each, four vectors of four (FBANK_FRAME_LEN is a
 	 * multiple of 16): one chain of dependent adds was half of the frame's
@@ -288,11 +286,7 @@ static inline __attribute__((always_inline)) float frame_prepare(const struct fb
 		}
 	for (int k = 0; k < R; k++)
 		energy += e[k];
-	/* Pre-emphasis and window in one pass from x (no carried dependence). */
-	const double p = FBANK_PREEMPH, cm = mean * (1.0 - p), x0 = x[0] - mean;
-	in[0] = fb->window[0] * (x0 - p * x0);
-	for (int i = 1; i < FBANK_FRAME_LEN; i++)
-		in[i] = fb->window[i] * (x[i] - p * x[i - 1] - cm);
+	*mean_out = mean;
 	return need_energy ? (float)log(energy > FLT_EPSILON ? energy : FLT_EPSILON) : 0.0f;
 }
 
@@ -339,15 +333,26 @@ __attribute__((target_clones("avx2", "default"))) static void
 fbank_frame_pair(struct fbank *fb, const float *xa, const float *xb, float *row_a, float *row_b,
 		 float *energy)
 {
-	energy[0] = frame_prepare(fb, xa, fb->wa);
-	if (xb)
-		energy[1] = frame_prepare(fb, xb, fb->wb);
+	static const float silent[FBANK_FRAME_LEN];
+	const int pair = xb != NULL;
+	double ma, mb = 0.0;
+	energy[0] = frame_stats(fb, xa, &ma);
+	if (pair)
+		energy[1] = frame_stats(fb, xb, &mb);
 	else
-		memset(fb->wb, 0, sizeof(fb->wb));
-	/* in[FBANK_FRAME_LEN..FBANK_FFT_LEN) stay the zeros of fbank_create */
-	for (int i = 0; i < FBANK_FRAME_LEN; i++) {
-		fb->in[i][0] = fb->wa[i];
-		fb->in[i][1] = fb->wb[i];
+		xb = silent;
+	/* DC removed, pre-emphasis and window, both frames in one pass from the
+	 * samples (no carried dependence), a in the real parts, b in the
+	 * imaginary ones; in[FBANK_FRAME_LEN..FBANK_FFT_LEN) stay the zeros of
+	 * fbank_create. */
+	const double p = FBANK_PREEMPH, cma = ma * (1.0 - p), cmb = mb * (1.0 - p);
+	const double a0 = xa[0] - ma, b0 = xb[0] - mb;
+	double *in = (double *)fb->in;
+	in[0] = fb->window[0] * (a0 - p * a0);
+	in[1] = fb->window[0] * (b0 - p * b0);
+	for (int i = 1; i < FBANK_FRAME_LEN; i++) {
+		in[2 * i] = fb->window[i] * (xa[i] - p * xa[i - 1] - cma);
+		in[2 * i + 1] = fb->window[i] * (xb[i] - p * xb[i - 1] - cmb);
 	}
 	fftw_execute(fb->plan);
 	const double *z = (const double *)fb->spec;
@@ -383,7 +388,7 @@ fbank_frame_pair(struct fbank *fb, const float *xa, const float *xb, float *row_
 	}
 #endif
 	frame_finish(fb, fb->power[0], energy[0], row_a);
-	if (xb)
+	if (pair)
 		frame_finish(fb, fb->power[1], energy[1], row_b);
 }
 
