@@ -69,7 +69,7 @@ static void matrix_row(const struct matrix *m, uint32_t t, uint32_t d0, uint32_t
 /* Running sums over a window [lo, hi) of frames, moved one frame at a time. */
 struct window {
 	uint32_t lo, hi;
-	double *sum, *sumsq; /* dim each */
+	double *sum, *sumsq; /* dim each; sumsq NULL: kept only for CVN */
 };
 
 /* Columns converted a row piece at a time. */
@@ -81,10 +81,13 @@ static void window_add(const struct matrix *m, struct window *w, uint32_t t, dou
 	for (uint32_t d0 = 0; d0 < m->dim; d0 += ROW) {
 		const uint32_t n = m->dim - d0 < ROW ? m->dim - d0 : ROW;
 		matrix_row(m, t, d0, n, row);
-		double *sum = w->sum + d0, *sumsq = w->sumsq + d0;
-		for (uint32_t j = 0; j < n; j++) {
+		double *sum = w->sum + d0;
+		for (uint32_t j = 0; j < n; j++)
 			sum[j] += sign * row[j];
-			sumsq[j] += sign * row[j] * row[j];
+		if (w->sumsq) {
+			double *sumsq = w->sumsq + d0;
+			for (uint32_t j = 0; j < n; j++)
+				sumsq[j] += sign * row[j] * row[j];
 		}
 	}
 }
@@ -160,7 +163,7 @@ int features_pipeline_run(const struct feeder_stream_opts *o, const struct dsfor
 	double sum[DSFORMAT_MAX_DIM], sumsq[DSFORMAT_MAX_DIM];
 	memset(sum, 0, dim * sizeof(double));
 	memset(sumsq, 0, dim * sizeof(double));
-	struct window w = { 0, 0, sum, sumsq };
+	struct window w = { 0, 0, sum, p->cvn ? sumsq : NULL };
 	if (p->cmn == FEEDER_FEAT_CMN_UTT)
 		window_move(&m, &w, 0, s->frames);
 
@@ -190,8 +193,11 @@ int features_pipeline_run(const struct feeder_stream_opts *o, const struct dsfor
 				double n = (double)(w.hi - w.lo);
 				for (uint32_t d = 0; d < dim; d++) {
 					mean[d] = sum[d] / n;
-					double var = sumsq[d] / n - mean[d] * mean[d];
-					dev[d] = sqrt(var < FEAT_VAR_FLOOR ? FEAT_VAR_FLOOR : var);
+					if (p->cvn) {
+						double var = sumsq[d] / n - mean[d] * mean[d];
+						dev[d] = sqrt(var < FEAT_VAR_FLOOR ? FEAT_VAR_FLOOR
+										   : var);
+					}
 				}
 				stats_lo = w.lo;
 				stats_hi = w.hi;
