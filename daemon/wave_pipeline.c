@@ -5,8 +5,8 @@
 #include "augment.h"
 #include "detrand.h"
 #include "fbank.h"
-#include "pcm.h"
 #include "features_pipeline.h"
+#include "pcm.h"
 #include "reverb.h"
 #include "speed.h"
 #include "status.h"
@@ -279,7 +279,8 @@ int wave_pipeline_run(const struct feeder_stream_opts *o, const struct wave_sour
 		return WAVE_SKIPPED;
 	size_t off = n <= span ? 0 : train ? (size_t)detrand_range(&r, 0, (int64_t)(n - span))
 					   : (n - span) / 2;
-	/* shorter than the span: repeated from its start (pad repeat) */
+	/* the span from off; a record shorter than the span is repeated from
+	 * its start (pad repeat) */
 	pcm_s16_read(payload, n, off, span, ww->a);
 	float *x = ww->a;
 	double t1 = now_s();
