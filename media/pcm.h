@@ -12,7 +12,8 @@
 /* n samples of the little-endian s16 samples at payload (frames of them)
  * from sample offset (< frames) on, looped over the frames, as floats at
  * int16 scale into out. Copied in contiguous runs: a wrap test per sample
- * kept the conversion scalar. */
+ * kept the conversion scalar. No frames, or an offset past them: n zeros
+ * (callers check first; this only keeps a mistake from looping forever). */
 void pcm_s16_read(const uint8_t *payload, size_t frames, size_t offset, size_t n, float *out);
 
 #endif
