@@ -147,11 +147,6 @@ static int worker_fbank(const struct feeder_wave_opts *w, struct fbank **out, ch
 	return 0;
 }
 
-static double uniform(struct detrand *r, double lo, double hi)
-{
-	return lo + (hi - lo) * detrand_uniform(r);
-}
-
 /* Dither: a standard normal value per sample from a table of the normal
  * distribution's quantiles at (k + 0.5) / 65536, indexed by 16 random bits
  * (four samples per 64-bit draw). Box-Muller cost a log, a sqrt and a cos
@@ -225,7 +220,7 @@ static int add_noise(const struct feeder_wave_opts *w, const struct wave_sources
 	const float *range = cat == WAVE_NOISE ? &w->snr_noise_min
 			     : cat == WAVE_MUSIC ? &w->snr_music_min
 						 : &w->snr_babble_min;
-	double snr = uniform(r, range[0], range[1]);
+	double snr = detrand_between(r, range[0], range[1]);
 	int parts = cat == WAVE_BABBLE ? (int)detrand_range(r, w->babble_min, w->babble_max) : 1;
 	memset(ww->acc, 0, n * sizeof(float));
 	for (int p = 0; p < parts; p++) {
@@ -333,7 +328,7 @@ int wave_pipeline_run(const struct feeder_stream_opts *o, const struct wave_sour
 			return WAVE_SOURCE_GONE;
 	}
 	if (train && w->gain_p > 0 && detrand_uniform(&r) < w->gain_p)
-		augment_gain(x, L, uniform(&r, w->gain_min_db, w->gain_max_db));
+		augment_gain(x, L, detrand_between(&r, w->gain_min_db, w->gain_max_db));
 	if (train && w->dither > 0)
 		add_dither(&r, x, L, w->dither);
 	double t4 = now_s();

@@ -55,6 +55,11 @@ double detrand_uniform(struct detrand *r)
 	return (double)(detrand_u64(r) >> 11) * 0x1.0p-53;
 }
 
+double detrand_between(struct detrand *r, double lo, double hi)
+{
+	return lo + (hi - lo) * detrand_uniform(r);
+}
+
 int64_t detrand_range(struct detrand *r, int64_t lo, int64_t hi)
 {
 	uint64_t span = (uint64_t)hi - (uint64_t)lo + 1;

@@ -33,6 +33,9 @@ uint64_t detrand_u64(struct detrand *r);
 /* Uniform double in [0, 1), 53 random bits. */
 double detrand_uniform(struct detrand *r);
 
+/* Uniform double in [lo, hi): lo + (hi - lo) * detrand_uniform(r). */
+double detrand_between(struct detrand *r, double lo, double hi);
+
 /* Uniform integer in [lo, hi] inclusive (lo <= hi), without modulo bias. */
 int64_t detrand_range(struct detrand *r, int64_t lo, int64_t hi);
 

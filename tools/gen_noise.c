@@ -148,7 +148,7 @@ static void render_noise(int kind, struct detrand *r, float *x, size_t n, double
 	char what[80] = "";
 	double leak = exp(-2.0 * M_PI * 8.0 / fs), brown = 0.0;
 	double mains = 0, blade = 0, flutter = 0, depth = 0, center = 0, qf = 0, mod = 0;
-	double hamp[12] = {0}, hph[12] = {0}, mph = gen_uniform(r, 0.0, 2.0 * M_PI);
+	double hamp[12] = {0}, hph[12] = {0}, mph = detrand_between(r, 0.0, 2.0 * M_PI);
 
 	pink_init(&pk, fs);
 	switch (kind) {
@@ -163,30 +163,30 @@ static void render_noise(int kind, struct detrand *r, float *x, size_t n, double
 			if (k * mains >= 0.45 * fs)
 				break;
 			hamp[k - 1] = pow(k, -1.1) * (k == 2 ? 2.0 : k % 2 ? 1.0 : 0.4) *
-				      pow(10.0, gen_uniform(r, -6.0, 3.0) / 20.0);
-			hph[k - 1] = gen_uniform(r, 0.0, 2.0 * M_PI);
+				      pow(10.0, detrand_between(r, -6.0, 3.0) / 20.0);
+			hph[k - 1] = detrand_between(r, 0.0, 2.0 * M_PI);
 		}
-		mod = gen_uniform(r, 0.1, 0.5);
+		mod = detrand_between(r, 0.1, 0.5);
 		snprintf(what, sizeof(what), "mains=%.0fHz", mains);
 		break;
 	case K_FAN:
-		blade = gen_uniform(r, 60.0, 250.0);
-		flutter = gen_uniform(r, 4.0, 20.0);
-		depth = gen_uniform(r, 0.1, 0.3);
-		center = gen_uniform(r, 200.0, 900.0);
+		blade = detrand_between(r, 60.0, 250.0);
+		flutter = detrand_between(r, 4.0, 20.0);
+		depth = detrand_between(r, 0.1, 0.3);
+		center = detrand_between(r, 200.0, 900.0);
 		biquad_bandpass(&bp, center, 0.7, fs);
 		for (int k = 1; k <= 3; k++) {
-			hamp[k - 1] = 0.15 * pow(10.0, gen_uniform(r, -6.0, 0.0) / 20.0) / k;
-			hph[k - 1] = gen_uniform(r, 0.0, 2.0 * M_PI);
+			hamp[k - 1] = 0.15 * pow(10.0, detrand_between(r, -6.0, 0.0) / 20.0) / k;
+			hph[k - 1] = detrand_between(r, 0.0, 2.0 * M_PI);
 		}
 		snprintf(what, sizeof(what), "blade=%.1fHz flutter=%.1fHz band=%.0fHz", blade,
 			 flutter, center);
 		break;
 	case K_BAND:
-		center = exp(gen_uniform(r, log(300.0), log(fmin(4000.0, 0.35 * fs))));
-		qf = gen_uniform(r, 1.0, 4.0);
-		mod = gen_uniform(r, 0.5, 8.0);
-		depth = gen_uniform(r, 0.3, 0.9);
+		center = exp(detrand_between(r, log(300.0), log(fmin(4000.0, 0.35 * fs))));
+		qf = detrand_between(r, 1.0, 4.0);
+		mod = detrand_between(r, 0.5, 8.0);
+		depth = detrand_between(r, 0.3, 0.9);
 		biquad_bandpass(&bp, center, qf, fs);
 		bp2 = bp;
 		snprintf(what, sizeof(what), "center=%.0fHz q=%.2f am=%.2fHz depth=%.2f", center,
@@ -307,13 +307,13 @@ static void render_music(struct detrand *r, float *x, size_t n, double fs, char 
 	const int *scale = is_minor ? minor : major;
 	int root = (int)detrand_range(r, 45, 56), prog = (int)detrand_range(r, 0, 3);
 	int drums = detrand_uniform(r) < 0.7, deg = (int)detrand_range(r, 7, 11);
-	double bpm = gen_uniform(r, 80.0, 150.0), beat = 60.0 / bpm, dur = (double)n / fs;
-	struct timbre pad = {6, gen_uniform(r, 1.3, 2.0), gen_uniform(r, 0.5, 1.0), 0.08, 0.5, 0.7,
+	double bpm = detrand_between(r, 80.0, 150.0), beat = 60.0 / bpm, dur = (double)n / fs;
+	struct timbre pad = {6, detrand_between(r, 1.3, 2.0), detrand_between(r, 0.5, 1.0), 0.08, 0.5, 0.7,
 			     0.25};
-	struct timbre bass = {8, gen_uniform(r, 1.0, 1.6), gen_uniform(r, 0.6, 1.0), 0.005, 0.25,
+	struct timbre bass = {8, detrand_between(r, 1.0, 1.6), detrand_between(r, 0.6, 1.0), 0.005, 0.25,
 			      0.3, 0.08};
-	struct timbre lead = {(int)detrand_range(r, 4, 10), gen_uniform(r, 0.8, 1.5),
-			      gen_uniform(r, 0.3, 1.0), 0.01, 0.15, 0.6, 0.05};
+	struct timbre lead = {(int)detrand_range(r, 4, 10), detrand_between(r, 0.8, 1.5),
+			      detrand_between(r, 0.3, 1.0), 0.01, 0.15, 0.6, 0.05};
 	static const char *const names[12] = {"A", "A#", "B", "C", "C#", "D", "D#", "E", "F",
 					      "F#", "G", "G#"};
 
@@ -416,8 +416,8 @@ static int render_one(void *ctx, int job_index, char *err, size_t errlen)
 	int rc = 0;
 
 	detrand_init(&r, detrand_key(j->seed, DOMAIN_FILE + (uint64_t)cat, (uint64_t)index));
-	n = (size_t)llround(gen_uniform(&r, j->min_s, j->max_s) * fs);
-	peak_db = gen_uniform(&r, -8.0, -4.0);
+	n = (size_t)llround(detrand_between(&r, j->min_s, j->max_s) * fs);
+	peak_db = detrand_between(&r, -8.0, -4.0);
 	if (n < 1)
 		n = 1;
 	x = calloc(n, sizeof(*x));

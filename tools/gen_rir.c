@@ -297,18 +297,18 @@ static void render(const struct room *rm, double alpha, double fs, const float *
 static void draw_room(struct room *rm, struct detrand *r)
 {
 
-	rm->dim[0] = gen_uniform(r, 3.0, 10.0);
-	rm->dim[1] = gen_uniform(r, 3.0, 10.0);
-	rm->dim[2] = gen_uniform(r, 2.5, 4.0);
+	rm->dim[0] = detrand_between(r, 3.0, 10.0);
+	rm->dim[1] = detrand_between(r, 3.0, 10.0);
+	rm->dim[2] = detrand_between(r, 2.5, 4.0);
 	/* Source and receiver at least 0.5 m from the walls, at standing or
 	 * sitting height, at least 1 m apart (redrawn until they are; a 3 x 3 m
 	 * floor leaves plenty of such pairs). */
 	do {
 		for (int p = 0; p < 2; p++) {
 			double *v = p ? rm->rcv : rm->src;
-			v[0] = gen_uniform(r, 0.5, rm->dim[0] - 0.5);
-			v[1] = gen_uniform(r, 0.5, rm->dim[1] - 0.5);
-			v[2] = gen_uniform(r, 1.0, 2.0);
+			v[0] = detrand_between(r, 0.5, rm->dim[0] - 0.5);
+			v[1] = detrand_between(r, 0.5, rm->dim[1] - 0.5);
+			v[2] = detrand_between(r, 1.0, 2.0);
 		}
 	} while (distance(rm) < 1.0);
 }
@@ -445,7 +445,7 @@ static int render_one(void *ctx, int index, char *err, size_t errlen)
 	if (!w.e || !w.edc || !w.h || !w.tmp || !w.pcm)
 		goto nomem;
 	detrand_init(&r, detrand_key(j->seed, DOMAIN_RIR, (uint64_t)index));
-	target = gen_uniform(&r, j->rt60_min, j->rt60_max);
+	target = detrand_between(&r, j->rt60_min, j->rt60_max);
 	for (int tries = 0; tries < ROOM_TRIES && rc == 1; tries++) {
 		double off;
 		int top = 0;

@@ -170,11 +170,6 @@ double gen_gauss(struct detrand *r)
 	return sqrt(-2.0 * log(1.0 - u)) * cos(2.0 * M_PI * v);
 }
 
-double gen_uniform(struct detrand *r, double lo, double hi)
-{
-	return lo + (hi - lo) * detrand_uniform(r);
-}
-
 void gen_to_pcm16(const float *x, size_t n, double peak, int16_t *out)
 {
 	double top = 0.0, gain;

@@ -37,9 +37,6 @@ int gen_run(int count, int threads, gen_job_fn fn, void *ctx, char *err, size_t 
  * of uniforms consumed does not depend on earlier calls). */
 double gen_gauss(struct detrand *r);
 
-/* Uniform in [lo, hi). */
-double gen_uniform(struct detrand *r, double lo, double hi);
-
 /* Scale x (n samples) so that its largest magnitude is `peak` (full scale
  * 1.0) and round it to 16-bit PCM in out. Silence stays silence. */
 void gen_to_pcm16(const float *x, size_t n, double peak, int16_t *out);

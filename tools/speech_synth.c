@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "detrand.h"
+#include "gen_util.h"
 #include "status.h"
 
 #define FS ((double)SPEECH_SYNTH_RATE)
@@ -78,18 +79,6 @@ static const struct fric_shape burst_ref[] = {
 #define NFRICS (sizeof(fric_ref) / sizeof(fric_ref[0]))
 #define NBURSTS (sizeof(burst_ref) / sizeof(burst_ref[0]))
 
-static double uni(struct detrand *r, double lo, double hi)
-{
-	return lo + (hi - lo) * detrand_uniform(r);
-}
-
-static double gauss(struct detrand *r)
-{
-	double u1 = 1.0 - detrand_uniform(r); /* (0, 1]: log stays finite */
-	double u2 = detrand_uniform(r);
-	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
 /* Uniform noise in [-sqrt 3, sqrt 3): unit variance, cheaper than a Gaussian
  * and spectrally just as white. */
 static inline double noise(struct detrand *r)
@@ -108,17 +97,17 @@ void speech_synth_speaker(struct speech_synth_speaker *spk, uint64_t key)
 	 * women, but not strictly, so pitch alone does not name the speaker. */
 	z = detrand_uniform(&r);
 	spk->f0_hz = 85.0 * exp(z * log(255.0 / 85.0));
-	spk->vtl_scale = 0.92 + 0.24 * z + uni(&r, -0.07, 0.07);
+	spk->vtl_scale = 0.92 + 0.24 * z + detrand_between(&r, -0.07, 0.07);
 	for (int i = 0; i < 4; i++)
-		spk->formant_dev[i] = 1.0 + uni(&r, -0.06, 0.06);
-	spk->bw_scale = uni(&r, 0.8, 1.4);
-	spk->f0_range_st = uni(&r, 1.5, 4.5);
-	spk->jitter = uni(&r, 0.003, 0.02);
-	spk->shimmer = uni(&r, 0.02, 0.10);
-	spk->tilt = uni(&r, 0.1, 0.7);
-	spk->open_quotient = uni(&r, 0.45, 0.75);
-	spk->rate = uni(&r, 0.8, 1.25);
-	spk->breathiness = uni(&r, 0.02, 0.25);
+		spk->formant_dev[i] = 1.0 + detrand_between(&r, -0.06, 0.06);
+	spk->bw_scale = detrand_between(&r, 0.8, 1.4);
+	spk->f0_range_st = detrand_between(&r, 1.5, 4.5);
+	spk->jitter = detrand_between(&r, 0.003, 0.02);
+	spk->shimmer = detrand_between(&r, 0.02, 0.10);
+	spk->tilt = detrand_between(&r, 0.1, 0.7);
+	spk->open_quotient = detrand_between(&r, 0.45, 0.75);
+	spk->rate = detrand_between(&r, 0.8, 1.25);
+	spk->breathiness = detrand_between(&r, 0.02, 0.25);
 }
 
 /* Append a segment of dur_s seconds at the plan's position, cut at its
@@ -161,13 +150,13 @@ static void token_formants(const double ref[3], const double *scale, double bw_s
 {
 	for (int i = 0; i < NFORM; i++) {
 		double base = i < 3 ? ref[i] : f45_ref[i - 3];
-		double tok = i < 3 ? 1.0 + 0.03 * gauss(r) : 1.0;
+		double tok = i < 3 ? 1.0 + 0.03 * gen_gauss(r) : 1.0;
 		f[i] = base * scale[i] * tok;
 		if (i > 0 && f[i] < f[i - 1] + 150.0)
 			f[i] = f[i - 1] + 150.0;
 		if (f[i] > NYQ_GUARD)
 			f[i] = NYQ_GUARD;
-		bw[i] = bw_ref[i] * bw_scale * (1.0 + 0.08 * gauss(r));
+		bw[i] = bw_ref[i] * bw_scale * (1.0 + 0.08 * gen_gauss(r));
 	}
 }
 
@@ -202,7 +191,7 @@ static int add_consonant(struct plan *p, struct detrand *r, double rate, double 
 
 	if (c < 0.35) { /* fricative, voiced one time in three */
 		int voiced = detrand_uniform(r) < 0.33;
-		s = plan_add(p, SEG_FRIC, uni(r, 0.07, 0.14) / rate, &oom);
+		s = plan_add(p, SEG_FRIC, detrand_between(r, 0.07, 0.14) / rate, &oom);
 		if (!s)
 			return oom;
 		copy_formants(s, f, bw);
@@ -210,7 +199,7 @@ static int add_consonant(struct plan *p, struct detrand *r, double rate, double 
 			 voiced ? 0.6 : 1.0);
 		s->av = voiced ? 0.3 : 0.0;
 	} else if (c < 0.5 && onset) { /* /h/ */
-		s = plan_add(p, SEG_ASP, uni(r, 0.05, 0.09) / rate, &oom);
+		s = plan_add(p, SEG_ASP, detrand_between(r, 0.05, 0.09) / rate, &oom);
 		if (!s)
 			return oom;
 		copy_formants(s, f, bw);
@@ -222,7 +211,7 @@ static int add_consonant(struct plan *p, struct detrand *r, double rate, double 
 		token_formants(nasal_ref[detrand_range(r, 0, 1)], scale, 1.0, r, nf, nbw);
 		nbw[0] = 100.0;
 		nbw[1] = 250.0;
-		s = plan_add(p, SEG_NASAL, uni(r, 0.05, 0.09) / rate, &oom);
+		s = plan_add(p, SEG_NASAL, detrand_between(r, 0.05, 0.09) / rate, &oom);
 		if (!s)
 			return oom;
 		copy_formants(s, nf, nbw);
@@ -230,18 +219,18 @@ static int add_consonant(struct plan *p, struct detrand *r, double rate, double 
 	} else { /* stop: closure (a voice bar if voiced), burst, aspiration */
 		int voiced = detrand_uniform(r) < 0.5;
 		const struct fric_shape *b = &burst_ref[detrand_range(r, 0, NBURSTS - 1)];
-		s = plan_add(p, SEG_CLOSURE, uni(r, 0.04, 0.08) / rate, &oom);
+		s = plan_add(p, SEG_CLOSURE, detrand_between(r, 0.04, 0.08) / rate, &oom);
 		if (!s)
 			return oom;
 		copy_formants(s, f, bw);
 		s->av = voiced ? 0.06 : 0.0;
-		s = plan_add(p, SEG_BURST, uni(r, 0.008, 0.02), &oom);
+		s = plan_add(p, SEG_BURST, detrand_between(r, 0.008, 0.02), &oom);
 		if (!s)
 			return oom;
 		copy_formants(s, f, bw);
 		set_fric(s, b, tract, voiced ? 0.8 : 1.3);
 		if (!voiced && onset) {
-			s = plan_add(p, SEG_ASP, uni(r, 0.025, 0.05) / rate, &oom);
+			s = plan_add(p, SEG_ASP, detrand_between(r, 0.025, 0.05) / rate, &oom);
 			if (!s)
 				return oom;
 			copy_formants(s, f, bw);
@@ -255,7 +244,7 @@ static int add_consonant(struct plan *p, struct detrand *r, double rate, double 
 static int plan_utterance(struct plan *p, const struct speech_synth_speaker *spk,
 			  struct detrand *r, size_t samples, double rate, double tract)
 {
-	double lead = uni(r, 0.08, 0.25) * FS, trail = uni(r, 0.08, 0.25) * FS;
+	double lead = detrand_between(r, 0.08, 0.25) * FS, trail = detrand_between(r, 0.08, 0.25) * FS;
 	double scale[NFORM];
 	int oom = 0;
 
@@ -282,7 +271,7 @@ static int plan_utterance(struct plan *p, const struct speech_synth_speaker *spk
 		bw[0] += 120.0 * spk->breathiness; /* an open glottis damps F1 */
 		if (detrand_uniform(r) < 0.65 && add_consonant(p, r, rate, tract, f, bw, 1))
 			break;
-		v = plan_add(p, SEG_VOWEL, uni(r, 0.08, 0.2) * (stressed ? 1.35 : 1.0) / rate, &oom);
+		v = plan_add(p, SEG_VOWEL, detrand_between(r, 0.08, 0.2) * (stressed ? 1.35 : 1.0) / rate, &oom);
 		if (!v)
 			break;
 		copy_formants(v, f, bw);
@@ -293,13 +282,13 @@ static int plan_utterance(struct plan *p, const struct speech_synth_speaker *spk
 			memcpy(v->f_end, g, sizeof(v->f_end));
 			memcpy(f, g, sizeof(g));
 		}
-		v->av = uni(r, 0.75, 1.0) * (stressed ? 1.0 : 0.8);
+		v->av = detrand_between(r, 0.75, 1.0) * (stressed ? 1.0 : 0.8);
 		v->ah = 0.0;
-		v->accent = stressed ? spk->f0_range_st * uni(r, 0.4, 1.0) : 0.0;
+		v->accent = stressed ? spk->f0_range_st * detrand_between(r, 0.4, 1.0) : 0.0;
 		if (detrand_uniform(r) < 0.3 && add_consonant(p, r, rate, tract, f, bw, 0))
 			break;
 		if (detrand_uniform(r) < 0.12 && p->pos + 0.4 * FS < p->limit) {
-			plan_add(p, SEG_PAUSE, uni(r, 0.12, 0.35) / rate, &oom);
+			plan_add(p, SEG_PAUSE, detrand_between(r, 0.12, 0.35) / rate, &oom);
 			p->phrase++;
 		}
 	}
@@ -342,7 +331,7 @@ static void f0_contour(const struct plan *p, const struct speech_synth_speaker *
 			double y = (double)(t - s->start) / (double)s->len;
 			st += s->accent * sin(M_PI * fmin(1.0, y * 0.8 + 0.1));
 		}
-		wander += -0.01 * wander + 0.08 * gauss(r);
+		wander += -0.01 * wander + 0.08 * gen_gauss(r);
 		track[i] = st + wander;
 	}
 	sm = track[0];
@@ -435,14 +424,14 @@ int speech_synth_utterance(const struct speech_synth_speaker *spk, uint64_t key,
 				   "utterance of %zu samples is too short to synthesize", samples);
 	detrand_init(&r, key);
 	/* This utterance's take on the voice. */
-	f0 = spk->f0_hz * exp2(0.6 * gauss(&r) / 12.0);
-	tract = spk->vtl_scale * (1.0 + 0.012 * gauss(&r));
-	rate = spk->rate * uni(&r, 0.9, 1.1);
-	breath = spk->breathiness * uni(&r, 0.8, 1.2);
-	level_db = uni(&r, -30.0, -20.0);
-	snr_db = uni(&r, 25.0, 40.0);
-	chan = uni(&r, -0.2, 0.4);
-	ncol = uni(&r, 0.0, 0.95);
+	f0 = spk->f0_hz * exp2(0.6 * gen_gauss(&r) / 12.0);
+	tract = spk->vtl_scale * (1.0 + 0.012 * gen_gauss(&r));
+	rate = spk->rate * detrand_between(&r, 0.9, 1.1);
+	breath = spk->breathiness * detrand_between(&r, 0.8, 1.2);
+	level_db = detrand_between(&r, -30.0, -20.0);
+	snr_db = detrand_between(&r, 25.0, 40.0);
+	chan = detrand_between(&r, -0.2, 0.4);
+	ncol = detrand_between(&r, 0.0, 0.95);
 
 	nblocks = (samples + BLOCK - 1) / BLOCK;
 	track = malloc(nblocks * sizeof(*track));
@@ -500,8 +489,8 @@ int speech_synth_utterance(const struct speech_synth_speaker *spk, uint64_t key,
 			ph += pf / FS;
 			if (ph >= 1.0) { /* a new glottal period: draw its jitter and shimmer */
 				ph -= floor(ph);
-				pf = track[b] * (1.0 + spk->jitter * gauss(&r));
-				pamp = 1.0 + spk->shimmer * gauss(&r);
+				pf = track[b] * (1.0 + spk->jitter * gen_gauss(&r));
+				pamp = 1.0 + spk->shimmer * gen_gauss(&r);
 			}
 			tau = ph / spk->open_quotient;
 			if (tau < 1.0) /* derivative of the KLGLOTT88 flow tau^2 - tau^3 */
