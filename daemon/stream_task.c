@@ -17,6 +17,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels say EINVAL */
+#endif
+
+/* A slot's first fill writes into shmem pages that do not exist yet, and a
+ * page fault for each 4 KiB was 9 % of the workers' time over the first
+ * batches of a 256 x 224^2 f16 stream (perf). One MADV_POPULATE_WRITE for
+ * the task's range allocates the same pages without the faults (a quarter
+ * less time for the first touch). Where the kernel cannot, the writes fault
+ * as before: nothing depends on it. */
+static void populate(uint8_t *p, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)p & ~((uintptr_t)page - 1);
+	uintptr_t b = ((uintptr_t)p + len + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+	(void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+}
 
 int stream_claim(struct stream *s, struct stream_task *t, uint32_t max)
 {
@@ -384,6 +404,9 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 	uint8_t *tensor = sl->base + s->geo.tensor_offset;
 	struct gpu_slot *gs = sl->on_gpu ? s->gslots[t->slot] : NULL;
 	double t0 = mono_s();
+	if (!gs && sl->seq < s->nslots && t->count)
+		populate(tensor + (size_t)t->first * s->geo.sample_bytes,
+			 (size_t)t->count * s->geo.sample_bytes);
 	/* A device slot is only handed out once its release completed
 	 * (SLOT_RELEASING): the client's GPU no longer reads it. */
 	for (uint32_t i = t->first; i < t->first + t->count; i++) {
