@@ -12,7 +12,12 @@
  * TurboJPEG decodes (tjDecompress2 to RGB) of a sample of the dataset's
  * images on one thread, read through proto/dsstore.h, times the daemon's
  * worker count (from STATUS). The dataset directory is found like feederd
- * finds it (`datasets` of its config file) unless --datasets names it. */
+ * finds it (`datasets` of its config file) unless --datasets names it.
+ * images/s counts from the first batch's arrival, as a DataLoader benchmark
+ * counts after its first batch (tests/bench/torch_images.py): start-up
+ * (connect, stream open, the first batch) is reported apart as startup_s,
+ * so a ratio between the two compares the same thing. The ring's first
+ * touch (page faults on slots 2..D) stays inside the measured window. */
 #include "status.h"
 
 #include "config.h"
@@ -81,6 +86,8 @@ struct bench_thread {
 	pthread_t tid;
 	double *waits_us;      /* one per feeder_stream_next that returned a batch */
 	uint64_t n, images, bytes, replacements;
+	uint64_t first_images;  /* in the first batch, before the measured window */
+	double t_first, t_end;  /* the first batch's arrival, the last one's */
 	int rc;
 	char err[512];
 };
@@ -136,6 +143,11 @@ static void *bench_run(void *arg)
 			snprintf(t->err, sizeof t->err, "%s", feeder_last_error(f));
 			break;
 		}
+		if (t->n == 0) {
+			t->t_first = now_s();
+			t->first_images = b.count;
+		}
+		t->t_end = now_s();
 		t->waits_us[t->n++] = waited * 1e6;
 		t->images += b.count;
 		t->bytes += b.bytes;
@@ -469,7 +481,8 @@ int main(int argc, char **argv)
 		pthread_join(th[k].tid, NULL);
 	double wall = now_s() - t0;
 
-	uint64_t n = 0, images = 0, bytes = 0, repl = 0;
+	uint64_t n = 0, images = 0, bytes = 0, repl = 0, steady_images = 0;
+	double first = 0, end = 0;
 	int failed = 0;
 	for (uint32_t k = 0; k < o.streams; k++) {
 		if (th[k].rc) {
@@ -479,6 +492,11 @@ int main(int argc, char **argv)
 		}
 		n += th[k].n;
 		images += th[k].images;
+		if (th[k].n > 1) {
+			steady_images += th[k].images - th[k].first_images;
+			first = first == 0 || th[k].t_first < first ? th[k].t_first : first;
+			end = th[k].t_end > end ? th[k].t_end : end;
+		}
 		bytes += th[k].bytes;
 		repl += th[k].replacements;
 	}
@@ -498,8 +516,14 @@ int main(int argc, char **argv)
 	double wait_mean = n ? wait_sum / (double)n : 0;
 	/* Nearest-rank p99. */
 	double wait_p99 = n ? waits[(size_t)ceil(0.99 * (double)n) - 1] : 0;
-	double ips = wall > 0 ? (double)images / wall : 0;
-	double mbps = wall > 0 ? (double)bytes / wall / 1e6 : 0;
+	/* The steady window runs from the earliest first batch to the last
+	 * batch; with one batch a stream there is none, and the whole run
+	 * counts. */
+	double startup = first > 0 ? first - t0 : wall;
+	double window = end - first;
+	int steady = steady_images > 0 && window > 0;
+	double ips = steady ? (double)steady_images / window : wall > 0 ? (double)images / wall : 0;
+	double mbps = ips * (images ? (double)bytes / (double)images : 0) / 1e6;
 
 	unsigned workers = o.workers ? o.workers : daemon_workers(o.socket);
 	double single = 0, ceiling = 0;
@@ -515,14 +539,15 @@ int main(int argc, char **argv)
 		printf("{\"dataset\": \"%s\", \"streams\": %u, \"batch\": %u, \"size\": %u, "
 		       "\"dtype\": \"%s\", \"layout\": \"%s\", \"train\": %s, \"slots\": %u, "
 		       "\"batches\": %" PRIu64 ", \"images\": %" PRIu64 ", \"bytes\": %" PRIu64
-		       ", \"seconds\": %.6f, \"images_per_s\": %.3f, \"mb_per_s\": %.3f, "
+		       ", \"seconds\": %.6f, \"startup_s\": %.6f, \"images_per_s\": %.3f, "
+		       "\"mb_per_s\": %.3f, "
 		       "\"wait_mean_us\": %.3f, \"wait_p99_us\": %.3f, \"replacements\": %" PRIu64
 		       ", \"workers\": %u, \"ceiling_single_thread_images_per_s\": %.3f, "
 		       "\"ceiling_sampled_images\": %u, \"ceiling_images_per_s\": %.3f, "
 		       "\"ratio_to_ceiling\": %.4f, \"ok\": %s}\n",
 		       o.dataset, o.streams, o.batch, o.size, dtype_name(o.dtype),
 		       o.layout == FEEDER_LAYOUT_NHWC ? "nhwc" : "nchw", o.train ? "true" : "false",
-		       o.slots, n, images, bytes, wall, ips, mbps, wait_mean, wait_p99, repl, workers,
+		       o.slots, n, images, bytes, wall, startup, ips, mbps, wait_mean, wait_p99, repl, workers,
 		       single, sampled, ceiling, ratio, failed ? "false" : "true");
 	} else {
 		printf("feeder-bench: %s, %u stream(s) x %" PRIu64 " batches of %u, %ux%u %s %s, %s, "
@@ -531,7 +556,10 @@ int main(int argc, char **argv)
 		       o.train ? "train" : "eval", o.slots);
 		printf("  consumed      %" PRIu64 " batches, %" PRIu64 " images in %.3f s\n", n, images,
 		       wall);
-		printf("  throughput    %.1f images/s, %.1f MB/s\n", ips, mbps);
+		printf("  start-up      %.3f s to the first batch (connect, open, first batch)\n",
+		       startup);
+		printf("  throughput    %.1f images/s, %.1f MB/s%s\n", ips, mbps,
+		       steady ? " after the first batch" : "");
 		printf("  wait          mean %.1f us, p99 %.1f us per feeder_stream_next\n", wait_mean,
 		       wait_p99);
 		printf("  replacements  %" PRIu64 "\n", repl);

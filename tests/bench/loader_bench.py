@@ -7,8 +7,9 @@ output), for tests/bench/vs_torch.sh.
         --dataset images --batch 256 --size 224 --dtype float16 --batches 15 \\
         --socket /run/feeder/feederd.sock
 
-Prints one JSON object: images_per_s (timed like feeder-bench: from connect
-to the last batch), overhead_us_per_batch (the time a batch spends in the
+Prints one JSON object: images_per_s (timed like feeder-bench and the
+PyTorch side: from the first batch's arrival to the last batch; startup_s is
+the time before, from connect), overhead_us_per_batch (the time a batch spends in the
 Python layer: each next() minus the time inside libfeeder calls, i.e. the
 cost Python adds over the C client), batches, and wait_us_per_batch (time
 inside libfeeder, mostly waiting for the daemon). The libfeeder calls are
@@ -82,6 +83,7 @@ def run(a, feeder, timed):
     timed.ns = 0
     n = images = 0
     in_next_ns = 0
+    first_ns = first_images = None
     epoch = 0
     while n < a.batches:
         it = iter(loader)
@@ -95,6 +97,8 @@ def run(a, feeder, timed):
             in_next_ns += clock() - t
             n += 1
             images += len(labels)
+            if first_ns is None:
+                first_ns, first_images = clock(), len(labels)
         else:
             break
         epoch += 1
@@ -104,8 +108,14 @@ def run(a, feeder, timed):
     if n == 0:
         print(json.dumps({"error": "no batch delivered"}))
         return 1
+    end_ns = t0 + wall_ns
+    if n > 1 and end_ns > first_ns:
+        ips = (images - first_images) / ((end_ns - first_ns) / 1e9)
+    else:
+        ips = images / (wall_ns / 1e9)
     print(json.dumps({
-        "images_per_s": round(images / (wall_ns / 1e9), 3),
+        "images_per_s": round(ips, 3),
+        "startup_s": round((first_ns - t0) / 1e9, 6),
         "overhead_us_per_batch": round((in_next_ns - timed.ns) / n / 1e3, 3),
         "batches": n,
         "images": images,

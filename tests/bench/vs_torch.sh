@@ -24,6 +24,9 @@ cd "$(dirname "$0")/../.."
 src=$(pwd)
 N=${1:-5000}
 BATCHES=${2:-15}
+# Every side times BATCHES batches after its first one (start-up: worker
+# fork or connect, stream open, the first batch), as torch_images.py does.
+consumed=$((BATCHES + 1))
 build=${FEEDER_BUILD:-$src/build}
 export FEEDER_BUILD=$build
 cores=$(nproc)
@@ -68,7 +71,7 @@ topper=$!
 rss() { awk '/^RssAnon/ {a = $2} /^RssFile/ {f = $2} END {print a, f}' "/proc/$daemon/status"; }
 read -r anon0 file0 < <(rss)
 fb=$("$build/tools/feeder-bench" --dataset images --batch 256 --size 224 --dtype f16 \
-  --batches "$BATCHES" --datasets "$work/datasets" --json)
+  --batches "$consumed" --datasets "$work/datasets" --json)
 read -r anon1 file1 < <(rss)
 # feeder_stream_next when the batch is already waiting: a consumer slower than the
 # daemon (50 ms of simulated compute per batch of 32), so the ring is full
@@ -77,11 +80,11 @@ fr=$("$build/tools/feeder-bench" --dataset images --batch 32 --size 224 --dtype 
   --batches 150 --hold-us 50000 --json)
 wait $topper || true
 fe=$("$build/tools/feeder-bench" --dataset images --batch 256 --size 224 --dtype f16 --eval \
-  --batches "$BATCHES" --datasets "$work/datasets" --json)
+  --batches "$consumed" --datasets "$work/datasets" --json)
 fu=$("$build/tools/feeder-bench" --dataset images_untiled --batch 256 --size 224 --dtype f16 \
-  --batches "$BATCHES" --datasets "$work/datasets" --json)
+  --batches "$consumed" --datasets "$work/datasets" --json)
 fue=$("$build/tools/feeder-bench" --dataset images_untiled --batch 256 --size 224 --dtype f16 --eval \
-  --batches "$BATCHES" --datasets "$work/datasets" --json)
+  --batches "$consumed" --datasets "$work/datasets" --json)
 echo "feeder-bench eval: $fe" >&2
 echo "feeder-bench untiled: $fu" >&2
 echo "feeder-bench untiled eval: $fue" >&2
@@ -93,7 +96,7 @@ echo "pytorch: $tb" >&2
 lb='{}'
 if [ -f "$build/client/python/feeder/__init__.py" ] && [ -f tests/bench/loader_bench.py ]; then
   lb=$(PYTHONPATH=$build/client/python /usr/bin/python3 tests/bench/loader_bench.py \
-    --dataset images --batch 256 --size 224 --dtype float16 --batches "$BATCHES" --socket "$work/s.sock")
+    --dataset images --batch 256 --size 224 --dtype float16 --batches "$consumed" --socket "$work/s.sock")
   echo "feeder.Loader: $lb" >&2
 fi
 /usr/bin/python3 - "$fb" "$tb" "$lb" "$fr" "$anon0" "$file0" "$anon1" "$file1" "$N" "$cores" "$fe" "$fu" "$fue" <<'PY'

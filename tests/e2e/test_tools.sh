@@ -57,6 +57,10 @@ for k in ("images_per_s", "mb_per_s", "wait_mean_us", "wait_p99_us", "ceiling_im
 assert b["batches"] == 12 and b["images"] == 48, b
 assert b["images_per_s"] > 0 and b["mb_per_s"] > 0 and b["ceiling_images_per_s"] > 0, b
 assert b["wait_p99_us"] >= b["wait_mean_us"] * 0.999 or b["batches"] < 100, b
+# images/s counts after each stream's first batch; start-up is apart
+assert 0 < b["startup_s"] < b["seconds"], b
+# (40 images after the two first batches, in at most seconds - startup_s)
+assert b["images_per_s"] * (b["seconds"] - b["startup_s"]) >= 40 * 0.999, b
 assert b["workers"] == 2, b
 # f16 32x32: 3*32*32*2 bytes per image
 assert b["bytes"] == 48 * 3 * 32 * 32 * 2, b
