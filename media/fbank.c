@@ -290,23 +290,58 @@ static inline __attribute__((always_inline)) float frame_stats(const struct fban
 	return need_energy ? (float)log(energy > FLT_EPSILON ? energy : FLT_EPSILON) : 0.0f;
 }
 
+/* gcc's generic vectors: AVX in the avx2 clone, SSE2 pairs in the other,
+ * the same arithmetic in both. vd4u is for loads and stores at any double
+ * boundary. */
+typedef double vd4 __attribute__((vector_size(32)));
+typedef double vd4u __attribute__((vector_size(32), aligned(8)));
+typedef long long vi4 __attribute__((vector_size(32)));
+typedef float vf4 __attribute__((vector_size(16)));
+typedef float vf4u __attribute__((vector_size(16), aligned(4)));
+
+/* A filter's sum clamped below at FLT_EPSILON, in float (a float log of
+ * the double sum: the rounding that mattered is the power spectrum's; the
+ * output is float anyway). */
+static inline __attribute__((always_inline)) float mel_clamp(double e)
+{
+	return e > FLT_EPSILON ? (float)e : FLT_EPSILON;
+}
+
 /* One frame's power spectrum into row (dim floats). */
 static inline __attribute__((always_inline)) void frame_finish(struct fbank *fb,
 								const double *power,
 								float log_energy, float *row)
 {
 	const int bins = fb->o.bins;
+	/* Each filter's four partial sums, then four filters' totals at a
+	 * time, (s0 + s1) + (s2 + s3) as before, by transposing: a horizontal
+	 * sum, a compare and a branch per filter were a sixth of the frame. */
+	vd4 acc[FBANK_NFFT_BINS];
 	for (int b = 0; b < bins; b++) {
 		const struct fbank_filter *f = &fb->filters[b];
 		const double *p = power + f->first;
-		double s[4] = {0, 0, 0, 0};
+		vd4 s = { 0, 0, 0, 0 };
 		for (int j = 0; j < f->len4; j += 4)
-			for (int k = 0; k < 4; k++)
-				s[k] += f->w[j + k] * p[j + k];
-		const double e = (s[0] + s[1]) + (s[2] + s[3]);
-		/* A float log of the double sum: the rounding that mattered is the
-		 * power spectrum's; the output is float anyway. */
-		fb->mel[b] = e > FLT_EPSILON ? (float)e : FLT_EPSILON;
+			s += *(const vd4u *)(f->w + j) * *(const vd4u *)(p + j);
+		acc[b] = s;
+	}
+	int b = 0;
+	const vd4 eps = { FLT_EPSILON, FLT_EPSILON, FLT_EPSILON, FLT_EPSILON };
+	for (; b + 4 <= bins; b += 4) {
+		const vd4 *v = acc + b;
+		const vd4 u01 = __builtin_shuffle(v[0], v[1], (vi4){ 0, 4, 2, 6 }) +
+				__builtin_shuffle(v[0], v[1], (vi4){ 1, 5, 3, 7 });
+		const vd4 u23 = __builtin_shuffle(v[2], v[3], (vi4){ 0, 4, 2, 6 }) +
+				__builtin_shuffle(v[2], v[3], (vi4){ 1, 5, 3, 7 });
+		vd4 e = __builtin_shuffle(u01, u23, (vi4){ 0, 1, 4, 5 }) +
+			__builtin_shuffle(u01, u23, (vi4){ 2, 3, 6, 7 });
+		const vi4 gt = e > eps; /* false for NaN, as in mel_clamp */
+		e = (vd4)(((vi4)e & gt) | ((vi4)eps & ~gt));
+		*(vf4u *)(fb->mel + b) = __builtin_convertvector(e, vf4);
+	}
+	for (; b < bins; b++) {
+		const vd4 s = acc[b];
+		fb->mel[b] = mel_clamp((s[0] + s[1]) + (s[2] + s[3]));
 	}
 	float *mel = fb->o.kind == FBANK_KIND_FBANK ? row : fb->mel;
 	for (int b = 0; b < bins; b++)
@@ -363,13 +398,33 @@ fbank_frame_pair(struct fbank *fb, const float *xa, const float *xb, float *row_
 		pa[k] = z[2 * k] * z[2 * k];
 		pb[k] = z[2 * k + 1] * z[2 * k + 1];
 	}
-#ifdef __SSE2__
-	/* gcc leaves the loop below scalar (the mirrored loads); one complex
-	 * value is one vector: s = Z[k] + Z[m], d = Z[k] - Z[m], then
+	/* gcc leaves the loop below scalar (the mirrored loads); two complex
+	 * values are one vector, Z[m] and Z[m-1] (m = N - k) swapped into the
+	 * order of Z[k], Z[k+1]: s = Z[k] + Z[m], d = Z[k] - Z[m], then
 	 * |A|^2 = s.re^2 + d.im^2 and |B|^2 = s.im^2 + d.re^2, the same
-	 * operations in the same order as the scalar loop. */
+	 * operations in the same order as the scalar loop; four bins a step,
+	 * so that A's and B's come apart into whole vectors. */
+	int k = 1;
+	const vd4 q4 = { 0.25, 0.25, 0.25, 0.25 };
+	for (; k + 4 <= FBANK_NFFT_BINS; k += 4) {
+		vd4 t[2];
+		for (int h = 0; h < 2; h++) {
+			const int kk = k + 2 * h;
+			const vd4 zk = *(const vd4u *)(z + 2 * kk);
+			const vd4 zm = __builtin_shuffle(*(const vd4u *)(z + 2 * (FBANK_FFT_LEN - kk - 1)),
+							 (vi4){ 2, 3, 0, 1 });
+			vd4 s = zk + zm, d = zk - zm;
+			s = s * s;
+			d = d * d;
+			t[h] = q4 * (s + __builtin_shuffle(d, (vi4){ 1, 0, 3, 2 }));
+		}
+		*(vd4u *)(pa + k) = __builtin_shuffle(t[0], t[1], (vi4){ 0, 2, 4, 6 });
+		*(vd4u *)(pb + k) = __builtin_shuffle(t[0], t[1], (vi4){ 1, 3, 5, 7 });
+	}
+#ifdef __SSE2__
+	/* the last bins, one complex value a vector */
 	const __m128d quarter = _mm_set1_pd(0.25);
-	for (int k = 1; k < FBANK_NFFT_BINS; k++) {
+	for (; k < FBANK_NFFT_BINS; k++) {
 		const __m128d zk = _mm_load_pd(z + 2 * k), zm = _mm_load_pd(z + 2 * (FBANK_FFT_LEN - k));
 		__m128d s = _mm_add_pd(zk, zm), d = _mm_sub_pd(zk, zm);
 		s = _mm_mul_pd(s, s);
@@ -379,7 +434,7 @@ fbank_frame_pair(struct fbank *fb, const float *xa, const float *xb, float *row_
 		_mm_storeh_pd(pb + k, t);
 	}
 #else
-	for (int k = 1; k < FBANK_NFFT_BINS; k++) {
+	for (; k < FBANK_NFFT_BINS; k++) {
 		const int m = FBANK_FFT_LEN - k;
 		const double ar = z[2 * k] + z[2 * m], ai = z[2 * k + 1] - z[2 * m + 1];
 		const double br = z[2 * k + 1] + z[2 * m + 1], bi = z[2 * k] - z[2 * m];
