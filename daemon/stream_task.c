@@ -4,6 +4,7 @@
  * GPU. The ring and the order of batches are stream.c's. */
 #include "stream_impl.h"
 
+#include "crc32c.h"
 #include "detrand.h"
 #include "gpu_ring.h"
 #include "gpu_slot.h"
@@ -80,7 +81,8 @@ void stream_worker_exit(void)
 }
 
 /* Fetch sample index of the stream's dataset: its header into smp and its
- * payload into scratch.buf, beginning the read transaction *txn if there is
+ * payload into scratch.buf, and the copy's CRC-32C into *crc (taken while
+ * copying: one pass), beginning the read transaction *txn if there is
  * none. Returns 0, a negative code with a sentence, or STREAM_IO_FAULT when
  * the mapping faulted (then *txn is ended and NULL, and *fault_off says
  * where). A fault inside the transaction's begin loses nothing: the
@@ -88,7 +90,8 @@ void stream_worker_exit(void)
  * *txn holds it before LMDB reads the map. */
 #define STREAM_IO_FAULT 2
 static int fetch(struct stream *s, struct dsstore_txn **txn, uint64_t index,
-		 struct dsformat_sample *smp, uint64_t *fault_off, char *err, size_t errlen)
+		 struct dsformat_sample *smp, uint32_t *crc, uint64_t *fault_off, char *err,
+		 size_t errlen)
 {
 	sigjmp_buf env;
 	if (sigsetjmp(env, 0) == 0) {
@@ -110,8 +113,8 @@ static int fetch(struct stream *s, struct dsstore_txn **txn, uint64_t index,
 						 "out of memory for a record of %u bytes", smp->payload_len);
 			}
 		}
-		if (rc == 0 && smp->payload_len)
-			memcpy(scratch.buf, payload, smp->payload_len);
+		if (rc == 0)
+			*crc = crc32c_copy(0, scratch.buf, payload, smp->payload_len);
 		mapguard_disarm();
 		return rc;
 	}
@@ -343,10 +346,11 @@ static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_wo
 	struct dsformat_sample smp;
 	int32_t wave_label = 0;
 	double t0 = mono_s();
-	int rc = fetch(s, txn, index, &smp, fault_off, err, errlen);
+	uint32_t crc = 0;
+	int rc = fetch(s, txn, index, &smp, &crc, fault_off, err, errlen);
 	const uint8_t *payload = scratch.buf;
 	if (rc == 0)
-		rc = dsformat_sample_verify(&smp, payload, err, errlen);
+		rc = dsformat_sample_crc_check(&smp, crc, err, errlen);
 	double t1 = mono_s();
 	stage_s[FEEDER_STAGE_READ] += t1 - t0;
 	if (rc)

@@ -93,54 +93,87 @@ static inline uint32_t hw_shift(uint32_t t[4][256], uint32_t c)
 }
 
 /* Three streams over the thirds of each 3 * block bytes at *p, while they
- * last; c is the register (not inverted). */
-__attribute__((target("sse4.2"))) static uint64_t hw_triple(uint64_t c, const unsigned char **pp,
-							     size_t *lenp, size_t block,
-							     uint32_t t[4][256])
+ * last, storing each word at *dp as well where copy is set (a constant in
+ * each caller, so each gets its own loop); c is the register (not
+ * inverted). The stores ride along: the crc32 instructions, not memory,
+ * set the pace. */
+__attribute__((target("sse4.2"), always_inline)) static inline uint64_t
+hw_triple(uint64_t c, const unsigned char **pp, unsigned char **dp, size_t *lenp, size_t block,
+	  uint32_t t[4][256], const int copy)
 {
 	const unsigned char *p = *pp;
+	unsigned char *d = *dp;
 	size_t len = *lenp;
 	while (len >= 3 * block) {
 		uint64_t c1 = 0, c2 = 0;
 		for (size_t i = 0; i < block; i += 8) {
-			uint64_t a, b, d;
-			memcpy(&a, p + i, 8);
-			memcpy(&b, p + block + i, 8);
-			memcpy(&d, p + 2 * block + i, 8);
-			c = __builtin_ia32_crc32di(c, a);
-			c1 = __builtin_ia32_crc32di(c1, b);
-			c2 = __builtin_ia32_crc32di(c2, d);
+			uint64_t w0, w1, w2;
+			memcpy(&w0, p + i, 8);
+			memcpy(&w1, p + block + i, 8);
+			memcpy(&w2, p + 2 * block + i, 8);
+			c = __builtin_ia32_crc32di(c, w0);
+			c1 = __builtin_ia32_crc32di(c1, w1);
+			c2 = __builtin_ia32_crc32di(c2, w2);
+			if (copy) {
+				memcpy(d + i, &w0, 8);
+				memcpy(d + block + i, &w1, 8);
+				memcpy(d + 2 * block + i, &w2, 8);
+			}
 		}
 		c = hw_shift(t, hw_shift(t, (uint32_t)c) ^ (uint32_t)c1) ^ (uint32_t)c2;
 		p += 3 * block;
+		if (copy)
+			d += 3 * block;
 		len -= 3 * block;
 	}
 	*pp = p;
+	*dp = d;
 	*lenp = len;
 	return c;
 }
 
-__attribute__((target("sse4.2")))
-static uint32_t crc32c_hw(uint32_t crc, const void *buf, size_t len)
+/* The CRC of len bytes at src, copied to dst where copy is set. */
+__attribute__((target("sse4.2"), always_inline)) static inline uint32_t
+hw_run(uint32_t crc, unsigned char *d, const unsigned char *p, size_t len, const int copy)
 {
-	const unsigned char *p = buf;
 	uint64_t c = ~crc;
 	while (len && ((uintptr_t)p & 7)) {
+		if (copy)
+			*d++ = *p;
 		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
 		len--;
 	}
-	c = hw_triple(c, &p, &len, HW_LONG, shift_long);
-	c = hw_triple(c, &p, &len, HW_SHORT, shift_short);
+	c = hw_triple(c, &p, &d, &len, HW_LONG, shift_long, copy);
+	c = hw_triple(c, &p, &d, &len, HW_SHORT, shift_short, copy);
 	while (len >= 8) {
 		uint64_t w;
 		memcpy(&w, p, 8);
+		if (copy) {
+			memcpy(d, &w, 8);
+			d += 8;
+		}
 		c = __builtin_ia32_crc32di(c, w);
 		p += 8;
 		len -= 8;
 	}
-	while (len--)
+	while (len--) {
+		if (copy)
+			*d++ = *p;
 		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+	}
 	return ~(uint32_t)c;
+}
+
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const void *buf,
+							     size_t len)
+{
+	return hw_run(crc, NULL, buf, len, 0);
+}
+
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw_copy(uint32_t crc, void *dst,
+								  const void *src, size_t len)
+{
+	return hw_run(crc, dst, src, len, 1);
 }
 #endif
 
@@ -169,4 +202,16 @@ uint32_t crc32c(uint32_t crc, const void *p, size_t len)
 		return crc32c_hw(crc, p, len);
 #endif
 	return crc32c_sw(crc, p, len);
+}
+
+uint32_t crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
+{
+#if defined(__x86_64__)
+	pthread_once(&hw_once, hw_probe);
+	if (have_hw)
+		return crc32c_hw_copy(crc, dst, src, len);
+#endif
+	if (len)
+		memcpy(dst, src, len);
+	return crc32c_sw(crc, dst, len);
 }

@@ -179,10 +179,16 @@ int dsformat_sample_decode(uint32_t version, const void *buf, size_t len,
 int dsformat_sample_verify(const struct dsformat_sample *s, const uint8_t *payload,
 			   char *err, size_t errlen)
 {
-	uint32_t c = crc32c(0, payload, s->payload_len);
-	if (c != s->crc)
+	return dsformat_sample_crc_check(s, crc32c(0, payload, s->payload_len), err, errlen);
+}
+
+int dsformat_sample_crc_check(const struct dsformat_sample *s, uint32_t computed, char *err,
+			      size_t errlen)
+{
+	if (computed != s->crc)
 		return status_fail(err, errlen, FEEDER_ECORRUPT,
-				   "payload damaged (CRC mismatch: stored %08x, computed %08x)", s->crc, c);
+				   "payload damaged (CRC mismatch: stored %08x, computed %08x)", s->crc,
+				   computed);
 	return 0;
 }
 

@@ -127,6 +127,11 @@ int dsformat_sample_decode(uint32_t version, const void *buf, size_t len,
 int dsformat_sample_verify(const struct dsformat_sample *s, const uint8_t *payload,
 			   char *err, size_t errlen);
 
+/* The same check for a CRC already computed (crc32c_copy's, over the copy
+ * the caller made of the payload). */
+int dsformat_sample_crc_check(const struct dsformat_sample *s, uint32_t computed, char *err,
+			      size_t errlen);
+
 /* 0 if sample s fits the dataset whose header is h: label below h->classes
  * (when classes > 0; a dataset without a label table has opaque labels);
  * for features, the header's dtype and feat_dim (readers size their output

@@ -3,7 +3,7 @@
  *
  * Opens a speech, a noise and an RIR dataset packed by `packer pack audio
  * --store wave` (proto/dsstore.h), and on one thread, without a daemon,
- * reads records as feederd's workers do (LMDB get, copy, CRC check: the
+ * reads records as feederd's workers do (LMDB get, copy with its CRC: the
  * daemon's READ stage) and calls wave_pipeline_run on them, the noise and
  * RIR records coming through a struct wave_sources whose get() reads and
  * checks them as daemon/stream_task.c's aux_get does (without the SIGBUS
@@ -30,6 +30,7 @@
  *                    [--aug 0|1] [--chunks N] [--warmup N] [--repeats R]
  *                    [--seed S] [--json]
  */
+#include "crc32c.h"
 #include "detrand.h"
 #include "dsformat.h"
 #include "dsstore.h"
@@ -79,12 +80,13 @@ static int src_read(struct src *s, uint64_t index, struct dsformat_sample *smp, 
 		else
 			s->buf = nb, s->cap = smp->payload_len;
 	}
-	if (rc == 0 && smp->payload_len)
-		memcpy(s->buf, payload, smp->payload_len);
+	uint32_t crc = 0;
+	if (rc == 0)
+		crc = crc32c_copy(0, s->buf, payload, smp->payload_len);
 	if (txn)
 		dsstore_txn_end(txn);
 	if (rc == 0)
-		rc = dsformat_sample_verify(smp, s->buf, err, errlen);
+		rc = dsformat_sample_crc_check(smp, crc, err, errlen);
 	if (rc == 0)
 		rc = dsformat_sample_check(&s->hdr, smp, err, errlen);
 	return rc;

@@ -32,6 +32,26 @@ int main(void)
 		for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
 			CHECKF(crc32c(0x1234u, big + off, lens[k]) == crc32c_sw(0x1234u, big + off, lens[k]),
 			       "off %zu len %zu", off, lens[k]);
+	/* crc32c_copy: the same CRC, and the bytes copied, no byte past them
+	 * written, at every alignment of source and destination. */
+	static unsigned char dst[sizeof(big) + 16];
+	for (size_t off = 0; off < 8; off++)
+		for (size_t doff = 0; doff < 8; doff += 3)
+			for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+				size_t n = lens[k];
+				memset(dst, 0xA5, sizeof dst);
+				uint32_t got = crc32c_copy(0x1234u, dst + doff, big + off, n);
+				CHECKF(got == crc32c_sw(0x1234u, big + off, n), "copy off %zu len %zu", off, n);
+				CHECKF(memcmp(dst + doff, big + off, n) == 0, "copy off %zu len %zu", off, n);
+				CHECKF(dst[doff + n] == 0xA5 && (doff == 0 || dst[doff - 1] == 0xA5),
+				       "copy off %zu len %zu wrote outside", off, n);
+			}
+	for (size_t len = 0; len <= 1024; len += 1 + len / 7) {
+		memset(dst, 0, sizeof dst);
+		CHECKF(crc32c_copy(7, dst + 1, buf + 3, len) == crc32c_sw(7, buf + 3, len) &&
+			       memcmp(dst + 1, buf + 3, len) == 0,
+		       "copy len %zu", len);
+	}
 	/* Incremental equals one-shot. */
 	uint32_t c = crc32c(0, buf, 100);
 	c = crc32c(c, buf + 100, 900);
