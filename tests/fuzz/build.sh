@@ -60,15 +60,20 @@ fi
 cflags=(-std=gnu11 -g -O1 -fno-omit-frame-pointer -Wall -Wextra -D_GNU_SOURCE
   -DFEEDER_VERSION='"fuzz"' "${inc[@]}")
 
-# Can this clang link a fuzzer at all? (Debian: libclang-rt-14-dev.)
+# Can this clang link a fuzzer at all? (Debian: libclang-rt-14-dev.) meson
+# runs the harnesses' tests at once, so each run probes with files of its
+# own: shared ones were removed by one probe under another's clang, which
+# then "could not link" and skipped its harness.
 probe=$out/.probe-ok
 if [ ! -f "$probe" ]; then
-  printf '#include <stdint.h>\n#include <stddef.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' >"$out/probe.c"
-  if ! "$cc" -fsanitize=fuzzer,address,undefined "$out/probe.c" -o "$out/probe" 2>"$out/probe.log"; then
-    echo "build.sh: $cc cannot link -fsanitize=fuzzer (install libclang-rt-dev): $(head -1 "$out/probe.log")" >&2
+  p=$out/probe.$$
+  printf '#include <stdint.h>\n#include <stddef.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' >"$p.c"
+  if ! "$cc" -fsanitize=fuzzer,address,undefined "$p.c" -o "$p" 2>"$p.log"; then
+    echo "build.sh: $cc cannot link -fsanitize=fuzzer (install libclang-rt-dev): $(head -1 "$p.log")" >&2
+    rm -f "$p" "$p.c" "$p.log"
     exit 77
   fi
-  rm -f "$out/probe" "$out/probe.c" "$out/probe.log"
+  rm -f "$p" "$p.c" "$p.log"
   touch "$probe"
 fi
 
