@@ -291,13 +291,21 @@ static inline __attribute__((always_inline)) float frame_stats(const struct fban
 }
 
 /* gcc's generic vectors: AVX in the avx2 clone, SSE2 pairs in the other,
- * the same arithmetic in both. vd4u is for loads and stores at any double
- * boundary. */
+ * the same arithmetic in both. vd4u and vf4u are for loads and stores of
+ * double and float arrays at any element boundary (may_alias: they read
+ * and write those arrays, as the intrinsics' own types do). */
 typedef double vd4 __attribute__((vector_size(32)));
-typedef double vd4u __attribute__((vector_size(32), aligned(8)));
+typedef double vd4u __attribute__((vector_size(32), aligned(8), may_alias));
 typedef long long vi4 __attribute__((vector_size(32)));
 typedef float vf4 __attribute__((vector_size(16)));
-typedef float vf4u __attribute__((vector_size(16), aligned(4)));
+typedef float vf4u __attribute__((vector_size(16), aligned(4), may_alias));
+/* Lanes of a (0-3) and b (4-7) by index; gcc and clang spell it apart. */
+#ifdef __clang__
+#define SHUF2(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
+#else
+#define SHUF2(a, b, i, j, k, l) __builtin_shuffle(a, b, (vi4){ i, j, k, l })
+#endif
+#define SHUF1(a, i, j, k, l) SHUF2(a, a, i, j, k, l)
 
 /* A filter's sum clamped below at FLT_EPSILON, in float (a float log of
  * the double sum: the rounding that mattered is the power spectrum's; the
@@ -329,12 +337,12 @@ static inline __attribute__((always_inline)) void frame_finish(struct fbank *fb,
 	const vd4 eps = { FLT_EPSILON, FLT_EPSILON, FLT_EPSILON, FLT_EPSILON };
 	for (; b + 4 <= bins; b += 4) {
 		const vd4 *v = acc + b;
-		const vd4 u01 = __builtin_shuffle(v[0], v[1], (vi4){ 0, 4, 2, 6 }) +
-				__builtin_shuffle(v[0], v[1], (vi4){ 1, 5, 3, 7 });
-		const vd4 u23 = __builtin_shuffle(v[2], v[3], (vi4){ 0, 4, 2, 6 }) +
-				__builtin_shuffle(v[2], v[3], (vi4){ 1, 5, 3, 7 });
-		vd4 e = __builtin_shuffle(u01, u23, (vi4){ 0, 1, 4, 5 }) +
-			__builtin_shuffle(u01, u23, (vi4){ 2, 3, 6, 7 });
+		const vd4 u01 = SHUF2(v[0], v[1], 0, 4, 2, 6) +
+				SHUF2(v[0], v[1], 1, 5, 3, 7);
+		const vd4 u23 = SHUF2(v[2], v[3], 0, 4, 2, 6) +
+				SHUF2(v[2], v[3], 1, 5, 3, 7);
+		vd4 e = SHUF2(u01, u23, 0, 1, 4, 5) +
+			SHUF2(u01, u23, 2, 3, 6, 7);
 		const vi4 gt = e > eps; /* false for NaN, as in mel_clamp */
 		e = (vd4)(((vi4)e & gt) | ((vi4)eps & ~gt));
 		*(vf4u *)(fb->mel + b) = __builtin_convertvector(e, vf4);
@@ -411,15 +419,14 @@ fbank_frame_pair(struct fbank *fb, const float *xa, const float *xb, float *row_
 		for (int h = 0; h < 2; h++) {
 			const int kk = k + 2 * h;
 			const vd4 zk = *(const vd4u *)(z + 2 * kk);
-			const vd4 zm = __builtin_shuffle(*(const vd4u *)(z + 2 * (FBANK_FFT_LEN - kk - 1)),
-							 (vi4){ 2, 3, 0, 1 });
+			const vd4 zm = SHUF1(*(const vd4u *)(z + 2 * (FBANK_FFT_LEN - kk - 1)), 2, 3, 0, 1);
 			vd4 s = zk + zm, d = zk - zm;
 			s = s * s;
 			d = d * d;
-			t[h] = q4 * (s + __builtin_shuffle(d, (vi4){ 1, 0, 3, 2 }));
+			t[h] = q4 * (s + SHUF1(d, 1, 0, 3, 2));
 		}
-		*(vd4u *)(pa + k) = __builtin_shuffle(t[0], t[1], (vi4){ 0, 2, 4, 6 });
-		*(vd4u *)(pb + k) = __builtin_shuffle(t[0], t[1], (vi4){ 1, 3, 5, 7 });
+		*(vd4u *)(pa + k) = SHUF2(t[0], t[1], 0, 2, 4, 6);
+		*(vd4u *)(pb + k) = SHUF2(t[0], t[1], 1, 3, 5, 7);
 	}
 #ifdef __SSE2__
 	/* the last bins, one complex value a vector */
