@@ -8,9 +8,6 @@
 
 #include <errno.h>
 #include <fftw3.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -406,7 +403,7 @@ fbank_frame_pair(struct fbank *fb, const float *xa, const float *xb, float *row_
 		pa[k] = z[2 * k] * z[2 * k];
 		pb[k] = z[2 * k + 1] * z[2 * k + 1];
 	}
-	/* gcc leaves the loop below scalar (the mirrored loads); two complex
+	/* gcc leaves a plain loop over k scalar (the mirrored loads); two complex
 	 * values are one vector, Z[m] and Z[m-1] (m = N - k) swapped into the
 	 * order of Z[k], Z[k+1]: s = Z[k] + Z[m], d = Z[k] - Z[m], then
 	 * |A|^2 = s.re^2 + d.im^2 and |B|^2 = s.im^2 + d.re^2, the same
@@ -428,19 +425,7 @@ fbank_frame_pair(struct fbank *fb, const float *xa, const float *xb, float *row_
 		*(vd4u *)(pa + k) = SHUF2(t[0], t[1], 0, 2, 4, 6);
 		*(vd4u *)(pb + k) = SHUF2(t[0], t[1], 1, 3, 5, 7);
 	}
-#ifdef __SSE2__
-	/* the last bins, one complex value a vector */
-	const __m128d quarter = _mm_set1_pd(0.25);
-	for (; k < FBANK_NFFT_BINS; k++) {
-		const __m128d zk = _mm_load_pd(z + 2 * k), zm = _mm_load_pd(z + 2 * (FBANK_FFT_LEN - k));
-		__m128d s = _mm_add_pd(zk, zm), d = _mm_sub_pd(zk, zm);
-		s = _mm_mul_pd(s, s);
-		d = _mm_mul_pd(d, d);
-		const __m128d t = _mm_mul_pd(quarter, _mm_add_pd(s, _mm_shuffle_pd(d, d, 1)));
-		_mm_storel_pd(pa + k, t);
-		_mm_storeh_pd(pb + k, t);
-	}
-#else
+	/* the last bins (FBANK_NFFT_BINS - 1 is not a multiple of 4) */
 	for (; k < FBANK_NFFT_BINS; k++) {
 		const int m = FBANK_FFT_LEN - k;
 		const double ar = z[2 * k] + z[2 * m], ai = z[2 * k + 1] - z[2 * m + 1];
@@ -448,7 +433,6 @@ fbank_frame_pair(struct fbank *fb, const float *xa, const float *xb, float *row_
 		pa[k] = 0.25 * (ar * ar + ai * ai);
 		pb[k] = 0.25 * (br * br + bi * bi);
 	}
-#endif
 	frame_finish(fb, fb->power[0], energy[0], row_a);
 	if (pair)
 		frame_finish(fb, fb->power[1], energy[1], row_b);
