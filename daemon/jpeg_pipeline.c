@@ -9,6 +9,7 @@
 #include "jpeg_pipeline.h"
 
 #include "detrand.h"
+#include "jpeg_huff.h"
 #include "jpeg_rules.h"
 #include "jpeg_tiles.h"
 #include "protocol.h"
@@ -33,6 +34,8 @@ struct jpeg_worker {
 	float *scratch;
 	size_t scratch_cap;
 	struct resize_axis ax, ay;
+	struct jpeg_huff *huff;       /* NULL: libjpeg's Huffman decoder */
+	int huff_off;                 /* jpeg_worker_set_huff(w, 0) */
 	struct jpeg_tiles_buf sub;    /* the crop's sub-image of a tiled JPEG */
 	uint32_t sub_x, sub_y;        /* its top-left pixel in the whole image */
 	uint64_t cuts;                /* samples decoded from a sub-image */
@@ -49,6 +52,11 @@ static double now_s(void)
 uint64_t jpeg_worker_cuts(const struct jpeg_worker *w)
 {
 	return w->cuts;
+}
+
+void jpeg_worker_set_huff(struct jpeg_worker *w, int on)
+{
+	w->huff_off = !on;
 }
 
 void jpeg_worker_take_times(struct jpeg_worker *w, double *decode_s, double *transform_s)
@@ -141,10 +149,13 @@ void jpeg_pipeline_plan(const struct feeder_jpeg_opts *p, uint32_t img_w, uint32
 int jpeg_worker_create(struct jpeg_worker **out, char *err, size_t errlen)
 {
 	struct jpeg_worker *w = calloc(1, sizeof *w);
-	if (!w)
+	if (!w || !(w->huff = jpeg_huff_create())) {
+		free(w);
 		return status_fail(err, errlen, -ENOMEM, "jpeg worker: out of memory");
+	}
 	if (setjmp(w->jerr.jump)) {
 		int rc = status_fail(err, errlen, -ENOMEM, "jpeg worker: %s", w->jerr.msg);
+		jpeg_huff_destroy(w->huff);
 		free(w);
 		return rc;
 	}
@@ -161,6 +172,7 @@ void jpeg_worker_destroy(struct jpeg_worker *w)
 	free(w->region);
 	free(w->scratch);
 	free(w->sub.data);
+	jpeg_huff_destroy(w->huff);
 	resize_axis_free(&w->ax);
 	resize_axis_free(&w->ay);
 	free(w);
@@ -330,6 +342,8 @@ static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p
 	JDIMENSION xoff = (JDIMENSION)(x0 - sx), cw = (JDIMENSION)(x1 - x0);
 	if (xoff > 0 || cw < (JDIMENSION)dw)
 		jpeg_crop_scanline(ci, &xoff, &cw); /* widens to iMCU boundaries */
+	if (!reference && !w->huff_off)
+		jpeg_huff_install(ci, w->huff);
 	resize_axis_rebase(&w->ax, (int32_t)xoff + sx);
 	resize_axis_rebase(&w->ay, y0);
 

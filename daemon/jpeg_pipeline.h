@@ -58,6 +58,10 @@ void jpeg_worker_take_times(struct jpeg_worker *w, double *decode_s, double *tra
  * intervals (media/jpeg_tiles.h) rather than from the whole image, since
  * it was created. */
 uint64_t jpeg_worker_cuts(const struct jpeg_worker *w);
+/* Whether w Huffman-decodes with media/jpeg_huff.h (on, the default) or
+ * with libjpeg's own decoder (off: for tests and benchmarks to compare).
+ * jpeg_pipeline_reference always uses libjpeg's. */
+void jpeg_worker_set_huff(struct jpeg_worker *w, int on);
 
 /* Decode, crop, resize, flip, normalize and write ONE sample of
  * jpeg_pipeline_sample_bytes(o) bytes at out (3 x height x width in o->layout

@@ -8,6 +8,7 @@
  * the call that set the jump (each public function sets its own). */
 #include "jpeg_decode.h"
 
+#include "jpeg_huff.h"
 #include "jpeg_rules.h"
 #include "status.h"
 
@@ -21,6 +22,7 @@
 struct jpeg_decoder {
 	struct jpeg_decompress_struct ci;
 	struct jpeg_rules_err err;
+	struct jpeg_huff *huff; /* feederd's Huffman decoder: the same verdicts */
 	uint8_t *row;  /* the one row of a check-only decode */
 	size_t row_cap;
 };
@@ -34,10 +36,13 @@ int jpeg_sniff(const uint8_t *p, size_t len)
 int jpeg_decoder_create(struct jpeg_decoder **out, char *err, size_t errlen)
 {
 	struct jpeg_decoder *d = calloc(1, sizeof(*d));
-	if (!d)
+	if (!d || !(d->huff = jpeg_huff_create())) {
+		free(d);
 		return status_fail(err, errlen, -ENOMEM, "JPEG decoder: out of memory");
+	}
 	if (setjmp(d->err.jump)) {
 		int rc = status_fail(err, errlen, -ENOMEM, "JPEG decoder: %s", d->err.msg);
+		jpeg_huff_destroy(d->huff);
 		free(d);
 		return rc;
 	}
@@ -51,6 +56,7 @@ void jpeg_decoder_destroy(struct jpeg_decoder *d)
 	if (!d)
 		return;
 	jpeg_destroy_decompress(&d->ci);
+	jpeg_huff_destroy(d->huff);
 	free(d->row);
 	free(d);
 }
@@ -111,6 +117,7 @@ int jpeg_decode_rgbx(struct jpeg_decoder *d, const uint8_t *jpeg, size_t len, un
 	ci->dct_method = JDCT_ISLOW;
 	ci->out_color_space = JCS_EXT_RGBX;
 	jpeg_start_decompress(ci);
+	jpeg_huff_install(ci, d->huff);
 	uint32_t w = ci->output_width, h = ci->output_height;
 	size_t stride = (size_t)w * 4;
 	if (pixels) {

@@ -7,7 +7,9 @@
  * refuses, or a dataset passes packer's checks and then fails in training;
  * so this decoder applies jpeg_rules.h, as daemon/jpeg_pipeline.c does (the
  * pixel limit, no CMYK, every libjpeg warning an error, at most
- * JPEG_RULES_MAX_SCANS progressive scans).
+ * JPEG_RULES_MAX_SCANS progressive scans) and Huffman-decodes with the
+ * same decoder (jpeg_huff.h), whose verdict on damaged data is stricter
+ * than libjpeg's in one case (bytes left over before a marker).
  *
  * A decoder holds libjpeg's state for one thread; calls on different
  * decoders may run at once. Errors are FEEDER_EDECODE with libjpeg's reason

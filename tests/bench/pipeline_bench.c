@@ -222,7 +222,7 @@ int main(int argc, char **argv)
 		tiled_bytes += r.len;
 	}
 	jpeg_tiler_destroy(tiler);
-	double ms[4][2];
+	double ms[6][2];
 	double full = rate_full_decode(&b);
 	double tr = rate_pipeline(&b, w, &train, jpeg_pipeline_run, out);
 	ms[0][0] = last_decode_ms, ms[0][1] = last_transform_ms;
@@ -234,6 +234,13 @@ int main(int argc, char **argv)
 	ms[2][0] = last_decode_ms, ms[2][1] = last_transform_ms;
 	double tev = rate_pipeline(&tb, w, &eval, jpeg_pipeline_run, out);
 	ms[3][0] = last_decode_ms, ms[3][1] = last_transform_ms;
+	/* the same two with libjpeg's own Huffman decoder (jpeg_huff.h) */
+	jpeg_worker_set_huff(w, 0);
+	double ltr = rate_pipeline(&tb, w, &train, jpeg_pipeline_run, out);
+	ms[4][0] = last_decode_ms, ms[4][1] = last_transform_ms;
+	double lev = rate_pipeline(&tb, w, &eval, jpeg_pipeline_run, out);
+	ms[5][0] = last_decode_ms, ms[5][1] = last_transform_ms;
+	jpeg_worker_set_huff(w, 1);
 	if (dir)
 		printf("%d JPEGs from %s (up to %dx%d)", b.n, dir, b.w, b.h);
 	else
@@ -254,6 +261,11 @@ int main(int argc, char **argv)
 	       "transform %.3f ms)\n", ttr, ttr / full, ms[2][0], ms[2][1]);
 	printf("  jpeg_pipeline_run eval    %8.0f images/s (%.2fx full decode; decode %.3f ms, "
 	       "transform %.3f ms)\n", tev, tev / full, ms[3][0], ms[3][1]);
+	printf("  the same with libjpeg's Huffman decoder:\n");
+	printf("  jpeg_pipeline_run train   %8.0f images/s (%.2fx full decode; decode %.3f ms, "
+	       "transform %.3f ms)\n", ltr, ltr / full, ms[4][0], ms[4][1]);
+	printf("  jpeg_pipeline_run eval    %8.0f images/s (%.2fx full decode; decode %.3f ms, "
+	       "transform %.3f ms)\n", lev, lev / full, ms[5][0], ms[5][1]);
 	for (int i = 0; i < b.n; i++)
 		free(tb.jpeg[i]);
 	free(out);

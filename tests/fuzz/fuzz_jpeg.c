@@ -12,7 +12,18 @@
  * sees any write past it. The seeds include JPEGs tiled by restart intervals
  * on a grid (jpegtran -restart), which the pipeline decodes through a cut
  * sub-image (media/jpeg_tiles.c): damaged tiling (a marker renumbered,
- * missing or added, offsets past the end) must be an error, not a crash. */
+ * missing or added, offsets past the end) must be an error, not a crash.
+ * The first parameter set runs twice more, Huffman-decoding with libjpeg's
+ * own decoder and with media/jpeg_huff.h (the worker's default), which must
+ * agree: the same output where both decode and so does libjpeg's decode of
+ * the whole image (jpeg_pipeline_reference: on a stream damaged further
+ * down, libjpeg's fast path can leave coefficients of an attempt it
+ * abandoned at a marker in the crop's blocks), and where only libjpeg decodes,
+ * jpeg_huff's reason must be one libjpeg checks only on some paths: bytes
+ * left over before a marker (only where it has not read ahead), an
+ * invalid Huffman code (its fast path, for JPEGs without restart markers,
+ * decodes one as a zero), a scan the file ends in (only where the crop
+ * makes libjpeg read to the end). */
 #include "protocol.h"
 #include "fuzz.h"
 
@@ -95,6 +106,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t key = 1469598103934665603ull;
 	for (size_t i = 0; i < size; i++)
 		key = (key ^ data[i]) * 1099511628211ull;
+	{
+		struct feeder_stream_opts p;
+		params_of(&psets[0], &p);
+		size_t bytes = jpeg_pipeline_sample_bytes(&p);
+		uint8_t *a = malloc(bytes), *b = malloc(bytes);
+		char berr[256] = "";
+		if (a && b) {
+			jpeg_worker_set_huff(w, 0);
+			int ra = jpeg_pipeline_run(w, &p, data, size, key, a, err, sizeof(err));
+			jpeg_worker_set_huff(w, 1);
+			int rb = jpeg_pipeline_run(w, &p, data, size, key, b, berr, sizeof(berr));
+			FUZZ_CHECK(rb != 0 || ra == 0, "jpeg_huff decoded what libjpeg refused: %s", err);
+			FUZZ_CHECK(ra != 0 || rb == 0 || strstr(berr, "extraneous bytes") ||
+					   strstr(berr, "bad Huffman code") ||
+					   strstr(berr, "Premature end of JPEG file"),
+				   "libjpeg decoded it, jpeg_huff said: %s", berr);
+			int same = ra == 0 && rb == 0 && !memcmp(a, b, bytes);
+			/* b is free now: the whole image through libjpeg */
+			if (ra == 0 && rb == 0 && !same)
+				FUZZ_CHECK(jpeg_pipeline_reference(w, &p, data, size, key, b, berr,
+								   sizeof(berr)) != 0,
+					   "jpeg_huff decoded other pixels");
+		}
+		free(a);
+		free(b);
+	}
 	for (size_t k = 0; k < N_PSETS; k++) {
 		struct feeder_stream_opts p;
 		params_of(&psets[k], &p);

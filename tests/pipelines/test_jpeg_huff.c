@@ -1,0 +1,357 @@
+/* test_jpeg_huff.c — media/jpeg_huff.h against libjpeg-turbo's own Huffman
+ * decoder.
+ *
+ *   1. Same pixels: photo-like JPEGs (jpeg_synth.h) of every chroma
+ *      subsampling TurboJPEG writes, odd and tiny sizes, and noise at
+ *      quality 100 (long codes and 10-bit values, the decoder's slow
+ *      lookups), each as TurboJPEG wrote it (standard tables, no restart
+ *      markers) and tiled by restart intervals (optimised tables, packer's
+ *      transcode): decoded by libjpeg with and without jpeg_huff at IDCT
+ *      scales 1/1 to 1/8 (1/8 decodes no AC coefficient), whole and
+ *      through jpeg_crop_scanline + jpeg_skip_scanlines: every row equal,
+ *      byte for byte. Progressive JPEGs are left to libjpeg.
+ *   2. Damaged data: thousands of random byte flips, cuts, insertions and
+ *      deletions in the entropy-coded data, decoded both ways under
+ *      jpeg_rules.h: whatever jpeg_huff decodes, libjpeg decodes to the
+ *      same pixels; whatever libjpeg refuses, jpeg_huff refuses. Where
+ *      libjpeg decodes and jpeg_huff refuses, the reason must be one that
+ *      libjpeg checks on some paths only (counted): bytes left over before
+ *      a marker (where it has not read ahead), an invalid Huffman code
+ *      (its fast path, taken without restart markers, decodes one as 0),
+ *      a truncated scan (only where it reads to the end).
+ *   3. The pipeline: jpeg_pipeline_run with jpeg_huff (the default) and
+ *      without writes identical samples, train and eval, tiled and not. */
+#include "check.h"
+#include "jpeg_huff.h"
+#include "jpeg_pipeline.h"
+#include "jpeg_rules.h"
+#include "jpeg_synth.h"
+#include "jpeg_tiles.h"
+#include "protocol.h"
+
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct src {
+	const char *name;
+	int w, h, subsamp, flags, quality, noise;
+};
+
+static const struct src sources[] = {
+	{ "420 500x375", 500, 375, TJSAMP_420, 0, 88, 0 },
+	{ "420 odd 333x251", 333, 251, TJSAMP_420, 0, 75, 0 },
+	{ "444 320x240", 320, 240, TJSAMP_444, 0, 95, 0 },
+	{ "422 301x199", 301, 199, TJSAMP_422, 0, 88, 0 },
+	{ "440 256x270", 256, 270, TJSAMP_440, 0, 88, 0 },
+	{ "411 403x117", 403, 117, TJSAMP_411, 0, 88, 0 },
+	{ "grey 287x311", 287, 311, TJSAMP_GRAY, 0, 88, 0 },
+	{ "420 tiny 9x7", 9, 7, TJSAMP_420, 0, 88, 0 },
+	{ "444 one pixel", 1, 1, TJSAMP_444, 0, 88, 0 },
+	{ "noise 444 q100 200x150", 200, 150, TJSAMP_444, 0, 100, 1 },
+	{ "noise 420 q100 257x161", 257, 161, TJSAMP_420, 0, 100, 1 },
+	{ "noise grey q100 130x90", 130, 90, TJSAMP_GRAY, 0, 100, 1 },
+	{ "420 progressive 240x180", 240, 180, TJSAMP_420, TJFLAG_PROGRESSIVE, 88, 0 },
+};
+#define NSRC (sizeof sources / sizeof sources[0])
+
+static uint8_t *encode(const struct src *s, unsigned seed, unsigned long *len)
+{
+	int ch = s->subsamp == TJSAMP_GRAY ? 1 : 3;
+	size_t n = (size_t)s->w * s->h * ch;
+	uint8_t *px = malloc(n);
+	CHECK(px);
+	jpeg_synth_pixels(px, s->w, s->h, ch, seed);
+	if (s->noise) {
+		uint32_t st = seed * 747796405u + 1u;
+		for (size_t i = 0; i < n; i++) {
+			st = st * 1664525u + 1013904223u;
+			px[i] = (uint8_t)(st >> 24);
+		}
+	}
+	tjhandle tj = tjInitCompress();
+	unsigned char *out = NULL;
+	*len = 0;
+	CHECK(tj && tjCompress2(tj, px, s->w, 0, s->h, ch == 1 ? TJPF_GRAY : TJPF_RGB, &out, len,
+				s->subsamp, s->quality, s->flags) == 0);
+	tjDestroy(tj);
+	free(px);
+	uint8_t *copy = malloc(*len);
+	CHECK(copy);
+	memcpy(copy, out, *len);
+	tjFree(out);
+	return copy;
+}
+
+struct dec {
+	struct jpeg_decompress_struct ci;
+	struct jpeg_rules_err err;
+	struct jpeg_huff *huff;
+};
+
+/* How a decode reads the image: IDCT scale 1/scale; with crop, columns
+ * from xoff (jpeg_crop_scanline widens to the iMCU) and rows from skip on. */
+struct how {
+	unsigned scale;
+	int crop;
+	uint32_t xoff, width, skip;
+};
+
+struct result {
+	int ok;          /* 1 decoded, 0 refused */
+	int installed;   /* jpeg_huff_install said 1 */
+	char msg[JMSG_LENGTH_MAX];
+	uint8_t *px;     /* rows of w RGBX pixels from row `first` on */
+	uint32_t w, rows;
+};
+
+static void result_free(struct result *r)
+{
+	free(r->px);
+	r->px = NULL;
+}
+
+/* The whole decode under jpeg_rules.h; every libjpeg call inside the
+ * setjmp scope. Fills r (r->px NULL on failure). */
+static void decode(struct dec *d, const uint8_t *j, size_t len, const struct how *how, int huff,
+		   struct result *r)
+{
+	struct jpeg_decompress_struct *ci = &d->ci;
+	memset(r, 0, sizeof *r);
+	uint8_t *volatile px = NULL;
+	if (setjmp(d->err.jump)) {
+		jpeg_abort_decompress(ci);
+		free(px);
+		snprintf(r->msg, sizeof r->msg, "%s", d->err.msg);
+		return;
+	}
+	jpeg_mem_src(ci, j, (unsigned long)len);
+	jpeg_read_header(ci, TRUE);
+	ci->scale_num = 1;
+	ci->scale_denom = how->scale;
+	ci->out_color_space = JCS_EXT_RGBX;
+	jpeg_start_decompress(ci);
+	JDIMENSION xoff = 0, w = ci->output_width, skip = 0;
+	if (how->crop) {
+		xoff = how->xoff % ci->output_width;
+		w = how->width % (ci->output_width - xoff) + 1;
+		skip = how->skip % ci->output_height;
+		jpeg_crop_scanline(ci, &xoff, &w);
+	}
+	if (huff)
+		r->installed = jpeg_huff_install(ci, d->huff);
+	if (skip)
+		jpeg_skip_scanlines(ci, skip);
+	uint32_t rows = ci->output_height - ci->output_scanline;
+	px = malloc((size_t)w * 4 * rows + 1);
+	CHECK(px);
+	while (ci->output_scanline < ci->output_height) {
+		JSAMPROW row = px + (size_t)(ci->output_scanline - (ci->output_height - rows)) * w * 4;
+		CHECK(jpeg_read_scanlines(ci, &row, 1) == 1);
+	}
+	jpeg_finish_decompress(ci);
+	r->ok = 1;
+	r->px = px;
+	r->w = w;
+	r->rows = rows;
+}
+
+static int same(const struct result *a, const struct result *b)
+{
+	return a->ok == b->ok && (!a->ok || (a->w == b->w && a->rows == b->rows &&
+					     !memcmp(a->px, b->px, (size_t)a->w * 4 * a->rows)));
+}
+
+static uint32_t rng_state = 12345;
+static uint32_t rnd(void)
+{
+	rng_state = rng_state * 1664525u + 1013904223u;
+	return rng_state >> 8;
+}
+
+/* Offset of the entropy-coded data: after the SOS segment. */
+static size_t scan_start(const uint8_t *j, size_t len)
+{
+	for (size_t i = 2; i + 4 <= len;) {
+		CHECK(j[i] == 0xFF);
+		size_t seg = (size_t)j[i + 2] << 8 | j[i + 3];
+		if (j[i + 1] == 0xDA)
+			return i + 2 + seg;
+		i += 2 + seg;
+	}
+	CHECK(!"no SOS");
+	return 0;
+}
+
+static unsigned same_pixels(struct dec *d, const uint8_t *j, size_t len, const char *name,
+			    int progressive)
+{
+	static const unsigned scales[] = { 1, 2, 4, 8 };
+	unsigned n = 0;
+	for (size_t s = 0; s < 4; s++)
+		for (int crop = 0; crop < 4; crop++) {
+			struct how how = { scales[s], crop > 0, rnd(), rnd(), rnd() };
+			struct result a, b;
+			decode(d, j, len, &how, 0, &a);
+			decode(d, j, len, &how, 1, &b);
+			CHECKF(a.ok, "%s: libjpeg refused it: %s", name, a.msg);
+			CHECKF(b.installed == !progressive, "%s: installed %d", name, b.installed);
+			CHECKF(same(&a, &b), "%s at 1/%u (crop %d): pixels differ (%s)", name,
+			       scales[s], crop, b.ok ? "decoded" : b.msg);
+			result_free(&a);
+			result_free(&b);
+			n++;
+		}
+	return n;
+}
+
+/* One random kind of damage to the entropy-coded data of j. */
+static uint8_t *damage(const uint8_t *j, size_t len, size_t *out_len)
+{
+	size_t s0 = scan_start(j, len), span = len - 2 - s0; /* keep EOI */
+	uint8_t *b = malloc(len + 1);
+	CHECK(b);
+	size_t at = s0 + rnd() % span;
+	switch (rnd() % 5) {
+	case 0: /* flip bits of a byte */
+	case 1:
+		memcpy(b, j, len);
+		b[at] ^= (uint8_t)(1 + rnd() % 255);
+		*out_len = len;
+		break;
+	case 2: /* cut short */
+		memcpy(b, j, at);
+		*out_len = at;
+		break;
+	case 3: /* a byte more */
+		memcpy(b, j, at);
+		b[at] = (uint8_t)(rnd() % 3 == 0 ? 0xFF : rnd());
+		memcpy(b + at + 1, j + at, len - at);
+		*out_len = len + 1;
+		break;
+	default: /* a byte less */
+		memcpy(b, j, at);
+		memcpy(b + at, j + at + 1, len - at - 1);
+		*out_len = len - 1;
+		break;
+	}
+	return b;
+}
+
+struct damage_counts {
+	unsigned tried, both_ok, both_refused, stricter;
+};
+
+static void damaged(struct dec *d, const uint8_t *j, size_t len, const char *name, unsigned n,
+		    struct damage_counts *c)
+{
+	for (unsigned i = 0; i < n; i++) {
+		size_t blen;
+		uint8_t *b = damage(j, len, &blen);
+		struct how how = { 1, 0, 0, 0, 0 };
+		struct result a, r;
+		decode(d, b, blen, &how, 0, &a);
+		decode(d, b, blen, &how, 1, &r);
+		c->tried++;
+		if (a.ok && !r.ok) {
+			CHECKF(strstr(r.msg, "extraneous bytes") || strstr(r.msg, "bad Huffman code") ||
+				       strstr(r.msg, "Premature end of JPEG file"),
+			       "%s damage %u: libjpeg decoded it, jpeg_huff said %s", name, i, r.msg);
+			c->stricter++;
+		} else if (a.ok) {
+			CHECKF(same(&a, &r), "%s damage %u: jpeg_huff decoded other pixels", name, i);
+			c->both_ok++;
+		} else if (r.ok) {
+			CHECKF(0, "%s damage %u: jpeg_huff decoded what libjpeg refused (%s)", name, i,
+			       a.msg);
+		} else {
+			c->both_refused++;
+		}
+		result_free(&a);
+		result_free(&r);
+		free(b);
+	}
+}
+
+static void pipeline_equal(const uint8_t *j, size_t len, const char *name)
+{
+	char err[256];
+	struct jpeg_worker *w;
+	CHECK(jpeg_worker_create(&w, err, sizeof err) == 0);
+	for (int train = 0; train < 2; train++) {
+		struct feeder_stream_opts o;
+		proto_opts_jpeg(&o, 64, train);
+		o.dtype = FEEDER_DTYPE_U8;
+		size_t n = jpeg_pipeline_sample_bytes(&o);
+		uint8_t *a = malloc(n), *b = malloc(n);
+		CHECK(a && b);
+		for (uint64_t key = 0; key < 24; key++) {
+			jpeg_worker_set_huff(w, 0);
+			CHECKF(jpeg_pipeline_run(w, &o, j, len, key, a, err, sizeof err) == 0, "%s: %s",
+			       name, err);
+			jpeg_worker_set_huff(w, 1);
+			CHECKF(jpeg_pipeline_run(w, &o, j, len, key, b, err, sizeof err) == 0, "%s: %s",
+			       name, err);
+			CHECKF(!memcmp(a, b, n), "%s: pipeline output differs (key %llu, train %d)",
+			       name, (unsigned long long)key, train);
+		}
+		free(a);
+		free(b);
+	}
+	jpeg_worker_destroy(w);
+}
+
+int main(void)
+{
+	struct dec d;
+	if (setjmp(d.err.jump))
+		CHECKF(0, "libjpeg: %s", d.err.msg);
+	jpeg_rules_create(&d.ci, &d.err);
+	d.huff = jpeg_huff_create();
+	CHECK(d.huff);
+	struct jpeg_tiler *t;
+	char err[256];
+	CHECKF(jpeg_tiler_create(&t, err, sizeof err) == 0, "%s", err);
+	const struct jpeg_tiles_policy pols[] = { { 1, 0 }, { 0, JPEG_TILES_BYTES } };
+	unsigned compared = 0, pipelines = 0;
+	struct damage_counts dc = { 0 };
+	for (size_t i = 0; i < NSRC; i++) {
+		const struct src *s = &sources[i];
+		int prog = (s->flags & TJFLAG_PROGRESSIVE) != 0;
+		unsigned long len;
+		uint8_t *j = encode(s, (unsigned)i + 7, &len);
+		compared += same_pixels(&d, j, len, s->name, prog);
+		if (!prog) {
+			damaged(&d, j, len, s->name, 150, &dc);
+			pipeline_equal(j, len, s->name);
+			pipelines++;
+		}
+		for (size_t k = 0; k < sizeof pols / sizeof pols[0]; k++) {
+			struct jpeg_tiles_result r;
+			CHECKF(jpeg_tiles_transcode(t, j, len, &pols[k], &r, err, sizeof err) == 0,
+			       "%s: %s", s->name, err);
+			char name[96];
+			snprintf(name, sizeof name, "%s tiled %u MCUs", s->name, r.restart);
+			compared += same_pixels(&d, r.data, r.len, name, 0);
+			damaged(&d, r.data, r.len, name, 150, &dc);
+			if (k == 1) {
+				pipeline_equal(r.data, r.len, name);
+				pipelines++;
+			}
+			free(r.data);
+		}
+		free(j);
+	}
+	jpeg_tiler_destroy(t);
+	jpeg_huff_destroy(d.huff);
+	jpeg_destroy_decompress(&d.ci);
+	printf("same pixels in %u decodes (4 scales x whole/cropped+skipped, %zu sources x "
+	       "untiled/tiled); %u damaged streams: %u decoded alike, %u refused by both, %u "
+	       "refused by jpeg_huff only (left-over bytes, invalid codes, truncation); pipeline output equal for %u "
+	       "JPEGs x 24 keys x train/eval\n",
+	       compared, NSRC, dc.tried, dc.both_ok, dc.both_refused, dc.stricter, pipelines);
+	CHECK(compared > 400 && dc.both_refused > 0 && dc.both_ok > 0);
+	return 0;
+}
