@@ -59,7 +59,13 @@ struct jpeg_huff {
 	int32_t last_dc[MAX_COMPS_IN_SCAN];
 	JCOEF scratch[DCTSIZE2]; /* AC values not wanted */
 	unsigned restarts_to_go;
-	uint64_t mcus_left;      /* in the scan */
+	uint64_t mcus_left;      /* in the scan, not yet decoded */
+	/* Paired intervals (decode_pair): two intervals' blocks, decoded
+	 * together, served to libjpeg one MCU a call. */
+	int pair;
+	JBLOCK *ahead;
+	size_t ahead_cap;        /* blocks */
+	unsigned ready, served;  /* MCUs in ahead, and handed out */
 };
 
 /* Zigzag to natural order; the 16 extra entries (63) absorb a run that
@@ -79,6 +85,8 @@ struct jpeg_huff *jpeg_huff_create(void)
 
 void jpeg_huff_destroy(struct jpeg_huff *h)
 {
+	if (h)
+		free(h->ahead);
 	free(h);
 }
 
@@ -254,62 +262,110 @@ static inline int decode_symbol(struct bit_reader *b, const struct huff_table *t
 	return t->huffval[idx];
 }
 
+/* A block's DC difference, added to *last (when wanted) and written to
+ * block[0] (when there is a block). */
 static inline __attribute__((always_inline)) void
-decode_block(j_decompress_ptr ci, struct jpeg_huff *h, struct bit_reader *b, int blkn,
-	     JCOEF *block)
+decode_dc(j_decompress_ptr ci, struct bit_reader *b, const struct huff_table *dc, int needed,
+	  int32_t *last, JCOEF *block)
 {
-	const struct huff_table *dc = h->dc_of[blkn], *ac = h->ac_of[blkn];
 	if (b->bits < 32)
 		refill(b);
 	int s = decode_symbol(b, dc);
 	if (s < 0 || s > 11) /* 8-bit DC differences have at most 11 bits */
 		corrupt(ci, JWRN_HUFF_BAD_CODE);
 	int32_t diff = 0;
-	if (s) /* libjpeg's DC tables have symbols 0..15 */
+	if (s)
 		diff = extend(get_bits(b, s), s);
-	if (h->dc_needed[blkn]) {
-		int c = h->comp_of[blkn];
+	if (needed) {
 		/* wraps like libjpeg's int on corrupt data, without the UB */
-		h->last_dc[c] = (int32_t)((uint32_t)h->last_dc[c] + (uint32_t)diff);
+		*last = (int32_t)((uint32_t)*last + (uint32_t)diff);
 		if (block)
-			block[0] = (JCOEF)h->last_dc[c];
+			block[0] = (JCOEF)*last;
 	}
+}
+
+/* One AC symbol of a block into out (natural order), *k the next
+ * coefficient: returns nonzero when the block has ended (end of block, or
+ * its 63rd coefficient). A run past the 63rd leaves *k above 64: the
+ * standard has no such block (libjpeg writes it to the 63rd, natural[]
+ * above, on one path and elsewhere on another), see ac_done. */
+static inline __attribute__((always_inline)) int
+ac_step(j_decompress_ptr ci, struct bit_reader *b, const struct huff_table *ac, int *k,
+	JCOEF *out)
+{
+	if (b->bits < 32)
+		refill(b);
+	int32_t e = ac->ac[b->buf >> (64 - FAST_BITS)];
+	if (__builtin_expect(e != 0, 1)) {
+		int kk = *k + ((e >> 8) & 15);
+		b->buf <<= e & 63;
+		b->bits -= e & 63;
+		out[natural[kk]] = (JCOEF)(e >> 16);
+		*k = kk + 1;
+		return kk + 1 >= DCTSIZE2;
+	}
+	int rs = decode_symbol(b, ac);
+	if (rs < 0)
+		corrupt(ci, JWRN_HUFF_BAD_CODE);
+	int r = rs >> 4, s = rs & 15;
+	if (s > 10) /* 8-bit AC values have at most 10 bits */
+		corrupt(ci, JWRN_HUFF_BAD_CODE);
+	if (s) {
+		int kk = *k + r;
+		out[natural[kk]] = (JCOEF)extend(get_bits(b, s), s);
+		*k = kk + 1;
+		return kk + 1 >= DCTSIZE2;
+	}
+	if (r != 15)
+		return 1;
+	*k += 16;
+	return *k >= DCTSIZE2;
+}
+
+static inline void ac_done(j_decompress_ptr ci, int k)
+{
+	if (k > DCTSIZE2)
+		corrupt(ci, JWRN_HUFF_BAD_CODE);
+}
+
+static inline __attribute__((always_inline)) void
+decode_block(j_decompress_ptr ci, struct jpeg_huff *h, struct bit_reader *b, int blkn,
+	     JCOEF *block)
+{
+	decode_dc(ci, b, h->dc_of[blkn], h->dc_needed[blkn], &h->last_dc[h->comp_of[blkn]], block);
 	/* AC values nobody reads (rows skipped, a 1/8 IDCT) go to scratch, so
 	 * that the loop has no branch on it */
 	JCOEF *out = block && h->ac_needed[blkn] ? block : h->scratch;
 	int k = 1;
-	for (; k < DCTSIZE2; k++) {
-		if (b->bits < 32)
-			refill(b);
-		int32_t e = ac->ac[b->buf >> (64 - FAST_BITS)];
-		if (e) {
-			k += (e >> 8) & 15;
-			b->buf <<= e & 63;
-			b->bits -= e & 63;
-			out[natural[k]] = (JCOEF)(e >> 16);
-			continue;
-		}
-		int rs = decode_symbol(b, ac);
-		if (rs < 0)
-			corrupt(ci, JWRN_HUFF_BAD_CODE);
-		int r = rs >> 4;
-		s = rs & 15;
-		if (s > 10) /* 8-bit AC values have at most 10 bits */
-			corrupt(ci, JWRN_HUFF_BAD_CODE);
-		if (s) {
-			k += r;
-			out[natural[k]] = (JCOEF)extend(get_bits(b, s), s);
-		} else {
-			if (r != 15)
-				break;
-			k += 15;
-		}
+	while (!ac_step(ci, b, h->ac_of[blkn], &k, out))
+		;
+	ac_done(ci, k);
+}
+
+/* Block blkn of two intervals at once, a symbol of one and then of the
+ * other: each interval is a stream of its own (its DC predictions start
+ * at 0), and a symbol's decode waits on the one before it (its length
+ * says where the next begins), so two streams keep the core busy where
+ * one leaves it waiting on that chain. */
+static inline __attribute__((always_inline)) void
+decode_two(j_decompress_ptr ci, struct jpeg_huff *h, int blkn, struct bit_reader *ra,
+	   int32_t *dca, JCOEF *oa, struct bit_reader *rb, int32_t *dcb, JCOEF *ob)
+{
+	const struct huff_table *dc = h->dc_of[blkn], *ac = h->ac_of[blkn];
+	int c = h->comp_of[blkn];
+	decode_dc(ci, ra, dc, 1, &dca[c], oa);
+	decode_dc(ci, rb, dc, 1, &dcb[c], ob);
+	int ka = 1, kb = 1, da = 0, db = 0;
+	while (!(da | db)) {
+		da = ac_step(ci, ra, ac, &ka, oa);
+		db = ac_step(ci, rb, ac, &kb, ob);
 	}
-	/* A run past the 63rd coefficient (k ends above 64): the standard has
-	 * no such block; libjpeg writes it to the 63rd (natural[] above) on
-	 * one path and elsewhere on another. */
-	if (k > DCTSIZE2)
-		corrupt(ci, JWRN_HUFF_BAD_CODE);
+	while (!da)
+		da = ac_step(ci, ra, ac, &ka, oa);
+	while (!db)
+		db = ac_step(ci, rb, ac, &kb, ob);
+	ac_done(ci, ka);
+	ac_done(ci, kb);
 }
 
 /* At the end of an interval or of the scan: the segment must be used up
@@ -352,9 +408,76 @@ static void restart(j_decompress_ptr ci, struct jpeg_huff *h)
 	h->restarts_to_go = ci->restart_interval;
 }
 
+/* The marker at end (a segment's end) must be the restart marker libjpeg
+ * expects next, as its read_restart_marker checks (a wrong one is its
+ * resync warning); returns where the next interval's data begin. */
+static const uint8_t *next_interval(j_decompress_ptr ci, const uint8_t *end, const uint8_t *lim)
+{
+	const uint8_t *q = end + 1;
+	while (q < lim && *q == 0xFF)
+		q++;
+	int want = JPEG_RST0 + ci->marker->next_restart_num;
+	if (q >= lim || *q != want) {
+		ci->err->msg_parm.i[0] = q < lim ? *q : 0;
+		ci->err->msg_parm.i[1] = ci->marker->next_restart_num;
+		corrupt(ci, JWRN_MUST_RESYNC);
+	}
+	ci->marker->next_restart_num = (ci->marker->next_restart_num + 1) & 7;
+	return q + 1;
+}
+
+/* Decode the next two intervals (one, at the scan's end) into h->ahead,
+ * two streams at once (decode_two); h->br is at the first one's data. */
+static void fill_pair(j_decompress_ptr ci, struct jpeg_huff *h)
+{
+	unsigned bpm = (unsigned)ci->blocks_in_MCU, ri = ci->restart_interval;
+	unsigned na = h->mcus_left < ri ? (unsigned)h->mcus_left : ri;
+	h->mcus_left -= na;
+	unsigned nb = h->mcus_left < ri ? (unsigned)h->mcus_left : ri;
+	h->mcus_left -= nb;
+	struct bit_reader ra = h->br, rb = { 0 };
+	if (nb)
+		reader_start(ci, &rb, next_interval(ci, ra.end, ra.lim), ra.lim);
+	JBLOCK *a = h->ahead, *b = h->ahead + (size_t)na * bpm;
+	memset(h->ahead, 0, (size_t)(na + nb) * bpm * sizeof(JBLOCK));
+	int32_t dca[MAX_COMPS_IN_SCAN] = { 0 }, dcb[MAX_COMPS_IN_SCAN] = { 0 };
+	unsigned both = na < nb ? na : nb;
+	for (unsigned m = 0; m < both; m++)
+		for (unsigned blkn = 0; blkn < bpm; blkn++)
+			decode_two(ci, h, (int)blkn, &ra, dca, a[m * bpm + blkn], &rb, dcb,
+				   b[m * bpm + blkn]);
+	for (unsigned m = both; m < na; m++)
+		for (unsigned blkn = 0; blkn < bpm; blkn++) {
+			decode_dc(ci, &ra, h->dc_of[blkn], 1, &dca[h->comp_of[blkn]], a[m * bpm + blkn]);
+			int k = 1;
+			while (!ac_step(ci, &ra, h->ac_of[blkn], &k, a[m * bpm + blkn]))
+				;
+			ac_done(ci, k);
+		}
+	if ((ra.pad && ra.bits < 8 * ra.pad) || (rb.pad && rb.bits < 8 * rb.pad))
+		corrupt(ci, JWRN_HIT_MARKER); /* used bits past a segment */
+	segment_done(ci, &ra);
+	if (nb)
+		segment_done(ci, &rb);
+	struct bit_reader *last = nb ? &rb : &ra;
+	if (h->mcus_left) /* the scan goes on after the marker */
+		reader_start(ci, &h->br, next_interval(ci, last->end, last->lim), last->lim);
+	h->ready = na + nb;
+	h->served = 0;
+}
+
 static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *data)
 {
 	struct jpeg_huff *h = (struct jpeg_huff *)ci->client_data;
+	if (h->pair) {
+		if (h->served == h->ready)
+			fill_pair(ci, h);
+		const JBLOCK *src = h->ahead + (size_t)h->served++ * (size_t)ci->blocks_in_MCU;
+		if (data)
+			for (int blkn = 0; blkn < ci->blocks_in_MCU; blkn++)
+				memcpy(data[blkn], src[blkn], sizeof(JBLOCK));
+		return TRUE;
+	}
 	if (ci->restart_interval) {
 		if (h->restarts_to_go == 0)
 			restart(ci, h);
@@ -405,6 +528,24 @@ int jpeg_huff_install(struct jpeg_decompress_struct *ci, struct jpeg_huff *h)
 	}
 	h->restarts_to_go = ci->restart_interval;
 	h->mcus_left = (uint64_t)ci->MCUs_per_row * ci->MCU_rows_in_scan;
+	/* Paired intervals where there are intervals to pair and the two fit
+	 * in a few tens of KB (packer's tiles: a few MCUs each). Each block is
+	 * decoded whole there (the AC of a 1/8 IDCT, of skipped rows too):
+	 * the IDCT reads what it needs. */
+	h->pair = 0;
+	h->ready = h->served = 0;
+	size_t need = (size_t)2 * ci->restart_interval * (size_t)ci->blocks_in_MCU;
+	if (ci->restart_interval && ci->restart_interval <= 32 &&
+	    h->mcus_left > ci->restart_interval) {
+		if (need > h->ahead_cap) {
+			JBLOCK *p = realloc(h->ahead, need * sizeof(JBLOCK));
+			if (p) {
+				h->ahead = p;
+				h->ahead_cap = need;
+			}
+		}
+		h->pair = need <= h->ahead_cap;
+	}
 	reader_start(ci, &h->br, ci->src->next_input_byte,
 		     ci->src->next_input_byte + ci->src->bytes_in_buffer);
 	ci->client_data = h;
