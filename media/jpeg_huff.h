@@ -22,7 +22,10 @@
  * damaged streams that this decoder refuses; and a value size 8-bit data
  * cannot have (a damaged table) is an invalid code here. A truncated scan
  * is refused before the first row, where libjpeg refuses it only if the
- * rows it is asked for make it read to the end.
+ * rows it is asked for make it read to the end. Restart intervals are
+ * decoded two at a time (two streams keep the core busier than one), so
+ * damage in the interval after the last one a crop needs refuses the crop,
+ * where libjpeg, reading a few bytes ahead, may decode it.
  *
  * Only for the memory source (jpeg_mem_src) and single-scan 8-bit
  * Huffman JPEGs; jpeg_huff_install leaves anything else to libjpeg. */
