@@ -19,6 +19,9 @@
  *      a marker (where it has not read ahead), an invalid Huffman code
  *      (its fast path, taken without restart markers, decodes one as 0),
  *      a truncated scan (only where it reads to the end).
+ *      Also JPEGs libjpeg compressed with restart intervals of 7 MCUs (the
+ *      last one short), 50 (past what jpeg_huff decodes two at a time) and
+ *      1.
  *   3. The pipeline: jpeg_pipeline_run with jpeg_huff (the default) and
  *      without writes identical samples, train and eval, tiled and not. */
 #include "check.h"
@@ -56,6 +59,43 @@ static const struct src sources[] = {
 	{ "420 progressive 240x180", 240, 180, TJSAMP_420, TJFLAG_PROGRESSIVE, 88, 0 },
 };
 #define NSRC (sizeof sources / sizeof sources[0])
+
+/* The same photo-like pixels compressed by libjpeg with restart_interval
+ * MCUs an interval (which need not divide the MCU count, unlike packer's
+ * tiles): a short last interval, and intervals too long to pair. */
+static uint8_t *encode_restart(int w, int h, unsigned restart, unsigned seed, unsigned long *len)
+{
+	uint8_t *px = malloc((size_t)w * h * 3);
+	CHECK(px);
+	jpeg_synth_pixels(px, w, h, 3, seed);
+	struct jpeg_compress_struct c;
+	struct jpeg_error_mgr e;
+	c.err = jpeg_std_error(&e);
+	jpeg_create_compress(&c);
+	unsigned char *out = NULL;
+	*len = 0;
+	jpeg_mem_dest(&c, &out, len);
+	c.image_width = (JDIMENSION)w;
+	c.image_height = (JDIMENSION)h;
+	c.input_components = 3;
+	c.in_color_space = JCS_RGB;
+	jpeg_set_defaults(&c);
+	jpeg_set_quality(&c, 90, TRUE);
+	c.restart_interval = restart;
+	jpeg_start_compress(&c, TRUE);
+	while (c.next_scanline < c.image_height) {
+		JSAMPROW row = px + (size_t)c.next_scanline * w * 3;
+		jpeg_write_scanlines(&c, &row, 1);
+	}
+	jpeg_finish_compress(&c);
+	jpeg_destroy_compress(&c);
+	free(px);
+	uint8_t *copy = malloc(*len);
+	CHECK(copy);
+	memcpy(copy, out, *len);
+	free(out);
+	return copy;
+}
 
 static uint8_t *encode(const struct src *s, unsigned seed, unsigned long *len)
 {
@@ -344,11 +384,25 @@ int main(void)
 		}
 		free(j);
 	}
+	/* restart intervals of 7 MCUs over 23 x 15 (the last one short: 345 =
+	 * 49 x 7 + 2), of 50 (too long to pair: one at a time) and of 1 */
+	static const unsigned restarts[] = { 7, 50, 1 };
+	for (size_t i = 0; i < 3; i++) {
+		unsigned long len;
+		uint8_t *j = encode_restart(361, 233, restarts[i], 40 + (unsigned)i, &len);
+		char name[64];
+		snprintf(name, sizeof name, "libjpeg restart %u 361x233", restarts[i]);
+		compared += same_pixels(&d, j, len, name, 0);
+		damaged(&d, j, len, name, 150, &dc);
+		pipeline_equal(j, len, name);
+		pipelines++;
+		free(j);
+	}
 	jpeg_tiler_destroy(t);
 	jpeg_huff_destroy(d.huff);
 	jpeg_destroy_decompress(&d.ci);
 	printf("same pixels in %u decodes (4 scales x whole/cropped+skipped, %zu sources x "
-	       "untiled/tiled); %u damaged streams: %u decoded alike, %u refused by both, %u "
+	       "untiled/tiled, 3 with libjpeg's restart intervals); %u damaged streams: %u decoded alike, %u refused by both, %u "
 	       "refused by jpeg_huff only (left-over bytes, invalid codes, truncation); pipeline output equal for %u "
 	       "JPEGs x 24 keys x train/eval\n",
 	       compared, NSRC, dc.tried, dc.both_ok, dc.both_refused, dc.stricter, pipelines);
