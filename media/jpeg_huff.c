@@ -32,9 +32,10 @@ struct huff_table {
 	 * low bits is the shift count as it is (x86 masks it to 6 bits), which
 	 * takes an instruction off the chain from one symbol to the next. */
 	uint16_t fast[1 << FAST_BITS];
-	/* AC only: a code and its value bits within FAST_BITS in one entry
-	 * (ac_entry); 0 when not so short. (Two codes and values an entry,
-	 * where they fit, decoded fewer entries but ran 10 % slower.) */
+	/* A code and its value bits within FAST_BITS in one entry (ac_entry;
+	 * for DC tables the value is the difference, the run 0); 0 when not
+	 * so short. (Two AC codes and values an entry, where they fit, decoded
+	 * fewer entries but ran 10 % slower.) */
 	int32_t ac[1 << FAST_BITS];
 	/* longer codes: a code of length l, left-aligned in 16 bits, is below
 	 * maxcode[l]; its symbol is huffval[(code >> (16 - l)) + delta[l]] */
@@ -127,11 +128,14 @@ static void build_table(struct huff_table *t, const JHUFF_TBL *src, int ac)
 			for (uint32_t j = 0; j < n; j++) {
 				uint8_t sym = src->huffval[k];
 				t->fast[first + j] = (uint16_t)(sym << 8 | l);
-				int run = sym >> 4, size = sym & 15;
-				if (!ac || size == 0 || l + size > FAST_BITS)
+				/* DC symbols are sizes alone (a difference of 0 bits is
+				 * 0); AC ones a run and a size, 0 for the end of block
+				 * or a run of 16, which the slow path takes */
+				int run = ac ? sym >> 4 : 0, size = ac ? sym & 15 : sym;
+				if ((ac && size == 0) || size > 11 || l + size > FAST_BITS)
 					continue;
 				uint32_t v = ((first + j) >> (FAST_BITS - l - size)) & ((1u << size) - 1);
-				t->ac[first + j] = ac_entry(l + size, run, extend(v, size));
+				t->ac[first + j] = ac_entry(l + size, run, size ? extend(v, size) : 0);
 			}
 		}
 		t->maxcode[l] = code << (16 - l);
@@ -270,12 +274,18 @@ decode_dc(j_decompress_ptr ci, struct bit_reader *b, const struct huff_table *dc
 {
 	if (b->bits < 32)
 		refill(b);
-	int s = decode_symbol(b, dc);
-	if (s < 0 || s > 11) /* 8-bit DC differences have at most 11 bits */
-		corrupt(ci, JWRN_HUFF_BAD_CODE);
-	int32_t diff = 0;
-	if (s)
-		diff = extend(get_bits(b, s), s);
+	int32_t diff = 0, e = dc->ac[b->buf >> (64 - FAST_BITS)];
+	if (e) {
+		b->buf <<= e & 63;
+		b->bits -= e & 63;
+		diff = e >> 16;
+	} else {
+		int s = decode_symbol(b, dc);
+		if (s < 0 || s > 11) /* 8-bit DC differences have at most 11 bits */
+			corrupt(ci, JWRN_HUFF_BAD_CODE);
+		if (s)
+			diff = extend(get_bits(b, s), s);
+	}
 	if (needed) {
 		/* wraps like libjpeg's int on corrupt data, without the UB */
 		*last = (int32_t)((uint32_t)*last + (uint32_t)diff);
