@@ -98,7 +98,10 @@ static inline int32_t extend(uint32_t v, int s)
 }
 
 /* An AC entry: bits 0-5 the bits of the code and its value (a shift
- * count as it is), 8-11 the run, 16-31 the value. */
+ * count as it is), 8-11 the run, 16-31 the value; or AC_EOB and the bits
+ * of the end-of-block code. */
+#define AC_EOB 0x80u
+
 static int32_t ac_entry(int len, int run, int32_t v)
 {
 	return (int32_t)((uint32_t)v << 16 | (uint32_t)run << 8 | (uint32_t)len);
@@ -132,6 +135,10 @@ static void build_table(struct huff_table *t, const JHUFF_TBL *src, int ac)
 				 * 0); AC ones a run and a size, 0 for the end of block
 				 * or a run of 16, which the slow path takes */
 				int run = ac ? sym >> 4 : 0, size = ac ? sym & 15 : sym;
+				if (ac && sym == 0) { /* end of block */
+					t->ac[first + j] = (int32_t)(AC_EOB | (uint32_t)l);
+					continue;
+				}
 				if ((ac && size == 0) || size > 11 || l + size > FAST_BITS)
 					continue;
 				uint32_t v = ((first + j) >> (FAST_BITS - l - size)) & ((1u << size) - 1);
@@ -310,6 +317,8 @@ ac_step(j_decompress_ptr ci, struct bit_reader *b, const struct huff_table *ac, 
 		int kk = *k + ((e >> 8) & 15);
 		b->buf <<= e & 63;
 		b->bits -= e & 63;
+		if (e & AC_EOB)
+			return 1;
 		out[natural[kk]] = (JCOEF)(e >> 16);
 		*k = kk + 1;
 		return kk + 1 >= DCTSIZE2;
