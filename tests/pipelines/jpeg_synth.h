@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <turbojpeg.h>
 
 /* Fill w x h x channels pixels (channels 3: RGB, 1: grey). */
@@ -36,6 +37,27 @@ static inline void jpeg_synth_pixels(uint8_t *px, int w, int h, int channels, un
 					(uint8_t)(val < 0 ? 0 : val > 255 ? 255 : val + 0.5);
 			}
 		}
+}
+
+/* Compress w x h x channels pixels (3: RGB; 1: grey, subsamp TJSAMP_GRAY)
+ * with TurboJPEG flags (TJFLAG_PROGRESSIVE, ...); returns a malloc'ed
+ * copy (free with free) and its length, or NULL. */
+static inline uint8_t *jpeg_synth_compress(const uint8_t *px, int w, int h, int channels,
+					   int subsamp, int quality, int flags, unsigned long *len)
+{
+	tjhandle tj = tjInitCompress();
+	unsigned char *out = NULL;
+	*len = 0;
+	int rc = tj ? tjCompress2(tj, px, w, 0, h, channels == 1 ? TJPF_GRAY : TJPF_RGB, &out, len,
+				  subsamp, quality, flags)
+		    : -1;
+	if (tj)
+		tjDestroy(tj);
+	uint8_t *copy = rc ? NULL : malloc(*len);
+	if (copy)
+		memcpy(copy, out, *len);
+	tjFree(out);
+	return copy;
 }
 
 /* Encode a synthetic image; returns a tjAlloc'ed buffer (free with tjFree)

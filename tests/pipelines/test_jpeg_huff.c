@@ -111,18 +111,10 @@ static uint8_t *encode(const struct src *s, unsigned seed, unsigned long *len)
 			px[i] = (uint8_t)(st >> 24);
 		}
 	}
-	tjhandle tj = tjInitCompress();
-	unsigned char *out = NULL;
-	*len = 0;
-	CHECK(tj && tjCompress2(tj, px, s->w, 0, s->h, ch == 1 ? TJPF_GRAY : TJPF_RGB, &out, len,
-				s->subsamp, s->quality, s->flags) == 0);
-	tjDestroy(tj);
+	uint8_t *j = jpeg_synth_compress(px, s->w, s->h, ch, s->subsamp, s->quality, s->flags, len);
+	CHECK(j);
 	free(px);
-	uint8_t *copy = malloc(*len);
-	CHECK(copy);
-	memcpy(copy, out, *len);
-	tjFree(out);
-	return copy;
+	return j;
 }
 
 struct dec {

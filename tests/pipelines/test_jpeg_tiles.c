@@ -60,18 +60,10 @@ static uint8_t *encode(const struct src *s, unsigned seed, unsigned long *len)
 	uint8_t *px = malloc((size_t)s->w * s->h * ch);
 	CHECK(px);
 	jpeg_synth_pixels(px, s->w, s->h, ch, seed);
-	tjhandle tj = tjInitCompress();
-	unsigned char *out = NULL;
-	*len = 0;
-	CHECK(tj && tjCompress2(tj, px, s->w, 0, s->h, ch == 1 ? TJPF_GRAY : TJPF_RGB, &out, len,
-				s->subsamp, 88, s->flags) == 0);
-	tjDestroy(tj);
+	uint8_t *j = jpeg_synth_compress(px, s->w, s->h, ch, s->subsamp, 88, s->flags, len);
+	CHECK(j);
 	free(px);
-	uint8_t *copy = malloc(*len);
-	CHECK(copy);
-	memcpy(copy, out, *len);
-	tjFree(out);
-	return copy;
+	return j;
 }
 
 static struct jpeg_decoder *dec;
