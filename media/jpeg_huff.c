@@ -5,8 +5,9 @@
  * once per MCU in scan order with blocks_in_MCU zeroed blocks, or with NULL
  * when the rows are being skipped; it writes each block's coefficients in
  * natural order, not dequantized; it handles the restart markers itself
- * (read_restart_marker reads and checks one at the source's position);
- * after the last MCU libjpeg reads the next marker from the source. The
+ * (libjpeg's own checks each with read_restart_marker; next_interval here
+ * checks the same); after the last MCU libjpeg reads the next marker from
+ * the source. The
  * source is a memory buffer, so the whole entropy-coded segment up to its
  * marker is in view: the reader finds the segment's end once and loads
  * eight bytes at a time where none of them is 0xFF. */
@@ -32,11 +33,11 @@ struct huff_table {
 	 * low bits is the shift count as it is (x86 masks it to 6 bits), which
 	 * takes an instruction off the chain from one symbol to the next. */
 	uint16_t fast[1 << FAST_BITS];
-	/* A code and its value bits within FAST_BITS in one entry (ac_entry;
-	 * for DC tables the value is the difference, the run 0); 0 when not
-	 * so short. (Two AC codes and values an entry, where they fit, decoded
-	 * fewer entries but ran 10 % slower.) */
-	int32_t ac[1 << FAST_BITS];
+	/* A code and its value bits within FAST_BITS in one entry
+	 * (joint_entry; for DC tables the value is the difference, the run 0);
+	 * 0 when not so short. (Two AC codes and values an entry, where they
+	 * fit, decoded fewer entries but ran 10 % slower.) */
+	int32_t joint[1 << FAST_BITS];
 	/* longer codes: a code of length l, left-aligned in 16 bits, is below
 	 * maxcode[l]; its symbol is huffval[(code >> (16 - l)) + delta[l]] */
 	uint32_t maxcode[18];
@@ -61,7 +62,7 @@ struct jpeg_huff {
 	JCOEF scratch[DCTSIZE2]; /* AC values not wanted */
 	unsigned restarts_to_go;
 	uint64_t mcus_left;      /* in the scan, not yet decoded */
-	/* Paired intervals (decode_pair): two intervals' blocks, decoded
+	/* Paired intervals (fill_pair): two intervals' blocks, decoded
 	 * together, served to libjpeg one MCU a call. */
 	int pair;
 	JBLOCK *ahead;
@@ -97,12 +98,12 @@ static inline int32_t extend(uint32_t v, int s)
 	return v < (1u << (s - 1)) ? (int32_t)v - (int32_t)(1u << s) + 1 : (int32_t)v;
 }
 
-/* An AC entry: bits 0-5 the bits of the code and its value (a shift
+/* A joint entry: bits 0-5 the bits of the code and its value (a shift
  * count as it is), 8-11 the run, 16-31 the value; or AC_EOB and the bits
  * of the end-of-block code. */
 #define AC_EOB 0x80u
 
-static int32_t ac_entry(int len, int run, int32_t v)
+static int32_t joint_entry(int len, int run, int32_t v)
 {
 	return (int32_t)((uint32_t)v << 16 | (uint32_t)run << 8 | (uint32_t)len);
 }
@@ -119,7 +120,7 @@ static void build_table(struct huff_table *t, const JHUFF_TBL *src, int ac)
 	memcpy(t->bits, src->bits, sizeof t->bits);
 	memcpy(t->huffval, src->huffval, sizeof t->huffval);
 	memset(t->fast, 0, sizeof t->fast);
-	memset(t->ac, 0, sizeof t->ac);
+	memset(t->joint, 0, sizeof t->joint);
 	uint32_t code = 0;
 	int k = 0;
 	for (int l = 1; l <= 16; l++) {
@@ -136,13 +137,13 @@ static void build_table(struct huff_table *t, const JHUFF_TBL *src, int ac)
 				 * or a run of 16, which the slow path takes */
 				int run = ac ? sym >> 4 : 0, size = ac ? sym & 15 : sym;
 				if (ac && sym == 0) { /* end of block */
-					t->ac[first + j] = (int32_t)(AC_EOB | (uint32_t)l);
+					t->joint[first + j] = (int32_t)(AC_EOB | (uint32_t)l);
 					continue;
 				}
 				if ((ac && size == 0) || size > 11 || l + size > FAST_BITS)
 					continue;
 				uint32_t v = ((first + j) >> (FAST_BITS - l - size)) & ((1u << size) - 1);
-				t->ac[first + j] = ac_entry(l + size, run, size ? extend(v, size) : 0);
+				t->joint[first + j] = joint_entry(l + size, run, size ? extend(v, size) : 0);
 			}
 		}
 		t->maxcode[l] = code << (16 - l);
@@ -193,7 +194,8 @@ static void reader_start(j_decompress_ptr ci, struct bit_reader *b, const uint8_
 }
 
 /* Load until at least 57 bits are in the buffer; past the segment's end,
- * zero bytes (counted in pad: using them is an error, see mcu_done). */
+ * zero bytes (counted in pad: using them is an error, checked after each
+ * MCU or interval). */
 static inline void refill(struct bit_reader *b)
 {
 	while (b->bits <= 56) {
@@ -235,12 +237,12 @@ static inline uint32_t get_bits(struct bit_reader *b, int s)
 }
 
 /* The corrupt-data warnings libjpeg would give, which end the decode under
- * jpeg_rules.h; an error manager whose warnings return gets an error. */
-/* An invalid code is always an error here, and so is a symbol that 8-bit
- * data cannot have (more than 11 bits of DC difference or 10 of AC value);
+ * jpeg_rules.h; an error manager whose warnings return gets an error. An
+ * invalid code is always an error here, and so is a symbol that 8-bit
+ * data cannot have (more than 11 bits of DC difference or 10 of AC value):
  * libjpeg's fast path (no restart markers) decodes an invalid code as
- * symbol 0 and goes on, and it decodes some of those symbols (which a
- * damaged table can hold) to other values than the standard's. */
+ * symbol 0 and goes on, and some of those symbols (which a damaged table
+ * can hold) to other values than the standard's. */
 static void corrupt(j_decompress_ptr ci, int code)
 {
 	/* msg_parm as the caller set it */
@@ -281,7 +283,7 @@ decode_dc(j_decompress_ptr ci, struct bit_reader *b, const struct huff_table *dc
 {
 	if (b->bits < 32)
 		refill(b);
-	int32_t diff = 0, e = dc->ac[b->buf >> (64 - FAST_BITS)];
+	int32_t diff = 0, e = dc->joint[b->buf >> (64 - FAST_BITS)];
 	if (e) {
 		b->buf <<= e & 63;
 		b->bits -= e & 63;
@@ -312,7 +314,7 @@ ac_step(j_decompress_ptr ci, struct bit_reader *b, const struct huff_table *ac, 
 {
 	if (b->bits < 32)
 		refill(b);
-	int32_t e = ac->ac[b->buf >> (64 - FAST_BITS)];
+	int32_t e = ac->joint[b->buf >> (64 - FAST_BITS)];
 	if (__builtin_expect(e != 0, 1)) {
 		int kk = *k + ((e >> 8) & 15);
 		b->buf <<= e & 63;
@@ -410,18 +412,16 @@ static void segment_done(j_decompress_ptr ci, const struct bit_reader *b)
 	ci->src->bytes_in_buffer = (size_t)(b->lim - b->end);
 }
 
-/* At a restart marker: what libjpeg's process_restart does. Its
- * read_restart_marker reads the marker at the source's position and
- * checks its number (a wrong one is libjpeg's resync warning: an error
- * here). */
+static const uint8_t *next_interval(j_decompress_ptr ci, const uint8_t *end,
+				    const uint8_t *lim);
+
+/* At a restart marker: what libjpeg's process_restart does (the marker
+ * checked as its read_restart_marker does, next_interval below). */
 static void restart(j_decompress_ptr ci, struct jpeg_huff *h)
 {
 	struct bit_reader *b = &h->br;
 	segment_done(ci, b);
-	if (!(*ci->marker->read_restart_marker)(ci))
-		corrupt(ci, JWRN_HIT_MARKER); /* a suspending source: not ours */
-	reader_start(ci, b, ci->src->next_input_byte,
-		     ci->src->next_input_byte + ci->src->bytes_in_buffer);
+	reader_start(ci, b, next_interval(ci, b->end, b->lim), b->lim);
 	for (int c = 0; c < ci->comps_in_scan; c++)
 		h->last_dc[c] = 0;
 	h->restarts_to_go = ci->restart_interval;
