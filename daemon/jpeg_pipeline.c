@@ -34,7 +34,7 @@ struct jpeg_worker {
 	float *scratch;
 	size_t scratch_cap;
 	struct resize_axis ax, ay;
-	struct jpeg_huff *huff;       /* NULL: libjpeg's Huffman decoder */
+	struct jpeg_huff *huff;       /* media/jpeg_huff.h's decoder state */
 	int huff_off;                 /* jpeg_worker_set_huff(w, 0) */
 	struct jpeg_tiles_buf sub;    /* the crop's sub-image of a tiled JPEG */
 	uint32_t sub_x, sub_y;        /* its top-left pixel in the whole image */
