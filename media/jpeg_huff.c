@@ -349,14 +349,13 @@ static inline void ac_done(j_decompress_ptr ci, int k)
 		corrupt(ci, JWRN_HUFF_BAD_CODE);
 }
 
+/* Block blkn of an MCU on its own: its DC into block (with last_dc[] the
+ * predictions, dc_needed as libjpeg's), its AC values into out. */
 static inline __attribute__((always_inline)) void
-decode_block(j_decompress_ptr ci, struct jpeg_huff *h, struct bit_reader *b, int blkn,
-	     JCOEF *block)
+decode_block(j_decompress_ptr ci, const struct jpeg_huff *h, struct bit_reader *b, int blkn,
+	     int32_t *last_dc, int dc_needed, JCOEF *block, JCOEF *out)
 {
-	decode_dc(ci, b, h->dc_of[blkn], h->dc_needed[blkn], &h->last_dc[h->comp_of[blkn]], block);
-	/* AC values nobody reads (rows skipped, a 1/8 IDCT) go to scratch, so
-	 * that the loop has no branch on it */
-	JCOEF *out = block && h->ac_needed[blkn] ? block : h->scratch;
+	decode_dc(ci, b, h->dc_of[blkn], dc_needed, &last_dc[h->comp_of[blkn]], block);
 	int k = 1;
 	while (!ac_step(ci, b, h->ac_of[blkn], &k, out))
 		;
@@ -466,13 +465,9 @@ static void fill_pair(j_decompress_ptr ci, struct jpeg_huff *h)
 			decode_two(ci, h, (int)blkn, &ra, dca, a[m * bpm + blkn], &rb, dcb,
 				   b[m * bpm + blkn]);
 	for (unsigned m = both; m < na; m++)
-		for (unsigned blkn = 0; blkn < bpm; blkn++) {
-			decode_dc(ci, &ra, h->dc_of[blkn], 1, &dca[h->comp_of[blkn]], a[m * bpm + blkn]);
-			int k = 1;
-			while (!ac_step(ci, &ra, h->ac_of[blkn], &k, a[m * bpm + blkn]))
-				;
-			ac_done(ci, k);
-		}
+		for (unsigned blkn = 0; blkn < bpm; blkn++)
+			decode_block(ci, h, &ra, (int)blkn, dca, 1, a[m * bpm + blkn],
+				     a[m * bpm + blkn]);
 	if ((ra.pad && ra.bits < 8 * ra.pad) || (rb.pad && rb.bits < 8 * rb.pad))
 		corrupt(ci, JWRN_HIT_MARKER); /* used bits past a segment */
 	segment_done(ci, &ra);
@@ -504,8 +499,13 @@ static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *data)
 	}
 	/* in registers for the MCU (a longjmp from corrupt() drops it) */
 	struct bit_reader br = h->br;
-	for (int blkn = 0; blkn < ci->blocks_in_MCU; blkn++)
-		decode_block(ci, h, &br, blkn, data ? data[blkn][0] : NULL);
+	for (int blkn = 0; blkn < ci->blocks_in_MCU; blkn++) {
+		JCOEF *block = data ? data[blkn][0] : NULL;
+		/* AC values nobody reads (rows skipped, a 1/8 IDCT) go to
+		 * scratch, so that the loop has no branch on it */
+		decode_block(ci, h, &br, blkn, h->last_dc, h->dc_needed[blkn], block,
+			     block && h->ac_needed[blkn] ? block : h->scratch);
+	}
 	if (br.pad && br.bits < 8 * br.pad)
 		corrupt(ci, JWRN_HIT_MARKER); /* used bits past the segment */
 	h->br = br;
