@@ -8,6 +8,7 @@
 #include "status.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -304,10 +305,31 @@ int feeder_connect(const char *path, int timeout_ms, struct feeder **out)
 	return rc;
 }
 
+/* Tell the daemon that f's streams are closed, without waiting for it (a
+ * daemon that does not read must not hold us): every batch goes with the
+ * mappings, so their slots may go back at once. A connection closed without
+ * this is a client that may still hold batches (its slots stay charged
+ * until it exits). */
+static void close_all_quietly(struct feeder *f)
+{
+	if (f->dead || f->sock < 0 || fcntl(f->sock, F_SETFL, O_NONBLOCK) != 0)
+		return;
+	char err[ERR_MAX];
+	for (struct feeder_stream *s = f->streams; s; s = s->next) {
+		if (!s->geo.stream || s->closing)
+			continue;
+		struct proto_msg m = { .type = PROTO_CLOSE_STREAM };
+		m.u.close.stream = s->geo.stream;
+		if (sockmsg_send_msg(f->sock, &m, -1, err, sizeof err) != 0)
+			return;
+	}
+}
+
 void feeder_disconnect(struct feeder *f)
 {
 	if (!f)
 		return;
+	close_all_quietly(f);
 	while (f->streams)
 		stream_free(f->streams);
 	if (f->sock >= 0)

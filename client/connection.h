@@ -22,15 +22,19 @@
 
 enum slot_state { SLOT_DAEMON = 0, SLOT_QUEUED = 1, SLOT_HELD = 2 };
 
-/* The ring of a stream on a connection that was lost (the daemon restarted):
- * kept mapped until the stream closes, because the caller may still hold, or
- * point into, batches of it. */
+/* The ring of a stream on a connection that was lost (the daemon restarted)
+ * while the caller holds batches of it: kept (memfd, mapping, device ring)
+ * until the last of them is released, then retired: its pages and
+ * descriptors go, and only an empty read-only mapping of its address range
+ * stays until the stream closes, so that a stale pointer into a released
+ * batch (a Python view kept too long) reads zeros instead of faulting. */
 struct old_ring {
 	struct old_ring *next;
 	uint8_t *ring;
 	uint64_t size;
 	uint32_t slots, held;
-	uint8_t *state;
+	uint8_t *state;                  /* NULL once retired */
+	struct fcuda_ring *dev;          /* the device ring its device batches are in */
 	int fd, pinned;
 };
 
@@ -48,7 +52,7 @@ struct feeder_stream {
 	uint8_t *ring;
 	int readonly;
 	int pinned;                      /* the ring is registered with CUDA */
-	int want_pin;                    /* feeder_stream_pin was called: pin reopened rings too */
+	int want_pin;                    /* feeder_stream_pin succeeded: pin reopened rings too */
 	struct fcuda_ring *dev;          /* FEEDER_MEMORY_DEVICE: the opened device ring */
 	uint8_t *dev_base;               /* its tensor buffer here */
 	uint64_t dev_stride;             /* bytes between slots' tensors */

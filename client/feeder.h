@@ -83,7 +83,9 @@ struct feeder_stream_info {
 
 /* A zero-copy view of one ready batch. data points into the shared ring and
  * is writable (the trainer may normalize in place); it stays valid until
- * feeder_batch_release(), feeder_stream_close() or feeder_disconnect(). */
+ * feeder_batch_release(), feeder_stream_close() or feeder_disconnect(), even
+ * if the daemon stops or restarts meanwhile (for device batches, see
+ * feeder_set_reconnect). */
 struct feeder_batch {
 	void *data;                   /* the tensor, 4096-byte aligned */
 	size_t bytes;                 /* of this batch: count * one sample */
@@ -150,13 +152,18 @@ int feeder_fd(const struct feeder *f);
  * batch after the last one feeder_stream_next returned. Streams are pure functions
  * of their options, so the caller sees exactly the batches an undisturbed
  * stream delivers: none skipped, none twice. The call that reconnects blocks
- * for as long as that takes, whatever its own timeout. Host batches held
- * across the loss stay valid (their release is then local): the old ring
- * stays mapped until the stream is closed. Device batches (FEEDER_MEMORY_
- * DEVICE) do not: their memory was the old daemon's; libfeeder lets the GPU
- * work queued on them finish, then closes the old ring, so their data
- * pointers must not be used after a reconnect (release them; that is
- * local too). A stream the new daemon refuses (its dataset is gone) fails with
+ * for as long as that takes, whatever its own timeout. A daemon that stops
+ * gracefully (SIGTERM) says GOODBYE after its last announcement: batches
+ * announced before it are still handed out from the old ring, then the call
+ * reconnects. Host batches held across the loss stay valid, whatever the
+ * daemon did (their release is then local); the old ring's memory and
+ * descriptor go with the last of them, only its address range stays mapped
+ * (reading zeros) until the stream is closed. Device batches (FEEDER_MEMORY_
+ * DEVICE) stay valid only while the old daemon keeps their memory: until
+ * its shutdown drain ends after a SIGTERM, not at all after a crash or a
+ * connection it dropped; release
+ * them promptly (that is local too; libfeeder lets the GPU work queued on
+ * the old ring finish before it closes it). A stream the new daemon refuses (its dataset is gone) fails with
  * FEEDER_ESTREAM and the others go on; stream ids change. 0, the default,
  * turns it off: a lost connection is FEEDER_ECLOSED. Returns 0. */
 int feeder_set_reconnect(struct feeder *f, int timeout_ms);

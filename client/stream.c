@@ -25,6 +25,30 @@ static void ring_unmap(uint8_t *ring, uint64_t size, int fd, int pinned)
 		close(fd);
 }
 
+/* The last batch of an old ring was released (or none was held when its
+ * connection was lost): let go of its memory and descriptors, keeping only
+ * the address range (see struct old_ring). The device ring closes first:
+ * fcuda_ring_close lets the copies queued from it finish. */
+static void old_ring_retire(struct old_ring *o)
+{
+	fcuda_ring_close(o->dev);
+	o->dev = NULL;
+	if (o->pinned)
+		fcuda_host_unregister(o->ring);
+	o->pinned = 0;
+	if (o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+	if (o->ring && mmap(o->ring, o->size, PROT_READ,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+		munmap(o->ring, o->size);
+		o->ring = NULL;
+	}
+	free(o->state);
+	o->state = NULL;
+	o->held = 0;
+}
+
 void stream_free(struct feeder_stream *s)
 {
 	struct feeder *f = s->f;
@@ -38,8 +62,9 @@ void stream_free(struct feeder_stream *s)
 	while (s->old) {
 		struct old_ring *o = s->old;
 		s->old = o->next;
-		ring_unmap(o->ring, o->size, o->fd, o->pinned);
-		free(o->state);
+		old_ring_retire(o);
+		if (o->ring)
+			munmap(o->ring, o->size);
 		free(o);
 	}
 	free(s->queue);
@@ -141,7 +166,9 @@ static int ask_open(struct feeder *f, const struct feeder_stream_opts *o, int64_
 	 * an emulated GPU offers a device ring this process cannot open, and
 	 * the fallback of feeder_stream_open (host_instead) runs without one. */
 	const char *claim = getenv("FEEDER_TEST_CLAIM_DEVICE");
-	if (!fcuda_device_usable() && !(claim && strcmp(claim, "1") == 0))
+	/* Asked last: the probe initialises CUDA, which a host stream must not
+	 * pay for (nor hold a context on every GPU for). */
+	if (o->device_batches && !(claim && strcmp(claim, "1") == 0) && !fcuda_device_usable())
 		m.u.open.opts.device_batches = 0;
 	int rc = conn_send(f, &m);
 	if (rc)
@@ -288,23 +315,16 @@ int feeder_stream_open(struct feeder *f, const struct feeder_stream_opts *o, int
 
 /* ---- Surviving a daemon restart (conn_revive drives these) --------------- */
 
-/* The connection is gone: keep the rings whose batches the caller still
- * holds, drop everything else of it. */
+/* The connection is gone: keep the ring while the caller holds batches of
+ * it, retire it otherwise. Host batches stay intact in the memfd whatever
+ * the daemon does; device batches while the daemon keeps its memory (until
+ * its shutdown drain ends, when it stops gracefully; not at all after a
+ * crash). */
 void stream_detach(struct feeder_stream *s)
 {
-	/* A device ring dies with the daemon that allocated it: device batches
-	 * handed out before the loss are invalid from here on (their memory was
-	 * the old daemon's), unlike host batches, whose ring stays mapped.
-	 * fcuda_ring_close lets copies already queued from it finish first. */
-	fcuda_ring_close(s->dev);
-	s->dev = NULL;
-	s->dev_base = NULL;
 	uint32_t held = 0;
 	for (uint32_t i = 0; s->state && i < s->geo.slots; i++)
 		held += s->state[i] == SLOT_HELD;
-	/* The ring stays mapped until the stream is closed, not only while
-	 * batches of it are held: callers (the Python views) may keep stale
-	 * pointers into released slots, which must read old data, not fault. */
 	struct old_ring *o = calloc(1, sizeof *o);
 	uint8_t *state = s->state ? malloc(s->geo.slots) : NULL;
 	if (o && state) {
@@ -312,13 +332,18 @@ void stream_detach(struct feeder_stream *s)
 		*o = (struct old_ring){ .next = s->old, .ring = s->ring, .size = s->geo.ring_size,
 					.slots = s->geo.slots,
 					.held = held, .state = state, .fd = s->fd,
-					.pinned = s->pinned };
+					.pinned = s->pinned, .dev = s->dev };
 		s->old = o;
+		if (held == 0)
+			old_ring_retire(o);
 	} else {
 		free(o);
 		free(state);
+		fcuda_ring_close(s->dev);
 		ring_unmap(s->ring, s->geo.ring_size, s->fd, s->pinned);
 	}
+	s->dev = NULL;
+	s->dev_base = NULL;
 	s->ring = NULL;
 	s->fd = -1;
 	s->pinned = 0;
@@ -488,17 +513,18 @@ static int batch_is_current(const struct feeder_stream *s, const struct feeder_b
 }
 
 /* Release a batch of a ring left over from a lost connection: nothing to
- * tell anybody (the ring is unmapped when the stream closes). */
+ * tell anybody; the ring is retired with its last batch. */
 static int release_old(struct feeder_stream *s, struct feeder_batch *b)
 {
 	struct feeder *f = s->f;
 	for (struct old_ring *o = s->old; o; o = o->next) {
 		if (!in_ring(o->ring, o->size, b))
 			continue;
-		if (b->slot >= o->slots || o->state[b->slot] != SLOT_HELD)
+		if (!o->state || b->slot >= o->slots || o->state[b->slot] != SLOT_HELD)
 			break;
 		o->state[b->slot] = SLOT_DAEMON;
-		o->held--;
+		if (--o->held == 0)
+			old_ring_retire(o);
 		memset(b, 0, sizeof *b);
 		return 0;
 	}
@@ -587,12 +613,14 @@ int feeder_stream_close(struct feeder_stream *s)
 int feeder_stream_pin(struct feeder_stream *s)
 {
 	struct feeder *f = s->f;
-	s->want_pin = 1;
 	if (s->pinned)
 		return 0;
 	int rc = fcuda_host_register(s->ring, (size_t)s->geo.ring_size, s->readonly, f->err,
 				     sizeof f->err);
+	/* Only a pin that worked is redone on a reopened ring: a caller that
+	 * went on without one must not lose its stream to the same refusal
+	 * after a reconnect. */
 	if (rc == 0)
-		s->pinned = 1;
+		s->pinned = s->want_pin = 1;
 	return rc;
 }

@@ -8,6 +8,7 @@
 #include "protocol.h"
 #include "status.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -66,6 +67,7 @@ static const struct key keys[] = {
 	{"admin_groups", KEY_GROUPS, 0, 0, "groups that see every stream and use reserved connections"},
 	{"hello_timeout", KEY_UINT, 1, 3600, "seconds a new connection has to send HELLO"},
 	{"max_queued", KEY_SIZE, 4096, 1 << 30, "bytes of replies queued for a client that does not read"},
+	{"shutdown_drain", KEY_UINT, 0, 3600, "seconds a stop waits for clients to let go of their batches"},
 	{"starvation_warn", KEY_UINT, 0, 100, "warn when a trainer waits more than this % for data (0: never)"},
 	{"starvation_after", KEY_UINT, 1, 86400, "seconds of such waiting before the warning"},
 	{"metrics_listen", KEY_LISTEN, 0, 0, "serve Prometheus /metrics on HOST:PORT or a unix socket path (default: off)"},
@@ -100,6 +102,7 @@ void config_defaults(struct config *cfg)
 	cfg->reserved_connections = CONFIG_RESERVED_AUTO;
 	cfg->hello_timeout = 5;
 	cfg->max_queued = 256 << 10;
+	cfg->shutdown_drain = 3;
 	cfg->starvation_warn = 10;
 	cfg->starvation_after = 60;
 	cfg->socket_gid = (gid_t)-1;
@@ -310,6 +313,8 @@ static int apply(struct config *cfg, const struct key *k, const char *val, const
 			cfg->reserved_connections = (unsigned)v;
 		else if (strcmp(k->name, "hello_timeout") == 0)
 			cfg->hello_timeout = (unsigned)v;
+		else if (strcmp(k->name, "shutdown_drain") == 0)
+			cfg->shutdown_drain = (unsigned)v;
 		else if (strcmp(k->name, "starvation_warn") == 0)
 			cfg->starvation_warn = (unsigned)v;
 		else if (strcmp(k->name, "starvation_after") == 0)
@@ -593,6 +598,7 @@ void config_print(const struct config *cfg, FILE *f)
 	print_ids(f, "admin_groups", ids, cfg->n_admin_gids);
 	fprintf(f, "hello_timeout = %u\n", cfg->hello_timeout);
 	fprintf(f, "max_queued = %" PRIu64 "\n", cfg->max_queued);
+	fprintf(f, "shutdown_drain = %u\n", cfg->shutdown_drain);
 	fprintf(f, "starvation_warn = %u\n", cfg->starvation_warn);
 	fprintf(f, "starvation_after = %u\n", cfg->starvation_after);
 	print_str(f, "metrics_listen", cfg->metrics_listen);
@@ -677,6 +683,45 @@ static int scan_args(int argc, char *const argv[], struct config *cfg, int apply
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "command line: unexpected argument '%s' (see --help)", argv[optind]);
 	return 0;
+}
+
+/* The host part of a metrics_listen "HOST:PORT" ("[::1]:9477": ::1). */
+static void listen_host(const char *spec, char *host, size_t len)
+{
+	const char *colon = strrchr(spec, ':');
+	size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+	if (n >= 2 && spec[0] == '[' && spec[n - 1] == ']') {
+		spec++;
+		n -= 2;
+	}
+	snprintf(host, len, "%.*s", (int)n, spec);
+}
+
+int config_metrics_exposed(const char *spec, char *why, size_t whylen)
+{
+	char host[CONFIG_SOCKET_MAX];
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (!spec[0] || spec[0] == '/')
+		return 0;
+	listen_host(spec, host, sizeof host);
+	int every = !host[0] || strcmp(host, "*") == 0;
+	if (!every && inet_pton(AF_INET, host, &a4) == 1) {
+		if ((ntohl(a4.s_addr) >> 24) == 127)
+			return 0;
+		every = a4.s_addr == htonl(INADDR_ANY);
+	} else if (!every && inet_pton(AF_INET6, host, &a6) == 1) {
+		if (IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127))
+			return 0;
+		every = IN6_IS_ADDR_UNSPECIFIED(&a6);
+	} else if (!every) {
+		return 0; /* localhost, or a name judged once bound */
+	}
+	snprintf(why, whylen, "metrics_listen = %s serves /metrics on %s: the daemon's figures "
+		 "are visible from other machines (127.0.0.1:PORT or a unix socket path keeps them "
+		 "on this one)", spec, every ? "every network interface" : "an address that is "
+		 "not loopback");
+	return 1;
 }
 
 /* Checks that only make sense for --check-config: the directories the daemon

@@ -83,6 +83,10 @@ struct config {
 	unsigned n_admin_gids;
 	unsigned hello_timeout;             /* --hello-timeout, seconds */
 	uint64_t max_queued;                /* --max-queued, bytes */
+	/* On SIGTERM/SIGINT clients are told (GOODBYE) and have this many
+	 * seconds to let go of their batches before the daemon exits; it exits
+	 * sooner once every client has disconnected. */
+	unsigned shutdown_drain;            /* --shutdown-drain, seconds (0: none) */
 	/* A trainer waiting more than starvation_warn % of its time for data
 	 * for starvation_after seconds gets one warning in the log. */
 	unsigned starvation_warn;           /* --starvation-warn, percent (0: off) */
@@ -120,6 +124,13 @@ const char *config_log_level_name(int level);
 /* Write the effective configuration as a valid config file (what
  * --check-config prints). */
 void config_print(const struct config *cfg, FILE *f);
+
+/* Whether metrics_listen = spec serves /metrics beyond this machine, as
+ * far as the address written says (a name other than localhost is not
+ * resolved: feederd judges the address it binds at start): 1 with a
+ * sentence in why for every interface or an address that is not loopback,
+ * else 0 (loopback, a unix socket, off). */
+int config_metrics_exposed(const char *spec, char *why, size_t whylen);
 
 /* The --help text. */
 void config_usage(FILE *f);

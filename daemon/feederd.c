@@ -23,6 +23,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (cfg.check_only) {
+		char why[512];
+		if (config_metrics_exposed(cfg.metrics_listen, why, sizeof why))
+			fprintf(stderr, "feederd: warning: %s\n", why);
 		config_print(&cfg, stdout);
 		return 0;
 	}

@@ -173,7 +173,7 @@ fail:
 	return rc;
 }
 
-/* The device mirror of the staging block and the output buffer. */
+/* The device mirror of the staging block. */
 static int alloc_device(struct gpu_pipeline *g, char *err, size_t errlen)
 {
 	cudaError_t e = cudaMalloc((void **)&g->dev_stage, g->stage_bytes);
@@ -182,6 +182,18 @@ static int alloc_device(struct gpu_pipeline *g, char *err, size_t errlen)
 		return cuda_fail(err, errlen, g->device, e, "allocating %zu bytes of device staging",
 				 g->stage_bytes);
 	}
+	return 0;
+}
+
+/* The output buffer, on first use only: a context whose batches always go
+ * to the caller's device memory (a device ring's slot) never needs one. */
+static int alloc_output(struct gpu_pipeline *g, char *err, size_t errlen)
+{
+	if (g->dev_out)
+		return 0;
+	cudaError_t e = cudaSetDevice(g->device);
+	if (e != cudaSuccess)
+		return cuda_fail(err, errlen, g->device, e, "selecting the device");
 	size_t out_bytes = (size_t)g->st.max_batch * g->st.out.sample_bytes;
 	e = cudaMalloc((void **)&g->dev_out, out_bytes);
 	if (e != cudaSuccess) {
@@ -300,6 +312,8 @@ extern "C" int gpu_pipeline_submit(struct gpu_pipeline *g, uint32_t n, void *dev
 	int rc = gpu_staging_bytes(&g->st, n, &bytes, err, errlen);
 	if (rc)
 		return rc;
+	if (!dev_dst && (rc = alloc_output(g, err, errlen)))
+		return rc;
 	cudaError_t e = cudaSetDevice(g->device);
 	if (e != cudaSuccess)
 		return cuda_fail(err, errlen, g->device, e, "selecting the device");
@@ -347,9 +361,10 @@ drain:
 	return rc;
 }
 
-extern "C" void *gpu_pipeline_output(const struct gpu_pipeline *g)
+extern "C" void *gpu_pipeline_output(struct gpu_pipeline *g)
 {
-	return g->dev_out;
+	char err[200];
+	return alloc_output(g, err, sizeof err) == 0 ? g->dev_out : NULL;
 }
 
 extern "C" size_t gpu_pipeline_sample_bytes(const struct gpu_pipeline *g)

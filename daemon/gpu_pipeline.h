@@ -4,7 +4,8 @@
  * A gpu_pipeline is a per-device context for one kind of batch: a CUDA
  * stream, a pinned staging block (gpu_staging.h) sized for max_batch
  * samples, its mirror in device memory, and a device output buffer of
- * max_batch samples. A batch goes:
+ * max_batch samples (allocated on its first use: a context that writes
+ * straight into a device ring never has one). A batch goes:
  *
  *   gpu_pipeline_begin            (waits for the previous batch, empties staging)
  *   gpu_pipeline_stage_jpeg/_features   per sample, from any worker threads
@@ -80,8 +81,8 @@ int gpu_pipeline_stage_features(struct gpu_pipeline *g, uint32_t index,
  * gpu_pipeline_output). If host_dst is not NULL, the result is also copied
  * there (a host ring slot; pinned or cudaHostRegister'ed memory keeps the
  * copy asynchronous). Returns once the work is queued: 0, or FEEDER_EINVAL
- * (n, unstaged samples, a batch already in flight) or FEEDER_ENODEV (a CUDA
- * error) with err filled. Neither destination may be touched before
+ * (n, unstaged samples, a batch already in flight), -ENOMEM (no room for
+ * the output buffer) or FEEDER_ENODEV (a CUDA error) with err filled. Neither destination may be touched before
  * gpu_pipeline_wait returns. */
 int gpu_pipeline_submit(struct gpu_pipeline *g, uint32_t n, void *dev_dst, void *host_dst,
 			char *err, size_t errlen);
@@ -90,8 +91,9 @@ int gpu_pipeline_submit(struct gpu_pipeline *g, uint32_t n, void *dev_dst, void 
  * FEEDER_ENODEV with the CUDA error in err. */
 int gpu_pipeline_wait(struct gpu_pipeline *g, char *err, size_t errlen);
 
-/* The context's device output buffer: max_batch samples. */
-void *gpu_pipeline_output(const struct gpu_pipeline *g);
+/* The context's device output buffer: max_batch samples, allocated now if
+ * it was not yet (NULL if that fails). */
+void *gpu_pipeline_output(struct gpu_pipeline *g);
 
 /* Bytes of one output sample. */
 size_t gpu_pipeline_sample_bytes(const struct gpu_pipeline *g);

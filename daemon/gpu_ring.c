@@ -46,6 +46,21 @@ static uint64_t emulated_release_us(void)
 	return v && *v && !*end && ms <= 60000 ? (uint64_t)ms * 1000 : 0;
 }
 
+/* The emulated device's memory for rings, FEEDERD_GPU_EMULATE_DEVICE_KB
+ * KiB (unset: unlimited), so that tests meet a ring the device cannot hold
+ * as a real one would (cudaMalloc out of memory). */
+static int emulated_room(uint64_t bytes, char *err, size_t errlen)
+{
+	const char *v = getenv("FEEDERD_GPU_EMULATE_DEVICE_KB");
+	char *end;
+	unsigned long long kb = v ? strtoull(v, &end, 10) : 0;
+	if (!v || !*v || *end || kb > UINT64_MAX / 1024 || bytes <= kb * 1024)
+		return 0;
+	return status_fail(err, errlen, -ENOMEM,
+			   "cudaMalloc of the device ring failed: out of memory (%llu bytes on an "
+			   "emulated device of %llu KiB)", (unsigned long long)bytes, kb);
+}
+
 int gpu_ring_create(struct gpu_ring **out, int device, uint32_t slots, uint64_t tensor_bytes,
 		    struct proto_device_table *t, struct proto_device_slot *entries, char *err,
 		    size_t errlen)
@@ -61,6 +76,10 @@ int gpu_ring_create(struct gpu_ring **out, int device, uint32_t slots, uint64_t 
 		return status_fail(err, errlen, FEEDER_EQUOTA, "device ring size overflows");
 	}
 	int rc;
+	if (device == GPU_SLOT_EMULATED && (rc = emulated_room(r->stride * slots, err, errlen))) {
+		free(r);
+		return rc;
+	}
 	if (device == GPU_SLOT_EMULATED) {
 		r->host = calloc(slots ? slots : 1, r->stride);
 		r->released_at = calloc(slots ? slots : 1, sizeof(*r->released_at));

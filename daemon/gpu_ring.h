@@ -19,7 +19,13 @@
  * started with FEEDERD_GPU_EMULATE=1, tests only) the ring is emulated in
  * host memory and a release completes FEEDERD_GPU_EMULATE_RELEASE_MS
  * milliseconds (default 0) after the RELEASE message, standing in for a
- * trainer whose GPU work on a batch is slow. */
+ * trainer whose GPU work on a batch is slow; FEEDERD_GPU_EMULATE_DEVICE_KB
+ * gives the emulated device that much memory for rings (unset: unlimited),
+ * so that a ring too large for it fails as cudaMalloc would.
+ *
+ * A stream whose device ring cannot be created is not refused: feederd
+ * serves it from the host ring (stream.c), as if device batches had not
+ * been asked for, and says so in its log. */
 #ifndef FEEDER_GPU_RING_H
 #define FEEDER_GPU_RING_H
 

@@ -1,5 +1,5 @@
-/* gpu_slot.c — a slot's GPU context on a CUDA device or emulated on the
- * host (see gpu_slot.h). */
+/* gpu_slot.c — a batch's GPU context on a CUDA device or emulated on the
+ * host, and the thread that frees retired ones (see gpu_slot.h). */
 #include "gpu_slot.h"
 
 #include "gpu_pipeline.h"
@@ -7,6 +7,8 @@
 #include "status.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,13 +17,24 @@ struct gpu_slot {
 	struct gpu_pipeline *gp;  /* on a device; NULL when emulated */
 	struct gpu_staging st;    /* emulated: the staging block in host memory */
 	void *block;
+	struct gpu_slot *next;    /* retired, waiting for the reaper */
 };
+
+/* Retired contexts and the thread that frees them, started on first use
+ * and never joined: what it has not freed at exit the process does. */
+static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t reap_cond = PTHREAD_COND_INITIALIZER;
+static struct gpu_slot *reap_list;
+static int reaper_state; /* 0 not started, 1 running, -1 could not start */
 
 int gpu_slot_create(struct gpu_slot **out, int device, const struct feeder_stream_opts *o,
 		    uint32_t feat_dim, uint32_t max_batch, char *err, size_t errlen)
 {
 	int jp = o->pipeline == FEEDER_PIPE_JPEG;
 	*out = NULL;
+	if (!jp && o->pipeline != FEEDER_PIPE_FEATURES)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "gpu slot: only the jpeg and features pipelines run on a GPU");
 	struct gpu_slot *g = calloc(1, sizeof(*g));
 	if (!g)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
@@ -61,6 +74,65 @@ void gpu_slot_destroy(struct gpu_slot *g)
 	gpu_pipeline_destroy(g->gp);
 	free(g->block);
 	free(g);
+}
+
+static void *reaper(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&reap_lock);
+	for (;;) {
+		while (!reap_list)
+			pthread_cond_wait(&reap_cond, &reap_lock);
+		struct gpu_slot *list = reap_list;
+		reap_list = NULL;
+		pthread_mutex_unlock(&reap_lock);
+		while (list) {
+			struct gpu_slot *next = list->next;
+			gpu_slot_destroy(list);
+			list = next;
+		}
+		pthread_mutex_lock(&reap_lock);
+	}
+	return NULL;
+}
+
+/* reap_lock held. The thread takes no signal: feederd's loop reads them
+ * (signalfd), whichever thread starts this one. */
+static int reaper_running(void)
+{
+	if (reaper_state == 0) {
+		pthread_t t;
+		pthread_attr_t a;
+		sigset_t all, old;
+		reaper_state = -1;
+		sigfillset(&all);
+		if (pthread_attr_init(&a) == 0) {
+			if (pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0 &&
+			    pthread_sigmask(SIG_SETMASK, &all, &old) == 0) {
+				if (pthread_create(&t, &a, reaper, NULL) == 0)
+					reaper_state = 1;
+				pthread_sigmask(SIG_SETMASK, &old, NULL);
+			}
+			pthread_attr_destroy(&a);
+		}
+	}
+	return reaper_state == 1;
+}
+
+void gpu_slot_retire(struct gpu_slot *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&reap_lock);
+	int queued = reaper_running();
+	if (queued) {
+		g->next = reap_list;
+		reap_list = g;
+		pthread_cond_signal(&reap_cond);
+	}
+	pthread_mutex_unlock(&reap_lock);
+	if (!queued)
+		gpu_slot_destroy(g);
 }
 
 int gpu_slot_begin(struct gpu_slot *g, char *err, size_t errlen)

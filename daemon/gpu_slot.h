@@ -1,9 +1,13 @@
-/* gpu_slot.h — one ring slot's GPU preprocessing context, as feederd's
- * streams use it: worker threads stage the slot's samples (entropy decode of
- * the crop region, or the frames a chunk needs) and the worker that
- * completes the batch submits it, which runs the resize / normalization /
- * dtype / layout (or the features normalization) as one kernel and waits
- * for it.
+/* gpu_slot.h — one batch's GPU preprocessing context, as feederd's streams
+ * use it: worker threads stage a batch's samples (entropy decode of the
+ * crop region, or the frames a chunk needs) and the worker that completes
+ * the batch submits it, which runs the resize / normalization / dtype /
+ * layout (or the features normalization) as one kernel and waits for it. A
+ * stream holds a few of them and lends one to each batch it runs on the GPU
+ * (gpu_setup in stream.c says how many); workers create them when first
+ * needed and gpu_slot_retire frees them on a thread of its own, since
+ * pinned and device memory are slow to allocate and free, and freeing
+ * synchronises the device.
  *
  * The context runs on a CUDA device (gpu_pipeline.h) or, for tests on
  * machines without a GPU, on an emulated device: the same staging block and
@@ -29,10 +33,17 @@ struct gpu_slot;
 
 /* A context for batches of up to max_batch samples of a stream with
  * options o (o->pipeline: jpeg, or features of feat_dim columns). Returns
- * 0, FEEDER_ENODEV or -ENOMEM with err filled. */
+ * 0, FEEDER_ENODEV, -ENOMEM, or FEEDER_EINVAL for another pipeline (wave
+ * runs on the CPU only), with err filled. Blocks for as long as CUDA takes
+ * to allocate: not on the event loop. */
 int gpu_slot_create(struct gpu_slot **out, int device, const struct feeder_stream_opts *o,
 		    uint32_t feat_dim, uint32_t max_batch, char *err, size_t errlen);
+/* Free g now (blocks: synchronises the device). NULL is a no-op. */
 void gpu_slot_destroy(struct gpu_slot *g);
+/* Give g up without blocking: a thread of this module frees it (or, if that
+ * thread cannot be started, the caller does now). No batch of g may be in
+ * flight or staging. NULL is a no-op. */
+void gpu_slot_retire(struct gpu_slot *g);
 
 /* Empty the staging for a new batch (no batch may be in flight). */
 int gpu_slot_begin(struct gpu_slot *g, char *err, size_t errlen);

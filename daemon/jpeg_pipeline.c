@@ -39,6 +39,7 @@ struct jpeg_worker {
 	struct jpeg_tiles_buf sub;    /* the crop's sub-image of a tiled JPEG */
 	uint32_t sub_x, sub_y;        /* its top-left pixel in the whole image */
 	uint64_t cuts;                /* samples decoded from a sub-image */
+	uint64_t fallbacks;           /* decoded by libjpeg's Huffman decoder after huff refused */
 	double decode_s, transform_s; /* since the last jpeg_worker_take_times */
 };
 
@@ -52,6 +53,12 @@ static double now_s(void)
 uint64_t jpeg_worker_cuts(const struct jpeg_worker *w)
 {
 	return w->cuts;
+}
+
+/* Read by the event loop (metrics) while w's thread counts. */
+uint64_t jpeg_worker_fallbacks(const struct jpeg_worker *w)
+{
+	return __atomic_load_n(&w->fallbacks, __ATOMIC_RELAXED);
 }
 
 void jpeg_worker_set_huff(struct jpeg_worker *w, int on)
@@ -240,14 +247,16 @@ static int cut_sub(struct jpeg_worker *w, const uint8_t *jpeg, size_t len, doubl
 /* Plan both axes for crop c seen at IDCT scale 1/s, decode the rows and
  * columns they need into w->region (or into memory from dest, the GPU
  * path's staging), and rebase the plans onto it. Fills r. With reference
- * set, decode the whole image at scale 1 instead. A JPEG tiled by restart
- * intervals is decoded from the sub-image of the intervals the region needs
+ * set, decode the whole image at scale 1 instead. The Huffman decoding is
+ * huff's (media/jpeg_huff.h), or libjpeg's when huff is NULL. A JPEG tiled
+ * by restart intervals is decoded from the sub-image of the intervals the
+ * region needs
  * (cut_sub): its cost follows the crop's area, where otherwise libjpeg must
  * Huffman-decode every row above the crop. Returns 0 or a negative code
  * with err filled; on error the decompressor is reset for the next
  * sample. */
 static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p, const uint8_t *jpeg,
-			 size_t len, uint64_t aug_key, int reference,
+			 size_t len, uint64_t aug_key, int reference, struct jpeg_huff *huff,
 			 const struct jpeg_region_dest *dest, struct jpeg_region *r, char *err,
 			 size_t errlen)
 {
@@ -342,8 +351,8 @@ static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p
 	JDIMENSION xoff = (JDIMENSION)(x0 - sx), cw = (JDIMENSION)(x1 - x0);
 	if (xoff > 0 || cw < (JDIMENSION)dw)
 		jpeg_crop_scanline(ci, &xoff, &cw); /* widens to iMCU boundaries */
-	if (!reference && !w->huff_off)
-		jpeg_huff_install(ci, w->huff);
+	if (huff)
+		jpeg_huff_install(ci, huff);
 	resize_axis_rebase(&w->ax, (int32_t)xoff + sx);
 	resize_axis_rebase(&w->ay, y0);
 
@@ -392,6 +401,62 @@ static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p
 	return 0;
 }
 
+/* decode_region's arguments, for jpeg_huff_or_libjpeg's callback, and the
+ * staging memory a first try took (dest->alloc): a second try reuses it. */
+struct region_call {
+	struct jpeg_worker *w;
+	const struct feeder_jpeg_opts *p;
+	const uint8_t *jpeg;
+	size_t len;
+	uint64_t aug_key;
+	int reference;
+	const struct jpeg_region_dest *dest;
+	struct jpeg_region *r;
+	char *err;
+	size_t errlen;
+	uint8_t *taken;
+	size_t taken_bytes;
+};
+
+static uint8_t *alloc_once(void *ctx, size_t bytes)
+{
+	struct region_call *a = ctx;
+	if (!a->taken || a->taken_bytes < bytes) {
+		a->taken = a->dest->alloc(a->dest->ctx, bytes);
+		a->taken_bytes = a->taken ? bytes : 0;
+	}
+	return a->taken;
+}
+
+static int region_try(void *ctx, struct jpeg_huff *huff)
+{
+	struct region_call *a = ctx;
+	struct jpeg_region_dest once = { alloc_once, a };
+	*a->r = (struct jpeg_region){ 0 };
+	return decode_region(a->w, a->p, a->jpeg, a->len, a->aug_key, a->reference, huff,
+			     a->dest ? &once : NULL, a->r, a->err, a->errlen);
+}
+
+/* decode_region under jpeg_huff_or_libjpeg's policy: with w's Huffman
+ * decoder (unless it is off, or for the reference), and libjpeg's where
+ * that one alone refuses; counted in w->fallbacks. */
+static int decode_sample(struct jpeg_worker *w, const struct feeder_jpeg_opts *p, const uint8_t *jpeg,
+			 size_t len, uint64_t aug_key, int reference,
+			 const struct jpeg_region_dest *dest, struct jpeg_region *r, char *err,
+			 size_t errlen)
+{
+	struct region_call a = { w, p, jpeg, len, aug_key, reference, dest, r, err, errlen, NULL, 0 };
+	uint64_t cuts = w->cuts;
+	int fell_back;
+	struct jpeg_huff *huff = reference || w->huff_off ? NULL : w->huff;
+	int rc = jpeg_huff_or_libjpeg(huff, region_try, &a, &fell_back);
+	if (fell_back)
+		__atomic_fetch_add(&w->fallbacks, 1, __ATOMIC_RELAXED);
+	if (w->cuts > cuts) /* a sample, not a try */
+		w->cuts = cuts + 1;
+	return rc;
+}
+
 static int run(struct jpeg_worker *w, const struct feeder_stream_opts *o, const uint8_t *jpeg,
 	       size_t len, uint64_t aug_key, void *out, int reference, char *err, size_t errlen)
 {
@@ -402,7 +467,7 @@ static int run(struct jpeg_worker *w, const struct feeder_stream_opts *o, const 
 		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: empty payload");
 	struct jpeg_region r = { 0 };
 	double t0 = now_s();
-	rc = decode_region(w, &o->jpeg, jpeg, len, aug_key, reference, NULL, &r, err, errlen);
+	rc = decode_sample(w, &o->jpeg, jpeg, len, aug_key, reference, NULL, &r, err, errlen);
 	double t1 = now_s();
 	w->decode_s += t1 - t0;
 	if (rc)
@@ -451,9 +516,8 @@ int jpeg_pipeline_decode(struct jpeg_worker *w, const struct feeder_stream_opts 
 		return rc;
 	if (!jpeg || len == 0)
 		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: empty payload");
-	*r = (struct jpeg_region){ 0 };
 	double t0 = now_s();
-	rc = decode_region(w, &o->jpeg, jpeg, len, aug_key, 0, dest, r, err, errlen);
+	rc = decode_sample(w, &o->jpeg, jpeg, len, aug_key, 0, dest, r, err, errlen);
 	w->decode_s += now_s() - t0;
 	return rc;
 }

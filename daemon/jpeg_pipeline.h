@@ -58,6 +58,11 @@ void jpeg_worker_take_times(struct jpeg_worker *w, double *decode_s, double *tra
  * intervals (media/jpeg_tiles.h) rather than from the whole image, since
  * it was created. */
 uint64_t jpeg_worker_cuts(const struct jpeg_worker *w);
+/* Samples w decoded with libjpeg's Huffman decoder because
+ * media/jpeg_huff.h's refused them on a verdict libjpeg does not share
+ * (jpeg_huff_or_libjpeg: packer verify --decode follows the same policy),
+ * since it was created. Safe to call from another thread. */
+uint64_t jpeg_worker_fallbacks(const struct jpeg_worker *w);
 /* Whether w Huffman-decodes with media/jpeg_huff.h (on, the default) or
  * with libjpeg's own decoder (off: for tests and benchmarks to compare).
  * jpeg_pipeline_reference always uses libjpeg's. */

@@ -143,6 +143,9 @@ int metrics_text(struct server *srv, uint64_t now_us, char **out, size_t *len)
 	fprintf(f, "# HELP feeder_decode_errors_total Samples that failed to decode.\n"
 		   "# TYPE feeder_decode_errors_total counter\nfeeder_decode_errors_total %" PRIu64 "\n",
 		errs);
+	fprintf(f, "# HELP feeder_jpeg_fallbacks_total JPEG samples decoded by libjpeg's Huffman "
+		   "decoder where feederd's own refused them.\n# TYPE feeder_jpeg_fallbacks_total "
+		   "counter\nfeeder_jpeg_fallbacks_total %" PRIu64 "\n", pool_jpeg_fallbacks(srv->pool));
 	fprintf(f, "# HELP feeder_protocol_errors_total Malformed messages received.\n"
 		   "# TYPE feeder_protocol_errors_total counter\nfeeder_protocol_errors_total %" PRIu64
 		   "\n", srv->protocol_errors);

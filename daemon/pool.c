@@ -78,6 +78,15 @@ unsigned pool_workers(const struct pool *p)
 	return p->nworkers;
 }
 
+uint64_t pool_jpeg_fallbacks(const struct pool *p)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < p->nworkers; i++)
+		if (p->workers[i].jw)
+			n += jpeg_worker_fallbacks(p->workers[i].jw);
+	return n;
+}
+
 static struct client *client_of(struct pool *p, uint32_t id)
 {
 	for (size_t i = 0; i < p->nc; i++)

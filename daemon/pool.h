@@ -46,6 +46,9 @@ unsigned pool_remove(struct pool *p, struct stream *s);
 /* Wake idle workers after batches were assigned. */
 void pool_kick(struct pool *p);
 unsigned pool_workers(const struct pool *p);
+/* Samples the workers decoded with libjpeg's Huffman decoder after
+ * media/jpeg_huff.h's alone refused them (jpeg_worker_fallbacks, summed). */
+uint64_t pool_jpeg_fallbacks(const struct pool *p);
 /* Worker seconds spent on client's streams since its first stream came
  * (while it has any). */
 double pool_client_seconds(struct pool *p, uint32_t client);

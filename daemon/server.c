@@ -29,6 +29,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,22 +70,99 @@ void server_stream_gone(struct server *srv, struct stream *s)
 		srv->releases_pending = 1;
 }
 
+/* Append s to a growing list of streams; 0, or -ENOMEM (s not added). */
+static int stream_list_add(struct stream ***list, size_t *n, size_t *cap, struct stream *s)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct stream **nl = realloc(*list, ncap * sizeof(*nl));
+		if (!nl)
+			return -ENOMEM;
+		*list = nl;
+		*cap = ncap;
+	}
+	(*list)[(*n)++] = s;
+	return 0;
+}
+
 void server_stream_zombie(struct server *srv, struct stream *s)
 {
-	if (srv->nzombies == srv->zcap) {
-		size_t ncap = srv->zcap ? srv->zcap * 2 : 16;
-		struct stream **nz = realloc(srv->zombies, ncap * sizeof(*nz));
-		if (!nz) {
-			/* Cannot track it: leak the ring rather than free it
-			 * under a running worker. */
-			log_err("stream %u: out of memory while closing; its ring is leaked",
-				stream_id(s));
-			return;
-		}
-		srv->zombies = nz;
-		srv->zcap = ncap;
+	/* Cannot track it: leak the ring rather than free it under a running
+	 * worker. */
+	if (stream_list_add(&srv->zombies, &srv->nzombies, &srv->zcap, s))
+		log_err("stream %u: out of memory while closing; its ring is leaked", stream_id(s));
+}
+
+void server_stream_keep(struct server *srv, struct stream *s)
+{
+	/* Freeing its device ring now is what the drain avoids; leaking it
+	 * until the exit, a moment away, is not worse. */
+	if (stream_list_add(&srv->kept, &srv->nkept, &srv->kcap, s))
+		log_err("stream %u: out of memory while draining; its ring is leaked", stream_id(s));
+}
+
+/* ---- ring pages that outlive their stream ------------------------------ */
+
+struct retained {
+	struct watch w;          /* first: epoll data points here */
+	struct retained *next;
+	int pidfd;
+	pid_t pid;
+	uint64_t bytes;
+};
+
+void server_retain(struct server *srv, pid_t pid, uint64_t bytes)
+{
+	if (bytes == 0 || pid <= 0)
+		return;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0) {
+		/* ESRCH: it has exited, and its mapping with it. */
+		if (errno != ESRCH)
+			log_warn("pid %d keeps %.1f MiB of ring pages that cannot be watched "
+				 "(pidfd_open: %s); they are not charged", (int)pid, mib(bytes),
+				 strerror(errno));
+		return;
 	}
-	srv->zombies[srv->nzombies++] = s;
+	struct retained *r = calloc(1, sizeof(*r));
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = r };
+	if (r)
+		r->w.kind = WATCH_RETAINED;
+	if (!r || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		log_warn("pid %d keeps %.1f MiB of ring pages that cannot be watched; they are "
+			 "not charged", (int)pid, mib(bytes));
+		free(r);
+		close(fd);
+		return;
+	}
+	r->pidfd = fd;
+	r->pid = pid;
+	r->bytes = bytes;
+	r->next = srv->retained;
+	srv->retained = r;
+	srv->mem_used += bytes;
+	log_info("pid %d holds batches of its closed streams: %.1f MiB stay charged until it exits",
+		 (int)pid, mib(bytes));
+}
+
+static void retained_free(struct server *srv, struct retained *r)
+{
+	for (struct retained **pp = &srv->retained; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	srv->mem_used -= r->bytes;
+	close(r->pidfd);
+	free(r);
+}
+
+/* The process that kept them exited: its ring pages are gone. */
+static void retained_exit(struct server *srv, struct watch *w)
+{
+	struct retained *r = (struct retained *)w;
+	log_debug("pid %d exited: %.1f MiB of ring pages released", (int)r->pid, mib(r->bytes));
+	retained_free(srv, r);
 }
 
 /* Free the closed streams whose last task has finished. */
@@ -113,7 +191,8 @@ static void reap_zombies(struct server *srv)
 static void service_all(struct server *srv)
 {
 	uint64_t now = server_now_us();
-	for (struct session *c = srv->sessions; c; c = c->next)
+	/* Draining: nothing more is announced (GOODBYE was the last word). */
+	for (struct session *c = srv->sessions; c && !srv->draining; c = c->next)
 		if (!c->dead)
 			session_service(c, now);
 	reap_zombies(srv);
@@ -297,9 +376,13 @@ static void handle_signal(struct server *srv)
 				log_notice("SIGHUP: %zu datasets served", registry_count(srv->reg));
 			/* End the streams of versions that are no longer served. */
 			service_all(srv);
-		} else {
+		} else if (!srv->stop) {
 			log_notice("%s: shutting down", strsignal((int)si.ssi_signo));
 			srv->stop = 1;
+		} else {
+			log_notice("%s: shutting down without waiting for the clients",
+				   strsignal((int)si.ssi_signo));
+			srv->drain_end_us = 0;
 		}
 	}
 }
@@ -437,15 +520,69 @@ static void drain(int fd)
 		log_warn("reading an event counter: %s", strerror(errno));
 }
 
+/* A graceful stop: no new connections, no new batches; every client is
+ * told (GOODBYE) and keeps what it holds: host batches live on in its
+ * mapping of the ring whatever the daemon does, device batches only while
+ * the daemon keeps the device memory, which is until the drain ends. */
+static void begin_drain(struct server *srv)
+{
+	srv->draining = 1;
+	srv->drain_end_us = server_now_us() + (uint64_t)srv->cfg.shutdown_drain * 1000000u;
+	notify_stopping();
+	listener_close(srv);
+	pool_lock(srv->pool);
+	for (struct session *c = srv->sessions; c; c = c->next)
+		for (size_t i = 0; i < c->nstreams; i++)
+			stream_set_closing(c->streams[i]);
+	pool_unlock(srv->pool);
+	struct proto_msg bye = { .type = PROTO_GOODBYE };
+	for (struct session *c = srv->sessions; c; c = c->next)
+		session_send(c, &bye, -1);
+	if (srv->nsessions)
+		log_info("%u clients told; waiting up to %u s (shutdown_drain) for them to let go of "
+			 "their batches", srv->nsessions, srv->cfg.shutdown_drain);
+}
+
+/* Whether the loop is over: not stopped, or stopped and the drain done
+ * (every client gone and no device ring kept for one, or out of time). */
+static int loop_done(struct server *srv, uint64_t now)
+{
+	if (!srv->stop)
+		return 0;
+	if (!srv->draining)
+		begin_drain(srv);
+	if (srv->nsessions == 0 && srv->nkept == 0)
+		return 1;
+	if (now < srv->drain_end_us)
+		return 0;
+	if (srv->nsessions || srv->nkept)
+		log_notice("shutdown_drain over: %u clients still connected, %zu device rings kept "
+			   "for clients gone; their device batches end now", srv->nsessions,
+			   srv->nkept);
+	return 1;
+}
+
+/* epoll_wait's timeout: poll device releases every millisecond, wake for
+ * the end of a drain, else sleep until something happens. */
+static int loop_timeout(const struct server *srv)
+{
+	if (srv->releases_pending)
+		return 1;
+	if (!srv->draining)
+		return -1;
+	uint64_t now = server_now_us();
+	return now >= srv->drain_end_us ? 0 : (int)((srv->drain_end_us - now) / 1000 + 1);
+}
+
 int server_run(struct server *srv, char *err, size_t errlen)
 {
 	notify_ready();
 	notify_status("0 clients, 0 streams, %zu datasets", registry_count(srv->reg));
 	struct epoll_event evs[64];
-	while (!srv->stop) {
+	while (!loop_done(srv, server_now_us())) {
 		/* A device-ring release is an event on the client's GPU, which
 		 * nothing signals to this loop: poll for it, briefly. */
-		int n = epoll_wait(srv->epfd, evs, 64, srv->releases_pending ? 1 : -1);
+		int n = epoll_wait(srv->epfd, evs, 64, loop_timeout(srv));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -483,6 +620,9 @@ int server_run(struct server *srv, char *err, size_t errlen)
 			case WATCH_REFUSED:
 				listener_linger_event(srv, w, ev);
 				break;
+			case WATCH_RETAINED:
+				retained_exit(srv, w);
+				break;
 			case WATCH_DATASETS:
 				/* A served data file changed: end its streams now. */
 				if (registry_on_event(srv->reg))
@@ -503,15 +643,8 @@ int server_run(struct server *srv, char *err, size_t errlen)
 		if (srv->refused)
 			listener_sweep(srv, server_now_us());
 	}
-	/* Stop accepting, tell everyone, let the rest go in server_destroy. */
-	notify_stopping();
-	listener_close(srv);
-	struct proto_msg bye = { .type = PROTO_GOODBYE };
-	for (struct session *c = srv->sessions; c; c = c->next) {
-		session_send(c, &bye, -1);
-		c->dead = 1;
-	}
-	drop_dead(srv);
+	/* The clients left let go in server_destroy: their host batches stay
+	 * (the pages are in their mappings), their device batches end. */
 	return 0;
 }
 
@@ -519,16 +652,25 @@ void server_destroy(struct server *srv)
 {
 	if (!srv)
 		return;
-	/* Sessions left (server_run failed): close them; their streams become
-	 * zombies until the workers are joined below. */
+	/* Sessions left (the drain ran out, or server_run failed): close
+	 * them; their streams become zombies until the workers are joined
+	 * below. */
+	srv->drain_end_us = 0;
 	while (srv->sessions && srv->pool)
 		session_drop(srv->sessions);
 	pool_destroy(srv->pool);
 	srv->pool = NULL;
 	listener_sweep(srv, 0);
+	/* Only now, the drain over and no worker left, the device rings go
+	 * (gpu_ring_destroy; one the GPU still writes is left to the exit). */
 	for (size_t i = 0; i < srv->nzombies; i++)
 		server_stream_gone(srv, srv->zombies[i]);
 	free(srv->zombies);
+	for (size_t i = 0; i < srv->nkept; i++)
+		server_stream_gone(srv, srv->kept[i]);
+	free(srv->kept);
+	while (srv->retained)
+		retained_free(srv, srv->retained);
 	metrics_stop(srv->metrics);
 	free(srv->series);
 	registry_close(srv->reg);

@@ -14,9 +14,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum watch_kind { WATCH_LISTEN = 1, WATCH_SIGNAL, WATCH_WAKE, WATCH_TIMER, WATCH_SESSION,
-		  WATCH_REFUSED, WATCH_DATASETS };
+		  WATCH_REFUSED, WATCH_DATASETS, WATCH_RETAINED };
 struct watch {
 	int kind;
 };
@@ -39,6 +40,7 @@ struct metrics_series {
 };
 
 struct metrics;
+struct retained;
 
 /* Seconds over which the workers' busy share is reported. */
 #define SERVER_BUSY_WINDOW 10
@@ -60,6 +62,18 @@ struct server {
 	uint64_t start_us, last_tick_us, last_status_us, last_check_us;
 	uint64_t watchdog_us;
 	int stop;
+	/* After SIGTERM/SIGINT: clients were told (GOODBYE); the loop runs on
+	 * until they have all gone or until drain_end_us. */
+	int draining;
+	uint64_t drain_end_us;
+	/* Streams of clients gone during the drain whose device-ring slots
+	 * they may still read: freed only when the daemon exits. */
+	struct stream **kept;
+	size_t nkept, kcap;
+	/* Slots of streams ended while their client held them (a dropped
+	 * connection): their pages live on in the client's mapping, so they
+	 * stay charged to mem_used until its process exits. */
+	struct retained *retained;
 	/* totals of streams already gone, and counters of the loop */
 	uint64_t done_batches, done_samples, done_replacements, done_decode_errors;
 	double done_stage_s[FEEDER_STAGES]; /* worker seconds of streams that are gone */
@@ -92,5 +106,11 @@ void server_stream_gone(struct server *srv, struct stream *s);
 /* Worker seconds per stage of every stream, live or gone (pool lock held). */
 void server_stage_seconds(struct server *srv, double stage_s[FEEDER_STAGES]);
 void server_stream_zombie(struct server *srv, struct stream *s);
+/* Charge `bytes` of ring pages that process pid still maps to mem_used
+ * until it exits (watched by a pidfd); nothing when it is already gone. */
+void server_retain(struct server *srv, pid_t pid, uint64_t bytes);
+/* Free s when the daemon exits, not before (its client may still read its
+ * device ring during the drain). */
+void server_stream_keep(struct server *srv, struct stream *s);
 
 #endif

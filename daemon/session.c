@@ -167,8 +167,15 @@ void session_error(struct session *c, int code, uint32_t stream, uint32_t tag, i
 
 /* ---- streams ---------------------------------------------------------- */
 
+/* Whether the daemon is draining and s's client may still read its device
+ * ring: then s outlives its session until the daemon exits. */
+static int keep_for_drain(const struct server *srv, const struct stream *s)
+{
+	return srv->draining && server_now_us() < srv->drain_end_us && stream_device_held(s);
+}
+
 /* Take s away from c and the schedule; free it now or once the workers let
- * go of it. */
+ * go of it (or at the daemon's exit, keep_for_drain). */
 static void close_stream(struct session *c, struct stream *s)
 {
 	struct server *srv = c->srv;
@@ -180,9 +187,12 @@ static void close_stream(struct session *c, struct stream *s)
 	c->mem -= stream_ring_bytes(s);
 	pool_lock(srv->pool);
 	unsigned inflight = pool_remove(srv->pool, s);
+	int keep = keep_for_drain(srv, s);
 	pool_unlock(srv->pool);
 	log_debug("stream %u closed", stream_id(s));
-	if (inflight == 0)
+	if (keep)
+		server_stream_keep(srv, s);
+	else if (inflight == 0)
 		server_stream_gone(srv, s);
 	else
 		server_stream_zombie(srv, s);
@@ -313,6 +323,10 @@ static int admit(struct session *c, const struct feeder_stream_opts *o, struct d
 				   "stream ring of %.1f MiB does not fit: %.1f of the daemon's %.1f MiB "
 				   "are in use", mib(g.ring_size), mib(srv->mem_used),
 				   mib(srv->cfg.memory_limit));
+	if (o->placement == FEEDER_PLACEMENT_GPU && o->pipeline == FEEDER_PIPE_WAVE)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "placement=gpu: the wave pipeline runs on the CPU only (ask for "
+				   "placement=cpu, or auto, which serves it on the CPU)");
 	if (o->placement == FEEDER_PLACEMENT_GPU && srv->gpu == -1)
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "placement=gpu, but feederd runs without a GPU (start it with --gpu N, "
@@ -352,9 +366,11 @@ static void handle_open(struct session *c, const struct proto_open_stream *req)
 	char err[PROTO_TEXT_MAX];
 	const struct feeder_stream_opts *o = &req->opts;
 	uint32_t tag = req->tag;
-	struct dataset *ds;
+	struct dataset *ds = NULL;
 	struct stream *s = NULL;
-	int rc = admit(c, o, &ds, err, sizeof(err));
+	int rc = srv->draining ? status_fail(err, sizeof(err), FEEDER_ECLOSED,
+					     "feederd is shutting down")
+			       : admit(c, o, &ds, err, sizeof(err));
 	if (rc == 0 && c->nstreams == c->cap) {
 		size_t ncap = c->cap ? c->cap * 2 : 4;
 		struct stream **ns = realloc(c->streams, ncap * sizeof(*ns));
@@ -365,19 +381,19 @@ static void handle_open(struct session *c, const struct proto_open_stream *req)
 			rc = status_fail(err, sizeof(err), -ENOMEM, "daemon out of memory");
 		}
 	}
-	/* Placement: gpu needs the daemon's GPU; auto without one is cpu.
-	 * Device-resident batches only for gpu, when the client can take them
-	 * (emulated in host memory under FEEDERD_GPU_EMULATE, for tests of the
-	 * release protocol). */
+	/* Placement: gpu needs the daemon's GPU; auto without one, or for the
+	 * wave pipeline (CPU only), is cpu. Device-resident batches only for
+	 * gpu, when the client can take them (emulated in host memory under
+	 * FEEDERD_GPU_EMULATE, for tests of the release protocol). */
+	int on_gpu = o->placement != FEEDER_PLACEMENT_CPU && o->pipeline != FEEDER_PIPE_WAVE &&
+		     srv->gpu != -1;
 	struct stream_gpu gpu = { .placement = o->placement, .device = srv->gpu,
-				  .device_ring = o->placement == FEEDER_PLACEMENT_GPU &&
-						 o->device_batches && srv->gpu != -1 };
+				  .device_ring = on_gpu && o->placement == FEEDER_PLACEMENT_GPU &&
+						 o->device_batches };
 	uint32_t id = srv->next_stream + 1 ? srv->next_stream + 1 : 1;
 	if (rc == 0)
 		rc = stream_create_placed(&s, id, ds, o, srv->page, pool_workers(srv->pool),
-					  o->placement != FEEDER_PLACEMENT_CPU && srv->gpu != -1 ? &gpu
-												: NULL,
-					  err, sizeof(err));
+					  on_gpu ? &gpu : NULL, err, sizeof(err));
 	if (ds)
 		dataset_unref(ds);
 	if (rc == 0 && o->pipeline == FEEDER_PIPE_WAVE) {
@@ -437,10 +453,11 @@ static void handle_release(struct session *c, const struct proto_release *r)
 		return;
 	}
 	char err[256];
+	uint64_t now = server_now_us();
 	pool_lock(srv->pool);
-	int rc = stream_release(s, r->slot, server_now_us(), err, sizeof(err));
+	int rc = stream_release(s, r->slot, now, err, sizeof(err));
 	if (rc == 0)
-		stream_note_trainer(s, r->wait_us, r->compute_us);
+		stream_note_trainer(s, r->wait_us, r->compute_us, now);
 	if (rc == 0 && stream_refill(s))
 		pool_kick(srv->pool);
 	if (rc == 0 && stream_releasing(s))
@@ -470,6 +487,8 @@ static void handle_close(struct session *c, const struct proto_close_stream *r)
 	m.u.end.reason = 1;
 	pool_lock(c->srv->pool);
 	stream_totals(s, &m.u.end.batches_sent, NULL, NULL, NULL);
+	/* Closing is letting go of every batch: the whole ring goes back. */
+	stream_release_all(s);
 	pool_unlock(c->srv->pool);
 	close_stream(c, s);
 	session_send(c, &m, -1);
@@ -655,9 +674,56 @@ int session_create(struct server *srv, int fd, pid_t pid, uid_t uid, gid_t gid, 
 	return 0;
 }
 
+/* Bytes of the ring slots c's client holds, which outlive its streams. */
+static uint64_t held_bytes(struct session *c)
+{
+	uint64_t bytes = 0;
+	pool_lock(c->srv->pool);
+	for (size_t i = 0; i < c->nstreams; i++)
+		bytes += stream_held_bytes(c->streams[i]);
+	pool_unlock(c->srv->pool);
+	return bytes;
+}
+
+/* A client that closes its streams (or releases batches) and hangs up at
+ * once leaves those messages unread behind the first reply that could not
+ * be sent: take them, so that what it let go of is not charged as held. */
+static void take_last_words(struct session *c)
+{
+	uint8_t buf[PROTO_MAX_MESSAGE + 1];
+	for (int i = 0; i < 1024 && c->nstreams; i++) {
+		char err[256];
+		struct proto_msg m;
+		int n = sockmsg_recv(c->fd, buf, c->srv->cfg.max_message, NULL, err, sizeof(err));
+		if (n < 0 || proto_decode(buf, (size_t)n, &m, err, sizeof(err)) != 0)
+			return;
+		struct stream *s = NULL;
+		if (m.type == PROTO_CLOSE_STREAM)
+			s = find_stream(c, m.u.close.stream);
+		else if (m.type == PROTO_RELEASE)
+			s = find_stream(c, m.u.release.stream);
+		if (!s)
+			continue;
+		pool_lock(c->srv->pool);
+		if (m.type == PROTO_CLOSE_STREAM)
+			stream_release_all(s);
+		else
+			stream_release(s, m.u.release.slot, server_now_us(), err, sizeof(err));
+		pool_unlock(c->srv->pool);
+		if (m.type == PROTO_CLOSE_STREAM)
+			close_stream(c, s);
+	}
+}
+
 void session_drop(struct session *c)
 {
 	struct server *srv = c->srv;
+	take_last_words(c);
+	/* A connection lost while its client holds batches (it reconnects, or
+	 * was dropped): those slots stay intact in its mapping, so they stay
+	 * charged until it exits; a stopping daemon charges nothing more. */
+	if (!srv->stop)
+		server_retain(srv, c->pid, held_bytes(c));
 	while (c->nstreams)
 		close_stream(c, c->streams[c->nstreams - 1]);
 	if (epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL) != 0)

@@ -78,41 +78,72 @@ static int make_ring(struct stream *s, char *err, size_t errlen)
 	return 0;
 }
 
-/* GPU contexts per slot and the device ring (after make_ring, which left
- * room for the device table). */
+/* The device ring, made before the memfd: its table goes into the memfd,
+ * after the slots, only when the ring exists (STREAM_OPENED then says
+ * memory=device). A ring the device cannot hold is not the client's fault:
+ * the stream is served from the host ring (placement gpu, batches copied
+ * back), which is what the client is then told, and the log says why. The
+ * table is returned in *table (NULL without a ring) for make_ring's memfd. */
+static void device_ring(struct stream *s, const struct stream_gpu *gpu, uint8_t **table)
+{
+	char err[PROTO_TEXT_MAX];
+	uint64_t size = proto_device_table_size(s->nslots, PROTO_TENSOR_ALIGN);
+	uint8_t *t = calloc(1, size);
+	int rc = t ? gpu_ring_create(&s->dring, gpu->device, s->nslots, s->geo.tensor_bytes,
+				     (struct proto_device_table *)t,
+				     (struct proto_device_slot *)(t + PROTO_DEVICE_TABLE_HEAD), err,
+				     sizeof(err))
+		   : status_fail(err, sizeof(err), -ENOMEM, "out of memory for a device table");
+	*table = NULL;
+	if (rc) {
+		free(t);
+		log_warn("stream %u: device batches were asked for, but its device ring cannot be "
+			 "made (%s): its batches come through the host ring", s->id, err);
+		return;
+	}
+	*table = t;
+	s->device_table = s->geo.ring_size;
+	s->ring_bytes += size;
+}
+
+/* placement gpu/auto: the contexts that batches borrow, made later by the
+ * workers that first need them (pinned and device memory take long to
+ * allocate: not on the event loop). A batch holds a context from its first
+ * claim to the end of its submission. Claims go to the oldest filling
+ * batch, so a batch starts claiming only when no other is partly claimed,
+ * and then every batch holding a context has a worker on it (running one
+ * of its tasks or its submission), none of them the claiming worker: at
+ * most workers - 1 are held. min(slots, workers) contexts therefore never
+ * keep a batch waiting. */
 static int gpu_setup(struct stream *s, const struct stream_gpu *gpu, char *err, size_t errlen)
 {
-	s->gslots = calloc(s->nslots, sizeof(*s->gslots));
-	if (!s->gslots)
+	s->ngctx = s->nslots < s->workers ? s->nslots : s->workers;
+	s->gctx = calloc(s->ngctx, sizeof(*s->gctx));
+	if (!s->gctx)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
-	for (uint32_t i = 0; i < s->nslots; i++) {
-		int rc = gpu_slot_create(&s->gslots[i], gpu->device, &s->opts, s->ds->hdr.feat_dim,
-					 s->opts.batch, err, errlen);
-		if (rc)
-			return rc;
-	}
-	if (gpu->device_ring) {
-		struct proto_device_table *t = (struct proto_device_table *)(s->map + s->device_table);
-		int rc = gpu_ring_create(&s->dring, gpu->device, s->nslots, s->geo.tensor_bytes, t,
-					 (struct proto_device_slot *)((uint8_t *)t +
-								      PROTO_DEVICE_TABLE_HEAD),
-					 err, errlen);
-		if (rc)
-			return rc;
-	}
-	/* Batches copied back into host slots: page-lock the ring so the copy
-	 * is one DMA, not a pageable copy through the driver's staging. */
-	if (!gpu->device_ring && gpu->device >= 0) {
-		char why[200];
-		if (gpu_pipeline_host_register(gpu->device, s->map, s->map_len, why, sizeof(why)) == 0)
-			s->registered_device = gpu->device;
-		else
-			log_warn("stream %u: %s; copies go through pageable memory", s->id, why);
-	}
+	pthread_mutex_init(&s->gpu_lock, NULL);
+	s->gpu_device = gpu->device;
+	/* Batches copied back into host slots: the ring is page-locked (by
+	 * the worker that makes the first context) so that the copy is one
+	 * DMA, not a pageable copy through the driver's staging. */
+	s->gpu_registering = !s->dring && gpu->device >= 0;
 	s->placement = gpu->placement;
 	s->active = gpu->placement == FEEDER_PLACEMENT_GPU ? FEEDER_PLACEMENT_GPU : FEEDER_PLACEMENT_CPU;
 	s->deciding = gpu->placement == FEEDER_PLACEMENT_AUTO;
 	return 0;
+}
+
+/* Give the contexts no batch holds to gpu_slot_retire (freeing them
+ * synchronises the device: not on this thread). A held one is used by its
+ * batch's workers only, so the pool lock the caller holds (or a stream no
+ * worker is on) is all the exclusion needed. */
+static void retire_contexts(struct stream *s)
+{
+	for (uint32_t i = 0; i < s->ngctx; i++)
+		if (!s->gctx[i].busy && s->gctx[i].g) {
+			gpu_slot_retire(s->gctx[i].g);
+			s->gctx[i].g = NULL;
+		}
 }
 
 int stream_check_kind(const struct feeder_stream_opts *req, const struct dataset *ds,
@@ -173,6 +204,7 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 	s->id = id;
 	s->opts = *req;
 	s->stamp_us = (uint64_t)(mono_s() * 1e6);
+	s->opened_us = s->stamp_us;
 	s->memfd = -1;
 	s->registered_device = -1;
 	s->nslots = req->slots;
@@ -225,15 +257,23 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 		goto fail;
 	}
 	s->ring_bytes = s->geo.ring_size;
-	if (gpu && gpu->device_ring) {
-		s->device_table = s->geo.ring_size;
-		s->ring_bytes += proto_device_table_size(s->nslots, PROTO_TENSOR_ALIGN);
-	}
+	uint8_t *table = NULL;
+	if (gpu && gpu->device_ring)
+		device_ring(s, gpu, &table);
 	rc = make_ring(s, err, errlen);
-	if (rc)
+	if (rc) {
+		free(table);
+		gpu_ring_destroy(s->dring);
 		goto fail;
-	for (uint32_t i = 0; i < s->nslots; i++)
+	}
+	if (table) {
+		memcpy(s->map + s->device_table, table, s->ring_bytes - s->device_table);
+		free(table);
+	}
+	for (uint32_t i = 0; i < s->nslots; i++) {
 		s->slots[i].base = s->map + PROTO_RING_HEADER + (size_t)i * s->geo.slot_size;
+		s->slots[i].ctx = -1;
+	}
 	/* Small tasks spread one batch over all workers; larger ones cut the
 	 * locking per sample when batches are big. */
 	uint32_t chunk = req->batch / (2 * (workers ? workers : 1));
@@ -254,25 +294,64 @@ fail:
 	return rc;
 }
 
+/* Give back the pages of the ring that no client batch lives in. The
+ * client may keep the memfd (and its mapping) as long as it likes; the pages
+ * are the daemon's, charged to memory_limit while the stream exists, so
+ * they go back now (the seals allow it: a hole is not a shrink) and a kept
+ * memfd reads zeros. Not so the slots the client holds or was announced
+ * (SLOT_HELD): a trainer reads those until it releases them or exits,
+ * whatever happened to the stream (a shutdown, a lost connection, a failed
+ * stream); the caller charges them until then (stream_held_bytes). With no
+ * slot held the whole ring goes, header and device table included. */
+static void punch_unheld(struct stream *s)
+{
+	if (s->held == 0) {
+		if (madvise(s->map, s->map_len, MADV_REMOVE) != 0)
+			log_warn("stream %u: its ring's pages could not be released: %s", s->id,
+				 strerror(errno));
+		return;
+	}
+	for (uint32_t i = 0; i < s->nslots; i++)
+		if (s->slots[i].state != SLOT_HELD &&
+		    madvise(s->slots[i].base, s->geo.slot_size, MADV_REMOVE) != 0) {
+			log_warn("stream %u: slot %u's pages could not be released: %s", s->id, i,
+				 strerror(errno));
+			return;
+		}
+}
+
+uint64_t stream_held_bytes(const struct stream *s)
+{
+	return (uint64_t)s->held * s->geo.slot_size;
+}
+
+unsigned stream_device_held(const struct stream *s)
+{
+	return s->dring ? s->held : 0;
+}
+
+void stream_release_all(struct stream *s)
+{
+	for (uint32_t i = 0; i < s->nslots; i++)
+		if (s->slots[i].state == SLOT_HELD)
+			s->slots[i].state = SLOT_FREE;
+	s->held = 0;
+}
+
 void stream_destroy(struct stream *s)
 {
 	if (!s)
 		return;
-	for (uint32_t i = 0; s->gslots && i < s->nslots; i++)
-		gpu_slot_destroy(s->gslots[i]);
-	free(s->gslots);
+	if (s->gctx) {
+		retire_contexts(s); /* none is held: no worker is on the stream */
+		free(s->gctx);
+		pthread_mutex_destroy(&s->gpu_lock);
+	}
 	gpu_ring_destroy(s->dring);
 	if (s->registered_device >= 0)
 		gpu_pipeline_host_unregister(s->registered_device, s->map);
 	if (s->map) {
-		/* The client may keep the memfd (and its mapping) as long as it
-		 * likes; the pages are the daemon's, charged to memory_limit
-		 * only while the stream exists, so they go back now (the seals
-		 * allow it: a hole is not a shrink). The client then reads
-		 * zeros. */
-		if (madvise(s->map, s->map_len, MADV_REMOVE) != 0)
-			log_warn("stream %u: its ring's pages could not be released: %s", s->id,
-				 strerror(errno));
+		punch_unheld(s);
 		munmap(s->map, s->map_len);
 	}
 	if (s->memfd >= 0)
@@ -350,24 +429,16 @@ unsigned stream_refill(struct stream *s)
 		sl->claimed = sl->done = sl->replacements = 0;
 		sl->work_s = 0;
 		sl->on_gpu = 0;
-		if (s->gslots) {
+		if (s->gctx) {
 			if (s->deciding)
 				sl->on_gpu = sl->seq >= STREAM_AUTO_BATCHES &&
 					     sl->seq < 2 * STREAM_AUTO_BATCHES;
 			else
 				sl->on_gpu = s->active == FEEDER_PLACEMENT_GPU;
-			if (!s->deciding && !sl->on_gpu && s->gslots[i]) {
-				/* placement=auto chose the CPU: the slot's staging
-				 * memory (pinned, large) is of no more use. */
-				gpu_slot_destroy(s->gslots[i]);
-				s->gslots[i] = NULL;
-			}
-			char err[PROTO_TEXT_MAX];
-			if (sl->on_gpu && gpu_slot_begin(s->gslots[i], err, sizeof(err)) != 0) {
-				s->fail_code = FEEDER_ENODEV;
-				snprintf(s->fail_msg, sizeof(s->fail_msg), "GPU: %.200s", err);
-				return started;
-			}
+			/* placement=auto chose the CPU: the contexts (pinned
+			 * memory, large) are of no more use. */
+			if (!s->deciding && !sl->on_gpu)
+				retire_contexts(s);
 		}
 		sl->fills++;
 		started++;
@@ -445,14 +516,35 @@ int stream_release(struct stream *s, uint32_t slot, uint64_t now_us, char *err, 
 	return 0;
 }
 
-void stream_note_trainer(struct stream *s, uint64_t wait_us, uint64_t compute_us)
+/* A client's totals run from its own stream's start, across reconnects,
+ * and are whatever it sends: this stream counts only their increase since
+ * the previous report, and at most the time it has been open in all (wait
+ * and compute are disjoint spans of the trainer's time, so more is not a
+ * measurement: the totals from before a reopen, or a forged report). An
+ * increase beyond that room is scaled down to it, the wait's share kept.
+ * So a stream's totals never exceed its age, and sums over streams
+ * (feeder_trainer_wait_seconds_total) cannot wrap. */
+void stream_note_trainer(struct stream *s, uint64_t wait_us, uint64_t compute_us,
+			 uint64_t now_us)
 {
-	/* Totals only grow; a smaller one is a client that reopened elsewhere. */
-	if (wait_us >= s->trainer_wait_us && compute_us >= s->trainer_compute_us) {
-		s->trainer_wait_us = wait_us;
-		s->trainer_compute_us = compute_us;
-	}
+	uint64_t dw = wait_us - s->client_wait_raw, dc = compute_us - s->client_compute_raw;
+	int backwards = wait_us < s->client_wait_raw || compute_us < s->client_compute_raw;
+	s->client_wait_raw = wait_us;
+	s->client_compute_raw = compute_us;
 	s->trainer_reports = 1;
+	if (backwards)
+		return; /* not a total of this client's: counted from here */
+	uint64_t age = now_us > s->opened_us ? now_us - s->opened_us : 0;
+	uint64_t used = s->trainer_wait_us + s->trainer_compute_us;
+	uint64_t room = age > used ? age - used : 0;
+	if (dw > room || dc > room - dw) {
+		double f = (double)room / ((double)dw + (double)dc);
+		dw = (uint64_t)((double)dw * f);
+		dw = dw < room ? dw : room;
+		dc = room - dw;
+	}
+	s->trainer_wait_us += dw;
+	s->trainer_compute_us += dc;
 }
 
 /* The trainer's wait share over the snapshots' window, or -1 unknown. */
@@ -586,7 +678,7 @@ void stream_describe(const struct stream *s, struct proto_stream_opened *r)
 	r->names_offset = s->geo.names_offset;
 	r->tensor_offset = s->geo.tensor_offset;
 	r->tensor_bytes = s->geo.tensor_bytes;
-	r->placement = s->gslots ? s->placement : FEEDER_PLACEMENT_CPU;
+	r->placement = s->gctx ? s->placement : FEEDER_PLACEMENT_CPU;
 	r->memory = s->dring ? FEEDER_MEMORY_DEVICE : FEEDER_MEMORY_HOST;
 	r->device_table = s->device_table;
 }

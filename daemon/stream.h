@@ -70,9 +70,12 @@ int stream_check_kind(const struct feeder_stream_opts *req, const struct dataset
 int stream_create(struct stream **out, uint32_t id, struct dataset *ds,
 		  const struct feeder_stream_opts *req, uint64_t page, unsigned workers,
 		  char *err, size_t errlen);
-/* The same, preprocessed as gpu says (NULL: on the CPU): a GPU context per
- * slot and, with gpu->device_ring, the tensors in device memory and the
- * device table after the slots in the memfd. placement=auto runs its first
+/* The same, preprocessed as gpu says (NULL: on the CPU; the jpeg and
+ * features pipelines only): min(slots, workers) GPU contexts, made by the
+ * workers when first needed, and, with gpu->device_ring, the tensors in
+ * device memory and the device table after the slots in the memfd (or, if
+ * the device cannot hold them, the host ring, with a warning in the log:
+ * stream_describe then says memory=host). placement=auto runs its first
  * STREAM_AUTO_BATCHES batches on the CPU, the next as many on the GPU, and
  * keeps the cheaper (worker seconds per batch over the pool, against the
  * larger of the staging share and the device time). */
@@ -81,6 +84,13 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 			 const struct feeder_stream_opts *req, uint64_t page, unsigned workers,
 			 const struct stream_gpu *gpu, char *err, size_t errlen);
 void stream_destroy(struct stream *s);
+/* Bytes of the slots the client holds or was announced (their pages outlive
+ * stream_destroy), and how many of them are device-ring slots. */
+uint64_t stream_held_bytes(const struct stream *s);
+unsigned stream_device_held(const struct stream *s);
+/* CLOSE_STREAM: the client let go of every batch, so stream_destroy may
+ * give all of the ring back (pool lock held). */
+void stream_release_all(struct stream *s);
 
 /* ---- For the sessions and the loop (pool lock held unless noted) ---- */
 
@@ -113,8 +123,11 @@ int stream_next_ready(struct stream *s, uint64_t now_us, struct proto_batch_read
 int stream_take_end(struct stream *s, struct proto_stream_end *e);
 /* RELEASE of slot: 0, or FEEDER_EPROTO if the client does not hold it. */
 int stream_release(struct stream *s, uint32_t slot, uint64_t now_us, char *err, size_t errlen);
-/* The client's totals for the trainer's data wait (with RELEASE). */
-void stream_note_trainer(struct stream *s, uint64_t wait_us, uint64_t compute_us);
+/* The client's totals for the trainer's data wait (with RELEASE), received
+ * at now_us (the loop's clock). The stream counts their increase, at most
+ * the time it has been open in all (see stream.c). */
+void stream_note_trainer(struct stream *s, uint64_t wait_us, uint64_t compute_us,
+			 uint64_t now_us);
 /* 1 when every batch was sent. */
 int stream_finished(const struct stream *s);
 /* If the stream has failed (a worker's error, or its dataset was removed,

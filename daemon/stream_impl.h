@@ -7,6 +7,7 @@
 
 #include "stream.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include <time.h>
@@ -29,9 +30,19 @@ struct slot {
 	struct sampler order;    /* the epoch's order (copied: slots may straddle epochs) */
 	uint8_t *base;           /* the slot in the mapping */
 	int on_gpu;              /* this batch is staged for the GPU (placement gpu/auto) */
+	int32_t ctx;             /* on_gpu: its GPU context from its first claim until
+				    its submission is accounted, else -1 (pool lock) */
 	double work_s;           /* worker seconds spent on this batch (placement=auto) */
 };
 
+
+/* A GPU context a stream lends to one batch at a time. g is made by the
+ * first worker that needs it (under the stream's gpu_lock, never on the
+ * event loop); busy says a batch holds it (pool lock). */
+struct stream_gctx {
+	struct gpu_slot *g;
+	int busy;
+};
 
 /* Seconds over which the trainer's data-wait share is reported. */
 #define STREAM_WAIT_WINDOW 10
@@ -65,9 +76,14 @@ struct stream {
 	struct slot *slots;
 	unsigned workers;        /* the pool's threads */
 	uint32_t placement;      /* requested: FEEDER_PLACEMENT_* (cpu without a GPU) */
-	struct gpu_slot **gslots; /* per slot, placement gpu/auto */
+	int gpu_device;          /* placement gpu/auto: CUDA ordinal or GPU_SLOT_EMULATED */
+	struct stream_gctx *gctx; /* placement gpu/auto: ngctx contexts, else NULL */
+	uint32_t ngctx;
+	pthread_mutex_t gpu_lock; /* making contexts, registering the ring (workers) */
+	int gpu_registering;     /* the ring is to be cudaHostRegister'ed (gpu_lock) */
 	struct gpu_ring *dring;  /* device-resident ring, or NULL */
-	int registered_device;   /* the ring is cudaHostRegister'ed for it, or -1 */
+	int registered_device;   /* the ring is cudaHostRegister'ed for it, or -1
+				    (gpu_lock while workers run) */
 	uint64_t device_table;   /* its table's offset in the memfd, or 0 */
 	size_t ring_bytes;       /* the memfd: geo.ring_size plus the device table */
 	struct stream_source sources[2]; /* wave: the noise and RIR datasets it reads */
@@ -98,6 +114,8 @@ struct stream {
 	 * one snapshot a tick for the share over the last STREAM_WAIT_WINDOW s */
 	int trainer_reports;
 	uint64_t trainer_wait_us, trainer_compute_us;
+	uint64_t opened_us;            /* the loop's clock at stream_create */
+	uint64_t client_wait_raw, client_compute_raw; /* the last report as sent */
 	uint64_t snap_wait[STREAM_WAIT_WINDOW + 1], snap_compute[STREAM_WAIT_WINDOW + 1];
 	unsigned snaps, snap_next;
 	uint64_t starving_since_us; /* 0: not starving */

@@ -6,6 +6,7 @@
 
 #include "crc32c.h"
 #include "detrand.h"
+#include "gpu_pipeline.h"
 #include "gpu_ring.h"
 #include "gpu_slot.h"
 #include "log.h"
@@ -39,6 +40,22 @@ static void populate(uint8_t *p, size_t len)
 	(void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
 }
 
+/* A GPU batch borrows a context at its first claim (see gpu_setup in
+ * stream.c for why one is always free); 0 if none is, and the claim waits
+ * for a batch to give one back. */
+static int bind_context(struct stream *s, struct slot *sl)
+{
+	if (!sl->on_gpu || sl->ctx >= 0)
+		return 1;
+	for (uint32_t i = 0; i < s->ngctx; i++)
+		if (!s->gctx[i].busy) {
+			s->gctx[i].busy = 1;
+			sl->ctx = (int32_t)i;
+			return 1;
+		}
+	return 0;
+}
+
 int stream_claim(struct stream *s, struct stream_task *t, uint32_t max)
 {
 	if (s->closing || s->fail_code)
@@ -50,7 +67,7 @@ int stream_claim(struct stream *s, struct stream_task *t, uint32_t max)
 		    (!best || sl->seq < best->seq))
 			best = sl;
 	}
-	if (!best)
+	if (!best || !bind_context(s, best))
 		return 0;
 	memset(t, 0, sizeof(*t));
 	t->s = s;
@@ -387,6 +404,37 @@ static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_wo
 	return rc;
 }
 
+/* The context the task's batch borrowed, made now if no batch had it
+ * before (pinned and device memory: on this worker, not on the event loop);
+ * the first also page-locks a host ring for the copies back. Workers of
+ * one batch share the context, so they make it under the stream's
+ * gpu_lock. 0, or the reason in err. */
+static int gpu_context(struct stream *s, const struct slot *sl, struct gpu_slot **out, char *err,
+		       size_t errlen)
+{
+	struct stream_gctx *c = &s->gctx[sl->ctx];
+	int rc = 0;
+	pthread_mutex_lock(&s->gpu_lock);
+	if (!c->g) {
+		rc = gpu_slot_create(&c->g, s->gpu_device, &s->opts, s->ds->hdr.feat_dim,
+				     s->opts.batch, err, errlen);
+		if (rc == 0)
+			log_debug("stream %u: GPU context %d of %u made", s->id, sl->ctx, s->ngctx);
+	}
+	if (rc == 0 && s->gpu_registering) {
+		char why[200];
+		s->gpu_registering = 0;
+		if (gpu_pipeline_host_register(s->gpu_device, s->map, s->map_len, why,
+					       sizeof(why)) == 0)
+			s->registered_device = s->gpu_device;
+		else
+			log_warn("stream %u: %s; copies go through pageable memory", s->id, why);
+	}
+	*out = c->g;
+	pthread_mutex_unlock(&s->gpu_lock);
+	return rc;
+}
+
 /* The task fails with the retired dataset's reason. */
 static void fail_gone(struct stream_task *t)
 {
@@ -406,7 +454,12 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 	uint64_t *indices = (uint64_t *)(sl->base + s->geo.indices_offset);
 	char *names = s->geo.names_offset ? (char *)(sl->base + s->geo.names_offset) : NULL;
 	uint8_t *tensor = sl->base + s->geo.tensor_offset;
-	struct gpu_slot *gs = sl->on_gpu ? s->gslots[t->slot] : NULL;
+	struct gpu_slot *gs = NULL;
+	if (sl->on_gpu && (rc = gpu_context(s, sl, &gs, err, sizeof(err)))) {
+		t->fail_code = rc;
+		snprintf(t->fail_msg, sizeof(t->fail_msg), "GPU: %.200s", err);
+		return;
+	}
 	double t0 = mono_s();
 	if (!gs && sl->seq < s->nslots && t->count)
 		populate(tensor + (size_t)t->first * s->geo.sample_bytes,
@@ -457,9 +510,17 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 					dataset_note_io_error(s->ds, fault_off);
 					rc = -EIO;
 				} else if (dataset_note_corrupt(s->ds, index)) {
-					log_warn("dataset '%s': sample %llu is unusable and is replaced "
-						 "in every stream: %s",
-						 s->ds->name, (unsigned long long)index, err);
+					/* Logged once per dataset, by the first stream it
+					 * fails in: whether it fails may depend on the
+					 * stream's options, so others decide for themselves. */
+					log_warn("dataset '%s': sample %llu is unusable in stream %u (%s); %s, "
+						 "other streams try it themselves, and it is not "
+						 "logged again", s->ds->name, (unsigned long long)index,
+						 s->id, err,
+						 s->opts.on_error == FEEDER_ON_ERROR_FAIL
+							 ? "that stream fails (on_error fail)"
+							 : "that stream reads the next sample of its "
+							   "order in its place");
 				}
 				if (s->opts.on_error == FEEDER_ON_ERROR_FAIL) {
 					t->fail_code = rc;
@@ -575,11 +636,17 @@ void stream_task_submit(struct stream_task *t)
 	struct slot *sl = &s->slots[t->slot];
 	char err[256];
 	double t0 = mono_s();
+	struct gpu_slot *gs = s->gctx[sl->ctx].g;
+	/* A device ring's slot takes the batch straight from the kernel. */
 	void *dev = s->dring ? gpu_ring_slot(s->dring, t->slot) : NULL;
 	void *host = s->dring ? NULL : sl->base + s->geo.tensor_offset;
-	int rc = gpu_slot_run(s->gslots[t->slot], sl->count, dev, host, err, sizeof(err));
+	int rc = gpu_slot_run(gs, sl->count, dev, host, err, sizeof(err));
 	if (rc == 0 && s->dring)
 		rc = gpu_ring_mark_ready(s->dring, t->slot, NULL, err, sizeof(err));
+	/* Empty for the next batch that borrows it (here, not under the pool
+	 * lock). */
+	if (rc == 0)
+		rc = gpu_slot_begin(gs, err, sizeof(err));
 	t->gpu_s = mono_s() - t0;
 	if (rc) {
 		t->fail_code = rc;
@@ -594,6 +661,8 @@ int stream_submit_finish(struct stream_task *t)
 	struct slot *sl = &s->slots[t->slot];
 	s->inflight--;
 	s->stage_s[FEEDER_STAGE_GPU] += t->gpu_s;
+	s->gctx[sl->ctx].busy = 0;
+	sl->ctx = -1;
 	if (t->fail_code) {
 		if (!s->fail_code) {
 			s->fail_code = t->fail_code;

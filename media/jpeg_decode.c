@@ -25,7 +25,13 @@ struct jpeg_decoder {
 	struct jpeg_huff *huff; /* feederd's Huffman decoder: the same verdicts */
 	uint8_t *row;  /* the one row of a check-only decode */
 	size_t row_cap;
+	uint64_t fallbacks; /* images decoded by libjpeg's Huffman decoder after huff refused */
 };
+
+uint64_t jpeg_decoder_fallbacks(const struct jpeg_decoder *d)
+{
+	return d->fallbacks;
+}
 
 int jpeg_sniff(const uint8_t *p, size_t len)
 {
@@ -90,16 +96,30 @@ int jpeg_decode_info(struct jpeg_decoder *d, const uint8_t *jpeg, size_t len,
 	return rc;
 }
 
-int jpeg_decode_rgbx(struct jpeg_decoder *d, const uint8_t *jpeg, size_t len, unsigned m,
-		     uint8_t **pixels, uint32_t *out_w, uint32_t *out_h, char *err, size_t errlen)
+/* jpeg_decode_rgbx's arguments, for jpeg_huff_or_libjpeg's callback. */
+struct rgbx_call {
+	struct jpeg_decoder *d;
+	const uint8_t *jpeg;
+	size_t len;
+	unsigned m;
+	uint8_t **pixels;
+	uint32_t *out_w, *out_h;
+	char *err;
+	size_t errlen;
+};
+
+static int decode_rgbx(void *ctx, struct jpeg_huff *huff)
 {
+	const struct rgbx_call *a = ctx;
+	struct jpeg_decoder *d = a->d;
 	struct jpeg_decompress_struct *ci = &d->ci;
+	const uint8_t *jpeg = a->jpeg;
+	size_t len = a->len;
+	uint8_t **pixels = a->pixels;
+	char *err = a->err;
+	size_t errlen = a->errlen;
 	/* Set after setjmp and needed after a longjmp: kept in memory. */
 	uint8_t *volatile pix = NULL;
-	if (pixels)
-		*pixels = NULL;
-	if (m < 1 || m > 8)
-		return status_fail(err, errlen, FEEDER_EINVAL, "JPEG: scale %u/8 is not in 1/8..8/8", m);
 	if (setjmp(d->err.jump)) {
 		jpeg_abort_decompress(ci);
 		free(pix);
@@ -112,12 +132,13 @@ int jpeg_decode_rgbx(struct jpeg_decoder *d, const uint8_t *jpeg, size_t len, un
 		jpeg_abort_decompress(ci);
 		return rc;
 	}
-	ci->scale_num = m;
+	ci->scale_num = a->m;
 	ci->scale_denom = 8;
 	ci->dct_method = JDCT_ISLOW;
 	ci->out_color_space = JCS_EXT_RGBX;
 	jpeg_start_decompress(ci);
-	jpeg_huff_install(ci, d->huff);
+	if (huff)
+		jpeg_huff_install(ci, huff);
 	uint32_t w = ci->output_width, h = ci->output_height;
 	size_t stride = (size_t)w * 4;
 	if (pixels) {
@@ -143,11 +164,25 @@ int jpeg_decode_rgbx(struct jpeg_decoder *d, const uint8_t *jpeg, size_t len, un
 		}
 	}
 	jpeg_finish_decompress(ci); /* reads on to EOI: late warnings count too */
-	if (out_w)
-		*out_w = w;
-	if (out_h)
-		*out_h = h;
+	if (a->out_w)
+		*a->out_w = w;
+	if (a->out_h)
+		*a->out_h = h;
 	if (pixels)
 		*pixels = pix;
 	return 0;
+}
+
+int jpeg_decode_rgbx(struct jpeg_decoder *d, const uint8_t *jpeg, size_t len, unsigned m,
+		     uint8_t **pixels, uint32_t *out_w, uint32_t *out_h, char *err, size_t errlen)
+{
+	if (pixels)
+		*pixels = NULL;
+	if (m < 1 || m > 8)
+		return status_fail(err, errlen, FEEDER_EINVAL, "JPEG: scale %u/8 is not in 1/8..8/8", m);
+	struct rgbx_call a = { d, jpeg, len, m, pixels, out_w, out_h, err, errlen };
+	int fell_back;
+	int rc = jpeg_huff_or_libjpeg(d->huff, decode_rgbx, &a, &fell_back);
+	d->fallbacks += (uint64_t)fell_back;
+	return rc;
 }

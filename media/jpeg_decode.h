@@ -8,8 +8,8 @@
  * so this decoder applies jpeg_rules.h, as daemon/jpeg_pipeline.c does (the
  * pixel limit, no CMYK, every libjpeg warning an error, at most
  * JPEG_RULES_MAX_SCANS progressive scans) and Huffman-decodes with the
- * same decoder (jpeg_huff.h), whose verdict on damaged data is stricter
- * than libjpeg's in one case (bytes left over before a marker).
+ * same decoder (jpeg_huff.h) under the same policy (jpeg_huff_or_libjpeg:
+ * where that decoder alone refuses, libjpeg's decodes the image).
  *
  * A decoder holds libjpeg's state for one thread; calls on different
  * decoders may run at once. Errors are FEEDER_EDECODE with libjpeg's reason
@@ -55,5 +55,10 @@ int jpeg_decode_info(struct jpeg_decoder *d, const uint8_t *jpeg, size_t len,
  * FEEDER_EINVAL (m out of range) or -ENOMEM. */
 int jpeg_decode_rgbx(struct jpeg_decoder *d, const uint8_t *jpeg, size_t len, unsigned m,
 		     uint8_t **pixels, uint32_t *out_w, uint32_t *out_h, char *err, size_t errlen);
+
+/* Images d decoded with libjpeg's Huffman decoder because jpeg_huff.h's
+ * refused them on a verdict libjpeg does not share (jpeg_huff_or_libjpeg),
+ * since it was created. */
+uint64_t jpeg_decoder_fallbacks(const struct jpeg_decoder *d);
 
 #endif

@@ -68,6 +68,7 @@ struct jpeg_huff {
 	JBLOCK *ahead;
 	size_t ahead_cap;        /* blocks */
 	unsigned ready, served;  /* MCUs in ahead, and handed out */
+	int alone;               /* refused on a verdict libjpeg may not share */
 };
 
 /* Zigzag to natural order; the 16 extra entries (63) absorb a run that
@@ -245,6 +246,9 @@ static inline uint32_t get_bits(struct bit_reader *b, int s)
  * can hold) to other values than the standard's. */
 static void corrupt(j_decompress_ptr ci, int code)
 {
+	/* libjpeg checks these on some of its paths only (jpeg_huff.h) */
+	if (code == JWRN_HUFF_BAD_CODE || code == JWRN_EXTRANEOUS_DATA)
+		((struct jpeg_huff *)ci->client_data)->alone = 1;
 	/* msg_parm as the caller set it */
 	ci->err->msg_code = code;
 	(*ci->err->emit_message)((j_common_ptr)ci, -1);
@@ -565,9 +569,24 @@ int jpeg_huff_install(struct jpeg_decompress_struct *ci, struct jpeg_huff *h)
 		}
 		h->pair = need <= h->ahead_cap;
 	}
+	ci->client_data = h; /* before the first corrupt() */
 	reader_start(ci, &h->br, ci->src->next_input_byte,
 		     ci->src->next_input_byte + ci->src->bytes_in_buffer);
-	ci->client_data = h;
 	ci->entropy->decode_mcu = decode_mcu;
 	return 1;
+}
+
+int jpeg_huff_or_libjpeg(struct jpeg_huff *h, jpeg_huff_try_fn decode, void *ctx, int *fell_back)
+{
+	if (fell_back)
+		*fell_back = 0;
+	if (h)
+		h->alone = 0;
+	int rc = decode(ctx, h);
+	if (rc == 0 || !h || !h->alone)
+		return rc;
+	rc = decode(ctx, NULL);
+	if (fell_back)
+		*fell_back = rc == 0;
+	return rc;
 }

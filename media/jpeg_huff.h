@@ -28,7 +28,17 @@
  * where libjpeg, reading a few bytes ahead, may decode it.
  *
  * Only for the memory source (jpeg_mem_src) and single-scan 8-bit
- * Huffman JPEGs; jpeg_huff_install leaves anything else to libjpeg. */
+ * Huffman JPEGs; jpeg_huff_install leaves anything else to libjpeg.
+ *
+ * Where this decoder alone refuses (an invalid code, bytes left over),
+ * libjpeg's decoder, which a user's own loader (PIL, djpeg) runs, may
+ * decode the file without a warning: a real photo, not a training sample
+ * to lose. jpeg_huff_or_libjpeg is the one policy for that, used by
+ * feederd's pipeline and packer's checks alike: decode with this decoder,
+ * and on such a refusal once more with libjpeg's, under the same rules,
+ * whose verdict and pixels then stand. Other refusals (a truncated scan, a
+ * wrong restart marker, data past a segment) are libjpeg's too, or must
+ * not depend on the crop: they stand. */
 #ifndef FEEDER_JPEG_HUFF_H
 #define FEEDER_JPEG_HUFF_H
 
@@ -51,5 +61,17 @@ void jpeg_huff_destroy(struct jpeg_huff *h);
  * data end without a marker (a truncated file) is refused at once, with
  * libjpeg's "Premature end of JPEG file", whatever rows are to be read. */
 int jpeg_huff_install(struct jpeg_decompress_struct *ci, struct jpeg_huff *h);
+
+/* One whole decode (from jpeg_mem_src to the last row read) by the
+ * caller, with huff installed after jpeg_start_decompress when it is not
+ * NULL and libjpeg's own Huffman decoder when it is; 0 or a negative code
+ * with the caller's sentence. */
+typedef int (*jpeg_huff_try_fn)(void *ctx, struct jpeg_huff *huff);
+
+/* decode(ctx, h) and, when h refused the data where libjpeg's decoder may
+ * not (see above), decode(ctx, NULL). Returns the result of the last
+ * decode; *fell_back (may be NULL) is 1 when that was libjpeg's and it
+ * succeeded, else 0. With h NULL, decode(ctx, NULL) alone. */
+int jpeg_huff_or_libjpeg(struct jpeg_huff *h, jpeg_huff_try_fn decode, void *ctx, int *fell_back);
 
 #endif

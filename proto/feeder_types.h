@@ -113,6 +113,10 @@ enum feeder_stage {
 #define FEEDER_MAX_SIDE 8192      /* jpeg output height/width */
 #define FEEDER_MAX_CHUNK 65536    /* features chunk_len and cmn_window */
 #define FEEDER_MAX_WAVE_CHUNK 6000 /* wave chunk_len: a minute of frames */
+/* wave bins: the mel filters that each still cover a bin of the 512-point
+ * FFT of 16 kHz audio between 20 and 7600 Hz (the lowest filters narrow
+ * with their count; at 125 the fourth covers none) */
+#define FEEDER_MAX_WAVE_BINS 124
 
 /* The jpeg pipeline: torchvision's RandomResizedCrop(size, scale, ratio) +
  * RandomHorizontalFlip(flip_p) in train mode, Resize(size * resize_ratio) +
@@ -155,7 +159,7 @@ struct feeder_wave_opts {
 	uint32_t train;              /* 1: random chunk and augmentation; default 1 */
 	uint32_t pad;                /* enum feeder_feat_pad; default repeat */
 	uint32_t features;           /* enum feeder_wave_features; default fbank */
-	uint32_t bins;               /* mel bins, 3..256; default 80 */
+	uint32_t bins;               /* mel bins, 3..FEEDER_MAX_WAVE_BINS (124); default 80 */
 	uint32_t ceps;               /* mfcc: cepstra kept, 1..bins; default 30 */
 	float dither;                /* Gaussian dither at int16 scale (Kaldi's
 					--dither); default 0 */

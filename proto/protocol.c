@@ -235,7 +235,7 @@ static void walk_wave(struct cur *c, struct feeder_wave_opts *w)
 	o_u32(c, &w->train, "wave.train", 1, 0, 1);
 	ENUM(c, &w->pad, "wave.pad", FEEDER_FEAT_PAD_REPEAT, pad_names);
 	ENUM(c, &w->features, "wave.features", FEEDER_WAVE_FBANK, wave_features_names);
-	o_u32(c, &w->bins, "wave.bins", 80, 3, 256);
+	o_u32(c, &w->bins, "wave.bins", 80, 3, FEEDER_MAX_WAVE_BINS);
 	o_u32(c, &w->ceps, "wave.ceps", 30, 1, 256);
 	o_f32(c, &w->dither, "wave.dither", 0, 0, 1000);
 	ENUM(c, &w->cmn, "wave.cmn", FEEDER_FEAT_CMN_UTT, cmn_names);

@@ -25,7 +25,13 @@
  *   C CLOSE_STREAM(id) -> D STREAM_END(id) (the stream is gone on both sides)
  *   C STATUS(what)     -> D STATUS_REPLY, or DATASET_INFO… / STREAM_INFO…
  *                         followed by LIST_END
- *   D GOODBYE          the daemon is shutting down; the socket closes next
+ *   D GOODBYE          the daemon is stopping: no BATCH_READY follows. The
+ *                      client keeps what it holds or was announced (the
+ *                      slots' pages are not taken back) and should release
+ *                      it and disconnect; the daemon waits for that up to
+ *                      its shutdown_drain, then closes the socket and exits.
+ *                      (Clients that treat GOODBYE as the end of the
+ *                      connection, as earlier ones did, need nothing new.)
  *   D ERROR(code, stream, tag, fatal, message)
  *
  * HELLO must come first; anything else before it, a second HELLO, or a
@@ -175,7 +181,7 @@ struct proto_error {
 };
 
 struct proto_goodbye {
-	uint32_t reason;               /* 0 shutdown */
+	uint32_t reason;               /* 0 shutdown (SIGTERM/SIGINT) */
 };
 
 struct proto_status {
@@ -282,7 +288,10 @@ void proto_opts_describe(const struct feeder_stream_opts *o, char *buf, size_t l
  *   slot_size = tensor_offset + tensor_bytes rounded up to the page size.
  * Structs in shared memory are in host byte order (both ends share the host).
  * The daemon writes a slot only while the client does not hold it: between
- * RELEASE and the next BATCH_READY for that slot. */
+ * RELEASE and the next BATCH_READY for that slot. A slot announced and not
+ * released keeps its bytes whatever happens to the stream or the daemon
+ * (the client's mapping keeps the pages); the rest of a ring may read
+ * zeros once its stream is gone. */
 #define PROTO_RING_MAGIC 0x474e5246u /* "FRNG" */
 #define PROTO_RING_HEADER 4096
 #define PROTO_SLOT_HEADER 64

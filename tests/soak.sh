@@ -11,7 +11,14 @@
 # the memory is reported but not judged under AddressSanitizer, whose
 # quarantine keeps freed memory — LeakSanitizer judges leaks there).
 #
-# Hostile neighbours run meanwhile (tests/soak/hostile_client, issue 13):
+# Then, for MINUTES again, the daemon itself restarts every few seconds,
+# alternately stopped the way systemd does it (SIGTERM, wait for the exit,
+# a new feederd on the same socket: `systemctl restart`) and killed with
+# SIGKILL, while its clients, now reconnecting (soak_client --reconnect),
+# are still killed at random: the records must still hold every sample once,
+# with the reference's bytes, and no batch blanked to zeros.
+#
+# Hostile neighbours run meanwhile (in the first part) (tests/soak/hostile_client, issue 13):
 # one keeps up to 40 connections that never say HELLO, one asks for STATUS
 # without ever reading a reply, one opens streams, closes them and keeps
 # their memfds. The checked streams must still lose nothing, the daemon's
@@ -19,8 +26,9 @@
 # memory_limit (128 MiB) plus 32 MiB, and the kept memfds must hold nothing.
 #
 # Prints one summary line:
-#   soak: M minutes, 8 streams, R restarts, S samples checked, 0 lost,
-#   0 duplicated, RSS drift K KiB, fd drift 0, memfd drift 0
+#   soak: M minutes, 8 streams, R restarts, D daemon restarts (T SIGTERM, K
+#   SIGKILL), S samples checked, 0 lost, 0 duplicated, 0 zero batches, RSS
+#   drift K KiB, fd drift 0, memfd drift 0
 # Runs under meson (suite 'soak') with FEEDER_BUILD/FEEDER_SOURCE set, or by
 # hand from a build directory: FEEDER_BUILD=build FEEDER_SOURCE=. tests/soak.sh 0.5
 # Exit status: 0 pass, 1 fail, 77 skip.
@@ -49,7 +57,8 @@ N=60
 # the memory bound below is about what the daemon keeps, so under ASan the
 # quarantine is cut to 8 MiB (its shadow and allocator caches still count).
 [ $asan = 1 ] && export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=8
-start_daemon --log-level info --memory-limit 128M --hello-timeout 2 --max-queued 64K
+daemon_flags=(--log-level info --memory-limit 128M --hello-timeout 2 --max-queued 64K --shutdown-drain 5)
+start_daemon "${daemon_flags[@]}"
 
 # Stream k: train or eval, u8/f16/f32, its own seed and batch size.
 streams=8
@@ -96,12 +105,26 @@ rss0=$(rss_anon) fd0=$(fd_count) memfd0=$(memfd_count)
 # The soak: clients throttled to a few batches a second each, killed and
 # restarted at random.
 client_pid=()
+reconnect=()
 start_client() {
 	local k=$1
-	"$soak_client" $(stream_args $k) --record "$tmp/rec-$k" --delay-ms 40 \
+	"$soak_client" $(stream_args $k) --record "$tmp/rec-$k" --delay-ms 40 "${reconnect[@]}" \
 		2>>"$tmp/client-$k.log" &
 	client_pid[$k]=$!
 	bg_pids+=($!)
+}
+# a client that is killed or exits with its stream done, and started again
+cycle_client() {
+	local k=$1
+	if kill -0 "${client_pid[$k]}" 2>/dev/null; then
+		kill -9 "${client_pid[$k]}" 2>/dev/null
+		wait "${client_pid[$k]}" 2>/dev/null
+	else
+		wait "${client_pid[$k]}"; rc=$?
+		[ $rc -eq 0 ] || fail "client $k exited $rc: $(tail -n 3 "$tmp/client-$k.log")"
+	fi
+	start_client $k
+	restarts=$((restarts + 1))
 }
 for k in $(seq 0 $((streams - 1))); do start_client $k; done
 hostile_pids=()
@@ -116,18 +139,9 @@ restarts=0
 end=$((SECONDS + seconds))
 while [ $SECONDS -lt $end ]; do
 	sleep "0.$((RANDOM % 6 + 1))"
-	k=$((RANDOM % streams))
-	if kill -0 "${client_pid[$k]}" 2>/dev/null; then
-		kill -9 "${client_pid[$k]}" 2>/dev/null
-		wait "${client_pid[$k]}" 2>/dev/null
-	else
-		wait "${client_pid[$k]}"; rc=$?
-		[ $rc -eq 0 ] || fail "client $k exited $rc: $(tail -n 3 "$tmp/client-$k.log")"
-	fi
 	kill -0 "$daemon_pid" 2>/dev/null || fail "feederd died during the soak"
 	m=$(mem_now); [ "$m" -gt "$mem_max" ] && mem_max=$m
-	start_client $k
-	restarts=$((restarts + 1))
+	cycle_client $((RANDOM % streams))
 done
 for k in $(seq 0 $((streams - 1))); do
 	kill -9 "${client_pid[$k]}" 2>/dev/null
@@ -144,6 +158,45 @@ echo "daemon memory (RssAnon + RssShmem) at most $((mem_max / 1024)) MiB during 
 wait_idle
 rss1=$(rss_anon) fd1=$(fd_count) memfd1=$(memfd_count)
 
+# The daemon restarts.
+term_daemon() {
+	kill -TERM "$daemon_pid"
+	for _ in $(seq 200); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.05; done
+	kill -0 "$daemon_pid" 2>/dev/null && fail "feederd still running 10 s after SIGTERM"
+	wait "$daemon_pid" || fail "feederd exited $? after SIGTERM"
+	daemon_pid=
+}
+reconnect=(--reconnect 30000)
+for k in $(seq 0 $((streams - 1))); do start_client $k; done
+terms=0 kills=0
+end=$((SECONDS + seconds))
+next_stop=$((SECONDS + 2))
+while [ $SECONDS -lt $end ]; do
+	sleep "0.$((RANDOM % 6 + 1))"
+	if [ $SECONDS -ge $next_stop ]; then
+		if [ $(((terms + kills) % 2)) -eq 0 ]; then
+			term_daemon
+			terms=$((terms + 1))
+		else
+			kill -9 "$daemon_pid"; wait "$daemon_pid" 2>/dev/null
+			daemon_pid=
+			kills=$((kills + 1))
+		fi
+		sleep "0.$((RANDOM % 4 + 1))"
+		start_daemon "${daemon_flags[@]}"
+		next_stop=$((SECONDS + 2 + RANDOM % 4))
+	else
+		cycle_client $((RANDOM % streams))
+	fi
+done
+for k in $(seq 0 $((streams - 1))); do
+	kill -9 "${client_pid[$k]}" 2>/dev/null
+	wait "${client_pid[$k]}" 2>/dev/null
+done
+bg_pids=()
+echo "daemon restarts: $terms by SIGTERM, $kills by SIGKILL"
+wait_idle
+
 # References: the same streams from fresh clients that nobody kills, as many
 # epochs as the soak reached.
 for k in $(seq 0 $((streams - 1))); do
@@ -155,11 +208,12 @@ done
 stop_daemon
 
 python3 - "$tmp" $streams $N "$minutes" $restarts $((rss1 - rss0)) $((fd1 - fd0)) \
-	$((memfd1 - memfd0)) $asan <<'PY' || fail "the soak records do not check out"
+	$((memfd1 - memfd0)) $asan $terms $kills <<'PY' || fail "the soak records do not check out"
 import sys
 tmp, streams, n, minutes, restarts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 rss_kib, fd_drift, memfd_drift = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
 asan = sys.argv[9] == "1"
+terms, kills = int(sys.argv[10]), int(sys.argv[11])
 
 def load(path):
     """Complete lines only: a client killed mid-write leaves a partial one."""
@@ -171,7 +225,7 @@ def load(path):
         out.append((int(f[0]), int(f[1]), [tuple(x.split(":")) for x in f[3:-1]]))
     return out
 
-checked = lost = dup = mismatched = 0
+checked = lost = dup = mismatched = zero = 0
 problems = []
 for k in range(streams):
     rec, ref = load(f"{tmp}/rec-{k}"), load(f"{tmp}/ref-{k}")
@@ -183,6 +237,9 @@ for k in range(streams):
         if (e, b) != expect:
             problems.append(f"stream {k}: epoch {e} batch {b} follows a record that wants epoch {expect[0]} batch {expect[1]} next")
         expect = (e, b + 1) if b + 1 < per_epoch else (e + 1, 0)
+        if len(s) > 1 and all(label == "0" for label, _ in s):
+            zero += 1  # labels are unique: a batch of label 0 only is a blanked one
+            problems.append(f"stream {k} epoch {e} batch {b} is all zeros")
         if want.get((e, b)) != s:
             mismatched += 1
             problems.append(f"stream {k} epoch {e} batch {b} differs from the reference")
@@ -204,10 +261,11 @@ for k in range(streams):
             problems.append(f"stream {k} epoch {e} is missing")
 for p in problems[:10]:
     print("  " + p)
-print(f"soak: {minutes} minutes, {streams} streams, {restarts} restarts, {checked} samples checked, "
-      f"{lost} lost, {dup} duplicated, {mismatched} batches differing from the reference, "
+print(f"soak: {minutes} minutes, {streams} streams, {restarts} restarts, "
+      f"{terms + kills} daemon restarts ({terms} SIGTERM, {kills} SIGKILL), {checked} samples checked, "
+      f"{lost} lost, {dup} duplicated, {zero} zero batches, {mismatched} batches differing from the reference, "
       f"RSS drift {rss_kib} KiB{' (ASan: not judged)' if asan else ''}, fd drift {fd_drift}, memfd drift {memfd_drift}")
-ok = not problems and lost == 0 and dup == 0 and (asan or abs(rss_kib) <= 1024) and fd_drift == 0 and memfd_drift == 0
+ok = not problems and lost == 0 and dup == 0 and zero == 0 and terms > 0 and kills > 0 and (asan or abs(rss_kib) <= 1024) and fd_drift == 0 and memfd_drift == 0
 sys.exit(0 if ok else 1)
 PY
 echo "daemon RssAnon $rss0 -> $rss1 KiB, fds $fd0 -> $fd1, memfds $memfd0 -> $memfd1"

@@ -10,6 +10,7 @@
  * as a reader going down the file would, whatever the sort did. */
 #include "kaldi_dir.h"
 
+#include "pack_utf8.h"
 #include "status.h"
 
 #include <errno.h>
@@ -163,6 +164,19 @@ static int file_line(const struct ctx *c, struct file *f, char **out)
 	return 1;
 }
 
+/* Ids and speakers become the dataset's sample names and its label table
+ * (pack_utf8.h). Paths and commands are bytes, as the file system's, and
+ * not checked. */
+static int field_utf8(const struct ctx *c, const struct file *f, size_t line, const char *what,
+		      const char *s)
+{
+	long i = pack_utf8_bad(s);
+	if (i >= 0)
+		return line_fail(c, f, line, "%s is not UTF-8 (byte 0x%02x at column %ld)", what,
+				 (unsigned char)s[i], i + 1);
+	return 0;
+}
+
 static char *skip_blank(char *s)
 {
 	return s + strspn(s, " \t");
@@ -309,6 +323,8 @@ static int parse_wav_scp(const struct ctx *c, struct file *f, struct recs *v)
 						 rest);
 		}
 		r.val = rest;
+		if ((rc = field_utf8(c, f, r.line, "the recording id", r.id)))
+			return rc;
 		if (recs_add(v, &r))
 			return -ENOMEM;
 	}
@@ -341,6 +357,8 @@ static int parse_segments(const struct ctx *c, struct file *f, struct recs *v)
 					 fld[3], fld[2]);
 		r.id = fld[0];
 		r.val = fld[1];
+		if ((rc = field_utf8(c, f, r.line, "the utterance id", r.id)))
+			return rc;
 		if (recs_add(v, &r))
 			return -ENOMEM;
 	}
@@ -364,6 +382,8 @@ static int parse_pairs(const struct ctx *c, struct file *f, struct recs *v, int 
 			return line_fail(c, f, r.line, "duration \"%.40s\" is not a positive number", fld[1]);
 		r.id = fld[0];
 		r.val = fld[1];
+		if (!dur && (rc = field_utf8(c, f, r.line, "the speaker", r.val)))
+			return rc;
 		if (recs_add(v, &r))
 			return -ENOMEM;
 	}

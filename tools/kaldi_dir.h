@@ -22,7 +22,9 @@
  * offset ("file.ark:1234"), standard input ("-"), a segment channel (the
  * optional fifth field). A line may end in CRLF (the \r is dropped, as
  * Kaldi's whitespace splitting does); any other control character is
- * refused. Unlike Kaldi, the files need not be sorted: they are sorted here.
+ * refused. Beyond Kaldi, an id or speaker that is not UTF-8 is refused:
+ * they become the dataset's names and label table, which are UTF-8. Unlike
+ * Kaldi, the files need not be sorted: they are sorted here.
  *
  * Paths and commands are kept as written. Kaldi resolves a relative path
  * against the working directory of the program reading it, not against the

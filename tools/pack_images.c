@@ -76,6 +76,8 @@ struct packer {
 	struct pack_dest *dst;
 	uint64_t since_writeback;
 	const char *src;
+	const char *list;     /* --list FILE, or NULL */
+	const struct pack_src *in;
 	uint64_t next;        /* index of the next stored sample */
 	uint64_t since_commit;
 	uint64_t bytes;
@@ -95,6 +97,21 @@ static int bad_file(struct packer *pk, const char *path, const char *why, char *
 	pack_warn("%s/%s: %s, skipped", pk->src, path, why);
 	pk->skipped++;
 	return 0;
+}
+
+/* A file the reader could not give (error) or that cannot be packed (why).
+ * One outside SRC under --confine is the list's fault, not the file's:
+ * fatal, naming the list's line. */
+static int refused(struct packer *pk, const struct pack_read *f, int error, const char *why,
+		   char *err, size_t errlen)
+{
+	if (error != -EXDEV)
+		return bad_file(pk, f->path, why, err, errlen);
+	if (pk->list)
+		return status_fail(err, errlen, FEEDER_EINVAL, "%s:%lu: '%s' resolves outside %s (--confine)",
+				   pk->list, pk->in->lines[f->index], f->path, pk->src);
+	return status_fail(err, errlen, FEEDER_EINVAL, "%s/%s: resolves outside %s (--confine)",
+			   pk->src, f->path, pk->src);
 }
 
 /* After a sample's record is written: its name, the counts, and the
@@ -173,7 +190,7 @@ static int pack_plain(struct packer *pk, struct pack_reader *rd, const struct pa
 	int rc;
 	while ((rc = pack_reader_next(rd, &f, err, errlen)) == 1) {
 		if (f.error) /* the reader's sniff refused non-JPEGs (jpeg_sniff) */
-			rc = bad_file(pk, f.path, pack_reader_strerror(rd, f.error), err, errlen);
+			rc = refused(pk, &f, f.error, pack_reader_strerror(rd, f.error), err, errlen);
 		else
 			rc = put_direct(pk, rd, &f, l->labels[f.index], err, errlen);
 		pack_progress_add(&pk->prog, 1, f.len);
@@ -269,7 +286,7 @@ static int write_job(struct packer *pk, struct job *j, const struct pack_src *l,
 	if (j->status == -ENOMEM) /* the machine's problem, not the file's */
 		return status_fail(err, errlen, -ENOMEM, "%s/%s: %s", pk->src, j->f.path, j->why);
 	if (j->status < 0)
-		return bad_file(pk, j->f.path, j->why, err, errlen);
+		return refused(pk, &j->f, j->f.error, j->why, err, errlen);
 	uint32_t label = l->labels[j->f.index];
 	if (j->status == 1) {
 		if (tiling) {
@@ -378,7 +395,7 @@ static int pack_rewritten(struct packer *pk, struct pack_reader *rd, const struc
 
 static const char usage_line[] =
 	"usage: packer pack images [--restart auto|none|MCUS] [--resize-shorter N --quality Q] "
-	"[--threads N] [--follow-links] [--max-file-size SIZE] [--strict] [--force] [-v] "
+	"[--threads N] [--follow-links] [--max-file-size SIZE] [--confine] [--strict] [--force] [-v] "
 	"(SRC | --list FILE [SRC]) DEST";
 
 int pack_images_main(int argc, char **argv)
@@ -392,6 +409,7 @@ int pack_images_main(int argc, char **argv)
 		{ "depth", required_argument, NULL, 'd' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "follow-links", no_argument, NULL, 'L' },
+		{ "confine", no_argument, NULL, 'C' },
 		{ "max-file-size", required_argument, NULL, 'm' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -401,7 +419,7 @@ int pack_images_main(int argc, char **argv)
 	const char *list = NULL;
 	unsigned long long shorter = 0, quality = 90, threads = 0, depth = 64;
 	unsigned long long max_file = PACK_MAX_FILE_DEFAULT;
-	int strict = 0, force = 0, verbose = 0, follow_links = 0, c;
+	int strict = 0, force = 0, verbose = 0, follow_links = 0, confine = 0, c;
 	struct jpeg_tiles_policy tiles = { 0, JPEG_TILES_BYTES };
 	unsigned long long mcus;
 	optind = 0;
@@ -437,6 +455,7 @@ int pack_images_main(int argc, char **argv)
 			break;
 		case 's': strict = 1; break;
 		case 'L': follow_links = 1; break;
+		case 'C': confine = 1; break;
 		case 'm':
 			if (pack_parse_size(optarg, 1, DSFORMAT_MAX_PAYLOAD, &max_file))
 				return pack_usage_error(CMD, "--max-file-size '%s' is not a size from 1 to 1G (e.g. 64M)", optarg);
@@ -479,7 +498,7 @@ int pack_images_main(int argc, char **argv)
 	struct pack_src l = { 0 };
 	struct pack_dest dst = { .data_fd = -1 };
 	struct pack_reader *rd = NULL;
-	struct packer pk = { .src = src, .strict = strict, .dst = &dst };
+	struct packer pk = { .src = src, .list = list, .in = &l, .strict = strict, .dst = &dst };
 
 	int dirfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0) {
@@ -511,7 +530,7 @@ int pack_images_main(int argc, char **argv)
 	int rewrite = shorter || tiles.mcus || tiles.bytes;
 	struct pack_reader_opts ropts = { .depth = (unsigned)depth, .max_file = (size_t)max_file,
 					  .sniff = jpeg_sniff, .sniff_fail = "not a JPEG file",
-					  .direct = !rewrite };
+					  .direct = !rewrite, .beneath = confine };
 	if ((rc = dsstore_writer_open(dst.tmp, (size_t)1 << 30, &pk.w, err, sizeof(err))) ||
 	    (rc = pack_reader_open(dirfd, (const char *const *)l.paths, l.n, &ropts, &rd, err,
 				   sizeof(err)))) {

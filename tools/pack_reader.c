@@ -30,14 +30,23 @@
  * until the caller has read the rest and released the file. On a cold cache the
  * metadata reads then overlap just like the data reads. user_data carries
  * the slot number and the operation, because a CLOSE may complete after its
- * slot has moved on to the next file. */
+ * slot has moved on to the next file.
+ *
+ * Confined (the beneath option), every path is resolved by the kernel
+ * under dirfd (openat2 with RESOLVE_BENEATH: an absolute path, a ".."
+ * or a symbolic link that leaves it fails with EXDEV, checked at each
+ * open, so no race between a check and the open). statx has no such
+ * flag, so there a file starts with an O_PATH openat2 (PATH) and its
+ * STATX looks at that descriptor: nothing about a file outside dirfd is
+ * read either, not even its size. */
 enum slot_state { SLOT_FREE, SLOT_BUSY, SLOT_DONE, SLOT_HELD };
-enum { OP_STATX, OP_OPEN, OP_READ, OP_CLOSE, OP_FADVISE, OP_BITS = 3 };
+enum { OP_STATX, OP_OPEN, OP_READ, OP_CLOSE, OP_FADVISE, OP_PATH, OP_BITS = 3 };
 
 struct slot {
 	enum slot_state state;
 	size_t index;
 	int fd;
+	int pathfd;   /* confined: the O_PATH descriptor its STATX reads */
 	int error;
 	uint8_t *buf;
 	size_t cap, size, got;
@@ -57,6 +66,8 @@ struct pack_reader {
 	int (*sniff)(const uint8_t *head, size_t len);
 	const char *sniff_fail;
 	int direct;
+	int beneath;
+	struct open_how how_path, how_read; /* beneath: openat2's, read at submission */
 	char too_big[80]; /* pack_reader_strerror's words for -EFBIG */
 };
 
@@ -118,11 +129,14 @@ int pack_reader_open(int dirfd, const char *const *paths, size_t n,
 	r->sniff = o->sniff;
 	r->sniff_fail = o->sniff_fail ? o->sniff_fail : "not the expected kind of file";
 	r->direct = o->direct;
+	r->beneath = o->beneath;
+	r->how_path = (struct open_how){ .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_BENEATH };
+	r->how_read = (struct open_how){ .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_BENEATH };
 	char lim[32];
 	size_words(lim, sizeof(lim), r->max_file);
 	snprintf(r->too_big, sizeof(r->too_big), "larger than the %s limit (--max-file-size)", lim);
 	for (unsigned i = 0; i < depth; i++)
-		r->slots[i].fd = -1;
+		r->slots[i].fd = r->slots[i].pathfd = -1;
 	*out = r;
 	return 0;
 }
@@ -171,12 +185,21 @@ static void slot_finish_open(struct slot *s)
 	s->state = SLOT_DONE;
 }
 
+/* Confined, a file's STATX waits for its PATH open and reads that. */
 static void queue_statx(struct pack_reader *r, struct slot *s)
 {
-	struct io_uring_sqe *sqe = get_sqe(r, s, OP_STATX);
+	int path_first = r->beneath && s->pathfd < 0;
+	struct io_uring_sqe *sqe = get_sqe(r, s, path_first ? OP_PATH : OP_STATX);
 	if (!sqe)
 		return slot_finish(r, s, -EBUSY);
-	io_uring_prep_statx(sqe, r->dirfd, r->paths[s->index], 0, STATX_TYPE | STATX_SIZE, &s->stx);
+	if (path_first)
+		io_uring_prep_openat2(sqe, r->dirfd, r->paths[s->index], &r->how_path);
+	else if (r->beneath)
+		io_uring_prep_statx(sqe, s->pathfd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE,
+				    &s->stx);
+	else
+		io_uring_prep_statx(sqe, r->dirfd, r->paths[s->index], 0, STATX_TYPE | STATX_SIZE,
+				    &s->stx);
 }
 
 static void queue_open(struct pack_reader *r, struct slot *s)
@@ -184,7 +207,17 @@ static void queue_open(struct pack_reader *r, struct slot *s)
 	struct io_uring_sqe *sqe = get_sqe(r, s, OP_OPEN);
 	if (!sqe)
 		return slot_finish(r, s, -EBUSY);
-	io_uring_prep_openat(sqe, r->dirfd, r->paths[s->index], O_RDONLY | O_CLOEXEC, 0);
+	if (r->beneath)
+		io_uring_prep_openat2(sqe, r->dirfd, r->paths[s->index], &r->how_read);
+	else
+		io_uring_prep_openat(sqe, r->dirfd, r->paths[s->index], O_RDONLY | O_CLOEXEC, 0);
+}
+
+static void drop_pathfd(struct slot *s)
+{
+	if (s->pathfd >= 0)
+		close(s->pathfd);
+	s->pathfd = -1;
 }
 
 static void queue_read(struct pack_reader *r, struct slot *s)
@@ -228,6 +261,7 @@ static int slot_reserve(struct slot *s, size_t need)
 
 static void on_statx(struct pack_reader *r, struct slot *s, int res)
 {
+	drop_pathfd(s);
 	if (res < 0)
 		return slot_finish(r, s, res);
 	if (S_ISDIR(s->stx.stx_mode))
@@ -281,11 +315,17 @@ static void on_cqe(struct pack_reader *r, uint64_t data, int res)
 	if (op == OP_CLOSE || op == OP_FADVISE)
 		return;
 	if (res == -EINTR || res == -EAGAIN) {
-		if (op == OP_STATX)
+		if (op == OP_STATX || op == OP_PATH)
 			return queue_statx(r, s);
 		if (op == OP_OPEN)
 			return queue_open(r, s);
 		return queue_read(r, s);
+	}
+	if (op == OP_PATH) {
+		if (res < 0)
+			return slot_finish(r, s, res);
+		s->pathfd = res;
+		return queue_statx(r, s);
 	}
 	if (op == OP_STATX)
 		return on_statx(r, s, res);
@@ -351,6 +391,8 @@ const char *pack_reader_strerror(const struct pack_reader *r, int error)
 		return r->sniff_fail;
 	if (error == -ENODATA)
 		return "shorter than when it was listed (changed while being packed)";
+	if (error == -EXDEV)
+		return "outside the source folder (--confine)";
 	return strerror(-error);
 }
 
@@ -402,8 +444,11 @@ void pack_reader_close(struct pack_reader *r)
 		while (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
 			uint64_t data = io_uring_cqe_get_data64(cqe);
 			struct slot *s = &r->slots[data >> OP_BITS];
-			if ((data & ((1u << OP_BITS) - 1)) == OP_OPEN && cqe->res >= 0)
+			unsigned op = data & ((1u << OP_BITS) - 1);
+			if (op == OP_OPEN && cqe->res >= 0)
 				s->fd = cqe->res;
+			if (op == OP_PATH && cqe->res >= 0)
+				s->pathfd = cqe->res;
 			io_uring_cqe_seen(&r->ring, cqe);
 			r->inflight--;
 		}
@@ -412,6 +457,7 @@ void pack_reader_close(struct pack_reader *r)
 	for (unsigned i = 0; i < r->depth; i++) {
 		if (r->slots[i].fd >= 0)
 			close(r->slots[i].fd);
+		drop_pathfd(&r->slots[i]);
 		free(r->slots[i].buf);
 	}
 	free(r->slots);

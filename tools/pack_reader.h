@@ -58,6 +58,12 @@ struct pack_reader_opts {
 	 * (POSIX_FADV_WILLNEED), so a cold disk still sees depth files in
 	 * flight. */
 	int direct;
+	/* Confined: every path must resolve beneath dirfd, symbolic links
+	 * and ".." included (openat2's RESOLVE_BENEATH, checked by the kernel
+	 * at each open: no window between a check and the open). An absolute
+	 * path or one that leaves dirfd is reported with -EXDEV, and nothing
+	 * of it is read, not even its size. */
+	int beneath;
 };
 
 /* Open a reader over n paths (borrowed, must outlive the reader), relative
@@ -77,8 +83,9 @@ int pack_reader_next(struct pack_reader *r, struct pack_read *out, char *err, si
 
 /* A pack_read's error in words for a warning: "not a regular file" for
  * -EINVAL, "larger than the 64 MiB limit (--max-file-size)" for -EFBIG, the
- * sniff's words for -EILSEQ, strerror otherwise. The string lives as long as
- * the reader; safe to call from any thread. */
+ * sniff's words for -EILSEQ, "outside the source folder (--confine)" for
+ * -EXDEV, strerror otherwise. The string lives as long as the reader; safe
+ * to call from any thread. */
 const char *pack_reader_strerror(const struct pack_reader *r, int error);
 
 /* Direct mode: copy rd's whole file (rd->len bytes) into dst, its head from

@@ -11,6 +11,7 @@
 
 #include "pack_args.h"
 #include "pack_msg.h"
+#include "pack_utf8.h"
 #include "status.h"
 
 #include <dirent.h>
@@ -31,13 +32,14 @@ void pack_src_free(struct pack_src *s)
 		free(s->paths[i]);
 	free(s->paths);
 	free(s->labels);
+	free(s->lines);
 	for (uint32_t i = 0; i < s->nclasses; i++)
 		free(s->classes[i]);
 	free(s->classes);
 	memset(s, 0, sizeof(*s));
 }
 
-static int src_add(struct pack_src *s, const char *path, uint32_t label)
+static int src_add(struct pack_src *s, const char *path, uint32_t label, unsigned long line)
 {
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 1024;
@@ -49,10 +51,15 @@ static int src_add(struct pack_src *s, const char *path, uint32_t label)
 		if (!lb)
 			return -ENOMEM;
 		s->labels = lb;
+		unsigned long *ln = realloc(s->lines, cap * sizeof(*ln));
+		if (!ln)
+			return -ENOMEM;
+		s->lines = ln;
 		s->cap = cap;
 	}
 	if (!(s->paths[s->n] = strdup(path)))
 		return -ENOMEM;
+	s->lines[s->n] = line;
 	s->labels[s->n++] = label;
 	return 0;
 }
@@ -291,7 +298,7 @@ static int walk(struct walk *w, const char *rel, uint32_t label, int depth)
 		else if (ents[i].type == ENT_DIRLINK)
 			pack_warn("%s: a link to a folder, not followed (--follow-links follows it)",
 				  show(w, path, a, sizeof(a)));
-		else if (is_sample(w, ents[i].name) && (rc = src_add(w->s, path, label)))
+		else if (is_sample(w, ents[i].name) && (rc = src_add(w->s, path, label, 0)))
 			status_fail(w->err, w->errlen, rc, "out of memory listing %s", w->src);
 	}
 	entries_free(ents, n);
@@ -358,6 +365,14 @@ int pack_src_scan_tree(int srcfd, const char *src, const struct pack_tree_rules 
 				 "%s: no %s folders (expected SRC/<%s>/<file>)", src, r->class_noun,
 				 r->class_noun);
 	for (size_t k = 0; k < nclass && !rc; k++) {
+		long bad = pack_utf8_bad(ents[k].name);
+		if (bad >= 0) {
+			rc = status_fail(err, errlen, FEEDER_EINVAL,
+					 "%s: the %s folder name is not UTF-8 (byte 0x%02x at column %ld): "
+					 "it would be a label", show(&w, ents[k].name, a, sizeof(a)),
+					 r->class_noun, (unsigned char)ents[k].name[bad], bad + 1);
+			break;
+		}
 		size_t before = s->n;
 		w.root_dev = ids[k].dev;
 		w.root_ino = ids[k].ino;
@@ -429,6 +444,13 @@ int pack_src_read_list(const char *file, struct pack_src *s, char *err, size_t e
 					 "%s:%lu: class name column is empty or has a tab", file, lineno);
 			break;
 		}
+		long bad = name ? pack_utf8_bad(name) : -1;
+		if (bad >= 0) {
+			rc = status_fail(err, errlen, FEEDER_EINVAL,
+					 "%s:%lu: class name is not UTF-8 (byte 0x%02x at column %ld)",
+					 file, lineno, (unsigned char)name[bad], bad + 1);
+			break;
+		}
 		if (name) {
 			if (v >= ncap) {
 				size_t nc = ncap ? ncap : 64;
@@ -456,7 +478,7 @@ int pack_src_read_list(const char *file, struct pack_src *s, char *err, size_t e
 		}
 		if ((int64_t)v > maxlabel)
 			maxlabel = (int64_t)v;
-		if ((rc = src_add(s, line, (uint32_t)v)))
+		if ((rc = src_add(s, line, (uint32_t)v, lineno)))
 			break;
 	}
 	if (!rc && ferror(f))

@@ -33,6 +33,7 @@
 struct pack_src {
 	char **paths;      /* sample i's path, relative to SRC */
 	uint32_t *labels;  /* sample i's class id */
+	unsigned long *lines; /* list: sample i's line in the list file; tree: 0 */
 	size_t n, cap;
 	char **classes;    /* label table: class id -> name */
 	uint32_t nclasses;
@@ -59,7 +60,8 @@ struct pack_tree_rules {
 /* Read the tree at directory fd srcfd (named src in messages) into *s, which
  * must be zeroed. Samples directly in SRC belong to no class: each is
  * reported and ignored. Fails with FEEDER_EINVAL when SRC has no class
- * folder ("no <class> folders"), -ELOOP for folders nested deeper than 64,
+ * folder ("no <class> folders") or one whose name is not UTF-8 (the label
+ * table is, pack_utf8.h), -ELOOP for folders nested deeper than 64,
  * or the errno of a folder that cannot be listed. A tree whose classes hold
  * no sample is not an error here (s->n is 0). */
 int pack_src_scan_tree(int srcfd, const char *src, const struct pack_tree_rules *r,
@@ -70,7 +72,8 @@ int pack_src_scan_tree(int srcfd, const char *src, const struct pack_tree_rules 
  * = max label + 1, a class's name is the optional third column (the same on
  * every line that gives one) or else its decimal id. Blank lines and lines
  * starting with '#' are skipped; CRLF is accepted. FEEDER_EINVAL names the
- * line of a malformed entry, or an empty list. */
+ * line of a malformed entry (a class name that is not UTF-8 among them), or
+ * an empty list. s->lines[i] is sample i's line. */
 int pack_src_read_list(const char *file, struct pack_src *s, char *err, size_t errlen);
 
 /* Free everything s holds and zero it. */

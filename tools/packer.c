@@ -32,6 +32,8 @@ static const char usage_text[] =
 	"      --threads N               transcode/resize worker threads (default: online CPUs)\n"
 	"      --follow-links            follow symbolic links to folders (each folder once)\n"
 	"      --max-file-size SIZE      skip larger files unread (default 64M; K, M, G)\n"
+	"      --confine                 every file must resolve inside SRC (symbolic links and ..\n"
+	"                                included; absolute list paths are refused): else fatal\n"
 	"      --strict                  a bad or unreadable file is fatal, not skipped\n"
 	"      --force                   replace DEST if it exists\n"
 	"      -v, --verbose             progress lines even when stderr is not a terminal\n"

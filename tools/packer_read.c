@@ -313,20 +313,12 @@ out:
 
 /* ---- verify ---- */
 
-static int check_features(const struct dsformat_header *h, const struct dsformat_sample *s,
-			  const uint8_t *p, char *why, size_t wlen)
+/* What feederd does not check and a trainer would still choke on: a
+ * feature value that is not finite. The record's shape is
+ * dsformat_sample_check's. */
+static int check_finite(const struct dsformat_sample *s, const uint8_t *p, char *why, size_t wlen)
 {
-	if (s->dim != h->feat_dim)
-		return status_fail(why, wlen, FEEDER_ECORRUPT, "feature dim %u, header says %u", s->dim,
-				   h->feat_dim);
-	if (s->dtype != h->dtype)
-		return status_fail(why, wlen, FEEDER_ECORRUPT, "dtype %s, header says %s",
-				   dsformat_dtype_name(s->dtype), dsformat_dtype_name(h->dtype));
-	size_t esz = dsformat_dtype_size(s->dtype);
-	if (!esz || (uint64_t)s->frames * s->dim * esz != s->payload_len)
-		return status_fail(why, wlen, FEEDER_ECORRUPT, "matrix %u x %u of %s is not %u bytes",
-				   s->frames, s->dim, dsformat_dtype_name(s->dtype), s->payload_len);
-	size_t n = (size_t)s->frames * s->dim;
+	size_t esz = dsformat_dtype_size(s->dtype), n = (size_t)s->frames * s->dim;
 	for (size_t i = 0; i < n; i++) {
 		int finite;
 		if (esz == 2) {
@@ -395,11 +387,11 @@ int packer_verify_main(int argc, char **argv)
 		int r = dsstore_get_sample(t, i, &s, &p, why, sizeof(why));
 		if (!r)
 			r = dsformat_sample_verify(&s, p, why, sizeof(why));
-		if (!r && s.label >= h->classes)
-			r = status_fail(why, sizeof(why), FEEDER_ECORRUPT, "label %u out of range (%u classes)",
-					s.label, h->classes);
+		/* every check feederd makes before it decodes a record */
+		if (!r)
+			r = dsformat_sample_check(h, &s, why, sizeof(why));
 		if (!r && h->kind == DSFORMAT_KIND_FEATURES)
-			r = check_features(h, &s, p, why, sizeof(why));
+			r = check_finite(&s, p, why, sizeof(why));
 		if (!r && dec)
 			r = jpeg_decode_rgbx(dec, p, s.payload_len, 8, NULL, NULL, NULL, why, sizeof(why));
 		if (r) {
@@ -414,6 +406,11 @@ int packer_verify_main(int argc, char **argv)
 	printf("%s: %llu samples, %llu bytes checked%s, %llu bad\n", dir,
 	       (unsigned long long)h->samples, (unsigned long long)bytes,
 	       dec ? " and decoded" : "", (unsigned long long)nbad);
+	/* as feederd will: media/jpeg_huff.h's policy */
+	if (dec && jpeg_decoder_fallbacks(dec))
+		printf("%s: %llu decoded by libjpeg's Huffman decoder where feederd's own refused them "
+		       "(feeder_jpeg_fallbacks_total)\n", dir,
+		       (unsigned long long)jpeg_decoder_fallbacks(dec));
 	jpeg_decoder_destroy(dec);
 	dsstore_txn_end(t);
 	dsstore_close(ds);

@@ -32,6 +32,17 @@ int adam_init(struct adam *a, size_t n, float lr, float beta1, float beta2, floa
 	return 0;
 }
 
+size_t adam_bad_moment(const float *m, const float *v, size_t n, int *second)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isfinite(m[i]) || !isfinite(v[i]) || v[i] < 0.0f) {
+			*second = isfinite(m[i]);
+			return i;
+		}
+	*second = 0;
+	return n;
+}
+
 void adam_free(struct adam *a)
 {
 	free(a->m);

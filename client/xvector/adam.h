@@ -30,6 +30,11 @@ struct adam {
 int adam_init(struct adam *a, size_t n, float lr, float beta1, float beta2, float eps,
 	      float weight_decay, char *err, size_t errlen);
 
+/* The first index below n whose first moment m is not finite or whose
+ * second moment v is not finite or negative (*second says which: 0 or 1),
+ * or n when every moment is sound: a state Adam can step from. */
+size_t adam_bad_moment(const float *m, const float *v, size_t n, int *second);
+
 /* Free the moments; a zeroed struct is fine. */
 void adam_free(struct adam *a);
 

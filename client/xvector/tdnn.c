@@ -68,15 +68,30 @@ int tdnn_gemm_rounding(void)
 	return rounding;
 }
 
+/* Mantissa bits a rounding mode drops from a float. */
+static uint32_t round_drop(int mode)
+{
+	switch (mode) {
+	case TDNN_ROUND_TF32:
+	case TDNN_ROUND_TF32_TRUNC:
+		return 13;
+	case TDNN_ROUND_BF16:
+		return 16;
+	default:
+		return 0;
+	}
+}
+
 float tdnn_round(float v, int mode)
 {
-	uint32_t u, drop = mode == TDNN_ROUND_TF32 ? 13 : mode == TDNN_ROUND_BF16 ? 16 : 0;
+	uint32_t u, drop = round_drop(mode);
 	if (!drop)
 		return v;
 	memcpy(&u, &v, 4);
 	if ((u & 0x7F800000u) == 0x7F800000u)
 		return v;
-	u += ((1u << (drop - 1)) - 1) + ((u >> drop) & 1);
+	if (mode != TDNN_ROUND_TF32_TRUNC)
+		u += ((1u << (drop - 1)) - 1) + ((u >> drop) & 1);
 	u &= ~((1u << drop) - 1);
 	memcpy(&v, &u, 4);
 	return v;

@@ -28,10 +28,19 @@
 /* Rounding of every matrix product's inputs, to emulate a GPU's reduced
  * precision GEMMs (xvec_cuda's tf32 and bf16 modes) in this reference: the
  * inputs are rounded to nearest even at 10 (tf32) or 7 (bf16) mantissa bits
- * and the products accumulate in float32, as on the device. The values
- * equal enum xvec_precision's. Process-wide; set it between steps only
- * (tests compare a GPU run with the reference in the same mode). */
-enum tdnn_rounding { TDNN_ROUND_NONE = 0, TDNN_ROUND_TF32 = 1, TDNN_ROUND_BF16 = 2 };
+ * and the products accumulate in float32, as on the device. The first three
+ * values equal enum xvec_precision's. TDNN_ROUND_TF32_TRUNC drops the low 13
+ * bits instead: cuBLAS does not say how its tf32 tensor-core kernels convert
+ * float operands, and the hardware, fed a float as it is, ignores those bits,
+ * so the device tests bound a tf32 run by both references. Process-wide; set
+ * it between steps only (tests compare a GPU run with the reference in the
+ * same mode). */
+enum tdnn_rounding {
+	TDNN_ROUND_NONE = 0,
+	TDNN_ROUND_TF32 = 1,
+	TDNN_ROUND_BF16 = 2,
+	TDNN_ROUND_TF32_TRUNC = 3,
+};
 void tdnn_set_gemm_rounding(int mode);
 int tdnn_gemm_rounding(void);
 /* v rounded as the mode rounds a GEMM input (NaN and infinities as they are). */

@@ -35,8 +35,9 @@
  * that each has a batch (or all stop; a rank whose stream failed makes the
  * others stop with a message naming it), rank 0 logs (global samples/s, the
  * slowest rank's data wait, the all-reduce's share of the time) and writes
- * the checkpoint. --device cuda is one process only for now (NCCL is not
- * in this build). */
+ * the checkpoint. With --device cuda each rank trains on one GPU of its node
+ * and the sums run on the devices through NCCL, loaded at run time
+ * (cuda/xvec_nccl.h): a run without it is refused, naming what is missing. */
 #include "feeder.h"
 
 #include "cuda_info.h"
@@ -675,14 +676,35 @@ static int resume(struct args *a, int world, struct xvec_options *xo,
 			a->batch, a->chunk);
 		return 1;
 	}
+	/* The epoch order is the stream seed's: another resumes elsewhere. */
+	if (pos->seed != a->seed) {
+		XERR("--resume %s: the checkpoint's stream was seeded with --seed %llu, not %llu\n",
+		     a->resume, (unsigned long long)pos->seed, (unsigned long long)a->seed);
+		return 1;
+	}
 	if (pos->epoch >= (uint64_t)a->epochs) {
 		XERR("--resume %s: already trained %llu of %d epochs\n", a->resume,
 			(unsigned long long)pos->epoch, a->epochs);
 		return 2;
 	}
+	return 0;
+}
+
+/* The resumed position against the dataset it continues on, before the
+ * stream is opened at it: its sample count in *n. 0, or -1 (said). */
+static int check_resume(struct feeder *f, const struct args *a, const struct xvec_position *pos,
+			const struct xvec_model *m, uint64_t *n)
+{
+	char err[512];
+	if (dataset_samples(f, a, n))
+		return -1;
+	if (xvec_position_check(pos, *n, err, sizeof(err))) {
+		XERR("--resume %s: %s\n", a->resume, err);
+		return -1;
+	}
 	printf("resuming from %s at epoch %llu batch %llu of %u rank%s (step %llu)\n", a->resume,
 	       (unsigned long long)pos->epoch, (unsigned long long)pos->next_batch, pos->world,
-	       pos->world == 1 ? "" : "s", (unsigned long long)xvec_model_step(*m));
+	       pos->world == 1 ? "" : "s", (unsigned long long)xvec_model_step(m));
 	return 0;
 }
 
@@ -737,9 +759,10 @@ static int cmd_train(const struct args *args)
 	int started = dist.world <= 1;
 	if (dist.world > 1) {
 		snprintf(who, sizeof who, "xvec: rank %d of %d", dist.rank, dist.world);
-		if (strcmp(a->device, "cpu")) {
-			XERR("--device %s: data-parallel training runs on the CPU in this build (no "
-			     "NCCL)\n", a->device);
+		char why[256];
+		if (!strcmp(a->device, "cuda") && xvec_trainer_cuda_built() &&
+		    xvec_trainer_cuda_dp_ready(why, sizeof why)) {
+			XERR("--device cuda with %d ranks needs NCCL: %s\n", dist.world, why);
 			goto out;
 		}
 		if (a->in_memory) {
@@ -767,7 +790,8 @@ static int cmd_train(const struct args *args)
 		goto out;
 	}
 	rc = 1;
-	if (connect_daemon(a, &f))
+	uint64_t samples = 0;
+	if (connect_daemon(a, &f) || (a->resume && check_resume(f, a, &pos, m, &samples)))
 		goto out;
 	pos.pipeline = (uint32_t)a->pipeline;
 	pos.features = a->pipeline == FEEDER_PIPE_WAVE ? (uint32_t)a->features : 0;
@@ -785,14 +809,11 @@ static int cmd_train(const struct args *args)
 	if (pos.world != (uint32_t)dist.world) {
 		/* Elastic: the epoch goes on from where all the old ranks had
 		 * stopped, shared by this run's ranks. */
-		uint64_t n;
-		if (dataset_samples(f, a, &n))
-			goto out;
-		o.start_sample = xvec_position_sample(&pos, n);
+		o.start_sample = xvec_position_sample(&pos);
 		o.start_batch = 0;
 		printf("elastic resume: %u ranks had taken %llu of the %llu samples of epoch %llu; "
 		       "%d ranks share the rest\n", pos.world, (unsigned long long)o.start_sample,
-		       (unsigned long long)n, (unsigned long long)pos.epoch, dist.world);
+		       (unsigned long long)samples, (unsigned long long)pos.epoch, dist.world);
 		pos.world = (uint32_t)dist.world;
 		pos.start_sample = o.start_sample;
 		pos.next_batch = 0;
@@ -831,7 +852,7 @@ static int cmd_train(const struct args *args)
 		struct xvec_cuda_train_opts co = {
 			.precision = a->precision, .autotune = a->autotune, .batch = a->batch,
 			.feat_dim = (int)info.shape[1], .chunk = a->chunk,
-			.timeout_ms = a->timeout_ms, .log = stdout };
+			.timeout_ms = a->timeout_ms, .log = stdout, .local_rank = dist.local_rank };
 		r = xvec_trainer_cuda_create(&t, m, s, &co, err, sizeof(err));
 	} else {
 		r = xvec_trainer_cpu_create(&t, m, f, s, a->chunk, a->in_memory, a->timeout_ms, err,
@@ -869,6 +890,11 @@ static int cmd_train(const struct args *args)
 			XERR("the ranks have %ld to %ld batches an epoch (dataset '%s' does not share "
 			     "evenly into batches of %d over %d ranks); choose another --batch\n",
 			     v[1], -v[2], a->dataset, a->batch, dist.world);
+			goto out;
+		}
+		if (!strcmp(a->device, "cuda") &&
+		    xvec_trainer_cuda_join(t, &dist, a->sync_bn, err, sizeof(err))) {
+			XERR("--device cuda: %s\n", err);
 			goto out;
 		}
 	}
@@ -958,9 +984,16 @@ static int compute_embeddings(const struct args *args, float **emb, int32_t **la
 		XERR("%s: %s\n", a->checkpoint, err);
 		goto out;
 	}
-	/* A checkpoint without xvec's position (another program's) says
-	 * nothing of its input: the command line's then. */
-	int known = xvec_position_decode(blob, bl, &pos, err, sizeof(err)) == 0;
+	/* A checkpoint without a position (another program's) says nothing of
+	 * its input: the command line's then. One with a position says how
+	 * the model's input was made, which eval must follow: a damaged one is
+	 * refused. Its place in the training set is not checked here (eval
+	 * reads another dataset). */
+	int known = bl > 0;
+	if (known && xvec_position_decode(blob, bl, &pos, err, sizeof(err))) {
+		XERR("--checkpoint %s: %s\n", a->checkpoint, err);
+		goto out;
+	}
 	char from[4200];
 	snprintf(from, sizeof from, "--checkpoint %s", a->checkpoint);
 	if (resolve_input(&ra, known ? &pos : NULL, from))
@@ -1080,6 +1113,19 @@ static int cmd_embed(const struct args *a)
 	return bad;
 }
 
+/* xvec_plot_save's drawing of the DET curve. */
+struct det_plot {
+	double *pm, *pf, eer;
+	size_t n;
+	char title[256];
+};
+
+static int draw_det_plot(FILE *out, void *ctx, char *err, size_t errlen)
+{
+	const struct det_plot *d = ctx;
+	return xvec_plot_det(out, d->pm, d->pf, d->n, d->eer, d->title, err, errlen);
+}
+
 /* Score every pair of utterances: cosine similarity of mean-centered
  * x-vectors (the usual step before PLDA, which this trainer does not do). */
 static int cmd_eval(const struct args *a)
@@ -1123,20 +1169,14 @@ static int cmd_eval(const struct args *a)
 		goto out;
 	}
 	if (a->det) {
-		double *pm = NULL, *pf = NULL;
-		size_t np;
-		char title[256];
-		FILE *svg = NULL;
-		snprintf(title, sizeof title, "DET: %s (%zu utterances, cosine scoring)", a->dataset, n);
-		int drc = metrics_det(tgt, nt, non, nn, &pm, &pf, &np, err, sizeof(err));
-		if (drc == 0 && !(svg = fopen(a->det, "w")))
-			drc = -errno, snprintf(err, sizeof err, "%s", strerror(errno));
+		struct det_plot d = { .eer = eer };
+		snprintf(d.title, sizeof d.title, "DET: %s (%zu utterances, cosine scoring)",
+			 a->dataset, n);
+		int drc = metrics_det(tgt, nt, non, nn, &d.pm, &d.pf, &d.n, err, sizeof(err));
 		if (drc == 0)
-			drc = xvec_plot_det(svg, pm, pf, np, eer, title, err, sizeof(err));
-		if (svg && fclose(svg) != 0 && drc == 0)
-			drc = -errno, snprintf(err, sizeof err, "%s", strerror(errno));
-		free(pm);
-		free(pf);
+			drc = xvec_plot_save(a->det, draw_det_plot, &d, err, sizeof(err));
+		free(d.pm);
+		free(d.pf);
 		if (drc) {
 			fprintf(stderr, "xvec eval: --det %s: %s\n", a->det, err);
 			goto out;
@@ -1160,22 +1200,30 @@ out:
 	return rc;
 }
 
+/* xvec_plot_save's drawing of the training log. */
+struct log_plot {
+	const char *log;
+	size_t skipped;
+};
+
+static int draw_log_plot(FILE *out, void *ctx, char *err, size_t errlen)
+{
+	struct log_plot *lp = ctx;
+	return xvec_plot_log(out, lp->log, &lp->skipped, err, errlen);
+}
+
 /* The training log as a picture: loss, accuracy and data wait by step. */
 static int cmd_plot(const struct args *a)
 {
 	char err[512];
-	FILE *svg = fopen(a->out, "w");
-	if (!svg) {
-		fprintf(stderr, "xvec plot: %s: %s\n", a->out, strerror(errno));
-		return 1;
-	}
-	int rc = xvec_plot_log(svg, a->plot_in, err, sizeof(err));
-	if (fclose(svg) != 0 && rc == 0)
-		rc = -errno, snprintf(err, sizeof err, "%s: %s", a->out, strerror(errno));
-	if (rc) {
+	struct log_plot lp = { .log = a->plot_in };
+	if (xvec_plot_save(a->out, draw_log_plot, &lp, err, sizeof(err))) {
 		fprintf(stderr, "xvec plot: %s\n", err);
 		return 1;
 	}
+	if (lp.skipped)
+		fprintf(stderr, "xvec plot: %s: %zu values that are not finite numbers left out\n",
+			a->plot_in, lp.skipped);
 	printf("plot of %s written to %s\n", a->plot_in, a->out);
 	return 0;
 }

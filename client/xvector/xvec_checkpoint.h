@@ -42,17 +42,25 @@ int xvec_checkpoint_save(struct xvec_model *m, const char *path, const void *blo
  * eps) stay those of m's options, so a resumed run may change them.
  * The blob is copied to blob (blobcap bytes available; may be NULL when
  * blobcap is 0) and its length stored in *bloblen (may be NULL). Everything is
- * validated (magic, version, sizes, CRC) before m is touched: on error m is
- * unchanged. Errors: -errno from the file system, FEEDER_EFORMAT (not a
- * checkpoint), FEEDER_EVERSION, FEEDER_ECORRUPT (truncated or CRC mismatch),
- * FEEDER_EINVAL (shape differs from the model, blob larger than blobcap). */
+ * validated before m is touched, so that on error m is unchanged: magic,
+ * version, each model size in range and the sizes agreeing with the counts
+ * and the file's length, the step below XVEC_MAX_STEP, the CRC, and every
+ * value (xvec_model_check_state: finite, second moments and running
+ * variances not negative). The blob is the caller's to check. Errors:
+ * -errno from the file system, FEEDER_EFORMAT (not a checkpoint, or not a
+ * regular file: a FIFO is refused, never waited on), FEEDER_EVERSION,
+ * FEEDER_ECORRUPT (truncated, CRC mismatch, a field or value out of range,
+ * named), FEEDER_EINVAL (shape differs from the model, blob larger than
+ * blobcap). */
 int xvec_checkpoint_load(struct xvec_model *m, const char *path, void *blob, size_t blobcap,
 			 size_t *bloblen, char *err, size_t errlen);
 
 /* Read only the header of the checkpoint at path and fill o with the model's
  * shape (feat_dim, widths, speakers) and seed, the other fields defaulted, so
  * a model of the right size can be created before xvec_checkpoint_load.
- * The CRC is checked by xvec_checkpoint_load, not here. Errors as for
+ * The header's fields and the file's length are checked as by
+ * xvec_checkpoint_load, so that no size out of range is allocated; the CRC
+ * and the values are checked by xvec_checkpoint_load. Errors as for
  * xvec_checkpoint_load. */
 int xvec_checkpoint_peek(const char *path, struct xvec_options *o, char *err, size_t errlen);
 

@@ -4,8 +4,9 @@
  * its own stream with its rank and world (disjoint shares of each epoch, on
  * the feederd of its node, $FEEDER_SOCKET), trains a replica of the model,
  * and the replicas' gradients are averaged with MPI_Allreduce after every
- * backward pass (xvec_model_set_dp), so they stay identical. Rank 0 logs and
- * writes the checkpoint. A build without MPI (xvec_dist_none.c), or a run
+ * backward pass (xvec_model_set_dp; with --device cuda on the GPUs through
+ * NCCL, whose unique id xvec_dist_bcast carries), so they stay identical.
+ * Rank 0 logs and writes the checkpoint. A build without MPI (xvec_dist_none.c), or a run
  * not started by an MPI launcher, is one rank of one.
  *
  * Every function returns 0 or a negative code with a sentence in err. */
@@ -16,6 +17,7 @@
 
 struct xvec_dist {
 	int rank, world;
+	int local_rank;     /* this rank's place among the ranks of its node (its GPU) */
 	int mpi;            /* MPI was initialized (and must be finalized) */
 	double reduce_s;    /* seconds in gradient sums, this rank */
 };
@@ -33,6 +35,9 @@ int xvec_dist_sum_f(void *ctx, float *v, size_t n);
  * rank has a batch; the slowest rank's wait). */
 int xvec_dist_min(struct xvec_dist *d, long *v, int n);
 int xvec_dist_max(struct xvec_dist *d, double *v, int n);
+
+/* Rank root's n bytes of buf to every rank (the NCCL unique id). */
+int xvec_dist_bcast(struct xvec_dist *d, void *buf, size_t n, int root);
 
 /* Rank 0 gets every rank's v in out[0..world) (out may be NULL elsewhere). */
 int xvec_dist_gather(struct xvec_dist *d, double v, double *out);

@@ -32,6 +32,19 @@ static int mpi_fail(int code, char *err, size_t errlen, const char *what)
 	return status_fail(err, errlen, -EIO, "%s: %s", what, msg);
 }
 
+/* The ranks that share this node (and its GPUs) number themselves 0..k-1. */
+static int local_rank(struct xvec_dist *d, char *err, size_t errlen)
+{
+	MPI_Comm node;
+	int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL,
+				     &node);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail(rc, err, errlen, "MPI_Comm_split_type");
+	MPI_Comm_rank(node, &d->local_rank);
+	MPI_Comm_free(&node);
+	return 0;
+}
+
 int xvec_dist_init(struct xvec_dist *d, char *err, size_t errlen)
 {
 	*d = (struct xvec_dist){ .rank = 0, .world = 1 };
@@ -45,7 +58,7 @@ int xvec_dist_init(struct xvec_dist *d, char *err, size_t errlen)
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &d->world);
-	return 0;
+	return local_rank(d, err, errlen);
 }
 
 /* MPI counts are ints: large buffers go in pieces. */
@@ -88,6 +101,15 @@ int xvec_dist_max(struct xvec_dist *d, double *v, int n)
 		return 0;
 	return MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) == MPI_SUCCESS
 		       ? 0 : -EIO;
+}
+
+int xvec_dist_bcast(struct xvec_dist *d, void *buf, size_t n, int root)
+{
+	if (d->world <= 1)
+		return 0;
+	if (n > (size_t)INT_MAX)
+		return -EINVAL;
+	return MPI_Bcast(buf, (int)n, MPI_BYTE, root, MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -EIO;
 }
 
 int xvec_dist_gather(struct xvec_dist *d, double v, double *out)

@@ -190,8 +190,8 @@ static int xvec_check_options(const struct xvec_options *o, char *err, size_t er
 				   "x-vector model: sizes must be positive and speakers at least 2 "
 				   "(feat_dim %d, width %d, pool_width %d, embed %d, speakers %d)",
 				   o->feat_dim, o->width, o->pool_width, o->embed, o->num_speakers);
-	if (o->feat_dim > 65536 || o->width > 65536 || o->pool_width > 65536 ||
-	    o->embed > 65536 || o->num_speakers > 10000000)
+	if (o->feat_dim > XVEC_MAX_SIZE || o->width > XVEC_MAX_SIZE || o->pool_width > XVEC_MAX_SIZE ||
+	    o->embed > XVEC_MAX_SIZE || o->num_speakers > XVEC_MAX_SPEAKERS)
 		return status_fail(err, errlen, FEEDER_EINVAL, "x-vector model: a layer size is too large");
 	if (!(o->dropout >= 0.0f && o->dropout < 1.0f))
 		return status_fail(err, errlen, FEEDER_EINVAL,
@@ -232,6 +232,37 @@ static void xvec_init_params(struct xvec_model *m)
 	}
 }
 
+/* Rows and columns of every tensor of a model of options o. */
+static void xvec_shapes(const struct xvec_options *o, int rows[XVEC_NUM_TENSORS],
+			int cols[XVEC_NUM_TENSORS])
+{
+	for (int l = 0; l < XVEC_FRAME_LAYERS; l++) {
+		rows[XW1 + l] = xvec_bn_channels(o, l);
+		cols[XW1 + l] = xvec_frame_in(o, l) * xvec_nctx[l];
+	}
+	rows[XW6] = o->embed, cols[XW6] = 2 * o->pool_width;
+	rows[XW7] = o->embed, cols[XW7] = o->embed;
+	rows[XWOUT] = o->num_speakers, cols[XWOUT] = o->embed;
+	for (int i = XB1; i < XVEC_NUM_TENSORS; i++) {
+		rows[i] = i == XBOUT ? o->num_speakers : xvec_bn_channels(o, i <= XBOUT ? i - XB1 :
+								    i <= XG7 ? i - XG1 : i - XBE1);
+		cols[i] = 1;
+	}
+}
+
+void xvec_model_sizes(const struct xvec_options *o, size_t *nparams, size_t *nbn)
+{
+	int rows[XVEC_NUM_TENSORS], cols[XVEC_NUM_TENSORS];
+
+	xvec_shapes(o, rows, cols);
+	*nparams = 0;
+	for (int i = 0; i < XVEC_NUM_TENSORS; i++)
+		*nparams += (size_t)rows[i] * cols[i];
+	*nbn = 0;
+	for (int l = 0; l < XVEC_BN_LAYERS; l++)
+		*nbn += 2 * (size_t)xvec_bn_channels(o, l);
+}
+
 int xvec_model_create(struct xvec_model **out, const struct xvec_options *o, int max_batch,
 		      int max_frames, char *err, size_t errlen)
 {
@@ -252,18 +283,7 @@ int xvec_model_create(struct xvec_model **out, const struct xvec_options *o, int
 		return status_fail(err, errlen, -ENOMEM, "x-vector model: out of memory");
 	m->o = *o;
 
-	for (int l = 0; l < XVEC_FRAME_LAYERS; l++) {
-		rows[XW1 + l] = xvec_bn_channels(o, l);
-		cols[XW1 + l] = xvec_frame_in(o, l) * xvec_nctx[l];
-	}
-	rows[XW6] = o->embed, cols[XW6] = 2 * o->pool_width;
-	rows[XW7] = o->embed, cols[XW7] = o->embed;
-	rows[XWOUT] = o->num_speakers, cols[XWOUT] = o->embed;
-	for (int i = XB1; i < XVEC_NUM_TENSORS; i++) {
-		rows[i] = i == XBOUT ? o->num_speakers : xvec_bn_channels(o, i <= XBOUT ? i - XB1 :
-								    i <= XG7 ? i - XG1 : i - XBE1);
-		cols[i] = 1;
-	}
+	xvec_shapes(o, rows, cols);
 	for (int i = 0; i < XVEC_NUM_TENSORS; i++) {
 		m->t[i].name = xvec_names[i];
 		m->t[i].rows = rows[i];
@@ -664,6 +684,64 @@ float *xvec_model_grads(struct xvec_model *m, size_t *n)
 size_t xvec_model_num_decay(const struct xvec_model *m)
 {
 	return m->ndecay;
+}
+
+/* The tensor that holds element i of the flat parameter array, and i's
+ * place in it. */
+static const struct xvec_tensor *xvec_tensor_at(const struct xvec_model *m, size_t i, size_t *k)
+{
+	int t = 0;
+
+	while (t < XVEC_NUM_TENSORS - 1 && i >= m->t[t].size)
+		i -= m->t[t++].size;
+	*k = i;
+	return &m->t[t];
+}
+
+/* The first running statistic that is not finite, or a variance below 0:
+ * its layer, whether a variance, and channel; 0 when all are sound. */
+static int xvec_bad_stat(const struct xvec_model *m, const float *bn, int *layer, int *var, int *ch)
+{
+	for (int l = 0; l < XVEC_BN_LAYERS; l++)
+		for (int c = 0; c < 2 * m->bn_ch[l]; c++) {
+			float v = bn[m->bn_off[l] + (size_t)c];
+
+			if (!isfinite(v) || (c >= m->bn_ch[l] && v < 0.0f)) {
+				*layer = l, *var = c >= m->bn_ch[l], *ch = c % m->bn_ch[l];
+				return 1;
+			}
+		}
+	return 0;
+}
+
+int xvec_model_check_state(const struct xvec_model *m, const float *params, const float *am,
+			   const float *av, const float *bn, char *err, size_t errlen)
+{
+	size_t i, k;
+	int l, var, ch, which;
+
+	for (i = 0; i < m->nparams && isfinite(params[i]); i++)
+		;
+	if (i < m->nparams) {
+		const struct xvec_tensor *t = xvec_tensor_at(m, i, &k);
+		return status_fail(err, errlen, FEEDER_ECORRUPT, "parameter %s[%zu] is %g", t->name,
+				   k, params[i]);
+	}
+	i = adam_bad_moment(am, av, m->nparams, &which);
+	if (i < m->nparams) {
+		const struct xvec_tensor *t = xvec_tensor_at(m, i, &k);
+		return status_fail(err, errlen, FEEDER_ECORRUPT,
+				   "Adam %s moment of %s[%zu] is %g (must be finite%s)",
+				   which ? "second" : "first", t->name, k, which ? av[i] : am[i],
+				   which ? " and not negative" : "");
+	}
+	if (xvec_bad_stat(m, bn, &l, &var, &ch))
+		return status_fail(err, errlen, FEEDER_ECORRUPT,
+				   "bn%d running %s[%d] is %g (must be finite%s)", l + 1,
+				   var ? "variance" : "mean", ch,
+				   bn[m->bn_off[l] + (size_t)(var * m->bn_ch[l] + ch)],
+				   var ? " and not negative" : "");
+	return 0;
 }
 
 float *xvec_model_bn_stats(struct xvec_model *m, size_t *n)

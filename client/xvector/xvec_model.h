@@ -41,6 +41,12 @@
 #define XVEC_BN_LAYERS 7
 /* Frames consumed by the frame-level contexts (7 left + 7 right). */
 #define XVEC_CONTEXT 14
+/* Largest layer size (feat_dim, width, pool_width, embed) and speaker count. */
+#define XVEC_MAX_SIZE 65536
+#define XVEC_MAX_SPEAKERS 10000000
+/* Steps stay below this: dropout draws on subsequences step + (layer << 40)
+ * (tdnn_dropout_subseq), which a larger step would share. */
+#define XVEC_MAX_STEP (1ull << 40)
 
 struct xvec_options {
 	int feat_dim;       /* input features per frame (D) */
@@ -87,6 +93,20 @@ int xvec_model_create(struct xvec_model **out, const struct xvec_options *o, int
 		      int max_frames, char *err, size_t errlen);
 
 void xvec_model_destroy(struct xvec_model *m);
+
+/* The parameter count and running-statistics count of a model of options
+ * o, whose sizes must be in range (1 to XVEC_MAX_SIZE, speakers 2 to
+ * XVEC_MAX_SPEAKERS): what a checkpoint of that shape holds, known before
+ * anything is allocated. */
+void xvec_model_sizes(const struct xvec_options *o, size_t *nparams, size_t *nbn);
+
+/* Check state about to be loaded into m (arrays laid out as m's: parameters,
+ * Adam's first and second moments, running statistics): every value finite,
+ * second moments and running variances not negative. 0, or FEEDER_ECORRUPT
+ * with a sentence naming the tensor and element ("bn3 running variance[5] is
+ * -0.5 ..."). */
+int xvec_model_check_state(const struct xvec_model *m, const float *params, const float *am,
+			   const float *av, const float *bn, char *err, size_t errlen);
 
 /* Grow the workspace to hold (batch, frames) if it does not already. */
 int xvec_model_reserve(struct xvec_model *m, int batch, int frames, char *err, size_t errlen);

@@ -6,9 +6,12 @@
 #include "status.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 double xvec_probit(double p)
 {
@@ -198,11 +201,33 @@ static double nice_step(double range)
 #define LOG_R 30
 #define LOG_T 50
 
+/* The smallest and largest finite value of s, from the points where x is
+ * finite too; 0 when there is none. */
+static int finite_range(const struct series *x, const struct series *s, double *lo, double *hi)
+{
+	int any = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		if (!isfinite(x->v[i]) || !isfinite(s->v[i]))
+			continue;
+		if (!any || s->v[i] < *lo)
+			*lo = s->v[i];
+		if (!any || s->v[i] > *hi)
+			*hi = s->v[i];
+		any = 1;
+	}
+	return any;
+}
+
+/* At most this many ticks an axis, whatever the range's floating-point
+ * spacing makes of the step. */
+#define LOG_MAX_TICKS 40
+
 static void panel(FILE *out, int top, const char *name, const char *color, const struct series *x,
 		  const struct series *y, double ymin, double ymax, double scale, const char *unit)
 {
 	int h = LOG_PANEL - 50, x0 = LOG_L, x1 = LOG_W - LOG_R;
-	double xmin = x->v[0], xmax = x->v[x->n - 1];
+	double xmin = 0, xmax = 0;
+	finite_range(x, x, &xmin, &xmax);
 	if (xmax <= xmin)
 		xmax = xmin + 1;
 	if (ymax <= ymin)
@@ -210,29 +235,79 @@ static void panel(FILE *out, int top, const char *name, const char *color, const
 	fprintf(out, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">%s</text>\n", x0, top - 8, name);
 	fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
 		     "stroke=\"black\"/>\n", x0, top, x1 - x0, h);
-	double st = nice_step(ymax - ymin);
-	for (double t = ceil(ymin / st) * st; t <= ymax + 1e-9; t += st) {
-		double py = top + h - (t - ymin) / (ymax - ymin) * h;
+	double st = nice_step(ymax - ymin), t0 = ceil(ymin / st) * st;
+	for (int k = 0; k < LOG_MAX_TICKS && t0 + k * st <= ymax + 1e-9; k++) {
+		double t = t0 + k * st, py = top + h - (t - ymin) / (ymax - ymin) * h;
 		fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n",
 			x0, py, x1, py);
 		fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g%s</text>\n", x0 - 6,
 			py + 4, t * scale, unit);
 	}
-	double sx = nice_step(xmax - xmin);
-	for (double t = ceil(xmin / sx) * sx; t <= xmax + 1e-9; t += sx) {
-		double px = x0 + (t - xmin) / (xmax - xmin) * (x1 - x0);
+	double sx = nice_step(xmax - xmin), s0 = ceil(xmin / sx) * sx;
+	for (int k = 0; k < LOG_MAX_TICKS && s0 + k * sx <= xmax + 1e-9; k++) {
+		double t = s0 + k * sx, px = x0 + (t - xmin) / (xmax - xmin) * (x1 - x0);
 		fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", px,
 			top + h + 16, t);
 	}
 	fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
-	for (size_t i = 0; i < x->n; i++)
-		if (!isnan(y->v[i]))
-			fprintf(out, "%.1f,%.1f ", x0 + (x->v[i] - xmin) / (xmax - xmin) * (x1 - x0),
-				top + h - (y->v[i] - ymin) / (ymax - ymin) * h);
+	for (size_t i = 0; i < x->n; i++) {
+		double px = x0 + (x->v[i] - xmin) / (xmax - xmin) * (x1 - x0);
+		double py = top + h - (y->v[i] - ymin) / (ymax - ymin) * h;
+		/* finite values whose range overflows place nowhere either */
+		if (isfinite(px) && isfinite(py))
+			fprintf(out, "%.1f,%.1f ", px, py);
+	}
 	fputs("\"/>\n", out);
 }
 
-int xvec_plot_log(FILE *out, const char *path, char *err, size_t errlen)
+/* Values of the series that are not finite (NaN for a field a line lacks
+ * too), counted over the lines whose step is finite, plus those lines. */
+static size_t count_skipped(const struct series *step, const struct series *const *ys, int k)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < step->n; i++) {
+		if (!isfinite(step->v[i])) {
+			n++;
+			continue;
+		}
+		for (int j = 0; j < k; j++)
+			n += !isfinite(ys[j]->v[i]);
+	}
+	return n;
+}
+
+/* The three panels of the log; -1 when a series has no finite point. */
+static int draw_log(FILE *out, const struct series *step, const struct series *loss,
+		    const struct series *acc, const struct series *wait)
+{
+	double lmin = 0, lmax = 0, amin = 0, amax = 0, wmin = 0, wmax = 0, smin = 0, smax = 0;
+	if (!finite_range(step, loss, &lmin, &lmax) || !finite_range(step, acc, &amin, &amax) ||
+	    !finite_range(step, wait, &wmin, &wmax) || !finite_range(step, step, &smin, &smax))
+		return -1;
+	if (lmax < 0)
+		lmax = 0;
+	/* waits: at least a 0-5 % scale, at most 100 % */
+	wmax = wmax * 1.1 > 1 ? 1 : wmax * 1.1 < 0.05 ? 0.05 : wmax * 1.1;
+	int H = LOG_T + 3 * LOG_PANEL + 30;
+	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		     "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		     "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
+		     "font-size=\"13\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+		LOG_W, H, LOG_W, H);
+	fprintf(out, "<text x=\"%d\" y=\"28\" text-anchor=\"middle\" font-size=\"16\" "
+		     "font-weight=\"bold\">xvec training (%zu intervals, steps %g to %g)</text>\n",
+		LOG_W / 2, step->n, smin, smax);
+	panel(out, LOG_T + 20, "Training loss", "#1f5fbf", step, loss, 0, lmax * 1.05, 1, "");
+	panel(out, LOG_T + 20 + LOG_PANEL, "Training accuracy", "#2ca02c", step, acc, 0, 1, 100,
+	      " %");
+	panel(out, LOG_T + 20 + 2 * LOG_PANEL, "Time waiting for data", "#d62728", step, wait, 0,
+	      wmax, 100, " %");
+	fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n</svg>\n",
+		(LOG_L + LOG_W - LOG_R) / 2, H - 8);
+	return 0;
+}
+
+int xvec_plot_log(FILE *out, const char *path, size_t *skipped, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
 	if (!f)
@@ -256,33 +331,52 @@ int xvec_plot_log(FILE *out, const char *path, char *err, size_t errlen)
 	fclose(f);
 	if (rc == 0 && step.n == 0)
 		rc = status_fail(err, errlen, FEEDER_EFORMAT, "%s: no log lines", path);
-	if (rc == 0) {
-		double lmax = 0, wmax = 0.05; /* waits: at least a 0-5 % scale */
-		for (size_t i = 0; i < loss.n; i++) {
-			if (!isnan(loss.v[i]) && loss.v[i] > lmax)
-				lmax = loss.v[i];
-			if (!isnan(wait.v[i]) && wait.v[i] * 1.1 > wmax)
-				wmax = wait.v[i] * 1.1 > 1 ? 1 : wait.v[i] * 1.1;
-		}
-		int H = LOG_T + 3 * LOG_PANEL + 30;
-		fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-			     "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-			     "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
-			     "font-size=\"13\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-			LOG_W, H, LOG_W, H);
-		fprintf(out, "<text x=\"%d\" y=\"28\" text-anchor=\"middle\" font-size=\"16\" "
-			     "font-weight=\"bold\">xvec training (%zu intervals, steps %g to %g)</text>\n",
-			LOG_W / 2, step.n, step.v[0], step.v[step.n - 1]);
-		panel(out, LOG_T + 20, "Training loss", "#1f5fbf", &step, &loss, 0, lmax * 1.05, 1, "");
-		panel(out, LOG_T + 20 + LOG_PANEL, "Training accuracy", "#2ca02c", &step, &acc, 0, 1,
-		      100, " %");
-		panel(out, LOG_T + 20 + 2 * LOG_PANEL, "Time waiting for data", "#d62728", &step, &wait,
-		      0, wmax, 100, " %");
-		fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n</svg>\n",
-			(LOG_L + LOG_W - LOG_R) / 2, H - 8);
-		if (ferror(out))
-			rc = status_fail(err, errlen, -EIO, "writing the plot failed");
-	}
+	const struct series *ys[] = { &loss, &acc, &wait };
+	*skipped = rc ? 0 : count_skipped(&step, ys, 3);
+	if (rc == 0 && draw_log(out, &step, &loss, &acc, &wait))
+		rc = status_fail(err, errlen, FEEDER_EFORMAT,
+				 "%s: nothing to draw: the step, loss, accuracy or data wait is never a "
+				 "finite number", path);
+	if (rc == 0 && ferror(out))
+		rc = status_fail(err, errlen, -EIO, "writing the plot failed");
 	free(step.v), free(loss.v), free(acc.v), free(wait.v);
+	return rc;
+}
+
+/* ---- the file ----------------------------------------------------------- */
+
+int xvec_plot_save(const char *path, int (*draw)(FILE *out, void *ctx, char *err, size_t errlen),
+		   void *ctx, char *err, size_t errlen)
+{
+	char *tmp;
+	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0)
+		return status_fail(err, errlen, -ENOMEM, "%s: out of memory", path);
+	int fd = mkostemp(tmp, O_CLOEXEC), rc;
+	FILE *out = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!out) {
+		rc = status_fail(err, errlen, -errno, "%s: cannot create a temporary file beside it: %s",
+				 path, strerror(errno));
+		if (fd >= 0)
+			close(fd), unlink(tmp);
+		free(tmp);
+		return rc;
+	}
+	/* The previous picture stays until this one is whole; the new one gets
+	 * the mode fopen would have given it. */
+	mode_t mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask) != 0) {
+		rc = status_fail(err, errlen, -errno, "%s: %s", tmp, strerror(errno));
+		fclose(out), unlink(tmp), free(tmp);
+		return rc;
+	}
+	rc = draw(out, ctx, err, errlen);
+	if (fclose(out) != 0 && rc == 0)
+		rc = status_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = status_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	if (rc)
+		unlink(tmp);
+	free(tmp);
 	return rc;
 }

@@ -17,8 +17,18 @@
 int xvec_plot_det(FILE *out, const double *pmiss, const double *pfa, size_t n, double eer,
 		  const char *title, char *err, size_t errlen);
 
-/* The log at path (JSON lines with step, loss, accuracy, data_wait). */
-int xvec_plot_log(FILE *out, const char *path, char *err, size_t errlen);
+/* The log at path (JSON lines with step, loss, accuracy, data_wait). A
+ * value that is not a finite number (a diverged loss, a field a line lacks)
+ * is left out of its curve, and a line whose step is not finite out of
+ * all: *skipped counts them. FEEDER_EFORMAT when a curve would have no
+ * point at all. */
+int xvec_plot_log(FILE *out, const char *path, size_t *skipped, char *err, size_t errlen);
+
+/* Write what draw writes (0 or a negative code with a sentence) to path
+ * through a temporary file beside it, renamed over path only when draw and
+ * every write succeeded: a failed plot leaves the previous file as it was. */
+int xvec_plot_save(const char *path, int (*draw)(FILE *out, void *ctx, char *err, size_t errlen),
+		   void *ctx, char *err, size_t errlen);
 
 /* The normal deviate of probability p in (0, 1) (the inverse of the
  * standard normal CDF; Acklam's rational approximation, refined). */

@@ -14,7 +14,13 @@
  * Data parallel: next_batch counts batches of each rank's share, the same
  * on every rank; the epoch's global position is then
  * start_sample + next_batch * batch * world (xvec_position_sample), where
- * a run with another world size resumes (elastic). */
+ * a run with another world size resumes (elastic).
+ *
+ * A blob is checked when decoded, every field on its own (the pipeline and
+ * features as xvec accepts them, world, batch and chunk as a stream may have
+ * them, epoch up to FEEDER_MAX_EPOCHS, a next sample that 64 bits hold), and
+ * against the dataset by xvec_position_check before a resume uses it; the
+ * other functions trust a position so checked. */
 #ifndef FEEDER_XVEC_POSITION_H
 #define FEEDER_XVEC_POSITION_H
 
@@ -39,13 +45,23 @@ struct xvec_position {
 	uint32_t bins, ceps;  /* wave: mel bins, and MFCC cepstra (fbank: 0) */
 };
 
-/* The samples of the epoch that all ranks together have taken, capped at
- * n (the dataset's size). */
-uint64_t xvec_position_sample(const struct xvec_position *p, uint64_t n);
+/* Mel bins of the wave pipeline's features, as xvec train accepts them. */
+#define XVEC_POSITION_MIN_BINS 3
+#define XVEC_POSITION_MAX_BINS 256
+
+/* The samples of the epoch that all ranks together have taken: the
+ * epoch's next sample. */
+uint64_t xvec_position_sample(const struct xvec_position *p);
+
+/* p (decoded) against the dataset it resumes on, of n samples: its start
+ * and next sample within the epoch. 0, or FEEDER_EINVAL with a sentence
+ * naming the field in err. */
+int xvec_position_check(const struct xvec_position *p, uint64_t n, char *err, size_t errlen);
 
 void xvec_position_encode(const struct xvec_position *p, uint8_t out[XVEC_POSITION_SIZE]);
 
-/* 0, or FEEDER_EFORMAT with a sentence in err. */
+/* Decode and check every field; 0, or FEEDER_EFORMAT with a sentence
+ * naming the field in err. */
 int xvec_position_decode(const uint8_t *buf, size_t len, struct xvec_position *p, char *err,
 			 size_t errlen);
 

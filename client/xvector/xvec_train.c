@@ -3,6 +3,7 @@
 
 #include "status.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -11,6 +12,39 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int xvec_trainer_agree(struct xvec_trainer *t, int have, char *err, size_t errlen)
+{
+	long v[2] = { have, t->interrupted && *t->interrupted ? -1 : 0 };
+	if (xvec_dist_min(t->dist, v, 2))
+		return status_fail(err, errlen, -EIO, "agreeing on the step with the other ranks "
+				   "failed (MPI)");
+	if (v[1] < 0 && t->interrupted)
+		*t->interrupted = 1; /* one rank was interrupted: all stop after this step */
+	if (v[0] < 0 && have >= 0)
+		return status_fail(err, errlen, -ECANCELED, "stopping: another rank failed (its own "
+				   "line says why)");
+	return v[0] > 0;
+}
+
+int xvec_trainer_check_replicas(struct xvec_trainer *t, const float *p, size_t n, uint64_t step,
+				char *err, size_t errlen)
+{
+	double c[4] = { 0, 0, 0, 0 };
+	for (size_t i = 0; i < n; i++) {
+		c[0] += p[i];
+		c[1] += p[i] * (double)(i % 1021 + 1);
+	}
+	c[2] = -c[0];
+	c[3] = -c[1];
+	if (xvec_dist_max(t->dist, c, 4))
+		return status_fail(err, errlen, -EIO, "comparing parameters with the other ranks "
+				   "failed (MPI)");
+	if (c[0] != -c[2] || c[1] != -c[3])
+		return status_fail(err, errlen, -EDOM, "the replicas' parameters differ after step "
+				   "%llu (checksums %.17g..%.17g)", (unsigned long long)step, -c[2], c[0]);
+	return 0;
 }
 
 int xvec_train_run(struct xvec_trainer *t, const struct xvec_train_limits *lim, FILE *out,

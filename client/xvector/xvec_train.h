@@ -64,6 +64,18 @@ struct xvec_trainer {
 	FILE *trace;   /* NULL, or "epoch index" of every sample trained on (CPU) */
 };
 
+/* Data parallel, for the trainers' steps: every rank says whether it has a
+ * batch (have 1), reached the stream's end (0) or failed (-1), and whether
+ * it was interrupted; all train only when all have one. Returns 1 to train,
+ * 0 to stop at the end, or a negative code (this rank's own failure is
+ * reported by the caller). */
+int xvec_trainer_agree(struct xvec_trainer *t, int have, char *err, size_t errlen);
+
+/* --check-replicas: the parameters p[0..n) after model step `step` equal on
+ * every rank (compared by checksums); -EDOM says they differ. */
+int xvec_trainer_check_replicas(struct xvec_trainer *t, const float *p, size_t n, uint64_t step,
+				char *err, size_t errlen);
+
 /* The CPU trainer: model m (not owned) trained on the batches of stream s
  * (of connection f, for its error sentences), or with in_memory > 0 on that
  * many batches read from s once and cycled (a benchmark of the model alone). */
@@ -79,12 +91,24 @@ struct xvec_cuda_train_opts {
 	int autotune;
 	int batch, feat_dim, chunk, timeout_ms;
 	FILE *log;            /* autotune and precision lines */
+	int local_rank;       /* the device: this modulo the devices the process sees */
 };
 int xvec_trainer_cuda_create(struct xvec_trainer **out, struct xvec_model *m,
 			     struct feeder_stream *s, const struct xvec_cuda_train_opts *o,
 			     char *err, size_t errlen);
 /* Whether this build has the CUDA trainer. */
 int xvec_trainer_cuda_built(void);
+/* Data-parallel CUDA training needs NCCL (cuda/xvec_nccl.h): 0 when it can
+ * be loaded, else FEEDER_ENODEV and why ("libnccl.so.2: cannot open ..."). */
+int xvec_trainer_cuda_dp_ready(char *err, size_t errlen);
+/* Join the ranks of d (world > 1) on the GPUs: rank 0's NCCL unique id goes
+ * to every rank over d, each makes its communicator, and from the next step
+ * the CUDA trainer t sums its loss and gradients (and with sync_bn its
+ * batch-norm statistics) over the ranks on the device, as the CPU model
+ * does over MPI (xvec_model_set_dp). Every rank calls it, after they agreed
+ * to start; all fail together. */
+int xvec_trainer_cuda_join(struct xvec_trainer *t, struct xvec_dist *d, int sync_bn, char *err,
+			   size_t errlen);
 
 struct xvec_train_limits {
 	int log_every;         /* steps per log line */

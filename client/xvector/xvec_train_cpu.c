@@ -38,46 +38,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Data parallel: every rank says whether it has a batch (1), reached the
- * stream's end (0) or failed (-1), and whether it was interrupted; all
- * train only when all have one. Returns 1 to train, 0 to stop at the end,
- * or a negative code (this rank's own failure is reported by the caller). */
-static int agree(struct xvec_trainer *base, int have, char *err, size_t errlen)
-{
-	long v[2] = { have, base->interrupted && *base->interrupted ? -1 : 0 };
-	if (xvec_dist_min(base->dist, v, 2))
-		return status_fail(err, errlen, -EIO, "agreeing on the step with the other ranks "
-				   "failed (MPI)");
-	if (v[1] < 0 && base->interrupted)
-		*base->interrupted = 1; /* one rank was interrupted: all stop after this step */
-	if (v[0] < 0 && have >= 0)
-		return status_fail(err, errlen, -ECANCELED, "stopping: another rank failed (its own "
-				   "line says why)");
-	return v[0] > 0;
-}
-
-/* --check-replicas: every rank's parameters equal rank 0's, by checksums. */
-static int check_replicas(struct cpu_trainer *t, char *err, size_t errlen)
-{
-	size_t n;
-	const float *p = xvec_model_params(t->m, &n);
-	double c[4] = { 0, 0, 0, 0 };
-	for (size_t i = 0; i < n; i++) {
-		c[0] += p[i];
-		c[1] += p[i] * (double)(i % 1021 + 1);
-	}
-	c[2] = -c[0];
-	c[3] = -c[1];
-	if (xvec_dist_max(t->base.dist, c, 4))
-		return status_fail(err, errlen, -EIO, "comparing parameters with the other ranks "
-				   "failed (MPI)");
-	if (c[0] != -c[2] || c[1] != -c[3])
-		return status_fail(err, errlen, -EDOM, "the replicas' parameters differ after step "
-				   "%llu (checksums %.17g..%.17g)",
-				   (unsigned long long)xvec_model_step(t->m), -c[2], c[0]);
-	return 0;
-}
-
 static int cpu_step(struct xvec_trainer *base, struct xvec_step *out, char *err, size_t errlen)
 {
 	struct cpu_trainer *t = (struct cpu_trainer *)base;
@@ -97,7 +57,8 @@ static int cpu_step(struct xvec_trainer *base, struct xvec_step *out, char *err,
 	} else {
 		int r = feeder_stream_next(t->s, t->timeout_ms, &b);
 		if (base->dist && base->dist->world > 1) {
-			int go = agree(base, r == 0 ? 1 : r == FEEDER_EEND ? 0 : -1, err, errlen);
+			int go = xvec_trainer_agree(base, r == 0 ? 1 : r == FEEDER_EEND ? 0 : -1, err,
+						    errlen);
 			if (go != 1 && r == 0)
 				feeder_batch_release(t->s, &b);
 			if (go < 0 && r == 0)
@@ -130,9 +91,12 @@ static int cpu_step(struct xvec_trainer *base, struct xvec_step *out, char *err,
 		feeder_batch_release(t->s, &b);
 	if (rc)
 		return rc;
-	if (base->check_replicas && base->dist && base->dist->world > 1 &&
-	    (rc = check_replicas(t, err, errlen)))
-		return rc;
+	if (base->check_replicas && base->dist && base->dist->world > 1) {
+		size_t n;
+		const float *p = xvec_model_params(t->m, &n);
+		if ((rc = xvec_trainer_check_replicas(base, p, n, xvec_model_step(t->m), err, errlen)))
+			return rc;
+	}
 	out->samples = count;
 	t->wait_int += t1 - t0;
 	t->wait_all += t1 - t0;

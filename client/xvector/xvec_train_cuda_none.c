@@ -18,3 +18,15 @@ int xvec_trainer_cuda_create(struct xvec_trainer **out, struct xvec_model *m,
 	return status_fail(err, errlen, FEEDER_ENODEV,
 			   "this build has no CUDA trainer (built without nvcc); use --device cpu");
 }
+
+int xvec_trainer_cuda_dp_ready(char *err, size_t errlen)
+{
+	return status_fail(err, errlen, FEEDER_ENODEV, "this build has no CUDA trainer");
+}
+
+int xvec_trainer_cuda_join(struct xvec_trainer *t, struct xvec_dist *d, int sync_bn, char *err,
+			   size_t errlen)
+{
+	(void)t, (void)d, (void)sync_bn;
+	return xvec_trainer_cuda_dp_ready(err, errlen);
+}

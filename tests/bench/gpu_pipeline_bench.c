@@ -260,12 +260,12 @@ static int run_gpu(struct bench *b, struct result *r)
 	return 0;
 }
 
-static void usage(void)
+static int usage(void)
 {
 	fprintf(stderr, "usage: gpu_pipeline_bench DATASET [--threads T] [--batch B] [--size S] "
 			"[--dtype u8|f16|f32] [--batches N] [--mode cpu|gpu|both] [--host] "
 			"[--staging BYTES] [--json]\n");
-	exit(2);
+	return 2;
 }
 
 int main(int argc, char **argv)
@@ -297,7 +297,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (i + 1 >= argc)
-			usage();
+			return usage();
 		const char *v = argv[++i];
 		if (!strcmp(a, "--threads"))
 			b.threads = (uint32_t)atoi(v);
@@ -316,10 +316,10 @@ int main(int argc, char **argv)
 			do_cpu = strcmp(v, "gpu") != 0;
 			do_gpu = strcmp(v, "cpu") != 0;
 		} else
-			usage();
+			return usage();
 	}
 	if (!dir || b.threads < 1 || b.threads > 256 || b.batch < 1 || b.batches < 1 || size < 1)
-		usage();
+		return usage();
 	char err[256];
 	if (do_gpu && gpu_pipeline_devices(err, sizeof err) < 1) {
 		fprintf(stderr, "SKIP: %s\n", err);

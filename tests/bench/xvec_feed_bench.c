@@ -3,12 +3,14 @@
  * Connects to feederd, opens a features stream (batch 128, chunk 200 by
  * default), pins its ring and trains the paper-width x-vector TDNN on the
  * GPU through xvec_feed (copy of batch k+1 overlapped with step k), then
- * prints one JSON object: steps, samples_per_s, gpu_wait_fraction. The loop
+ * prints one JSON object: steps, samples_per_s, gpu_wait_fraction (over the
+ * steps after --warmup, which leaves out the daemon's first fill). The loop
  * is the wiring `xvec train --device cuda` uses:
  *   xvec_feed_next -> xvec_cuda_train_step -> xvec_feed_prefetch,
  *   xvec_cuda_metrics every --log steps.
  * Usage: xvec_feed_bench --dataset NAME [--socket PATH] [--batch N]
- *   [--chunk N] [--steps N] [--precision fp32|tf32|bf16] [--eps X] [--log N]
+ *   [--chunk N] [--steps N] [--warmup N] [--precision fp32|tf32|bf16]
+ *   [--eps X] [--log N]
  *   [--width N] [--pool N] [--embed N]   (paper widths 512/1500/512 by default)
  *   [--placement cpu|gpu]  where feederd preprocesses; gpu also asks for
  *                          device-resident batches (CUDA IPC ring)
@@ -54,7 +56,7 @@ int main(int argc, char **argv)
 	const char *dataset = NULL, *sock = NULL, *precision = "fp32";
 	const char *dump = NULL, *dump_host = NULL;
 	int placement = FEEDER_PLACEMENT_CPU;
-	int batch = 128, chunk = 200, steps = 200, log_every = 50;
+	int batch = 128, chunk = 200, steps = 200, warmup = 0, log_every = 50;
 	int width = 512, pool = 1500, embed = 512;
 	float eps = 0.0f;
 	char err[512], why[256];
@@ -68,6 +70,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--batch")) batch = atoi(v);
 		else if (!strcmp(a, "--chunk")) chunk = atoi(v);
 		else if (!strcmp(a, "--steps")) steps = atoi(v);
+		else if (!strcmp(a, "--warmup")) warmup = atoi(v);
 		else if (!strcmp(a, "--precision")) precision = v;
 		else if (!strcmp(a, "--eps")) eps = strtof(v, NULL);
 		else if (!strcmp(a, "--log")) log_every = atoi(v);
@@ -83,9 +86,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!dataset || batch < 1 || chunk <= XVEC_CONTEXT || steps < 2 || log_every < 1) {
+	if (!dataset || batch < 1 || chunk <= XVEC_CONTEXT || steps < 2 || warmup < 0 ||
+	    log_every < 1) {
 		fprintf(stderr, "usage: xvec_feed_bench --dataset NAME [--socket PATH] [--batch N] "
-				"[--chunk N>%d] [--steps N>1] [--precision P] [--eps X] [--log N]\n",
+				"[--chunk N>%d] [--steps N>1] [--warmup N] [--precision P] [--eps X] "
+				"[--log N]\n",
 			XVEC_CONTEXT);
 		return 2;
 	}
@@ -180,11 +185,19 @@ int main(int argc, char **argv)
 	int32_t *hl = dump ? malloc(sizeof(int32_t) * batch) : NULL;
 	struct xvec_feed_batch b;
 	struct xvec_cuda_metrics mt;
-	struct xvec_feed_stats st;
+	struct xvec_feed_stats st, st0 = { 0 };
 	double t0 = now_s();
 	long long samples = 0;
 	int done = 0;
-	for (; done < steps; done++) {
+	for (; done < warmup + steps; done++) {
+		if (done == warmup && warmup > 0) {
+			if (xvec_feed_stats(fd, &st0, err, sizeof(err))) {
+				fprintf(stderr, "xvec_feed_bench: %s\n", err);
+				return 1;
+			}
+			t0 = now_s();
+			samples = 0;
+		}
 		rc = xvec_feed_next(fd, 60000, &b, err, sizeof(err));
 		if (rc == FEEDER_EEND)
 			break;
@@ -222,6 +235,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	double dt = now_s() - t0;
+	st.wait_ms -= st0.wait_ms;
+	st.span_ms -= st0.span_ms;
+	st.wait_fraction = st.span_ms > 0 ? st.wait_ms / st.span_ms : 0;
+	done = done > warmup ? done - warmup : 0;
 	if (out && fclose(out) != 0) {
 		perror(dump);
 		return 1;

@@ -3,7 +3,8 @@
 # effective configuration for a good file (the shipped example included),
 # exit 2 with exactly one line naming the problem for an unknown key, an
 # unknown flag, a bad value or a missing datasets directory; precedence of
-# flag > FEEDER_SOCKET > file as feederd prints it.
+# flag > FEEDER_SOCKET > file as feederd prints it; a warning when
+# metrics_listen makes /metrics visible from other machines.
 set -u
 build=${FEEDER_BUILD:?} ; src=${FEEDER_SOURCE:?}
 feederd=$build/daemon/feederd
@@ -60,6 +61,20 @@ expect_error 2 "--workers: 'lots' is not a number" --config "$tmp/good.conf" --w
 expect_error 2 "--memory-limit: '12X' is not a size" --config "$tmp/good.conf" --memory-limit 12X --check-config
 expect_error 2 "$tmp/nope" --config "$tmp/good.conf" --datasets "$tmp/nope" --check-config
 expect_error 2 "$tmp/missing.conf" --config "$tmp/missing.conf" --check-config
+# /metrics on every interface, or on an address that is not loopback, is
+# visible from other machines: a warning on stderr (the check still passes).
+for spec in '*:9477' '0.0.0.0:9477' '[::]:9477' '192.0.2.7:9477'; do
+	"$feederd" --config "$tmp/good.conf" --metrics-listen "$spec" --check-config >/dev/null \
+		2>"$tmp/err" || fail "--metrics-listen $spec: $(cat "$tmp/err")"
+	grep -q "^feederd: warning: metrics_listen = .* visible from other machines" "$tmp/err" \
+		|| fail "no warning for --metrics-listen $spec: '$(cat "$tmp/err")'"
+done
+echo "warned: $(cat "$tmp/err")"
+for spec in 127.0.0.1:9477 '[::1]:9477' localhost:9477 "$tmp/metrics.sock"; do
+	"$feederd" --config "$tmp/good.conf" --metrics-listen "$spec" --check-config >/dev/null \
+		2>"$tmp/err" || fail "--metrics-listen $spec: $(cat "$tmp/err")"
+	[ -s "$tmp/err" ] && fail "--metrics-listen $spec: a warning: $(cat "$tmp/err")"
+done
 "$feederd" --help | grep -q -- '--memory-limit' || fail "--help lacks --memory-limit"
 "$feederd" --version | grep -q '^feederd ' || fail "--version"
 echo "ok: --check-config"

@@ -26,6 +26,11 @@
  *               killed with SIGKILL)
  *   until-closed  stream a long run until the daemon goes away; exit 0 only
  *               if that was reported as FEEDER_ECLOSED
+ *   held-stop   take one batch of a stream and hold it while the others
+ *               are announced, print HOLDING, wait until the daemon has
+ *               hung up (the test stops it with SIGTERM): the held batch
+ *               and the announced ones then read from the old ring have
+ *               the bytes of an undisturbed stream
  *   garbage     garbage, truncated and oversized messages on raw sockets are
  *               answered with a fatal ERROR and a close, while a libfeeder
  *               stream on another connection keeps delivering
@@ -74,6 +79,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -638,6 +644,60 @@ static int cmd_hold(const char *dataset)
 	fflush(stdout);
 	for (;;)
 		pause();
+}
+
+/* A batch's bytes as one hash: labels, indices and tensor. */
+static uint64_t batch_digest(const struct feeder_batch *b)
+{
+	uint64_t h = 1469598103934665603ull;
+	const uint8_t *parts[3] = { (const uint8_t *)b->labels, (const uint8_t *)b->indices, b->data };
+	size_t lens[3] = { b->count * sizeof(int32_t), b->count * sizeof(uint64_t), b->bytes };
+	for (int p = 0; p < 3; p++)
+		for (size_t i = 0; i < lens[p]; i++)
+			h = (h ^ parts[p][i]) * 1099511628211ull;
+	return h;
+}
+
+static int cmd_held_stop(const char *dataset)
+{
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 64);
+	uint64_t want[3];
+	struct feeder *f = connect_or_die();
+	struct feeder_stream *s = open_or_die(f, &o);
+	for (int i = 0; i < 3; i++) {
+		struct feeder_batch b;
+		CHECKF(feeder_stream_next(s, TIMEOUT_MS, &b) == 0, "next: %s", feeder_last_error(f));
+		want[i] = batch_digest(&b);
+		CHECK(feeder_batch_release(s, &b) == 0);
+	}
+	CHECK(feeder_stream_close(s) == 0);
+	s = open_or_die(f, &o);
+	struct feeder_batch held, b;
+	CHECKF(feeder_stream_next(s, TIMEOUT_MS, &held) == 0, "next: %s", feeder_last_error(f));
+	CHECK(batch_digest(&held) == want[0]);
+	usleep(300000); /* the other slots fill and are announced */
+	printf("HOLDING\n");
+	fflush(stdout);
+	/* Nothing read meanwhile: the daemon's GOODBYE and hang-up wait in
+	 * the socket behind the announcements. */
+	struct pollfd p = { .fd = feeder_fd(f), .events = POLLRDHUP };
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	usleep(200000); /* and let it exit */
+	CHECKF(batch_digest(&held) == want[0], "the held batch changed when feederd stopped "
+	       "(labels %d %d %d %d)", held.labels[0], held.labels[1], held.labels[2], held.labels[3]);
+	for (int i = 1; i < 3; i++) {
+		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
+		CHECKF(rc == 0, "announced batch %d: %s (%s)", i, feeder_strerror(rc), feeder_last_error(f));
+		CHECKF(batch_digest(&b) == want[i], "announced batch %d changed when feederd stopped "
+		       "(labels %d %d %d %d)", i, b.labels[0], b.labels[1], b.labels[2], b.labels[3]);
+	}
+	int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
+	CHECKF(rc == FEEDER_ECLOSED, "after the announced batches: %s", feeder_strerror(rc));
+	printf("held and announced batches intact after the stop\n");
+	feeder_disconnect(f);
+	return 0;
 }
 
 static int cmd_until_closed(const char *dataset)
@@ -1226,6 +1286,8 @@ int main(int argc, char **argv)
 		return cmd_hold(dataset);
 	if (strcmp(cmd, "until-closed") == 0)
 		return cmd_until_closed(dataset);
+	if (strcmp(cmd, "held-stop") == 0)
+		return cmd_held_stop(dataset);
 	if (strcmp(cmd, "garbage") == 0)
 		return cmd_garbage(dataset);
 	if (strcmp(cmd, "corrupt") == 0)

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """craft_dataset.py — damage one record of a packed dataset the way a
 hostile or unlucky file would, by byte surgery on data.mdb (LMDB's on-disk
-layout), for the fault tests (issue 13).
+layout), for the fault tests.
 
 usage: craft_dataset.py DATA_MDB INDEX overlong|badpage
+       craft_dataset.py DATA_MDB INDEX flags FLAGS AUX
 
   overlong  the record's LMDB value length and its payload length say
             0x7FFFFF00 bytes (the header CRC recomputed so that only the
@@ -12,6 +13,9 @@ usage: craft_dataset.py DATA_MDB INDEX overlong|badpage
   badpage   the record's overflow page number points past the file's last
             page: LMDB answers MDB_PAGE_NOTFOUND, after which an unrenewed
             read transaction fails for every later record
+  flags     the record header's flags and aux fields become FLAGS and
+            AUX (numbers, 0x... allowed), the header CRC recomputed: a
+            well-formed record that says something untrue about its JPEG
 
 The record must be stored on overflow pages (larger than about half a
 page). Exit 0, or 1 with a reason."""
@@ -52,6 +56,10 @@ if mode == "overlong":
     struct.pack_into("<I", data, start, big)
     rec = pgno * psize + PAGE_HDR
     struct.pack_into("<I", data, rec + 4, big - HDR)
+    struct.pack_into("<I", data, rec + 28, crc32c(bytes(data[rec:rec + 28])))
+elif mode == "flags" and len(sys.argv) == 6:
+    rec = pgno * psize + PAGE_HDR
+    struct.pack_into("<HI", data, rec + 22, int(sys.argv[4], 0), int(sys.argv[5], 0))
     struct.pack_into("<I", data, rec + 28, crc32c(bytes(data[rec:rec + 28])))
 elif mode == "badpage":
     struct.pack_into("<Q", data, at + len(node), len(data) // psize + 1000)

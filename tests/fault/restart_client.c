@@ -10,7 +10,10 @@
  * Like a trainer that copies one batch while it computes on the other, it
  * holds the previous batch while it waits for the next; after a reconnect it
  * re-hashes that held batch (it lives in the ring of the dead daemon) to show
- * that it stayed intact. At the end it prints "batches N reconnects R".
+ * that it stayed intact. At the end it prints "batches N reconnects R", and
+ * "ring fds F maps M": the most ring memfds it had open and mapped at once
+ * over the run (a ring of a lost connection must go once no batch of it is
+ * held, so F and M stay at 2 however often the daemon restarts).
  *
  *   restart_client --socket S --dataset NAME --out FILE [--reconnect MS]
  *                  [--delay-ms D] [--epochs E] [--batch B] [--eval]
@@ -41,6 +44,27 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
 static uint64_t batch_hash(const struct feeder_batch *b)
 {
 	return fnv1a(b->data, b->bytes) ^ fnv1a((const uint8_t *)b->labels, b->count * 4u);
+}
+
+/* Ring memfds this process has open, and mappings of them (/proc/self). */
+static void count_rings(unsigned *fds, unsigned *maps)
+{
+	*fds = *maps = 0;
+	char path[64], target[256];
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(path, target, sizeof target - 1);
+		if (n > 0) {
+			target[n] = '\0';
+			*fds += strstr(target, "memfd:feeder-ring") != NULL;
+		}
+	}
+	FILE *m = fopen("/proc/self/maps", "r");
+	char line[512];
+	while (m && fgets(line, sizeof line, m))
+		*maps += strstr(line, "memfd:feeder-ring") != NULL;
+	if (m)
+		fclose(m);
 }
 
 static int usage(void)
@@ -132,6 +156,7 @@ int main(int argc, char **argv)
 	struct feeder_batch held = { 0 }, b;
 	uint64_t held_hash = 0, n = 0;
 	uint32_t seen_reconnects = 0;
+	unsigned max_fds = 0, max_maps = 0;
 	int status = 0;
 	for (;;) {
 		rc = feeder_stream_next(s, 30000, &b);
@@ -154,6 +179,10 @@ int main(int argc, char **argv)
 				seen_reconnects, (unsigned long long)b.epoch,
 				(unsigned long long)b.batch_index);
 		}
+		unsigned fds, maps;
+		count_rings(&fds, &maps);
+		max_fds = fds > max_fds ? fds : max_fds;
+		max_maps = maps > max_maps ? maps : max_maps;
 		fprintf(fo, "%llu %llu", (unsigned long long)b.epoch, (unsigned long long)b.batch_index);
 		size_t one = b.bytes / b.count;
 		for (uint32_t i = 0; i < b.count; i++)
@@ -180,6 +209,7 @@ int main(int argc, char **argv)
 	if (held.data)
 		feeder_batch_release(s, &held);
 	printf("batches %llu reconnects %u\n", (unsigned long long)n, feeder_get_reconnects(f));
+	printf("ring fds %u maps %u\n", max_fds, max_maps);
 	feeder_stream_close(s);
 	feeder_disconnect(f);
 	fclose(fo);

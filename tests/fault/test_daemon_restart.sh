@@ -1,13 +1,27 @@
 #!/bin/bash
-# test_daemon_restart.sh — feederd killed with SIGKILL mid-epoch, twice, and
-# restarted on the same socket: a libfeeder client with reconnecting on
+# test_daemon_restart.sh [KILL|TERM] — feederd killed with SIGKILL mid-epoch,
+# twice, or stopped with SIGTERM six times the way systemctl restart does
+# (wait for it to exit, start a new one), and restarted on the same socket:
+# a libfeeder client with reconnecting on
 # (feeder_set_reconnect) goes on at the exact batch after the last one it
-# got, and across the two epochs every sample comes exactly once. Samples
+# got, and across the two epochs every sample comes exactly once. The batch
+# it holds across a restart keeps its bytes, and so do the batches announced
+# before a SIGTERM (read from the old ring after GOODBYE), which a stop
+# does not blank; a ring of a lost connection is let go once no batch of it
+# is held (at most 2 ring memfds open and mapped at any time). After SIGTERM
+# feederd waits for its client to let go (shutdown_drain 10 s here) but exits
+# as soon as it has, within 2 s. Samples
 # carry unique labels (packed from a list: label = sample number), and each
 # one's bytes are hashed, so the disturbed run is compared line by line with
 # an undisturbed one (streams are pure functions of their options) and each
 # epoch's labels must be a permutation of 0..N-1.
+sig=${1:-KILL}
 . "$FEEDER_SOURCE/tests/e2e/lib.sh"
+case $sig in
+KILL) stops="6 17" ;;
+TERM) stops="3 7 11 15 19 23" ;;
+*) fail "usage: test_daemon_restart.sh [KILL|TERM]" ;;
+esac
 restart_client=$build/tests/fault/restart_client
 [ -x "$restart_client" ] || skip "$restart_client is not built"
 
@@ -19,7 +33,7 @@ n=40
 "$packer" pack images --list "$tmp/list.tsv" --resize-shorter 48 --threads 1 "$tmp/src" \
 	"$datasets/uniq" >/dev/null 2>"$tmp/packer.log" || fail "packer: $(cat "$tmp/packer.log")"
 
-start_daemon
+start_daemon --shutdown-drain 10
 run() { "$restart_client" --socket "$sock" --dataset uniq --epochs 2 --batch 3 "$@"; }
 run --out "$tmp/ref.txt" >"$tmp/ref.log" 2>&1 || fail "reference run: $(cat "$tmp/ref.log")"
 # 40 samples, batch 3, drop_last off: 14 batches an epoch.
@@ -29,24 +43,30 @@ run --out "$tmp/run.txt" --delay-ms 60 --reconnect 20000 >"$tmp/run.log" 2>&1 &
 cpid=$!
 bg_pids+=($cpid)
 kills=0
-for at in 6 17; do
+for at in $stops; do
 	for _ in $(seq 400); do
 		[ "$(wc -l < "$tmp/run.txt" 2>/dev/null || echo 0)" -ge $at ] && break
 		sleep 0.02
 	done
-	kill -9 "$daemon_pid"; wait "$daemon_pid" 2>/dev/null
-	daemon_pid=
+	if [ $sig = KILL ]; then
+		kill -9 "$daemon_pid"; wait "$daemon_pid" 2>/dev/null
+		daemon_pid=
+	else
+		stop_daemon
+	fi
 	kills=$((kills + 1))
 	got=$(wc -l < "$tmp/run.txt")
 	sleep 0.3 # the client finds nobody there and backs off
-	start_daemon
-	echo "killed feederd after the client had $got batches; restarted"
+	start_daemon --shutdown-drain 10
+	echo "SIG$sig to feederd after the client had $got batches; restarted"
 done
 wait "$cpid"; rc=$?
 bg_pids=()
 cat "$tmp/run.log"
 [ $rc = 0 ] || fail "client exited $rc"
 grep -q "reconnects $kills\$" "$tmp/run.log" || fail "expected $kills reconnects"
+grep -q "^ring fds [12] maps [12]\$" "$tmp/run.log" ||
+	fail "old rings were kept: $(grep '^ring fds' "$tmp/run.log") after $kills restarts"
 cmp -s "$tmp/ref.txt" "$tmp/run.txt" || {
 	diff "$tmp/ref.txt" "$tmp/run.txt" | head -20
 	fail "the run with restarts delivered other batches than the undisturbed one"
@@ -78,6 +98,6 @@ grep -q "went away and could not be reached again" "$tmp/gone.log" ||
 	fail "no clear error when the daemon stays away: $(cat "$tmp/gone.log")"
 [ $ms -lt 6000 ] || fail "giving up took $ms ms with a 1500 ms reconnect time"
 grep "next after" "$tmp/gone.log"
-echo "ok: feederd killed $kills times mid-epoch; 2 epochs x $n samples delivered exactly once," \
+echo "ok: feederd stopped (SIG$sig) $kills times mid-epoch; 2 epochs x $n samples delivered exactly once," \
 	"identical to the undisturbed run (labels and content hashes), 0 lost, 0 duplicated;" \
 	"a daemon that stays away: clear error after $ms ms"

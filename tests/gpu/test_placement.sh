@@ -21,6 +21,8 @@
 # The CUDA kernels themselves are tested by test_gpu_jpeg / test_gpu_features
 # on a machine with a GPU.
 . "$FEEDER_SOURCE/tests/e2e/lib.sh"
+. "$FEEDER_SOURCE/tests/find_python.sh"
+py=$(find_python numpy) || skip "$py"
 rc_client=$build/tests/fault/restart_client
 [ -x "$rc_client" ] || skip "$rc_client is not built"
 
@@ -75,7 +77,7 @@ for mode in train eval; do
 	labels() { awk '{ for (i = 3; i <= NF; i++) { split($i, a, ":"); printf "%s ", a[1] } print "" }' "$1"; }
 	[ "$(labels "$tmp/c-$mode.txt")" = "$(labels "$tmp/g-$mode.txt")" ] ||
 		fail "placement=gpu ($mode): other labels or order than cpu"
-	/usr/bin/python3 - "$tmp/c-$mode.bin" "$tmp/g-$mode.bin" $mode <<'PY' || fail "placement=gpu ($mode): pixels differ from cpu"
+	"$py" - "$tmp/c-$mode.bin" "$tmp/g-$mode.bin" $mode <<'PY' || fail "placement=gpu ($mode): pixels differ from cpu"
 import sys
 import numpy as np
 a = np.fromfile(sys.argv[1], np.uint8).astype(np.int16)
@@ -87,7 +89,7 @@ sys.exit(0 if d.mean() <= 2.0 else 1)
 PY
 	checks=$((checks + 1))
 done
-# Device batches that cannot be opened here: the host ring instead (issue 18.4).
+# Device batches that cannot be opened here: the host ring instead.
 FEEDER_TEST_CLAIM_DEVICE=1 run --placement gpu --device-batches --out "$tmp/d.txt" --dump "$tmp/d.bin" \
 	>"$tmp/d.log" 2>&1 || fail "device batches unavailable: the stream failed: $(cat "$tmp/d.log")"
 n=$(grep -c "libfeeder: device batches of dataset 'imgs' are not available in this process" "$tmp/d.log")
@@ -120,3 +122,26 @@ stop_daemon
 echo "ok: $checks placement checks (refusal, auto without a GPU, --gpu 0 start-up error," \
 	"emulated GPU: train/eval pixels and labels vs cpu, device batches falling back to the" \
 	"host ring, auto's decision)"
+
+# A device ring the device cannot hold (the emulated device gets 16 KiB for
+# rings; the stream asks for three 12 KiB slots): feederd serves the host
+# ring instead and says so once in its log, naming the stream and the
+# reason; libfeeder learns it from STREAM_OPENED (memory=host), so it has
+# nothing to fall back from and says nothing, and the batches are those of
+# placement=gpu's host ring.
+export FEEDERD_GPU_EMULATE=1 FEEDERD_GPU_EMULATE_DEVICE_KB=16
+start_daemon --gpu 0
+unset FEEDERD_GPU_EMULATE FEEDERD_GPU_EMULATE_DEVICE_KB
+FEEDER_TEST_CLAIM_DEVICE=1 run --placement gpu --device-batches --out "$tmp/r.txt" --dump "$tmp/r.bin" \
+	>"$tmp/r.log" 2>&1 || fail "a device ring too large failed the stream: $(cat "$tmp/r.log")"
+grep -q "libfeeder: device batches" "$tmp/r.log" &&
+	fail "libfeeder fell back on its own: feederd offered a device ring: $(cat "$tmp/r.log")"
+cmp -s "$tmp/r.txt" "$tmp/g-train.txt" && cmp -s "$tmp/r.bin" "$tmp/g-train.bin" ||
+	fail "the host ring's batches differ from placement=gpu's"
+n=$(grep -c "device batches were asked for, but its device ring cannot be made" "$tmp/feederd.log")
+[ "$n" = 1 ] || fail "the device ring's failure was logged $n times, not once"
+grep -Eq "stream [0-9]+: device batches were asked for, but its device ring cannot be made \(cudaMalloc of the device ring failed: out of memory .*\): its batches come through the host ring" \
+	"$tmp/feederd.log" || fail "unclear warning: $(grep 'device ring cannot' "$tmp/feederd.log")"
+grep "device ring cannot be made" "$tmp/feederd.log" | sed 's/^<[0-9]>//'
+stop_daemon
+echo "ok: a device ring the device cannot hold: the host ring, said once"

@@ -1,9 +1,10 @@
 #!/bin/bash
 # badinput.sh — usage errors and bad input: a one-line message and exit 2
 # (unknown options, missing arguments, empty source, existing DEST, a tree
-# with no JPEG); non-JPEG and non-regular files are skipped with a warning
-# naming them, or fatal with --strict; --force replaces DEST; --help and
-# --version work; the read commands reject bad arguments the same way.
+# with no JPEG, a class folder name that is not UTF-8); non-JPEG and
+# non-regular files are skipped with a warning naming them, or fatal with
+# --strict; --force replaces DEST; --help and --version work; the read
+# commands reject bad arguments the same way.
 source "$FEEDER_SOURCE/tests/packer/lib.sh"
 one_line() { [ "$(wc -l <"$T/err")" = 1 ] || fail "expected one line on stderr: $(cat "$T/err")"; }
 has() { grep -q -- "$1" "$T/err" || fail "stderr lacks '$1': $(cat "$T/err")"; }
@@ -71,6 +72,14 @@ expect_rc 2 "$PACKER" pack images --strict "$T/src" "$T/ds3"; one_line
 has "class_001/notes.txt: not a JPEG file (--strict)"
 [ -e "$T/ds3" ] && fail "--strict left DEST"
 compgen -G "$T/ds3.tmp-*" >/dev/null && fail "--strict left a temporary directory"
+
+# A class folder whose name is not UTF-8 (Latin-1 "é") would be a label,
+# and the label table is UTF-8: refused, naming the folder.
+make_tree 4 "$T/l1" 2 2
+mv "$T/l1/class_001" "$T/l1/caf"$'\xe9'
+expect_rc 2 "$PACKER" pack images "$T/l1" "$T/dsl1"; one_line
+has "folder name is not UTF-8 (byte 0xe9 at column 4)"
+[ -e "$T/dsl1" ] && fail "DEST created for a non-UTF-8 class"
 
 # pack audio without the audio module is a clear error.
 if ! "$PACKER" pack audio --help >/dev/null 2>&1; then

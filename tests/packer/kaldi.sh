@@ -83,6 +83,20 @@ sed -i '2s/ .*//' "$T/bad/utt2spk"
 expect_rc 2 "$PACKER" pack audio --kaldi --allow-pipes "$T/bad" "$T/b"
 grep -q "bad/utt2spk:2: " "$T/err" || fail "bad line: $(cat "$T/err")"
 [ ! -e "$T/b" ] || fail "a dataset was left behind"
+# Speakers are the label table, which is UTF-8: a Latin-1 name is refused
+# with its file and line; a UTF-8 one comes out of inspect --json as it is.
+cp -r "$T/data" "$T/latin1"
+sed -i '2s/$/\xe9/' "$T/latin1/utt2spk"
+expect_rc 2 "$PACKER" pack audio --kaldi --allow-pipes --store wave "$T/latin1" "$T/l1"
+grep -q "latin1/utt2spk:2: the speaker is not UTF-8" "$T/err" || fail "Latin-1 speaker: $(cat "$T/err")"
+[ ! -e "$T/l1" ] || fail "a dataset was left behind"
+cp -r "$T/data" "$T/utf8"
+sed -i '2s/$/-Jos\xc3\xa9/' "$T/utf8/utt2spk"
+spk=$(sed -n '2s/.* //p' "$T/utf8/utt2spk")
+expect_rc 0 "$PACKER" pack audio --kaldi --allow-pipes --store wave "$T/utf8" "$T/u8"
+expect_rc 0 "$PACKER" inspect --json "$T/u8"
+$PY -c 'import json, sys; d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"));
+assert sys.argv[2] in d["labels"], d["labels"]' "$T/out" "$spk" || fail "inspect --json: $(cat "$T/out")"
 # A pipe that fails: its recording is named and skipped (fatal with --strict).
 cp -r "$T/data" "$T/badpipe"
 sed -i 's/ cat \(.*\) |$/ false \1 |/' "$T/badpipe/wav.scp"

@@ -56,6 +56,8 @@ bad "${files[0]}\t1\n${files[1]}\tx7\n" 2 "label 'x7'"
 bad "${files[0]}\t-1\n" 1 "label '-1'"
 bad "${files[0]}\t1\tcat\n${files[1]}\t1\tdog\n" 2 "named 'dog'"
 bad "\t1\n" 1 "empty path"
+# class names are the label table, which is UTF-8 (Latin-1 "é" here)
+bad "${files[0]}\t1\tcaf\xe9\n" 1 "class name is not UTF-8 (byte 0xe9 at column 4)"
 printf '# only a comment\n' >"$T/empty.txt"
 expect_rc 2 "$PACKER" pack images --list "$T/empty.txt" "$T/src" "$T/bad"
 grep -q "no entries" "$T/err" || fail "empty list message: $(cat "$T/err")"

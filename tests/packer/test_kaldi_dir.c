@@ -144,6 +144,21 @@ static void good_with_segments(void)
 	kaldi_dir_free(&d);
 }
 
+/* UTF-8 beyond ASCII is a speaker like any other; a path need not be
+ * UTF-8 (file names are bytes). */
+static void good_utf8(void)
+{
+	const char *dir = make_dir("good_utf8", "r1 /data/\xe9.wav\nr2 /b.wav\n",
+				   "r1 Jos\xc3\xa9\nr2 \xe6\x9d\x8e\xf0\x9f\x8e\xa4\n", NULL, NULL);
+	struct kaldi_dir d;
+	int rc = kaldi_dir_load(dir, &d, err, sizeof(err));
+	CHECKF(rc == 0, "%s", err);
+	CHECK(d.nspeakers == 2 && strcmp(d.speakers[0], "Jos\xc3\xa9") == 0 &&
+	      strcmp(d.speakers[1], "\xe6\x9d\x8e\xf0\x9f\x8e\xa4") == 0);
+	CHECK(strcmp(d.recos[0].source, "/data/\xe9.wav") == 0);
+	kaldi_dir_free(&d);
+}
+
 static void bad_dirs(void)
 {
 	const char *w2 = "r1 /a.wav\nr2 /b.wav\n", *s2 = "r1 s\nr2 s\n";
@@ -184,6 +199,16 @@ static void bad_dirs(void)
 	bad("u_nospk_seg", w2, "u2 s\n", "u2 r1 0 1\nu1 r2 0 1\n", NULL, "segments", 2,
 	    "utterance \"u1\" has no speaker in utt2spk");
 	bad("u_crlf_lines", w2, "r1 s\r\nr2 s\r\nr3 a b\r\n", NULL, NULL, "utt2spk", 3, "got 3 fields");
+	/* Speakers and ids become the label table and the names, which are
+	 * UTF-8: Latin-1, an overlong '/', a surrogate, a cut sequence. */
+	bad("u_latin1", w2, "r1 s\nr2 Jos\xe9\n", NULL, NULL, "utt2spk", 2,
+	    "the speaker is not UTF-8 (byte 0xe9 at column 4)");
+	bad("u_overlong", w2, "r1 a\xc0\xaf" "b\nr2 s\n", NULL, NULL, "utt2spk", 1, "byte 0xc0 at column 2");
+	bad("u_surrogate", w2, "r1 s\nr2 \xed\xa0\x80\n", NULL, NULL, "utt2spk", 2, "byte 0xed at column 1");
+	bad("u_cut", w2, "r1 s\nr2 ab\xe2\x82\n", NULL, NULL, "utt2spk", 2, "byte 0xe2 at column 3");
+	bad("w_latin1", "r1 /a.wav\nr\xe9" "2 /b.wav\n", s2, NULL, NULL, "wav.scp", 2,
+	    "the recording id is not UTF-8");
+	bad("s_latin1", w2, "u1 s\n", "u\xb9" "1 r1 0 1\n", NULL, "segments", 1, "the utterance id is not UTF-8");
 
 	/* segments */
 	const char *u2 = "u1 s\nu2 s\nu3 s\nu4 s\n";
@@ -415,6 +440,7 @@ int main(void)
 	CHECK(mkdtemp(root));
 	good_without_segments();
 	good_with_segments();
+	good_utf8();
 	bad_dirs();
 	bad_files();
 	pipes();

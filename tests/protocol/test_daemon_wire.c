@@ -8,7 +8,10 @@
  * replacement of corrupt samples and on_error=fail; refusals (missing
  * dataset, ../ name, quota); garbage, truncated and oversized messages
  * (ERROR, that client dropped, another keeps streaming); a client killed
- * while holding slots (memory returned); STATUS; SIGTERM -> GOODBYE, exit 0. */
+ * while holding slots (memory returned); STATUS; SIGTERM -> GOODBYE, exit 0;
+ * and, with the GPU emulated on the host (FEEDERD_GPU_EMULATE=1), placement:
+ * device-ring releases, a device ring the device cannot hold, wave streams
+ * (CPU only), GPU contexts lent to batches. */
 #include "check.h"
 #include "crc32c.h"
 #include "detrand.h"
@@ -23,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -149,6 +153,36 @@ static void make_features_dataset(const char *name)
 
 /* ---- daemon ------------------------------------------------------------ */
 
+#define N_WAVE 8
+#define WAVE_SAMPLES 12000 /* 0.75 s at 16 kHz */
+
+/* Waveforms at 16 kHz (s16): tones of a pitch per record, two classes. */
+static void make_wave_dataset(const char *name)
+{
+	char dir[400];
+	snprintf(dir, sizeof(dir), "%s/%s", ds_dir, name);
+	CHECK(mkdir(dir, 0755) == 0);
+	struct dsstore_writer *w;
+	CHECKF(dsstore_writer_open(dir, 0, &w, err, sizeof(err)) == 0, "%s", err);
+	int16_t *pcm = malloc(sizeof(int16_t) * WAVE_SAMPLES);
+	CHECK(pcm);
+	for (unsigned i = 0; i < N_WAVE; i++) {
+		for (unsigned k = 0; k < WAVE_SAMPLES; k++)
+			pcm[k] = (int16_t)(8000.0 * sin(k * (0.05 + 0.02 * i)) + (int)(k * 7919u % 200) - 100);
+		size_t len = sizeof(int16_t) * WAVE_SAMPLES;
+		struct dsformat_sample smp = { .label = i % 2, .payload_len = (uint32_t)len,
+					       .frames = WAVE_SAMPLES, .dim = 1,
+					       .dtype = DSFORMAT_DTYPE_S16 };
+		smp.crc = crc32c(0, pcm, len);
+		CHECKF(dsstore_writer_put_sample(w, i, &smp, pcm, err, sizeof(err)) == 0, "%s", err);
+	}
+	free(pcm);
+	struct dsformat_header h = { .version = DSFORMAT_VERSION, .kind = DSFORMAT_KIND_WAVE,
+				     .samples = N_WAVE, .classes = 0, .feat_dim = 1,
+				     .dtype = DSFORMAT_DTYPE_S16, .rate = 16000 };
+	CHECKF(dsstore_writer_finish(w, &h, err, sizeof(err)) == 0, "%s", err);
+}
+
 static void start_daemon(const char *build, const char *extra_conf)
 {
 	char exe[400], conf[400];
@@ -170,7 +204,8 @@ static void start_daemon(const char *build, const char *extra_conf)
 		unsetenv("NOTIFY_SOCKET");
 		unsetenv("LISTEN_FDS");
 		execl(exe, exe, "--config", conf, "--socket", sock_path, "--datasets", ds_dir,
-		      "--client-quota", "8M", "--log-level", "debug", (char *)NULL);
+		      "--client-quota", "8M", "--log-level", "debug", "--shutdown-drain", "1",
+		      (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 500; i++) {
@@ -976,6 +1011,11 @@ static void test_sigterm(void)
 	CHECK(open_stream(fd, &o, &r) == 0);
 	struct batch b;
 	CHECK(next_batch(&r, &b));
+	/* Held across the stop: a client that reads nothing is waited for
+	 * shutdown_drain (1 s), and its batch keeps its bytes after the exit. */
+	const struct proto_slot_header *h = (const struct proto_slot_header *)b.slot;
+	uint32_t held_seq = h->sequence;
+	CHECK(h->samples == b.ready.samples && h->batch_index == b.ready.batch_index);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	CHECK(kill(daemon_pid, SIGTERM) == 0);
@@ -992,6 +1032,8 @@ static void test_sigterm(void)
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit status 0x%x", status);
 	CHECKF(secs < 2.0, "exit took %.2f s", secs);
+	CHECKF(h->samples == b.ready.samples && h->batch_index == b.ready.batch_index &&
+	       h->sequence == held_seq, "the held slot was blanked by the stop");
 	/* The client was told: GOODBYE after any batches already queued. */
 	struct proto_msg m;
 	int bye = 0;
@@ -1485,12 +1527,149 @@ static void test_device_release(void)
 	close(bfd);
 }
 
+/* Lines of the daemon's log that contain text. */
+static unsigned count_log(const char *text)
+{
+	char cmd[800];
+	snprintf(cmd, sizeof(cmd), "grep -cF -- '%s' '%s'", text, log_path);
+	FILE *p = popen(cmd, "r");
+	CHECK(p);
+	unsigned n = 0;
+	if (fscanf(p, "%u", &n) != 1)
+		n = 0;
+	pclose(p);
+	return n;
+}
+
+/* A device ring the device cannot hold (the emulated device has 8 KiB for
+ * rings, the stream asks for three 3840-byte slots): the stream is not
+ * refused but served from the host ring. STREAM_OPENED says memory=host,
+ * with no device table, so the client reads its batches there: the same
+ * bytes as the same stream without device batches. The log says it once,
+ * naming the stream and the reason. */
+static void test_device_fallback(void)
+{
+	int fd = connect_hello();
+	struct feeder_stream_opts o = base_request("tiny", 16, 1);
+	o.placement = FEEDER_PLACEMENT_GPU;
+	o.device_batches = 1;
+	struct ring r;
+	CHECKF(open_stream(fd, &o, &r) == 0, "a device ring too large refused the stream: %s",
+	       last_error);
+	CHECKF(r.info.memory == FEEDER_MEMORY_HOST && r.info.device_table == 0 &&
+	       r.info.placement == FEEDER_PLACEMENT_GPU,
+	       "memory %u, device table at %llu, placement %u", r.info.memory,
+	       (unsigned long long)r.info.device_table, r.info.placement);
+	uint32_t id = r.info.stream;
+	uint64_t n[2], hash[2];
+	hash[0] = drain(&r, &n[0], NULL, NULL);
+	close_ring(&r);
+	o.device_batches = 0;
+	CHECK(open_stream(fd, &o, &r) == 0);
+	hash[1] = drain(&r, &n[1], NULL, NULL);
+	close_ring(&r);
+	CHECKF(n[0] == n[1] && n[0] == r.info.batches && hash[0] == hash[1],
+	       "fallback stream: %llu batches, host stream %llu; same bytes: %d",
+	       (unsigned long long)n[0], (unsigned long long)n[1], hash[0] == hash[1]);
+	char line[200];
+	snprintf(line, sizeof(line), "stream %u: device batches were asked for, but its device ring "
+		 "cannot be made (cudaMalloc of the device ring failed: out of memory", id);
+	expect_log(line);
+	unsigned said = count_log("device ring cannot be made");
+	CHECKF(said == 1, "the fallback was logged %u times", said);
+	fprintf(stderr, "  device ring refused by the device: %llu batches from the host ring, "
+		"identical to a host stream's\n", (unsigned long long)n[0]);
+	close(fd);
+}
+
+/* The wave pipeline runs on the CPU only. On a daemon with a GPU (emulated
+ * here), placement=gpu is refused at OPEN_STREAM with a sentence that says
+ * so, and placement=auto is served on the CPU: STREAM_OPENED says cpu, and
+ * its batches are byte for byte those of placement=cpu. */
+static void test_gpu_wave(void)
+{
+	int fd = connect_hello();
+	struct feeder_stream_opts o;
+	proto_opts_default(&o);
+	snprintf(o.dataset, sizeof(o.dataset), "wave");
+	o.pipeline = FEEDER_PIPE_WAVE;
+	o.wave.chunk_len = 50;
+	o.wave.bins = 23;
+	o.batch = 2;
+	o.slots = 2;
+	o.seed = 5;
+	struct ring r;
+	o.placement = FEEDER_PLACEMENT_CPU;
+	int rc = open_stream(fd, &o, &r);
+	if (rc && strstr(last_error, "without"))
+		SKIP("feederd has no wave pipeline here: %s", last_error);
+	CHECK(rc == 0);
+	uint64_t n[2], hash[2];
+	hash[0] = drain(&r, &n[0], NULL, NULL);
+	close_ring(&r);
+	o.placement = FEEDER_PLACEMENT_AUTO;
+	CHECK(open_stream(fd, &o, &r) == 0);
+	CHECKF(r.info.placement == FEEDER_PLACEMENT_CPU, "a wave stream with placement=auto is "
+	       "placed %u, not on the CPU", r.info.placement);
+	hash[1] = drain(&r, &n[1], NULL, NULL);
+	close_ring(&r);
+	CHECKF(n[0] == N_WAVE / 2 && n[1] == n[0] && hash[0] == hash[1],
+	       "wave: %llu batches on the CPU, %llu with auto; same bytes: %d",
+	       (unsigned long long)n[0], (unsigned long long)n[1], hash[0] == hash[1]);
+	o.placement = FEEDER_PLACEMENT_GPU;
+	rc = open_stream(fd, &o, &r);
+	CHECKF(rc == FEEDER_EINVAL && strstr(last_error, "the wave pipeline runs on the CPU only"),
+	       "wave with placement=gpu: code %d, '%s'", rc, last_error);
+	fprintf(stderr, "  wave: auto served on the CPU (%llu batches as cpu's), gpu refused\n",
+		(unsigned long long)n[1]);
+	close(fd);
+}
+
+/* GPU contexts are lent to batches, not owned by slots: a placement=gpu
+ * stream of 6 slots on 2 workers makes at most 2 (min(slots, workers)),
+ * and only once its workers need them, and its batches are the bytes of
+ * the same stream with one slot (one context). */
+static void test_gpu_contexts(void)
+{
+	int fd = connect_hello();
+	struct feeder_stream_opts o = base_request("tiny", 16, 1);
+	o.placement = FEEDER_PLACEMENT_GPU;
+	o.batch = 2;
+	uint64_t n[2], hash[2], want = 0;
+	uint32_t id[2];
+	const uint32_t slots[2] = { 6, 1 };
+	for (int i = 0; i < 2; i++) {
+		struct ring r;
+		o.slots = slots[i];
+		CHECK(open_stream(fd, &o, &r) == 0);
+		id[i] = r.info.stream;
+		want = r.info.batches;
+		hash[i] = drain(&r, &n[i], NULL, NULL);
+		close_ring(&r);
+	}
+	CHECKF(n[0] == n[1] && n[0] == want && want >= 10 && hash[0] == hash[1],
+	       "6 slots: %llu batches, 1 slot: %llu; same bytes: %d", (unsigned long long)n[0],
+	       (unsigned long long)n[1], hash[0] == hash[1]);
+	unsigned made[2];
+	for (int i = 0; i < 2; i++) {
+		char text[80];
+		snprintf(text, sizeof(text), "stream %u: GPU context ", id[i]);
+		made[i] = count_log(text);
+	}
+	CHECKF(made[0] >= 1 && made[0] <= 2 && made[1] == 1,
+	       "GPU contexts made: %u for 6 slots on 2 workers, %u for 1 slot", made[0], made[1]);
+	fprintf(stderr, "  %llu batches each; GPU contexts: %u for 6 slots on 2 workers, %u for 1 "
+		"slot\n", (unsigned long long)n[0], made[0], made[1]);
+	close(fd);
+}
+
 static const struct wire_case {
 	const char *name;
 	void (*run)(void);
 	const char *conf; /* lines added to the daemon's configuration */
 	const char *env;  /* NAME=VALUE for the daemon, or NULL */
 	const char *env2;
+	int wave;         /* also serve the wave dataset */
 } cases[] = {
 	{ .name = "pixels", .run = test_pixels, .conf = NULL },
 	{ .name = "determinism", .run = test_determinism_resume_ranks, .conf = NULL },
@@ -1513,6 +1692,12 @@ static const struct wire_case {
 	{ .name = "visibility", .run = test_visibility, .conf = NULL },
 	{ .name = "device_release", .run = test_device_release, .conf = "gpu = 0\nworkers = 2\n",
 	  .env = "FEEDERD_GPU_EMULATE=1", .env2 = "FEEDERD_GPU_EMULATE_RELEASE_MS=60000" },
+	{ .name = "device_fallback", .run = test_device_fallback, .conf = "gpu = 0\n",
+	  .env = "FEEDERD_GPU_EMULATE=1", .env2 = "FEEDERD_GPU_EMULATE_DEVICE_KB=8" },
+	{ .name = "gpu_wave", .run = test_gpu_wave, .conf = "gpu = 0\n",
+	  .env = "FEEDERD_GPU_EMULATE=1", .wave = 1 },
+	{ .name = "gpu_contexts", .run = test_gpu_contexts, .conf = "gpu = 0\n",
+	  .env = "FEEDERD_GPU_EMULATE=1" },
 };
 
 /* test_daemon_wire CASE: one behaviour against a fresh daemon, so that a
@@ -1552,6 +1737,8 @@ int main(int argc, char **argv)
 	make_dataset("tiny", N_TINY, 0);
 	make_dataset("bad", N_BAD, 1);
 	make_features_dataset("feat");
+	if (c->wave)
+		make_wave_dataset("wave");
 	if (c->env)
 		CHECK(putenv((char *)c->env) == 0);
 	if (c->env2)

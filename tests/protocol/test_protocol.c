@@ -390,6 +390,7 @@ static void test_open_fields(void)
 	BAD_WAVE("wave.chunk_len", m.u.open.opts.wave.chunk_len = FEEDER_MAX_WAVE_CHUNK + 1);
 	BAD_WAVE("wave.features", m.u.open.opts.wave.features = 3);
 	BAD_WAVE("wave.bins", m.u.open.opts.wave.bins = 2);
+	BAD_WAVE("wave.bins", m.u.open.opts.wave.bins = FEEDER_MAX_WAVE_BINS + 1);
 	BAD_WAVE("wave.ceps", m.u.open.opts.wave.features = FEEDER_WAVE_MFCC;
 		 m.u.open.opts.wave.bins = 20; m.u.open.opts.wave.ceps = 21);
 	BAD_WAVE("wave.noise_p", m.u.open.opts.wave.noise_p = 1.5f);

@@ -32,16 +32,17 @@ def run(*argv):
 
 
 class Daemon:
-    """A feederd serving `datasets` on a socket in its own temporary dir."""
+    """A feederd serving `datasets` on a socket in its own temporary dir
+    (extra: more command-line flags)."""
 
-    def __init__(self, datasets, workdir):
+    def __init__(self, datasets, workdir, *extra):
         self.datasets = datasets
         self.sock = os.path.join(workdir, "feederd.sock")
         self.log = os.path.join(workdir, "feederd.log")
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [tool("daemon/feederd"), "--config", "/dev/null", "--socket", self.sock,
-                 "--datasets", datasets, "--workers", "2"],
+                 "--datasets", datasets, "--workers", "2", *extra],
                 stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:

@@ -217,6 +217,10 @@ def test_speed_labels_new_speaker_per_factor(wave_daemon):
     (dict(noise_p=0.5), "wave.noise names no dataset"),
     (dict(noise="speech", noise_p=0.5), "no records in a class named noise, music or speech"),
     (dict(features="mfcc", bins=20, ceps=24), "wave.ceps 24 is above wave.bins 20"),
+    # more mel filters than the 512-point FFT has room for: refused at open,
+    # not accepted with every sample then unusable
+    (dict(bins=256), "wave.bins 256 is not within 3..124"),
+    (dict(features="mfcc", bins=125, ceps=30), "wave.bins 125 is not within 3..124"),
     (dict(snr_noise=(10, 5), noise="noise"), "wave.snr_noise_min 10 is above"),
 ])
 def test_refusals_name_the_cause(wave_daemon, opts, want):
@@ -225,6 +229,19 @@ def test_refusals_name_the_cause(wave_daemon, opts, want):
     assert want in str(e.value), str(e.value)
     # The daemon serves on.
     assert len(epoch(loader(wave_daemon, train=False))) == 6
+
+
+def test_most_bins_every_sample_usable(wave_daemon):
+    """At the bound (FEEDER_MAX_WAVE_BINS, 124) every filter covers an FFT
+    bin: the stream serves every sample, none replaced."""
+    for kind in ("fbank", "mfcc"):
+        batches = epoch(loader(wave_daemon, train=False, features=kind, bins=124,
+                               ceps=30 if kind == "mfcc" else None, cmn="none"))
+        assert len(batches) == 6, (kind, len(batches))
+        dim = 124 if kind == "fbank" else 30
+        for x, _, _ in batches:
+            assert x.shape[1] == dim and np.isfinite(x).all(), (kind, x.shape)
+        assert "unusable" not in open(wave_daemon.log).read()
 
 
 def test_features_dataset_with_wave_pipeline_is_refused(wave_daemon):
@@ -338,15 +355,15 @@ def test_reconnect_after_daemon_restart(wave_daemon, tmp_path):
         d.stop()
 
 
-def _damage_every_record(src, dst):
+def _damage_every_record(src, dst, only=None):
     """A copy of dataset src at dst with one payload byte of every record
-    flipped (its CRC no longer matches)."""
+    (or of the records listed in only) flipped (its CRC no longer matches)."""
     import shutil
     shutil.copytree(src, dst)
     x = FeederLMDB(src)
     path = os.path.join(dst, "data.mdb")
     data = bytearray(open(path, "rb").read())
-    for i in range(x.samples):
+    for i in (range(x.samples) if only is None else only):
         payload = x.get(i)[1]
         probe = bytes(payload[len(payload) // 2:len(payload) // 2 + 48])
         at = data.find(probe)
@@ -354,6 +371,31 @@ def _damage_every_record(src, dst):
         data[at] ^= 0x55
     open(path, "wb").write(data)
     return x.samples
+
+
+def test_unusable_sample_logged_once_as_it_is_handled(wave_daemon, tmp_path):
+    """A damaged speech record: the first stream that meets it says so once,
+    naming itself and what it does (the next sample of its order in its
+    place); a second stream meets it too and replaces it in the same way,
+    without a second line (the log does not claim more than that)."""
+    ds = str(tmp_path / "datasets")
+    os.makedirs(ds)
+    _damage_every_record(os.path.join(wave_daemon.root, "speech"), os.path.join(ds, "bad"),
+                         only=[3])
+    d = Daemon(ds, str(tmp_path))
+    try:
+        for _ in range(2):
+            got = epoch(loader(d, "bad", train=False, shuffle=False))
+            idx = np.concatenate([i for _, _, i in got])
+            assert len(idx) == 24 and 3 not in idx and list(idx).count(4) == 2, idx
+        lines = [l for l in open(d.log).read().splitlines()
+                 if "dataset 'bad': sample 3 is unusable" in l]
+        assert len(lines) == 1, lines
+        assert " is unusable in stream " in lines[0] and "CRC" in lines[0].upper(), lines[0]
+        assert ("that stream reads the next sample of its order in its place, other streams "
+                "try it themselves, and it is not logged again") in lines[0], lines[0]
+    finally:
+        d.stop()
 
 
 @pytest.mark.parametrize("kind", ["noise", "rir"])
@@ -381,7 +423,7 @@ def test_damaged_noise_or_rir_records_cost_only_their_augmentation(wave_daemon, 
         named = [l.split("record ")[1].split()[0] for l in bad]
         assert len(named) == len(set(named)) and len(named) <= n, bad
         assert ("wave.%s" % ("noise" if kind == "noise" else "rir")) in bad[0], bad[0]
-        assert "is replaced" not in log, log[-2000:]
+        assert "is unusable" not in log, log[-2000:]
     finally:
         d.stop()
 
@@ -410,7 +452,7 @@ def test_noise_dataset_removed_ends_the_stream_clearly(wave_daemon, tmp_path):
         msg = str(e.value)
         assert "wave.noise dataset" in msg and "removed" in msg, msg
         assert "no usable sample" not in msg, msg
-        assert "is replaced" not in open(d.log).read()
+        assert "is unusable" not in open(d.log).read()
         clean = epoch(loader(d, seed=2))
         assert sum(len(i) for _, _, i in clean) == 24
     finally:

@@ -11,6 +11,14 @@
  *           end every kept memfd must hold no pages (the daemon punched
  *           them out): prints "kept N memfds, B bytes still in them"
  *
+ *   keepheld  open a stream, take the announcements of both its slots, hang
+ *           up without releasing them or closing it, and keep the memfd:
+ *           their pages must stay (a trainer that lost its connection still
+ *           holds those batches), charged to memory_limit until this
+ *           process exits. Prints "held: slot_size S, pages P" after the
+ *           hang-up, and at the end "held: pages P, slots intact" (exit 0)
+ *           or what changed (exit 1). tests/fault/test_kept_memfd.sh.
+ *
  * Runs for SECONDS, then prints one line about what it did. Exit 0, or 1
  * when keepfd finds pages left. */
 #include "protocol.h"
@@ -22,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
@@ -190,10 +199,73 @@ static int run_keepfd(double end)
 	return left ? 1 : 0;
 }
 
+static unsigned long long memfd_bytes(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 ? (unsigned long long)st.st_blocks * 512 : 0;
+}
+
+/* Whether slot i of the ring mapped at ring (slot_size apart) says batch i
+ * of epoch 0. */
+static int slots_intact(const uint8_t *ring, uint64_t slot_size)
+{
+	for (uint32_t i = 0; i < 2; i++) {
+		const struct proto_slot_header *h =
+			(const struct proto_slot_header *)(ring + PROTO_RING_HEADER + i * slot_size);
+		if (h->epoch != 0 || h->batch_index != i || h->samples == 0)
+			return 0;
+	}
+	return 1;
+}
+
+static int run_keepheld(double end)
+{
+	char err[256];
+	int fd = dial();
+	if (fd < 0 || hello(fd) != 0) {
+		printf("keepheld: no connection\n");
+		return 1;
+	}
+	struct proto_msg m = { .type = PROTO_OPEN_STREAM };
+	m.u.open.tag = 1;
+	proto_opts_jpeg(&m.u.open.opts, 64, 0);
+	snprintf(m.u.open.opts.dataset, sizeof(m.u.open.opts.dataset), "%s", dataset);
+	m.u.open.opts.batch = 4;
+	m.u.open.opts.slots = 2;
+	int mfd = -1;
+	if (sockmsg_send_msg(fd, &m, -1, err, sizeof(err)) != 0 ||
+	    recv_within(fd, &m, &mfd, 5000) != 0 || m.type != PROTO_STREAM_OPENED || mfd < 0) {
+		printf("keepheld: the stream was not opened\n");
+		return 1;
+	}
+	uint64_t slot_size = m.u.opened.slot_size, ring_size = m.u.opened.ring_size;
+	for (int ready = 0; ready < 2;) {
+		if (recv_within(fd, &m, NULL, 10000) != 0) {
+			printf("keepheld: the slots were not announced\n");
+			return 1;
+		}
+		ready += m.type == PROTO_BATCH_READY;
+	}
+	close(fd);
+	uint8_t *ring = mmap(NULL, ring_size, PROT_READ, MAP_SHARED, mfd, 0);
+	if (ring == MAP_FAILED) {
+		printf("keepheld: mmap: %s\n", strerror(errno));
+		return 1;
+	}
+	usleep(500000); /* the daemon has dropped the connection */
+	printf("held: slot_size %llu, pages %llu\n", (unsigned long long)slot_size, memfd_bytes(mfd));
+	while (now_s() < end)
+		usleep(50000);
+	int ok = slots_intact(ring, slot_size) && memfd_bytes(mfd) >= 2 * slot_size;
+	printf("held: pages %llu, slots %s\n", memfd_bytes(mfd), ok ? "intact" : "blanked");
+	return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 5) {
-		fprintf(stderr, "usage: hostile_client SOCKET DATASET idle|noread|keepfd SECONDS\n");
+		fprintf(stderr, "usage: hostile_client SOCKET DATASET idle|noread|keepfd|keepheld "
+				"SECONDS\n");
 		return 2;
 	}
 	sock_path = argv[1];
@@ -206,6 +278,8 @@ int main(int argc, char **argv)
 		return run_noread(end);
 	if (!strcmp(argv[3], "keepfd"))
 		return run_keepfd(end);
+	if (!strcmp(argv[3], "keepheld"))
+		return run_keepheld(end);
 	fprintf(stderr, "hostile_client: unknown mode '%s'\n", argv[3]);
 	return 2;
 }

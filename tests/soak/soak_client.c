@@ -6,6 +6,7 @@
  *   soak_client --socket S --dataset D --record FILE --samples N
  *               [--batch B] [--seed S] [--epochs E] [--train 0|1] [--size PX]
  *               [--dtype u8|f16|f32] [--slots K] [--delay-ms MS] [--max-batches M]
+ *               [--reconnect MS]
  *
  * A record line is "EPOCH BATCH COUNT LABEL:HASH ... end\n", HASH being the
  * CRC-32C of the sample's tensor bytes, written with one write() after the
@@ -14,7 +15,9 @@
  * stream at the epoch and start_batch after the last complete line: the
  * daemon's batches are a pure function of (seed, epoch, batch), so the
  * record of a killed-and-restarted client must equal that of one that never
- * died. tests/soak.sh compares the two.
+ * died. tests/soak.sh compares the two. With --reconnect it also lives
+ * through restarts of the daemon (feeder_set_reconnect), which must not
+ * change a byte of what it records either.
  *
  * Exit status: 0 done (all epochs recorded, or --max-batches reached), 1
  * failure. */
@@ -38,6 +41,7 @@ struct args {
 	const char *socket, *dataset, *record;
 	uint64_t samples;
 	uint32_t batch, epochs, size, slots, delay_ms;
+	int reconnect_ms;
 	uint64_t seed, max_batches;
 	int train, dtype;
 };
@@ -76,7 +80,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: soak_client --socket S --dataset D --record FILE --samples N "
 			"[--batch B] [--seed S] [--epochs E] [--train 0|1] [--size PX] "
-			"[--dtype u8|f16|f32] [--slots K] [--delay-ms MS] [--max-batches M]\n");
+			"[--dtype u8|f16|f32] [--slots K] [--delay-ms MS] [--max-batches M] "
+			"[--reconnect MS]\n");
 	exit(1);
 }
 
@@ -87,7 +92,7 @@ static void parse(int argc, char **argv, struct args *a)
 		{ "samples", 1, 0, 'n' }, { "batch", 1, 0, 'b' },   { "seed", 1, 0, 'S' },
 		{ "epochs", 1, 0, 'e' },  { "train", 1, 0, 't' },   { "size", 1, 0, 'z' },
 		{ "dtype", 1, 0, 'T' },   { "slots", 1, 0, 'k' },   { "delay-ms", 1, 0, 'w' },
-		{ "max-batches", 1, 0, 'm' }, { 0, 0, 0, 0 },
+		{ "max-batches", 1, 0, 'm' }, { "reconnect", 1, 0, 'R' }, { 0, 0, 0, 0 },
 	};
 	*a = (struct args){ .batch = 8, .epochs = 1000, .size = 32, .slots = 4, .train = 1,
 			    .dtype = FEEDER_DTYPE_U8 };
@@ -106,6 +111,7 @@ static void parse(int argc, char **argv, struct args *a)
 		case 'k': a->slots = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'w': a->delay_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'm': a->max_batches = strtoull(optarg, NULL, 10); break;
+		case 'R': a->reconnect_ms = atoi(optarg); break;
 		case 'T':
 			a->dtype = strcmp(optarg, "u8") == 0    ? FEEDER_DTYPE_U8
 				   : strcmp(optarg, "f16") == 0 ? FEEDER_DTYPE_F16
@@ -141,6 +147,7 @@ int main(int argc, char **argv)
 	struct feeder *f;
 	int rc = feeder_connect(a.socket, TIMEOUT_MS, &f);
 	CHECKF(rc == 0, "connect: %s (%s)", feeder_last_error(NULL), feeder_strerror(rc));
+	feeder_set_reconnect(f, a.reconnect_ms);
 	struct feeder_stream_opts o;
 	feeder_stream_opts_init(&o);
 	snprintf(o.dataset, sizeof o.dataset, "%s", a.dataset);

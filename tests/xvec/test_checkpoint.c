@@ -3,7 +3,8 @@
  * Saving and loading restores parameters, Adam moments, step, running
  * statistics, seed and the caller's blob bit for bit; a flipped byte, a
  * truncated file, a wrong magic or version, or another model shape is
- * refused with a sentence and leaves the model untouched; and N steps
+ * refused with a sentence and leaves the model untouched, as is a FIFO or
+ * a directory (at once: opening a FIFO must not wait for a writer); and N steps
  * straight give the same losses, bit for bit, as N/2 steps, a save, a load
  * into a fresh model and N/2 more (with dropout and noise on). */
 #include "check.h"
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { B = 4, D = 8, T = 20, S = 5, STEPS = 8 };
@@ -156,6 +158,17 @@ int main(void)
 	struct xvec_model *other = make(5, 17);
 	expect_reject(other, path, FEEDER_EINVAL, "shape");
 	CHECK(xvec_checkpoint_load(b, path, got, 4, NULL, err, sizeof(err)) == FEEDER_EINVAL);
+	/* a FIFO (no writer) and a directory are refused at once, not waited on */
+	snprintf(bad, sizeof(bad), "%s/fifo", dir);
+	CHECK(mkfifo(bad, 0600) == 0);
+	alarm(10);
+	struct xvec_options po;
+	CHECK(xvec_checkpoint_peek(bad, &po, err, sizeof(err)) == FEEDER_EFORMAT);
+	CHECKF(strstr(err, "not a regular file") && strstr(err, bad), "%s", err);
+	expect_reject(b, bad, FEEDER_EFORMAT, "not a regular file");
+	expect_reject(b, dir, FEEDER_EFORMAT, "not a regular file");
+	alarm(0);
+	unlink(bad);
 	snprintf(bad, sizeof(bad), "%s/missing.ckpt", dir);
 	CHECK(xvec_checkpoint_load(b, bad, got, sizeof(got), NULL, err, sizeof(err)) == -ENOENT);
 	xvec_model_destroy(other);

@@ -1,16 +1,18 @@
 /* test_rounding.c — the reference's GEMM input rounding (tdnn_set_gemm_rounding)
  * and the tf32/bf16 tolerances tests/xvec_cuda/test_network.c derives from
- * it (issue 18.1; see xvec_sensitivity.h).
+ * it (see xvec_sensitivity.h).
  *
  * 1. tdnn_round rounds to nearest even at 10 (tf32) or 7 (bf16) mantissa
- *    bits, exactly, and leaves NaN and infinities alone; a rounded training
- *    pass differs from the fp32 one.
+ *    bits, or drops the 13 low bits (tf32 by truncation), exactly, and
+ *    leaves NaN and infinities alone; a rounded training pass differs from
+ *    the fp32 one.
  * 2. For each tf32/bf16 shape of test_network, prints how far the rounded
  *    reference is from the fp32 reference (why the old fixed tolerances,
  *    5e-2 and 1e-1 against fp32, could not be met on a device), and the
- *    tolerances the sensitivity measurement gives (xvec_sensitivity.h);
- *    checks that they stay below 1, so the device test still tells a
- *    wrong kernel (errors of order 1 and more) from summation order. */
+ *    tolerances xvec_sens_tolerances gives (in tf32 covering a device that
+ *    truncates as well as one that rounds); checks that they stay below 1,
+ *    so the device test still tells a wrong kernel (errors of order 1 and
+ *    more) from summation order and conversion. */
 #include "check.h"
 #include "philox.h"
 #include "tdnn.h"
@@ -36,6 +38,15 @@ static void check_round(void)
 	CHECK(tdnn_round(0.1f, TDNN_ROUND_NONE) == 0.1f);
 	CHECK(isnan(tdnn_round(NAN, TDNN_ROUND_BF16)));
 	CHECK(isinf(tdnn_round(INFINITY, TDNN_ROUND_TF32)));
+	/* truncation: toward zero whatever the dropped bits, signs alike */
+	CHECK(tdnn_round(1.0f + ldexpf(1, -10) + 3 * ldexpf(1, -12), TDNN_ROUND_TF32_TRUNC) ==
+	      1.0f + ldexpf(1, -10));
+	CHECK(tdnn_round(1.0f + ldexpf(1, -10) + 3 * ldexpf(1, -12), TDNN_ROUND_TF32) ==
+	      1.0f + ldexpf(1, -9));
+	CHECK(tdnn_round(-1.0f - ldexpf(1, -10) - ldexpf(1, -23), TDNN_ROUND_TF32_TRUNC) ==
+	      -1.0f - ldexpf(1, -10));
+	CHECK(isnan(tdnn_round(NAN, TDNN_ROUND_TF32_TRUNC)));
+	CHECK(tdnn_round(3.4028235e38f, TDNN_ROUND_TF32_TRUNC) < INFINITY);
 	/* the largest float rounds up to infinity in bf16, as __float2bfloat16 does */
 	CHECK(isinf(tdnn_round(3.4028235e38f, TDNN_ROUND_BF16)));
 	for (int i = 0; i < 1000; i++) {
@@ -47,6 +58,9 @@ static void check_round(void)
 		r = tdnn_round(v, TDNN_ROUND_TF32);
 		memcpy(&u, &r, 4);
 		CHECK((u & 0x1FFF) == 0 && fabsf(r - v) <= fabsf(v) * ldexpf(1, -11));
+		r = tdnn_round(v, TDNN_ROUND_TF32_TRUNC);
+		memcpy(&u, &r, 4);
+		CHECK((u & 0x1FFF) == 0 && r <= v && v - r < v * ldexpf(1, -10));
 	}
 }
 
@@ -83,16 +97,21 @@ static void shape(int mode, int D, int W, int P, int E, int S, int B, int T, int
 	printf("%s, D %d W %d P %d E %d S %d, batch %d x %d: rounded vs fp32 reference: loss %.3g, "
 	       "worst tensor %.3g\n", mode == TDNN_ROUND_TF32 ? "tf32" : "bf16", D, W, P, E, S, B, T,
 	       fabs(l1 - l0) / fabs(l0), worst);
-	struct xvec_sens sn;
-	CHECK(xvec_sensitivity(m, x, labels, B, D, T, S, mode, &sn) == 0);
-	double tg = xvec_sens_tol(sn.grads, 1e-3), td = xvec_sens_tol(sn.dx, 1e-3);
-	printf("  tolerances (3 x the change for a %.1e input move): loss %.3g, probabilities "
+	struct xvec_sens tl, apart;
+	CHECK(xvec_sens_tolerances(m, x, labels, B, D, T, S, mode, &tl, &apart) == 0);
+	if (mode == TDNN_ROUND_TF32)
+		printf("  truncating vs rounding reference: loss %.3g, probabilities %.3g, input "
+		       "gradient %.3g, parameter gradients %.3g\n", apart.loss, apart.probs,
+		       apart.dx, apart.grads);
+	printf("  tolerances (3 x the change for a %.1e input move%s): loss %.3g, probabilities "
 	       "%.3g, input gradient %.3g, parameter gradients %.3g\n",
-	       (double)xvec_sens_scale(mode), xvec_sens_tol(sn.loss, 1e-4),
-	       xvec_sens_tol(sn.probs, 1e-3), td, tg);
+	       (double)xvec_sens_scale(mode), mode == TDNN_ROUND_TF32 ? ", plus that distance" : "",
+	       tl.loss, tl.probs, tl.dx, tl.grads);
+	CHECKF(tl.loss < 1e-2 && tl.probs < 1.0, "tolerances %g, %g: the device test would not "
+	       "tell a wrong forward pass", tl.loss, tl.probs);
 	if (assert_grads)
-		CHECKF(tg < 1.0 && td < 1.0, "tolerances %g, %g: the device test would not tell a "
-		       "wrong result", tg, td);
+		CHECKF(tl.grads < 1.0 && tl.dx < 1.0, "tolerances %g, %g: the device test would not "
+		       "tell a wrong result", tl.grads, tl.dx);
 	else
 		printf("  (gradients not compared at this shape on the device: as sensitive as "
 		       "that)\n");

@@ -6,7 +6,7 @@
  * mirror after 3 steps (what a checkpoint stores) and recreated from it must
  * continue with the same bits. The fp32 losses must also follow the CPU
  * reference's sequence over these steps, to within a tolerance derived on
- * the CPU (issue 18.1): Adam divides each gradient by its own running
+ * the CPU: Adam divides each gradient by its own running
  * magnitude, so a gradient that is nearly zero takes a full-size step in a
  * direction set by rounding, and summation order alone moves the loss by
  * several 1e-4 within a few steps. The reference is run a second time with

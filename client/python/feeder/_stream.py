@@ -11,7 +11,12 @@ Each one holds a reference to the owner of the stream's connection (through
 the array's .base), so the ring stays mapped for as long as any view of it is
 alive: a view kept past the end of an epoch shows stale data, never unmapped
 memory. The connection closes when the Loader has let go of the Stream and
-the last view is gone.
+the last view is gone. After a reconnect (a restarted daemon) libfeeder lets
+go of the old ring's memory once no batch of it is held; its address range
+stays mapped, so a view of a released batch kept that long reads zeros, and
+the trainer's memory does not grow with each restart. Nothing here keeps a
+ring of its own (the cached slot views are rebuilt when a slot's address
+changes).
 """
 import time
 

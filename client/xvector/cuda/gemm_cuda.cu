@@ -179,9 +179,112 @@ static int xc_check_result(struct gemm_cuda *g, const float *C, int M, int N, in
 	return 0;
 }
 
+/* A cuBLASLt preference: the workspace we have, the alignment the
+ * operands have. 0, or nonzero with nothing left to free. */
+static int xc_lt_pref(cublasLtMatmulPreference_t *pref, uint32_t align)
+{
+	uint64_t ws = XC_LT_WORKSPACE;
+	const cublasLtMatmulPreferenceAttributes_t al[] = {
+		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+	};
+
+	if (cublasLtMatmulPreferenceCreate(pref) != CUBLAS_STATUS_SUCCESS) {
+		*pref = NULL;
+		return -1;
+	}
+	int ok = cublasLtMatmulPreferenceSetAttribute(*pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+						      &ws, sizeof(ws)) == CUBLAS_STATUS_SUCCESS;
+	for (size_t i = 0; ok && i < sizeof(al) / sizeof(al[0]); i++)
+		ok = cublasLtMatmulPreferenceSetAttribute(*pref, al[i], &align, sizeof(align)) ==
+		     CUBLAS_STATUS_SUCCESS;
+	if (ok)
+		return 0;
+	cublasLtMatmulPreferenceDestroy(*pref);
+	*pref = NULL;
+	return -1;
+}
+
+/* t's cuBLASLt descriptors (column-major: D (N x M) = op(our B) op(our A),
+ * as cublasGemmEx is called) and the heuristic's candidates for them, up to
+ * XC_LT_ALGOS into res; *nres is 0 where cuBLASLt cannot describe the
+ * product (t's descriptors are then freed with t). */
+static void xc_lt_candidates(struct gemm_cuda *g, struct xc_tuned *t, cudaDataType_t ty,
+			     cublasComputeType_t ct, cublasLtMatmulHeuristicResult_t *res, int *nres)
+{
+	cublasOperation_t oa = t->ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = t->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+	cublasLtMatmulPreference_t pref;
+	int M = t->M, N = t->N, K = t->K;
+
+	*nres = 0;
+	if (cublasLtMatmulDescCreate(&t->desc, ct, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
+	    cublasLtMatmulDescSetAttribute(t->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ob, sizeof(ob)) !=
+		    CUBLAS_STATUS_SUCCESS ||
+	    cublasLtMatmulDescSetAttribute(t->desc, CUBLASLT_MATMUL_DESC_TRANSB, &oa, sizeof(oa)) !=
+		    CUBLAS_STATUS_SUCCESS ||
+	    cublasLtMatrixLayoutCreate(&t->la, ty, t->tb ? K : N, t->tb ? N : K, t->ldb) !=
+		    CUBLAS_STATUS_SUCCESS ||
+	    cublasLtMatrixLayoutCreate(&t->lb, ty, t->ta ? M : K, t->ta ? K : M, t->lda) !=
+		    CUBLAS_STATUS_SUCCESS ||
+	    cublasLtMatrixLayoutCreate(&t->lc, CUDA_R_32F, N, M, t->ldc) != CUBLAS_STATUS_SUCCESS ||
+	    xc_lt_pref(&pref, t->align))
+		return;
+	/* the preference is only read by the heuristic: freed here, on every path */
+	if (cublasLtMatmulAlgoGetHeuristic(g->lt, t->desc, t->la, t->lb, t->lc, t->lc, pref,
+					   XC_LT_ALGOS, res, nres) != CUBLAS_STATUS_SUCCESS)
+		*nres = 0;
+	cublasLtMatmulPreferenceDestroy(pref);
+}
+
+/* Time each usable candidate of res on a and b, check its result against
+ * the reference in g->check; *best: the fastest correct one's index (-1:
+ * none beat *best_ms, which then holds the fastest time). */
+static int xc_lt_pick(struct gemm_cuda *g, struct xc_tuned *t,
+		      const cublasLtMatmulHeuristicResult_t *res, int nres, const void *a,
+		      const void *b, cudaDataType_t ty, cublasComputeType_t ct, float *C,
+		      float *best_ms, int *best, int *rejected, char *err, size_t errlen)
+{
+	float ms = -1.0f, rel = 0.0f;
+
+	*best = -1;
+	*rejected = 0;
+	for (int i = 0; i < nres; i++) {
+		if (res[i].state != CUBLAS_STATUS_SUCCESS || res[i].workspaceSize > XC_LT_WORKSPACE)
+			continue;
+		t->algo = res[i].algo;
+		XC_TRY(xc_time_gemm(g, t, 1, a, t->lda, b, t->ldb, ty, ct, C, &ms, err, errlen));
+		if (ms < 0.0f)
+			continue;
+		XC_TRY(xc_check_result(g, C, t->M, t->N, t->ldc, &rel, err, errlen));
+		if (!(rel <= XC_LT_TOL)) {
+			(*rejected)++;
+			continue;
+		}
+		if (ms < *best_ms) {
+			*best_ms = ms;
+			*best = i;
+		}
+	}
+	return 0;
+}
+
+/* Room in g->check for a result of nC floats. */
+static int xc_check_reserve(struct gemm_cuda *g, size_t nC, char *err, size_t errlen)
+{
+	if (nC <= g->check_cap)
+		return 0;
+	cudaFree(g->check);
+	g->check = NULL;
+	g->check_cap = 0;
+	XC_CUDA(cudaMalloc((void **)&g->check, sizeof(float) * nC), "allocate a GEMM check");
+	g->check_cap = nC;
+	return 0;
+}
+
 /* Time cublasGemmEx and cuBLASLt's candidates on this shape (operands a,
  * b already in the GEMM's input type), record the fastest correct one, and
- * leave cublasGemmEx's result in C. */
+ * leave cublasGemmEx's result in C. On an error the shape is left to
+ * cublasGemmEx, with nothing of cuBLASLt's held. */
 static int xc_tune(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, const void *a,
 		   int lda, const void *b, int ldb, cudaDataType_t ty, cublasComputeType_t ct,
 		   float *C, int ldc, uint32_t align, char *err, size_t errlen)
@@ -189,11 +292,8 @@ static int xc_tune(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, con
 	struct xc_tuned *t = &g->tuned[g->ntuned];
 	size_t nC = (size_t)(M - 1) * ldc + N;
 	cublasLtMatmulHeuristicResult_t res[XC_LT_ALGOS];
-	cublasLtMatmulPreference_t pref = NULL;
-	cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-	uint64_t ws = XC_LT_WORKSPACE;
-	float base_ms = -1.0f, best_ms, ms = -1.0f, rel = 0.0f;
-	int nres = 0, best = -1, rejected = 0;
+	float base_ms = -1.0f, best_ms;
+	int nres = 0, best = -1, rejected = 0, rc;
 
 	if (g->ntuned == XC_TUNED_MAX)
 		return status_fail(err, errlen, -EIO, "x-vector cuda: more than %d GEMM shapes to tune",
@@ -202,70 +302,23 @@ static int xc_tune(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, con
 	t->ta = ta, t->tb = tb, t->M = M, t->N = N, t->K = K, t->lda = lda, t->ldb = ldb, t->ldc = ldc;
 	t->align = align;
 	g->ntuned++;
-	if (nC > g->check_cap) {
-		cudaFree(g->check);
-		g->check = NULL;
-		g->check_cap = 0;
-		XC_CUDA(cudaMalloc((void **)&g->check, sizeof(float) * nC), "allocate a GEMM check");
-		g->check_cap = nC;
-	}
+	XC_TRY(xc_check_reserve(g, nC, err, errlen));
 	XC_TRY(xc_time_gemm(g, t, 0, a, lda, b, ldb, ty, ct, C, &base_ms, err, errlen));
 	if (base_ms < 0.0f)
 		return status_fail(err, errlen, -EIO, "x-vector cuda: GEMM %d x %d x %d failed", M, N, K);
 	XC_CUDA(cudaMemcpyAsync(g->check, C, sizeof(float) * nC, cudaMemcpyDeviceToDevice, g->stream),
 		"keep a reference GEMM result");
 	best_ms = base_ms;
-
-	/* cuBLASLt is column-major: D (N x M) = op(our B) op(our A), as in xc_gemm */
-	if (cublasLtMatmulDescCreate(&t->desc, ct, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulDescSetAttribute(t->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ob, sizeof(ob)) ==
-		    CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulDescSetAttribute(t->desc, CUBLASLT_MATMUL_DESC_TRANSB, &oa, sizeof(oa)) ==
-		    CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatrixLayoutCreate(&t->la, ty, tb ? K : N, tb ? N : K, ldb) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatrixLayoutCreate(&t->lb, ty, ta ? M : K, ta ? K : M, lda) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatrixLayoutCreate(&t->lc, CUDA_R_32F, N, M, ldc) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-						 sizeof(ws)) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-						 &align, sizeof(align)) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-						 &align, sizeof(align)) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-						 &align, sizeof(align)) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-						 &align, sizeof(align)) == CUBLAS_STATUS_SUCCESS &&
-	    cublasLtMatmulAlgoGetHeuristic(g->lt, t->desc, t->la, t->lb, t->lc, t->lc, pref,
-					   XC_LT_ALGOS, res, &nres) == CUBLAS_STATUS_SUCCESS) {
-		for (int i = 0; i < nres; i++) {
-			if (res[i].state != CUBLAS_STATUS_SUCCESS || res[i].workspaceSize > XC_LT_WORKSPACE)
-				continue;
-			t->algo = res[i].algo;
-			XC_TRY(xc_time_gemm(g, t, 1, a, lda, b, ldb, ty, ct, C, &ms, err, errlen));
-			if (ms < 0.0f)
-				continue;
-			XC_TRY(xc_check_result(g, C, M, N, ldc, &rel, err, errlen));
-			if (!(rel <= XC_LT_TOL)) {
-				rejected++;
-				continue;
-			}
-			if (ms < best_ms) {
-				best_ms = ms;
-				best = i;
-			}
-		}
-	} else {
-		nres = 0;
-	}
-	if (pref)
-		cublasLtMatmulPreferenceDestroy(pref);
-	if (best >= 0) {
+	xc_lt_candidates(g, t, ty, ct, res, &nres);
+	rc = xc_lt_pick(g, t, res, nres, a, b, ty, ct, C, &best_ms, &best, &rejected, err, errlen);
+	if (rc == 0 && best >= 0) {
 		t->algo = res[best].algo;
 		t->use_lt = 1;
 	} else {
 		xc_tuned_free(t);
 	}
+	if (rc)
+		return rc;
 	if (g->log)
 		fprintf(g->log, "xvec autotune: GEMM %d x %d x %d (%s%s, %s, %u-byte aligned): "
 			"cublasGemmEx %.3f ms, cuBLASLt %d candidates (%d rejected by the check) -> "
@@ -289,6 +342,12 @@ int gemm_cuda_run_bf16(struct gemm_cuda *g, int ta, int tb, int M, int N, int K,
 {
 	const void *a = A, *b = Bm;
 	cudaDataType_t ty = CUDA_R_32F;
+	/* tf32: cuBLAS converts the float operands itself, by rounding or by
+	 * dropping the low 13 bits (undocumented). They are not rounded here
+	 * first: that would be a pass over every operand of every product (an
+	 * activation K times with the offset strategy) in the mode chosen for
+	 * speed, and training does not need one or the other. The device tests
+	 * bound a run by references of both kinds (tests/xvec/xvec_sensitivity.h). */
 	cublasComputeType_t ct = g->precision == XVEC_PRECISION_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
 								      : CUBLAS_COMPUTE_32F;
 	cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;

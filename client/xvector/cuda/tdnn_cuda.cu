@@ -265,28 +265,37 @@ extern "C" void tdnn_cuda_unsplice(const float *dS, int D, int B, int T, const i
 /* ---- ReLU + batch norm + dropout --------------------------------------- */
 
 /* Element j (= b * L + t) of channel c: its address in the device layout
- * and its index in the CPU's (B, C, L) layout. */
+ * and its index in the CPU's (B, C, L) layout, for local row b taken as row
+ * b * world + rank of the global batch (tdnn.c's tdnn_counter). */
 __device__ static inline size_t tc_addr(int c, size_t j, size_t N, int C, int cm)
 {
 	return cm ? (size_t)c * N + j : j * C + c;
 }
 
-__device__ static inline uint64_t tc_cpu_index(int c, size_t j, int C, int L)
+__device__ static inline uint64_t tc_row(size_t b, struct tdnn_cuda_rows rw)
+{
+	return (uint64_t)b * (uint64_t)rw.world + (uint64_t)rw.rank;
+}
+
+__device__ static inline uint64_t tc_cpu_index(int c, size_t j, int C, int L,
+					       struct tdnn_cuda_rows rw)
 {
 	size_t b = j / L, t = j % L;
 
-	return ((uint64_t)b * C + c) * L + t;
+	return (tc_row(b, rw) * C + c) * L + t;
 }
 
-__global__ static void tc_relu_bn_train(float *a, const float *bias, int B, int C, int L, int cm,
-					const float *gamma, const float *beta, float *rmean,
-					float *rvar, float *mean, float *invstd, float *y, float p,
-					uint64_t seed, uint64_t subseq)
+/* The pieces of training-mode batch norm of channel c (one block), shared by
+ * the fused kernel and the data-parallel kernels that sum over the ranks
+ * between them, so that both compute the same formulas. Every thread of the
+ * block must call each (they synchronize). */
+
+/* r = relu(a + bias) in place; the block's sum of r. */
+__device__ static double tc_bn_relu_sum(float *a, const float *bias, int c, size_t N, int C,
+					int cm)
 {
-	int c = blockIdx.x;
-	size_t N = (size_t)B * L;
 	float bi = bias ? bias[c] : 0.0f;
-	double s = 0.0, ss = 0.0, unused = 0.0;
+	double s = 0.0, unused = 0.0;
 
 	for (size_t j = threadIdx.x; j < N; j += blockDim.x) {
 		size_t i = tc_addr(c, j, N, C, cm);
@@ -297,17 +306,35 @@ __global__ static void tc_relu_bn_train(float *a, const float *bias, int B, int 
 		s += v;
 	}
 	tc_block_sum2(&s, &unused);
-	float m = (float)(s / (double)N);
+	return s;
+}
+
+/* The block's sum of squared deviations of r from m. */
+__device__ static double tc_bn_ss(const float *r, int c, size_t N, int C, int cm, float m)
+{
+	double ss = 0.0, unused = 0.0;
+
 	for (size_t j = threadIdx.x; j < N; j += blockDim.x) {
-		float d = a[tc_addr(c, j, N, C, cm)] - m;
+		float d = r[tc_addr(c, j, N, C, cm)] - m;
 
 		ss += d * d;
 	}
 	tc_block_sum2(&ss, &unused);
-	double var = ss / (double)N;
+	return ss;
+}
+
+/* From the mean m and squared deviations ss over Nd values (this rank's N,
+ * or all ranks'): invstd, the running statistics and y (then dropout). */
+__device__ static void tc_bn_finish(const float *r, int c, size_t N, int C, int L, int cm, float m,
+				    double ss, double Nd, const float *gamma, const float *beta,
+				    float *rmean, float *rvar, float *mean, float *invstd, float *y,
+				    float p, uint64_t seed, uint64_t subseq,
+				    struct tdnn_cuda_rows rw)
+{
+	double var = ss / Nd;
 	float is = (float)(1.0 / sqrt(var + TDNN_BN_EPS));
 	if (threadIdx.x == 0) {
-		double unbiased = N > 1 ? ss / (double)(N - 1) : var;
+		double unbiased = Nd > 1.0 ? ss / (Nd - 1.0) : var;
 
 		mean[c] = m;
 		invstd[c] = is;
@@ -318,12 +345,66 @@ __global__ static void tc_relu_bn_train(float *a, const float *bias, int B, int 
 	float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
 	for (size_t j = threadIdx.x; j < N; j += blockDim.x) {
 		size_t i = tc_addr(c, j, N, C, cm);
-		float v = (a[i] - m) * g + be;
+		float v = (r[i] - m) * g + be;
 
 		if (p > 0.0f)
-			v = tc_uniform(seed, subseq, tc_cpu_index(c, j, C, L)) > p ? v * scale : 0.0f;
+			v = tc_uniform(seed, subseq, tc_cpu_index(c, j, C, L, rw)) > p ? v * scale
+										       : 0.0f;
 		y[i] = v;
 	}
+}
+
+__global__ static void tc_relu_bn_train(float *a, const float *bias, int B, int C, int L, int cm,
+					const float *gamma, const float *beta, float *rmean,
+					float *rvar, float *mean, float *invstd, float *y, float p,
+					uint64_t seed, uint64_t subseq, struct tdnn_cuda_rows rw)
+{
+	int c = blockIdx.x;
+	size_t N = (size_t)B * L;
+	double s = tc_bn_relu_sum(a, bias, c, N, C, cm);
+	float m = (float)(s / (double)N);
+	double ss = tc_bn_ss(a, c, N, C, cm, m);
+
+	tc_bn_finish(a, c, N, C, L, cm, m, ss, (double)N, gamma, beta, rmean, rvar, mean, invstd,
+		     y, p, seed, subseq, rw);
+}
+
+/* Sync batch norm in three kernels around two sums over the ranks, with
+ * s as tdnn.c's dp->buf: s[c] the sum of channel c, s[C] the count, then
+ * s[C + 1 + c] its squared deviations from the global mean. */
+__global__ static void tc_bn_sync_sum(float *a, const float *bias, int B, int C, int L, int cm,
+				      double *s)
+{
+	int c = blockIdx.x;
+	size_t N = (size_t)B * L;
+	double v = tc_bn_relu_sum(a, bias, c, N, C, cm);
+
+	if (threadIdx.x == 0) {
+		s[c] = v;
+		if (c == 0)
+			s[C] = (double)N;
+	}
+}
+
+__global__ static void tc_bn_sync_ss(const float *r, int B, int C, int L, int cm, double *s)
+{
+	int c = blockIdx.x;
+	double v = tc_bn_ss(r, c, (size_t)B * L, C, cm, (float)(s[c] / s[C]));
+
+	if (threadIdx.x == 0)
+		s[C + 1 + c] = v;
+}
+
+__global__ static void tc_bn_sync_finish(const float *r, int B, int C, int L, int cm,
+					 const float *gamma, const float *beta, float *rmean,
+					 float *rvar, float *mean, float *invstd, float *y, float p,
+					 uint64_t seed, uint64_t subseq, struct tdnn_cuda_rows rw,
+					 const double *s)
+{
+	int c = blockIdx.x;
+
+	tc_bn_finish(r, c, (size_t)B * L, C, L, cm, (float)(s[c] / s[C]), s[C + 1 + c], s[C],
+		     gamma, beta, rmean, rvar, mean, invstd, y, p, seed, subseq, rw);
 }
 
 __global__ static void tc_relu_bn_eval(const float *a, const float *bias, int B, int C, int L,
@@ -343,37 +424,41 @@ __global__ static void tc_relu_bn_eval(const float *a, const float *bias, int B,
 	}
 }
 
-__global__ static void tc_relu_bn_backward(const float *r, int B, int C, int L, int cm,
-					   const float *gamma, const float *mean,
-					   const float *invstd, float *dy, float *dgamma,
-					   float *dbeta, float *dbias, float p, uint64_t seed,
-					   uint64_t subseq)
+/* The pieces of the backward pass of channel c (one block), shared as the
+ * forward's are. First the dropout mask on dy (in place) and the block's
+ * sums of dy and of dy * xhat. */
+__device__ static void tc_bn_dsums(const float *r, int c, size_t N, int C, int L, int cm, float m,
+				   float is, float *dy, float p, uint64_t seed, uint64_t subseq,
+				   struct tdnn_cuda_rows rw, double *sdy, double *sdyx)
 {
-	int c = blockIdx.x;
-	size_t N = (size_t)B * L;
-	float m = mean[c], is = invstd[c];
 	float scale = p > 0.0f ? 1.0f / (1.0f - p) : 1.0f;
-	double sdy = 0.0, sdyx = 0.0, sb = 0.0, unused = 0.0;
+	double s1 = 0.0, s2 = 0.0;
 
 	for (size_t j = threadIdx.x; j < N; j += blockDim.x) {
 		size_t i = tc_addr(c, j, N, C, cm);
 		float g = dy[i];
 
 		if (p > 0.0f) {
-			g = tc_uniform(seed, subseq, tc_cpu_index(c, j, C, L)) > p ? g * scale : 0.0f;
+			g = tc_uniform(seed, subseq, tc_cpu_index(c, j, C, L, rw)) > p ? g * scale
+										       : 0.0f;
 			dy[i] = g;
 		}
-		sdy += g;
-		sdyx += g * (r[i] - m) * is;
+		s1 += g;
+		s2 += g * (r[i] - m) * is;
 	}
-	tc_block_sum2(&sdy, &sdyx);
-	if (threadIdx.x == 0) {
-		dbeta[c] = (float)sdy;
-		dgamma[c] = (float)sdyx;
-	}
-	float Nf = (float)N;
-	float k = gamma[c] * is / Nf;
-	float s1 = (float)sdy, s2 = (float)sdyx;
+	tc_block_sum2(&s1, &s2);
+	*sdy = s1;
+	*sdyx = s2;
+}
+
+/* Then da in place of dy, through the ReLU, from the sums s1, s2 over Nf
+ * values; the block's sum of da (the bias gradient). */
+__device__ static double tc_bn_da(const float *r, int c, size_t N, int C, int cm, float m,
+				  float is, float gamma, float Nf, float s1, float s2, float *dy)
+{
+	float k = gamma * is / Nf;
+	double sb = 0.0, unused = 0.0;
+
 	for (size_t j = threadIdx.x; j < N; j += blockDim.x) {
 		size_t i = tc_addr(c, j, N, C, cm);
 		float xhat = (r[i] - m) * is;
@@ -384,9 +469,67 @@ __global__ static void tc_relu_bn_backward(const float *r, int B, int C, int L, 
 		sb += d;
 	}
 	tc_block_sum2(&sb, &unused);
+	return sb;
+}
+
+__global__ static void tc_relu_bn_backward(const float *r, int B, int C, int L, int cm,
+					   const float *gamma, const float *mean,
+					   const float *invstd, float *dy, float *dgamma,
+					   float *dbeta, float *dbias, float p, uint64_t seed,
+					   uint64_t subseq, struct tdnn_cuda_rows rw)
+{
+	int c = blockIdx.x;
+	size_t N = (size_t)B * L;
+	float m = mean[c], is = invstd[c];
+	double sdy, sdyx;
+
+	tc_bn_dsums(r, c, N, C, L, cm, m, is, dy, p, seed, subseq, rw, &sdy, &sdyx);
+	if (threadIdx.x == 0) {
+		dbeta[c] = (float)sdy;
+		dgamma[c] = (float)sdyx;
+	}
+	double sb = tc_bn_da(r, c, N, C, cm, m, is, gamma[c], (float)N, (float)sdy, (float)sdyx,
+			     dy);
 	if (threadIdx.x == 0 && dbias)
 		dbias[c] = (float)sb;
 }
+
+/* Sync batch norm's backward around one sum over the ranks: s[c] the sum
+ * of dy, s[C + c] of dy * xhat, s[2C] the count (tdnn.c's layout). dgamma
+ * and dbeta get this rank's part; the gradient average adds the others'. */
+__global__ static void tc_bn_sync_dsums(const float *r, int B, int C, int L, int cm,
+					const float *mean, const float *invstd, float *dy,
+					float *dgamma, float *dbeta, float p, uint64_t seed,
+					uint64_t subseq, struct tdnn_cuda_rows rw, double *s)
+{
+	int c = blockIdx.x;
+	size_t N = (size_t)B * L;
+	double sdy, sdyx;
+
+	tc_bn_dsums(r, c, N, C, L, cm, mean[c], invstd[c], dy, p, seed, subseq, rw, &sdy, &sdyx);
+	if (threadIdx.x == 0) {
+		dbeta[c] = (float)sdy;
+		dgamma[c] = (float)sdyx;
+		s[c] = sdy;
+		s[C + c] = sdyx;
+		if (c == 0)
+			s[2 * C] = (double)N;
+	}
+}
+
+__global__ static void tc_bn_sync_da(const float *r, int B, int C, int L, int cm,
+				     const float *gamma, const float *mean, const float *invstd,
+				     float *dy, float *dbias, const double *s)
+{
+	int c = blockIdx.x;
+	double sb = tc_bn_da(r, c, (size_t)B * L, C, cm, mean[c], invstd[c], gamma[c],
+			     (float)s[2 * C], (float)s[c], (float)s[C + c], dy);
+
+	if (threadIdx.x == 0 && dbias)
+		dbias[c] = (float)sb;
+}
+
+static const struct tdnn_cuda_rows tc_one = { 0, 1 };
 
 extern "C" void tdnn_cuda_relu_bn_train(float *a, const float *bias, int B, int C, int L,
 					int channel_major, const float *gamma, const float *beta,
@@ -394,9 +537,44 @@ extern "C" void tdnn_cuda_relu_bn_train(float *a, const float *bias, int B, int 
 					float *invstd, float *y, float p, uint64_t seed,
 					uint64_t subseq, cudaStream_t stream)
 {
+	tdnn_cuda_relu_bn_train_dp(a, bias, B, C, L, channel_major, gamma, beta, running_mean,
+				   running_var, mean, invstd, y, p, seed, subseq, tc_one, stream);
+}
+
+extern "C" void tdnn_cuda_relu_bn_train_dp(float *a, const float *bias, int B, int C, int L,
+					   int channel_major, const float *gamma,
+					   const float *beta, float *running_mean,
+					   float *running_var, float *mean, float *invstd, float *y,
+					   float p, uint64_t seed, uint64_t subseq,
+					   struct tdnn_cuda_rows rows, cudaStream_t stream)
+{
 	tc_relu_bn_train<<<C, TC_THREADS, 0, stream>>>(a, bias, B, C, L, channel_major, gamma, beta,
 							running_mean, running_var, mean, invstd, y,
-							p, seed, subseq);
+							p, seed, subseq, rows);
+}
+
+extern "C" void tdnn_cuda_bn_sync_sum(float *a, const float *bias, int B, int C, int L,
+				      int channel_major, double *s, cudaStream_t stream)
+{
+	tc_bn_sync_sum<<<C, TC_THREADS, 0, stream>>>(a, bias, B, C, L, channel_major, s);
+}
+
+extern "C" void tdnn_cuda_bn_sync_ss(const float *r, int B, int C, int L, int channel_major,
+				     double *s, cudaStream_t stream)
+{
+	tc_bn_sync_ss<<<C, TC_THREADS, 0, stream>>>(r, B, C, L, channel_major, s);
+}
+
+extern "C" void tdnn_cuda_bn_sync_finish(const float *r, int B, int C, int L, int channel_major,
+					 const float *gamma, const float *beta,
+					 float *running_mean, float *running_var, float *mean,
+					 float *invstd, float *y, float p, uint64_t seed,
+					 uint64_t subseq, struct tdnn_cuda_rows rows,
+					 const double *s, cudaStream_t stream)
+{
+	tc_bn_sync_finish<<<C, TC_THREADS, 0, stream>>>(r, B, C, L, channel_major, gamma, beta,
+							 running_mean, running_var, mean, invstd,
+							 y, p, seed, subseq, rows, s);
 }
 
 extern "C" void tdnn_cuda_relu_bn_eval(const float *a, const float *bias, int B, int C, int L,
@@ -414,15 +592,45 @@ extern "C" void tdnn_cuda_relu_bn_backward(const float *r, int B, int C, int L,
 					   float *dgamma, float *dbeta, float *dbias, float p,
 					   uint64_t seed, uint64_t subseq, cudaStream_t stream)
 {
+	tdnn_cuda_relu_bn_backward_dp(r, B, C, L, channel_major, gamma, mean, invstd, dy, dgamma,
+				      dbeta, dbias, p, seed, subseq, tc_one, stream);
+}
+
+extern "C" void tdnn_cuda_relu_bn_backward_dp(const float *r, int B, int C, int L,
+					      int channel_major, const float *gamma,
+					      const float *mean, const float *invstd, float *dy,
+					      float *dgamma, float *dbeta, float *dbias, float p,
+					      uint64_t seed, uint64_t subseq,
+					      struct tdnn_cuda_rows rows, cudaStream_t stream)
+{
 	tc_relu_bn_backward<<<C, TC_THREADS, 0, stream>>>(r, B, C, L, channel_major, gamma, mean,
 							   invstd, dy, dgamma, dbeta, dbias, p, seed,
-							   subseq);
+							   subseq, rows);
+}
+
+extern "C" void tdnn_cuda_bn_sync_dsums(const float *r, int B, int C, int L, int channel_major,
+					const float *mean, const float *invstd, float *dy,
+					float *dgamma, float *dbeta, float p, uint64_t seed,
+					uint64_t subseq, struct tdnn_cuda_rows rows, double *s,
+					cudaStream_t stream)
+{
+	tc_bn_sync_dsums<<<C, TC_THREADS, 0, stream>>>(r, B, C, L, channel_major, mean, invstd, dy,
+							dgamma, dbeta, p, seed, subseq, rows, s);
+}
+
+extern "C" void tdnn_cuda_bn_sync_da(const float *r, int B, int C, int L, int channel_major,
+				     const float *gamma, const float *mean, const float *invstd,
+				     float *dy, float *dbias, const double *s, cudaStream_t stream)
+{
+	tc_bn_sync_da<<<C, TC_THREADS, 0, stream>>>(r, B, C, L, channel_major, gamma, mean, invstd,
+						     dy, dbias, s);
 }
 
 /* ---- noise + statistics pooling -------------------------------------- */
 
 __global__ static void tc_pool_forward(const float *x, int B, int C, int T, float eps,
-				       uint64_t seed, uint64_t subseq, float *out)
+				       uint64_t seed, uint64_t subseq, struct tdnn_cuda_rows rw,
+				       float *out)
 {
 	size_t row = (size_t)blockIdx.x * TC_WARPS_PER_BLOCK + threadIdx.x / 32;
 	int lane = threadIdx.x & 31;
@@ -431,7 +639,7 @@ __global__ static void tc_pool_forward(const float *x, int B, int C, int T, floa
 		return; /* the whole warp leaves together: row is per warp */
 	size_t c = row / B, b = row % B;
 	const float *xr = x + row * T;
-	uint64_t base = ((uint64_t)b * C + c) * T;
+	uint64_t base = (tc_row(b, rw) * C + c) * T;
 	float s = 0.0f, ss = 0.0f;
 
 	for (int t = lane; t < T; t += 32)
@@ -452,8 +660,8 @@ __global__ static void tc_pool_forward(const float *x, int B, int C, int T, floa
 }
 
 __global__ static void tc_pool_backward(const float *x, int B, int C, int T, float eps,
-					uint64_t seed, uint64_t subseq, const float *out,
-					const float *dout, float *dx)
+					uint64_t seed, uint64_t subseq, struct tdnn_cuda_rows rw,
+					const float *out, const float *dout, float *dx)
 {
 	size_t n = (size_t)B * C * T;
 
@@ -465,7 +673,7 @@ __global__ static void tc_pool_backward(const float *x, int B, int C, int T, flo
 		float m = out[o + c], sd = out[o + C + c];
 		float gm = dout[o + c] / (float)T;
 		float gs = dout[o + C + c] / ((float)T * sd);
-		float v = tc_noisy(x[i], eps, seed, subseq, ((uint64_t)b * C + c) * T + t);
+		float v = tc_noisy(x[i], eps, seed, subseq, (tc_row(b, rw) * C + c) * T + t);
 
 		dx[i] = gm + gs * (v - m);
 	}
@@ -475,18 +683,35 @@ extern "C" void tdnn_cuda_pool_forward(const float *x, int B, int C, int T, floa
 				       uint64_t seed, uint64_t subseq, float *out,
 				       cudaStream_t stream)
 {
-	size_t rows = (size_t)B * C;
-	unsigned blocks = (unsigned)((rows + TC_WARPS_PER_BLOCK - 1) / TC_WARPS_PER_BLOCK);
+	tdnn_cuda_pool_forward_dp(x, B, C, T, eps, seed, subseq, tc_one, out, stream);
+}
 
-	tc_pool_forward<<<blocks, TC_THREADS, 0, stream>>>(x, B, C, T, eps, seed, subseq, out);
+extern "C" void tdnn_cuda_pool_forward_dp(const float *x, int B, int C, int T, float eps,
+					  uint64_t seed, uint64_t subseq,
+					  struct tdnn_cuda_rows rows, float *out,
+					  cudaStream_t stream)
+{
+	size_t n = (size_t)B * C;
+	unsigned blocks = (unsigned)((n + TC_WARPS_PER_BLOCK - 1) / TC_WARPS_PER_BLOCK);
+
+	tc_pool_forward<<<blocks, TC_THREADS, 0, stream>>>(x, B, C, T, eps, seed, subseq, rows,
+							    out);
 }
 
 extern "C" void tdnn_cuda_pool_backward(const float *x, int B, int C, int T, float eps,
 					uint64_t seed, uint64_t subseq, const float *out,
 					const float *dout, float *dx, cudaStream_t stream)
 {
+	tdnn_cuda_pool_backward_dp(x, B, C, T, eps, seed, subseq, tc_one, out, dout, dx, stream);
+}
+
+extern "C" void tdnn_cuda_pool_backward_dp(const float *x, int B, int C, int T, float eps,
+					   uint64_t seed, uint64_t subseq,
+					   struct tdnn_cuda_rows rows, const float *out,
+					   const float *dout, float *dx, cudaStream_t stream)
+{
 	tc_pool_backward<<<tc_blocks((size_t)B * C * T), TC_THREADS, 0, stream>>>(
-		x, B, C, T, eps, seed, subseq, out, dout, dx);
+		x, B, C, T, eps, seed, subseq, rows, out, dout, dx);
 }
 
 __global__ static void tc_normals(float *out, size_t n, uint64_t seed, uint64_t subseq,
@@ -647,6 +872,18 @@ extern "C" void tdnn_cuda_add_bias(const float *a, const float *bias, int B, int
 				   cudaStream_t stream)
 {
 	tc_add_bias<<<tc_blocks((size_t)B * n), TC_THREADS, 0, stream>>>(a, bias, B, n, out);
+}
+
+__global__ static void tc_scale(float *v, size_t n, float k)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		v[i] = __fmul_rn(v[i], k);
+}
+
+extern "C" void tdnn_cuda_scale(float *v, size_t n, float k, cudaStream_t stream)
+{
+	tc_scale<<<tc_blocks(n), TC_THREADS, 0, stream>>>(v, n, k);
 }
 
 /* ---- AdamW ------------------------------------------------------------- */

@@ -47,6 +47,15 @@ struct tdnn_cuda_acc {
 	long long skipped;     /* training steps skipped for a non-finite loss */
 };
 
+/* Data parallel (tdnn.h's struct tdnn_dp): this process's local row b is row
+ * b * world + rank of the global batch, and its dropout and noise use that
+ * row's counters, so that they do not depend on how the batch is spread
+ * over the ranks. { 0, 1 }: one process. The _dp launchers take it; the
+ * others are those launchers with { 0, 1 }. */
+struct tdnn_cuda_rows {
+	int rank, world;
+};
+
 /* (B, C, T) -> (C, B, T) and back. */
 void tdnn_cuda_to_cbt(const float *x, int B, int C, int T, float *out, cudaStream_t stream);
 void tdnn_cuda_from_cbt(const float *x, int B, int C, int T, float *out, cudaStream_t stream);
@@ -76,6 +85,31 @@ void tdnn_cuda_relu_bn_train(float *a, const float *bias, int B, int C, int L, i
 			     float *running_var, float *mean, float *invstd, float *y, float p,
 			     uint64_t seed, uint64_t subseq, cudaStream_t stream);
 
+void tdnn_cuda_relu_bn_train_dp(float *a, const float *bias, int B, int C, int L,
+				int channel_major, const float *gamma, const float *beta,
+				float *running_mean, float *running_var, float *mean,
+				float *invstd, float *y, float p, uint64_t seed, uint64_t subseq,
+				struct tdnn_cuda_rows rows, cudaStream_t stream);
+
+/* tdnn_cuda_relu_bn_train as sync batch-norm over the ranks (tdnn.c's
+ * tdnn_relu_bn_train_dp with sync_bn): three launches with a sum over the
+ * ranks of device doubles s (2C + 1, the layout of struct tdnn_dp's buf)
+ * after each of the first two:
+ *   bn_sync_sum:    r = relu(a + bias) in place; s[c] = sum of r, s[C] = B*L
+ *   (sum s[0..C] over the ranks)
+ *   bn_sync_ss:     s[C + 1 + c] = sum of (r - mean)^2, mean = s[c] / s[C]
+ *   (sum s[C+1 .. 2C] over the ranks)
+ *   bn_sync_finish: as the fused kernel from those global statistics. */
+void tdnn_cuda_bn_sync_sum(float *a, const float *bias, int B, int C, int L, int channel_major,
+			   double *s, cudaStream_t stream);
+void tdnn_cuda_bn_sync_ss(const float *r, int B, int C, int L, int channel_major, double *s,
+			  cudaStream_t stream);
+void tdnn_cuda_bn_sync_finish(const float *r, int B, int C, int L, int channel_major,
+			      const float *gamma, const float *beta, float *running_mean,
+			      float *running_var, float *mean, float *invstd, float *y, float p,
+			      uint64_t seed, uint64_t subseq, struct tdnn_cuda_rows rows,
+			      const double *s, cudaStream_t stream);
+
 /* Evaluation mode: y = gamma * (relu(a + bias) - rm) / sqrt(rv + eps) + beta.
  * y may alias a. */
 void tdnn_cuda_relu_bn_eval(const float *a, const float *bias, int B, int C, int L,
@@ -92,17 +126,44 @@ void tdnn_cuda_relu_bn_backward(const float *r, int B, int C, int L, int channel
 				float *dy, float *dgamma, float *dbeta, float *dbias, float p,
 				uint64_t seed, uint64_t subseq, cudaStream_t stream);
 
+void tdnn_cuda_relu_bn_backward_dp(const float *r, int B, int C, int L, int channel_major,
+				   const float *gamma, const float *mean, const float *invstd,
+				   float *dy, float *dgamma, float *dbeta, float *dbias, float p,
+				   uint64_t seed, uint64_t subseq, struct tdnn_cuda_rows rows,
+				   cudaStream_t stream);
+
+/* Its sync batch-norm form, around one sum over the ranks of s[0 .. 2C]:
+ *   bn_sync_dsums: dropout on dy; s[c] = sum of dy, s[C + c] = sum of
+ *                  dy * xhat, s[2C] = B*L; dgamma, dbeta = this rank's sums
+ *                  (the gradient average over the ranks completes them)
+ *   (sum s over the ranks)
+ *   bn_sync_da:    da in place of dy from the global sums; dbias. */
+void tdnn_cuda_bn_sync_dsums(const float *r, int B, int C, int L, int channel_major,
+			     const float *mean, const float *invstd, float *dy, float *dgamma,
+			     float *dbeta, float p, uint64_t seed, uint64_t subseq,
+			     struct tdnn_cuda_rows rows, double *s, cudaStream_t stream);
+void tdnn_cuda_bn_sync_da(const float *r, int B, int C, int L, int channel_major,
+			  const float *gamma, const float *mean, const float *invstd, float *dy,
+			  float *dbias, const double *s, cudaStream_t stream);
+
 /* Statistics pooling of x (C, B, T) into out (B, 2C), where the pooled value
  * is x + eps * philox_normal(seed, subseq, i) with i the CPU (B, C, T)
  * index when eps > 0: the training noise, made here and never stored. */
 void tdnn_cuda_pool_forward(const float *x, int B, int C, int T, float eps, uint64_t seed,
 			    uint64_t subseq, float *out, cudaStream_t stream);
 
+void tdnn_cuda_pool_forward_dp(const float *x, int B, int C, int T, float eps, uint64_t seed,
+			       uint64_t subseq, struct tdnn_cuda_rows rows, float *out,
+			       cudaStream_t stream);
+
 /* Backward of the pooling: the noise is regenerated from its counters.
  * dx (C, B, T) is overwritten. */
 void tdnn_cuda_pool_backward(const float *x, int B, int C, int T, float eps, uint64_t seed,
 			     uint64_t subseq, const float *out, const float *dout, float *dx,
 			     cudaStream_t stream);
+void tdnn_cuda_pool_backward_dp(const float *x, int B, int C, int T, float eps, uint64_t seed,
+				uint64_t subseq, struct tdnn_cuda_rows rows, const float *out,
+				const float *dout, float *dx, cudaStream_t stream);
 
 /* out[k] = philox_normal / philox_uniform (seed, subseq, first + k): for the
  * tests, which compare the device's numbers with philox.c's. The trainer
@@ -128,6 +189,9 @@ void tdnn_cuda_col_sum(const float *dy, int B, int n, float *out, cudaStream_t s
 /* out (B, n) = a (B, n) + bias (n) per row. */
 void tdnn_cuda_add_bias(const float *a, const float *bias, int B, int n, float *out,
 			cudaStream_t stream);
+
+/* v[i] *= k, rounded once (the data-parallel gradient's 1 / world). */
+void tdnn_cuda_scale(float *v, size_t n, float k, cudaStream_t stream);
 
 /* One AdamW step as adam_step computes it (adam.h), given step =
  * lr / (1 - beta1^t) and inv_sqrt_bc2 = 1 / sqrt(1 - beta2^t) computed by the

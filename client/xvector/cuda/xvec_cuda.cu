@@ -351,6 +351,166 @@ static int xc_autotune_gemms(struct xvec_cuda *g, char *err, size_t errlen)
 	return rc;
 }
 
+/* ---- data parallel ----------------------------------------------------- */
+
+static struct tdnn_cuda_rows xc_rows(const struct xvec_cuda *g)
+{
+	return (struct tdnn_cuda_rows){ g->dp.rank, g->dp.world };
+}
+
+static int xc_sync_bn(const struct xvec_cuda *g)
+{
+	return g->dp.sum_d && g->dp.sync_bn;
+}
+
+static int xc_dp_sum_d(struct xvec_cuda *g, double *v, size_t n, char *err, size_t errlen)
+{
+	int rc = g->dp.sum_d(g->dp.ctx, v, n, g->stream);
+
+	if (rc)
+		return status_fail(err, errlen, rc, "x-vector cuda: summing batch-norm statistics "
+				   "over %d ranks failed (%d)", g->dp.world, rc);
+	return 0;
+}
+
+/* Training-mode ReLU + batch norm + dropout of BN layer l (channel-major
+ * frame layer, or a segment layer with L 1): fused, or as sync batch-norm
+ * with the statistics summed over the ranks. */
+static int xc_bn_train(struct xvec_cuda *g, int l, int B, int L, int cm, float p,
+		       uint64_t subseq, char *err, size_t errlen)
+{
+	const float *pr = g->params;
+	int C = xc_channels(&g->o, l);
+	float *rs = g->bn + g->bn_off[l];
+	cudaStream_t st = g->stream;
+
+	if (!xc_sync_bn(g)) {
+		tdnn_cuda_relu_bn_train_dp(g->r[l], pr + g->off_b[l], B, C, L, cm,
+					   pr + g->off_gamma[l], pr + g->off_beta[l], rs, rs + C,
+					   g->mean[l], g->invstd[l], g->y[l], p, g->o.seed, subseq,
+					   xc_rows(g), st);
+		return 0;
+	}
+	tdnn_cuda_bn_sync_sum(g->r[l], pr + g->off_b[l], B, C, L, cm, g->dp_buf, st);
+	XC_TRY(xc_dp_sum_d(g, g->dp_buf, (size_t)C + 1, err, errlen));
+	tdnn_cuda_bn_sync_ss(g->r[l], B, C, L, cm, g->dp_buf, st);
+	XC_TRY(xc_dp_sum_d(g, g->dp_buf + C + 1, (size_t)C, err, errlen));
+	tdnn_cuda_bn_sync_finish(g->r[l], B, C, L, cm, pr + g->off_gamma[l], pr + g->off_beta[l],
+				 rs, rs + C, g->mean[l], g->invstd[l], g->y[l], p, g->o.seed,
+				 subseq, xc_rows(g), g->dp_buf, st);
+	return 0;
+}
+
+/* Its backward: dy (the gradient at y) becomes the gradient at the affine
+ * output; the layer's dgamma, dbeta and preceding bias gradient written. */
+static int xc_bn_backward(struct xvec_cuda *g, int l, int B, int L, int cm, float *dy, float p,
+			  uint64_t subseq, char *err, size_t errlen)
+{
+	const float *pr = g->params;
+	float *gr = g->grads;
+	int C = xc_channels(&g->o, l);
+	cudaStream_t st = g->stream;
+
+	if (!xc_sync_bn(g)) {
+		tdnn_cuda_relu_bn_backward_dp(g->r[l], B, C, L, cm, pr + g->off_gamma[l], g->mean[l],
+					      g->invstd[l], dy, gr + g->off_gamma[l],
+					      gr + g->off_beta[l], gr + g->off_b[l], p, g->o.seed,
+					      subseq, xc_rows(g), st);
+		return 0;
+	}
+	tdnn_cuda_bn_sync_dsums(g->r[l], B, C, L, cm, g->mean[l], g->invstd[l], dy,
+				gr + g->off_gamma[l], gr + g->off_beta[l], p, g->o.seed, subseq,
+				xc_rows(g), g->dp_buf, st);
+	XC_TRY(xc_dp_sum_d(g, g->dp_buf, 2 * (size_t)C + 1, err, errlen));
+	tdnn_cuda_bn_sync_da(g->r[l], B, C, L, cm, pr + g->off_gamma[l], g->mean[l], g->invstd[l],
+			     dy, gr + g->off_b[l], g->dp_buf, st);
+	return 0;
+}
+
+/* Add the device time of timing pair k, once its end has been reached. */
+static void xc_dp_harvest(struct xvec_cuda *g, int k)
+{
+	float ms = 0.0f;
+
+	if (!g->dp_timing[k])
+		return;
+	g->dp_timing[k] = 0;
+	if (cudaEventSynchronize(g->dp_ev[k][1]) == cudaSuccess &&
+	    cudaEventElapsedTime(&ms, g->dp_ev[k][0], g->dp_ev[k][1]) == cudaSuccess)
+		g->dp_reduce_s += ms * 1e-3;
+}
+
+/* After the backward pass: the loss summed over the ranks (so that every
+ * rank's guard sees a non-finite loss of any), then the gradients summed and
+ * scaled to their mean. The two timing pairs alternate, so the host waits,
+ * if ever, for the sum of two steps ago. */
+static int xc_dp_reduce(struct xvec_cuda *g, char *err, size_t errlen)
+{
+	if (!g->dp.sum_f)
+		return 0;
+	int k = (int)(g->step & 1), rc;
+	xc_dp_harvest(g, k);
+	XC_CUDA(cudaEventRecord(g->dp_ev[k][0], g->stream), "time the gradient sum");
+	if ((rc = g->dp.sum_d(g->dp.ctx, &g->acc->last_loss, 1, g->stream)))
+		return status_fail(err, errlen, rc, "x-vector cuda: summing the loss over %d ranks "
+				   "failed (%d)", g->dp.world, rc);
+	if ((rc = g->dp.sum_f(g->dp.ctx, g->grads, g->nparams, g->stream)))
+		return status_fail(err, errlen, rc, "x-vector cuda: averaging the gradients over %d "
+				   "ranks failed (%d)", g->dp.world, rc);
+	tdnn_cuda_scale(g->grads, g->nparams, 1.0f / (float)g->dp.world, g->stream);
+	XC_CUDA(cudaEventRecord(g->dp_ev[k][1], g->stream), "time the gradient sum");
+	g->dp_timing[k] = 1;
+	return 0;
+}
+
+static void xc_dp_free(struct xvec_cuda *g)
+{
+	for (int k = 0; k < 2; k++)
+		for (int e = 0; e < 2; e++)
+			if (g->dp_ev[k][e])
+				cudaEventDestroy(g->dp_ev[k][e]);
+	memset(g->dp_ev, 0, sizeof(g->dp_ev));
+	memset(g->dp_timing, 0, sizeof(g->dp_timing));
+	cudaFree(g->dp_buf);
+	g->dp_buf = NULL;
+}
+
+int xvec_cuda_set_dp(struct xvec_cuda *g, const struct xvec_cuda_dp *dp, char *err,
+		     size_t errlen)
+{
+	if (g->stream)
+		cudaStreamSynchronize(g->stream); /* no step still uses the old settings */
+	xc_dp_free(g);
+	memset(&g->dp, 0, sizeof(g->dp));
+	g->dp.world = 1;
+	if (!dp || (dp->world <= 1 && !dp->sum_f && !dp->sum_d))
+		return 0;
+	if (dp->world < 1 || dp->rank < 0 || dp->rank >= dp->world || !dp->sum_f || !dp->sum_d)
+		return status_fail(err, errlen, FEEDER_EINVAL, "x-vector cuda: rank %d of %d, or "
+				   "no sums, for data parallelism", dp->rank, dp->world);
+	int most = g->o.pool_width > g->o.width ? g->o.pool_width : g->o.width;
+	most = g->o.embed > most ? g->o.embed : most;
+	int failed = 0;
+	xc_alloc(&g->dp_buf, sizeof(double) * (2 * (size_t)most + 1), &failed);
+	for (int k = 0; k < 2 && !failed; k++)
+		for (int e = 0; e < 2 && !failed; e++)
+			failed = cudaEventCreate(&g->dp_ev[k][e]) != cudaSuccess;
+	if (failed) {
+		xc_dp_free(g);
+		return status_fail(err, errlen, -ENOMEM, "x-vector cuda: cannot allocate for data "
+				   "parallelism");
+	}
+	g->dp = *dp;
+	return 0;
+}
+
+double xvec_cuda_reduce_s(struct xvec_cuda *g)
+{
+	xc_dp_harvest(g, 0);
+	xc_dp_harvest(g, 1);
+	return g->dp_reduce_s;
+}
+
 /* ---- create ----------------------------------------------------------- */
 
 int xvec_cuda_create(struct xvec_cuda **out, struct xvec_model *m,
@@ -382,6 +542,7 @@ int xvec_cuda_create(struct xvec_cuda **out, struct xvec_model *m,
 	if (!g)
 		return status_fail(err, errlen, -ENOMEM, "x-vector cuda: out of memory");
 	g->o = *xvec_model_options(m);
+	g->dp.world = 1;
 	g->precision = cfg->precision;
 	g->device = cfg->device;
 	g->log = cfg->log;
@@ -445,6 +606,7 @@ void xvec_cuda_destroy(struct xvec_cuda *g)
 	cudaFree(g->bn_saved);
 	cudaFree(g->acc);
 	cudaFree(g->acc_eval);
+	xc_dp_free(g);
 	gemm_cuda_destroy(g->gemm);
 	if (g->stream)
 		cudaStreamDestroy(g->stream);
@@ -496,10 +658,8 @@ static int xc_run_forward(struct xvec_cuda *g, const float *x, const int32_t *la
 
 		XC_TRY(xc_frame_forward(g, l, in, B, Tin, g->r[l], g->fwd_strategy[l], err, errlen));
 		if (training)
-			tdnn_cuda_relu_bn_train(g->r[l], p + g->off_b[l], B, H, Tout, 1,
-						p + g->off_gamma[l], p + g->off_beta[l], rs, rs + H,
-						g->mean[l], g->invstd[l], g->y[l], o->dropout, o->seed,
-						tdnn_dropout_subseq(g->step, l), st);
+			XC_TRY(xc_bn_train(g, l, B, Tout, 1, o->dropout,
+					   tdnn_dropout_subseq(g->step, l), err, errlen));
 		else
 			tdnn_cuda_relu_bn_eval(g->r[l], p + g->off_b[l], B, H, Tout, 1,
 					       p + g->off_gamma[l], p + g->off_beta[l], rs, rs + H,
@@ -507,8 +667,8 @@ static int xc_run_forward(struct xvec_cuda *g, const float *x, const int32_t *la
 		in = g->y[l];
 		Tin = Tout;
 	}
-	tdnn_cuda_pool_forward(in, B, P, Tin, training ? o->noise_eps : 0.0f, o->seed, g->step,
-			       g->pool, st);
+	tdnn_cuda_pool_forward_dp(in, B, P, Tin, training ? o->noise_eps : 0.0f, o->seed, g->step,
+				  xc_rows(g), g->pool, st);
 	XC_TRY(xc_dense_forward(g, 5, g->pool, B, 2 * P, E, g->r[5], err, errlen));
 	if (stop_at_embed)
 		return xc_launched(err, errlen);
@@ -518,9 +678,7 @@ static int xc_run_forward(struct xvec_cuda *g, const float *x, const int32_t *la
 		if (l == 6)
 			XC_TRY(xc_dense_forward(g, 6, g->y[5], B, E, E, g->r[6], err, errlen));
 		if (training)
-			tdnn_cuda_relu_bn_train(g->r[l], p + g->off_b[l], B, E, 1, 0,
-						p + g->off_gamma[l], p + g->off_beta[l], rs, rs + E,
-						g->mean[l], g->invstd[l], g->y[l], 0.0f, o->seed, 0, st);
+			XC_TRY(xc_bn_train(g, l, B, 1, 0, 0.0f, 0, err, errlen));
 		else
 			tdnn_cuda_relu_bn_eval(g->r[l], p + g->off_b[l], B, E, 1, 0,
 					       p + g->off_gamma[l], p + g->off_beta[l], rs, rs + E,
@@ -585,7 +743,7 @@ int xvec_cuda_backward(struct xvec_cuda *g, const float *x, const int32_t *label
 	const struct xvec_options *o = &g->o;
 	cudaStream_t st = g->stream;
 	int B = batch, P = o->pool_width, E = o->embed, S = o->num_speakers;
-	float *p = g->params, *gr = g->grads;
+	float *gr = g->grads;
 
 	if (!labels)
 		return status_fail(err, errlen, FEEDER_EINVAL, "x-vector cuda: backward needs labels");
@@ -602,19 +760,15 @@ int xvec_cuda_backward(struct xvec_cuda *g, const float *x, const int32_t *label
 	/* the softmax-CE gradient dz was written by the forward pass */
 	XC_TRY(xc_dense_backward(g, 7, g->y[6], g->dz, B, E, S, g->s2, err, errlen));
 	tdnn_cuda_col_sum(g->dz, B, S, gr + g->off_b[7], st);
-	tdnn_cuda_relu_bn_backward(g->r[6], B, E, 1, 0, p + g->off_gamma[6], g->mean[6],
-				   g->invstd[6], g->s2, gr + g->off_gamma[6], gr + g->off_beta[6],
-				   gr + g->off_b[6], 0.0f, o->seed, 0, st);
+	XC_TRY(xc_bn_backward(g, 6, B, 1, 0, g->s2, 0.0f, 0, err, errlen));
 	XC_TRY(xc_dense_backward(g, 6, g->y[5], g->s2, B, E, E, g->s1, err, errlen));
-	tdnn_cuda_relu_bn_backward(g->r[5], B, E, 1, 0, p + g->off_gamma[5], g->mean[5],
-				   g->invstd[5], g->s1, gr + g->off_gamma[5], gr + g->off_beta[5],
-				   gr + g->off_b[5], 0.0f, o->seed, 0, st);
+	XC_TRY(xc_bn_backward(g, 5, B, 1, 0, g->s1, 0.0f, 0, err, errlen));
 	XC_TRY(xc_dense_backward(g, 5, g->pool, g->s1, B, 2 * P, E, g->s2, err, errlen));
 
 	/* pooling: its input was y5 plus the noise, regenerated in the kernel */
 	int T5 = xc_frames_after(frames, 4);
-	tdnn_cuda_pool_backward(g->y[4], B, P, T5, o->noise_eps, o->seed, g->step, g->pool, g->s2,
-				g->gA, st);
+	tdnn_cuda_pool_backward_dp(g->y[4], B, P, T5, o->noise_eps, o->seed, g->step, xc_rows(g),
+				   g->pool, g->s2, g->gA, st);
 
 	float *dy = g->gA, *other = g->gB;
 	for (int l = XVEC_FRAME_LAYERS - 1; l >= 0; l--) {
@@ -622,10 +776,8 @@ int xvec_cuda_backward(struct xvec_cuda *g, const float *x, const int32_t *label
 		int Tin = l == 0 ? frames : xc_frames_after(frames, l - 1);
 		const float *in = l == 0 ? g->x0 : g->y[l - 1];
 
-		tdnn_cuda_relu_bn_backward(g->r[l], B, H, Tout, 1, p + g->off_gamma[l], g->mean[l],
-					   g->invstd[l], dy, gr + g->off_gamma[l],
-					   gr + g->off_beta[l], gr + g->off_b[l], o->dropout,
-					   o->seed, tdnn_dropout_subseq(g->step, l), st);
+		XC_TRY(xc_bn_backward(g, l, B, Tout, 1, dy, o->dropout,
+				      tdnn_dropout_subseq(g->step, l), err, errlen));
 		XC_TRY(xc_frame_dw(g, l, in, dy, B, Tin, err, errlen));
 		if (l > 0 || dx)
 			XC_TRY(xc_frame_dx(g, l, dy, B, Tin, other, g->dx_strategy[l], err, errlen));
@@ -651,6 +803,7 @@ int xvec_cuda_train_step(struct xvec_cuda *g, const float *x, const int32_t *lab
 				cudaMemcpyDeviceToDevice, g->stream), "save the running statistics");
 	XC_TRY(xvec_cuda_forward(g, x, labels, batch, frames, 1, NULL, err, errlen));
 	XC_TRY(xvec_cuda_backward(g, x, labels, batch, frames, NULL, err, errlen));
+	XC_TRY(xc_dp_reduce(g, err, errlen));
 	tdnn_cuda_guard_step(g->bn, g->bn_saved, g->nbn, g->acc, g->stream);
 
 	/* adam_step's scalars, computed as adam.c computes them */
@@ -684,7 +837,7 @@ int xvec_cuda_metrics(struct xvec_cuda *g, struct xvec_cuda_metrics *mt, int res
 	mt->steps = h.steps;
 	mt->loss = h.steps ? h.loss_sum / (double)h.steps : 0.0;
 	mt->accuracy = h.rows ? (double)h.correct / (double)h.rows : 0.0;
-	mt->last_loss = h.last_loss;
+	mt->last_loss = h.last_loss / g->dp.world; /* summed over the ranks by xc_dp_reduce */
 	mt->last_accuracy = h.last_rows ? (float)h.last_correct / (float)h.last_rows : 0.0f;
 	mt->skipped = h.skipped;
 	if (h.bad_label)
@@ -754,4 +907,9 @@ void xvec_cuda_set_lr(struct xvec_cuda *g, float lr)
 uint64_t xvec_cuda_step(const struct xvec_cuda *g)
 {
 	return g->step;
+}
+
+void xvec_cuda_set_noise_eps(struct xvec_cuda *g, float eps)
+{
+	g->o.noise_eps = eps;
 }

@@ -148,9 +148,46 @@ int xvec_cuda_grads(struct xvec_cuda *g, float *out, size_t n, char *err, size_t
 int xvec_cuda_to_model(struct xvec_cuda *g, struct xvec_model *m, char *err, size_t errlen);
 int xvec_cuda_from_model(struct xvec_cuda *g, struct xvec_model *m, char *err, size_t errlen);
 
+/* Data parallel on the device (xvec train --device cuda under MPI): this
+ * model is replica `rank` of `world`, each trained on an equal local batch,
+ * with the semantics of the CPU model's xvec_model_set_dp. sum_f / sum_d add
+ * n device floats / doubles over every rank in place, enqueued on the stream
+ * they are given (the model's), and return 0 or a negative code; every rank
+ * calls them in the same order with the same n (xvec_nccl.h provides them;
+ * ctx is theirs). A training step then
+ *   - sums the last loss over the ranks, so that a non-finite loss on any
+ *     rank skips the update on all;
+ *   - sums the gradients after the backward pass and scales them by
+ *     1 / world (the mean over the global batch) before AdamW;
+ *   - draws dropout and noise by each sample's row in the global batch
+ *     (local row b is global row b * world + rank);
+ *   - with sync_bn, normalizes with the batch-norm statistics of the global
+ *     batch (summed over the ranks in every layer, forward and backward),
+ *     else per rank, as the CPU model does.
+ * dp NULL (or world 1 without sums) undoes it; world 1 with sums takes the
+ * data-parallel path over one rank, which must change no bit (the tests'
+ * check of the plumbing). 0, or FEEDER_EINVAL / -ENOMEM. */
+struct xvec_cuda_dp {
+	int rank, world;
+	int sync_bn;
+	int (*sum_f)(void *ctx, float *v, size_t n, cudaStream_t stream);
+	int (*sum_d)(void *ctx, double *v, size_t n, cudaStream_t stream);
+	void *ctx;
+};
+int xvec_cuda_set_dp(struct xvec_cuda *g, const struct xvec_cuda_dp *dp, char *err,
+		     size_t errlen);
+
+/* Device seconds spent in the gradient sums since create (timed with
+ * events; waits for the steps still timing). 0 without data parallelism. */
+double xvec_cuda_reduce_s(struct xvec_cuda *g);
+
 /* Learning rate for the following steps (schedules); optimizer steps taken. */
 void xvec_cuda_set_lr(struct xvec_cuda *g, float lr);
 uint64_t xvec_cuda_step(const struct xvec_cuda *g);
+
+/* Training noise (EPS) of the following steps; tests/bench/xvec_gpu_bench
+ * alternates it in one process to time its cost on the same GEMM choices. */
+void xvec_cuda_set_noise_eps(struct xvec_cuda *g, float eps);
 
 #ifdef __cplusplus
 }

@@ -68,6 +68,13 @@ struct xvec_cuda {
 	struct tdnn_cuda_acc *acc, *acc_eval;
 	FILE *log;
 
+	/* data parallelism (xvec_cuda_set_dp): world 1 when none */
+	struct xvec_cuda_dp dp;
+	double *dp_buf;                             /* sync batch-norm sums, 2 * widest + 1 */
+	cudaEvent_t dp_ev[2][2];                    /* two steps' gradient-sum start and end */
+	int dp_timing[2];                           /* that pair was recorded, not yet read */
+	double dp_reduce_s;
+
 	/* what the last forward pass was, for backward */
 	int fwd_batch, fwd_frames, fwd_training;
 	const float *fwd_x;

@@ -5,11 +5,19 @@
  * and the timing pair `end`/`ready` for the wait in front of the batch it
  * holds. The host never blocks on the current step: it only polls `copied`
  * to release slots, and reads a timing pair two batches after it was
- * recorded, when it is long complete. */
+ * recorded, when it is long complete.
+ *
+ * Where CUDA refuses to register the ring (cudaHostRegister can fail on
+ * memory limits, some containers and drivers), the copies run from pageable
+ * memory instead, after one warning. A copy from pageable memory may return
+ * before the DMA has read the slot, or may block until it has: CUDA promises
+ * neither. So a slot goes back only once its `copied` event has completed,
+ * never on the strength of cudaMemcpyAsync having returned, pinned or not. */
 #include "xvec_feed.h"
 
 #include <cuda_runtime.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,6 +173,21 @@ static int xf_harvest(struct xvec_feed *f, struct xf_buf *b, char *err, size_t e
 	return 0;
 }
 
+/* Register s's ring with CUDA, or say (one line on stderr) that its batches
+ * will be copied from pageable memory. FEEDER_TEST_NO_PIN=1 takes the
+ * second way without asking CUDA, for the tests of that path. */
+static void xf_pin(struct feeder_stream *s)
+{
+	const char *no_pin = getenv("FEEDER_TEST_NO_PIN");
+	int test = no_pin && strcmp(no_pin, "1") == 0;
+	int rc = test ? FEEDER_ENODEV : feeder_stream_pin(s);
+
+	if (rc)
+		fprintf(stderr, "x-vector feed: warning: the stream's ring is not registered with "
+			"CUDA (%s): copying batches from pageable memory, more slowly\n",
+			test ? "FEEDER_TEST_NO_PIN=1" : feeder_strerror(rc));
+}
+
 int xvec_feed_create(struct xvec_feed **out, struct feeder_stream *s, cudaStream_t compute,
 		     int max_batch, int feat_dim, int frames, char *err, size_t errlen)
 {
@@ -176,11 +199,7 @@ int xvec_feed_create(struct xvec_feed **out, struct feeder_stream *s, cudaStream
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "x-vector feed: batch shape %d x %d x %d is empty", max_batch,
 				   feat_dim, frames);
-	rc = feeder_stream_pin(s);
-	if (rc)
-		return status_fail(err, errlen, rc,
-				   "x-vector feed: cannot register the stream's ring with CUDA: %s",
-				   feeder_strerror(rc));
+	xf_pin(s);
 	f = (struct xvec_feed *)calloc(1, sizeof(*f));
 	if (!f)
 		return status_fail(err, errlen, -ENOMEM, "x-vector feed: out of memory");

@@ -55,7 +55,8 @@ struct xvec_feed_stats {
 	double wait_fraction;     /* wait_ms / span_ms (0 before two batches) */
 };
 
-/* Pin s's ring (feeder_stream_pin), create the copy stream and two device buffers
+/* Pin s's ring (feeder_stream_pin; where CUDA refuses, one warning line on
+ * stderr and the copies run from pageable memory), create the copy stream and two device buffers
  * for batches up to max_batch x feat_dim x frames float32. compute is the
  * stream the batches are consumed on (xvec_cuda_stream). The feed does not
  * own s: destroy the feed before closing s. */

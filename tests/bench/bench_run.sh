@@ -1,0 +1,158 @@
+# bench_run.sh — sourced by the GPU benchmark scripts (xvec_gpu.sh,
+# xvec_quality.sh, gpu_pipeline.sh): where the programs and logs are, and one
+# way to run a step, so that each script can run unattended on a bare machine
+# with a fixed time budget and still say what it did.
+#
+#   bench_init NAME      sets src, build ($FEEDER_BUILD, else <source>/build),
+#                        LOGDIR (kept; default a new /tmp/NAME.XXXXXX; several
+#                        scripts may share one: every file is named NAME.*),
+#                        work (scratch data, removed on exit), the EXIT trap
+#   bench_probe          sets gpu (the CUDA device's name) or gpu_why (why
+#                        there is none), and DRY (1 without a device)
+#   bench_run STEP SECONDS CMD...
+#                        runs CMD under timeout: stdout to NAME.STEP.out,
+#                        stderr to NAME.STEP.log, the command line to
+#                        NAME.commands, the step, status and seconds to
+#                        NAME.status (bench_table.py reads them back for the
+#                        table); returns CMD's status (124 when it ran out of
+#                        time). 0 counts as ran, 77 as skipped, anything else
+#                        as failed (said on stderr)
+#   bench_skip STEP REASON   records a step not run, and why
+#   bench_daemon STEP ARGS...
+#                        starts feederd ARGS on $work/STEP.sock (its stderr in
+#                        NAME.STEP.log), waits for the socket; sets sock,
+#                        daemon_pid (its timeout) and daemon_proc (feederd).
+#                        bench_daemon_stop stops it
+#   bench_daemon_gpu STEP ARGS...   the same with --gpu 0 where there is a
+#                        device, falling back to none (daemon_gpu_why says why)
+#   bench_exit           1 if a step failed, 77 if none ran, else 0
+# The programs come from $build only (an unpacked bundle mirrors the build
+# tree): nothing here builds or installs anything.
+
+bench_init() {
+	bench_name=$1
+	src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	build=${FEEDER_BUILD:-$src/build}
+	LOGDIR=${LOGDIR:-$(mktemp -d "/tmp/$bench_name.XXXXXX")}
+	mkdir -p "$LOGDIR"
+	work=$(mktemp -d "/tmp/$bench_name-work.XXXXXX")
+	bench_ran=0 bench_failed=0 daemon_pid='' daemon_proc='' daemon_gpu_why=''
+	: >"$LOGDIR/$bench_name.commands"
+	: >"$LOGDIR/$bench_name.status"
+	trap bench_cleanup EXIT
+	trap 'exit 143' TERM INT # so that the EXIT trap stops the daemon
+	# shellcheck source=../find_python.sh
+	. "$src/tests/find_python.sh"
+	echo "$bench_name: logs in $LOGDIR" >&2
+}
+
+# Sets gpu (the device's name) or gpu_why (why there is none) and DRY (1
+# without a device, unless set), from xvec_gpu_bench --probe.
+bench_probe() {
+	local probe=$build/tests/xvec_cuda/xvec_gpu_bench
+	gpu='' gpu_why=''
+	if [ ! -x "$probe" ]; then
+		gpu_why="this build has no CUDA tools ($probe)"
+	elif ! gpu=$(timeout 60 "$probe" --probe 2>&1); then
+		gpu_why=${gpu#xvec_gpu_bench: }
+		gpu=
+	fi
+	DRY=${DRY:-$([ -n "$gpu_why" ] && echo 1 || echo 0)}
+}
+
+bench_cleanup() {
+	bench_daemon_stop
+	rm -rf "$work"
+}
+
+bench_run() {
+	local step=$1 budget=$2 rc
+	shift 2
+	printf '%s\t%s\n' "$step" "$*" >>"$LOGDIR/$bench_name.commands"
+	echo "+ [$step, ${budget}s] $*" >&2
+	local t0=$SECONDS
+	timeout -k 5 "$budget" "$@" >"$LOGDIR/$bench_name.$step.out" 2>"$LOGDIR/$bench_name.$step.log"
+	rc=$?
+	printf '%s\t%s\t%s\n' "$step" "$rc" "$((SECONDS - t0))" >>"$LOGDIR/$bench_name.status"
+	echo "  [$step] exit $rc after $((SECONDS - t0)) s" >&2
+	case $rc in
+	0) bench_ran=$((bench_ran + 1)) ;;
+	77) echo "  [$step] skipped: $(tail -n 1 "$LOGDIR/$bench_name.$step.log")" >&2 ;;
+	124 | 137)
+		bench_failed=$((bench_failed + 1))
+		echo "  [$step] FAILED: out of time (${budget} s)" >&2 ;;
+	*)
+		bench_failed=$((bench_failed + 1))
+		echo "  [$step] FAILED: $(tail -n 3 "$LOGDIR/$bench_name.$step.log" | tr '\n' ' ')" >&2 ;;
+	esac
+	return $rc
+}
+
+bench_skip() {
+	printf '%s\tskip\t%s\n' "$1" "$2" >>"$LOGDIR/$bench_name.status"
+	echo "  [$1] skipped: $2" >&2
+}
+
+bench_daemon() {
+	local step=$1
+	shift
+	sock=$work/$step.sock
+	rm -f "$sock"
+	printf '%s\t%s\n' "$step" "feederd --socket $sock $*" >>"$LOGDIR/$bench_name.commands"
+	# the daemon lives at most as long as the whole script may
+	timeout -k 5 "${DAEMON_BUDGET:-900}" "$build/daemon/feederd" --config /dev/null \
+		--socket "$sock" --log-level warning "$@" 2>"$LOGDIR/$bench_name.$step.log" &
+	daemon_pid=$!
+	for _ in $(seq 400); do
+		if [ -S "$sock" ]; then
+			# feederd itself, under timeout: for its CPU time in /proc
+			daemon_proc=$(cat "/proc/$daemon_pid/task/$daemon_pid/children" 2>/dev/null)
+			daemon_proc=${daemon_proc%% *}
+			return 0
+		fi
+		kill -0 "$daemon_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	local why
+	why="feederd did not start: $(tail -n 3 "$LOGDIR/$bench_name.$step.log" | tr '\n\t' '  ')"
+	bench_failed=$((bench_failed + 1))
+	printf '%s\tfail\t%s\n' "$step" "$why" >>"$LOGDIR/$bench_name.status"
+	echo "  [$step] FAILED: $why" >&2
+	bench_daemon_stop
+	return 1
+}
+
+# bench_daemon with --gpu 0 unless $gpu_why says there is no device; if
+# that daemon does not start, one without the GPU (STEP_cpu), so that the CPU
+# rows still run. daemon_gpu_why is empty when the GPU daemon runs, else why
+# the GPU rows cannot.
+bench_daemon_gpu() {
+	local step=$1
+	shift
+	daemon_gpu_why=$gpu_why
+	if [ -z "$gpu_why" ]; then
+		bench_daemon "$step" "$@" --gpu 0 && return 0
+		daemon_gpu_why="feederd --gpu 0 did not start (see $bench_name.$step.log)"
+		step=${step}_cpu
+	fi
+	bench_daemon "$step" "$@"
+}
+
+bench_daemon_stop() {
+	if [ -n "${daemon_pid:-}" ]; then
+		kill "$daemon_pid" 2>/dev/null
+		wait "$daemon_pid" 2>/dev/null
+		daemon_pid=
+	fi
+	return 0
+}
+
+bench_exit() {
+	echo "$bench_name: $bench_ran steps ran, $bench_failed failed (logs in $LOGDIR)" >&2
+	if [ "$bench_failed" -gt 0 ]; then
+		exit 1
+	elif [ "$bench_ran" -eq 0 ]; then
+		exit 77
+	fi
+	exit 0
+}

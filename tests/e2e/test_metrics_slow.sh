@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# test_metrics_slow.sh — slow senders (slowloris) do not lock the scraper
+# out of feederd's /metrics: 16 connections that trickle header bytes from
+# 127.0.0.2 (a byte every 0.4 s, reconnecting when closed) while a scraper
+# on 127.0.0.1 asks 10 times and must get 200 every time; each trickling
+# connection is closed by its request deadline (5 s from the accept, the
+# bytes it sends notwithstanding), not kept for ever. The same over the
+# unix listener, where the slow sender is another user (nobody): run as
+# root only, the rest of the test runs anyway.
+. "$FEEDER_SOURCE/tests/e2e/lib.sh"
+. "$FEEDER_SOURCE/tests/find_python.sh"
+py=$(find_python socket) || fail "$py"
+"$feederd" --config /dev/null --datasets "$datasets" --metrics-listen 127.0.0.1:0 \
+	--check-config >/dev/null 2>&1 || skip "feederd --check-config refuses --metrics-listen"
+
+# slowloris.py TARGET SECONDS [SOURCE]: the 16 slow senders; prints the
+# longest a connection lived, and how many it opened.
+cat > "$tmp/slowloris.py" <<'PY'
+import socket, sys, threading, time
+target, seconds = sys.argv[1], float(sys.argv[2])
+source = sys.argv[3] if len(sys.argv) > 3 else None
+end = time.time() + seconds
+longest, opened, lock = 0.0, 0, threading.Lock()
+
+def connect():
+    if target.startswith("/"):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(target)
+    else:
+        host, port = target.rsplit(":", 1)
+        s = socket.socket()
+        s.bind((source, 0))
+        s.connect((host, int(port)))
+    s.settimeout(0.4)
+    return s
+
+def sender():
+    global longest, opened
+    request = b"GET /metrics HTTP/1.1\r\nHost: feederd\r\n" + b"X-Slow: 1\r\n" * 10000
+    while time.time() < end:
+        try:
+            s = connect()
+        except OSError:
+            time.sleep(0.05)
+            continue
+        t0 = time.time()
+        with lock:
+            opened += 1
+        try:
+            for b in request:
+                if time.time() >= end:
+                    break
+                s.send(bytes([b]))
+                try:
+                    if s.recv(100) == b"":
+                        break          # closed by the daemon
+                except socket.timeout:
+                    pass               # still open: the next byte
+        except OSError:
+            pass
+        lived = time.time() - t0
+        s.close()
+        if lived < 0.2:
+            time.sleep(0.1)    # refused at once: no busy loop on a shared machine
+        if time.time() < end:  # cut by the daemon, not by our end
+            with lock:
+                longest = max(longest, lived)
+
+threads = [threading.Thread(target=sender) for _ in range(16)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(f"{longest:.1f} {opened}")
+PY
+
+# scrape.py TARGET: 10 scrapes 0.3 s apart; prints how many got 200.
+cat > "$tmp/scrape.py" <<'PY'
+import socket, sys, time
+target, served = sys.argv[1], 0
+for _ in range(10):
+    try:
+        if target.startswith("/"):
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(2)
+            s.connect(target)
+        else:
+            host, port = target.rsplit(":", 1)
+            s = socket.create_connection((host, int(port)), timeout=2)
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: feederd\r\nConnection: close\r\n\r\n")
+        reply = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+        if reply.startswith(b"HTTP/1.1 200") and b"feeder_up 1" in reply:
+            served += 1
+        else:
+            print("reply:", reply[:60], file=sys.stderr)
+        s.close()
+    except OSError as e:
+        print("scrape:", e, file=sys.stderr)
+    time.sleep(0.3)
+print(served)
+PY
+
+# attack TARGET WHO...: slow senders for 6.5 s (as WHO: a command prefix),
+# the scraper after 1 s of it; checks both.
+attack() {
+	local target=$1; shift
+	"$@" "$py" "$tmp/slowloris.py" "$target" 6.5 ${from:+"$from"} >"$tmp/slow.out" 2>&1 &
+	local sp=$!
+	bg_pids+=($sp)
+	sleep 1
+	local served
+	served=$("$py" "$tmp/scrape.py" "$target" 2>"$tmp/scrape.err") || fail "scrape.py: $served"
+	wait $sp || fail "slowloris.py: $(cat "$tmp/slow.out")"
+	read -r longest opened <"$tmp/slow.out"
+	echo "$target: scraper served $served of 10; slow senders opened $opened connections," \
+		"the longest cut after $longest s"
+	[ "$served" = 10 ] || fail "the scraper was served $served of 10 times: $(cat "$tmp/scrape.err")"
+	# 5 s deadline, reaped within a moment, plus one 0.4 s wait for a byte
+	awk -v l="$longest" 'BEGIN { exit !(l > 4.5 && l < 6.5) }' \
+		|| fail "a trickling connection lived $longest s (deadline 5 s)"
+}
+
+start_daemon --metrics-listen 127.0.0.1:0
+port=$(sed -n 's/.*serving \/metrics on 127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/feederd.log" | head -1)
+[ -n "$port" ] || fail "no 'serving /metrics' line in the log"
+from=127.0.0.2 attack "127.0.0.1:$port" env
+stop_daemon
+
+start_daemon --metrics-listen "$tmp/metrics.sock"
+nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+if [ "$(id -u)" != 0 ]; then
+	echo "not root: the unix listener's slow sender cannot be another user; not run"
+else
+	# the interpreter found may live where nobody cannot run it
+	"${nobody[@]}" "$py" -c pass 2>/dev/null || py=/usr/bin/python3
+	chmod 755 "$tmp"
+	chmod 666 "$tmp/metrics.sock"
+	if "${nobody[@]}" "$py" -c pass 2>/dev/null; then
+		from= attack "$tmp/metrics.sock" "${nobody[@]}"
+	else
+		echo "no Python that user nobody may run: the unix listener's case not run"
+	fi
+fi
+stop_daemon
+echo "PASS"
