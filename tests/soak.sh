@@ -18,7 +18,7 @@
 # are still killed at random: the records must still hold every sample once,
 # with the reference's bytes, and no batch blanked to zeros.
 #
-# Hostile neighbours run meanwhile (in the first part) (tests/soak/hostile_client, issue 13):
+# Hostile neighbours run meanwhile in the first part (tests/soak/hostile_client):
 # one keeps up to 40 connections that never say HELLO, one asks for STATUS
 # without ever reading a reply, one opens streams, closes them and keeps
 # their memfds. The checked streams must still lose nothing, the daemon's
@@ -135,6 +135,13 @@ for mode in idle noread keepfd; do
 done
 mem_max=0
 mem_now() { awk '/^RssAnon:/ {a = $2} /^RssShmem:/ {s = $2} END {print a + s}' "/proc/$daemon_pid/status"; }
+# stop_clients: every checked client killed (each resumes from its record).
+stop_clients() {
+	for k in $(seq 0 $((streams - 1))); do
+		kill -9 "${client_pid[$k]}" 2>/dev/null
+		wait "${client_pid[$k]}" 2>/dev/null
+	done
+}
 restarts=0
 end=$((SECONDS + seconds))
 while [ $SECONDS -lt $end ]; do
@@ -143,10 +150,7 @@ while [ $SECONDS -lt $end ]; do
 	m=$(mem_now); [ "$m" -gt "$mem_max" ] && mem_max=$m
 	cycle_client $((RANDOM % streams))
 done
-for k in $(seq 0 $((streams - 1))); do
-	kill -9 "${client_pid[$k]}" 2>/dev/null
-	wait "${client_pid[$k]}" 2>/dev/null
-done
+stop_clients
 for p in "${hostile_pids[@]}"; do
 	wait "$p" || fail "a hostile neighbour found the daemon wanting: $(cat "$tmp"/hostile-*.out)"
 done
@@ -189,10 +193,7 @@ while [ $SECONDS -lt $end ]; do
 		cycle_client $((RANDOM % streams))
 	fi
 done
-for k in $(seq 0 $((streams - 1))); do
-	kill -9 "${client_pid[$k]}" 2>/dev/null
-	wait "${client_pid[$k]}" 2>/dev/null
-done
+stop_clients
 bg_pids=()
 echo "daemon restarts: $terms by SIGTERM, $kills by SIGKILL"
 wait_idle

@@ -4,9 +4,24 @@ The GPU benchmark scripts run each step through bench_run (LOGDIR/NAME.status
 holds each step's exit status, LOGDIR/NAME.STEP.out its output) and then
 print a markdown table from it with a short Python program that imports this
 module. A step that did not give a result still gets a cell that says why:
-"skipped: <reason>" (exit 77, or not run) or "FAILED: <reason>"."""
+"skipped: <reason>" (exit 77, or not run) or "FAILED: <reason>".
+
+Also the theoretical host-to-device peak of a PCIe link, for the tables and
+for tests/gpu/run's environment step: python3 bench_table.py pcie-peak GEN WIDTH."""
 import json
 import os
+import sys
+
+# GB/s of one direction of a PCIe link per lane, by generation (encoding
+# 8b/10b up to gen 2, 128b/130b from gen 3; gen 6 counted like gen 5 x 2).
+LANE_GBS = {1: 0.25, 2: 0.5, 3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 / 8, 5: 32 * 128 / 130 / 8,
+            6: 64 * 128 / 130 / 8}
+
+
+def pcie_peak_gbs(gen, width):
+    """GB/s one way over a link of that generation and lane count (KeyError
+    for an unknown generation)."""
+    return LANE_GBS[gen] * width
 
 
 class Steps:
@@ -77,3 +92,12 @@ def row(*cells):
 
 def met(ok):
     return "n/a" if ok is None else ("yes" if ok else "NO")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[1] != "pcie-peak":
+        sys.exit("usage: bench_table.py pcie-peak GEN WIDTH")
+    try:
+        print("%.1f" % pcie_peak_gbs(int(sys.argv[2]), int(sys.argv[3])))
+    except (KeyError, ValueError):
+        print("?")

@@ -122,7 +122,7 @@ py=$(find_python json) || { echo "xvec_gpu: $py" >&2; exit 1; }
 "$py" - "$src/tests/bench" "$LOGDIR" "${gpu:-no device}" "$cores" "$DRY" "${cpu_model[*]}" <<'PY'
 import re, sys
 sys.path.insert(0, sys.argv[1])
-from bench_table import Steps, row, met  # noqa: E402
+from bench_table import Steps, met, pcie_peak_gbs, row  # noqa: E402
 
 st = Steps(sys.argv[2], "xvec_gpu")
 gpu, cores, dry, cpu_model = sys.argv[3], sys.argv[4], sys.argv[5] == "1", sys.argv[6]
@@ -227,17 +227,11 @@ def feed_rows():
             met(w < 2 and r["memory"] == ring))
 
 
-# GB/s of one direction of a PCIe link per lane, by generation (encoding
-# 8b/10b up to gen 2, 128b/130b from gen 3; gen 6 counted like gen 5 x 2).
-LANE_GBS = {1: 0.25, 2: 0.5, 3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 / 8, 5: 32 * 128 / 130 / 8,
-            6: 64 * 128 / 130 / 8}
-
-
 def pcie_peak():
     try:
         f = [x.strip() for x in open(st.dir + "/xvec_gpu.pcie.out").readline().split(",")]
         gen, width = int(f[1]), int(f[2])
-        return gen, width, LANE_GBS[gen] * width
+        return gen, width, pcie_peak_gbs(gen, width)
     except (OSError, IndexError, ValueError, KeyError):
         return None
 
