@@ -1,7 +1,7 @@
 /* resize_image.c — a whole 8-bit image through resize.c's resampler (see
  * resize_image_u8 in resize.h).
  *
- * packer's --resize-shorter (tools/jpeg_resize.c) shrinks each photo once at
+ * packer's --resize-shorter (packer/jpeg_resize.c) shrinks each photo once at
  * pack time with the same antialiased triangle filter, the same taps and the
  * same rounding that feederd's jpeg pipeline applies at serve time, so a
  * pre-resized dataset differs from its original only by what the re-encode

@@ -1,5 +1,5 @@
 #!/bin/bash
-# soak.sh MINUTES — the soak test of issue 8: 8 concurrent streams against one
+# soak.sh MINUTES — the soak test: 8 concurrent streams against one
 # feederd for MINUTES (default 2, fractions allowed), their client processes
 # killed with SIGKILL at random moments and restarted. Each client
 # (tests/soak/soak_client) records one line per fully read batch and resumes

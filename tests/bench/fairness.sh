@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/bench/fairness.sh [N] — what a heavy neighbour does to a normal
-# client (issue 13.8): a light client (1 stream, RandomResizedCrop 224 f16,
+# client: a light client (1 stream, RandomResizedCrop 224 f16,
 # batch 32) alone, then next to a heavy one (one process, 8 streams of
 # 1024x1024 float32 outputs), on one feederd with --workers = cores. Prints
 # the light client's images/s and p99 wait both ways and the share kept.
@@ -18,9 +18,9 @@ imgs=/tmp/feeder-bench-images-$N
 work=$(mktemp -d /tmp/feeder-fair.XXXXXX)
 daemon= heavy=
 trap '[ -n "$heavy" ] && kill $heavy 2>/dev/null; [ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
-[ -d "$imgs" ] || tools/gen-images "$N" "$imgs" --classes 10 --seed 7 >&2
+[ -d "$imgs" ] || tools/gen/gen-images "$N" "$imgs" --classes 10 --seed 7 >&2
 mkdir -p "$work/datasets"
-"$build/tools/packer" pack images "$imgs" "$work/datasets/images" >/dev/null 2>&1
+"$build/packer/packer" pack images "$imgs" "$work/datasets/images" >/dev/null 2>&1
 "$feederd" --config /dev/null --socket "$work/s.sock" --datasets "$work/datasets" \
   --workers "$(nproc)" --memory-limit 8G --log-level warning 2>"$work/feederd.log" &
 daemon=$!

@@ -52,9 +52,9 @@ echo "gpu_pipeline: device: $([ -n "$gpu_why" ] && echo "none ($gpu_why)" || ech
 
 mkdir -p "$work/datasets"
 data_ok=0
-bench_run gen_images "${T_DATA:-120}" "$build/tools/gen-images" "$N" "$work/src" \
+bench_run gen_images "${T_DATA:-120}" "$build/tools/gen/gen-images" "$N" "$work/src" \
 	--classes $((N >= 1000 ? 100 : (N + 9) / 10)) --seed 1 --threads "$cores" &&
-	bench_run pack "${T_DATA:-120}" "$build/tools/packer" pack images --threads "$cores" \
+	bench_run pack "${T_DATA:-120}" "$build/packer/packer" pack images --threads "$cores" \
 		"$work/src" "$work/datasets/imgs" && data_ok=1
 rm -rf "$work/src"
 

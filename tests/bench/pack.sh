@@ -3,7 +3,7 @@
 #
 # usage: tests/bench/pack.sh [N]      (default N=20000)
 #
-# Generates N photo-like JPEGs with tools/gen-images into
+# Generates N photo-like JPEGs with tools/gen/gen-images into
 # /tmp/feeder-bench-images-N (kept and reused), then in one run measures
 # files/s and MB/s of: (1) packer pack images; (2) the Python recipe people
 # use today (tests/bench/folder2lmdb.py, after Efficient-PyTorch); (3) the
@@ -24,8 +24,8 @@ set -eu
 N=${1:-20000}
 SRC_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${FEEDER_BUILD:-$SRC_ROOT/build}
-PACKER=$BUILD/tools/packer
-GEN=$BUILD/tools/gen-images
+PACKER=$BUILD/packer/packer
+GEN=$BUILD/tools/gen/gen-images
 PY=/usr/bin/python3
 IMG=/tmp/feeder-bench-images-$N
 OUT=${FEEDER_BENCH_OUT:-/tmp/feeder-bench-out}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/bench/speech_aug.sh [CHUNKS] [ROUNDS] — feederd's wave pipeline
-# against the speech augmentation people run today (issue 14, "How good"),
+# against the speech augmentation people run today ("How good"),
 # in one run, on this machine's cores.
 #
 # Both sides make training chunks of 200 frames (2 s at 16 kHz) of 80-bin
@@ -40,18 +40,18 @@ cores=$(nproc)
 FEEDER_DEPS_EXTRA="python3-torch python3-torchaudio python3-scipy" tools/install-deps
 [ -f "$build/build.ninja" ] || meson setup "$build" -Dwerror=true >/dev/null
 ninja -C "$build" >/dev/null
-[ -x "$build/tools/gen-rir" ] || { echo "speech_aug.sh: built without the audio libraries (have_audio)" >&2; exit 77; }
+[ -x "$build/tools/gen/gen-rir" ] || { echo "speech_aug.sh: built without the audio libraries (have_audio)" >&2; exit 77; }
 
 work=$(mktemp -d /tmp/feeder-speech-aug.XXXXXX)
 daemon=
 trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
 ds=$work/datasets
 mkdir -p "$ds"
-"$build/tools/gen-speech" 20 10 "$work/speech" --seed 1 --min-dur 2.5 --max-dur 5 >&2
-"$build/tools/gen-noise" --seed 3 --count 5 "$work/noise" >&2
-"$build/tools/gen-rir" --seed 4 --count 10 "$work/rirs/rir" >&2   # one class folder
+"$build/tools/gen/gen-speech" 20 10 "$work/speech" --seed 1 --min-dur 2.5 --max-dur 5 >&2
+"$build/tools/gen/gen-noise" --seed 3 --count 5 "$work/noise" >&2
+"$build/tools/gen/gen-rir" --seed 4 --count 10 "$work/rirs/rir" >&2   # one class folder
 for d in speech:speech noise:noise rirs:rir; do
-  "$build/tools/packer" pack audio --store wave "$work/${d%%:*}" "$ds/${d##*:}" >&2
+  "$build/packer/packer" pack audio --store wave "$work/${d%%:*}" "$ds/${d##*:}" >&2
 done
 
 # The stage harness: built by Meson where tests/bench is a subdir of the

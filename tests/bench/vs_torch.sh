@@ -18,7 +18,7 @@
 # taken during the Feeder run.
 # Environment: FEEDER_METRICS=1 runs feederd with Prometheus metrics on a
 # unix socket and scrapes /metrics every second during the whole run (the
-# cost of the reporting, issue 17).
+# cost of the reporting).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 src=$(pwd)
@@ -38,12 +38,12 @@ imgs=/tmp/feeder-bench-images-$N
 work=$(mktemp -d /tmp/feeder-vs-torch.XXXXXX)
 daemon=
 trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
-[ -d "$imgs" ] || tools/gen-images "$N" "$imgs" --classes 100 --seed 42 >&2
+[ -d "$imgs" ] || tools/gen/gen-images "$N" "$imgs" --classes 100 --seed 42 >&2
 mkdir -p "$work/datasets"
 t0=$(date +%s.%N)
-"$build/tools/packer" pack images -v "$imgs" "$work/datasets/images" 2>&1 | grep -v '^\s*$' | tail -2 >&2
+"$build/packer/packer" pack images -v "$imgs" "$work/datasets/images" 2>&1 | grep -v '^\s*$' | tail -2 >&2
 t1=$(date +%s.%N)
-"$build/tools/packer" pack images --restart none "$imgs" "$work/datasets/images_untiled" >&2
+"$build/packer/packer" pack images --restart none "$imgs" "$work/datasets/images_untiled" >&2
 t2=$(date +%s.%N)
 echo "packer: tiled $(python3 -c "print(f'{$N / ($t1 - $t0):.0f}')") files/s, untiled $(python3 -c "print(f'{$N / ($t2 - $t1):.0f}')") files/s ($cores threads)" >&2
 # The packs leave ~1 GB of dirty pages whose writeback would otherwise land

@@ -21,17 +21,17 @@ work=$(mktemp -d /tmp/feeder-xvec-bench.XXXXXX)
 daemon=
 trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
 mkdir -p "$work/datasets"
-tools/gen-speech 40 30 "$work/train" --seed 1 >&2
-tools/gen-speech 10 12 "$work/test" --seed 2 >&2
+tools/gen/gen-speech 40 30 "$work/train" --seed 1 >&2
+tools/gen/gen-speech 10 12 "$work/test" --seed 2 >&2
 for s in train test; do
-  "$build/tools/packer" pack audio "$work/$s" "$work/datasets/sp-$s" --features mfcc --ceps 30 >&2
+  "$build/packer/packer" pack audio "$work/$s" "$work/datasets/sp-$s" --features mfcc --ceps 30 >&2
 done
 "$build/daemon/feederd" --config /dev/null --socket "$work/s.sock" --datasets "$work/datasets" \
   --workers "$cores" --log-level warning 2>"$work/feederd.log" &
 daemon=$!
 for _ in $(seq 100); do [ -S "$work/s.sock" ] && break; sleep 0.05; done
 export FEEDER_SOCKET=$work/s.sock
-x=$build/client/xvector/xvec
+x=$build/xvec/xvec
 paper=(--batch 32 --chunk 200 --width 512 --pool-width 1500 --embed 512 --noise-eps 0.1 --lr 0.001)
 # The first 2 steps of each run warm up (allocation, page faults); the figure
 # is samples/s over the following STEPS steps.

@@ -23,20 +23,20 @@ STEPS=${1:-12}
 build=${FEEDER_BUILD:-$src/build}
 export FEEDER_BUILD=$build
 command -v mpirun >/dev/null || { echo "xvec_ddp.sh: mpirun is not installed (tools/install-deps)" >&2; exit 2; }
-"$build/client/xvector/xvec" --help 2>&1 | grep -q "data parallel in this build: MPI" \
+"$build/xvec/xvec" --help 2>&1 | grep -q "data parallel in this build: MPI" \
   || { echo "xvec_ddp.sh: xvec is built without MPI (meson -Dmpi=enabled)" >&2; exit 2; }
 work=$(mktemp -d /tmp/feeder-xvec-ddp.XXXXXX)
 daemon=
 trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
 mkdir -p "$work/datasets"
-tools/gen-speech 40 30 "$work/train" --seed 1 >/dev/null
-"$build/tools/packer" pack audio "$work/train" "$work/datasets/sp" --features mfcc --ceps 30 >/dev/null 2>&1
+tools/gen/gen-speech 40 30 "$work/train" --seed 1 >/dev/null
+"$build/packer/packer" pack audio "$work/train" "$work/datasets/sp" --features mfcc --ceps 30 >/dev/null 2>&1
 "$build/daemon/feederd" --config /dev/null --socket "$work/s.sock" --datasets "$work/datasets" \
   --workers 1 --log-level warning 2>"$work/feederd.log" &
 daemon=$!
 for _ in $(seq 100); do [ -S "$work/s.sock" ] && break; sleep 0.05; done
 export FEEDER_SOCKET=$work/s.sock
-x=$build/client/xvector/xvec
+x=$build/xvec/xvec
 mpi=(mpirun --oversubscribe --mca btl self,vader)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 paper=(--dataset sp --chunk 200 --width 512 --pool-width 1500 --embed 512 --noise-eps 0.1

@@ -57,9 +57,9 @@ fi
 # The synthetic speech dataset (feed and CPU rows).
 mkdir -p "$work/datasets"
 data_ok=0
-bench_run gen_speech "${T_DATA:-120}" "$build/tools/gen-speech" "${speech[@]}" "$work/speech" \
+bench_run gen_speech "${T_DATA:-120}" "$build/tools/gen/gen-speech" "${speech[@]}" "$work/speech" \
 	--seed 1 --threads "$cores" &&
-	bench_run pack "${T_DATA:-120}" "$build/tools/packer" pack audio --threads "$cores" \
+	bench_run pack "${T_DATA:-120}" "$build/packer/packer" pack audio --threads "$cores" \
 		"$work/speech" "$work/datasets/speech" --features mfcc --ceps 30 && data_ok=1
 rm -rf "$work/speech"
 
@@ -89,7 +89,7 @@ fi
 # The CPU trainer on all cores, batches in memory, and the GPU feed.
 if [ "$data_ok" = 1 ] && bench_daemon_gpu feederd --datasets "$work/datasets" --workers "$cores"
 then
-	bench_run cpu "${T_CPU:-120}" "$build/client/xvector/xvec" train --socket "$sock" \
+	bench_run cpu "${T_CPU:-120}" "$build/xvec/xvec" train --socket "$sock" \
 		--dataset speech --device cpu "${cpu_model[@]}" --noise-eps 0.1 --lr 0.001 \
 		--epochs 1000 --in-memory 4 --steps $((2 + CPU_STEPS)) --log-every 1 \
 		--out "$work/cpu.ckpt"

@@ -24,7 +24,7 @@ set -uo pipefail
 . "$(dirname "$0")/bench_run.sh"
 bench_init xvec_quality
 cores=$(nproc)
-xvec=$build/client/xvector/xvec
+xvec=$build/xvec/xvec
 
 bench_probe
 EPOCHS=${EPOCHS:-$([ "$DRY" = 1 ] && echo 1 || echo 12)}
@@ -34,9 +34,9 @@ mkdir -p "$work/datasets"
 data_ok=1
 for spec in "train 20 30 1" "test 10 12 2"; do
 	read -r name spk utt seed <<<"$spec"
-	bench_run "gen_$name" "${T_DATA:-60}" "$build/tools/gen-speech" "$spk" "$utt" \
+	bench_run "gen_$name" "${T_DATA:-60}" "$build/tools/gen/gen-speech" "$spk" "$utt" \
 		"$work/$name" --seed "$seed" --threads "$cores" &&
-		bench_run "pack_$name" "${T_DATA:-60}" "$build/tools/packer" pack audio \
+		bench_run "pack_$name" "${T_DATA:-60}" "$build/packer/packer" pack audio \
 			--threads "$cores" "$work/$name" "$work/datasets/speech-$name" --features mfcc \
 			--ceps 30 || data_ok=0
 	rm -rf "${work:?}/$name"

@@ -1,7 +1,7 @@
 """xvec_torch.py — the PyTorch peer of `xvec train --device cpu`.
 
 The same x-vector TDNN (Snyder et al. 2018) and layer table as
-client/xvector/: five frame layers (contexts [-2..2], {-2,0,2}, {-3,0,3},
+xvec/: five frame layers (contexts [-2..2], {-2,0,2}, {-3,0,3},
 {0}, {0} as Conv1d with kernel 5/3/3/1/1 and dilation 1/2/3/1/1), each
 dropout(bn(relu(tdnn(x)))), Gaussian noise eps on the last frame output in
 training, mean+std pooling, two segment layers relu+bn, softmax CE, AdamW.

@@ -36,22 +36,22 @@ FEEDER_SOCKET=$tmp/env.sock "$feederd" --config "$tmp/good.conf" --socket "$tmp/
 grep -qx "socket = $tmp/flag.sock" "$tmp/out" || fail "--socket did not override FEEDER_SOCKET"
 
 # The shipped example is valid and says the defaults.
-"$feederd" --config "$src/tools/feederd.conf" --datasets "$tmp/ds" --check-config > "$tmp/out" \
-	2>"$tmp/err" || fail "tools/feederd.conf: $(cat "$tmp/err")"
+"$feederd" --config "$src/dist/feederd.conf" --datasets "$tmp/ds" --check-config > "$tmp/out" \
+	2>"$tmp/err" || fail "dist/feederd.conf: $(cat "$tmp/err")"
 grep -qx 'memory_limit = 4294967296' "$tmp/out" || fail "example: $(cat "$tmp/out")"
 grep -qx 'socket = /run/feeder/feederd.sock' "$tmp/out" || fail "example socket"
 # Every key it mentions, uncommented, is a valid setting whose printed value
 # is the built-in default (the example cannot drift from the code), and it
 # mentions every key --check-config prints.
-sed 's/^#\([a-z_]* =\)/\1/' "$src/tools/feederd.conf" > "$tmp/uncommented.conf"
+sed 's/^#\([a-z_]* =\)/\1/' "$src/dist/feederd.conf" > "$tmp/uncommented.conf"
 "$feederd" --config /dev/null --datasets "$tmp/ds" --check-config | grep -v '^[#[]' | sort > "$tmp/defaults"
 "$feederd" --config "$tmp/uncommented.conf" --datasets "$tmp/ds" --check-config 2>"$tmp/err" \
 	| grep -v '^[#[]' | grep -v '^workers = ' | sort > "$tmp/example" \
-	|| fail "tools/feederd.conf uncommented: $(cat "$tmp/err")"
+	|| fail "dist/feederd.conf uncommented: $(cat "$tmp/err")"
 grep -v '^workers = ' "$tmp/defaults" | diff - "$tmp/example" >&2 \
-	|| fail "tools/feederd.conf uncommented differs from the defaults (diff above)"
+	|| fail "dist/feederd.conf uncommented differs from the defaults (diff above)"
 for key in $(cut -d' ' -f1 "$tmp/defaults"); do
-	grep -q "^#$key =" "$src/tools/feederd.conf" || fail "tools/feederd.conf does not mention $key"
+	grep -q "^#$key =" "$src/dist/feederd.conf" || fail "dist/feederd.conf does not mention $key"
 done
 
 printf 'workers = 2\nwrokers = 3\n' > "$tmp/typo.conf"

@@ -198,7 +198,7 @@ static void test_errors(void)
 		{"allow_groups = no-such-group-feeder\n", "no group named 'no-such-group-feeder'"},
 		{"socket_group = no-such-group-feeder\n", "no group named"},
 		/* Messages are at most PROTO_MAX_MESSAGE: a larger limit would
-		 * be accepted and mean nothing (issue 13.15). */
+		 * be accepted and mean nothing. */
 		{"max_message = 2048\n", "'2048' is not a size from 512 to 1024"},
 		{"hello_timeout = 0\n", "hello_timeout"},
 		{"max_queued = 100\n", "max_queued"},
@@ -226,7 +226,7 @@ static void test_errors(void)
 		  "--reserved-connections", "8", NULL);
 	expect_error(rc, err, "reserved_connections (8) leaves none", NULL);
 	/* A FIFO (or anything but a regular file or /dev/null) is refused
-	 * without waiting for a writer (issue 13.13: it used to hang). */
+	 * without waiting for a writer (it used to hang). */
 	char fifo[256];
 	snprintf(fifo, sizeof fifo, "%s/fifo.conf", tmpdir);
 	CHECK(mkfifo(fifo, 0600) == 0);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_units.sh — the systemd units (tools/systemd/, as configured into the
+# test_units.sh — the systemd units (dist/, as configured into the
 # build) pass `systemd-analyze verify` without a single warning, and say what
 # the issue asks of them: Type=notify, the watchdog, socket activation of a
 # SOCK_SEQPACKET socket with mode 0660, and the sandboxing directives.
@@ -15,8 +15,8 @@ if ! out=$(timeout 30 systemd-analyze verify --man=no "$tmp/probe.service" 2>&1)
 fi
 
 fail() { echo "FAIL: $*"; exit 1; }
-svc=$build/tools/feederd.service ; sock=$build/tools/feederd.socket
-[ -f "$svc" ] && [ -f "$sock" ] || fail "configured units missing in $build/tools"
+svc=$build/dist/feederd.service ; sock=$build/dist/feederd.socket
+[ -f "$svc" ] && [ -f "$sock" ] || fail "configured units missing in $build/dist"
 # verify insists that ExecStart exists: point it at the built daemon (or any
 # executable while the daemon is not built) in a copy.
 exe=$build/daemon/feederd ; [ -x "$exe" ] || exe=/bin/true

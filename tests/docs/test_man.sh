@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_man.sh — the man pages (issue 17.5): each renders with `man -l`
+# test_man.sh — the man pages: each renders with `man -l`
 # without a single groff warning, and they cannot drift from the code:
 # every long option a tool's --help prints is in its page, and every key
 # `feederd --check-config` prints is in feederd.conf(5).
@@ -36,12 +36,12 @@ check_options() { # PAGE HELP-COMMAND...
 	done
 }
 check_options feederd.8 "$build/daemon/feederd" --help
-check_options packer.1 "$build/tools/packer" --help
-check_options packer.1 "$build/tools/packer" pack audio --help
+check_options packer.1 "$build/packer/packer" --help
+check_options packer.1 "$build/packer/packer" pack audio --help
 check_options feederctl.1 "$build/tools/feederctl" --help
 check_options feeder-bench.1 "$build/tools/feeder-bench" --help
-if [ -x "$build/client/xvector/xvec" ]; then
-	check_options xvec.1 "$build/client/xvector/xvec" --help
+if [ -x "$build/xvec/xvec" ]; then
+	check_options xvec.1 "$build/xvec/xvec" --help
 fi
 
 # Every configuration key.

@@ -7,8 +7,8 @@ build=${FEEDER_BUILD:?FEEDER_BUILD must name the build directory}
 src=${FEEDER_SOURCE:?FEEDER_SOURCE must name the source directory}
 feederd=$build/daemon/feederd
 feederctl=$build/tools/feederctl
-packer=$build/tools/packer
-genimg=$build/tools/gen-images
+packer=$build/packer/packer
+genimg=$build/tools/gen/gen-images
 client=$build/tests/e2e/e2e_client
 
 skip() { echo "SKIP: $*"; exit 77; }

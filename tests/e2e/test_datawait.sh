@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_datawait.sh — the trainer's data wait, as feederd reports it (issue 17):
+# test_datawait.sh — the trainer's data wait, as feederd reports it:
 #   * a trainer that computes 9 ms per batch of a cheap stream (16x16
 #     output) waits for data ~0 % of its time;
 #   * one that does nothing but read a stream one worker cannot keep up

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_metrics.sh — Prometheus metrics (issue 17.3): feederd with
+# test_metrics.sh — Prometheus metrics: feederd with
 # metrics_listen serves /metrics over real HTTP; the text parses with the
 # prometheus_client text parser; counters only grow across scrapes (also
 # when a stream ends) and follow a running stream; 404/405 for anything but

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_crafted.sh — datasets damaged on purpose (issue 13.1, 13.3): one with
+# test_crafted.sh — datasets damaged on purpose: one with
 # a record whose length runs far past data.mdb (it crashed feederd and
 # packer verify with SIGSEGV), one with a record whose overflow page points
 # past the file (LMDB's MDB_PAGE_NOTFOUND, after which every later read of

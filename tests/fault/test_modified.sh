@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_modified.sh — a served data.mdb overwritten in place (`cp` onto the
-# same inode) while a stream reads it (issue 13.7: the stream used to switch
+# same inode) while a stream reads it (the stream used to switch
 # silently to the new bytes mid-epoch). The stream must end with "dataset
 # 'x' was modified in place", a stream on another dataset delivers correct
 # batches throughout, and after SIGHUP the new bytes are served as x, every

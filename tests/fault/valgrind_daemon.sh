@@ -15,8 +15,8 @@ build=${FEEDER_BUILD:?FEEDER_BUILD must name the build directory}
 san=${1:-none}
 feederd=$build/daemon/feederd
 feederctl=$build/tools/feederctl
-packer=$build/tools/packer
-genimg=$build/tools/gen-images
+packer=$build/packer/packer
+genimg=$build/tools/gen/gen-images
 bench=$build/tools/feeder-bench
 
 skip() { echo "SKIP: $*"; exit 77; }

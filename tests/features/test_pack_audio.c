@@ -328,7 +328,7 @@ int main(void)
 	const char *build = getenv("FEEDER_BUILD");
 	if (!build)
 		SKIP("FEEDER_BUILD is not set (run under meson test)");
-	snprintf(packer, sizeof(packer), "%s/tools/packer", build);
+	snprintf(packer, sizeof(packer), "%s/packer/packer", build);
 	if (access(packer, X_OK) != 0)
 		SKIP("%s is not built", packer);
 	const char *tmp = getenv("TMPDIR");

@@ -50,7 +50,7 @@ fi
 mkdir -p "$out"
 # feeder_config.h lives in the meson build root; without one, the defaults
 # of a machine without CUDA or systemd are all these sources need.
-inc=(-I"$src/proto" -I"$src/media" -I"$src/daemon" -I"$src/client" -I"$src/tools" -I"$src/tests/fuzz")
+inc=(-I"$src/proto" -I"$src/media" -I"$src/daemon" -I"$src/client" -I"$src/packer" -I"$src/tests/fuzz")
 if [ -f "$bld/feeder_config.h" ]; then
   inc+=(-I"$bld")
 else
@@ -82,7 +82,7 @@ stale() {
   local bin=$1; shift
   [ -f "$bin" ] || return 0
   local f
-  for f in "$@" "$0" "$src"/proto/*.h "$src"/media/*.h "$src"/daemon/*.h "$src"/tools/*.h "$src"/tests/fuzz/fuzz.h; do
+  for f in "$@" "$0" "$src"/proto/*.h "$src"/media/*.h "$src"/daemon/*.h "$src"/packer/*.h "$src"/tests/fuzz/fuzz.h; do
     [ "$f" -nt "$bin" ] && return 0
   done
   return 1

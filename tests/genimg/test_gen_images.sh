@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# test_gen_images.sh — checks tools/gen-images end to end through its
+# test_gen_images.sh — checks tools/gen/gen-images end to end through its
 # source-tree wrapper: ImageFolder layout, that every file is a 4:2:0 JPEG of
 # ImageNet-like geometry and quality with photo-like (not flat) content, the
 # file-size range, determinism per seed (and independence of the thread
 # count), and the usage errors. Exit 0 pass, 1 fail, 77 skip.
 set -u
 src="${FEEDER_SOURCE:?FEEDER_SOURCE not set}"
-gen="$src/tools/gen-images"
+gen="$src/tools/gen/gen-images"
 py=/usr/bin/python3
 if ! "$py" -c 'import PIL' 2>/dev/null; then
 	echo "SKIP: $py has no PIL (python3-pil)" >&2

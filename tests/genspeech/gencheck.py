@@ -1,5 +1,5 @@
 """gencheck.py — what the generator tests share: finding a built generator
-(FEEDER_BUILD, else ./build of this checkout, as the tools/gen-* wrappers
+(FEEDER_BUILD, else ./build of this checkout, as the tools/gen/gen-* wrappers
 do), running it through its wrapper, reading a WAV file with every header
 field checked against the canonical 44-byte PCM header that wav_write
 writes, the Schroeder decay measure, and main() that runs a pytest file as
@@ -17,13 +17,13 @@ BUILD = os.environ.get("FEEDER_BUILD", os.path.join(SOURCE, "build"))
 
 def exe(name):
     """The built generator, or None when it is not built."""
-    path = os.path.join(BUILD, "tools", name)
+    path = os.path.join(BUILD, "tools", "gen", name)
     return path if os.access(path, os.X_OK) else None
 
 
 def run(name, *args, timeout=300):
-    """Run tools/NAME (the source-tree wrapper) with args."""
-    return subprocess.run([os.path.join(SOURCE, "tools", name), *map(str, args)],
+    """Run tools/gen/NAME (the source-tree wrapper) with args."""
+    return subprocess.run([os.path.join(SOURCE, "tools", "gen", name), *map(str, args)],
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -70,7 +70,7 @@ def main(test_file, generators):
         return 77
     for g in generators:
         if not exe(g):
-            print(f"SKIP: {os.path.join(BUILD, 'tools', g)} is not built", file=sys.stderr)
+            print(f"SKIP: {os.path.join(BUILD, "tools", "gen", g)} is not built", file=sys.stderr)
             return 77
     rc = pytest.main(["-q", "-s", "-p", "no:cacheprovider", test_file])
     return 0 if rc == 0 else 1

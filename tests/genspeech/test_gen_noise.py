@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_gen_noise.py — end-to-end test of tools/gen-noise, the MUSAN-like
+"""test_gen_noise.py — end-to-end test of tools/gen/gen-noise, the MUSAN-like
 noise, music and babble generator (pytest; as a script, one meson test).
 
 Checks: bad arguments, the folder layout and ANNOTATIONS, canonical WAV

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_gen_rir.py — end-to-end test of tools/gen-rir, the image-source room
+"""test_gen_rir.py — end-to-end test of tools/gen/gen-rir, the image-source room
 impulse response generator (pytest; as a script, one meson test).
 
 Checks: bad arguments, rirs.tsv against the files, canonical WAV headers,

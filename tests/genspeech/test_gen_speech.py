@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_gen_speech.py — end-to-end test of tools/gen-speech.
+"""test_gen_speech.py — end-to-end test of tools/gen/gen-speech.
 
 Runs the generator through its wrapper script (as a user would) on a small
 corpus and checks the files byte by byte and as signals: canonical WAV
@@ -25,7 +25,7 @@ FS = 16000
 SPEAKERS, UTTS, MIN_DUR, MAX_DUR, SEED = 3, 4, 1.5, 2.5, 11
 
 source = os.environ.get("FEEDER_SOURCE", os.path.join(os.path.dirname(__file__), "..", ".."))
-wrapper = os.path.join(source, "tools", "gen-speech")
+wrapper = os.path.join(source, "tools", "gen", "gen-speech")
 failures = []
 
 
@@ -84,7 +84,7 @@ def read_traits(path):
 
 def main():
     exe = os.path.join(os.environ.get("FEEDER_BUILD", os.path.join(source, "build")),
-                       "tools", "gen-speech")
+                       "tools", "gen", "gen-speech")
     if not os.access(exe, os.X_OK):
         print(f"{exe} is not built", file=sys.stderr)
         return 77

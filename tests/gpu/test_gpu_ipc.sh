@@ -5,7 +5,7 @@
 # through a host ring (labels equal, pixels within 2/255); then a client
 # killed with SIGKILL while it holds every device slot is reclaimed (streams
 # and ring memory back to what they were) and a new client is served; then
-# the lifetimes of issue 18.3: 10 device streams closed with a copy from
+# the device-ring lifetimes: 10 device streams closed with a copy from
 # them still in flight (the bytes right, the client's CUDA context usable),
 # a stream failed under a held batch (its dataset removed: the held batch
 # still reads right until CLOSE_STREAM, and the daemon's memory comes back),

@@ -1,5 +1,5 @@
 #!/bin/bash
-# bigfile.sh — large files that are not images (issue 13.12): three sparse
+# bigfile.sh — large files that are not images: three sparse
 # 60 MB files named .jpg (under the size cap) and a sparse 700 MB one (over
 # it) among real JPEGs.
 #   - pack images skips each with a warning naming it: "not a JPEG file"

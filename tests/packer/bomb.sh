@@ -1,5 +1,5 @@
 #!/bin/bash
-# bomb.sh — decompression bombs (issue 13.10): a 1.5 KB JPEG whose header
+# bomb.sh — decompression bombs: a 1.5 KB JPEG whose header
 # claims 30000 x 30000 pixels (9e8, over the 2^27 limit feederd applies).
 #   - `verify --decode` reports that sample as bad, by index, naming the
 #     pixel limit, and exits 1; its peak memory stays small (it never

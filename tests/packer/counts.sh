@@ -1,5 +1,5 @@
 #!/bin/bash
-# counts.sh — a dataset whose header claims 2^61 samples (issue 13.14), alone
+# counts.sh — a dataset whose header claims 2^61 samples, alone
 # and together with LMDB's own entry count of the samples database forged to
 # match (both are numbers stored in the file), and one claiming 2^32 - 1
 # classes with the label table's count forged too. inspect, verify and cat

@@ -1,12 +1,12 @@
 #!/bin/bash
 # features.sh — inspect and verify on a features dataset (packed by
-# `packer pack audio` from tools/gen-speech output): inspect reports kind,
+# `packer pack audio` from tools/gen/gen-speech output): inspect reports kind,
 # feat_dim, dtype and frame/duration statistics that match the records;
 # verify passes, then names the sample whose matrix holds an infinity (with
 # its CRC made consistent, so only the finiteness check can catch it) and
 # the sample whose header claims the wrong number of frames.
 source "$FEEDER_SOURCE/tests/packer/lib.sh"
-GS="$FEEDER_BUILD/tools/gen-speech"
+GS="$FEEDER_BUILD/tools/gen/gen-speech"
 [ -x "$GS" ] || { echo "SKIP: gen-speech not built" >&2; exit 77; }
 "$PACKER" pack audio --help >/dev/null 2>&1 || { echo "SKIP: packer built without pack audio" >&2; exit 77; }
 "$GS" 3 3 "$T/sp" --seed 3 --min-dur 0.8 --max-dur 1.5 >/dev/null || fail "gen-speech"

@@ -10,7 +10,7 @@
 # FLAC copies of the tree give the same samples as its WAVs; and packer cat
 # writes a wave record back as a WAV.
 source "$FEEDER_SOURCE/tests/packer/lib.sh"
-GS="$FEEDER_BUILD/tools/gen-speech"
+GS="$FEEDER_BUILD/tools/gen/gen-speech"
 [ -x "$GS" ] || { echo "SKIP: gen-speech not built" >&2; exit 77; }
 "$PACKER" pack audio --help >/dev/null 2>&1 || { echo "SKIP: packer built without pack audio" >&2; exit 77; }
 "$GS" 3 4 "$T/tree" --seed 11 --min-dur 1 --max-dur 2 --kaldi "$T/data" >/dev/null || fail "gen-speech --kaldi"

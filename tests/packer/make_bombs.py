@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make_bombs.py DIR — write the decoding bombs of issue 13.10 into DIR:
+"""make_bombs.py DIR — write the decoding bombs (decompression bombs) into DIR:
 
   bomb.jpg    a 1.5 KB JPEG whose header claims 30000 x 30000 pixels (9e8,
               over the 2^27 limit every decoder in Feeder applies);

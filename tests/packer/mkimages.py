@@ -4,7 +4,7 @@
 usage: mkimages.py N DIR [--classes K] [--seed S] [--min-side A] [--max-side B] [--smooth]
 
 Image i goes to DIR/class_<i % K>/img_<i>.jpg; sizes and pixels come from the
-seed, so a run is reproducible. Used when tools/gen-images is not built (and
+seed, so a run is reproducible. Used when tools/gen/gen-images is not built (and
 by tests that need particular sizes); pure noise keeps every file distinct,
 which the corruption test relies on. --smooth paints gradients and waves with
 little noise instead, for comparing resized pixels with a reference."""

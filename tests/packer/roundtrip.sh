@@ -45,7 +45,7 @@ def crc32c(b):
     return c ^ 0xFFFFFFFF
 ds = json.load(open(sys.argv[2]))
 for s in ds["samples"][:6]:
-    p = subprocess.run([os.environ["FEEDER_BUILD"] + "/tools/packer", "cat", sys.argv[1],
+    p = subprocess.run([os.environ["FEEDER_BUILD"] + "/packer/packer", "cat", sys.argv[1],
                         str(s["index"])], capture_output=True, check=True).stdout
     assert crc32c(p) == s["crc"], s["index"]
 PYEOF

@@ -1,5 +1,5 @@
 #!/bin/bash
-# symlinks.sh — links to folders in a source tree (issue 13.9). A link loop
+# symlinks.sh — links to folders in a source tree. A link loop
 # (class_001/loop -> .), two links to '.' (an exponential walk if followed
 # blindly), a link into another class's folder, a class folder that is a
 # link to another class, and a link to a folder outside SRC:

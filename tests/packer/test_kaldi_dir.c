@@ -1,5 +1,5 @@
 /* test_kaldi_dir — Kaldi data directories as `packer pack audio --kaldi`
- * reads them (tools/kaldi_dir.c): good directories, with and without
+ * reads them (packer/kaldi_dir.c): good directories, with and without
  * segments, come back with the utterances sorted by id, the speakers sorted
  * into class ids, pipes told from paths, CRLF lines accepted; every bad
  * line (fields, numbers, duplicates, ids missing from another file, ark

@@ -46,7 +46,7 @@ grep -q "^sample $last: JPEG" "$T/out" || fail "verify --decode output: $(cat "$
 [ "$(grep -c '^sample ' "$T/out")" = 1 ] || fail "more than one bad sample: $(cat "$T/out")"
 # A record whose label was changed (its payload and payload CRC intact):
 # version 2 records carry a CRC of their header, so verify reports header
-# damage for exactly that sample (issue 13.6: it used to pass unnoticed).
+# damage for exactly that sample (it used to pass unnoticed).
 expect_rc 0 "$PACKER" pack images --force "$T/src" "$T/ds3"
 K=5
 $PY - "$T/ds3" $K <<'PYEOF' || fail "changing the label of sample $K"

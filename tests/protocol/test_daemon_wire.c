@@ -1048,7 +1048,7 @@ static void test_sigterm(void)
 	close(fd);
 }
 
-/* ---- hostile and careless clients (issue 13) ---------------------------- */
+/* ---- hostile and careless clients ---------------------------- */
 
 /* Run fn in a child that has become uid (and gid) first, as another user
  * would; the socket is opened to everyone for it. The child's checks exit 1
@@ -1452,7 +1452,7 @@ static void test_visibility(void)
 	close(fd);
 }
 
-/* Device-ring releases are polled, never waited on (issue 18.2). The GPU
+/* Device-ring releases are polled, never waited on. The GPU
  * is emulated and every release takes 60 s to complete on the "client's
  * GPU": the device-ring stream gets one batch per slot and then nothing (a
  * slot is not written again before its release completes), while another

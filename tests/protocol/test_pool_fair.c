@@ -8,7 +8,7 @@
  *   2. worker TIME is shared between clients, whatever their samples cost:
  *      a client with 4 streams of 256x256 float outputs (about 20x the work
  *      of a sample) and a client with one 16x16 stream each get about half
- *      of the workers' seconds (issue 13.8: the heavy one used to take
+ *      of the workers' seconds (the heavy one used to take
  *      98 % of them, because turns were counted in samples). */
 #include "check.h"
 #include "crc32c.h"

@@ -93,8 +93,8 @@ def datasets(workdir):
     ds = os.path.join(workdir, "datasets")
     os.makedirs(ds, exist_ok=True)
     src = os.path.join(workdir, "src-imgs")
-    run(tool("tools/gen-images"), "40", src, "--classes", "4", "--seed", "3", "--threads", "1")
-    run(tool("tools/packer"), "pack", "images", "--resize-shorter", "48", "--threads", "1",
+    run(tool("tools/gen/gen-images"), "40", src, "--classes", "4", "--seed", "3", "--threads", "1")
+    run(tool("packer/packer"), "pack", "images", "--resize-shorter", "48", "--threads", "1",
         src, os.path.join(ds, "imgs"))
     return ds
 
@@ -106,9 +106,9 @@ def add_speech(datasets, workdir):
     if os.path.exists(dest):
         return True
     src = os.path.join(workdir, "src-speech")
-    run(tool("tools/gen-speech"), "3", "4", src, "--seed", "5", "--min-dur", "1", "--max-dur", "2",
+    run(tool("tools/gen/gen-speech"), "3", "4", src, "--seed", "5", "--min-dur", "1", "--max-dur", "2",
         "--threads", "1")
-    r = subprocess.run([tool("tools/packer"), "pack", "audio", "--threads", "1", src, dest],
+    r = subprocess.run([tool("packer/packer"), "pack", "audio", "--threads", "1", src, dest],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return r.returncode == 0
 

@@ -34,11 +34,11 @@ def _read_wav(path):
 @pytest.fixture(scope="module")
 def audio(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("dsp"))
-    run(tool("tools/gen-speech"), "3", "2", os.path.join(root, "speech"), "--seed", "11",
+    run(tool("tools/gen/gen-speech"), "3", "2", os.path.join(root, "speech"), "--seed", "11",
         "--min-dur", "2.5", "--max-dur", "3.5")
-    run(tool("tools/gen-noise"), "--seed", "5", "--count", "2", "--seconds", "1:4",
+    run(tool("tools/gen/gen-noise"), "--seed", "5", "--count", "2", "--seconds", "1:4",
         os.path.join(root, "noise"))
-    run(tool("tools/gen-rir"), "--seed", "6", "--count", "6", os.path.join(root, "rir"))
+    run(tool("tools/gen/gen-rir"), "--seed", "6", "--count", "6", os.path.join(root, "rir"))
     found = lambda pattern: sorted(glob.glob(os.path.join(root, pattern), recursive=True))
     a = {"root": root,
          "speech": [_read_wav(p) for p in found("speech/**/*.wav")],

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_pip.sh — `pip install ./client/python` (issue 17.6): into a fresh
+# test_pip.sh — `pip install ./client/python`: into a fresh
 # virtual environment (with the system's site packages for NumPy and cffi:
 # no network here), then that environment's `import feeder` runs a Loader
 # against a real feederd with the library named by $FEEDER_LIBRARY, and

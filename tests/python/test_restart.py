@@ -29,7 +29,7 @@ def uniq(workdir):
     ds = os.path.join(workdir, "datasets-uniq")
     if not os.path.exists(os.path.join(ds, "uniq")):
         src = os.path.join(workdir, "src-uniq")
-        run(tool("tools/gen-images"), str(N), src, "--classes", "4", "--seed", "9", "--threads", "1")
+        run(tool("tools/gen/gen-images"), str(N), src, "--classes", "4", "--seed", "9", "--threads", "1")
         names = sorted(os.path.relpath(os.path.join(d, f), src)
                        for d, _, fs in os.walk(src) for f in fs if f.endswith(".jpg"))
         assert len(names) == N
@@ -37,7 +37,7 @@ def uniq(workdir):
         with open(lst, "w") as f:
             f.writelines("%s\t%d\n" % (n, i) for i, n in enumerate(names))
         os.makedirs(ds, exist_ok=True)
-        run(tool("tools/packer"), "pack", "images", "--list", lst, "--resize-shorter", "48",
+        run(tool("packer/packer"), "pack", "images", "--list", lst, "--resize-shorter", "48",
             "--threads", "1", src, os.path.join(ds, "uniq"))
     return ds
 

@@ -44,18 +44,18 @@ def wave_daemon(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("wave"))
     ds = os.path.join(root, "datasets")
     os.makedirs(ds)
-    packer = tool("tools/packer")
+    packer = tool("packer/packer")
     src = os.path.join(root, "speech")
-    run(tool("tools/gen-speech"), "4", "6", src, "--seed", "7", "--min-dur", "2.5",
+    run(tool("tools/gen/gen-speech"), "4", "6", src, "--seed", "7", "--min-dur", "2.5",
         "--max-dur", "4", "--threads", "2")
     r = run(packer, "pack", "audio", "--store", "wave", src, os.path.join(ds, "speech"))
     del r
-    run(tool("tools/gen-noise"), "--seed", "3", "--count", "2", "--seconds", "2:3",
+    run(tool("tools/gen/gen-noise"), "--seed", "3", "--count", "2", "--seconds", "2:3",
         os.path.join(root, "noise"))
     run(packer, "pack", "audio", "--store", "wave", os.path.join(root, "noise"),
         os.path.join(ds, "noise"))
     rirs = os.path.join(root, "rirs", "rir")  # one class folder
-    run(tool("tools/gen-rir"), "--seed", "4", "--count", "4", rirs)
+    run(tool("tools/gen/gen-rir"), "--seed", "4", "--count", "4", rirs)
     run(packer, "pack", "audio", "--store", "wave", os.path.join(root, "rirs"),
         os.path.join(ds, "rir"))
     # Utterances of exactly one chunk, for packer vs daemon.

@@ -32,7 +32,7 @@ sleep 0.3
 [ -e "$tmp/outside/secret/lock.mdb" ] && fail "the daemon followed a lock.mdb link out of the datasets"
 daemon_alive
 grep -q "data.mdb is not a regular file" "$tmp/feederd.log" || fail "the linked data.mdb was not logged"
-# each skipped link to a folder is named once per scan (issue 13.15)
+# each skipped link to a folder is named once per scan
 for l in linkdir rellink latelink; do
 	grep -q "dataset entry '$l' skipped: it is a symbolic link" "$tmp/feederd.log" \
 		|| fail "the symbolic link '$l' was skipped without a log line"

@@ -1,4 +1,4 @@
-/* hostile_client.c — the neighbours of the soak (tests/soak.sh, issue 13):
+/* hostile_client.c — the neighbours of the soak (tests/soak.sh):
  * clients that try to hold the daemon's resources while it serves others.
  *
  *   hostile_client SOCKET DATASET MODE SECONDS

@@ -81,7 +81,7 @@ int main(void)
 	CHECK(dsformat_sample_decode(DSFORMAT_VERSION, rec, sizeof(rec), &t, &pl, err, sizeof(err)) == FEEDER_ECORRUPT);
 
 	/* Version 2: a changed label (or any header byte) is caught by the
-	 * header CRC and reported as header damage (issue 13.6). */
+	 * header CRC and reported as header damage. */
 	s.frames = 3;
 	dsformat_sample_encode(&s, rec);
 	CHECK(dsformat_sample_decode(DSFORMAT_VERSION, rec, sizeof(rec), &t, &pl, err, sizeof(err)) == 0);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_aug_e2e.sh — augmentation pays (issue 14): on generated speech, an
+# test_aug_e2e.sh — augmentation pays: on generated speech, an
 # x-vector model trained through feederd's wave pipeline with noise and
 # reverberation (gen-noise, gen-rir) scores a lower EER on a noisy and
 # reverberant held-out test set than the same model trained on clean
@@ -14,18 +14,18 @@
 # takes it, and refuses another), and --noise without --pipeline wave is a
 # usage error.
 source "$FEEDER_SOURCE/tests/e2e/lib.sh"
-xvec=$build/client/xvector/xvec
+xvec=$build/xvec/xvec
 [ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
 seed=${XVEC_AUG_SEED:-1}
 "$packer" pack audio --help 2>&1 | grep -q "without audio support" && skip "packer without audio support"
-"$build/tools/gen-speech" 20 30 "$tmp/train" --seed "$seed" --threads 2 >/dev/null || fail "gen-speech train"
-"$build/tools/gen-speech" 10 12 "$tmp/test" --seed $((seed + 100)) --threads 2 >/dev/null || fail "gen-speech test"
+"$build/tools/gen/gen-speech" 20 30 "$tmp/train" --seed "$seed" --threads 2 >/dev/null || fail "gen-speech train"
+"$build/tools/gen/gen-speech" 10 12 "$tmp/test" --seed $((seed + 100)) --threads 2 >/dev/null || fail "gen-speech test"
 for s in train test; do
 	k=$seed; [ $s = test ] && k=$((seed + 100))
-	"$build/tools/gen-noise" --seed $k --count 6 --seconds 3:6 "$tmp/noise-$s" >/dev/null \
+	"$build/tools/gen/gen-noise" --seed $k --count 6 --seconds 3:6 "$tmp/noise-$s" >/dev/null \
 		|| fail "gen-noise $s"
 	# gen-rir writes one folder of RIRs: pack its parent, one class.
-	"$build/tools/gen-rir" --seed $k --count 12 "$tmp/rir-$s/rir" >/dev/null || fail "gen-rir $s"
+	"$build/tools/gen/gen-rir" --seed $k --count 12 "$tmp/rir-$s/rir" >/dev/null || fail "gen-rir $s"
 done
 for d in train test noise-train noise-test rir-train rir-test; do
 	"$packer" pack audio --store wave "$tmp/$d" "$datasets/$d" >"$tmp/pack-$d.log" 2>&1 \

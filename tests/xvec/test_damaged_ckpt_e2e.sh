@@ -11,11 +11,11 @@
 # and evaluates.
 source "$FEEDER_SOURCE/tests/e2e/lib.sh"
 source "$FEEDER_SOURCE/tests/find_python.sh"
-xvec=$build/client/xvector/xvec
+xvec=$build/xvec/xvec
 [ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
 py=$(find_python) || skip "$py"
 patch_ckpt() { "$py" "$src/tests/xvec/ckpt_patch.py" "$tmp/good" "$tmp/$1" "${@:2}" || fail "ckpt_patch $*"; }
-"$build/tools/gen-speech" 4 6 "$tmp/src" --seed 3 >/dev/null || fail "gen-speech"
+"$build/tools/gen/gen-speech" 4 6 "$tmp/src" --seed 3 >/dev/null || fail "gen-speech"
 "$packer" pack audio "$tmp/src" "$datasets/sp" >/dev/null 2>&1 || fail "pack audio"
 start_daemon
 model=(--socket "$sock" --batch 4 --chunk 40 --timeout-ms 20000)

@@ -7,7 +7,7 @@
  * utterances, scored by cosine similarity, must separate same-speaker from
  * different-speaker pairs (EER well below 50%). */
 #include "check.h"
-#include "metrics.h"
+#include "verify_metrics.h"
 #include "philox.h"
 #include "xvec_model.h"
 
@@ -71,15 +71,15 @@ int main(void)
 	CHECKF(xvec_model_embed(m, x, HELD, T, emb, err, sizeof(err)) == 0, "%s", err);
 	for (int i = 0; i < HELD; i++)
 		for (int j = i + 1; j < HELD; j++) {
-			float s = metrics_cosine(emb + i * E, emb + j * E, E);
+			float s = verify_cosine(emb + i * E, emb + j * E, E);
 
 			if (labels[i] == labels[j])
 				tar[nt++] = s;
 			else
 				non[nn++] = s;
 		}
-	CHECK(metrics_eer(tar, nt, non, nn, &eer, err, sizeof(err)) == 0);
-	CHECK(metrics_min_dcf(tar, nt, non, nn, 0.01, 1, 1, &dcf, NULL, err, sizeof(err)) == 0);
+	CHECK(verify_eer(tar, nt, non, nn, &eer, err, sizeof(err)) == 0);
+	CHECK(verify_min_dcf(tar, nt, non, nn, 0.01, 1, 1, &dcf, NULL, err, sizeof(err)) == 0);
 	printf("x-vector cosine scoring: %zu target / %zu non-target pairs, EER %.3f, minDCF %.3f\n",
 	       nt, nn, eer, dcf);
 	CHECKF(eer < 0.2, "EER %.3f", eer);

@@ -24,7 +24,7 @@
 #     went away (or, one with a batch still in its ring, that another rank
 #     failed), ranks 0 and 1 that another rank failed.
 source "$FEEDER_SOURCE/tests/e2e/lib.sh"
-xvec=$build/client/xvector/xvec
+xvec=$build/xvec/xvec
 diff_tool=$build/tests/xvec/ckpt_diff
 [ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
 command -v mpirun >/dev/null || skip "mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)"
@@ -40,7 +40,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMP_NUM_THREADS=1
 # still caught here.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
-"$build/tools/gen-speech" 8 8 "$tmp/src" --seed 3 >/dev/null || fail "gen-speech"
+"$build/tools/gen/gen-speech" 8 8 "$tmp/src" --seed 3 >/dev/null || fail "gen-speech"
 "$packer" pack audio "$tmp/src" "$datasets/speech" --features mfcc --ceps 20 >/dev/null 2>&1 \
 	|| fail "pack audio"
 start_daemon

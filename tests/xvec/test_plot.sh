@@ -7,7 +7,7 @@
 # too large for their spacing to show still draws, in bounded time.
 set -u
 build=${FEEDER_BUILD:?FEEDER_BUILD must name the build directory}
-xvec=$build/client/xvector/xvec
+xvec=$build/xvec/xvec
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 [ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"

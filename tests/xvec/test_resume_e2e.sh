@@ -4,9 +4,9 @@
 # step, BN statistics and the stream position (epoch, batch), and the daemon's
 # stream at (seed, epoch, start batch) yields exactly the tail of the epoch.
 source "$FEEDER_SOURCE/tests/e2e/lib.sh"
-xvec=$build/client/xvector/xvec
+xvec=$build/xvec/xvec
 [ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
-"$build/tools/gen-speech" 4 10 "$tmp/src" --seed 5 >/dev/null || fail "gen-speech"
+"$build/tools/gen/gen-speech" 4 10 "$tmp/src" --seed 5 >/dev/null || fail "gen-speech"
 "$packer" pack audio "$tmp/src" "$datasets/sp" >/dev/null 2>&1 || fail "pack audio"
 start_daemon
 args=(--dataset sp --socket "$sock" --batch 8 --chunk 40 --width 16 --pool-width 24 --embed 12

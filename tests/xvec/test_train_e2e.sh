@@ -4,10 +4,10 @@
 # speakers. Learning: training accuracy well above chance (1/20) and held-out
 # EER below 20 %. Also: `--device cuda` fails with a clear reason here.
 source "$FEEDER_SOURCE/tests/e2e/lib.sh"
-xvec=$build/client/xvector/xvec
+xvec=$build/xvec/xvec
 [ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
-"$build/tools/gen-speech" 20 30 "$tmp/train" --seed 1 >/dev/null || fail "gen-speech train"
-"$build/tools/gen-speech" 10 12 "$tmp/test" --seed 2 >/dev/null || fail "gen-speech test"
+"$build/tools/gen/gen-speech" 20 30 "$tmp/train" --seed 1 >/dev/null || fail "gen-speech train"
+"$build/tools/gen/gen-speech" 10 12 "$tmp/test" --seed 2 >/dev/null || fail "gen-speech test"
 for s in train test; do
 	"$packer" pack audio "$tmp/$s" "$datasets/speech-$s" --features mfcc --ceps 30 >/dev/null 2>&1 \
 		|| fail "pack audio $s"
@@ -38,7 +38,7 @@ if "$xvec" train --dataset speech-train --socket "$sock" --out "$tmp/c2" --devic
 	fail "--device cuda succeeded without a CUDA trainer"
 fi
 grep -q 'cuda' "$tmp/cuda.err" || fail "--device cuda error does not say why: $(cat "$tmp/cuda.err")"
-# The pictures (issue 17.4): the log has one object per log line with the
+# The pictures: the log has one object per log line with the
 # figures of that line; the DET plot is well-formed SVG with the EER point
 # where eval --json puts the EER; xvec plot draws the log's three curves.
 "$xvec" plot "$tmp/train.jsonl" --out "$tmp/train.svg" >/dev/null 2>"$tmp/plot.err" \

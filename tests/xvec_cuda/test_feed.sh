@@ -25,10 +25,10 @@ if ! why=$("$bench/xvec_gpu_bench" --probe 2>&1); then
 	echo "SKIP: ${why#xvec_gpu_bench: }"
 	exit 77
 fi
-for exe in "$build/daemon/feederd" "$build/tools/packer" "$build/tools/gen-speech"; do
+for exe in "$build/daemon/feederd" "$build/packer/packer" "$build/tools/gen/gen-speech"; do
 	[ -x "$exe" ] || { echo "SKIP: $exe is not built"; exit 77; }
 done
-if "$build/tools/packer" pack audio 2>&1 | grep -q "built without audio support"; then
+if "$build/packer/packer" pack audio 2>&1 | grep -q "built without audio support"; then
 	echo "SKIP: packer was built without the audio libraries (FFTW, libsndfile, libsoxr)"
 	exit 77
 fi
@@ -39,8 +39,8 @@ daemon=
 trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; [ -s "$tmp/feederd.log" ] && tail -n 20 "$tmp/feederd.log"; exit 1; }
 
-"$build/tools/gen-speech" 6 5 "$tmp/speech" --seed 3 --threads 1 >/dev/null 2>&1 || fail "gen-speech"
-"$build/tools/packer" pack audio "$tmp/speech" "$tmp/datasets/speech" --features mfcc --ceps 30 \
+"$build/tools/gen/gen-speech" 6 5 "$tmp/speech" --seed 3 --threads 1 >/dev/null 2>&1 || fail "gen-speech"
+"$build/packer/packer" pack audio "$tmp/speech" "$tmp/datasets/speech" --features mfcc --ceps 30 \
 	>/dev/null 2>"$tmp/pack.log" || fail "packer: $(cat "$tmp/pack.log")"
 "$build/daemon/feederd" --config /dev/null --socket "$tmp/s.sock" --datasets "$tmp/datasets" \
 	--log-level warning 2>"$tmp/feederd.log" &

@@ -6,7 +6,7 @@
  * held-out utterances below 0.2 — the CPU reference's band. Runs in fp32
  * and bf16. */
 #include "cuda_test.h"
-#include "metrics.h"
+#include "verify_metrics.h"
 #include "philox.h"
 #include "xvec_cuda.h"
 #include "xvec_model.h"
@@ -89,14 +89,14 @@ static void train(int precision)
 	CHECKF(xvec_cuda_embed(g, d_x, HELD, T, emb, err, sizeof(err)) == 0, "%s", err);
 	for (int i = 0; i < HELD; i++)
 		for (int j = i + 1; j < HELD; j++) {
-			float s = metrics_cosine(emb + i * E, emb + j * E, E);
+			float s = verify_cosine(emb + i * E, emb + j * E, E);
 
 			if (labels[i] == labels[j])
 				tar[nt++] = s;
 			else
 				non[nn++] = s;
 		}
-	CHECK(metrics_eer(tar, nt, non, nn, &eer, err, sizeof(err)) == 0);
+	CHECK(verify_eer(tar, nt, non, nn, &eer, err, sizeof(err)) == 0);
 	printf("x-vector cosine scoring: %zu target / %zu non-target pairs, EER %.3f\n", nt, nn, eer);
 	CHECKF(eer < 0.2, "EER %.3f", eer);
 

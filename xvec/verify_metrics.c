@@ -1,9 +1,9 @@
-/* metrics.c — EER, minDCF and cosine scoring (see metrics.h).
+/* verify_metrics.c — EER, minDCF and cosine scoring (see verify_metrics.h).
  *
  * Both error rates come from one sweep over the scores sorted ascending:
  * rejecting the lowest i scores gives P_miss = targets among them / ntarget
  * and P_fa = non-targets above them / nnontarget. */
-#include "metrics.h"
+#include "verify_metrics.h"
 #include "status.h"
 
 #include <errno.h>
@@ -79,7 +79,7 @@ static int metrics_sweep(const float *tar, size_t nt, const float *non, size_t n
 	return 0;
 }
 
-int metrics_det(const float *target, size_t ntarget, const float *nontarget, size_t nnontarget,
+int verify_det(const float *target, size_t ntarget, const float *nontarget, size_t nnontarget,
 		double **pmiss, double **pfa, size_t *npoints, char *err, size_t errlen)
 {
 	float *lowest;
@@ -90,7 +90,7 @@ int metrics_det(const float *target, size_t ntarget, const float *nontarget, siz
 	return rc;
 }
 
-int metrics_eer(const float *target, size_t ntarget, const float *nontarget, size_t nnontarget,
+int verify_eer(const float *target, size_t ntarget, const float *nontarget, size_t nnontarget,
 		double *eer, char *err, size_t errlen)
 {
 	double *pmiss, *pfa;
@@ -117,7 +117,7 @@ int metrics_eer(const float *target, size_t ntarget, const float *nontarget, siz
 	return 0;
 }
 
-int metrics_min_dcf(const float *target, size_t ntarget, const float *nontarget,
+int verify_min_dcf(const float *target, size_t ntarget, const float *nontarget,
 		    size_t nnontarget, double p_target, double c_miss, double c_fa, double *min_dcf,
 		    double *threshold, char *err, size_t errlen)
 {
@@ -153,7 +153,7 @@ int metrics_min_dcf(const float *target, size_t ntarget, const float *nontarget,
 	return 0;
 }
 
-float metrics_cosine(const float *a, const float *b, size_t n)
+float verify_cosine(const float *a, const float *b, size_t n)
 {
 	double ab = 0.0, aa = 0.0, bb = 0.0;
 

@@ -41,7 +41,7 @@
 #include "feeder.h"
 
 #include "cuda_info.h"
-#include "metrics.h"
+#include "verify_metrics.h"
 #include "xvec_checkpoint.h"
 #include "xvec_dist.h"
 #include "xvec_model.h"
@@ -1155,15 +1155,15 @@ static int cmd_eval(const struct args *a)
 		goto out;
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = i + 1; k < n; k++) {
-			float sc = metrics_cosine(emb + i * dim, emb + k * dim, (size_t)dim);
+			float sc = verify_cosine(emb + i * dim, emb + k * dim, (size_t)dim);
 			if (labels[i] == labels[k])
 				tgt[nt++] = sc;
 			else
 				non[nn++] = sc;
 		}
 	double eer, dcf;
-	if (metrics_eer(tgt, nt, non, nn, &eer, err, sizeof(err)) ||
-	    metrics_min_dcf(tgt, nt, non, nn, 0.01, 1, 1, &dcf, NULL, err, sizeof(err))) {
+	if (verify_eer(tgt, nt, non, nn, &eer, err, sizeof(err)) ||
+	    verify_min_dcf(tgt, nt, non, nn, 0.01, 1, 1, &dcf, NULL, err, sizeof(err))) {
 		fprintf(stderr, "xvec eval: %s (need utterances of at least two speakers, one with "
 				"two utterances)\n", err);
 		goto out;
@@ -1172,7 +1172,7 @@ static int cmd_eval(const struct args *a)
 		struct det_plot d = { .eer = eer };
 		snprintf(d.title, sizeof d.title, "DET: %s (%zu utterances, cosine scoring)",
 			 a->dataset, n);
-		int drc = metrics_det(tgt, nt, non, nn, &d.pm, &d.pf, &d.n, err, sizeof(err));
+		int drc = verify_det(tgt, nt, non, nn, &d.pm, &d.pf, &d.n, err, sizeof(err));
 		if (drc == 0)
 			drc = xvec_plot_save(a->det, draw_det_plot, &d, err, sizeof(err));
 		free(d.pm);

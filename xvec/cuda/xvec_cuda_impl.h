@@ -1,5 +1,5 @@
 /* xvec_cuda_impl.h — what xvec_cuda.cu, xvec_cuda_state.cu and gemm_cuda.cu
- * share (private to client/xvector/cuda): the context's layout, the
+ * share (private to xvec/cuda): the context's layout, the
  * frame-layer contexts and the error macros. */
 #ifndef FEEDER_XVEC_CUDA_IMPL_H
 #define FEEDER_XVEC_CUDA_IMPL_H
