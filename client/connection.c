@@ -77,7 +77,6 @@ int conn_set_dead(struct feeder *f, int code, const char *fmt, ...)
 	return f->dead;
 }
 
-
 struct feeder_stream *conn_find_stream(struct feeder *f, uint32_t id)
 {
 	for (struct feeder_stream *s = f->streams; s; s = s->next)
@@ -99,9 +98,10 @@ int conn_dispatch(struct feeder *f, const struct proto_msg *m)
 			return 0; /* a stream we are closing: nothing to do */
 		if (r->slot >= s->geo.slots || s->state[r->slot] != SLOT_DAEMON ||
 		    r->samples > s->geo.batch || s->qlen >= s->geo.slots)
-			return conn_set_dead(f, FEEDER_EPROTO,
-					"daemon announced slot %u of stream %u, which it does not own",
-					r->slot, r->stream);
+			return conn_set_dead(
+				f, FEEDER_EPROTO,
+				"daemon announced slot %u of stream %u, which it does not own",
+				r->slot, r->stream);
 		s->state[r->slot] = SLOT_QUEUED;
 		s->queue[(s->qhead + s->qlen) % s->geo.slots] = *r;
 		s->qlen++;
@@ -155,7 +155,8 @@ int conn_recv(struct feeder *f, int64_t deadline, struct proto_msg *m, int *fd)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return conn_set_dead(f, -errno, "waiting for feederd failed: %s", strerror(errno));
+			return conn_set_dead(f, -errno, "waiting for feederd failed: %s",
+					     strerror(errno));
 		if (n == 0) {
 			snprintf(f->err, sizeof f->err, "nothing arrived from feederd in time");
 			return FEEDER_ETIMEDOUT;
@@ -176,8 +177,9 @@ int conn_recv(struct feeder *f, int64_t deadline, struct proto_msg *m, int *fd)
 		if (fd && *fd >= 0) {
 			close(*fd);
 			*fd = -1;
-			return conn_set_dead(f, FEEDER_EPROTO, "feederd passed a descriptor with %s",
-					proto_type_name(m->type));
+			return conn_set_dead(f, FEEDER_EPROTO,
+					     "feederd passed a descriptor with %s",
+					     proto_type_name(m->type));
 		}
 	}
 	return 0;
@@ -197,8 +199,8 @@ int conn_send(struct feeder *f, const struct proto_msg *m)
 			conn_dispatch(f, &left);
 	}
 	if (rc < 0)
-		return conn_set_dead(f, rc, "sending %s to feederd failed: %s", proto_type_name(m->type),
-				err);
+		return conn_set_dead(f, rc, "sending %s to feederd failed: %s",
+				     proto_type_name(m->type), err);
 	return 0;
 }
 
@@ -266,10 +268,11 @@ static int greet(struct feeder *f, int64_t deadline)
 			break;
 		}
 		rc = conn_set_dead(f, FEEDER_EPROTO, "feederd answered HELLO with %s",
-			      proto_type_name(m.type));
+				   proto_type_name(m.type));
 	}
 	if (rc == FEEDER_ETIMEDOUT)
-		snprintf(f->err, sizeof f->err, "feederd at %s did not answer HELLO in time", f->path);
+		snprintf(f->err, sizeof f->err, "feederd at %s did not answer HELLO in time",
+			 f->path);
 	return rc;
 }
 
@@ -416,5 +419,5 @@ int conn_revive(struct feeder *f, int code)
 	f->dead = 0;
 	f->err[0] = '\0';
 	return conn_set_dead(f, rc, "feederd at %s went away and could not be reached again: %s",
-			f->path, why);
+			     f->path, why);
 }

@@ -1,6 +1,6 @@
 /* connection.h — libfeeder's insides shared by its modules: the
  * connection (connection.c: socket, message dispatch, reconnecting), the
- * streams (stream.c: rings, batches) and the daemon's figures
+ * streams (feeder_stream.c: rings, batches) and the daemon's figures
  * (status_query.c). Not installed; the API is feeder.h.
  *
  * A connection multiplexes its streams over one SEQPACKET socket, so the
@@ -33,8 +33,8 @@ struct old_ring {
 	uint8_t *ring;
 	uint64_t size;
 	uint32_t slots, held;
-	uint8_t *state;                  /* NULL once retired */
-	struct fcuda_ring *dev;          /* the device ring its device batches are in */
+	uint8_t *state;         /* NULL once retired */
+	struct fcuda_ring *dev; /* the device ring its device batches are in */
 	int fd, pinned;
 };
 
@@ -51,19 +51,19 @@ struct feeder_stream {
 	int fd;
 	uint8_t *ring;
 	int readonly;
-	int pinned;                      /* the ring is registered with CUDA */
-	int want_pin;                    /* feeder_stream_pin succeeded: pin reopened rings too */
-	struct fcuda_ring *dev;          /* FEEDER_MEMORY_DEVICE: the opened device ring */
-	uint8_t *dev_base;               /* its tensor buffer here */
-	uint64_t dev_stride;             /* bytes between slots' tensors */
+	int pinned;             /* the ring is registered with CUDA */
+	int want_pin;           /* feeder_stream_pin succeeded: pin reopened rings too */
+	struct fcuda_ring *dev; /* FEEDER_MEMORY_DEVICE: the opened device ring */
+	uint8_t *dev_base;      /* its tensor buffer here */
+	uint64_t dev_stride;    /* bytes between slots' tensors */
 	int dev_ordinal;
 	struct proto_batch_ready *queue; /* circular, geo.slots entries */
 	uint32_t qhead, qlen;
-	uint8_t *state;                  /* enum slot_state per slot */
-	int ended;                       /* STREAM_END received (or, once CLOSE_STREAM
+	uint8_t *state; /* enum slot_state per slot */
+	int ended;      /* STREAM_END received (or, once CLOSE_STREAM
 					    was sent, the daemon's answer to it) */
-	int closing;                     /* CLOSE_STREAM sent */
-	int failed;                      /* stream ERROR received: its code */
+	int closing;    /* CLOSE_STREAM sent */
+	int failed;     /* stream ERROR received: its code */
 	char fail_msg[PROTO_TEXT_MAX];
 	/* The trainer's data wait, sent with each RELEASE (feederd shows it):
 	 * time blocked in feeder_stream_next, and time between a batch handed
@@ -73,16 +73,15 @@ struct feeder_stream {
 
 struct feeder {
 	int sock;
-	int dead;                        /* 0, or the code every call now returns */
+	int dead; /* 0, or the code every call now returns */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int reconnect_ms;                /* feeder_set_reconnect: 0 off, < 0 forever */
-	uint32_t reconnects;             /* connections re-established so far */
+	int reconnect_ms;    /* feeder_set_reconnect: 0 off, < 0 forever */
+	uint32_t reconnects; /* connections re-established so far */
 	uint32_t next_tag;
 	struct feeder_stream *streams;
 	struct proto_welcome welcome;
 	char err[ERR_MAX];
 };
-
 
 /* Monotonic milliseconds (and microseconds); the poll timeout left until
  * deadline (-1: none); the deadline of a timeout (< 0: none). */
@@ -113,7 +112,7 @@ int conn_lost(int code);
 /* The open stream with daemon id `id`, or NULL. */
 struct feeder_stream *conn_find_stream(struct feeder *f, uint32_t id);
 
-/* stream.c, for the connection: free s (unmapping its rings); after a lost
+/* feeder_stream.c, for the connection: free s (unmapping its rings); after a lost
  * connection, keep s's held rings and forget the rest (stream_detach); on
  * the new connection, reopen s at the batch after the last one delivered
  * (stream_reopen: 0, or the code that kills the connection; a refusal only

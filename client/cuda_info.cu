@@ -8,7 +8,10 @@ extern "C" {
 #include <stdio.h>
 #include <string.h>
 
-extern "C" int cuda_info_built(void) { return 1; }
+extern "C" int cuda_info_built(void)
+{
+	return 1;
+}
 
 extern "C" int cuda_info_devices(struct cuda_info_device *dev, char *why, size_t whylen)
 {

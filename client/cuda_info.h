@@ -10,8 +10,8 @@
 
 struct cuda_info_device {
 	char name[256];
-	int major, minor;        /* compute capability */
-	size_t total_mem;        /* bytes */
+	int major, minor; /* compute capability */
+	size_t total_mem; /* bytes */
 	int multiprocessors;
 };
 

@@ -2,7 +2,10 @@
 #include "cuda_info.h"
 #include "status.h"
 
-int cuda_info_built(void) { return 0; }
+int cuda_info_built(void)
+{
+	return 0;
+}
 
 int cuda_info_devices(struct cuda_info_device *dev, char *why, size_t whylen)
 {

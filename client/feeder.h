@@ -65,20 +65,20 @@ struct feeder_stream;
 
 /* Geometry of an open stream, as the daemon announced it. */
 struct feeder_stream_info {
-	uint32_t id;                  /* the daemon's stream id (feederctl streams) */
+	uint32_t id; /* the daemon's stream id (feederctl streams) */
 	uint32_t slots, batch;
-	uint32_t dtype, layout;       /* enum feeder_dtype, feeder_layout */
-	uint32_t ndim, shape[4];      /* shape of a full batch */
-	uint64_t batches;             /* batches this stream delivers in all */
-	uint64_t batches_per_epoch;   /* for this rank, counting from batch 0 */
-	uint64_t samples;             /* samples in the dataset */
-	uint32_t classes;             /* classes in the dataset */
-	void *ring;                   /* the mapping of the whole ring */
-	size_t ring_size;             /* its length in bytes */
+	uint32_t dtype, layout;     /* enum feeder_dtype, feeder_layout */
+	uint32_t ndim, shape[4];    /* shape of a full batch */
+	uint64_t batches;           /* batches this stream delivers in all */
+	uint64_t batches_per_epoch; /* for this rank, counting from batch 0 */
+	uint64_t samples;           /* samples in the dataset */
+	uint32_t classes;           /* classes in the dataset */
+	void *ring;                 /* the mapping of the whole ring */
+	size_t ring_size;           /* its length in bytes */
 	size_t slot_size;
-	uint32_t placement;           /* enum feeder_placement, as served */
-	uint32_t memory;              /* enum feeder_memory of the batches */
-	int device;                   /* FEEDER_MEMORY_DEVICE: CUDA ordinal here; else -1 */
+	uint32_t placement; /* enum feeder_placement, as served */
+	uint32_t memory;    /* enum feeder_memory of the batches */
+	int device;         /* FEEDER_MEMORY_DEVICE: CUDA ordinal here; else -1 */
 };
 
 /* A zero-copy view of one ready batch. data points into the shared ring and
@@ -87,29 +87,29 @@ struct feeder_stream_info {
  * if the daemon stops or restarts meanwhile (for device batches, see
  * feeder_set_reconnect). */
 struct feeder_batch {
-	void *data;                   /* the tensor, 4096-byte aligned */
-	size_t bytes;                 /* of this batch: count * one sample */
-	uint32_t ndim;                /* 4 */
-	uint32_t shape[4];            /* shape[0] == count, e.g. {count,3,H,W} */
-	uint32_t dtype, layout;       /* enum feeder_dtype, feeder_layout */
-	const int32_t *labels;        /* count class ids */
-	const uint64_t *indices;      /* count dataset indices: the record each
+	void *data;              /* the tensor, 4096-byte aligned */
+	size_t bytes;            /* of this batch: count * one sample */
+	uint32_t ndim;           /* 4 */
+	uint32_t shape[4];       /* shape[0] == count, e.g. {count,3,H,W} */
+	uint32_t dtype, layout;  /* enum feeder_dtype, feeder_layout */
+	const int32_t *labels;   /* count class ids */
+	const uint64_t *indices; /* count dataset indices: the record each
 					 sample came from (a replaced sample shows
 					 its replacement's index) */
-	const char *names;            /* with the names option: count names, each a
+	const char *names;       /* with the names option: count names, each a
 					 NUL-terminated string in a field of
 					 FEEDER_SAMPLE_NAME_MAX bytes ("" where the
 					 dataset keeps none); else NULL */
-	uint32_t count;               /* samples in this batch (the last may be short) */
+	uint32_t count;          /* samples in this batch (the last may be short) */
 	uint64_t epoch;
-	uint64_t batch_index;         /* within the epoch, counted for this rank */
-	uint32_t replacements;        /* corrupt samples replaced in this batch */
-	uint32_t slot;                /* ring slot, for feeder_batch_release */
-	uint32_t stream;              /* stream id, for feeder_batch_release */
-	uint32_t memory;              /* enum feeder_memory: data is a device pointer
+	uint64_t batch_index;  /* within the epoch, counted for this rank */
+	uint32_t replacements; /* corrupt samples replaced in this batch */
+	uint32_t slot;         /* ring slot, for feeder_batch_release */
+	uint32_t stream;       /* stream id, for feeder_batch_release */
+	uint32_t memory;       /* enum feeder_memory: data is a device pointer
 					 when FEEDER_MEMORY_DEVICE (labels stay on
 					 the host) */
-	int device;                   /* its CUDA ordinal in this process, or -1 */
+	int device;            /* its CUDA ordinal in this process, or -1 */
 };
 
 /* ---- Connections ------------------------------------------------------ */

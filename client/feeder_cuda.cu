@@ -23,8 +23,8 @@ extern "C" int fcuda_host_register(void *p, size_t len, int readonly, char *err,
 	e = cudaHostRegister(p, len, flags);
 	if (e != cudaSuccess) {
 		cudaGetLastError(); /* clear the sticky-free error so later calls work */
-		return status_fail(err, errlen, -EIO, "cudaHostRegister of %zu bytes failed: %s", len,
-				   cudaGetErrorString(e));
+		return status_fail(err, errlen, -EIO, "cudaHostRegister of %zu bytes failed: %s",
+				   len, cudaGetErrorString(e));
 	}
 	return 0;
 }
@@ -180,8 +180,9 @@ extern "C" int fcuda_ring_open(const struct proto_device_table *t,
 			rc = status_fail(err, errlen, -EIO, "cannot use GPU %s", bus);
 		cudaIpcMemHandle_t mh;
 		memcpy(&mh, t->mem_handle, sizeof mh);
-		if (rc == 0 && (e = cudaIpcOpenMemHandle(&r->base, mh,
-							  cudaIpcMemLazyEnablePeerAccess)) != cudaSuccess) {
+		if (rc == 0 &&
+		    (e = cudaIpcOpenMemHandle(&r->base, mh, cudaIpcMemLazyEnablePeerAccess)) !=
+			    cudaSuccess) {
 			r->base = NULL;
 			rc = cuda_fail(err, errlen, e, "cudaIpcOpenMemHandle of the ring");
 		}
@@ -221,8 +222,8 @@ extern "C" int fcuda_ring_wait(struct fcuda_ring *r, uint32_t slot, void *cuda_s
 	return e == cudaSuccess ? 0 : cuda_fail(err, errlen, e, "cudaStreamWaitEvent");
 }
 
-extern "C" int fcuda_ring_release(struct fcuda_ring *r, uint32_t slot, void *cuda_stream,
-				  char *err, size_t errlen)
+extern "C" int fcuda_ring_release(struct fcuda_ring *r, uint32_t slot, void *cuda_stream, char *err,
+				  size_t errlen)
 {
 	if (slot >= r->nslots)
 		return status_fail(err, errlen, FEEDER_EINVAL, "slot %u of %u", slot, r->nslots);
@@ -262,7 +263,8 @@ extern "C" int fcuda_ring_release(struct fcuda_ring *r, uint32_t slot, void *cud
 	if (e != cudaSuccess)
 		return cuda_fail(err, errlen, e, "cudaEventRecord (bridge)");
 	device_scope scope(r->device);
-	if (!r->link && (e = cudaStreamCreateWithFlags(&r->link, cudaStreamNonBlocking)) != cudaSuccess) {
+	if (!r->link &&
+	    (e = cudaStreamCreateWithFlags(&r->link, cudaStreamNonBlocking)) != cudaSuccess) {
 		r->link = NULL;
 		return cuda_fail(err, errlen, e, "creating the release link stream");
 	}

@@ -23,8 +23,8 @@ int fcuda_device_usable(void)
 }
 
 int fcuda_ring_open(const struct proto_device_table *t, const struct proto_device_slot *slots,
-			   uint32_t nslots, void **base, int *device, struct fcuda_ring **out,
-			   char *err, size_t errlen)
+		    uint32_t nslots, void **base, int *device, struct fcuda_ring **out, char *err,
+		    size_t errlen)
 {
 	(void)t, (void)slots, (void)nslots, (void)base, (void)device;
 	*out = NULL;
@@ -37,14 +37,14 @@ void fcuda_ring_close(struct fcuda_ring *r)
 }
 
 int fcuda_ring_wait(struct fcuda_ring *r, uint32_t slot, void *cuda_stream, char *err,
-			   size_t errlen)
+		    size_t errlen)
 {
 	(void)r, (void)slot, (void)cuda_stream;
 	return status_fail(err, errlen, FEEDER_ENODEV, "libfeeder was built without CUDA");
 }
 
 int fcuda_ring_release(struct fcuda_ring *r, uint32_t slot, void *cuda_stream, char *err,
-			      size_t errlen)
+		       size_t errlen)
 {
 	(void)r, (void)slot, (void)cuda_stream;
 	return status_fail(err, errlen, FEEDER_ENODEV, "libfeeder was built without CUDA");

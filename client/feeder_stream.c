@@ -1,4 +1,4 @@
-/* stream.c — libfeeder's streams: asking for one, mapping and checking its
+/* feeder_stream.c — libfeeder's streams: asking for one, mapping and checking its
  * ring, handing out batches in order and taking them back, and reopening a
  * stream on a restarted daemon at the exact batch (see feeder.h). */
 #include "connection.h"
@@ -39,8 +39,9 @@ static void old_ring_retire(struct old_ring *o)
 	if (o->fd >= 0)
 		close(o->fd);
 	o->fd = -1;
-	if (o->ring && mmap(o->ring, o->size, PROT_READ,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+	if (o->ring &&
+	    mmap(o->ring, o->size, PROT_READ,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
 		munmap(o->ring, o->size);
 		o->ring = NULL;
 	}
@@ -102,9 +103,10 @@ static int stream_map(struct feeder *f, struct feeder_stream *s)
 		return status_fail(f->err, sizeof f->err, -errno, "ring of stream %u: fstat: %s",
 				   g->stream, strerror(errno));
 	if (st.st_size < 0 || (uint64_t)st.st_size < g->ring_size || g->ring_size > SIZE_MAX)
-		return status_fail(f->err, sizeof f->err, FEEDER_EPROTO,
-				   "ring of stream %u is %lld bytes, smaller than the %llu announced",
-				   g->stream, (long long)st.st_size, (unsigned long long)g->ring_size);
+		return status_fail(
+			f->err, sizeof f->err, FEEDER_EPROTO,
+			"ring of stream %u is %lld bytes, smaller than the %llu announced",
+			g->stream, (long long)st.st_size, (unsigned long long)g->ring_size);
 	/* A ring that could shrink under us would turn reads into SIGBUS. */
 	int seals = fcntl(s->fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
@@ -116,8 +118,8 @@ static int stream_map(struct feeder *f, struct feeder_stream *s)
 		s->readonly = 1;
 	}
 	if (p == MAP_FAILED)
-		return status_fail(f->err, sizeof f->err, -errno, "mapping the ring of stream %u: %s",
-				   g->stream, strerror(errno));
+		return status_fail(f->err, sizeof f->err, -errno,
+				   "mapping the ring of stream %u: %s", g->stream, strerror(errno));
 	s->ring = p;
 	const struct proto_ring_header *h = p;
 	if (h->magic != PROTO_RING_MAGIC || h->version != PROTO_VERSION || h->stream != g->stream ||
@@ -126,7 +128,8 @@ static int stream_map(struct feeder *f, struct feeder_stream *s)
 	    h->labels_offset != g->labels_offset || h->tensor_bytes != g->tensor_bytes ||
 	    h->indices_offset != g->indices_offset || h->names_offset != g->names_offset)
 		return status_fail(f->err, sizeof f->err, FEEDER_EPROTO,
-				   "ring header of stream %u disagrees with STREAM_OPENED", g->stream);
+				   "ring header of stream %u disagrees with STREAM_OPENED",
+				   g->stream);
 	if (g->memory != FEEDER_MEMORY_DEVICE)
 		return 0;
 	/* The decoder checked that the table lies inside the ring. */
@@ -136,9 +139,9 @@ static int stream_map(struct feeder *f, struct feeder_stream *s)
 		return status_fail(f->err, sizeof f->err, FEEDER_EPROTO,
 				   "device table of stream %u is malformed", g->stream);
 	void *base = NULL;
-	int rc = fcuda_ring_open(t, (const struct proto_device_slot *)((const uint8_t *)t +
-								    PROTO_DEVICE_TABLE_HEAD),
-				 g->slots, &base, &s->dev_ordinal, &s->dev, f->err, sizeof f->err);
+	int rc = fcuda_ring_open(
+		t, (const struct proto_device_slot *)((const uint8_t *)t + PROTO_DEVICE_TABLE_HEAD),
+		g->slots, &base, &s->dev_ordinal, &s->dev, f->err, sizeof f->err);
 	if (rc)
 		return rc;
 	s->dev_base = base;
@@ -192,7 +195,8 @@ static int ask_open(struct feeder *f, const struct feeder_stream_opts *o, int64_
 	}
 	*g = m.u.opened;
 	if (fd < 0)
-		return conn_set_dead(f, FEEDER_EPROTO, "STREAM_OPENED arrived without the ring descriptor");
+		return conn_set_dead(f, FEEDER_EPROTO,
+				     "STREAM_OPENED arrived without the ring descriptor");
 	if (g->batch != o->batch || g->slots != o->slots || conn_find_stream(f, g->stream) ||
 	    g->ndim != 4 || g->tensor_bytes % g->batch) {
 		close(fd);
@@ -256,7 +260,8 @@ static int host_instead(struct feeder_stream *s, struct feeder_stream_opts *p, i
 	struct feeder *f = s->f;
 	if (!said) {
 		said = 1;
-		fprintf(stderr, "libfeeder: device batches of dataset '%s' are not available in "
+		fprintf(stderr,
+			"libfeeder: device batches of dataset '%s' are not available in "
 			"this process (%s); its batches come through the host ring\n",
 			s->opts.dataset, f->err);
 	}
@@ -329,10 +334,15 @@ void stream_detach(struct feeder_stream *s)
 	uint8_t *state = s->state ? malloc(s->geo.slots) : NULL;
 	if (o && state) {
 		memcpy(state, s->state, s->geo.slots);
-		*o = (struct old_ring){ .next = s->old, .ring = s->ring, .size = s->geo.ring_size,
+		*o = (struct old_ring){ .next = s->old,
+					.ring = s->ring,
+					.size = s->geo.ring_size,
 					.slots = s->geo.slots,
-					.held = held, .state = state, .fd = s->fd,
-					.pinned = s->pinned, .dev = s->dev };
+					.held = held,
+					.state = state,
+					.fd = s->fd,
+					.pinned = s->pinned,
+					.dev = s->dev };
 		s->old = o;
 		if (held == 0)
 			old_ring_retire(o);
@@ -374,9 +384,10 @@ int stream_reopen(struct feeder_stream *s, int64_t deadline)
 	struct proto_stream_opened g;
 	int fd;
 	int rc = ask_open(f, &p, deadline, &g, &fd);
-	if (rc == 0 && (g.batches != s->total - s->delivered || g.tensor_bytes != s->geo.tensor_bytes ||
-			g.batches_per_epoch != s->geo.batches_per_epoch ||
-			memcmp(g.shape, s->geo.shape, sizeof g.shape) != 0)) {
+	if (rc == 0 &&
+	    (g.batches != s->total - s->delivered || g.tensor_bytes != s->geo.tensor_bytes ||
+	     g.batches_per_epoch != s->geo.batches_per_epoch ||
+	     memcmp(g.shape, s->geo.shape, sizeof g.shape) != 0)) {
 		struct proto_msg c = { .type = PROTO_CLOSE_STREAM };
 		c.u.close.stream = g.stream;
 		close(fd);
@@ -484,10 +495,12 @@ int feeder_stream_next(struct feeder_stream *s, int timeout_ms, struct feeder_ba
 		}
 		if (s->failed)
 			return status_fail(f->err, sizeof f->err, FEEDER_ESTREAM,
-					   "stream %u failed in feederd: %s", s->geo.stream, s->fail_msg);
+					   "stream %u failed in feederd: %s", s->geo.stream,
+					   s->fail_msg);
 		if (s->ended)
 			return status_fail(f->err, sizeof f->err, FEEDER_EEND,
-					   "stream %u has delivered all its batches", s->geo.stream);
+					   "stream %u has delivered all its batches",
+					   s->geo.stream);
 		struct proto_msg m;
 		int rc = conn_recv(f, deadline, &m, NULL);
 		if (rc == 0)
@@ -539,9 +552,10 @@ int feeder_batch_wait(struct feeder_stream *s, const struct feeder_batch *b, voi
 		return 0;
 	struct feeder *f = s->f;
 	if (!batch_is_current(s, b) || b->slot >= s->geo.slots || s->state[b->slot] != SLOT_HELD)
-		return status_fail(f->err, sizeof f->err, FEEDER_EINVAL,
-				   "batch (stream %u, slot %u) is not a held device batch of stream %u",
-				   b->stream, b->slot, s->geo.stream);
+		return status_fail(
+			f->err, sizeof f->err, FEEDER_EINVAL,
+			"batch (stream %u, slot %u) is not a held device batch of stream %u",
+			b->stream, b->slot, s->geo.stream);
 	return fcuda_ring_wait(s->dev, b->slot, cuda_stream, f->err, sizeof f->err);
 }
 
@@ -557,8 +571,8 @@ int feeder_batch_release_on(struct feeder_stream *s, struct feeder_batch *b, voi
 		return release_old(s, b);
 	if (b->stream != s->geo.stream || b->slot >= s->geo.slots || s->state[b->slot] != SLOT_HELD)
 		return status_fail(f->err, sizeof f->err, FEEDER_EINVAL,
-				   "batch (stream %u, slot %u) is not held from stream %u", b->stream,
-				   b->slot, s->geo.stream);
+				   "batch (stream %u, slot %u) is not held from stream %u",
+				   b->stream, b->slot, s->geo.stream);
 	if (s->dev) {
 		int rc = fcuda_ring_release(s->dev, b->slot, cuda_stream, f->err, sizeof f->err);
 		if (rc)
@@ -569,8 +583,8 @@ int feeder_batch_release_on(struct feeder_stream *s, struct feeder_batch *b, voi
 	m.u.release.stream = s->geo.stream;
 	m.u.release.slot = b->slot;
 	m.u.release.wait_us = s->wait_us;
-	m.u.release.compute_us = s->compute_us +
-				 (s->last_return_us ? conn_now_us() - s->last_return_us : 0);
+	m.u.release.compute_us =
+		s->compute_us + (s->last_return_us ? conn_now_us() - s->last_return_us : 0);
 	memset(b, 0, sizeof *b);
 	int rc = conn_send(f, &m);
 	/* With reconnecting on, the slot went with the lost connection and the

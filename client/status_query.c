@@ -41,8 +41,8 @@ static int ask(struct feeder *f, uint32_t what, int timeout_ms,
 		case PROTO_ERROR:
 			/* A refusal of the request itself (not of a stream). */
 			if (!m.u.error.fatal && m.u.error.stream == 0 && m.u.error.tag == 0)
-				return status_fail(f->err, sizeof f->err, m.u.error.code, "feederd: %s",
-						   m.u.error.message);
+				return status_fail(f->err, sizeof f->err, m.u.error.code,
+						   "feederd: %s", m.u.error.message);
 			rc = conn_dispatch(f, &m);
 			break;
 		default:
@@ -69,8 +69,8 @@ int feeder_get_status(struct feeder *f, int timeout_ms, struct feeder_status *ou
 
 /* A growing array of list entries. */
 struct list {
-	uint16_t type;      /* PROTO_DATASET_INFO or PROTO_STREAM_INFO */
-	size_t size;        /* bytes of an entry */
+	uint16_t type; /* PROTO_DATASET_INFO or PROTO_STREAM_INFO */
+	size_t size;   /* bytes of an entry */
 	void *items;
 	size_t n, cap;
 };
@@ -81,8 +81,8 @@ static int take_entry(struct feeder *f, const struct proto_msg *m, void *ctx)
 	if (m->type == PROTO_LIST_END) {
 		if (m->u.list_end.count != l->n)
 			return conn_set_dead(f, FEEDER_EPROTO,
-					     "feederd ended a list of %zu entries as one of %u", l->n,
-					     m->u.list_end.count);
+					     "feederd ended a list of %zu entries as one of %u",
+					     l->n, m->u.list_end.count);
 		return 1;
 	}
 	if (m->type != l->type)

@@ -21,9 +21,13 @@
  * and main() prints it as "feederd: <err>" and exits 2.
  *
  * Sizes accept a plain byte count or a K/M/G/T suffix (powers of 1024,
- * optionally followed by "iB" or "B"). The watchdog and notify socket are not
- * configured here: feederd reads WATCHDOG_USEC / NOTIFY_SOCKET through
- * libsystemd, as systemd sets them. */
+ * optionally followed by "iB" or "B"). workers, client_quota and
+ * reserved_connections also take "auto" (their default): online CPUs,
+ * memory_limit, and min(4, max_clients / 4), worked out once every source
+ * is read. The keys, their types, defaults and ranges are one table, keys[]
+ * in config.c. The watchdog and notify socket are not configured here:
+ * feederd reads WATCHDOG_USEC / NOTIFY_SOCKET through libsystemd, as
+ * systemd sets them. */
 #ifndef FEEDER_CONFIG_H
 #define FEEDER_CONFIG_H
 
@@ -32,8 +36,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "feeder_types.h"
+
 #define CONFIG_DEFAULT_FILE "/etc/feeder/feederd.conf"
-#define CONFIG_DEFAULT_DATASETS "/var/lib/feeder/datasets"
+#define CONFIG_DEFAULT_DATASETS FEEDER_DEFAULT_DATASETS
 /* sockaddr_un.sun_path is 108 bytes including the NUL. */
 #define CONFIG_SOCKET_MAX 108
 #define CONFIG_PATH_MAX 4096
@@ -45,24 +51,21 @@
  * main() should exit 0 without starting. */
 #define CONFIG_EXIT 1
 
-/* reserved_connections before config_load resolves it: 4, at most a
- * quarter of max_clients. */
-#define CONFIG_RESERVED_AUTO (~0u)
-
 struct config {
-	char config_path[CONFIG_PATH_MAX];  /* the file that was read ("" if none) */
+	char config_path[CONFIG_PATH_MAX];   /* the file that was read ("" if none) */
 	char socket_path[CONFIG_SOCKET_MAX]; /* --socket; used unless socket-activated */
-	char datasets_dir[CONFIG_PATH_MAX]; /* --datasets: one sub-directory per dataset */
-	unsigned workers;                   /* --workers: decode threads (default: cores) */
-	uint64_t memory_limit;              /* --memory-limit: all stream rings together, bytes */
-	unsigned max_clients;               /* --max-clients: concurrent connections */
-	int log_level;                      /* --log-level: syslog priority 0..7 (LOG_ERR..LOG_DEBUG) */
-	uint64_t client_quota;              /* --client-quota: ring bytes one client may hold */
-	unsigned max_streams_per_client;    /* --max-streams-per-client */
-	unsigned max_slots;                 /* --max-slots: largest prefetch depth of a stream */
-	uint32_t max_message;               /* --max-message: largest accepted message, bytes */
-	char socket_group[CONFIG_NAME_MAX]; /* --socket-group: group owning the socket ("" = ours) */
-	gid_t socket_gid;                   /* socket_group resolved; (gid_t)-1 when "" */
+	char datasets_dir[CONFIG_PATH_MAX];  /* --datasets: one sub-directory per dataset */
+	unsigned workers;                    /* --workers: decode threads (default: cores) */
+	uint64_t memory_limit;               /* --memory-limit: all stream rings together, bytes */
+	unsigned max_clients;                /* --max-clients: concurrent connections */
+	int log_level;         /* --log-level: syslog priority 0..7 (LOG_ERR..LOG_DEBUG) */
+	uint64_t client_quota; /* --client-quota: ring bytes one client may hold */
+	unsigned max_streams_per_client; /* --max-streams-per-client */
+	unsigned max_slots;              /* --max-slots: largest prefetch depth of a stream */
+	uint32_t max_message;            /* --max-message: largest accepted message, bytes */
+	char socket_group
+		[CONFIG_NAME_MAX]; /* --socket-group: group owning the socket ("" = ours) */
+	gid_t socket_gid;          /* socket_group resolved; (gid_t)-1 when "" */
 	/* --allow-users / --allow-groups: comma-separated names or numeric ids.
 	 * Both empty = every peer that can open the socket (mode 0660) is served;
 	 * otherwise a peer is served if its uid is listed or its gid is listed
@@ -71,32 +74,35 @@ struct config {
 	unsigned n_allow_uids;
 	gid_t allow_gids[CONFIG_MAX_IDS];
 	unsigned n_allow_gids;
-	int gpu;                            /* --gpu: CUDA device for GPU pipelines, -1 = none */
+	int gpu; /* --gpu: CUDA device for GPU pipelines, -1 = none */
 	/* Connections: one uid holds at most max_clients_per_user; the last
 	 * reserved_connections of max_clients are for root and admin_groups
 	 * (who also see every client's streams in STATUS); a connection that
 	 * has not said HELLO after hello_timeout seconds is closed; a client
 	 * with more than max_queued bytes of replies unread is dropped. */
-	unsigned max_clients_per_user;      /* --max-clients-per-user */
-	unsigned reserved_connections;      /* --reserved-connections */
-	gid_t admin_gids[CONFIG_MAX_IDS];   /* --admin-groups */
+	unsigned max_clients_per_user;    /* --max-clients-per-user */
+	unsigned reserved_connections;    /* --reserved-connections */
+	gid_t admin_gids[CONFIG_MAX_IDS]; /* --admin-groups */
 	unsigned n_admin_gids;
-	unsigned hello_timeout;             /* --hello-timeout, seconds */
-	uint64_t max_queued;                /* --max-queued, bytes */
+	unsigned hello_timeout; /* --hello-timeout, seconds */
+	uint64_t max_queued;    /* --max-queued, bytes */
 	/* On SIGTERM/SIGINT clients are told (GOODBYE) and have this many
 	 * seconds to let go of their batches before the daemon exits; it exits
 	 * sooner once every client has disconnected. */
-	unsigned shutdown_drain;            /* --shutdown-drain, seconds (0: none) */
+	unsigned shutdown_drain; /* --shutdown-drain, seconds (0: none) */
 	/* A trainer waiting more than starvation_warn % of its time for data
 	 * for starvation_after seconds gets one warning in the log. */
-	unsigned starvation_warn;           /* --starvation-warn, percent (0: off) */
-	unsigned starvation_after;          /* --starvation-after, seconds */
+	unsigned starvation_warn;  /* --starvation-warn, percent (0: off) */
+	unsigned starvation_after; /* --starvation-after, seconds */
 	/* Prometheus metrics: "" off, "HOST:PORT", or an absolute unix path. */
 	char metrics_listen[CONFIG_SOCKET_MAX];
-	int check_only;                     /* --check-config: validate, print, exit 0 */
+	int check_only; /* --check-config: validate, print, exit 0 */
 };
 
-/* Fill cfg with the built-in defaults (workers = online CPUs). Never fails. */
+/* Fill cfg with the built-in defaults, as config_load starts. The "auto"
+ * keys (workers, client_quota, reserved_connections) hold all ones until
+ * config_load resolves them; config_print writes them as "auto". Never
+ * fails. */
 void config_defaults(struct config *cfg);
 
 /* Build cfg from defaults, the config file, the environment and argv (see
@@ -111,8 +117,8 @@ int config_load(int argc, char *const argv[], struct config *cfg, char *err, siz
 /* Parse one INI text (the contents of a file named name, used in messages)
  * on top of cfg. Exposed for tests and for reloading. Returns 0 or
  * FEEDER_EINVAL with "config NAME:LINE: ..." in err. */
-int config_parse_text(struct config *cfg, const char *name, const char *text,
-		      char *err, size_t errlen);
+int config_parse_text(struct config *cfg, const char *name, const char *text, char *err,
+		      size_t errlen);
 
 /* Parse a size ("1048576", "64K", "4G", "1.5GiB" is rejected: integers only).
  * Returns 0 or FEEDER_EINVAL. */

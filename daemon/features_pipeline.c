@@ -109,8 +109,7 @@ static void window_move(const struct matrix *m, struct window *w, uint32_t lo, u
 }
 
 /* Kaldi's SlidingWindowCmnInternal window for frame t with center=true. */
-static void sliding_bounds(uint32_t t, uint32_t frames, uint32_t window, uint32_t *lo,
-			   uint32_t *hi)
+static void sliding_bounds(uint32_t t, uint32_t frames, uint32_t window, uint32_t *lo, uint32_t *hi)
 {
 	int64_t start = (int64_t)t - window / 2, end = start + window;
 	if (start < 0) {
@@ -128,54 +127,157 @@ static void sliding_bounds(uint32_t t, uint32_t frames, uint32_t window, uint32_
 }
 
 /* Also the GPU pipeline's check (daemon/gpu_staging.c). */
-int features_pipeline_check_sample(const struct feeder_stream_opts *o,
+int features_pipeline_check_sample(const struct feeder_features_opts *p,
 				   const struct dsformat_sample *s, const uint8_t *payload,
 				   char *err, size_t errlen)
 {
-	const struct feeder_features_opts *p = &o->features;
-	int rc = proto_opts_check(o, err, errlen);
-	if (rc)
-		return rc;
 	if (s->frames == 0 || s->dim == 0 || s->dim > DSFORMAT_MAX_DIM)
 		return status_fail(err, errlen, FEEDER_EFORMAT,
-				   "features: a %ux%u matrix is empty or too wide", s->frames, s->dim);
+				   "features: a %ux%u matrix is empty or too wide", s->frames,
+				   s->dim);
 	size_t elem = dsformat_dtype_size(s->dtype);
 	if (elem != 2 && elem != 4)
-		return status_fail(err, errlen, FEEDER_EFORMAT, "features: sample dtype %u is not f16 or f32",
-				   s->dtype);
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "features: sample dtype %u is not f16 or f32", s->dtype);
 	if ((uint64_t)s->frames * s->dim * elem != s->payload_len || !payload)
 		return status_fail(err, errlen, FEEDER_EFORMAT,
 				   "features: %u bytes of payload do not hold %ux%u %s values",
-				   s->payload_len, s->frames, s->dim, dsformat_dtype_name(s->dtype));
+				   s->payload_len, s->frames, s->dim,
+				   dsformat_dtype_name(s->dtype));
 	if (s->frames < p->chunk_len && p->pad == FEEDER_FEAT_PAD_SKIP)
 		return FEATURES_SKIPPED;
 	return 0;
 }
 
-int features_pipeline_run(const struct feeder_stream_opts *o, const struct dsformat_sample *s,
-			  const uint8_t *payload, uint64_t aug_key, void *out, char *err,
-			  size_t errlen)
+/* One chunk's normalization: the running window over the utterance, and
+ * each column's mean and deviation, made again only when the window moved
+ * (every frame for sliding CMN, once otherwise): the same values as made
+ * per element, at a fraction of the divisions. */
+struct norm {
+	const struct feeder_features_opts *p;
+	struct matrix m;
+	struct window w;
+	uint32_t stats_lo, stats_hi; /* the window mean and dev were made of */
+	double sum[DSFORMAT_MAX_DIM], sumsq[DSFORMAT_MAX_DIM];
+	double mean[DSFORMAT_MAX_DIM], dev[DSFORMAT_MAX_DIM];
+};
+
+static void norm_init(struct norm *n, const struct feeder_features_opts *p,
+		      const struct dsformat_sample *s, const uint8_t *payload)
 {
-	const struct feeder_features_opts *p = &o->features;
-	int rc = features_pipeline_check_sample(o, s, payload, err, errlen);
+	n->p = p;
+	n->m = (struct matrix){ payload, s->frames, s->dim, dsformat_dtype_size(s->dtype) == 2 };
+	memset(n->sum, 0, s->dim * sizeof(double));
+	memset(n->sumsq, 0, s->dim * sizeof(double));
+	n->w = (struct window){ 0, 0, n->sum, p->cvn ? n->sumsq : NULL };
+	n->stats_lo = 1; /* none yet */
+	n->stats_hi = 0;
+	if (p->cmn == FEEDER_FEAT_CMN_UTT)
+		window_move(&n->m, &n->w, 0, s->frames);
+}
+
+/* The statistics of utterance frame src's window. */
+static void norm_stats(struct norm *n, uint32_t src)
+{
+	const struct feeder_features_opts *p = n->p;
+	if (p->cmn == FEEDER_FEAT_CMN_SLIDING) {
+		uint32_t lo, hi;
+		sliding_bounds(src, n->m.frames, p->cmn_window, &lo, &hi);
+		window_move(&n->m, &n->w, lo, hi);
+	}
+	if (p->cmn == FEEDER_FEAT_CMN_NONE || (n->w.lo == n->stats_lo && n->w.hi == n->stats_hi))
+		return;
+	double count = (double)(n->w.hi - n->w.lo);
+	for (uint32_t d = 0; d < n->m.dim; d++) {
+		n->mean[d] = n->sum[d] / count;
+		if (p->cvn) {
+			double var = n->sumsq[d] / count - n->mean[d] * n->mean[d];
+			n->dev[d] = sqrt(var < FEAT_VAR_FLOOR ? FEAT_VAR_FLOOR : var);
+		}
+	}
+	n->stats_lo = n->w.lo;
+	n->stats_hi = n->w.hi;
+}
+
+/* Utterance frame src, normalized, into the dim floats at to. */
+static void norm_frame(struct norm *n, uint32_t src, float *to)
+{
+	norm_stats(n, src);
+	const uint32_t dim = n->m.dim;
+	for (uint32_t d0 = 0; d0 < dim; d0 += ROW) {
+		const uint32_t nd = dim - d0 < ROW ? dim - d0 : ROW;
+		double row[ROW];
+		matrix_row(&n->m, src, d0, nd, row);
+		const double *mu = n->mean + d0, *sd = n->dev + d0;
+		float *dst = to + d0;
+		/* one loop per case, without a branch inside */
+		if (n->p->cmn == FEEDER_FEAT_CMN_NONE)
+			for (uint32_t j = 0; j < nd; j++)
+				dst[j] = (float)row[j];
+		else if (!n->p->cvn)
+			for (uint32_t j = 0; j < nd; j++)
+				dst[j] = (float)(row[j] - mu[j]);
+		else
+			for (uint32_t j = 0; j < nd; j++)
+				dst[j] = (float)((row[j] - mu[j]) / sd[j]);
+	}
+}
+
+/* A tile of nt normalized frames of dim columns (row after row), written
+ * transposed as chunk frames t0.. of the (dim, len) output. */
+static void write_tile(const float *tile, uint32_t nt, uint32_t dim, uint32_t len, uint32_t t0,
+		       uint32_t dtype, void *out)
+{
+	uint32_t d = 0;
+#ifdef __SSE2__
+	/* f32, four frames by four columns a step: one 4x4 transpose in
+	 * registers where element-wise stores took a quarter of the
+	 * normalization (the wave pipeline's CMN, perf) */
+	if (dtype != FEEDER_DTYPE_F16) {
+		const uint32_t nt4 = nt & ~3u;
+		for (; d + 4 <= dim; d += 4) {
+			for (uint32_t i = 0; i < nt4; i += 4) {
+				const float *src = tile + (size_t)i * dim + d;
+				__m128 r0 = _mm_loadu_ps(src), r1 = _mm_loadu_ps(src + dim),
+				       r2 = _mm_loadu_ps(src + 2 * dim),
+				       r3 = _mm_loadu_ps(src + 3 * dim);
+				_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+				float *dst = (float *)out + (size_t)d * len + t0 + i;
+				_mm_storeu_ps(dst, r0);
+				_mm_storeu_ps(dst + len, r1);
+				_mm_storeu_ps(dst + 2 * (size_t)len, r2);
+				_mm_storeu_ps(dst + 3 * (size_t)len, r3);
+			}
+			for (uint32_t c = 0; c < 4; c++)
+				for (uint32_t i = nt4; i < nt; i++)
+					((float *)out)[(size_t)(d + c) * len + t0 + i] =
+						tile[(size_t)i * dim + d + c];
+		}
+	}
+#endif
+	for (; d < dim; d++) {
+		const size_t at = (size_t)d * len + t0;
+		if (dtype == FEEDER_DTYPE_F16)
+			for (uint32_t i = 0; i < nt; i++)
+				((uint16_t *)out)[at + i] =
+					half_from_float(tile[(size_t)i * dim + d]);
+		else
+			for (uint32_t i = 0; i < nt; i++)
+				((float *)out)[at + i] = tile[(size_t)i * dim + d];
+	}
+}
+
+int features_pipeline_normalize(const struct feeder_features_opts *p, uint32_t dtype,
+				const struct dsformat_sample *s, const uint8_t *payload,
+				uint64_t aug_key, void *out, char *err, size_t errlen)
+{
+	int rc = features_pipeline_check_sample(p, s, payload, err, errlen);
 	if (rc)
 		return rc;
-	size_t elem = dsformat_dtype_size(s->dtype);
-	const struct matrix m = { payload, s->frames, s->dim, elem == 2 };
+	struct norm n;
+	norm_init(&n, p, s, payload);
 	const uint32_t dim = s->dim, len = p->chunk_len;
-	double sum[DSFORMAT_MAX_DIM], sumsq[DSFORMAT_MAX_DIM];
-	memset(sum, 0, dim * sizeof(double));
-	memset(sumsq, 0, dim * sizeof(double));
-	struct window w = { 0, 0, sum, p->cvn ? sumsq : NULL };
-	if (p->cmn == FEEDER_FEAT_CMN_UTT)
-		window_move(&m, &w, 0, s->frames);
-
 	uint32_t offset = features_pipeline_offset(p, s->frames, aug_key);
-	/* Each column's mean and deviation, made again only when the window
-	 * moved (every frame for sliding CMN, once otherwise): the same values
-	 * as made per element, at a fraction of the divisions. */
-	double mean[DSFORMAT_MAX_DIM], dev[DSFORMAT_MAX_DIM];
-	uint32_t stats_lo = 1, stats_hi = 0; /* none yet */
 	/* Frames normalized into a tile of whole rows, then written
 	 * transposed a tile at a time: element by element, the (feat_dim,
 	 * chunk_len) layout's strided stores were most of this function. A
@@ -184,84 +286,21 @@ int features_pipeline_run(const struct feeder_stream_opts *o, const struct dsfor
 	const uint32_t bt = DSFORMAT_MAX_DIM / dim < 16 ? DSFORMAT_MAX_DIM / dim : 16;
 	for (uint32_t t0 = 0; t0 < len; t0 += bt) {
 		const uint32_t nt = len - t0 < bt ? len - t0 : bt;
-		for (uint32_t i = 0; i < nt; i++) {
-			/* Too-short utterances repeat from their start (pad repeat). */
-			uint32_t src = features_pipeline_source(p, s->frames, offset, t0 + i);
-			if (p->cmn == FEEDER_FEAT_CMN_SLIDING) {
-				uint32_t lo, hi;
-				sliding_bounds(src, s->frames, p->cmn_window, &lo, &hi);
-				window_move(&m, &w, lo, hi);
-			}
-			if (p->cmn != FEEDER_FEAT_CMN_NONE && (w.lo != stats_lo || w.hi != stats_hi)) {
-				double n = (double)(w.hi - w.lo);
-				for (uint32_t d = 0; d < dim; d++) {
-					mean[d] = sum[d] / n;
-					if (p->cvn) {
-						double var = sumsq[d] / n - mean[d] * mean[d];
-						dev[d] = sqrt(var < FEAT_VAR_FLOOR ? FEAT_VAR_FLOOR
-										   : var);
-					}
-				}
-				stats_lo = w.lo;
-				stats_hi = w.hi;
-			}
-			float *to = tile + (size_t)i * dim;
-			for (uint32_t d0 = 0; d0 < dim; d0 += ROW) {
-				const uint32_t nd = dim - d0 < ROW ? dim - d0 : ROW;
-				double row[ROW];
-				matrix_row(&m, src, d0, nd, row);
-				const double *mu = mean + d0, *sd = dev + d0;
-				float *dst = to + d0;
-				/* one loop per case, without a branch inside */
-				if (p->cmn == FEEDER_FEAT_CMN_NONE)
-					for (uint32_t j = 0; j < nd; j++)
-						dst[j] = (float)row[j];
-				else if (!p->cvn)
-					for (uint32_t j = 0; j < nd; j++)
-						dst[j] = (float)(row[j] - mu[j]);
-				else
-					for (uint32_t j = 0; j < nd; j++)
-						dst[j] = (float)((row[j] - mu[j]) / sd[j]);
-			}
-		}
-		uint32_t d = 0;
-#ifdef __SSE2__
-		/* f32, four frames by four columns a step: one 4x4 transpose in
-		 * registers where element-wise stores took a quarter of this
-		 * function (the wave pipeline's CMN, perf) */
-		if (o->dtype != FEEDER_DTYPE_F16) {
-			const uint32_t nt4 = nt & ~3u;
-			for (; d + 4 <= dim; d += 4) {
-				for (uint32_t i = 0; i < nt4; i += 4) {
-					const float *src = tile + (size_t)i * dim + d;
-					__m128 r0 = _mm_loadu_ps(src), r1 = _mm_loadu_ps(src + dim),
-					       r2 = _mm_loadu_ps(src + 2 * dim),
-					       r3 = _mm_loadu_ps(src + 3 * dim);
-					_MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-					float *dst = (float *)out + (size_t)d * len + t0 + i;
-					_mm_storeu_ps(dst, r0);
-					_mm_storeu_ps(dst + len, r1);
-					_mm_storeu_ps(dst + 2 * (size_t)len, r2);
-					_mm_storeu_ps(dst + 3 * (size_t)len, r3);
-				}
-				for (uint32_t c = 0; c < 4; c++)
-					for (uint32_t i = nt4; i < nt; i++)
-						((float *)out)[(size_t)(d + c) * len + t0 + i] =
-							tile[(size_t)i * dim + d + c];
-			}
-		}
-#endif
-		for (; d < dim; d++) {
-			const size_t at = (size_t)d * len + t0;
-			if (o->dtype == FEEDER_DTYPE_F16)
-				for (uint32_t i = 0; i < nt; i++)
-					((uint16_t *)out)[at + i] = half_from_float(tile[(size_t)i * dim + d]);
-			else
-				for (uint32_t i = 0; i < nt; i++)
-					((float *)out)[at + i] = tile[(size_t)i * dim + d];
-		}
+		/* Too-short utterances repeat from their start (pad repeat). */
+		for (uint32_t i = 0; i < nt; i++)
+			norm_frame(&n, features_pipeline_source(p, s->frames, offset, t0 + i),
+				   tile + (size_t)i * dim);
+		write_tile(tile, nt, dim, len, t0, dtype, out);
 	}
 	return 0;
+}
+
+int features_pipeline_run(const struct feeder_stream_opts *o, const struct dsformat_sample *s,
+			  const uint8_t *payload, uint64_t aug_key, void *out, char *err,
+			  size_t errlen)
+{
+	return features_pipeline_normalize(&o->features, o->dtype, s, payload, aug_key, out, err,
+					   errlen);
 }
 
 /* For the GPU pipeline (daemon/gpu_staging.c): the same chunk frames and

@@ -41,14 +41,26 @@ size_t features_pipeline_sample_bytes(const struct feeder_stream_opts *o, uint32
 uint32_t features_pipeline_offset(const struct feeder_features_opts *p, uint32_t frames,
 				  uint64_t aug_key);
 
-/* Write sample s (header as decoded by dsformat_sample_decode, payload its
- * frames x dim matrix) as (dim, chunk_len) at out. Returns 0,
- * FEATURES_SKIPPED (too short with pad=skip; out untouched), FEEDER_EINVAL
- * (bad params) or FEEDER_EFORMAT (a matrix that does not fit its header,
- * zero frames or dim). */
+/* The features pipeline's sample: features_pipeline_normalize with the
+ * stream's features options and dtype. o must have passed proto_opts_check
+ * (feederd's admission checks every stream's options once; nothing here
+ * checks them again). Returns as features_pipeline_normalize. */
 int features_pipeline_run(const struct feeder_stream_opts *o, const struct dsformat_sample *s,
 			  const uint8_t *payload, uint64_t aug_key, void *out, char *err,
 			  size_t errlen);
+
+/* Cut, normalize and write: sample s (header as decoded by
+ * dsformat_sample_decode, payload its frames x dim matrix) as (dim,
+ * chunk_len) of dtype (FEEDER_DTYPE_F16 or _F32) at out, as p says. The
+ * features pipeline's code for a sample, and the wave pipeline's for the
+ * matrix of a chunk's features (which it describes with a struct
+ * feeder_features_opts of its own options). p's fields must be in the
+ * ranges proto_opts_check allows. Returns 0, FEATURES_SKIPPED (too short
+ * with pad=skip; out untouched) or FEEDER_EFORMAT (a matrix that does not
+ * fit its header, zero frames or dim). */
+int features_pipeline_normalize(const struct feeder_features_opts *p, uint32_t dtype,
+				const struct dsformat_sample *s, const uint8_t *payload,
+				uint64_t aug_key, void *out, char *err, size_t errlen);
 
 /* For the GPU pipeline (daemon/gpu_staging.c), which runs the same
  * computation on the device.
@@ -56,9 +68,10 @@ int features_pipeline_run(const struct feeder_stream_opts *o, const struct dsfor
  * Variances are floored at this before the division (cvn). */
 #define FEATURES_VAR_FLOOR 1e-20
 
-/* The checks features_pipeline_run makes before reading the matrix: 0,
- * FEATURES_SKIPPED, FEEDER_EINVAL or FEEDER_EFORMAT, as it returns them. */
-int features_pipeline_check_sample(const struct feeder_stream_opts *o,
+/* The checks features_pipeline_normalize makes on the sample before
+ * reading its matrix: 0, FEATURES_SKIPPED or FEEDER_EFORMAT, as it returns
+ * them. */
+int features_pipeline_check_sample(const struct feeder_features_opts *p,
 				   const struct dsformat_sample *s, const uint8_t *payload,
 				   char *err, size_t errlen);
 

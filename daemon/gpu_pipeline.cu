@@ -13,7 +13,6 @@
  * and the kernel has completed. */
 extern "C" {
 #include "gpu_pipeline.h"
-#include "protocol.h"
 #include "status.h"
 }
 #include "gpu_staging.h"
@@ -54,8 +53,8 @@ static int cuda_fail(char *err, size_t errlen, int device, cudaError_t e, const 
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
 	int code = e == cudaErrorMemoryAllocation ? -ENOMEM : FEEDER_ENODEV;
-	return status_fail(err, errlen, code, "gpu pipeline: %s on CUDA device %d: %s", what, device,
-			   cudaGetErrorString(e));
+	return status_fail(err, errlen, code, "gpu pipeline: %s on CUDA device %d: %s", what,
+			   device, cudaGetErrorString(e));
 }
 
 __global__ void gpu_jpeg_kernel(const uint8_t *__restrict__ stage, struct gpu_out_params o,
@@ -81,7 +80,8 @@ __global__ void gpu_features_kernel(const uint8_t *__restrict__ stage, struct gp
 	     i += (size_t)gridDim.x * blockDim.x) {
 		uint32_t b = (uint32_t)(i / per);
 		size_t r = i - (size_t)b * per;
-		uint32_t k = (uint32_t)(r / o.chunk_len), t = (uint32_t)(r - (size_t)k * o.chunk_len);
+		uint32_t k = (uint32_t)(r / o.chunk_len),
+			 t = (uint32_t)(r - (size_t)k * o.chunk_len);
 		gpu_features_value(stage, &desc[b], &o, k, t, out + (size_t)b * o.sample_bytes);
 	}
 }
@@ -134,7 +134,8 @@ static int create_common(struct gpu_pipeline **out, int device, size_t stage_byt
 		return n;
 	if (device < 0 || device >= n)
 		return status_fail(err, errlen, FEEDER_ENODEV,
-				   "gpu pipeline: CUDA device %d does not exist (%d present)", device, n);
+				   "gpu pipeline: CUDA device %d does not exist (%d present)",
+				   device, n);
 	struct gpu_pipeline *g = (struct gpu_pipeline *)calloc(1, sizeof *g);
 	if (!g)
 		return status_fail(err, errlen, -ENOMEM, "gpu pipeline: out of memory");
@@ -162,8 +163,8 @@ static int create_common(struct gpu_pipeline **out, int device, size_t stage_byt
 	if ((e = cudaHostAlloc((void **)&g->host_stage, stage_bytes, cudaHostAllocDefault)) !=
 	    cudaSuccess) {
 		g->host_stage = NULL;
-		rc = cuda_fail(err, errlen, device, e, "allocating %zu bytes of pinned staging memory",
-			       stage_bytes);
+		rc = cuda_fail(err, errlen, device, e,
+			       "allocating %zu bytes of pinned staging memory", stage_bytes);
 		goto fail;
 	}
 	*out = g;
@@ -179,8 +180,8 @@ static int alloc_device(struct gpu_pipeline *g, char *err, size_t errlen)
 	cudaError_t e = cudaMalloc((void **)&g->dev_stage, g->stage_bytes);
 	if (e != cudaSuccess) {
 		g->dev_stage = NULL;
-		return cuda_fail(err, errlen, g->device, e, "allocating %zu bytes of device staging",
-				 g->stage_bytes);
+		return cuda_fail(err, errlen, g->device, e,
+				 "allocating %zu bytes of device staging", g->stage_bytes);
 	}
 	return 0;
 }
@@ -209,9 +210,7 @@ extern "C" int gpu_pipeline_create_jpeg(struct gpu_pipeline **out, int device,
 					size_t staging_bytes, char *err, size_t errlen)
 {
 	*out = NULL;
-	int rc = proto_opts_check(p, err, errlen);
-	if (rc)
-		return rc;
+	int rc;
 	if (staging_bytes == 0)
 		staging_bytes = gpu_staging_default_bytes_jpeg(p, max_batch);
 	struct gpu_pipeline *g;
@@ -233,9 +232,7 @@ extern "C" int gpu_pipeline_create_features(struct gpu_pipeline **out, int devic
 					    size_t errlen)
 {
 	*out = NULL;
-	int rc = proto_opts_check(p, err, errlen);
-	if (rc)
-		return rc;
+	int rc;
 	if (staging_bytes == 0)
 		staging_bytes = gpu_staging_default_bytes_features(p, feat_dim, max_batch, 0);
 	struct gpu_pipeline *g;
@@ -279,9 +276,8 @@ extern "C" int gpu_pipeline_stage_jpeg(struct gpu_pipeline *g, struct jpeg_worke
 }
 
 extern "C" int gpu_pipeline_stage_features(struct gpu_pipeline *g, uint32_t index,
-					   const struct dsformat_sample *s,
-					   const uint8_t *payload, uint64_t aug_key, char *err,
-					   size_t errlen)
+					   const struct dsformat_sample *s, const uint8_t *payload,
+					   uint64_t aug_key, char *err, size_t errlen)
 {
 	return gpu_staging_features(&g->st, index, s, payload, aug_key, err, errlen);
 }
@@ -296,9 +292,10 @@ static int check_dst(const struct gpu_pipeline *g, const void *dev_dst, char *er
 		return cuda_fail(err, errlen, g->device, e, "checking the output pointer");
 	if ((a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) ||
 	    (a.type == cudaMemoryTypeDevice && a.device != g->device))
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "gpu pipeline: the output pointer is not memory of CUDA device %d",
-				   g->device);
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"gpu pipeline: the output pointer is not memory of CUDA device %d",
+			g->device);
 	return 0;
 }
 
@@ -306,8 +303,9 @@ extern "C" int gpu_pipeline_submit(struct gpu_pipeline *g, uint32_t n, void *dev
 				   void *host_dst, char *err, size_t errlen)
 {
 	if (g->in_flight)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "gpu pipeline: a batch is already in flight (call gpu_pipeline_wait)");
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"gpu pipeline: a batch is already in flight (call gpu_pipeline_wait)");
 	size_t bytes = 0;
 	int rc = gpu_staging_bytes(&g->st, n, &bytes, err, errlen);
 	if (rc)
@@ -341,8 +339,8 @@ extern "C" int gpu_pipeline_submit(struct gpu_pipeline *g, uint32_t n, void *dev
 		goto drain;
 	}
 	if (host_dst) {
-		e = cudaMemcpyAsync(host_dst, dst, (size_t)n * o.sample_bytes, cudaMemcpyDeviceToHost,
-				    g->stream);
+		e = cudaMemcpyAsync(host_dst, dst, (size_t)n * o.sample_bytes,
+				    cudaMemcpyDeviceToHost, g->stream);
 		if (e != cudaSuccess) {
 			rc = cuda_fail(err, errlen, g->device, e, "copying the batch to the host");
 			goto drain;
@@ -377,8 +375,7 @@ extern "C" uint32_t gpu_pipeline_cpu_finished(const struct gpu_pipeline *g)
 	return __atomic_load_n(&g->st.cpu_finished, __ATOMIC_RELAXED);
 }
 
-extern "C" int gpu_pipeline_host_register(int device, void *p, size_t len, char *err,
-					  size_t errlen)
+extern "C" int gpu_pipeline_host_register(int device, void *p, size_t len, char *err, size_t errlen)
 {
 	cudaError_t e = cudaSetDevice(device);
 	if (e == cudaSuccess)

@@ -44,14 +44,16 @@ int gpu_pipeline_built(void);
 int gpu_pipeline_devices(char *why, size_t whylen);
 
 /* A context on CUDA device `device` for batches of up to max_batch jpeg
- * samples made with p. staging_bytes sizes the pinned staging block (0:
- * gpu_staging_default_bytes_jpeg); samples that do not fit are finished on
- * the CPU. Returns 0, FEEDER_ENODEV (no such device, CUDA not built),
- * FEEDER_EINVAL (bad params, or staging_bytes below the descriptors plus
- * max_batch finished samples) or -ENOMEM (host or device memory), with err
- * filled. */
-int gpu_pipeline_create_jpeg(struct gpu_pipeline **out, int device, const struct feeder_stream_opts *p,
-			     uint32_t max_batch, size_t staging_bytes, char *err, size_t errlen);
+ * samples made with p (which must have passed proto_opts_check: feederd's
+ * admission; nothing here checks it again). staging_bytes sizes the pinned
+ * staging block (0: gpu_staging_default_bytes_jpeg); samples that do not
+ * fit are finished on the CPU. Returns 0, FEEDER_ENODEV (no such device,
+ * CUDA not built), FEEDER_EINVAL (max_batch out of range, or staging_bytes
+ * below the descriptors plus max_batch finished samples) or -ENOMEM (host
+ * or device memory), with err filled. */
+int gpu_pipeline_create_jpeg(struct gpu_pipeline **out, int device,
+			     const struct feeder_stream_opts *p, uint32_t max_batch,
+			     size_t staging_bytes, char *err, size_t errlen);
 
 /* The same for features samples of feat_dim columns made with p. staging
  * 0: gpu_staging_default_bytes_features(p, feat_dim, max_batch, 0). */

@@ -23,8 +23,9 @@ int gpu_pipeline_devices(char *why, size_t whylen)
 	return none(why, whylen);
 }
 
-int gpu_pipeline_create_jpeg(struct gpu_pipeline **out, int device, const struct feeder_stream_opts *p,
-			     uint32_t max_batch, size_t staging_bytes, char *err, size_t errlen)
+int gpu_pipeline_create_jpeg(struct gpu_pipeline **out, int device,
+			     const struct feeder_stream_opts *p, uint32_t max_batch,
+			     size_t staging_bytes, char *err, size_t errlen)
 {
 	(void)device, (void)p, (void)max_batch, (void)staging_bytes;
 	*out = NULL;
@@ -33,8 +34,7 @@ int gpu_pipeline_create_jpeg(struct gpu_pipeline **out, int device, const struct
 
 int gpu_pipeline_create_features(struct gpu_pipeline **out, int device,
 				 const struct feeder_stream_opts *p, uint32_t feat_dim,
-				 uint32_t max_batch, size_t staging_bytes, char *err,
-				 size_t errlen)
+				 uint32_t max_batch, size_t staging_bytes, char *err, size_t errlen)
 {
 	(void)device, (void)p, (void)feat_dim, (void)max_batch, (void)staging_bytes;
 	*out = NULL;

@@ -18,12 +18,12 @@
 struct gpu_ring {
 	uint32_t slots;
 	uint64_t stride;
-	struct gpu_ring_dev *dev;     /* on a device, else NULL (emulated) */
+	struct gpu_ring_dev *dev; /* on a device, else NULL (emulated) */
 	/* emulated */
-	uint8_t *host;                /* the tensors */
-	uint64_t *released_at;        /* per slot: RELEASE time (us), 0 = done */
-	uint64_t release_us;          /* how long an emulated release takes */
-	struct gpu_ring *next;        /* parked */
+	uint8_t *host;         /* the tensors */
+	uint64_t *released_at; /* per slot: RELEASE time (us), 0 = done */
+	uint64_t release_us;   /* how long an emulated release takes */
+	struct gpu_ring *next; /* parked */
 };
 
 static pthread_mutex_t parked_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -58,7 +58,8 @@ static int emulated_room(uint64_t bytes, char *err, size_t errlen)
 		return 0;
 	return status_fail(err, errlen, -ENOMEM,
 			   "cudaMalloc of the device ring failed: out of memory (%llu bytes on an "
-			   "emulated device of %llu KiB)", (unsigned long long)bytes, kb);
+			   "emulated device of %llu KiB)",
+			   (unsigned long long)bytes, kb);
 }
 
 int gpu_ring_create(struct gpu_ring **out, int device, uint32_t slots, uint64_t tensor_bytes,
@@ -89,9 +90,11 @@ int gpu_ring_create(struct gpu_ring **out, int device, uint32_t slots, uint64_t 
 		t->device = (uint32_t)device;
 		t->tensor_stride = r->stride;
 		memset(entries, 0, (size_t)slots * sizeof(*entries));
-		rc = r->host && r->released_at ? 0 : status_fail(err, errlen, -ENOMEM, "out of memory");
+		rc = r->host && r->released_at ? 0
+					       : status_fail(err, errlen, -ENOMEM, "out of memory");
 	} else {
-		rc = gpu_ring_dev_create(&r->dev, device, slots, r->stride, t, entries, err, errlen);
+		rc = gpu_ring_dev_create(&r->dev, device, slots, r->stride, t, entries, err,
+					 errlen);
 	}
 	if (rc) {
 		ring_free(r);

@@ -19,7 +19,7 @@ struct gpu_ring_dev {
 	uint64_t stride;
 	uint8_t *base;
 	cudaEvent_t *ready, *release;
-	int failed;              /* the device reported an error: nothing more runs */
+	int failed; /* the device reported an error: nothing more runs */
 };
 
 static int fail(char *err, size_t errlen, cudaError_t e, const char *what)
@@ -80,7 +80,8 @@ extern "C" int gpu_ring_dev_create(struct gpu_ring_dev **out, int device, uint32
 	if (e != cudaSuccess)
 		return fail(err, errlen, e, "cudaSetDevice");
 	int ipc = 0;
-	if (cudaDeviceGetAttribute(&ipc, cudaDevAttrIpcEventSupport, device) != cudaSuccess || !ipc) {
+	if (cudaDeviceGetAttribute(&ipc, cudaDevAttrIpcEventSupport, device) != cudaSuccess ||
+	    !ipc) {
 		cudaGetLastError();
 		return status_fail(err, errlen, FEEDER_ENODEV,
 				   "GPU %d does not support CUDA IPC events", device);
@@ -111,7 +112,7 @@ extern "C" int gpu_ring_dev_create(struct gpu_ring_dev **out, int device, uint32
 	t->device = device;
 	t->tensor_stride = stride;
 	if (rc == 0 && (e = cudaDeviceGetPCIBusId(t->pci_bus_id, (int)sizeof t->pci_bus_id,
-						   device)) != cudaSuccess)
+						  device)) != cudaSuccess)
 		rc = fail(err, errlen, e, "cudaDeviceGetPCIBusId");
 	cudaIpcMemHandle_t mh;
 	if (rc == 0 && (e = cudaIpcGetMemHandle(&mh, d->base)) != cudaSuccess)

@@ -13,8 +13,8 @@
 struct gpu_ring_dev;
 
 int gpu_ring_dev_create(struct gpu_ring_dev **out, int device, uint32_t slots, uint64_t stride,
-			struct proto_device_table *t, struct proto_device_slot *entries,
-			char *err, size_t errlen);
+			struct proto_device_table *t, struct proto_device_slot *entries, char *err,
+			size_t errlen);
 /* 1 if the daemon's writes (the ready events) have all completed, or the
  * device failed (then nothing more will run); 0 if some are still running. */
 int gpu_ring_dev_idle(struct gpu_ring_dev *d);

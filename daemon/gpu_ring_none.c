@@ -5,8 +5,8 @@
 #include "status.h"
 
 int gpu_ring_dev_create(struct gpu_ring_dev **out, int device, uint32_t slots, uint64_t stride,
-			struct proto_device_table *t, struct proto_device_slot *entries,
-			char *err, size_t errlen)
+			struct proto_device_table *t, struct proto_device_slot *entries, char *err,
+			size_t errlen)
 {
 	(void)device, (void)slots, (void)stride, (void)t, (void)entries;
 	*out = NULL;

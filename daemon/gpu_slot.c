@@ -13,11 +13,11 @@
 #include <string.h>
 
 struct gpu_slot {
-	int kind;                 /* GPU_KIND_JPEG / _FEATURES */
-	struct gpu_pipeline *gp;  /* on a device; NULL when emulated */
-	struct gpu_staging st;    /* emulated: the staging block in host memory */
+	int kind;                /* GPU_KIND_JPEG / _FEATURES */
+	struct gpu_pipeline *gp; /* on a device; NULL when emulated */
+	struct gpu_staging st;   /* emulated: the staging block in host memory */
 	void *block;
-	struct gpu_slot *next;    /* retired, waiting for the reaper */
+	struct gpu_slot *next; /* retired, waiting for the reaper */
 };
 
 /* Retired contexts and the thread that frees them, started on first use
@@ -42,22 +42,23 @@ int gpu_slot_create(struct gpu_slot **out, int device, const struct feeder_strea
 	int rc;
 	if (device != GPU_SLOT_EMULATED) {
 		rc = jp ? gpu_pipeline_create_jpeg(&g->gp, device, o, max_batch, 0, err, errlen)
-			: gpu_pipeline_create_features(&g->gp, device, o, feat_dim, max_batch, 0, err,
-						       errlen);
+			: gpu_pipeline_create_features(&g->gp, device, o, feat_dim, max_batch, 0,
+						       err, errlen);
 	} else {
 		size_t cap = jp ? gpu_staging_default_bytes_jpeg(o, max_batch)
 				: gpu_staging_default_bytes_features(o, feat_dim, max_batch, 0);
-		g->block = aligned_alloc(GPU_STAGING_ALIGN,
-					 (cap + GPU_STAGING_ALIGN - 1) / GPU_STAGING_ALIGN *
-						 GPU_STAGING_ALIGN);
+		g->block = aligned_alloc(GPU_STAGING_ALIGN, (cap + GPU_STAGING_ALIGN - 1) /
+								    GPU_STAGING_ALIGN *
+								    GPU_STAGING_ALIGN);
 		if (!g->block)
 			rc = status_fail(err, errlen, -ENOMEM,
 					 "out of memory for a staging block of %zu bytes", cap);
 		else if (jp)
-			rc = gpu_staging_init_jpeg(&g->st, g->block, cap, max_batch, o, err, errlen);
+			rc = gpu_staging_init_jpeg(&g->st, g->block, cap, max_batch, o, err,
+						   errlen);
 		else
-			rc = gpu_staging_init_features(&g->st, g->block, cap, max_batch, o, feat_dim,
-						       err, errlen);
+			rc = gpu_staging_init_features(&g->st, g->block, cap, max_batch, o,
+						       feat_dim, err, errlen);
 	}
 	if (rc) {
 		gpu_slot_destroy(g);

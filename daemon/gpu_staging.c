@@ -16,7 +16,6 @@
  * older, larger count only kept more than it had to. */
 #include "gpu_staging.h"
 
-#include "protocol.h"
 #include "resize.h"
 #include "status.h"
 
@@ -55,9 +54,9 @@ static uint8_t *arena_take(struct gpu_staging *st, size_t bytes, int reserve)
 		return NULL;
 	size_t at = __atomic_load_n(&st->used, __ATOMIC_RELAXED);
 	do {
-		size_t keep = reserve ? __atomic_load_n(&st->unstaged, __ATOMIC_RELAXED) *
-						ready_bytes(st)
-				      : 0;
+		size_t keep =
+			reserve ? __atomic_load_n(&st->unstaged, __ATOMIC_RELAXED) * ready_bytes(st)
+				: 0;
 		if (st->cap - at < n || st->cap - at - n < keep)
 			return NULL;
 	} while (!__atomic_compare_exchange_n(&st->used, &at, at + n, 1, __ATOMIC_RELAXED,
@@ -88,7 +87,8 @@ size_t gpu_staging_default_bytes_features(const struct feeder_stream_opts *o, ui
 {
 	const struct feeder_features_opts *p = &o->features;
 	if (max_frames == 0)
-		max_frames = 2 * p->chunk_len + (p->cmn == FEEDER_FEAT_CMN_SLIDING ? p->cmn_window : 0);
+		max_frames =
+			2 * p->chunk_len + (p->cmn == FEEDER_FEAT_CMN_SLIDING ? p->cmn_window : 0);
 	size_t frames = align_up((size_t)max_frames * feat_dim * 4);
 	size_t table = align_up((size_t)p->chunk_len * 3 * 4);
 	size_t ready = align_up(features_pipeline_sample_bytes(o, feat_dim));
@@ -104,7 +104,8 @@ static int init_common(struct gpu_staging *st, void *base, size_t cap, uint32_t 
 				   GPU_STAGING_MAX_BATCH);
 	if (!base || ((uintptr_t)base & (GPU_STAGING_ALIGN - 1)))
 		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "gpu staging: the block is not %d-byte aligned", GPU_STAGING_ALIGN);
+				   "gpu staging: the block is not %d-byte aligned",
+				   GPU_STAGING_ALIGN);
 	size_t need = desc_bytes(max_batch) + (size_t)max_batch * align_up(sample_bytes);
 	if (cap < need)
 		return status_fail(err, errlen, FEEDER_EINVAL,
@@ -122,27 +123,24 @@ static int init_common(struct gpu_staging *st, void *base, size_t cap, uint32_t 
 int gpu_staging_init_jpeg(struct gpu_staging *st, void *base, size_t cap, uint32_t max_batch,
 			  const struct feeder_stream_opts *p, char *err, size_t errlen)
 {
-	int rc = proto_opts_check(p, err, errlen);
-	if (rc)
-		return rc;
 	*st = (struct gpu_staging){ 0 };
 	st->opts = *p;
 	st->out = (struct gpu_out_params){
-		.kind = GPU_KIND_JPEG, .dtype = (uint32_t)p->dtype, .layout = (uint32_t)p->layout,
-		.out_h = p->jpeg.height, .out_w = p->jpeg.width,
+		.kind = GPU_KIND_JPEG,
+		.dtype = (uint32_t)p->dtype,
+		.layout = (uint32_t)p->layout,
+		.out_h = p->jpeg.height,
+		.out_w = p->jpeg.width,
 		.sample_bytes = jpeg_pipeline_sample_bytes(p),
 	};
 	jpeg_pipeline_norm(&p->jpeg, st->out.mul, st->out.add);
 	return init_common(st, base, cap, max_batch, st->out.sample_bytes, err, errlen);
 }
 
-int gpu_staging_init_features(struct gpu_staging *st, void *base, size_t cap,
-			      uint32_t max_batch, const struct feeder_stream_opts *p,
-			      uint32_t feat_dim, char *err, size_t errlen)
+int gpu_staging_init_features(struct gpu_staging *st, void *base, size_t cap, uint32_t max_batch,
+			      const struct feeder_stream_opts *p, uint32_t feat_dim, char *err,
+			      size_t errlen)
 {
-	int rc = proto_opts_check(p, err, errlen);
-	if (rc)
-		return rc;
 	if (feat_dim == 0 || feat_dim > DSFORMAT_MAX_DIM)
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "gpu staging: feature dimension %u is outside 1..%u", feat_dim,
@@ -150,9 +148,12 @@ int gpu_staging_init_features(struct gpu_staging *st, void *base, size_t cap,
 	*st = (struct gpu_staging){ 0 };
 	st->opts = *p;
 	st->out = (struct gpu_out_params){
-		.kind = GPU_KIND_FEATURES, .dtype = (uint32_t)p->dtype,
-		.dim = feat_dim, .chunk_len = p->features.chunk_len,
-		.cmn = p->features.cmn, .cvn = p->features.cvn,
+		.kind = GPU_KIND_FEATURES,
+		.dtype = (uint32_t)p->dtype,
+		.dim = feat_dim,
+		.chunk_len = p->features.chunk_len,
+		.cmn = p->features.cmn,
+		.cvn = p->features.cvn,
 		.sample_bytes = features_pipeline_sample_bytes(p, feat_dim),
 	};
 	return init_common(st, base, cap, max_batch, st->out.sample_bytes, err, errlen);
@@ -177,8 +178,8 @@ static int check_index(const struct gpu_staging *st, uint32_t kind, uint32_t ind
 				   st->out.kind == GPU_KIND_JPEG ? "jpeg" : "features");
 	if (index >= st->max_batch)
 		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "gpu staging: sample index %u is beyond the batch size %u", index,
-				   st->max_batch);
+				   "gpu staging: sample index %u is beyond the batch size %u",
+				   index, st->max_batch);
 	if (desc_at(st, index)->mode != GPU_STAGE_EMPTY)
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "gpu staging: sample %u is already staged in this batch", index);
@@ -213,15 +214,17 @@ static int stage_region(struct gpu_staging *st, struct gpu_sample_desc *d,
 {
 	const struct resize_axis *ax = r->ax, *ay = r->ay;
 	uint32_t W = st->out.out_w, H = st->out.out_h;
-	if (r->stride > UINT32_MAX || r->stride < (size_t)r->cols * 4 || !plan_fits(ax, W, r->cols) ||
-	    !plan_fits(ay, H, r->rows))
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "gpu staging: the resize plan of a %ux%u region reads outside it",
-				   r->cols, r->rows);
+	if (r->stride > UINT32_MAX || r->stride < (size_t)r->cols * 4 ||
+	    !plan_fits(ax, W, r->cols) || !plan_fits(ay, H, r->rows))
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"gpu staging: the resize plan of a %ux%u region reads outside it", r->cols,
+			r->rows);
 	size_t words = 2 * ((size_t)W + H) + (size_t)W * ax->taps + (size_t)H * ay->taps;
 	int32_t *t = (int32_t *)arena_take(st, words * 4, 1);
 	if (!t)
-		return status_fail(err, errlen, FEEDER_EQUOTA, "gpu staging: no room for resize plans");
+		return status_fail(err, errlen, FEEDER_EQUOTA,
+				   "gpu staging: no room for resize plans");
 	put_plan(put_plan(t, ax), ay);
 	d->data = (uint64_t)(r->pixels - st->base);
 	d->table = (uint64_t)((uint8_t *)t - st->base);
@@ -352,7 +355,7 @@ int gpu_staging_features(struct gpu_staging *st, uint32_t index, const struct ds
 	if (rc)
 		return rc;
 	struct gpu_sample_desc *d = desc_clear(st, index);
-	rc = features_pipeline_check_sample(&st->opts, s, payload, err, errlen);
+	rc = features_pipeline_check_sample(&st->opts.features, s, payload, err, errlen);
 	if (rc)
 		return rc;
 	if (s->dim != st->out.dim)

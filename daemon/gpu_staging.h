@@ -70,16 +70,16 @@ enum {
 #define GPU_STAGING_ALIGN 16
 
 struct gpu_sample_desc {
-	uint32_t mode;   /* GPU_STAGE_* */
-	uint32_t flip;   /* RESIZE: mirror left-right */
-	uint64_t data;   /* RESIZE: region pixels; FEATURES: frames; READY: the sample */
-	uint64_t table;  /* RESIZE: x plan then y plan; FEATURES: src, lo, hi (chunk_len u32 each) */
-	uint32_t stride; /* RESIZE: bytes from one region row to the next */
-	uint32_t cols;   /* RESIZE: region columns; FEATURES: feature dimension */
-	uint32_t rows;   /* RESIZE: region rows; FEATURES: frames staged */
+	uint32_t mode;  /* GPU_STAGE_* */
+	uint32_t flip;  /* RESIZE: mirror left-right */
+	uint64_t data;  /* RESIZE: region pixels; FEATURES: frames; READY: the sample */
+	uint64_t table; /* RESIZE: x plan then y plan; FEATURES: src, lo, hi (chunk_len u32 each) */
+	uint32_t stride;         /* RESIZE: bytes from one region row to the next */
+	uint32_t cols;           /* RESIZE: region columns; FEATURES: feature dimension */
+	uint32_t rows;           /* RESIZE: region rows; FEATURES: frames staged */
 	uint32_t taps_x, taps_y; /* RESIZE: weights stored per output column / row */
-	uint32_t f16;    /* FEATURES: frames are float16 (else float32) */
-	uint64_t spare;  /* a finished-sample piece this index owns already (0: none) */
+	uint32_t f16;            /* FEATURES: frames are float16 (else float32) */
+	uint64_t spare;          /* a finished-sample piece this index owns already (0: none) */
 };
 
 /* A RESIZE plan table at desc.table: for the x axis, int32 start[out_w],
@@ -88,22 +88,22 @@ struct gpu_sample_desc {
 
 /* What every sample of the batch becomes. */
 struct gpu_out_params {
-	uint32_t kind;            /* GPU_KIND_* */
-	uint32_t dtype, layout;   /* enum feeder_dtype, feeder_layout (features: dim-major) */
-	uint32_t out_h, out_w;    /* jpeg */
-	float mul[3], add[3];     /* jpeg f16/f32: value = pixel * mul + add */
-	uint32_t dim, chunk_len;  /* features */
-	uint32_t cmn, cvn;        /* features: enum feeder_feat_cmn, 0/1 */
-	uint64_t sample_bytes;    /* one output sample */
+	uint32_t kind;           /* GPU_KIND_* */
+	uint32_t dtype, layout;  /* enum feeder_dtype, feeder_layout (features: dim-major) */
+	uint32_t out_h, out_w;   /* jpeg */
+	float mul[3], add[3];    /* jpeg f16/f32: value = pixel * mul + add */
+	uint32_t dim, chunk_len; /* features */
+	uint32_t cmn, cvn;       /* features: enum feeder_feat_cmn, 0/1 */
+	uint64_t sample_bytes;   /* one output sample */
 };
 
 struct gpu_staging {
-	uint8_t *base;             /* the block (caller's memory) */
-	size_t cap;                /* its bytes */
-	size_t arena;              /* where the arena starts */
-	size_t used;               /* bump pointer, bytes from base (<= cap); atomic */
-	uint32_t cpu_finished;     /* READY samples this batch; atomic */
-	uint32_t unstaged;         /* of max_batch, not staged yet this batch; atomic */
+	uint8_t *base;         /* the block (caller's memory) */
+	size_t cap;            /* its bytes */
+	size_t arena;          /* where the arena starts */
+	size_t used;           /* bump pointer, bytes from base (<= cap); atomic */
+	uint32_t cpu_finished; /* READY samples this batch; atomic */
+	uint32_t unstaged;     /* of max_batch, not staged yet this batch; atomic */
 	uint32_t max_batch;
 	struct gpu_out_params out;
 	struct feeder_stream_opts opts; /* what the samples become */
@@ -126,14 +126,16 @@ size_t gpu_staging_default_bytes_features(const struct feeder_stream_opts *p, ui
 
 /* Lay out a staging block of cap bytes at base (16-byte aligned) for
  * batches of up to max_batch jpeg samples made with p, or features samples
- * of feat_dim columns made with p, and reset it. Returns 0 or FEEDER_EINVAL
- * (bad params, misaligned base, a block smaller than the descriptors and
- * max_batch finished samples: below that a batch could run out of room). */
+ * of feat_dim columns made with p, and reset it. p must have passed
+ * proto_opts_check (feederd's admission: nothing here checks it again).
+ * Returns 0 or FEEDER_EINVAL (max_batch or feat_dim out of range,
+ * misaligned base, a block smaller than the descriptors and max_batch
+ * finished samples: below that a batch could run out of room). */
 int gpu_staging_init_jpeg(struct gpu_staging *st, void *base, size_t cap, uint32_t max_batch,
 			  const struct feeder_stream_opts *p, char *err, size_t errlen);
-int gpu_staging_init_features(struct gpu_staging *st, void *base, size_t cap,
-			      uint32_t max_batch, const struct feeder_stream_opts *p,
-			      uint32_t feat_dim, char *err, size_t errlen);
+int gpu_staging_init_features(struct gpu_staging *st, void *base, size_t cap, uint32_t max_batch,
+			      const struct feeder_stream_opts *p, uint32_t feat_dim, char *err,
+			      size_t errlen);
 
 /* Empty the block for the next batch: every descriptor EMPTY, arena empty. */
 void gpu_staging_reset(struct gpu_staging *st);
@@ -229,7 +231,7 @@ GPU_HD static inline void gpu_jpeg_pixel(const uint8_t *stage, const struct gpu_
 	size_t idx[3];
 	for (int c = 0; c < 3; c++)
 		idx[c] = o->layout == FEEDER_LAYOUT_NHWC ? ((size_t)y * W + xo) * 3 + c
-						       : c * plane + (size_t)y * W + xo;
+							 : c * plane + (size_t)y * W + xo;
 	if (d->mode == GPU_STAGE_READY) {
 		for (int c = 0; c < 3; c++)
 			gpu_copy_elem(out, stage + d->data, o->dtype, idx[c]);
@@ -276,8 +278,7 @@ GPU_HD static inline double gpu_frame_at(const uint8_t *frames, const struct gpu
  * into out (the sample's first byte), as features_pipeline_run computes
  * it: minus the mean of the frame's statistics window and, with cvn,
  * divided by its standard deviation, all in double. */
-GPU_HD static inline void gpu_features_value(const uint8_t *stage,
-					     const struct gpu_sample_desc *d,
+GPU_HD static inline void gpu_features_value(const uint8_t *stage, const struct gpu_sample_desc *d,
 					     const struct gpu_out_params *o, uint32_t k, uint32_t t,
 					     void *out)
 {

@@ -85,7 +85,8 @@ static void plan_train(const struct feeder_jpeg_opts *p, uint32_t W, uint32_t H,
 	double area = (double)W * H;
 	double lr0 = log(p->ratio_min), lr1 = log(p->ratio_max);
 	for (int attempt = 0; attempt < 10; attempt++) {
-		double target = area * (p->scale_min + (p->scale_max - p->scale_min) * detrand_uniform(r));
+		double target =
+			area * (p->scale_min + (p->scale_max - p->scale_min) * detrand_uniform(r));
 		double ar = exp(lr0 + (lr1 - lr0) * detrand_uniform(r));
 		/* rint rounds half to even, like Python's round(). */
 		double w = rint(sqrt(target * ar)), h = rint(sqrt(target / ar));
@@ -227,7 +228,8 @@ static int cut_sub(struct jpeg_worker *w, const uint8_t *jpeg, size_t len, doubl
 	struct jpeg_tiles t;
 	if (jpeg_tiles_parse(jpeg, len, &t, err, errlen) || !t.grid)
 		return 0; /* libjpeg read these headers: only the grid is news */
-	double span = (double)t.restart * t.mcu_w, mx = t.sub_h ? margin : 0, my = t.sub_v ? margin : 0;
+	double span = (double)t.restart * t.mcu_w, mx = t.sub_h ? margin : 0,
+	       my = t.sub_v ? margin : 0;
 	double px0 = x0 - mx, px1 = x1 + mx, py0 = y0 - my, py1 = y1 + my;
 	uint32_t c0 = px0 <= 0 ? 0 : (uint32_t)(px0 / span);
 	uint32_t r0 = py0 <= 0 ? 0 : (uint32_t)(py0 / t.mcu_h);
@@ -244,6 +246,104 @@ static int cut_sub(struct jpeg_worker *w, const uint8_t *jpeg, size_t len, doubl
 	return 1;
 }
 
+/* The IDCT scale 1/s to decode crop c at: the scaled region must stay at
+ * least 1.5x the output. At 1-1.5x the IDCT's own low-pass, not the resize
+ * filter, shapes the result, and on small detailed images that drifted
+ * past the 2/255 tolerance (MAD up to 0.0125 at 64-px sources, tests/e2e
+ * concurrent); with the 1.5x margin the worst seen is 0.0062. */
+static unsigned idct_scale(struct jpeg_decompress_struct *ci, const struct feeder_jpeg_opts *p,
+			   const struct jpeg_crop *c, int reference)
+{
+	unsigned s = 1, smax = reference ? 1 : max_idct_scale(ci);
+	while (s < smax && c->w >= 3.0 * s * p->width && c->h >= 3.0 * s * p->height)
+		s *= 2;
+	return s;
+}
+
+/* Plan both resize axes for crop c on the ow x oh image decoded at scale
+ * 1/s, and the pixels they read: span = {x0, x1, y0, y1} (the whole image
+ * for the reference). 0 or -ENOMEM. */
+static int plan_axes(struct jpeg_worker *w, const struct feeder_jpeg_opts *p,
+		     const struct jpeg_crop *c, unsigned s, int32_t ow, int32_t oh, int reference,
+		     int32_t span[4])
+{
+	/* Train crops resize the cropped image, so the filter stays inside the
+	 * box; eval resizes the whole image and then crops, so it may reach
+	 * outside the box. Planned on the whole image (at scale 1/s). */
+	double bx = c->x / s, by = c->y / s, bw = c->w / s, bh = c->h / s;
+	int32_t xlo = 0, xhi = ow, ylo = 0, yhi = oh;
+	if (p->train) {
+		xlo = (int32_t)floor(bx);
+		ylo = (int32_t)floor(by);
+		xhi = (int32_t)ceil(bx + bw);
+		yhi = (int32_t)ceil(by + bh);
+		xhi = xhi > ow ? ow : xhi;
+		yhi = yhi > oh ? oh : yhi;
+	}
+	if (resize_axis_plan(&w->ax, bx, bw, p->width, xlo, xhi) ||
+	    resize_axis_plan(&w->ay, by, bh, p->height, ylo, yhi))
+		return -ENOMEM;
+	resize_axis_span(&w->ax, &span[0], &span[1]);
+	resize_axis_span(&w->ay, &span[2], &span[3]);
+	if (reference) {
+		span[0] = 0;
+		span[1] = ow;
+		span[2] = 0;
+		span[3] = oh;
+	}
+	return 0;
+}
+
+/* Memory for a region of rows x stride bytes at r->pixels: from dest (the
+ * GPU path's staging) or w's own, with the resize's scratch. 0,
+ * FEEDER_EQUOTA (no room in dest) or -ENOMEM, with err filled. */
+static int region_memory(struct jpeg_worker *w, const struct jpeg_region_dest *dest, size_t stride,
+			 size_t rows, struct jpeg_region *r, char *err, size_t errlen)
+{
+	if (dest) {
+		r->pixels = dest->alloc(dest->ctx, stride * rows);
+		if (!r->pixels)
+			return status_fail(
+				err, errlen, FEEDER_EQUOTA,
+				"jpeg: no room for a %zux%zu region in the staging memory",
+				stride / 4, rows);
+		return 0;
+	}
+	size_t need_scratch = resize_scratch_floats(&w->ax, &w->ay) * sizeof(float);
+	if (grow_bytes((void **)&w->region, &w->region_cap, stride * rows) ||
+	    grow_bytes((void **)&w->scratch, &w->scratch_cap, need_scratch))
+		return status_fail(err, errlen, -ENOMEM, "jpeg: out of memory for a %zux%zu region",
+				   stride / 4, rows);
+	r->pixels = w->region;
+	return 0;
+}
+
+/* Decoded rows [first, last) into region, stride bytes apart, then the
+ * decompressor finished (or aborted, when rows are left below). 0 or
+ * FEEDER_EDECODE. */
+static int read_rows(struct jpeg_decompress_struct *ci, uint8_t *region, size_t stride,
+		     JDIMENSION first, JDIMENSION last, char *err, size_t errlen)
+{
+	if (first > 0)
+		jpeg_skip_scanlines(ci, first);
+	while (ci->output_scanline < last) {
+		JSAMPROW rowp[16];
+		JDIMENSION want = last - ci->output_scanline;
+		want = want > 16 ? 16 : want;
+		for (JDIMENSION k = 0; k < want; k++)
+			rowp[k] = region + (ci->output_scanline - first + k) * stride;
+		if (jpeg_read_scanlines(ci, rowp, want) == 0) {
+			jpeg_abort_decompress(ci);
+			return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: no rows decoded");
+		}
+	}
+	if (ci->output_scanline < ci->output_height)
+		jpeg_abort_decompress(ci);
+	else
+		jpeg_finish_decompress(ci);
+	return 0;
+}
+
 /* Plan both axes for crop c seen at IDCT scale 1/s, decode the rows and
  * columns they need into w->region (or into memory from dest, the GPU
  * path's staging), and rebase the plans onto it. Fills r. With reference
@@ -254,11 +354,12 @@ static int cut_sub(struct jpeg_worker *w, const uint8_t *jpeg, size_t len, doubl
  * (cut_sub): its cost follows the crop's area, where otherwise libjpeg must
  * Huffman-decode every row above the crop. Returns 0 or a negative code
  * with err filled; on error the decompressor is reset for the next
- * sample. */
-static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p, const uint8_t *jpeg,
-			 size_t len, uint64_t aug_key, int reference, struct jpeg_huff *huff,
-			 const struct jpeg_region_dest *dest, struct jpeg_region *r, char *err,
-			 size_t errlen)
+ * sample. The helpers it calls may longjmp back to its setjmp: none of
+ * its locals changed after the setjmp is read there. */
+static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p,
+			 const uint8_t *jpeg, size_t len, uint64_t aug_key, int reference,
+			 struct jpeg_huff *huff, const struct jpeg_region_dest *dest,
+			 struct jpeg_region *r, char *err, size_t errlen)
 {
 	struct jpeg_decompress_struct *ci = &w->cinfo;
 	if (setjmp(w->jerr.jump)) {
@@ -272,51 +373,20 @@ static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p
 		jpeg_abort_decompress(ci);
 		return rc;
 	}
-	uint32_t W = ci->image_width, H = ci->image_height;
 	struct jpeg_crop c;
-	jpeg_pipeline_plan(p, W, H, aug_key, &c);
-
-	/* IDCT scaling: the scaled region must stay at least 1.5x the output.
-	 * At 1-1.5x the IDCT's own low-pass, not the resize filter, shapes the
-	 * result, and on small detailed images that drifted past the 2/255
-	 * tolerance (MAD up to 0.0125 at 64-px sources, tests/e2e concurrent);
-	 * with the 1.5x margin the worst seen is 0.0062. */
-	unsigned s = 1, smax = reference ? 1 : max_idct_scale(ci);
-	while (s < smax && c.w >= 3.0 * s * p->width && c.h >= 3.0 * s * p->height)
-		s *= 2;
+	jpeg_pipeline_plan(p, ci->image_width, ci->image_height, aug_key, &c);
+	unsigned s = idct_scale(ci, p, &c, reference);
 	ci->scale_num = 1;
 	ci->scale_denom = s;
 	ci->out_color_space = JCS_EXT_RGBX; /* 4-byte pixels for resize.c */
 	jpeg_calc_output_dimensions(ci);
-	int32_t ow = (int32_t)ci->output_width, oh = (int32_t)ci->output_height;
-
-	/* Train crops resize the cropped image, so the filter stays inside the
-	 * box; eval resizes the whole image and then crops, so it may reach
-	 * outside the box. Planned on the whole image (at scale 1/s). */
-	double bx = c.x / s, by = c.y / s, bw = c.w / s, bh = c.h / s;
-	int32_t xlo = 0, xhi = ow, ylo = 0, yhi = oh;
-	if (p->train) {
-		xlo = (int32_t)floor(bx);
-		ylo = (int32_t)floor(by);
-		xhi = (int32_t)ceil(bx + bw);
-		yhi = (int32_t)ceil(by + bh);
-		xhi = xhi > ow ? ow : xhi;
-		yhi = yhi > oh ? oh : yhi;
-	}
-	if (resize_axis_plan(&w->ax, bx, bw, p->width, xlo, xhi) ||
-	    resize_axis_plan(&w->ay, by, bh, p->height, ylo, yhi)) {
+	int32_t span[4];
+	if (plan_axes(w, p, &c, s, (int32_t)ci->output_width, (int32_t)ci->output_height, reference,
+		      span)) {
 		jpeg_abort_decompress(ci);
 		return status_fail(err, errlen, -ENOMEM, "jpeg: out of memory for the resize plan");
 	}
-	int32_t x0, x1, y0, y1;
-	resize_axis_span(&w->ax, &x0, &x1);
-	resize_axis_span(&w->ay, &y0, &y1);
-	if (reference) {
-		x0 = 0;
-		x1 = ow;
-		y0 = 0;
-		y1 = oh;
-	}
+	int32_t x0 = span[0], x1 = span[1], y0 = span[2], y1 = span[3];
 
 	/* The sub-image, if there is one to cut; (sx, sy) below is its origin
 	 * at scale 1/s (MCUs are multiples of 8 pixels, so it is whole). */
@@ -344,9 +414,10 @@ static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p
 	int32_t dw = (int32_t)ci->output_width, dh = (int32_t)ci->output_height;
 	if (x0 < sx || y0 < sy || x1 - sx > dw || y1 - sy > dh) {
 		jpeg_abort_decompress(ci);
-		return status_fail(err, errlen, FEEDER_EDECODE,
-				   "jpeg: the sub-image (%dx%d at %d,%d) misses the region %d..%d x %d..%d",
-				   dw, dh, sx, sy, x0, x1, y0, y1);
+		return status_fail(
+			err, errlen, FEEDER_EDECODE,
+			"jpeg: the sub-image (%dx%d at %d,%d) misses the region %d..%d x %d..%d",
+			dw, dh, sx, sy, x0, x1, y0, y1);
 	}
 	JDIMENSION xoff = (JDIMENSION)(x0 - sx), cw = (JDIMENSION)(x1 - x0);
 	if (xoff > 0 || cw < (JDIMENSION)dw)
@@ -356,49 +427,20 @@ static int decode_region(struct jpeg_worker *w, const struct feeder_jpeg_opts *p
 	resize_axis_rebase(&w->ax, (int32_t)xoff + sx);
 	resize_axis_rebase(&w->ay, y0);
 
-	size_t stride = (size_t)cw * 4;
-	size_t rows = (size_t)(y1 - y0);
-	uint8_t *region;
-	if (dest) {
-		region = dest->alloc(dest->ctx, stride * rows);
-		if (!region) {
-			jpeg_abort_decompress(ci);
-			return status_fail(err, errlen, FEEDER_EQUOTA,
-					   "jpeg: no room for a %ux%zu region in the staging memory",
-					   (unsigned)cw, rows);
-		}
-	} else {
-		size_t need_scratch = resize_scratch_floats(&w->ax, &w->ay) * sizeof(float);
-		if (grow_bytes((void **)&w->region, &w->region_cap, stride * rows) ||
-		    grow_bytes((void **)&w->scratch, &w->scratch_cap, need_scratch)) {
-			jpeg_abort_decompress(ci);
-			return status_fail(err, errlen, -ENOMEM,
-					   "jpeg: out of memory for a %ux%zu region", (unsigned)cw, rows);
-		}
-		region = w->region;
-	}
-	*r = (struct jpeg_region){ .pixels = region, .stride = stride, .cols = (uint32_t)cw,
-				   .rows = (uint32_t)rows, .flip = c.flip, .ax = &w->ax,
-				   .ay = &w->ay };
-	JDIMENSION first = (JDIMENSION)(y0 - sy), last = (JDIMENSION)(y1 - sy);
-	if (first > 0)
-		jpeg_skip_scanlines(ci, first);
-	while (ci->output_scanline < last) {
-		JSAMPROW rowp[16];
-		JDIMENSION want = last - ci->output_scanline;
-		want = want > 16 ? 16 : want;
-		for (JDIMENSION k = 0; k < want; k++)
-			rowp[k] = region + (ci->output_scanline - first + k) * stride;
-		if (jpeg_read_scanlines(ci, rowp, want) == 0) {
-			jpeg_abort_decompress(ci);
-			return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: no rows decoded");
-		}
-	}
-	if (ci->output_scanline < ci->output_height)
+	size_t stride = (size_t)cw * 4, rows = (size_t)(y1 - y0);
+	rc = region_memory(w, dest, stride, rows, r, err, errlen);
+	if (rc) {
 		jpeg_abort_decompress(ci);
-	else
-		jpeg_finish_decompress(ci);
-	return 0;
+		return rc;
+	}
+	r->stride = stride;
+	r->cols = (uint32_t)cw;
+	r->rows = (uint32_t)rows;
+	r->flip = c.flip;
+	r->ax = &w->ax;
+	r->ay = &w->ay;
+	return read_rows(ci, r->pixels, stride, (JDIMENSION)(y0 - sy), (JDIMENSION)(y1 - sy), err,
+			 errlen);
 }
 
 /* decode_region's arguments, for jpeg_huff_or_libjpeg's callback, and the
@@ -440,12 +482,14 @@ static int region_try(void *ctx, struct jpeg_huff *huff)
 /* decode_region under jpeg_huff_or_libjpeg's policy: with w's Huffman
  * decoder (unless it is off, or for the reference), and libjpeg's where
  * that one alone refuses; counted in w->fallbacks. */
-static int decode_sample(struct jpeg_worker *w, const struct feeder_jpeg_opts *p, const uint8_t *jpeg,
-			 size_t len, uint64_t aug_key, int reference,
+static int decode_sample(struct jpeg_worker *w, const struct feeder_jpeg_opts *p,
+			 const uint8_t *jpeg, size_t len, uint64_t aug_key, int reference,
 			 const struct jpeg_region_dest *dest, struct jpeg_region *r, char *err,
 			 size_t errlen)
 {
-	struct region_call a = { w, p, jpeg, len, aug_key, reference, dest, r, err, errlen, NULL, 0 };
+	struct region_call a = {
+		w, p, jpeg, len, aug_key, reference, dest, r, err, errlen, NULL, 0
+	};
 	uint64_t cuts = w->cuts;
 	int fell_back;
 	struct jpeg_huff *huff = reference || w->huff_off ? NULL : w->huff;
@@ -460,20 +504,18 @@ static int decode_sample(struct jpeg_worker *w, const struct feeder_jpeg_opts *p
 static int run(struct jpeg_worker *w, const struct feeder_stream_opts *o, const uint8_t *jpeg,
 	       size_t len, uint64_t aug_key, void *out, int reference, char *err, size_t errlen)
 {
-	int rc = proto_opts_check(o, err, errlen);
-	if (rc)
-		return rc;
 	if (!jpeg || len == 0)
 		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: empty payload");
 	struct jpeg_region r = { 0 };
 	double t0 = now_s();
-	rc = decode_sample(w, &o->jpeg, jpeg, len, aug_key, reference, NULL, &r, err, errlen);
+	int rc = decode_sample(w, &o->jpeg, jpeg, len, aug_key, reference, NULL, &r, err, errlen);
 	double t1 = now_s();
 	w->decode_s += t1 - t0;
 	if (rc)
 		return rc;
-	struct resize_out ro = { .out = out, .dtype = (int)o->dtype, .layout = (int)o->layout,
-				 .flip = r.flip };
+	struct resize_out ro = {
+		.out = out, .dtype = (int)o->dtype, .layout = (int)o->layout, .flip = r.flip
+	};
 	jpeg_pipeline_norm(&o->jpeg, ro.mul, ro.add);
 	resize_rgb(r.pixels, r.stride, &w->ax, &w->ay, w->scratch, &ro);
 	w->transform_s += now_s() - t1;
@@ -488,8 +530,8 @@ int jpeg_pipeline_run(struct jpeg_worker *w, const struct feeder_stream_opts *o,
 }
 
 int jpeg_pipeline_reference(struct jpeg_worker *w, const struct feeder_stream_opts *o,
-			    const uint8_t *jpeg, size_t len, uint64_t aug_key, void *out,
-			    char *err, size_t errlen)
+			    const uint8_t *jpeg, size_t len, uint64_t aug_key, void *out, char *err,
+			    size_t errlen)
 {
 	return run(w, o, jpeg, len, aug_key, out, 1, err, errlen);
 }
@@ -511,13 +553,10 @@ int jpeg_pipeline_decode(struct jpeg_worker *w, const struct feeder_stream_opts 
 			 const struct jpeg_region_dest *dest, struct jpeg_region *r, char *err,
 			 size_t errlen)
 {
-	int rc = proto_opts_check(o, err, errlen);
-	if (rc)
-		return rc;
 	if (!jpeg || len == 0)
 		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: empty payload");
 	double t0 = now_s();
-	rc = decode_sample(w, &o->jpeg, jpeg, len, aug_key, 0, dest, r, err, errlen);
+	int rc = decode_sample(w, &o->jpeg, jpeg, len, aug_key, 0, dest, r, err, errlen);
 	w->decode_s += now_s() - t0;
 	return rc;
 }

@@ -70,17 +70,20 @@ void jpeg_worker_set_huff(struct jpeg_worker *w, int on);
 
 /* Decode, crop, resize, flip, normalize and write ONE sample of
  * jpeg_pipeline_sample_bytes(o) bytes at out (3 x height x width in o->layout
- * and o->dtype; the options of o->jpeg). Returns 0, FEEDER_EDECODE with the reason (corrupt or
- * unsupported JPEG, e.g. CMYK) or FEEDER_EINVAL (bad params, -ENOMEM). On
- * error the content of out is unspecified. */
-int jpeg_pipeline_run(struct jpeg_worker *w, const struct feeder_stream_opts *o, const uint8_t *jpeg,
-		      size_t len, uint64_t aug_key, void *out, char *err, size_t errlen);
+ * and o->dtype; the options of o->jpeg). o must have passed proto_opts_check
+ * (feederd's admission checks every stream's options once; nothing here
+ * checks them again). Returns 0, FEEDER_EDECODE with the reason (corrupt or
+ * unsupported JPEG, e.g. CMYK) or -ENOMEM. On error the content of out is
+ * unspecified. */
+int jpeg_pipeline_run(struct jpeg_worker *w, const struct feeder_stream_opts *o,
+		      const uint8_t *jpeg, size_t len, uint64_t aug_key, void *out, char *err,
+		      size_t errlen);
 
 /* The slow reference of jpeg_pipeline_run: full decode at scale 1, the same
  * crop, the same resize. For tests; same arguments and results. */
 int jpeg_pipeline_reference(struct jpeg_worker *w, const struct feeder_stream_opts *o,
-			    const uint8_t *jpeg, size_t len, uint64_t aug_key, void *out,
-			    char *err, size_t errlen);
+			    const uint8_t *jpeg, size_t len, uint64_t aug_key, void *out, char *err,
+			    size_t errlen);
 
 /* For the GPU pipeline (daemon/gpu_staging.c), which decodes on worker
  * threads and resizes on the device with exactly this pipeline's choices.
@@ -107,11 +110,12 @@ struct jpeg_region_dest {
 
 /* The first half of jpeg_pipeline_run: parse, plan the crop, pick the IDCT
  * scale, decode only the needed region into dest's memory and plan the
- * resize. Returns 0, FEEDER_EINVAL, FEEDER_EDECODE (as jpeg_pipeline_run)
- * or FEEDER_EQUOTA when dest->alloc has no room (nothing decoded). */
-int jpeg_pipeline_decode(struct jpeg_worker *w, const struct feeder_stream_opts *o, const uint8_t *jpeg,
-			 size_t len, uint64_t aug_key, const struct jpeg_region_dest *dest,
-			 struct jpeg_region *r, char *err, size_t errlen);
+ * resize. Returns 0, -ENOMEM, FEEDER_EDECODE (as jpeg_pipeline_run) or
+ * FEEDER_EQUOTA when dest->alloc has no room (nothing decoded). */
+int jpeg_pipeline_decode(struct jpeg_worker *w, const struct feeder_stream_opts *o,
+			 const uint8_t *jpeg, size_t len, uint64_t aug_key,
+			 const struct jpeg_region_dest *dest, struct jpeg_region *r, char *err,
+			 size_t errlen);
 
 /* value = pixel (0..255) * mul[c] + add[c]: Normalize(mean, std) of p. */
 void jpeg_pipeline_norm(const struct feeder_jpeg_opts *p, float mul[3], float add[3]);

@@ -24,10 +24,10 @@
  * its ERROR is sent and the socket half-closed, but the descriptor is kept
  * until the client hangs up. */
 struct refused {
-	struct watch w;          /* first: epoll data points here */
+	struct watch w; /* first: epoll data points here */
 	int fd;
-	int done;                /* close at the next sweep */
-	uint64_t until_us;       /* give up waiting for the hang-up then */
+	int done;          /* close at the next sweep */
+	uint64_t until_us; /* give up waiting for the hang-up then */
 	struct refused *next;
 };
 
@@ -70,8 +70,8 @@ static int bind_socket(struct server *srv, char *err, size_t errlen)
 		if (unlink(path) != 0 && errno != ENOENT) {
 			int e = errno;
 			close(fd);
-			return status_fail(err, errlen, -e, "cannot remove the stale socket %s: %s", path,
-					   strerror(e));
+			return status_fail(err, errlen, -e, "cannot remove the stale socket %s: %s",
+					   path, strerror(e));
 		}
 	}
 	/* Bind and listen under a temporary name, then rename into place: a
@@ -83,13 +83,14 @@ static int bind_socket(struct server *srv, char *err, size_t errlen)
 	const struct sockaddr_un *at = use_tmp ? &tmp : &sa;
 	if (use_tmp)
 		unlink(tmp.sun_path); /* a leftover of our own pid, if any */
-	mode_t old = umask(0117); /* the socket file is created 0660 */
+	mode_t old = umask(0117);     /* the socket file is created 0660 */
 	int rc = bind(fd, (const struct sockaddr *)at, sizeof(*at));
 	umask(old);
 	if (rc != 0) {
 		int e = errno;
 		close(fd);
-		return status_fail(err, errlen, -e, "cannot bind %s: %s", at->sun_path, strerror(e));
+		return status_fail(err, errlen, -e, "cannot bind %s: %s", at->sun_path,
+				   strerror(e));
 	}
 	/* Mode and group are who may connect at all: a socket that cannot be
 	 * given them is not served (a wider one would let others in, a
@@ -102,9 +103,11 @@ static int bind_socket(struct server *srv, char *err, size_t errlen)
 		unlink(at->sun_path);
 		close(fd);
 		if (srv->cfg.socket_gid != (gid_t)-1)
-			return status_fail(err, errlen, -e, "cannot make %s mode 0660, group %s: %s",
-					   path, srv->cfg.socket_group, strerror(e));
-		return status_fail(err, errlen, -e, "cannot make %s mode 0660: %s", path, strerror(e));
+			return status_fail(err, errlen, -e,
+					   "cannot make %s mode 0660, group %s: %s", path,
+					   srv->cfg.socket_group, strerror(e));
+		return status_fail(err, errlen, -e, "cannot make %s mode 0660: %s", path,
+				   strerror(e));
 	}
 	if (listen(fd, 128) != 0 || (use_tmp && rename(tmp.sun_path, path) != 0)) {
 		int e = errno;
@@ -276,16 +279,18 @@ static const char *no_room(struct server *srv, uid_t uid, int admin, char *why, 
 {
 	const struct config *cfg = &srv->cfg;
 	if (srv->nsessions >= cfg->max_clients) {
-		snprintf(why, len, "the daemon serves its maximum number of clients (max_clients = %u)",
+		snprintf(why, len,
+			 "the daemon serves its maximum number of clients (max_clients = %u)",
 			 cfg->max_clients);
 		return why;
 	}
 	if (admin)
 		return NULL;
 	if (srv->nsessions >= cfg->max_clients - cfg->reserved_connections) {
-		snprintf(why, len, "the daemon serves its maximum number of clients (max_clients = %u, "
-			 "of which %u are reserved for administrators)", cfg->max_clients,
-			 cfg->reserved_connections);
+		snprintf(why, len,
+			 "the daemon serves its maximum number of clients (max_clients = %u, "
+			 "of which %u are reserved for administrators)",
+			 cfg->max_clients, cfg->reserved_connections);
 		return why;
 	}
 	unsigned mine = 0;
@@ -317,11 +322,13 @@ void listener_accept(struct server *srv)
 		uint32_t id = ++srv->next_session;
 		char text[PROTO_TEXT_MAX];
 		if (!peer_allowed(&srv->cfg, fd, cred.uid, cred.gid)) {
-			log_warn("client %u (pid %d, uid %u, gid %u): not in allow_users/allow_groups; refused",
-				 id, (int)cred.pid, (unsigned)cred.uid, (unsigned)cred.gid);
-			snprintf(text, sizeof(text),
-				 "user %u is not allowed to use feederd (not in allow_users or allow_groups)",
-				 (unsigned)cred.uid);
+			log_warn(
+				"client %u (pid %d, uid %u, gid %u): not in allow_users/allow_groups; refused",
+				id, (int)cred.pid, (unsigned)cred.uid, (unsigned)cred.gid);
+			snprintf(
+				text, sizeof(text),
+				"user %u is not allowed to use feederd (not in allow_users or allow_groups)",
+				(unsigned)cred.uid);
 			refuse(srv, fd, id, FEEDER_EDENIED, text);
 			continue;
 		}

@@ -105,7 +105,8 @@ void mapguard_unregister(const void *addr)
 		return;
 	pthread_mutex_lock(&ranges_lock);
 	for (size_t i = 0; i < MAPGUARD_MAX; i++)
-		if (atomic_load_explicit(&ranges[i].start, memory_order_relaxed) == (uintptr_t)addr) {
+		if (atomic_load_explicit(&ranges[i].start, memory_order_relaxed) ==
+		    (uintptr_t)addr) {
 			atomic_store_explicit(&ranges[i].start, 0, memory_order_release);
 			break;
 		}

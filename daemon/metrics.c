@@ -36,9 +36,9 @@
 
 /* One accepted connection, from MHD's start notification to its end. */
 struct metrics_conn {
-	int fd;                  /* -1: the entry is free */
-	uid_t uid;               /* the peer's, on a unix socket */
-	uint64_t deadline_ns;    /* UINT64_MAX: already shut down */
+	int fd;               /* -1: the entry is free */
+	uid_t uid;            /* the peer's, on a unix socket */
+	uint64_t deadline_ns; /* UINT64_MAX: already shut down */
 };
 
 struct metrics {
@@ -247,8 +247,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	return rc;
 }
 
-static int listen_tcp(struct metrics *m, const char *spec, char *bound, size_t boundlen,
-		      char *err, size_t errlen)
+static int listen_tcp(struct metrics *m, const char *spec, char *bound, size_t boundlen, char *err,
+		      size_t errlen)
 {
 	char host[256];
 	const char *colon = strrchr(spec, ':');
@@ -262,8 +262,10 @@ static int listen_tcp(struct metrics *m, const char *spec, char *bound, size_t b
 		memmove(host, host + 1, hl - 2);
 		host[hl - 2] = 0;
 	}
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV }, *ai;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV },
+			*ai;
 	int g = getaddrinfo(host, colon + 1, &hints, &ai);
 	if (g)
 		return status_fail(err, errlen, FEEDER_EINVAL, "metrics_listen '%s': %s", spec,
@@ -302,12 +304,13 @@ static int listen_tcp(struct metrics *m, const char *spec, char *bound, size_t b
 		}
 	}
 	if (bound)
-		snprintf(bound, boundlen, ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", addr, port);
+		snprintf(bound, boundlen, ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", addr,
+			 port);
 	return 0;
 }
 
-static int listen_unix(struct metrics *m, const char *spec, char *bound, size_t boundlen,
-		       char *err, size_t errlen)
+static int listen_unix(struct metrics *m, const char *spec, char *bound, size_t boundlen, char *err,
+		       size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	size_t len = strlen(spec);
@@ -374,8 +377,8 @@ int metrics_start(struct metrics **out, const char *spec, char *bound, size_t bo
 	int rc = m->is_unix ? listen_unix(m, spec, addr, sizeof addr, err, errlen)
 			    : listen_tcp(m, spec, addr, sizeof addr, err, errlen);
 	if (rc == 0 && (rc = pthread_create(&m->reaper, NULL, reaper, m)) != 0)
-		rc = status_fail(err, errlen, -rc, "metrics: no thread for the request deadlines: %s",
-				 strerror(rc));
+		rc = status_fail(err, errlen, -rc,
+				 "metrics: no thread for the request deadlines: %s", strerror(rc));
 	if (rc) {
 		metrics_stop(m);
 		return rc;
@@ -383,20 +386,20 @@ int metrics_start(struct metrics **out, const char *spec, char *bound, size_t bo
 	m->reaper_started = 1;
 	/* A unix socket has no peer address: conn_start counts by user. */
 	unsigned per_ip = m->is_unix ? 0 : METRICS_PER_PEER;
-	m->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-				  answer, m, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				  MHD_OPTION_LISTEN_SOCKET, m->fd,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_CONNECTIONS,
-				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
-				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONN_MEMORY,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_IDLE_S,
-				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
-				  MHD_OPTION_END);
+	m->mhd = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, answer, m,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, m->fd,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_CONNECTIONS,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)METRICS_CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)METRICS_IDLE_S, MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, m, MHD_OPTION_END);
 	if (!m->mhd) {
 		metrics_stop(m);
-		return status_fail(err, errlen, -EIO, "metrics_listen '%s': libmicrohttpd did not "
-				   "start", spec);
+		return status_fail(err, errlen, -EIO,
+				   "metrics_listen '%s': libmicrohttpd did not "
+				   "start",
+				   spec);
 	}
 	if (!m->is_unix)
 		warn_exposed(addr);

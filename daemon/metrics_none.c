@@ -9,7 +9,8 @@ int metrics_start(struct metrics **out, const char *spec, char *bound, size_t bo
 {
 	(void)spec, (void)bound, (void)boundlen;
 	*out = NULL;
-	return status_fail(err, errlen, FEEDER_ENODEV, "metrics_listen: feederd was built without "
+	return status_fail(err, errlen, FEEDER_ENODEV,
+			   "metrics_listen: feederd was built without "
 			   "libmicrohttpd (install libmicrohttpd-dev and rebuild)");
 }
 

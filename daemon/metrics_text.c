@@ -94,7 +94,8 @@ int metrics_text(struct server *srv, uint64_t now_us, char **out, size_t *len)
 			if (!ser)
 				continue;
 			if (srv->nseries > n) { /* a new series: room for it in live */
-				struct metrics_series *g = realloc(live, (srv->nseries + 1) * sizeof(*g));
+				struct metrics_series *g =
+					realloc(live, (srv->nseries + 1) * sizeof(*g));
 				if (!g)
 					continue;
 				live = g;
@@ -113,52 +114,80 @@ int metrics_text(struct server *srv, uint64_t now_us, char **out, size_t *len)
 	}
 	fprintf(f, "# HELP feeder_up Whether feederd is serving (always 1 when scraped).\n"
 		   "# TYPE feeder_up gauge\nfeeder_up 1\n");
-	fprintf(f, "# HELP feeder_uptime_seconds Seconds since feederd started.\n"
-		   "# TYPE feeder_uptime_seconds gauge\nfeeder_uptime_seconds %.3f\n",
+	fprintf(f,
+		"# HELP feeder_uptime_seconds Seconds since feederd started.\n"
+		"# TYPE feeder_uptime_seconds gauge\nfeeder_uptime_seconds %.3f\n",
 		(double)(now_us - srv->start_us) / 1e6);
-	fprintf(f, "# HELP feeder_clients Connected clients.\n# TYPE feeder_clients gauge\n"
-		   "feeder_clients %u\n", srv->nsessions);
-	fprintf(f, "# HELP feeder_streams Open streams.\n# TYPE feeder_streams gauge\n"
-		   "feeder_streams %u\n", streams);
-	fprintf(f, "# HELP feeder_workers Decode worker threads.\n# TYPE feeder_workers gauge\n"
-		   "feeder_workers %u\n", pool_workers(srv->pool));
-	fprintf(f, "# HELP feeder_workers_busy_ratio Share of the workers' time spent on samples "
-		   "over the last 10 s.\n# TYPE feeder_workers_busy_ratio gauge\n"
-		   "feeder_workers_busy_ratio %.4f\n", srv->workers_busy < 0 ? NAN : srv->workers_busy);
-	fprintf(f, "# HELP feeder_ring_memory_bytes Shared memory of all stream rings.\n"
-		   "# TYPE feeder_ring_memory_bytes gauge\nfeeder_ring_memory_bytes %" PRIu64 "\n",
+	fprintf(f,
+		"# HELP feeder_clients Connected clients.\n# TYPE feeder_clients gauge\n"
+		"feeder_clients %u\n",
+		srv->nsessions);
+	fprintf(f,
+		"# HELP feeder_streams Open streams.\n# TYPE feeder_streams gauge\n"
+		"feeder_streams %u\n",
+		streams);
+	fprintf(f,
+		"# HELP feeder_workers Decode worker threads.\n# TYPE feeder_workers gauge\n"
+		"feeder_workers %u\n",
+		pool_workers(srv->pool));
+	fprintf(f,
+		"# HELP feeder_workers_busy_ratio Share of the workers' time spent on samples "
+		"over the last 10 s.\n# TYPE feeder_workers_busy_ratio gauge\n"
+		"feeder_workers_busy_ratio %.4f\n",
+		srv->workers_busy < 0 ? NAN : srv->workers_busy);
+	fprintf(f,
+		"# HELP feeder_ring_memory_bytes Shared memory of all stream rings.\n"
+		"# TYPE feeder_ring_memory_bytes gauge\nfeeder_ring_memory_bytes %" PRIu64 "\n",
 		srv->mem_used);
-	fprintf(f, "# HELP feeder_ring_memory_limit_bytes memory_limit.\n"
-		   "# TYPE feeder_ring_memory_limit_bytes gauge\n"
-		   "feeder_ring_memory_limit_bytes %" PRIu64 "\n", srv->cfg.memory_limit);
-	fprintf(f, "# HELP feeder_datasets Datasets served.\n# TYPE feeder_datasets gauge\n"
-		   "feeder_datasets %zu\n", registry_count(srv->reg));
-	fprintf(f, "# HELP feeder_batches_total Batches delivered.\n# TYPE feeder_batches_total "
-		   "counter\nfeeder_batches_total %" PRIu64 "\n", batches);
-	fprintf(f, "# HELP feeder_samples_total Samples decoded.\n# TYPE feeder_samples_total "
-		   "counter\nfeeder_samples_total %" PRIu64 "\n", samples);
-	fprintf(f, "# HELP feeder_replacements_total Corrupt samples replaced.\n"
-		   "# TYPE feeder_replacements_total counter\nfeeder_replacements_total %" PRIu64 "\n",
+	fprintf(f,
+		"# HELP feeder_ring_memory_limit_bytes memory_limit.\n"
+		"# TYPE feeder_ring_memory_limit_bytes gauge\n"
+		"feeder_ring_memory_limit_bytes %" PRIu64 "\n",
+		srv->cfg.memory_limit);
+	fprintf(f,
+		"# HELP feeder_datasets Datasets served.\n# TYPE feeder_datasets gauge\n"
+		"feeder_datasets %zu\n",
+		registry_count(srv->reg));
+	fprintf(f,
+		"# HELP feeder_batches_total Batches delivered.\n# TYPE feeder_batches_total "
+		"counter\nfeeder_batches_total %" PRIu64 "\n",
+		batches);
+	fprintf(f,
+		"# HELP feeder_samples_total Samples decoded.\n# TYPE feeder_samples_total "
+		"counter\nfeeder_samples_total %" PRIu64 "\n",
+		samples);
+	fprintf(f,
+		"# HELP feeder_replacements_total Corrupt samples replaced.\n"
+		"# TYPE feeder_replacements_total counter\nfeeder_replacements_total %" PRIu64 "\n",
 		repl);
-	fprintf(f, "# HELP feeder_decode_errors_total Samples that failed to decode.\n"
-		   "# TYPE feeder_decode_errors_total counter\nfeeder_decode_errors_total %" PRIu64 "\n",
+	fprintf(f,
+		"# HELP feeder_decode_errors_total Samples that failed to decode.\n"
+		"# TYPE feeder_decode_errors_total counter\nfeeder_decode_errors_total %" PRIu64
+		"\n",
 		errs);
-	fprintf(f, "# HELP feeder_jpeg_fallbacks_total JPEG samples decoded by libjpeg's Huffman "
-		   "decoder where feederd's own refused them.\n# TYPE feeder_jpeg_fallbacks_total "
-		   "counter\nfeeder_jpeg_fallbacks_total %" PRIu64 "\n", pool_jpeg_fallbacks(srv->pool));
-	fprintf(f, "# HELP feeder_protocol_errors_total Malformed messages received.\n"
-		   "# TYPE feeder_protocol_errors_total counter\nfeeder_protocol_errors_total %" PRIu64
-		   "\n", srv->protocol_errors);
+	fprintf(f,
+		"# HELP feeder_jpeg_fallbacks_total JPEG samples decoded by libjpeg's Huffman "
+		"decoder where feederd's own refused them.\n# TYPE feeder_jpeg_fallbacks_total "
+		"counter\nfeeder_jpeg_fallbacks_total %" PRIu64 "\n",
+		pool_jpeg_fallbacks(srv->pool));
+	fprintf(f,
+		"# HELP feeder_protocol_errors_total Malformed messages received.\n"
+		"# TYPE feeder_protocol_errors_total counter\nfeeder_protocol_errors_total %" PRIu64
+		"\n",
+		srv->protocol_errors);
 	fprintf(f, "# HELP feeder_worker_seconds_total Worker time per stage.\n"
 		   "# TYPE feeder_worker_seconds_total counter\n");
 	for (int i = 0; i < FEEDER_STAGES; i++)
-		fprintf(f, "feeder_worker_seconds_total{stage=\"%s\"} %.6f\n", stage_label[i], stage[i]);
+		fprintf(f, "feeder_worker_seconds_total{stage=\"%s\"} %.6f\n", stage_label[i],
+			stage[i]);
 
 	static const struct {
 		const char *name, *type, *help;
 	} per[] = {
-		{ "feeder_dataset_samples_total", "counter", "Samples decoded, per dataset and pipeline." },
-		{ "feeder_dataset_batches_total", "counter", "Batches delivered, per dataset and pipeline." },
+		{ "feeder_dataset_samples_total", "counter",
+		  "Samples decoded, per dataset and pipeline." },
+		{ "feeder_dataset_batches_total", "counter",
+		  "Batches delivered, per dataset and pipeline." },
 		{ "feeder_dataset_replacements_total", "counter", "Corrupt samples replaced." },
 		{ "feeder_trainer_wait_seconds_total", "counter",
 		  "Trainers' time blocked waiting for a batch, as libfeeder reports it." },
@@ -174,12 +203,24 @@ int metrics_text(struct server *srv, uint64_t now_us, char **out, size_t *len)
 			fprintf(f, "%s{dataset=\"%s\",pipeline=\"%s\"} ", per[k].name, d->dataset,
 				pipeline_label(d->pipeline));
 			switch (k) {
-			case 0: fprintf(f, "%" PRIu64 "\n", d->samples + l->samples); break;
-			case 1: fprintf(f, "%" PRIu64 "\n", d->batches + l->batches); break;
-			case 2: fprintf(f, "%" PRIu64 "\n", d->replacements + l->replacements); break;
-			case 3: fprintf(f, "%.6f\n", (double)(d->wait_us + l->wait_us) / 1e6); break;
-			case 4: fprintf(f, "%.6f\n", (double)(d->compute_us + l->compute_us) / 1e6); break;
-			default: fprintf(f, "%u\n", l->open); break;
+			case 0:
+				fprintf(f, "%" PRIu64 "\n", d->samples + l->samples);
+				break;
+			case 1:
+				fprintf(f, "%" PRIu64 "\n", d->batches + l->batches);
+				break;
+			case 2:
+				fprintf(f, "%" PRIu64 "\n", d->replacements + l->replacements);
+				break;
+			case 3:
+				fprintf(f, "%.6f\n", (double)(d->wait_us + l->wait_us) / 1e6);
+				break;
+			case 4:
+				fprintf(f, "%.6f\n", (double)(d->compute_us + l->compute_us) / 1e6);
+				break;
+			default:
+				fprintf(f, "%u\n", l->open);
+				break;
 			}
 		}
 	}

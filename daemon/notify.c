@@ -11,9 +11,18 @@
 
 #include <systemd/sd-daemon.h>
 
-void notify_ready(void) { sd_notify(0, "READY=1"); }
-void notify_stopping(void) { sd_notify(0, "STOPPING=1"); }
-void notify_watchdog(void) { sd_notify(0, "WATCHDOG=1"); }
+void notify_ready(void)
+{
+	sd_notify(0, "READY=1");
+}
+void notify_stopping(void)
+{
+	sd_notify(0, "STOPPING=1");
+}
+void notify_watchdog(void)
+{
+	sd_notify(0, "WATCHDOG=1");
+}
 
 void notify_status(const char *fmt, ...)
 {

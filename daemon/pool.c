@@ -37,16 +37,16 @@ struct entry {
 	struct stream *s;
 	uint32_t client;
 	double vtime;
-	double cost;             /* seconds per sample; 0 until measured */
-	double used;             /* worker seconds actually spent on it */
-	int skip;                /* claim: found without work during this claim */
+	double cost; /* seconds per sample; 0 until measured */
+	double used; /* worker seconds actually spent on it */
+	int skip;    /* claim: found without work during this claim */
 };
 
 struct client {
 	uint32_t id;
 	unsigned streams;
-	double vtime;            /* worker seconds charged to all its streams */
-	double used;             /* worker seconds actually spent (pool_client_seconds) */
+	double vtime; /* worker seconds charged to all its streams */
+	double used;  /* worker seconds actually spent (pool_client_seconds) */
 };
 
 struct pool {
@@ -56,7 +56,7 @@ struct pool {
 	size_t n, cap;
 	struct client *c;
 	size_t nc, ccap;
-	double vclock;           /* the virtual time of the last client served */
+	double vclock; /* the virtual time of the last client served */
 	int stop;
 	int wake_fd;
 	unsigned nworkers;
@@ -273,7 +273,8 @@ static void *worker_main(void *arg)
 int pool_create(struct pool **out, unsigned workers, int wake_fd, char *err, size_t errlen)
 {
 	if (workers == 0)
-		return status_fail(err, errlen, FEEDER_EINVAL, "worker pool needs at least one thread");
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "worker pool needs at least one thread");
 	struct pool *p = calloc(1, sizeof(*p));
 	if (!p)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");

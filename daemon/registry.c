@@ -48,9 +48,9 @@
 
 struct registry {
 	char dir[4096];
-	int ino_fd;              /* inotify on the served data files, or -1 */
-	int no_watch;            /* FEEDERD_DISK_FAULT_TEST: writes in place not checked */
-	unsigned readers;        /* read transactions reserved per dataset */
+	int ino_fd;       /* inotify on the served data files, or -1 */
+	int no_watch;     /* FEEDERD_DISK_FAULT_TEST: writes in place not checked */
+	unsigned readers; /* read transactions reserved per dataset */
 	struct dataset **items;
 	size_t n;
 	struct {
@@ -162,15 +162,18 @@ static struct dataset *open_one(int dirfd, const char *dir, const char *name,
 		/* Served datasets are what lies in the datasets directory: a
 		 * link could point anywhere the daemon can read (an operator
 		 * with write access to the directory could expose any file). */
-		log_warn("dataset entry '%s' skipped: it is a symbolic link, and feederd serves only "
-			 "datasets that are directories inside %s", name, dir);
+		log_warn(
+			"dataset entry '%s' skipped: it is a symbolic link, and feederd serves only "
+			"datasets that are directories inside %s",
+			name, dir);
 		return NULL;
 	}
 	if (!S_ISDIR(st.st_mode))
 		return NULL;
 	int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sub < 0) {
-		log_warn("dataset '%s' skipped: cannot open its directory: %s", name, strerror(errno));
+		log_warn("dataset '%s' skipped: cannot open its directory: %s", name,
+			 strerror(errno));
 		return NULL;
 	}
 	struct stat dst;
@@ -216,7 +219,8 @@ static struct dataset *open_one(int dirfd, const char *dir, const char *name,
 	dsstore_map(d->store, &d->map, &map_len);
 	if (mapguard_register(d->map, map_len) != 0) {
 		log_warn("dataset '%s': %d mappings are guarded already; an I/O error on this one "
-			 "would stop feederd", name, MAPGUARD_MAX);
+			 "would stop feederd",
+			 name, MAPGUARD_MAX);
 		d->map = NULL;
 	}
 	d->hdr = *dsstore_header(d->store);
@@ -228,8 +232,9 @@ static struct dataset *open_one(int dirfd, const char *dir, const char *name,
 	atomic_init(&d->refs, 1);
 	atomic_init(&d->streams, 0);
 	pthread_mutex_init(&d->lock, NULL);
-	log_info("dataset '%s': %s, %llu samples, %u classes", name, dsformat_kind_name(d->hdr.kind),
-		 (unsigned long long)d->hdr.samples, d->hdr.classes);
+	log_info("dataset '%s': %s, %llu samples, %u classes", name,
+		 dsformat_kind_name(d->hdr.kind), (unsigned long long)d->hdr.samples,
+		 d->hdr.classes);
 	return d;
 }
 
@@ -255,7 +260,8 @@ int registry_rescan(struct registry *r, char *err, size_t errlen)
 		if (lfd >= 0)
 			close(lfd);
 		close(dirfd);
-		return status_fail(err, errlen, -e, "datasets directory %s: %s", r->dir, strerror(e));
+		return status_fail(err, errlen, -e, "datasets directory %s: %s", r->dir,
+				   strerror(e));
 	}
 	struct dataset **items = NULL;
 	size_t n = 0, cap = 0;
@@ -319,14 +325,16 @@ static void retire_version(struct registry *r, int dirfd, struct dataset *d, int
 	if (served_again)
 		dataset_retire(d, FEEDER_ENODATASET,
 			       "dataset '%s' was replaced in %s; streams of the old version end, "
-			       "new streams read the new one", d->name, r->dir);
+			       "new streams read the new one",
+			       d->name, r->dir);
 	else if (dirfd < 0 || fstatat(dirfd, sub, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		dataset_retire(d, FEEDER_ENODATASET, "dataset '%s' was removed from %s", d->name,
 			       r->dir);
 	else
 		dataset_retire(d, FEEDER_ENODATASET,
 			       "dataset '%s' in %s changed on disk and can no longer be served "
-			       "(see feederd's log)", d->name, r->dir);
+			       "(see feederd's log)",
+			       d->name, r->dir);
 	if (!served_again)
 		remember(r, d);
 }
@@ -370,15 +378,18 @@ unsigned registry_check(struct registry *r)
 			 * records and offsets were read from: nothing of the old
 			 * version may be served, and the new bytes are not a
 			 * dataset until packer says so (SIGHUP reopens it). */
-			dataset_retire(d, FEEDER_ENODATASET,
-				       "dataset '%s' was modified in place in %s (data.mdb written "
-				       "while served); its streams end, and feederd serves it again "
-				       "after SIGHUP", d->name, r->dir);
+			dataset_retire(
+				d, FEEDER_ENODATASET,
+				"dataset '%s' was modified in place in %s (data.mdb written "
+				"while served); its streams end, and feederd serves it again "
+				"after SIGHUP",
+				d->name, r->dir);
 		else
-			dataset_retire(d, FEEDER_ENODATASET,
-				       "dataset '%s' was replaced in %s; streams of the old version "
-				       "end, and feederd serves the new one after SIGHUP",
-				       d->name, r->dir);
+			dataset_retire(
+				d, FEEDER_ENODATASET,
+				"dataset '%s' was replaced in %s; streams of the old version "
+				"end, and feederd serves the new one after SIGHUP",
+				d->name, r->dir);
 		remember(r, d);
 		dataset_unref(d);
 		dropped++;
@@ -399,8 +410,9 @@ static void watch_all(struct registry *r)
 	for (size_t i = 0; i < r->n; i++) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/%s/data.mdb", r->dir, r->items[i]->name);
-		if (inotify_add_watch(r->ino_fd, path, IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE |
-							 IN_DELETE_SELF | IN_MOVE_SELF) < 0)
+		if (inotify_add_watch(r->ino_fd, path,
+				      IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF |
+					      IN_MOVE_SELF) < 0)
 			log_debug("dataset '%s': no inotify watch (%s); checked once a second",
 				  r->items[i]->name, strerror(errno));
 	}
@@ -445,7 +457,8 @@ int registry_open(struct registry **out, const char *dir, unsigned readers, char
 	r->readers = readers;
 	if (snprintf(r->dir, sizeof(r->dir), "%s", dir) >= (int)sizeof(r->dir)) {
 		free(r);
-		return status_fail(err, errlen, FEEDER_EINVAL, "datasets directory path is too long");
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "datasets directory path is too long");
 	}
 	/* The fault tests truncate a served data.mdb to stand for a disk that
 	 * loses pages (which changes no metadata): they turn the watch off, so

@@ -35,22 +35,22 @@ struct dataset {
 	char name[FEEDER_DATASET_MAX];
 	struct dsstore *store;
 	struct dsformat_header hdr;
-	dev_t dev;                 /* identity of data.mdb, to notice replacement */
+	dev_t dev; /* identity of data.mdb, to notice replacement */
 	ino_t ino;
 	struct timespec mtime, ctime; /* and size: to notice writes in place */
 	off_t size;
 	atomic_uint refs;
-	atomic_uint streams;       /* open streams reading it (for STATUS) */
-	pthread_mutex_t lock;      /* guards logged[] and the retirement */
+	atomic_uint streams;                  /* open streams reading it (for STATUS) */
+	pthread_mutex_t lock;                 /* guards logged[] and the retirement */
 	uint64_t logged[REGISTRY_LOGGED_MAX]; /* corrupt samples already logged */
 	unsigned nlogged;
-	const void *map;           /* the data file's mapping (SIGBUS guard) */
+	const void *map; /* the data file's mapping (SIGBUS guard) */
 	/* Retired: set once (release) after code and message are written;
 	 * whoever reads it set (acquire) may read them without the lock. */
 	atomic_int gone;
 	int gone_code;
 	char gone_msg[PROTO_TEXT_MAX];
-	atomic_uint io_run;        /* I/O errors in a row (reset by a good read) */
+	atomic_uint io_run; /* I/O errors in a row (reset by a good read) */
 	atomic_int io_logged;
 };
 

@@ -8,21 +8,27 @@
 
 #include <inttypes.h>
 
-int sampler_init(struct sampler *s, uint64_t n, uint64_t seed, uint64_t epoch,
-		 uint32_t rank, uint32_t world, int shuffle, char *err, size_t errlen)
+int sampler_init(struct sampler *s, uint64_t n, uint64_t seed, uint64_t epoch, uint32_t rank,
+		 uint32_t world, int shuffle, char *err, size_t errlen)
 {
 	if (n == 0)
-		return status_fail(err, errlen, FEEDER_EINVAL, "sampler: the dataset has no samples");
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "sampler: the dataset has no samples");
 	if (n >= (1ull << 62))
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "sampler: %" PRIu64 " samples is more than 2^62", n);
 	if (world == 0)
-		return status_fail(err, errlen, FEEDER_EINVAL, "sampler: world size must be at least 1");
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "sampler: world size must be at least 1");
 	if (rank >= world)
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "sampler: rank %" PRIu32 " is not below world size %" PRIu32,
 				   rank, world);
-	*s = (struct sampler){ .n = n, .seed = seed, .epoch = epoch, .rank = rank, .world = world,
+	*s = (struct sampler){ .n = n,
+			       .seed = seed,
+			       .epoch = epoch,
+			       .rank = rank,
+			       .world = world,
 			       .shuffle = shuffle != 0 };
 	/* Balanced halves keep the Feistel network a good mixer; the domain
 	 * 2^(2*half_bits) is then below 4n, so cycle-walking needs fewer than
@@ -33,7 +39,8 @@ int sampler_init(struct sampler *s, uint64_t n, uint64_t seed, uint64_t epoch,
 	s->half_bits = bits / 2;
 	s->half_mask = (1ull << s->half_bits) - 1;
 	for (int i = 0; i < SAMPLER_ROUNDS; i++)
-		s->keys[i] = detrand_mix(detrand_key(seed, epoch, (uint64_t)i) ^ 0x53414d504c455221ull);
+		s->keys[i] =
+			detrand_mix(detrand_key(seed, epoch, (uint64_t)i) ^ 0x53414d504c455221ull);
 	return 0;
 }
 
@@ -42,7 +49,8 @@ int sampler_start(struct sampler *s, uint64_t start, char *err, size_t errlen)
 	if (start > s->n)
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "sampler: start position %" PRIu64 " is past the %" PRIu64
-				   " samples of an epoch", start, s->n);
+				   " samples of an epoch",
+				   start, s->n);
 	s->start = start;
 	return 0;
 }

@@ -23,12 +23,12 @@
 #define SAMPLER_ROUNDS 6
 
 struct sampler {
-	uint64_t n;          /* samples in the epoch */
+	uint64_t n; /* samples in the epoch */
 	uint64_t seed, epoch;
 	uint32_t rank, world;
-	uint64_t start;      /* epoch positions before it are not served (elastic resume) */
-	int shuffle;         /* 0: the identity order (dataset order) */
-	uint32_t half_bits;  /* bits of each Feistel half; domain = 2^(2*half_bits) >= n */
+	uint64_t start;     /* epoch positions before it are not served (elastic resume) */
+	int shuffle;        /* 0: the identity order (dataset order) */
+	uint32_t half_bits; /* bits of each Feistel half; domain = 2^(2*half_bits) >= n */
 	uint64_t half_mask;
 	uint64_t keys[SAMPLER_ROUNDS]; /* round keys derived from (seed, epoch) */
 };
@@ -38,8 +38,8 @@ struct sampler {
  * own order (as DataLoader(shuffle=False) gives for evaluation; still split
  * across ranks the same way). Returns 0, or FEEDER_EINVAL with a sentence in
  * err when n is 0, world is 0, rank >= world, or n >= 2^62. */
-int sampler_init(struct sampler *s, uint64_t n, uint64_t seed, uint64_t epoch,
-		 uint32_t rank, uint32_t world, int shuffle, char *err, size_t errlen);
+int sampler_init(struct sampler *s, uint64_t n, uint64_t seed, uint64_t epoch, uint32_t rank,
+		 uint32_t world, int shuffle, char *err, size_t errlen);
 
 /* Serve only epoch positions start.. (start <= n): rank r then takes
  * start+r, start+r+w, ... 0, or FEEDER_EINVAL with a sentence in err. */

@@ -98,13 +98,14 @@ void server_stream_keep(struct server *srv, struct stream *s)
 	/* Freeing its device ring now is what the drain avoids; leaking it
 	 * until the exit, a moment away, is not worse. */
 	if (stream_list_add(&srv->kept, &srv->nkept, &srv->kcap, s))
-		log_err("stream %u: out of memory while draining; its ring is leaked", stream_id(s));
+		log_err("stream %u: out of memory while draining; its ring is leaked",
+			stream_id(s));
 }
 
 /* ---- ring pages that outlive their stream ------------------------------ */
 
 struct retained {
-	struct watch w;          /* first: epoll data points here */
+	struct watch w; /* first: epoll data points here */
 	struct retained *next;
 	int pidfd;
 	pid_t pid;
@@ -120,8 +121,8 @@ void server_retain(struct server *srv, pid_t pid, uint64_t bytes)
 		/* ESRCH: it has exited, and its mapping with it. */
 		if (errno != ESRCH)
 			log_warn("pid %d keeps %.1f MiB of ring pages that cannot be watched "
-				 "(pidfd_open: %s); they are not charged", (int)pid, mib(bytes),
-				 strerror(errno));
+				 "(pidfd_open: %s); they are not charged",
+				 (int)pid, mib(bytes), strerror(errno));
 		return;
 	}
 	struct retained *r = calloc(1, sizeof(*r));
@@ -130,7 +131,8 @@ void server_retain(struct server *srv, pid_t pid, uint64_t bytes)
 		r->w.kind = WATCH_RETAINED;
 	if (!r || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
 		log_warn("pid %d keeps %.1f MiB of ring pages that cannot be watched; they are "
-			 "not charged", (int)pid, mib(bytes));
+			 "not charged",
+			 (int)pid, mib(bytes));
 		free(r);
 		close(fd);
 		return;
@@ -220,10 +222,9 @@ void server_stage_seconds(struct server *srv, double stage_s[FEEDER_STAGES])
 
 /* ---- the tick ---------------------------------------------------------- */
 
-static const char *const stage_names[FEEDER_STAGES] = {
-	"reading records", "decoding", "resampling and converting", "computing features",
-	"the GPU"
-};
+static const char *const stage_names[FEEDER_STAGES] = { "reading records", "decoding",
+							"resampling and converting",
+							"computing features", "the GPU" };
 
 /* The workers' busy share over the last `seconds` (at most the window):
  * their seconds of work (all stages) against their wall time, from the
@@ -238,8 +239,9 @@ static double busy_over(const struct server *srv, unsigned seconds)
 	unsigned from = (newest + n - back) % n;
 	double dt = srv->busy_snap_t[newest] - srv->busy_snap_t[from];
 	unsigned workers = pool_workers(srv->pool);
-	double b = dt > 0 && workers ? (srv->busy_snap[newest] - srv->busy_snap[from]) /
-					       (dt * workers) : 0;
+	double b = dt > 0 && workers
+			   ? (srv->busy_snap[newest] - srv->busy_snap[from]) / (dt * workers)
+			   : 0;
 	return b > 1 ? 1 : b;
 }
 
@@ -290,15 +292,15 @@ static void starvation(struct server *srv, struct session *c, struct stream *s, 
 	else if (busy >= 0.9)
 		advice = "the workers are all busy: more workers (--workers) would help";
 	else if (top == FEEDER_STAGE_READ)
-		advice = "the workers are not all busy and reading dominates: the disk is the limit";
+		advice =
+			"the workers are not all busy and reading dominates: the disk is the limit";
 	else
 		advice = "the workers are not all busy: more slots (prefetch) may help, or the "
 			 "trainer's own input handling is the limit";
 	log_warn("stream %u (client pid %d, dataset '%s'): the trainer waited %.0f %% of the last "
 		 "%d s for data; workers busy %s; %.0f %% of the stream's work is %s; %s",
-		 stream_id(s), (int)c->pid, stream_dataset(s)->name, 100 * share, 10,
-		 busy_text, sum > 0 ? 100 * st[top] / sum : 0, stage_names[top],
-		 advice);
+		 stream_id(s), (int)c->pid, stream_dataset(s)->name, 100 * share, 10, busy_text,
+		 sum > 0 ? 100 * st[top] / sum : 0, stage_names[top], advice);
 }
 
 /* Connections that did not say HELLO in time hold a slot of max_clients
@@ -409,8 +411,10 @@ static int gpu_check(struct server *srv, char *err, size_t errlen)
 	const char *emu = getenv("FEEDERD_GPU_EMULATE");
 	if (emu && strcmp(emu, "1") == 0) {
 		srv->gpu = GPU_SLOT_EMULATED;
-		log_warn("--gpu %d: the GPU is emulated on the host (FEEDERD_GPU_EMULATE=1), for tests "
-			 "only: no CUDA kernel, copy or IPC runs", want);
+		log_warn(
+			"--gpu %d: the GPU is emulated on the host (FEEDERD_GPU_EMULATE=1), for tests "
+			"only: no CUDA kernel, copy or IPC runs",
+			want);
 		return 0;
 	}
 	char why[256];
@@ -487,12 +491,13 @@ int server_create(struct server **out, const struct config *cfg, char *err, size
 	    (rc = arm_timer(srv, err, errlen)))
 		goto fail;
 	if (registry_fd(srv->reg) >= 0 &&
-	    (rc = watch_fd(srv, registry_fd(srv->reg), &srv->w_datasets, WATCH_DATASETS, err, errlen)))
+	    (rc = watch_fd(srv, registry_fd(srv->reg), &srv->w_datasets, WATCH_DATASETS, err,
+			   errlen)))
 		goto fail;
 	if (cfg->metrics_listen[0]) {
 		char bound[160];
-		if ((rc = metrics_start(&srv->metrics, cfg->metrics_listen, bound, sizeof bound, err,
-					errlen)))
+		if ((rc = metrics_start(&srv->metrics, cfg->metrics_listen, bound, sizeof bound,
+					err, errlen)))
 			goto fail;
 		log_info("metrics: serving /metrics on %s", bound);
 		char *text;
@@ -539,8 +544,10 @@ static void begin_drain(struct server *srv)
 	for (struct session *c = srv->sessions; c; c = c->next)
 		session_send(c, &bye, -1);
 	if (srv->nsessions)
-		log_info("%u clients told; waiting up to %u s (shutdown_drain) for them to let go of "
-			 "their batches", srv->nsessions, srv->cfg.shutdown_drain);
+		log_info(
+			"%u clients told; waiting up to %u s (shutdown_drain) for them to let go of "
+			"their batches",
+			srv->nsessions, srv->cfg.shutdown_drain);
 }
 
 /* Whether the loop is over: not stopped, or stopped and the drain done
@@ -557,8 +564,8 @@ static int loop_done(struct server *srv, uint64_t now)
 		return 0;
 	if (srv->nsessions || srv->nkept)
 		log_notice("shutdown_drain over: %u clients still connected, %zu device rings kept "
-			   "for clients gone; their device batches end now", srv->nsessions,
-			   srv->nkept);
+			   "for clients gone; their device batches end now",
+			   srv->nsessions, srv->nkept);
 	return 1;
 }
 
@@ -675,7 +682,8 @@ void server_destroy(struct server *srv)
 	free(srv->series);
 	registry_close(srv->reg);
 	listener_close(srv);
-	for (int *fd = (int[]){ srv->epfd, srv->sig_fd, srv->wake_fd, srv->timer_fd, -2 }; *fd != -2; fd++)
+	for (int *fd = (int[]){ srv->epfd, srv->sig_fd, srv->wake_fd, srv->timer_fd, -2 };
+	     *fd != -2; fd++)
 		if (*fd >= 0)
 			close(*fd);
 	free(srv);

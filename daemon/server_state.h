@@ -16,8 +16,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum watch_kind { WATCH_LISTEN = 1, WATCH_SIGNAL, WATCH_WAKE, WATCH_TIMER, WATCH_SESSION,
-		  WATCH_REFUSED, WATCH_DATASETS, WATCH_RETAINED };
+enum watch_kind {
+	WATCH_LISTEN = 1,
+	WATCH_SIGNAL,
+	WATCH_WAKE,
+	WATCH_TIMER,
+	WATCH_SESSION,
+	WATCH_REFUSED,
+	WATCH_DATASETS,
+	WATCH_RETAINED
+};
 struct watch {
 	int kind;
 };
@@ -36,7 +44,7 @@ struct metrics_series {
 	uint64_t samples, batches, replacements;
 	uint64_t wait_us, compute_us;
 	double stage_s[FEEDER_STAGES];
-	unsigned open;           /* live copies only: open streams */
+	unsigned open; /* live copies only: open streams */
 };
 
 struct metrics;
@@ -48,7 +56,7 @@ struct retained;
 struct server {
 	struct config cfg;
 	int epfd, listen_fd, sig_fd, wake_fd, timer_fd;
-	int bound;               /* we created cfg.socket_path (remove at exit) */
+	int bound; /* we created cfg.socket_path (remove at exit) */
 	struct watch w_listen, w_signal, w_wake, w_timer, w_datasets;
 	struct registry *reg;
 	struct pool *pool;
@@ -58,7 +66,7 @@ struct server {
 	uint32_t next_session, next_stream;
 	struct stream **zombies; /* closed, waiting for in-flight tasks */
 	size_t nzombies, zcap;
-	uint64_t mem_used;       /* ring bytes of every open stream */
+	uint64_t mem_used; /* ring bytes of every open stream */
 	uint64_t start_us, last_tick_us, last_status_us, last_check_us;
 	uint64_t watchdog_us;
 	int stop;
@@ -92,7 +100,7 @@ struct server {
 	int releases_pending;
 	struct refused *refused; /* connections refused, waiting for the hang-up */
 	unsigned nrefused;
-	int gpu;                 /* --gpu: CUDA ordinal, GPU_SLOT_EMULATED, or -1 */
+	int gpu; /* --gpu: CUDA ordinal, GPU_SLOT_EMULATED, or -1 */
 };
 
 /* Monotonic microseconds: the loop's clock. */

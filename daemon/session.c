@@ -23,7 +23,7 @@
 /* A message the client's socket could not take yet. */
 struct outmsg {
 	struct outmsg *next;
-	int fd;                  /* descriptor to pass with it (owned), or -1 */
+	int fd; /* descriptor to pass with it (owned), or -1 */
 	size_t len;
 	uint8_t buf[];
 };
@@ -68,7 +68,8 @@ void session_flush(struct session *c)
 			break;
 		if (rc) {
 			if (rc != FEEDER_ECLOSED)
-				log_warn("client %u (pid %d): %s; disconnecting", c->id, (int)c->pid, err);
+				log_warn("client %u (pid %d): %s; disconnecting", c->id,
+					 (int)c->pid, err);
 			c->dead = 1;
 			break;
 		}
@@ -112,7 +113,8 @@ void session_send(struct session *c, const struct proto_msg *m, int fd)
 			return;
 		if (rc != -EAGAIN) {
 			if (rc != FEEDER_ECLOSED)
-				log_warn("client %u (pid %d): %s; disconnecting", c->id, (int)c->pid, err);
+				log_warn("client %u (pid %d): %s; disconnecting", c->id,
+					 (int)c->pid, err);
 			c->dead = 1;
 			return;
 		}
@@ -122,7 +124,8 @@ void session_send(struct session *c, const struct proto_msg *m, int fd)
 	 * daemon (each queued byte is the daemon's memory). */
 	if (c->out_bytes + (size_t)len > c->srv->cfg.max_queued) {
 		log_warn("client %u (pid %d, uid %u): %zu bytes of replies unread, over max_queued "
-			 "(%llu); disconnecting", c->id, (int)c->pid, (unsigned)c->uid, c->out_bytes,
+			 "(%llu); disconnecting",
+			 c->id, (int)c->pid, (unsigned)c->uid, c->out_bytes,
 			 (unsigned long long)c->srv->cfg.max_queued);
 		c->srv->dropped_clients++;
 		c->dead = 1;
@@ -134,7 +137,8 @@ void session_send(struct session *c, const struct proto_msg *m, int fd)
 		free(o);
 		if (dfd >= 0)
 			close(dfd);
-		log_warn("client %u (pid %d): cannot queue a message; disconnecting", c->id, (int)c->pid);
+		log_warn("client %u (pid %d): cannot queue a message; disconnecting", c->id,
+			 (int)c->pid);
 		c->dead = 1;
 		return;
 	}
@@ -247,8 +251,8 @@ unsigned session_service(struct session *c, uint64_t now)
 		pool_kick(srv->pool);
 	pool_unlock(srv->pool);
 	for (size_t i = 0; i < nfailed; i++) {
-		log_warn("client %u (pid %d): stream %u fails: %s", c->id, (int)c->pid, failed[i].id,
-			 failed[i].msg);
+		log_warn("client %u (pid %d): stream %u fails: %s", c->id, (int)c->pid,
+			 failed[i].id, failed[i].msg);
 		session_error(c, failed[i].code, failed[i].id, 0, 0, failed[i].msg);
 	}
 	if (more)
@@ -262,13 +266,13 @@ static void handle_hello(struct session *c, const struct proto_hello *h)
 {
 	struct server *srv = c->srv;
 	c->hello = 1;
-	log_info("client %u: HELLO from '%s' (pid %d, uid %u, gid %u)", c->id, h->agent, (int)c->pid,
-		 (unsigned)c->uid, (unsigned)c->gid);
+	log_info("client %u: HELLO from '%s' (pid %d, uid %u, gid %u)", c->id, h->agent,
+		 (int)c->pid, (unsigned)c->uid, (unsigned)c->gid);
 	struct proto_msg m = { .type = PROTO_WELCOME };
 	m.u.welcome.session = c->id;
 	m.u.welcome.max_streams = srv->cfg.max_streams_per_client;
-	m.u.welcome.max_slots = srv->cfg.max_slots < FEEDER_MAX_SLOTS ? srv->cfg.max_slots
-								     : FEEDER_MAX_SLOTS;
+	m.u.welcome.max_slots =
+		srv->cfg.max_slots < FEEDER_MAX_SLOTS ? srv->cfg.max_slots : FEEDER_MAX_SLOTS;
 	m.u.welcome.quota = srv->cfg.client_quota;
 	snprintf(m.u.welcome.agent, sizeof(m.u.welcome.agent), "feederd %s", FEEDER_VERSION);
 	session_send(c, &m, -1);
@@ -282,7 +286,9 @@ static int admit(struct session *c, const struct feeder_stream_opts *o, struct d
 	struct server *srv = c->srv;
 	*ds = NULL;
 	/* Out-of-range options are a refusal the client can correct, not a
-	 * protocol error: the connection stays usable. */
+	 * protocol error: the connection stays usable. The one check of a
+	 * stream's options: the stream, its workers and the pipelines trust
+	 * them after it. */
 	int rc = proto_opts_check(o, err, errlen);
 	if (rc)
 		return rc;
@@ -300,12 +306,13 @@ static int admit(struct session *c, const struct feeder_stream_opts *o, struct d
 		if (why)
 			return status_fail(err, errlen, FEEDER_ENODATASET, "%s", why);
 		return status_fail(err, errlen, FEEDER_ENODATASET,
-				   "no dataset named '%s' is served (%zu datasets available)", o->dataset,
-				   registry_count(srv->reg));
+				   "no dataset named '%s' is served (%zu datasets available)",
+				   o->dataset, registry_count(srv->reg));
 	}
 	if (dataset_gone(*ds))
-		return status_fail(err, errlen, (*ds)->gone_code ? (*ds)->gone_code : FEEDER_ENODATASET,
-				   "%s", (*ds)->gone_msg);
+		return status_fail(err, errlen,
+				   (*ds)->gone_code ? (*ds)->gone_code : FEEDER_ENODATASET, "%s",
+				   (*ds)->gone_msg);
 	/* Check the kind and the size before building anything. */
 	if ((rc = stream_check_kind(o, *ds, err, errlen)))
 		return rc;
@@ -314,23 +321,26 @@ static int admit(struct session *c, const struct feeder_stream_opts *o, struct d
 	if (rc)
 		return rc;
 	if (c->mem + g.ring_size > srv->cfg.client_quota)
-		return status_fail(err, errlen, FEEDER_EQUOTA,
-				   "stream ring of %.1f MiB would bring this client to %.1f MiB, over "
-				   "its quota of %.1f MiB", mib(g.ring_size), mib(c->mem + g.ring_size),
-				   mib(srv->cfg.client_quota));
+		return status_fail(
+			err, errlen, FEEDER_EQUOTA,
+			"stream ring of %.1f MiB would bring this client to %.1f MiB, over "
+			"its quota of %.1f MiB",
+			mib(g.ring_size), mib(c->mem + g.ring_size), mib(srv->cfg.client_quota));
 	if (srv->mem_used + g.ring_size > srv->cfg.memory_limit)
-		return status_fail(err, errlen, FEEDER_EQUOTA,
-				   "stream ring of %.1f MiB does not fit: %.1f of the daemon's %.1f MiB "
-				   "are in use", mib(g.ring_size), mib(srv->mem_used),
-				   mib(srv->cfg.memory_limit));
+		return status_fail(
+			err, errlen, FEEDER_EQUOTA,
+			"stream ring of %.1f MiB does not fit: %.1f of the daemon's %.1f MiB "
+			"are in use",
+			mib(g.ring_size), mib(srv->mem_used), mib(srv->cfg.memory_limit));
 	if (o->placement == FEEDER_PLACEMENT_GPU && o->pipeline == FEEDER_PIPE_WAVE)
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "placement=gpu: the wave pipeline runs on the CPU only (ask for "
 				   "placement=cpu, or auto, which serves it on the CPU)");
 	if (o->placement == FEEDER_PLACEMENT_GPU && srv->gpu == -1)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "placement=gpu, but feederd runs without a GPU (start it with --gpu N, "
-				   "or ask for placement=auto or cpu)");
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"placement=gpu, but feederd runs without a GPU (start it with --gpu N, "
+			"or ask for placement=auto or cpu)");
 	return 0;
 }
 
@@ -338,8 +348,9 @@ static int admit(struct session *c, const struct feeder_stream_opts *o, struct d
 static int open_wave_sources(struct server *srv, struct stream *s,
 			     const struct feeder_stream_opts *o, char *err, size_t errlen)
 {
-	const char *names[2] = {o->wave.noise, o->wave.rir}, *opt[2] = {"wave.noise", "wave.rir"};
-	struct dataset *d[2] = {NULL, NULL};
+	const char *names[2] = { o->wave.noise, o->wave.rir },
+		   *opt[2] = { "wave.noise", "wave.rir" };
+	struct dataset *d[2] = { NULL, NULL };
 	int rc = 0;
 	for (int i = 0; i < 2 && rc == 0; i++) {
 		if (!names[i][0])
@@ -368,9 +379,9 @@ static void handle_open(struct session *c, const struct proto_open_stream *req)
 	uint32_t tag = req->tag;
 	struct dataset *ds = NULL;
 	struct stream *s = NULL;
-	int rc = srv->draining ? status_fail(err, sizeof(err), FEEDER_ECLOSED,
-					     "feederd is shutting down")
-			       : admit(c, o, &ds, err, sizeof(err));
+	int rc = srv->draining
+			 ? status_fail(err, sizeof(err), FEEDER_ECLOSED, "feederd is shutting down")
+			 : admit(c, o, &ds, err, sizeof(err));
 	if (rc == 0 && c->nstreams == c->cap) {
 		size_t ncap = c->cap ? c->cap * 2 : 4;
 		struct stream **ns = realloc(c->streams, ncap * sizeof(*ns));
@@ -387,7 +398,8 @@ static void handle_open(struct session *c, const struct proto_open_stream *req)
 	 * FEEDERD_GPU_EMULATE, for tests of the release protocol). */
 	int on_gpu = o->placement != FEEDER_PLACEMENT_CPU && o->pipeline != FEEDER_PIPE_WAVE &&
 		     srv->gpu != -1;
-	struct stream_gpu gpu = { .placement = o->placement, .device = srv->gpu,
+	struct stream_gpu gpu = { .placement = o->placement,
+				  .device = srv->gpu,
 				  .device_ring = on_gpu && o->placement == FEEDER_PLACEMENT_GPU &&
 						 o->device_batches };
 	uint32_t id = srv->next_stream + 1 ? srv->next_stream + 1 : 1;
@@ -427,9 +439,10 @@ static void handle_open(struct session *c, const struct proto_open_stream *req)
 	log_info("client %u: stream %u opened: '%s' batch %u, %u slots of %.2f MiB, %llu batches, "
 		 "rank %u/%u, seed %llu, epoch %llu+%u from batch %llu%s%s; %s",
 		 c->id, id, o->dataset, o->batch, m.u.opened.slots, mib(m.u.opened.slot_size),
-		 (unsigned long long)m.u.opened.batches, o->rank, o->world, (unsigned long long)o->seed,
-		 (unsigned long long)o->epoch, o->epochs - 1, (unsigned long long)o->start_batch,
-		 from, o->shuffle ? "" : ", unshuffled", settings);
+		 (unsigned long long)m.u.opened.batches, o->rank, o->world,
+		 (unsigned long long)o->seed, (unsigned long long)o->epoch, o->epochs - 1,
+		 (unsigned long long)o->start_batch, from, o->shuffle ? "" : ", unshuffled",
+		 settings);
 	pool_lock(srv->pool);
 	/* Fairness is between processes (a trainer's loaders each have their
 	 * own connection); a peer the kernel could not name is its own. */
@@ -476,8 +489,8 @@ static void handle_close(struct session *c, const struct proto_close_stream *r)
 	if (!s) {
 		/* Not this client's: it cannot close, or learn about, another's. */
 		char err[PROTO_TEXT_MAX];
-		snprintf(err, sizeof(err), "CLOSE_STREAM of stream %u, which this client does not have",
-			 r->stream);
+		snprintf(err, sizeof(err),
+			 "CLOSE_STREAM of stream %u, which this client does not have", r->stream);
 		log_info("client %u (pid %d): %s", c->id, (int)c->pid, err);
 		session_error(c, FEEDER_EINVAL, r->stream, 0, 0, err);
 		return;
@@ -642,8 +655,8 @@ void session_input(struct session *c)
 		if (rc) {
 			if (rc == FEEDER_EPROTO || rc == FEEDER_EVERSION || rc == FEEDER_EBADNAME)
 				srv->protocol_errors++;
-			log_warn("client %u (pid %d, uid %u): %s; disconnecting", c->id, (int)c->pid,
-				 (unsigned)c->uid, err);
+			log_warn("client %u (pid %d, uid %u): %s; disconnecting", c->id,
+				 (int)c->pid, (unsigned)c->uid, err);
 			session_error(c, rc, 0, 0, 1, err);
 			return;
 		}
@@ -659,8 +672,14 @@ int session_create(struct server *srv, int fd, pid_t pid, uid_t uid, gid_t gid, 
 	struct session *c = calloc(1, sizeof(*c));
 	if (!c)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
-	*c = (struct session){ .w = { WATCH_SESSION }, .srv = srv, .fd = fd, .id = id, .pid = pid,
-			       .uid = uid, .gid = gid, .admin = admin,
+	*c = (struct session){ .w = { WATCH_SESSION },
+			       .srv = srv,
+			       .fd = fd,
+			       .id = id,
+			       .pid = pid,
+			       .uid = uid,
+			       .gid = gid,
+			       .admin = admin,
 			       .since_us = server_now_us() };
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = &c->w };
 	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {

@@ -26,23 +26,23 @@
 struct outmsg;
 
 struct session {
-	struct watch w;          /* first: epoll data points here */
+	struct watch w; /* first: epoll data points here */
 	struct server *srv;
 	int fd;
 	uint32_t id;
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
-	int admin;               /* root or in admin_groups: sees every stream */
+	int admin; /* root or in admin_groups: sees every stream */
 	int hello;
-	int dead;                /* drop at the end of this loop turn */
-	uint64_t since_us;       /* accepted at (the HELLO deadline runs from here) */
+	int dead;          /* drop at the end of this loop turn */
+	uint64_t since_us; /* accepted at (the HELLO deadline runs from here) */
 	struct stream **streams;
 	size_t nstreams, cap;
-	uint64_t mem;            /* ring bytes held */
+	uint64_t mem;                       /* ring bytes held */
 	struct outmsg *out_head, *out_tail; /* waiting for the socket to drain */
-	size_t out_bytes;        /* their bytes (max_queued bounds it) */
-	int want_out;            /* EPOLLOUT is armed */
+	size_t out_bytes;                   /* their bytes (max_queued bounds it) */
+	int want_out;                       /* EPOLLOUT is armed */
 	struct session *next;
 };
 

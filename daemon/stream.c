@@ -98,7 +98,8 @@ static void device_ring(struct stream *s, const struct stream_gpu *gpu, uint8_t 
 	if (rc) {
 		free(t);
 		log_warn("stream %u: device batches were asked for, but its device ring cannot be "
-			 "made (%s): its batches come through the host ring", s->id, err);
+			 "made (%s): its batches come through the host ring",
+			 s->id, err);
 		return;
 	}
 	*table = t;
@@ -128,7 +129,8 @@ static int gpu_setup(struct stream *s, const struct stream_gpu *gpu, char *err, 
 	 * DMA, not a pageable copy through the driver's staging. */
 	s->gpu_registering = !s->dring && gpu->device >= 0;
 	s->placement = gpu->placement;
-	s->active = gpu->placement == FEEDER_PLACEMENT_GPU ? FEEDER_PLACEMENT_GPU : FEEDER_PLACEMENT_CPU;
+	s->active = gpu->placement == FEEDER_PLACEMENT_GPU ? FEEDER_PLACEMENT_GPU
+							   : FEEDER_PLACEMENT_CPU;
 	s->deciding = gpu->placement == FEEDER_PLACEMENT_AUTO;
 	return 0;
 }
@@ -146,17 +148,17 @@ static void retire_contexts(struct stream *s)
 		}
 }
 
-int stream_check_kind(const struct feeder_stream_opts *req, const struct dataset *ds,
-		      char *err, size_t errlen)
+int stream_check_kind(const struct feeder_stream_opts *req, const struct dataset *ds, char *err,
+		      size_t errlen)
 {
 	/* The pipeline each dataset kind is served by, and what it holds. */
 	static const struct {
 		uint32_t pipeline;
 		const char *holds, *pipe;
 	} by_kind[] = {
-		[DSFORMAT_KIND_JPEG] = {FEEDER_PIPE_JPEG, "jpeg images", "jpeg"},
-		[DSFORMAT_KIND_FEATURES] = {FEEDER_PIPE_FEATURES, "feature matrices", "features"},
-		[DSFORMAT_KIND_WAVE] = {FEEDER_PIPE_WAVE, "waveforms", "wave"},
+		[DSFORMAT_KIND_JPEG] = { FEEDER_PIPE_JPEG, "jpeg images", "jpeg" },
+		[DSFORMAT_KIND_FEATURES] = { FEEDER_PIPE_FEATURES, "feature matrices", "features" },
+		[DSFORMAT_KIND_WAVE] = { FEEDER_PIPE_WAVE, "waveforms", "wave" },
 	};
 	unsigned kind = ds->hdr.kind;
 	if (kind >= sizeof(by_kind) / sizeof(by_kind[0]) || !by_kind[kind].pipe)
@@ -168,25 +170,26 @@ int stream_check_kind(const struct feeder_stream_opts *req, const struct dataset
 			if (by_kind[i].pipe && by_kind[i].pipeline == req->pipeline)
 				want = by_kind[i].holds;
 		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "dataset '%s' holds %s, not %s: open it with pipeline %s", ds->name,
-				   by_kind[kind].holds, want, by_kind[kind].pipe);
+				   "dataset '%s' holds %s, not %s: open it with pipeline %s",
+				   ds->name, by_kind[kind].holds, want, by_kind[kind].pipe);
 	}
 	if (req->pipeline == FEEDER_PIPE_WAVE) {
 		int rc = wave_pipeline_supported(err, errlen);
 		if (rc)
 			return rc;
 		if (ds->hdr.rate != WAVE_RATE)
-			return status_fail(err, errlen, FEEDER_EINVAL,
-					   "dataset '%s' is sampled at %u Hz; the wave pipeline computes "
-					   "its features at %d Hz (pack it with --rate %d)", ds->name,
-					   ds->hdr.rate, WAVE_RATE, WAVE_RATE);
+			return status_fail(
+				err, errlen, FEEDER_EINVAL,
+				"dataset '%s' is sampled at %u Hz; the wave pipeline computes "
+				"its features at %d Hz (pack it with --rate %d)",
+				ds->name, ds->hdr.rate, WAVE_RATE, WAVE_RATE);
 	}
 	return 0;
 }
 
 int stream_create(struct stream **out, uint32_t id, struct dataset *ds,
-		  const struct feeder_stream_opts *req, uint64_t page, unsigned workers,
-		  char *err, size_t errlen)
+		  const struct feeder_stream_opts *req, uint64_t page, unsigned workers, char *err,
+		  size_t errlen)
 {
 	return stream_create_placed(out, id, ds, req, page, workers, NULL, err, errlen);
 }
@@ -196,8 +199,6 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 			 const struct stream_gpu *gpu, char *err, size_t errlen)
 {
 	const struct dsformat_header *h = &ds->hdr;
-	if (stream_check_kind(req, ds, err, errlen))
-		return FEEDER_EINVAL;
 	struct stream *s = calloc(1, sizeof(*s));
 	if (!s)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
@@ -208,12 +209,9 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 	s->memfd = -1;
 	s->registered_device = -1;
 	s->nslots = req->slots;
-	int rc = proto_opts_check(req, err, errlen);
-	if (rc)
-		goto fail;
 	struct sampler first;
-	rc = sampler_init(&first, h->samples, req->seed, req->epoch, req->rank, req->world,
-			  (int)req->shuffle, err, errlen);
+	int rc = sampler_init(&first, h->samples, req->seed, req->epoch, req->rank, req->world,
+			      (int)req->shuffle, err, errlen);
 	if (rc)
 		goto fail;
 	s->rank_len = sampler_len(&first);
@@ -234,12 +232,13 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 	}
 	if (req->start_batch > s->first_batches) {
 		if (req->start_sample)
-			rc = status_fail(err, errlen, FEEDER_EINVAL,
-					 "start batch %llu is past the %llu batches of rank %u of %u "
-					 "after start sample %llu",
-					 (unsigned long long)req->start_batch,
-					 (unsigned long long)s->first_batches, req->rank, req->world,
-					 (unsigned long long)req->start_sample);
+			rc = status_fail(
+				err, errlen, FEEDER_EINVAL,
+				"start batch %llu is past the %llu batches of rank %u of %u "
+				"after start sample %llu",
+				(unsigned long long)req->start_batch,
+				(unsigned long long)s->first_batches, req->rank, req->world,
+				(unsigned long long)req->start_sample);
 		else
 			rc = status_fail(err, errlen, FEEDER_EINVAL,
 					 "start batch %llu is past the %llu batches of an epoch",
@@ -282,7 +281,8 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 	dataset_ref(ds);
 	s->ds = ds;
 	atomic_fetch_add(&ds->streams, 1);
-	if (gpu && gpu->placement != FEEDER_PLACEMENT_CPU && (rc = gpu_setup(s, gpu, err, errlen))) {
+	if (gpu && gpu->placement != FEEDER_PLACEMENT_CPU &&
+	    (rc = gpu_setup(s, gpu, err, errlen))) {
 		stream_destroy(s);
 		return rc;
 	}
@@ -413,10 +413,12 @@ unsigned stream_refill(struct stream *s)
 		if (sl->fills == 0 || sl->order.epoch != epoch) {
 			char err[128];
 			/* Cannot fail: the same arguments passed in stream_create. */
-			if (sampler_init(&sl->order, s->ds->hdr.samples, s->opts.seed, epoch, s->opts.rank,
-					 s->opts.world, (int)s->opts.shuffle, err, sizeof(err)) != 0 ||
+			if (sampler_init(&sl->order, s->ds->hdr.samples, s->opts.seed, epoch,
+					 s->opts.rank, s->opts.world, (int)s->opts.shuffle, err,
+					 sizeof(err)) != 0 ||
 			    (epoch == s->opts.epoch &&
-			     sampler_start(&sl->order, s->opts.start_sample, err, sizeof(err)) != 0))
+			     sampler_start(&sl->order, s->opts.start_sample, err, sizeof(err)) !=
+				     0))
 				return started;
 		}
 		uint64_t len = epoch == s->opts.epoch ? s->first_len : s->rank_len;
@@ -499,11 +501,13 @@ int stream_release(struct stream *s, uint32_t slot, uint64_t now_us, char *err, 
 {
 	if (slot >= s->nslots)
 		return status_fail(err, errlen, FEEDER_EPROTO,
-				   "RELEASE of slot %u, stream %u has %u slots", slot, s->id, s->nslots);
+				   "RELEASE of slot %u, stream %u has %u slots", slot, s->id,
+				   s->nslots);
 	if (s->slots[slot].state != SLOT_HELD)
-		return status_fail(err, errlen, FEEDER_EPROTO,
-				   "RELEASE of slot %u of stream %u, which the client does not hold", slot,
-				   s->id);
+		return status_fail(
+			err, errlen, FEEDER_EPROTO,
+			"RELEASE of slot %u of stream %u, which the client does not hold", slot,
+			s->id);
 	account(s, now_us);
 	s->held--;
 	if (s->dring) {
@@ -524,8 +528,7 @@ int stream_release(struct stream *s, uint32_t slot, uint64_t now_us, char *err, 
  * increase beyond that room is scaled down to it, the wait's share kept.
  * So a stream's totals never exceed its age, and sums over streams
  * (feeder_trainer_wait_seconds_total) cannot wrap. */
-void stream_note_trainer(struct stream *s, uint64_t wait_us, uint64_t compute_us,
-			 uint64_t now_us)
+void stream_note_trainer(struct stream *s, uint64_t wait_us, uint64_t compute_us, uint64_t now_us)
 {
 	uint64_t dw = wait_us - s->client_wait_raw, dc = compute_us - s->client_compute_raw;
 	int backwards = wait_us < s->client_wait_raw || compute_us < s->client_compute_raw;
@@ -746,8 +749,8 @@ void stream_status(struct stream *s, uint64_t now_us, struct feeder_stream_statu
 	r->trainer_compute_us = s->trainer_compute_us;
 	r->wait_share_10s = (float)window_share(s);
 	uint64_t all = s->trainer_wait_us + s->trainer_compute_us;
-	r->wait_share_total = s->trainer_reports && all ? (float)((double)s->trainer_wait_us / all)
-							 : -1.0f;
+	r->wait_share_total =
+		s->trainer_reports && all ? (float)((double)s->trainer_wait_us / all) : -1.0f;
 	r->bytes_per_s = s->rate * (double)s->geo.sample_bytes;
 	memcpy(r->stage_s, s->stage_s, sizeof(r->stage_s));
 	proto_opts_describe(&s->opts, r->settings, sizeof(r->settings));
@@ -770,4 +773,3 @@ int stream_finished(const struct stream *s)
 {
 	return s->next_send >= s->total;
 }
-

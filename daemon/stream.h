@@ -36,20 +36,20 @@ struct stream_task {
 	uint32_t slot, first, count;
 	/* results, filled by stream_task_run */
 	uint32_t replacements, decode_errors, skipped;
-	int fail_code;           /* nonzero: the stream must fail (on_error=fail) */
+	int fail_code; /* nonzero: the stream must fail (on_error=fail) */
 	char fail_msg[PROTO_TEXT_MAX];
-	double run_s;            /* seconds stream_task_run took */
+	double run_s;                  /* seconds stream_task_run took */
 	double stage_s[FEEDER_STAGES]; /* of it, per enum feeder_stage */
-	int submit;              /* set by stream_task_finish: run the GPU batch */
-	double gpu_s;            /* seconds the GPU batch took */
+	int submit;                    /* set by stream_task_finish: run the GPU batch */
+	double gpu_s;                  /* seconds the GPU batch took */
 };
 
 /* Where a stream is preprocessed (server.c decides from the request and the
  * daemon's GPU). */
 struct stream_gpu {
-	uint32_t placement;      /* FEEDER_PLACEMENT_GPU or _AUTO */
-	int device;              /* CUDA ordinal, or GPU_SLOT_EMULATED */
-	int device_ring;         /* batches in device memory shared by CUDA IPC */
+	uint32_t placement; /* FEEDER_PLACEMENT_GPU or _AUTO */
+	int device;         /* CUDA ordinal, or GPU_SLOT_EMULATED */
+	int device_ring;    /* batches in device memory shared by CUDA IPC */
 };
 struct gpu_slot;
 struct gpu_ring;
@@ -59,17 +59,20 @@ struct stream;
 
 /* 0 if the pipeline req asks for suits what dataset ds holds, else
  * FEEDER_EINVAL with a sentence saying what the dataset holds. */
-int stream_check_kind(const struct feeder_stream_opts *req, const struct dataset *ds,
-		      char *err, size_t errlen);
+int stream_check_kind(const struct feeder_stream_opts *req, const struct dataset *ds, char *err,
+		      size_t errlen);
 
-/* Validate the request against the dataset and build the stream: geometry,
- * the sealed memfd ring mapped here, the ring header. page is the page size;
- * workers is the pool size (for the task size). Returns 0 or a negative code
- * (FEEDER_EINVAL for options the dataset cannot serve, -ENOMEM, ...) with a
+/* Build the stream: geometry, the sealed memfd ring mapped here, the ring
+ * header. req must have passed admission's checks (proto_opts_check, and
+ * stream_check_kind against ds: daemon/session.c makes them once, and
+ * neither the stream nor its workers check the options again). page is
+ * the page size; workers is the pool size (for the task size). Returns 0
+ * or a negative code (FEEDER_EINVAL for a start the dataset cannot serve:
+ * no batch for this rank, start_batch past the epoch; -ENOMEM, ...) with a
  * sentence. Takes its own reference on ds. */
 int stream_create(struct stream **out, uint32_t id, struct dataset *ds,
-		  const struct feeder_stream_opts *req, uint64_t page, unsigned workers,
-		  char *err, size_t errlen);
+		  const struct feeder_stream_opts *req, uint64_t page, unsigned workers, char *err,
+		  size_t errlen);
 /* The same, preprocessed as gpu says (NULL: on the CPU; the jpeg and
  * features pipelines only): min(slots, workers) GPU contexts, made by the
  * workers when first needed, and, with gpu->device_ring, the tensors in
@@ -126,8 +129,7 @@ int stream_release(struct stream *s, uint32_t slot, uint64_t now_us, char *err, 
 /* The client's totals for the trainer's data wait (with RELEASE), received
  * at now_us (the loop's clock). The stream counts their increase, at most
  * the time it has been open in all (see stream.c). */
-void stream_note_trainer(struct stream *s, uint64_t wait_us, uint64_t compute_us,
-			 uint64_t now_us);
+void stream_note_trainer(struct stream *s, uint64_t wait_us, uint64_t compute_us, uint64_t now_us);
 /* 1 when every batch was sent. */
 int stream_finished(const struct stream *s);
 /* If the stream has failed (a worker's error, or its dataset was removed,

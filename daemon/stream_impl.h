@@ -21,20 +21,19 @@ enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_DONE, SLOT_HELD, SLOT_GPU, SLOT_
 
 struct slot {
 	int state;
-	uint64_t seq;            /* the stream's batch number (0 = first served) */
-	uint64_t epoch, batch;   /* batch index within the epoch, for this rank */
-	uint32_t count;          /* samples in this batch */
-	uint32_t claimed, done;  /* samples handed to workers / written */
+	uint64_t seq;           /* the stream's batch number (0 = first served) */
+	uint64_t epoch, batch;  /* batch index within the epoch, for this rank */
+	uint32_t count;         /* samples in this batch */
+	uint32_t claimed, done; /* samples handed to workers / written */
 	uint32_t replacements;
 	uint32_t fills;
-	struct sampler order;    /* the epoch's order (copied: slots may straddle epochs) */
-	uint8_t *base;           /* the slot in the mapping */
-	int on_gpu;              /* this batch is staged for the GPU (placement gpu/auto) */
-	int32_t ctx;             /* on_gpu: its GPU context from its first claim until
+	struct sampler order; /* the epoch's order (copied: slots may straddle epochs) */
+	uint8_t *base;        /* the slot in the mapping */
+	int on_gpu;           /* this batch is staged for the GPU (placement gpu/auto) */
+	int32_t ctx;          /* on_gpu: its GPU context from its first claim until
 				    its submission is accounted, else -1 (pool lock) */
-	double work_s;           /* worker seconds spent on this batch (placement=auto) */
+	double work_s;        /* worker seconds spent on this batch (placement=auto) */
 };
-
 
 /* A GPU context a stream lends to one batch at a time. g is made by the
  * first worker that needs it (under the stream's gpu_lock, never on the
@@ -51,7 +50,7 @@ struct stream_gctx {
  * of its records this stream has checked the CRC of already. */
 struct stream_source {
 	struct dataset *d;
-	const char *role;       /* "wave.noise" or "wave.rir", for the log */
+	const char *role; /* "wave.noise" or "wave.rir", for the log */
 	uint32_t stream_id;
 	atomic_uchar *verified; /* per record: SOURCE_UNSEEN, _OK or _BAD */
 };
@@ -61,65 +60,65 @@ struct stream {
 	/* immutable after stream_create */
 	uint32_t id;
 	struct dataset *ds;
-	struct feeder_stream_opts opts; /* as requested (proto_opts_check'ed) */
+	struct feeder_stream_opts opts; /* as requested (checked at admission only) */
 	struct proto_geometry geo;
 	uint8_t *map;
 	size_t map_len;
-	int memfd;               /* until handed to the client, then -1 */
+	int memfd; /* until handed to the client, then -1 */
 	uint32_t nslots;
-	uint32_t chunk;          /* samples per worker task */
-	uint64_t rank_len;       /* positions of this rank in an epoch */
-	uint64_t per_epoch;      /* batches of this rank in a full epoch */
-	uint64_t first_len;      /* positions of this rank in the first epoch (start_sample) */
-	uint64_t first_batches;  /* and its batches */
-	uint64_t total;          /* batches this stream serves */
+	uint32_t chunk;         /* samples per worker task */
+	uint64_t rank_len;      /* positions of this rank in an epoch */
+	uint64_t per_epoch;     /* batches of this rank in a full epoch */
+	uint64_t first_len;     /* positions of this rank in the first epoch (start_sample) */
+	uint64_t first_batches; /* and its batches */
+	uint64_t total;         /* batches this stream serves */
 	struct slot *slots;
-	unsigned workers;        /* the pool's threads */
-	uint32_t placement;      /* requested: FEEDER_PLACEMENT_* (cpu without a GPU) */
-	int gpu_device;          /* placement gpu/auto: CUDA ordinal or GPU_SLOT_EMULATED */
+	unsigned workers;         /* the pool's threads */
+	uint32_t placement;       /* requested: FEEDER_PLACEMENT_* (cpu without a GPU) */
+	int gpu_device;           /* placement gpu/auto: CUDA ordinal or GPU_SLOT_EMULATED */
 	struct stream_gctx *gctx; /* placement gpu/auto: ngctx contexts, else NULL */
 	uint32_t ngctx;
-	pthread_mutex_t gpu_lock; /* making contexts, registering the ring (workers) */
-	int gpu_registering;     /* the ring is to be cudaHostRegister'ed (gpu_lock) */
-	struct gpu_ring *dring;  /* device-resident ring, or NULL */
-	int registered_device;   /* the ring is cudaHostRegister'ed for it, or -1
+	pthread_mutex_t gpu_lock;        /* making contexts, registering the ring (workers) */
+	int gpu_registering;             /* the ring is to be cudaHostRegister'ed (gpu_lock) */
+	struct gpu_ring *dring;          /* device-resident ring, or NULL */
+	int registered_device;           /* the ring is cudaHostRegister'ed for it, or -1
 				    (gpu_lock while workers run) */
-	uint64_t device_table;   /* its table's offset in the memfd, or 0 */
-	size_t ring_bytes;       /* the memfd: geo.ring_size plus the device table */
+	uint64_t device_table;           /* its table's offset in the memfd, or 0 */
+	size_t ring_bytes;               /* the memfd: geo.ring_size plus the device table */
 	struct stream_source sources[2]; /* wave: the noise and RIR datasets it reads */
-	struct wave_sources wave; /* wave: reading them (stream_sources_open) */
+	struct wave_sources wave;        /* wave: reading them (stream_sources_open) */
 
 	/* under the pool lock */
 	uint64_t next_assign, next_send;
-	unsigned inflight;       /* worker tasks running */
-	unsigned releasing;      /* slots in SLOT_RELEASING */
-	int closing;             /* removed from the pool: claim nothing more */
-	int fail_code;           /* set by a worker; the loop reports and closes */
+	unsigned inflight;  /* worker tasks running */
+	unsigned releasing; /* slots in SLOT_RELEASING */
+	int closing;        /* removed from the pool: claim nothing more */
+	int fail_code;      /* set by a worker; the loop reports and closes */
 	char fail_msg[PROTO_TEXT_MAX];
 	uint64_t samples, replacements, decode_errors; /* totals */
-	int active;              /* FEEDER_PLACEMENT_CPU or _GPU: where new batches go */
-	int deciding;            /* placement=auto still measures */
+	int active;   /* FEEDER_PLACEMENT_CPU or _GPU: where new batches go */
+	int deciding; /* placement=auto still measures */
 	uint32_t auto_cpu_n, auto_gpu_n;
 	double auto_cpu_s, auto_gpu_stage_s, auto_gpu_dev_s;
 	float auto_cpu_ms, auto_gpu_ms; /* the measured cost of a batch each way */
 
 	/* event loop only */
 	int fail_reported, end_sent;
-	unsigned held;           /* slots the client holds */
+	unsigned held; /* slots the client holds */
 	uint64_t batches_sent;
-	uint64_t last_samples;   /* for the rate */
-	double rate;             /* images per second, smoothed */
+	uint64_t last_samples; /* for the rate */
+	double rate;           /* images per second, smoothed */
 	uint64_t client_wait_us, ring_full_us, stamp_us;
 	/* the trainer's data wait as its client reports it with RELEASE, and
 	 * one snapshot a tick for the share over the last STREAM_WAIT_WINDOW s */
 	int trainer_reports;
 	uint64_t trainer_wait_us, trainer_compute_us;
-	uint64_t opened_us;            /* the loop's clock at stream_create */
+	uint64_t opened_us;                           /* the loop's clock at stream_create */
 	uint64_t client_wait_raw, client_compute_raw; /* the last report as sent */
 	uint64_t snap_wait[STREAM_WAIT_WINDOW + 1], snap_compute[STREAM_WAIT_WINDOW + 1];
 	unsigned snaps, snap_next;
 	uint64_t starving_since_us; /* 0: not starving */
-	int starvation_said;     /* warned for this episode */
+	int starvation_said;        /* warned for this episode */
 	/* worker seconds per enum feeder_stage (under the pool lock) */
 	double stage_s[FEEDER_STAGES];
 };

@@ -127,7 +127,8 @@ static int fetch(struct stream *s, struct dsstore_txn **txn, uint64_t index,
 				scratch.cap = cap;
 			} else {
 				rc = status_fail(err, errlen, -ENOMEM,
-						 "out of memory for a record of %u bytes", smp->payload_len);
+						 "out of memory for a record of %u bytes",
+						 smp->payload_len);
 			}
 		}
 		if (rc == 0)
@@ -141,7 +142,8 @@ static int fetch(struct stream *s, struct dsstore_txn **txn, uint64_t index,
 		dsstore_txn_end(*txn);
 		*txn = NULL;
 	}
-	*fault_off = (uint64_t)((const uint8_t *)mapguard_fault_addr() - (const uint8_t *)s->ds->map);
+	*fault_off =
+		(uint64_t)((const uint8_t *)mapguard_fault_addr() - (const uint8_t *)s->ds->map);
 	status_fail(err, errlen, -EIO, "I/O error (SIGBUS) reading dataset '%s'", s->ds->name);
 	return STREAM_IO_FAULT;
 }
@@ -177,9 +179,9 @@ static void fetch_name(struct dsstore_txn *txn, uint64_t index, char *dst)
  * stream_source): the record's header is checked on every read, its
  * payload's CRC the first time this stream reads it (verified[]), and only
  * the samples asked for are read, under the SIGBUS guard like fetch. */
-static int source_record(const struct stream_source *src, struct dsstore_txn **txn,
-			 uint64_t index, struct dsformat_sample *smp, const uint8_t **payload,
-			 char *err, size_t errlen)
+static int source_record(const struct stream_source *src, struct dsstore_txn **txn, uint64_t index,
+			 struct dsformat_sample *smp, const uint8_t **payload, char *err,
+			 size_t errlen)
 {
 	const struct dataset *d = src->d;
 	int rc = dsstore_txn_begin(d->store, txn, err, errlen);
@@ -187,11 +189,12 @@ static int source_record(const struct stream_source *src, struct dsstore_txn **t
 		rc = dsstore_get_sample(*txn, index, smp, payload, err, errlen);
 	if (rc == 0)
 		rc = dsformat_sample_check(&d->hdr, smp, err, errlen);
-	if (rc == 0 && atomic_load_explicit(&src->verified[index], memory_order_relaxed) ==
-			       SOURCE_UNSEEN) {
+	if (rc == 0 &&
+	    atomic_load_explicit(&src->verified[index], memory_order_relaxed) == SOURCE_UNSEEN) {
 		rc = dsformat_sample_verify(smp, *payload, err, errlen);
 		if (rc == 0)
-			atomic_store_explicit(&src->verified[index], SOURCE_OK, memory_order_relaxed);
+			atomic_store_explicit(&src->verified[index], SOURCE_OK,
+					      memory_order_relaxed);
 	}
 	return rc;
 }
@@ -225,8 +228,8 @@ static int source_guarded(struct stream_source *src, uint64_t index, size_t offs
 		if (rc == 0 && out) {
 			size_t m = smp.frames;
 			if (offset >= m)
-				rc = status_fail(err, errlen, FEEDER_EINVAL, "offset %zu of %zu samples",
-						 offset, m);
+				rc = status_fail(err, errlen, FEEDER_EINVAL,
+						 "offset %zu of %zu samples", offset, m);
 			else
 				pcm_s16_read(payload, m, offset, n, out);
 		}
@@ -245,8 +248,8 @@ static int source_guarded(struct stream_source *src, uint64_t index, size_t offs
 	if (atomic_exchange_explicit(&src->verified[index], SOURCE_BAD, memory_order_relaxed) !=
 	    SOURCE_BAD)
 		log_warn("stream %u: %s dataset '%s', record %llu cannot be used (%s): chunks that "
-			 "draw it go without it", src->stream_id, src->role, d->name,
-			 (unsigned long long)index, err);
+			 "draw it go without it",
+			 src->stream_id, src->role, d->name, (unsigned long long)index, err);
 	return WAVE_RECORD_BAD;
 }
 
@@ -273,8 +276,8 @@ static int index_noise(struct stream *s, struct dataset *d, char *err, size_t er
 	for (int c = 0; c < WAVE_CATEGORIES; c++) {
 		s->wave.cat[c] = malloc((n ? n : 1) * sizeof(uint64_t));
 		if (!s->wave.cat[c])
-			return status_fail(err, errlen, -ENOMEM, "out of memory indexing dataset '%s'",
-					   d->name);
+			return status_fail(err, errlen, -ENOMEM,
+					   "out of memory indexing dataset '%s'", d->name);
 		cat_of[c] = -1;
 	}
 	if (sigsetjmp(env, 0) == 0) {
@@ -303,37 +306,41 @@ static int index_noise(struct stream *s, struct dataset *d, char *err, size_t er
 		mapguard_disarm();
 	} else {
 		txn = NULL;
-		rc = status_fail(err, errlen, -EIO, "I/O error (SIGBUS) indexing dataset '%s'", d->name);
+		rc = status_fail(err, errlen, -EIO, "I/O error (SIGBUS) indexing dataset '%s'",
+				 d->name);
 	}
 	if (txn)
 		dsstore_txn_end(txn);
 	if (rc)
 		return rc;
 	if (s->wave.ncat[WAVE_NOISE] + s->wave.ncat[WAVE_MUSIC] + s->wave.ncat[WAVE_BABBLE] == 0)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "noise dataset '%s' has no records in a class named noise, music or "
-				   "speech (MUSAN's layout)", d->name);
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"noise dataset '%s' has no records in a class named noise, music or "
+			"speech (MUSAN's layout)",
+			d->name);
 	return 0;
 }
 
 int stream_sources_open(struct stream *s, struct dataset *noise, struct dataset *rir, char *err,
 			size_t errlen)
 {
-	struct dataset *ds[2] = {noise, rir};
-	const char *what[2] = {"wave.noise", "wave.rir"};
+	struct dataset *ds[2] = { noise, rir };
+	const char *what[2] = { "wave.noise", "wave.rir" };
 	for (int i = 0; i < 2; i++) {
 		struct dataset *d = ds[i];
 		if (!d)
 			continue;
 		if (d->hdr.kind != DSFORMAT_KIND_WAVE || d->hdr.rate != s->ds->hdr.rate)
 			return status_fail(err, errlen, FEEDER_EINVAL,
-					   "%s dataset '%s' holds %s%s, not waveforms at %u Hz", what[i],
-					   d->name, dsformat_kind_name(d->hdr.kind),
-					   d->hdr.kind == DSFORMAT_KIND_WAVE ? " at another rate" : "",
+					   "%s dataset '%s' holds %s%s, not waveforms at %u Hz",
+					   what[i], d->name, dsformat_kind_name(d->hdr.kind),
+					   d->hdr.kind == DSFORMAT_KIND_WAVE ? " at another rate"
+									     : "",
 					   s->ds->hdr.rate);
 		if (d->hdr.samples == 0)
-			return status_fail(err, errlen, FEEDER_EINVAL, "%s dataset '%s' is empty", what[i],
-					   d->name);
+			return status_fail(err, errlen, FEEDER_EINVAL, "%s dataset '%s' is empty",
+					   what[i], d->name);
 		struct stream_source *src = &s->sources[i];
 		src->verified = calloc(d->hdr.samples, sizeof(*src->verified));
 		if (!src->verified)
@@ -344,11 +351,13 @@ int stream_sources_open(struct stream *s, struct dataset *noise, struct dataset 
 		src->role = what[i];
 		src->stream_id = s->id;
 		struct wave_source *w = i ? &s->wave.rir : &s->wave.noise;
-		*w = (struct wave_source){.length = source_length, .read = source_read, .ctx = src,
-					  .count = d->hdr.samples,
-					  .key = detrand_mix((uint64_t)d->ino ^
-							     ((uint64_t)d->mtime.tv_nsec << 20) ^
-							     (uint64_t)d->mtime.tv_sec)};
+		*w = (struct wave_source){ .length = source_length,
+					   .read = source_read,
+					   .ctx = src,
+					   .count = d->hdr.samples,
+					   .key = detrand_mix((uint64_t)d->ino ^
+							      ((uint64_t)d->mtime.tv_nsec << 20) ^
+							      (uint64_t)d->mtime.tv_sec) };
 	}
 	return noise ? index_noise(s, noise, err, errlen) : 0;
 }
@@ -383,10 +392,11 @@ static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_wo
 	if (gs)
 		rc = gpu_slot_stage(gs, jw, pos_in_batch, &smp, payload, key, err, errlen);
 	else if (s->opts.pipeline == FEEDER_PIPE_JPEG)
-		rc = jpeg_pipeline_run(jw, &s->opts, payload, smp.payload_len, key, out, err, errlen);
+		rc = jpeg_pipeline_run(jw, &s->opts, payload, smp.payload_len, key, out, err,
+				       errlen);
 	else if (s->opts.pipeline == FEEDER_PIPE_WAVE)
-		rc = wave_pipeline_run(&s->opts, &s->wave, &smp, payload, key, s->ds->hdr.classes, out,
-				       &wave_label, err, errlen);
+		rc = wave_pipeline_run(&s->opts, &s->wave, &smp, payload, key, s->ds->hdr.classes,
+				       out, &wave_label, err, errlen);
 	else
 		rc = features_pipeline_run(&s->opts, &smp, payload, key, out, err, errlen);
 	double spent = mono_s() - t1, decode_s = 0, transform_s = 0;
@@ -489,7 +499,8 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 				dataset_note_io_ok(s->ds);
 				indices[i] = index;
 				if (names)
-					fetch_name(txn, index, names + (size_t)i * FEEDER_SAMPLE_NAME_MAX);
+					fetch_name(txn, index,
+						   names + (size_t)i * FEEDER_SAMPLE_NAME_MAX);
 				ok = 1;
 				break;
 			}
@@ -513,22 +524,24 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 					/* Logged once per dataset, by the first stream it
 					 * fails in: whether it fails may depend on the
 					 * stream's options, so others decide for themselves. */
-					log_warn("dataset '%s': sample %llu is unusable in stream %u (%s); %s, "
-						 "other streams try it themselves, and it is not "
-						 "logged again", s->ds->name, (unsigned long long)index,
-						 s->id, err,
-						 s->opts.on_error == FEEDER_ON_ERROR_FAIL
-							 ? "that stream fails (on_error fail)"
-							 : "that stream reads the next sample of its "
-							   "order in its place");
+					log_warn(
+						"dataset '%s': sample %llu is unusable in stream %u (%s); %s, "
+						"other streams try it themselves, and it is not "
+						"logged again",
+						s->ds->name, (unsigned long long)index, s->id, err,
+						s->opts.on_error == FEEDER_ON_ERROR_FAIL
+							? "that stream fails (on_error fail)"
+							: "that stream reads the next sample of its "
+							  "order in its place");
 				}
 				if (s->opts.on_error == FEEDER_ON_ERROR_FAIL) {
 					t->fail_code = rc;
-					status_fail(t->fail_msg, sizeof(t->fail_msg), 0,
-						 "dataset '%s', sample %llu (epoch %llu, batch %llu): %s",
-						 s->ds->name, (unsigned long long)index,
-						 (unsigned long long)sl->epoch,
-						 (unsigned long long)sl->batch, err);
+					status_fail(
+						t->fail_msg, sizeof(t->fail_msg), 0,
+						"dataset '%s', sample %llu (epoch %llu, batch %llu): %s",
+						s->ds->name, (unsigned long long)index,
+						(unsigned long long)sl->epoch,
+						(unsigned long long)sl->batch, err);
 					dsstore_txn_end(txn);
 					return;
 				}
@@ -540,20 +553,22 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 			/* Nothing this rank may read can be read: the dataset is
 			 * unreadable, whatever the run in a row says. */
 			if (faults == tries)
-				dataset_retire(s->ds, -EIO,
-					       "dataset '%s' is unreadable: %llu reads in a row failed with "
-					       "an I/O error (SIGBUS) on its data.mdb",
-					       s->ds->name, (unsigned long long)faults);
+				dataset_retire(
+					s->ds, -EIO,
+					"dataset '%s' is unreadable: %llu reads in a row failed with "
+					"an I/O error (SIGBUS) on its data.mdb",
+					s->ds->name, (unsigned long long)faults);
 			if (dataset_gone(s->ds)) {
 				fail_gone(t);
 				break;
 			}
 			t->fail_code = FEEDER_ECORRUPT;
-			status_fail(t->fail_msg, sizeof(t->fail_msg), 0,
-				 "dataset '%s': no usable sample among %llu after position %llu of epoch %llu "
-				 "(the last: %s)",
-				 s->ds->name, (unsigned long long)tries, (unsigned long long)pos,
-				 (unsigned long long)sl->epoch, err);
+			status_fail(
+				t->fail_msg, sizeof(t->fail_msg), 0,
+				"dataset '%s': no usable sample among %llu after position %llu of epoch %llu "
+				"(the last: %s)",
+				s->ds->name, (unsigned long long)tries, (unsigned long long)pos,
+				(unsigned long long)sl->epoch, err);
 			break;
 		}
 	}
@@ -650,8 +665,8 @@ void stream_task_submit(struct stream_task *t)
 	t->gpu_s = mono_s() - t0;
 	if (rc) {
 		t->fail_code = rc;
-		snprintf(t->fail_msg, sizeof(t->fail_msg), "GPU batch of stream %u failed: %.200s", s->id,
-			 err);
+		snprintf(t->fail_msg, sizeof(t->fail_msg), "GPU batch of stream %u failed: %.200s",
+			 s->id, err);
 	}
 }
 

@@ -12,7 +12,8 @@
  * dataset at an SNR drawn from the category's range (media/augment.h), a
  * gain, and dither. Then the Kaldi features (media/fbank.h, the packer's
  * code), and the chunk's normalization, transposition and conversion by the
- * features pipeline's code (features_pipeline_run on the chunk's matrix),
+ * features pipeline's code (features_pipeline_normalize on the chunk's
+ * matrix, with a struct feeder_features_opts made of the wave options),
  * and SpecAugment's masks on the result (masked cells are 0, the normalized
  * mean). The output is (feat_dim, chunk_len), as the features pipeline's.
  *
@@ -66,7 +67,7 @@ enum { WAVE_NOISE = 0, WAVE_MUSIC = 1, WAVE_BABBLE = 2, WAVE_CATEGORIES = 3 };
  * names of MUSAN's folders: noise, music, speech), or -1. */
 static inline int wave_category(const char *name, size_t len)
 {
-	static const char *const cls[WAVE_CATEGORIES] = {"noise", "music", "speech"};
+	static const char *const cls[WAVE_CATEGORIES] = { "noise", "music", "speech" };
 	for (int c = 0; c < WAVE_CATEGORIES; c++)
 		if (len == strlen(cls[c]) && memcmp(name, cls[c], len) == 0)
 			return c;
@@ -104,7 +105,9 @@ size_t wave_pipeline_chunk_samples(uint32_t chunk_len);
 
 /* Write sample s (a wave record: s->frames samples of s16 at payload) as
  * (feat_dim, chunk_len) at out and its label (the record's, or a speed
- * factor's new speaker: label + classes x k) at *label. Returns 0,
+ * factor's new speaker: label + classes x k) at *label. o must have passed
+ * proto_opts_check (feederd's admission checks every stream's options
+ * once; nothing here checks them again). Returns 0,
  * WAVE_SKIPPED, WAVE_SOURCE_GONE, or a negative code with a sentence (the
  * record is not a waveform, out of memory). A noise or RIR record that
  * cannot be used costs only that augmentation of this chunk. */

@@ -7,7 +7,6 @@
 
 #include <string.h>
 
-
 int wave_pipeline_supported(char *err, size_t errlen)
 {
 	return status_fail(err, errlen, FEEDER_EINVAL,
@@ -29,5 +28,10 @@ int wave_pipeline_run(const struct feeder_stream_opts *o, const struct wave_sour
 	return wave_pipeline_supported(err, errlen);
 }
 
-void wave_pipeline_take_times(struct wave_times *t) { memset(t, 0, sizeof(*t)); }
-void wave_pipeline_worker_exit(void) {}
+void wave_pipeline_take_times(struct wave_times *t)
+{
+	memset(t, 0, sizeof(*t));
+}
+void wave_pipeline_worker_exit(void)
+{
+}

@@ -45,7 +45,8 @@ static int riff_bounds(const uint8_t *p, size_t len, char *err, size_t errlen)
 		if (size > len - off - 8)
 			return status_fail(err, errlen, FEEDER_EFORMAT,
 					   "chunk '%.4s' at byte %zu declares %u bytes, %zu remain "
-					   "(damaged)", (const char *)p + off, off, size, len - off - 8);
+					   "(damaged)",
+					   (const char *)p + off, off, size, len - off - 8);
 		off += 8 + (size_t)size + (size & 1);
 		if (off > len)
 			return 0;
@@ -59,8 +60,14 @@ struct membuf {
 	sf_count_t len, pos;
 };
 
-static sf_count_t mb_len(void *u) { return ((struct membuf *)u)->len; }
-static sf_count_t mb_tell(void *u) { return ((struct membuf *)u)->pos; }
+static sf_count_t mb_len(void *u)
+{
+	return ((struct membuf *)u)->len;
+}
+static sf_count_t mb_tell(void *u)
+{
+	return ((struct membuf *)u)->pos;
+}
 
 static sf_count_t mb_seek(sf_count_t off, int whence, void *u)
 {
@@ -111,19 +118,20 @@ static unsigned long long wav_short_of(SNDFILE *sf, unsigned long long *present)
 
 static void describe(const SF_INFO *si, char *out, size_t len)
 {
-	SF_FORMAT_INFO f = {.format = si->format & SF_FORMAT_TYPEMASK};
+	SF_FORMAT_INFO f = { .format = si->format & SF_FORMAT_TYPEMASK };
 	const char *major = sf_command(NULL, SFC_GET_FORMAT_INFO, &f, sizeof(f)) == 0 && f.name
-				    ? f.name : "audio";
-	SF_FORMAT_INFO s = {.format = si->format & SF_FORMAT_SUBMASK};
-	const char *sub = sf_command(NULL, SFC_GET_FORMAT_INFO, &s, sizeof(s)) == 0 && s.name
-				  ? s.name : "?";
+				    ? f.name
+				    : "audio";
+	SF_FORMAT_INFO s = { .format = si->format & SF_FORMAT_SUBMASK };
+	const char *sub =
+		sf_command(NULL, SFC_GET_FORMAT_INFO, &s, sizeof(s)) == 0 && s.name ? s.name : "?";
 	/* "WAV (Microsoft)", "Signed 16 bit PCM": the first word of each. */
 	snprintf(out, len, "%.*s %s", (int)strcspn(major, " "), major, sub);
 }
 
 int audio_file_decode(const void *buf, size_t len, uint32_t channel, uint32_t rate,
-		      uint64_t max_frames, float **samples, size_t *n,
-		      struct audio_file_info *info, char *err, size_t errlen)
+		      uint64_t max_frames, float **samples, size_t *n, struct audio_file_info *info,
+		      char *err, size_t errlen)
 {
 	*samples = NULL;
 	*n = 0;
@@ -132,25 +140,27 @@ int audio_file_decode(const void *buf, size_t len, uint32_t channel, uint32_t ra
 	int brc = riff_bounds(buf, len, err, errlen);
 	if (brc)
 		return brc;
-	struct membuf m = {.p = buf, .len = (sf_count_t)len};
-	SF_VIRTUAL_IO io = {mb_len, mb_seek, mb_read, mb_write, mb_tell};
-	SF_INFO si = {0};
+	struct membuf m = { .p = buf, .len = (sf_count_t)len };
+	SF_VIRTUAL_IO io = { mb_len, mb_seek, mb_read, mb_write, mb_tell };
+	SF_INFO si = { 0 };
 	SNDFILE *sf = sf_open_virtual(&io, SFM_READ, &si, &m);
 	if (!sf)
-		return status_fail(err, errlen, FEEDER_EFORMAT, "not an audio file libsndfile reads: %s",
-				   sf_strerror(NULL));
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "not an audio file libsndfile reads: %s", sf_strerror(NULL));
 	/* SF_COUNT_MAX: a length the container does not give (OGG cut short). */
-	struct audio_file_info fi = {.rate = (uint32_t)si.samplerate, .channels = (uint32_t)si.channels,
-				     .frames = si.frames > 0 && si.frames < SF_COUNT_MAX
-						       ? (uint64_t)si.frames : 0};
+	struct audio_file_info fi = { .rate = (uint32_t)si.samplerate,
+				      .channels = (uint32_t)si.channels,
+				      .frames = si.frames > 0 && si.frames < SF_COUNT_MAX
+							? (uint64_t)si.frames
+							: 0 };
 	describe(&si, fi.format, sizeof(fi.format));
 	if (info)
 		*info = fi;
 	float *all = NULL, *one = NULL;
 	int rc = 0;
 	if (si.samplerate <= 0 || si.channels <= 0) {
-		rc = status_fail(err, errlen, FEEDER_EFORMAT, "%s with %d channels at %d Hz", fi.format,
-				 si.channels, si.samplerate);
+		rc = status_fail(err, errlen, FEEDER_EFORMAT, "%s with %d channels at %d Hz",
+				 fi.format, si.channels, si.samplerate);
 		goto out;
 	}
 	unsigned long long present = 0, declared = wav_short_of(sf, &present);
@@ -231,8 +241,8 @@ int audio_file_decode(const void *buf, size_t len, uint32_t channel, uint32_t ra
 	if ((uint32_t)si.samplerate != rate && got > 0) {
 		float *res = NULL;
 		size_t res_n = 0;
-		rc = resample_float(one, got, (double)si.samplerate, (double)rate, &res, &res_n, err,
-				    errlen);
+		rc = resample_float(one, got, (double)si.samplerate, (double)rate, &res, &res_n,
+				    err, errlen);
 		if (rc < 0)
 			goto out;
 		free(one);
@@ -240,8 +250,9 @@ int audio_file_decode(const void *buf, size_t len, uint32_t channel, uint32_t ra
 		got = res_n;
 	}
 	if (got > max_frames) {
-		rc = status_fail(err, errlen, FEEDER_EQUOTA, "%zu frames at %u Hz, over the limit of %llu",
-				 got, rate, (unsigned long long)max_frames);
+		rc = status_fail(err, errlen, FEEDER_EQUOTA,
+				 "%zu frames at %u Hz, over the limit of %llu", got, rate,
+				 (unsigned long long)max_frames);
 		goto out;
 	}
 	if (got == 0) {

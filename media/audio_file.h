@@ -25,10 +25,10 @@
 
 /* What decoding found before conversion (for messages and `-v` output). */
 struct audio_file_info {
-	uint32_t rate;      /* the file's sample rate */
+	uint32_t rate; /* the file's sample rate */
 	uint32_t channels;
-	uint64_t frames;    /* per channel, at the file's rate */
-	char format[64];    /* e.g. "WAV PCM 24-bit", "FLAC 16-bit", "OGG Vorbis" */
+	uint64_t frames; /* per channel, at the file's rate */
+	char format[64]; /* e.g. "WAV PCM 24-bit", "FLAC 16-bit", "OGG Vorbis" */
 };
 
 /* 1 if the first len bytes (12 are enough) begin a file of a container this
@@ -45,7 +45,7 @@ int audio_file_sniff(const void *head, size_t len);
  * -ENOMEM. `max_frames` bounds the decoded length (FEEDER_EQUOTA beyond it),
  * so that a tiny compressed file cannot claim hours of audio. */
 int audio_file_decode(const void *buf, size_t len, uint32_t channel, uint32_t rate,
-		      uint64_t max_frames, float **samples, size_t *n,
-		      struct audio_file_info *info, char *err, size_t errlen);
+		      uint64_t max_frames, float **samples, size_t *n, struct audio_file_info *info,
+		      char *err, size_t errlen);
 
 #endif

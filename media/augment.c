@@ -10,7 +10,7 @@ double augment_energy(const float *x, size_t n)
 	/* 16 running sums (four vectors of four): one chain of dependent adds
 	 * made this a twentieth of an augmented chunk. */
 	enum { R = 16 };
-	double s[R] = {0}, e = 0.0;
+	double s[R] = { 0 }, e = 0.0;
 	size_t i = 0;
 	for (; i + R <= n; i += R)
 		for (int k = 0; k < R; k++)

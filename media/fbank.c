@@ -33,8 +33,8 @@ struct fbank {
 	double window[FBANK_FRAME_LEN];
 	float center_mel[FBANK_NFFT_BINS];
 	struct fbank_filter filters[FBANK_NFFT_BINS];
-	float *dct;      /* ceps x bins, mfcc only */
-	float *lifter;   /* ceps, mfcc only (NULL when lifter is 0) */
+	float *dct;    /* ceps x bins, mfcc only */
+	float *lifter; /* ceps, mfcc only (NULL when lifter is 0) */
 	/* The frame's arithmetic is in double: in single precision the power
 	 * of a quiet bin next to loud ones (after pre-emphasis, the lowest
 	 * mel bins) carries rounding of the loud ones' order, which is 1e-3
@@ -61,13 +61,20 @@ static inline __attribute__((always_inline)) float log_vec(float x)
 	float z;
 	memcpy(&z, &iz, sizeof z);
 	const float s = (z - 1.0f) / (z + 1.0f), s2 = s * s;
-	const float p = 1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9))));
+	const float p =
+		1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9))));
 	return (float)k * 0.693147180559945f + 2.0f * s * p;
 }
 
-float fbank_log(float x) { return log_vec(x); }
+float fbank_log(float x)
+{
+	return log_vec(x);
+}
 
-static float fbank_mel(float hz) { return 1127.0f * logf(1.0f + hz / 700.0f); }
+static float fbank_mel(float hz)
+{
+	return 1127.0f * logf(1.0f + hz / 700.0f);
+}
 
 void fbank_opts_default(struct fbank_opts *o, int kind)
 {
@@ -95,7 +102,10 @@ uint32_t fbank_frames(size_t n)
 	return f > UINT32_MAX ? UINT32_MAX : (uint32_t)f;
 }
 
-uint32_t fbank_dim(const struct fbank *fb) { return fb->dim; }
+uint32_t fbank_dim(const struct fbank *fb)
+{
+	return fb->dim;
+}
 
 float fbank_bin_center_hz(const struct fbank *fb, int i)
 {
@@ -108,29 +118,31 @@ static int fbank_check(const struct fbank_opts *o, float *high, char *err, size_
 {
 	const float nyquist = FBANK_RATE / 2.0f;
 	if (o->kind != FBANK_KIND_FBANK && o->kind != FBANK_KIND_MFCC)
-		return status_fail(err, errlen, FEEDER_EINVAL, "feature kind %d is neither fbank nor mfcc",
-				   o->kind);
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "feature kind %d is neither fbank nor mfcc", o->kind);
 	if (o->bins < 3 || o->bins > FBANK_NFFT_BINS)
-		return status_fail(err, errlen, FEEDER_EINVAL, "--bins %d is outside 3..%d", o->bins,
-				   FBANK_NFFT_BINS);
+		return status_fail(err, errlen, FEEDER_EINVAL, "--bins %d is outside 3..%d",
+				   o->bins, FBANK_NFFT_BINS);
 	if (o->kind == FBANK_KIND_MFCC && (o->ceps < 1 || o->ceps > o->bins))
-		return status_fail(err, errlen, FEEDER_EINVAL, "--ceps %d is outside 1..%d (the bins)",
-				   o->ceps, o->bins);
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "--ceps %d is outside 1..%d (the bins)", o->ceps, o->bins);
 	if (o->window != FBANK_WINDOW_POVEY && o->window != FBANK_WINDOW_HAMMING)
-		return status_fail(err, errlen, FEEDER_EINVAL, "window type %d is unknown", o->window);
+		return status_fail(err, errlen, FEEDER_EINVAL, "window type %d is unknown",
+				   o->window);
 	*high = o->high_freq > 0.0f ? o->high_freq : nyquist + o->high_freq;
 	if (!(o->low_freq >= 0.0f) || !(*high > o->low_freq) || *high > nyquist)
 		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "mel range %.1f..%.1f Hz is not inside 0..%.0f Hz", o->low_freq, *high,
-				   nyquist);
+				   "mel range %.1f..%.1f Hz is not inside 0..%.0f Hz", o->low_freq,
+				   *high, nyquist);
 	if (!(o->lifter >= 0.0f))
 		return status_fail(err, errlen, FEEDER_EINVAL, "cepstral lifter %g is negative",
 				   o->lifter);
 	if (o->vad && (!(o->vad_proportion > 0.0f && o->vad_proportion < 1.0f) ||
 		       o->vad_context < 0 || o->vad_context > 1000 || !(o->vad_mean_scale >= 0.0f)))
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "VAD options out of range (proportion %g, context %d, mean scale %g)",
-				   o->vad_proportion, o->vad_context, o->vad_mean_scale);
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"VAD options out of range (proportion %g, context %d, mean scale %g)",
+			o->vad_proportion, o->vad_context, o->vad_mean_scale);
 	return 0;
 }
 
@@ -160,9 +172,10 @@ static int fbank_build_filters(struct fbank *fb, float high, char *err, size_t e
 			}
 		}
 		if (first < 0)
-			return status_fail(err, errlen, FEEDER_EINVAL,
-					   "mel bin %d of %d covers no FFT bin: too many --bins for a %d-point FFT",
-					   b, bins, FBANK_FFT_LEN);
+			return status_fail(
+				err, errlen, FEEDER_EINVAL,
+				"mel bin %d of %d covers no FFT bin: too many --bins for a %d-point FFT",
+				b, bins, FBANK_FFT_LEN);
 		struct fbank_filter *f = &fb->filters[b];
 		f->first = first;
 		f->len = last - first + 1;
@@ -186,7 +199,8 @@ static int fbank_build_mfcc(struct fbank *fb, char *err, size_t errlen)
 		fb->dct[j] = (float)sqrt(1.0 / n);
 	for (int r = 1; r < k; r++)
 		for (int j = 0; j < n; j++)
-			fb->dct[(size_t)r * n + j] = (float)(sqrt(2.0 / n) * cos(M_PI / n * (j + 0.5) * r));
+			fb->dct[(size_t)r * n + j] =
+				(float)(sqrt(2.0 / n) * cos(M_PI / n * (j + 0.5) * r));
 	if (fb->o.lifter != 0.0f) {
 		fb->lifter = malloc((size_t)k * sizeof(float));
 		if (!fb->lifter)
@@ -259,14 +273,14 @@ void fbank_destroy(struct fbank *fb)
 /* Frame x's mean into *mean; returns its raw log energy (0 where nothing
  * reads it). */
 static inline __attribute__((always_inline)) float frame_stats(const struct fbank *fb,
-								const float *x, double *mean_out)
+							       const float *x, double *mean_out)
 {
 	/* 16 running sums each, four vectors of four (FBANK_FRAME_LEN is a
 	 * multiple of 16): one chain of dependent adds was half of the frame's
 	 * time, and four sums still made one chain of vector adds. */
 	enum { R = 16 };
 	_Static_assert(FBANK_FRAME_LEN % R == 0, "frames are summed 16 at a time");
-	double s[R] = {0}, e[R] = {0};
+	double s[R] = { 0 }, e[R] = { 0 };
 	for (int i = 0; i < FBANK_FRAME_LEN; i += R)
 		for (int k = 0; k < R; k++)
 			s[k] += x[i + k];
@@ -314,8 +328,8 @@ static inline __attribute__((always_inline)) float mel_clamp(double e)
 
 /* One frame's power spectrum into row (dim floats). */
 static inline __attribute__((always_inline)) void frame_finish(struct fbank *fb,
-								const double *power,
-								float log_energy, float *row)
+							       const double *power,
+							       float log_energy, float *row)
 {
 	const int bins = fb->o.bins;
 	/* Each filter's four partial sums, then four filters' totals at a
@@ -334,12 +348,9 @@ static inline __attribute__((always_inline)) void frame_finish(struct fbank *fb,
 	const vd4 eps = { FLT_EPSILON, FLT_EPSILON, FLT_EPSILON, FLT_EPSILON };
 	for (; b + 4 <= bins; b += 4) {
 		const vd4 *v = acc + b;
-		const vd4 u01 = SHUF2(v[0], v[1], 0, 4, 2, 6) +
-				SHUF2(v[0], v[1], 1, 5, 3, 7);
-		const vd4 u23 = SHUF2(v[2], v[3], 0, 4, 2, 6) +
-				SHUF2(v[2], v[3], 1, 5, 3, 7);
-		vd4 e = SHUF2(u01, u23, 0, 1, 4, 5) +
-			SHUF2(u01, u23, 2, 3, 6, 7);
+		const vd4 u01 = SHUF2(v[0], v[1], 0, 4, 2, 6) + SHUF2(v[0], v[1], 1, 5, 3, 7);
+		const vd4 u23 = SHUF2(v[2], v[3], 0, 4, 2, 6) + SHUF2(v[2], v[3], 1, 5, 3, 7);
+		vd4 e = SHUF2(u01, u23, 0, 1, 4, 5) + SHUF2(u01, u23, 2, 3, 6, 7);
 		const vi4 gt = e > eps; /* false for NaN, as in mel_clamp */
 		e = (vd4)(((vi4)e & gt) | ((vi4)eps & ~gt));
 		*(vf4u *)(fb->mel + b) = __builtin_convertvector(e, vf4);
@@ -368,10 +379,17 @@ static inline __attribute__((always_inline)) void frame_finish(struct fbank *fb,
  * and b go in as the real and imaginary parts of one complex FFT, which
  * costs two thirds of two real ones; their spectra come apart as
  * A[k] = (Z[k] + conj Z[N-k]) / 2, B[k] = (Z[k] - conj Z[N-k]) / 2i.
- * Fills the rows and the log energies. */
-__attribute__((target_clones("avx2", "default"))) static void
-fbank_frame_pair(struct fbank *fb, const float *xa, const float *xb, float *row_a, float *row_b,
-		 float *energy)
+ * Fills the rows and the log energies. The AVX2 clone is chosen by an ifunc
+ * resolver, which runs while the dynamic linker relocates the program, before
+ * ThreadSanitizer's runtime is up; TSan instruments the resolver too, and it
+ * crashes there, so a TSan build has the portable code alone. */
+#if defined(__SANITIZE_THREAD__)
+#define FBANK_CLONES
+#else
+#define FBANK_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+FBANK_CLONES static void fbank_frame_pair(struct fbank *fb, const float *xa, const float *xb,
+					  float *row_a, float *row_b, float *energy)
 {
 	static const float silent[FBANK_FRAME_LEN];
 	const int pair = xb != NULL;
@@ -416,7 +434,8 @@ fbank_frame_pair(struct fbank *fb, const float *xa, const float *xb, float *row_
 		for (int h = 0; h < 2; h++) {
 			const int kk = k + 2 * h;
 			const vd4 zk = *(const vd4u *)(z + 2 * kk);
-			const vd4 zm = SHUF1(*(const vd4u *)(z + 2 * (FBANK_FFT_LEN - kk - 1)), 2, 3, 0, 1);
+			const vd4 zm = SHUF1(*(const vd4u *)(z + 2 * (FBANK_FFT_LEN - kk - 1)), 2,
+					     3, 0, 1);
 			vd4 s = zk + zm, d = zk - zm;
 			s = s * s;
 			d = d * d;
@@ -461,15 +480,15 @@ static void fbank_vad(const struct fbank_opts *o, const float *log_energy, uint3
 	}
 }
 
-int fbank_compute(struct fbank *fb, const float *samples, size_t n, float **out,
-		  uint32_t *frames, uint32_t *dim, char *err, size_t errlen)
+int fbank_compute(struct fbank *fb, const float *samples, size_t n, float **out, uint32_t *frames,
+		  uint32_t *dim, char *err, size_t errlen)
 {
 	*out = NULL;
 	*frames = 0;
 	*dim = fb->dim;
 	if (n >= FBANK_FRAME_LEN && (n - FBANK_FRAME_LEN) / FBANK_FRAME_SHIFT >= UINT32_MAX)
-		return status_fail(err, errlen, FEEDER_EQUOTA, "utterance of %zu samples has too many frames",
-				   n);
+		return status_fail(err, errlen, FEEDER_EQUOTA,
+				   "utterance of %zu samples has too many frames", n);
 	const uint32_t t_count = fbank_frames(n);
 	if (t_count == 0)
 		return 0;
@@ -486,7 +505,8 @@ int fbank_compute(struct fbank *fb, const float *samples, size_t n, float **out,
 	for (uint32_t t = 0; t < t_count; t += 2) {
 		const float *xa = samples + (size_t)t * FBANK_FRAME_SHIFT;
 		const int pair = t + 1 < t_count;
-		fbank_frame_pair(fb, xa, pair ? xa + FBANK_FRAME_SHIFT : NULL, m + (size_t)t * fb->dim,
+		fbank_frame_pair(fb, xa, pair ? xa + FBANK_FRAME_SHIFT : NULL,
+				 m + (size_t)t * fb->dim,
 				 pair ? m + (size_t)(t + 1) * fb->dim : NULL, energy + t);
 	}
 	uint32_t kept = t_count;

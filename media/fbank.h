@@ -64,19 +64,19 @@ enum fbank_kind { FBANK_KIND_FBANK = 1, FBANK_KIND_MFCC = 2 };
 enum fbank_window { FBANK_WINDOW_POVEY = 0, FBANK_WINDOW_HAMMING = 1 };
 
 struct fbank_opts {
-	int kind;          /* enum fbank_kind */
-	int bins;          /* mel bins, 3..FBANK_FFT_LEN/2 (each must cover an FFT bin) */
-	int ceps;          /* mfcc: cepstra kept, 1..bins */
-	int window;        /* enum fbank_window */
-	float low_freq;    /* Hz, >= 0 */
-	float high_freq;   /* Hz; <= 0 means Nyquist + high_freq (Kaldi) */
-	float lifter;      /* mfcc: cepstral lifter Q; 0 = none */
-	int use_energy;    /* mfcc: c0 := raw log energy */
-	int vad;           /* drop unvoiced frames */
-	float vad_threshold;   /* Kaldi --vad-energy-threshold */
-	float vad_mean_scale;  /* Kaldi --vad-energy-mean-scale */
-	float vad_proportion;  /* Kaldi --vad-proportion-threshold, in (0, 1) */
-	int vad_context;       /* Kaldi --vad-frames-context, >= 0 */
+	int kind;             /* enum fbank_kind */
+	int bins;             /* mel bins, 3..FBANK_FFT_LEN/2 (each must cover an FFT bin) */
+	int ceps;             /* mfcc: cepstra kept, 1..bins */
+	int window;           /* enum fbank_window */
+	float low_freq;       /* Hz, >= 0 */
+	float high_freq;      /* Hz; <= 0 means Nyquist + high_freq (Kaldi) */
+	float lifter;         /* mfcc: cepstral lifter Q; 0 = none */
+	int use_energy;       /* mfcc: c0 := raw log energy */
+	int vad;              /* drop unvoiced frames */
+	float vad_threshold;  /* Kaldi --vad-energy-threshold */
+	float vad_mean_scale; /* Kaldi --vad-energy-mean-scale */
+	float vad_proportion; /* Kaldi --vad-proportion-threshold, in (0, 1) */
+	int vad_context;      /* Kaldi --vad-frames-context, >= 0 */
 };
 
 struct fbank;
@@ -108,8 +108,8 @@ float fbank_log(float x);
  * are already removed. *frames may be 0 (too short, or all silent); then
  * *out is NULL. Returns 0, FEEDER_EQUOTA if the utterance is too long for a
  * u32 frame count, or -ENOMEM, with a sentence in err. */
-int fbank_compute(struct fbank *fb, const float *samples, size_t n, float **out,
-		  uint32_t *frames, uint32_t *dim, char *err, size_t errlen);
+int fbank_compute(struct fbank *fb, const float *samples, size_t n, float **out, uint32_t *frames,
+		  uint32_t *dim, char *err, size_t errlen);
 
 void fbank_destroy(struct fbank *fb);
 

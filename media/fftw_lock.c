@@ -5,5 +5,11 @@
 
 static pthread_mutex_t fftw_planner = PTHREAD_MUTEX_INITIALIZER;
 
-void fftw_lock(void) { pthread_mutex_lock(&fftw_planner); }
-void fftw_unlock(void) { pthread_mutex_unlock(&fftw_planner); }
+void fftw_lock(void)
+{
+	pthread_mutex_lock(&fftw_planner);
+}
+void fftw_unlock(void)
+{
+	pthread_mutex_unlock(&fftw_planner);
+}

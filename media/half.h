@@ -23,12 +23,12 @@ static inline uint16_t half_from_float(float f)
 		return sign | 0x7c00u | (ax > 0x7f800000u ? 0x0200u | ((ax >> 13) & 0x3ffu) : 0u);
 	if (ax >= 0x477ff000u) /* rounds to >= 65520: overflow to inf */
 		return sign | 0x7c00u;
-	if (ax < 0x38800000u) { /* below the smallest normal half: subnormal or zero */
+	if (ax < 0x38800000u) {       /* below the smallest normal half: subnormal or zero */
 		if (ax < 0x33000000u) /* < 2^-25: rounds to zero */
 			return sign;
-		uint32_t e = ax >> 23;           /* 102..112 */
+		uint32_t e = ax >> 23; /* 102..112 */
 		uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-		uint32_t shift = 126 - e;        /* value = m * 2^(e-150); half unit 2^-24 */
+		uint32_t shift = 126 - e; /* value = m * 2^(e-150); half unit 2^-24 */
 		uint32_t q = m >> shift;
 		uint32_t rem = m & ((1u << shift) - 1);
 		uint32_t halfway = 1u << (shift - 1);
@@ -84,8 +84,8 @@ __attribute__((target("avx,f16c"))) static inline void half_from_float_n_f16c(ui
 {
 	size_t i = 0, body = n & ~(size_t)7;
 	for (; i < body; i += 8)
-		_mm_storeu_si128((__m128i *)(dst + i),
-				 _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+		_mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i),
+								       _MM_FROUND_TO_NEAREST_INT));
 	for (; i < n; i++)
 		dst[i] = half_from_float(src[i]);
 }
@@ -96,7 +96,8 @@ __attribute__((target("avx,f16c"))) static inline void half_to_float_n_f16c(floa
 {
 	size_t i = 0, body = n & ~(size_t)7;
 	for (; i < body; i += 8)
-		_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+		_mm256_storeu_ps(dst + i,
+				 _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
 	for (; i < n; i++)
 		dst[i] = half_to_float(src[i]);
 }

@@ -23,7 +23,7 @@ struct jpeg_decoder {
 	struct jpeg_decompress_struct ci;
 	struct jpeg_rules_err err;
 	struct jpeg_huff *huff; /* feederd's Huffman decoder: the same verdicts */
-	uint8_t *row;  /* the one row of a check-only decode */
+	uint8_t *row;           /* the one row of a check-only decode */
 	size_t row_cap;
 	uint64_t fallbacks; /* images decoded by libjpeg's Huffman decoder after huff refused */
 };
@@ -151,7 +151,8 @@ static int decode_rgbx(void *ctx, struct jpeg_huff *huff)
 	}
 	if (pixels ? !pix : !d->row) {
 		jpeg_abort_decompress(ci);
-		return status_fail(err, errlen, -ENOMEM, "JPEG: out of memory for a %ux%u image", w, h);
+		return status_fail(err, errlen, -ENOMEM, "JPEG: out of memory for a %ux%u image", w,
+				   h);
 	}
 	while (ci->output_scanline < h) {
 		JSAMPROW row = pix ? pix + ci->output_scanline * stride : d->row;
@@ -179,7 +180,8 @@ int jpeg_decode_rgbx(struct jpeg_decoder *d, const uint8_t *jpeg, size_t len, un
 	if (pixels)
 		*pixels = NULL;
 	if (m < 1 || m > 8)
-		return status_fail(err, errlen, FEEDER_EINVAL, "JPEG: scale %u/8 is not in 1/8..8/8", m);
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "JPEG: scale %u/8 is not in 1/8..8/8", m);
 	struct rgbx_call a = { d, jpeg, len, m, pixels, out_w, out_h, err, errlen };
 	int fell_back;
 	int rc = jpeg_huff_or_libjpeg(d->huff, decode_rgbx, &a, &fell_back);

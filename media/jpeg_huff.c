@@ -25,7 +25,7 @@
 #define FAST_BITS 10
 
 struct huff_table {
-	uint8_t bits[17];     /* the JHUFF_TBL these were derived from */
+	uint8_t bits[17]; /* the JHUFF_TBL these were derived from */
 	uint8_t huffval[256];
 	int valid;
 	/* symbol << 8 | length for codes of <= FAST_BITS bits, by their
@@ -45,11 +45,11 @@ struct huff_table {
 };
 
 struct bit_reader {
-	uint64_t buf;            /* the next bits, first at the top */
-	int bits;                /* how many of buf's bits are loaded */
-	int pad;                 /* zero bytes loaded past the segment's end */
-	const uint8_t *p, *end;  /* next byte to load; the segment's end */
-	const uint8_t *lim;      /* end of the source's data */
+	uint64_t buf;           /* the next bits, first at the top */
+	int bits;               /* how many of buf's bits are loaded */
+	int pad;                /* zero bytes loaded past the segment's end */
+	const uint8_t *p, *end; /* next byte to load; the segment's end */
+	const uint8_t *lim;     /* end of the source's data */
 };
 
 struct jpeg_huff {
@@ -61,24 +61,23 @@ struct jpeg_huff {
 	int32_t last_dc[MAX_COMPS_IN_SCAN];
 	JCOEF scratch[DCTSIZE2]; /* AC values not wanted */
 	unsigned restarts_to_go;
-	uint64_t mcus_left;      /* in the scan, not yet decoded */
+	uint64_t mcus_left; /* in the scan, not yet decoded */
 	/* Paired intervals (fill_pair): two intervals' blocks, decoded
 	 * together, served to libjpeg one MCU a call. */
 	int pair;
 	JBLOCK *ahead;
-	size_t ahead_cap;        /* blocks */
-	unsigned ready, served;  /* MCUs in ahead, and handed out */
-	int alone;               /* refused on a verdict libjpeg may not share */
+	size_t ahead_cap;       /* blocks */
+	unsigned ready, served; /* MCUs in ahead, and handed out */
+	int alone;              /* refused on a verdict libjpeg may not share */
 };
 
 /* Zigzag to natural order; the 16 extra entries (63) absorb a run that
  * overshoots on corrupt data, as libjpeg's jpeg_natural_order does. */
 static const uint8_t natural[80] = {
-	0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
-	12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28,
-	35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
-	58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63,
-	63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+	0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33,
+	40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36,
+	29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54,
+	47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
 };
 
 struct jpeg_huff *jpeg_huff_create(void)
@@ -143,8 +142,10 @@ static void build_table(struct huff_table *t, const JHUFF_TBL *src, int ac)
 				}
 				if ((ac && size == 0) || size > 11 || l + size > FAST_BITS)
 					continue;
-				uint32_t v = ((first + j) >> (FAST_BITS - l - size)) & ((1u << size) - 1);
-				t->joint[first + j] = joint_entry(l + size, run, size ? extend(v, size) : 0);
+				uint32_t v = ((first + j) >> (FAST_BITS - l - size)) &
+					     ((1u << size) - 1);
+				t->joint[first + j] =
+					joint_entry(l + size, run, size ? extend(v, size) : 0);
 			}
 		}
 		t->maxcode[l] = code << (16 - l);
@@ -281,9 +282,10 @@ static inline int decode_symbol(struct bit_reader *b, const struct huff_table *t
 
 /* A block's DC difference, added to *last (when wanted) and written to
  * block[0] (when there is a block). */
-static inline __attribute__((always_inline)) void
-decode_dc(j_decompress_ptr ci, struct bit_reader *b, const struct huff_table *dc, int needed,
-	  int32_t *last, JCOEF *block)
+static inline __attribute__((always_inline)) void decode_dc(j_decompress_ptr ci,
+							    struct bit_reader *b,
+							    const struct huff_table *dc, int needed,
+							    int32_t *last, JCOEF *block)
 {
 	if (b->bits < 32)
 		refill(b);
@@ -312,9 +314,9 @@ decode_dc(j_decompress_ptr ci, struct bit_reader *b, const struct huff_table *dc
  * its 63rd coefficient). A run past the 63rd leaves *k above 64: the
  * standard has no such block (libjpeg writes it to the 63rd, natural[]
  * above, on one path and elsewhere on another), see ac_done. */
-static inline __attribute__((always_inline)) int
-ac_step(j_decompress_ptr ci, struct bit_reader *b, const struct huff_table *ac, int *k,
-	JCOEF *out)
+static inline __attribute__((always_inline)) int ac_step(j_decompress_ptr ci, struct bit_reader *b,
+							 const struct huff_table *ac, int *k,
+							 JCOEF *out)
 {
 	if (b->bits < 32)
 		refill(b);
@@ -355,9 +357,11 @@ static inline void ac_done(j_decompress_ptr ci, int k)
 
 /* Block blkn of an MCU on its own: its DC into block (with last_dc[] the
  * predictions, dc_needed as libjpeg's), its AC values into out. */
-static inline __attribute__((always_inline)) void
-decode_block(j_decompress_ptr ci, const struct jpeg_huff *h, struct bit_reader *b, int blkn,
-	     int32_t *last_dc, int dc_needed, JCOEF *block, JCOEF *out)
+static inline __attribute__((always_inline)) void decode_block(j_decompress_ptr ci,
+							       const struct jpeg_huff *h,
+							       struct bit_reader *b, int blkn,
+							       int32_t *last_dc, int dc_needed,
+							       JCOEF *block, JCOEF *out)
 {
 	decode_dc(ci, b, h->dc_of[blkn], dc_needed, &last_dc[h->comp_of[blkn]], block);
 	int k = 1;
@@ -371,9 +375,11 @@ decode_block(j_decompress_ptr ci, const struct jpeg_huff *h, struct bit_reader *
  * at 0), and a symbol's decode waits on the one before it (its length
  * says where the next begins), so two streams keep the core busy where
  * one leaves it waiting on that chain. */
-static inline __attribute__((always_inline)) void
-decode_two(j_decompress_ptr ci, struct jpeg_huff *h, int blkn, struct bit_reader *ra,
-	   int32_t *dca, JCOEF *oa, struct bit_reader *rb, int32_t *dcb, JCOEF *ob)
+static inline __attribute__((always_inline)) void decode_two(j_decompress_ptr ci,
+							     struct jpeg_huff *h, int blkn,
+							     struct bit_reader *ra, int32_t *dca,
+							     JCOEF *oa, struct bit_reader *rb,
+							     int32_t *dcb, JCOEF *ob)
 {
 	const struct huff_table *dc = h->dc_of[blkn], *ac = h->ac_of[blkn];
 	int c = h->comp_of[blkn];
@@ -415,8 +421,7 @@ static void segment_done(j_decompress_ptr ci, const struct bit_reader *b)
 	ci->src->bytes_in_buffer = (size_t)(b->lim - b->end);
 }
 
-static const uint8_t *next_interval(j_decompress_ptr ci, const uint8_t *end,
-				    const uint8_t *lim);
+static const uint8_t *next_interval(j_decompress_ptr ci, const uint8_t *end, const uint8_t *lim);
 
 /* At a restart marker: what libjpeg's process_restart does (the marker
  * checked as its read_restart_marker does, next_interval below). */
@@ -522,15 +527,16 @@ int jpeg_huff_install(struct jpeg_decompress_struct *ci, struct jpeg_huff *h)
 {
 	if (ci->progressive_mode || ci->arith_code || ci->data_precision != 8 ||
 	    ci->buffered_image || !ci->inputctl || ci->inputctl->has_multiple_scans ||
-	    !ci->entropy || !ci->src || !ci->src->next_input_byte ||
-	    ci->comps_in_scan < 1 || ci->comps_in_scan > MAX_COMPS_IN_SCAN ||
-	    ci->blocks_in_MCU < 1 || ci->blocks_in_MCU > D_MAX_BLOCKS_IN_MCU)
+	    !ci->entropy || !ci->src || !ci->src->next_input_byte || ci->comps_in_scan < 1 ||
+	    ci->comps_in_scan > MAX_COMPS_IN_SCAN || ci->blocks_in_MCU < 1 ||
+	    ci->blocks_in_MCU > D_MAX_BLOCKS_IN_MCU)
 		return 0;
 	for (int c = 0; c < ci->comps_in_scan; c++) {
 		const jpeg_component_info *comp = ci->cur_comp_info[c];
 		if (comp->dc_tbl_no < 0 || comp->dc_tbl_no >= NUM_HUFF_TBLS ||
 		    comp->ac_tbl_no < 0 || comp->ac_tbl_no >= NUM_HUFF_TBLS ||
-		    !ci->dc_huff_tbl_ptrs[comp->dc_tbl_no] || !ci->ac_huff_tbl_ptrs[comp->ac_tbl_no])
+		    !ci->dc_huff_tbl_ptrs[comp->dc_tbl_no] ||
+		    !ci->ac_huff_tbl_ptrs[comp->ac_tbl_no])
 			return 0;
 	}
 	for (int c = 0; c < ci->comps_in_scan; c++) {

@@ -48,8 +48,8 @@ void jpeg_rules_create(struct jpeg_decompress_struct *ci, struct jpeg_rules_err 
 	ci->progress = &e->progress;
 }
 
-int jpeg_rules_check_header(const struct jpeg_decompress_struct *ci, const char *prefix,
-			    char *err, size_t errlen)
+int jpeg_rules_check_header(const struct jpeg_decompress_struct *ci, const char *prefix, char *err,
+			    size_t errlen)
 {
 	const char *sep = prefix ? ": " : "";
 	prefix = prefix ? prefix : "";

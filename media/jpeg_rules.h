@@ -46,7 +46,7 @@ void jpeg_rules_create(struct jpeg_decompress_struct *ci, struct jpeg_rules_err 
 /* After jpeg_read_header: 0, or FEEDER_EDECODE with a sentence (after
  * "prefix: " when prefix is not NULL) when the colour space or size is
  * refused. */
-int jpeg_rules_check_header(const struct jpeg_decompress_struct *ci, const char *prefix,
-			    char *err, size_t errlen);
+int jpeg_rules_check_header(const struct jpeg_decompress_struct *ci, const char *prefix, char *err,
+			    size_t errlen);
 
 #endif

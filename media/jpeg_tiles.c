@@ -70,19 +70,19 @@ static int header_marker(const uint8_t *p, size_t len, size_t *pos, uint8_t *m, 
 {
 	size_t i = *pos;
 	if (i >= len || p[i] != 0xFF)
-		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: no marker at byte %zu of the headers",
-				   i);
+		return status_fail(err, errlen, FEEDER_EDECODE,
+				   "jpeg: no marker at byte %zu of the headers", i);
 	while (i < len && p[i] == 0xFF)
 		i++;
 	if (i >= len)
-		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: the headers run past the end");
+		return status_fail(err, errlen, FEEDER_EDECODE,
+				   "jpeg: the headers run past the end");
 	*m = p[i];
 	*pos = i + 1;
 	return 0;
 }
 
-int jpeg_tiles_parse(const uint8_t *p, size_t len, struct jpeg_tiles *t, char *err,
-		     size_t errlen)
+int jpeg_tiles_parse(const uint8_t *p, size_t len, struct jpeg_tiles *t, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof(*t));
 	if (len < 4 || p[0] != 0xFF || p[1] != 0xD8)
@@ -101,18 +101,22 @@ int jpeg_tiles_parse(const uint8_t *p, size_t len, struct jpeg_tiles *t, char *e
 			return status_fail(err, errlen, FEEDER_EDECODE,
 					   "jpeg: marker %02X before the first scan", m);
 		if (i + 2 > len)
-			return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: the headers run past the end");
+			return status_fail(err, errlen, FEEDER_EDECODE,
+					   "jpeg: the headers run past the end");
 		uint32_t L = bytes_be16(p + i);
 		if (L < 2 || L > len - i)
 			return status_fail(err, errlen, FEEDER_EDECODE,
-					   "jpeg: segment %02X at byte %zu runs past the end", m, i);
+					   "jpeg: segment %02X at byte %zu runs past the end", m,
+					   i);
 		const uint8_t *s = p + i + 2;
 		uint32_t sl = L - 2;
 		if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
 			if (sof)
-				return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: two frame headers");
+				return status_fail(err, errlen, FEEDER_EDECODE,
+						   "jpeg: two frame headers");
 			if (sl < 6 || (nf = s[5]) < 1 || nf > 4 || sl < 6u + 3u * (uint32_t)nf)
-				return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: malformed frame header");
+				return status_fail(err, errlen, FEEDER_EDECODE,
+						   "jpeg: malformed frame header");
 			t->height = bytes_be16(s + 1);
 			t->width = bytes_be16(s + 3);
 			for (int k = 0; k < nf; k++) {
@@ -130,13 +134,16 @@ int jpeg_tiles_parse(const uint8_t *p, size_t len, struct jpeg_tiles *t, char *e
 			t->sof = i;
 		} else if (m == 0xDD) {
 			if (sl < 2)
-				return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: malformed restart interval");
+				return status_fail(err, errlen, FEEDER_EDECODE,
+						   "jpeg: malformed restart interval");
 			t->restart = bytes_be16(s);
 		} else if (m == 0xDA) {
 			if (!sof)
-				return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: a scan before the frame header");
+				return status_fail(err, errlen, FEEDER_EDECODE,
+						   "jpeg: a scan before the frame header");
 			if (sl < 1)
-				return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: malformed scan header");
+				return status_fail(err, errlen, FEEDER_EDECODE,
+						   "jpeg: malformed scan header");
 			ns = s[0];
 			t->entropy = i + L;
 			break;
@@ -144,7 +151,8 @@ int jpeg_tiles_parse(const uint8_t *p, size_t len, struct jpeg_tiles *t, char *e
 		i += L;
 	}
 	if (t->width == 0 || t->height == 0)
-		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: a %ux%u frame", t->width, t->height);
+		return status_fail(err, errlen, FEEDER_EDECODE, "jpeg: a %ux%u frame", t->width,
+				   t->height);
 	/* One component: its scan is not interleaved and an MCU is one block. */
 	t->mcu_w = nf == 1 ? 8 : 8 * hmax;
 	t->mcu_h = nf == 1 ? 8 : 8 * vmax;
@@ -207,8 +215,8 @@ int jpeg_tiles_cut(const struct jpeg_tiles *t, const uint8_t *p, size_t len, uin
 	out->len = 0;
 	if (!t->grid || c0 >= c1 || c1 > t->cols || r0 >= r1 || r1 > t->mcus_y || t->entropy > len)
 		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "jpeg: intervals %u..%u x rows %u..%u are not on the grid", c0, c1, r0,
-				   r1);
+				   "jpeg: intervals %u..%u x rows %u..%u are not on the grid", c0,
+				   c1, r0, r1);
 	uint64_t nint = (uint64_t)(c1 - c0) * (r1 - r0);
 	/* Never more than the source plus a marker per interval and an EOI. */
 	if (reserve(out, t->entropy + (len - t->entropy) + 2 * nint + 2))
@@ -235,7 +243,8 @@ int jpeg_tiles_cut(const struct jpeg_tiles *t, const uint8_t *p, size_t len, uin
 			memcpy(o + n, p + i, L);
 			if (i == t->sof) {
 				uint32_t span = t->restart * t->mcu_w;
-				uint32_t w = c1 == t->cols ? t->width - c0 * span : (c1 - c0) * span;
+				uint32_t w =
+					c1 == t->cols ? t->width - c0 * span : (c1 - c0) * span;
 				uint32_t h = r1 == t->mcus_y ? t->height - r0 * t->mcu_h
 							     : (r1 - r0) * t->mcu_h;
 				bytes_put_be16(o + n + 3, (uint16_t)h);
@@ -256,19 +265,22 @@ int jpeg_tiles_cut(const struct jpeg_tiles *t, const uint8_t *p, size_t len, uin
 		size_t at, next;
 		uint8_t m;
 		if (entropy_marker(p, len, pos, &at, &m, &next))
-			return status_fail(err, errlen, FEEDER_EDECODE,
-					   "jpeg: the data ends inside restart interval %llu of %llu",
-					   (unsigned long long)k + 1, (unsigned long long)total);
+			return status_fail(
+				err, errlen, FEEDER_EDECODE,
+				"jpeg: the data ends inside restart interval %llu of %llu",
+				(unsigned long long)k + 1, (unsigned long long)total);
 		int rst = m >= 0xD0 && m <= 0xD7;
 		if (k + 1 < total && (!rst || (unsigned)(m - 0xD0) != k % 8))
-			return status_fail(err, errlen, FEEDER_EDECODE,
-					   "jpeg: marker %02X after restart interval %llu of %llu, not RST%u",
-					   m, (unsigned long long)k + 1, (unsigned long long)total,
-					   (unsigned)(k % 8));
+			return status_fail(
+				err, errlen, FEEDER_EDECODE,
+				"jpeg: marker %02X after restart interval %llu of %llu, not RST%u",
+				m, (unsigned long long)k + 1, (unsigned long long)total,
+				(unsigned)(k % 8));
 		if (k + 1 == total && rst)
-			return status_fail(err, errlen, FEEDER_EDECODE,
-					   "jpeg: more restart intervals than the %llu of a %ux%u grid",
-					   (unsigned long long)total, t->cols, t->mcus_y);
+			return status_fail(
+				err, errlen, FEEDER_EDECODE,
+				"jpeg: more restart intervals than the %llu of a %ux%u grid",
+				(unsigned long long)total, t->cols, t->mcus_y);
 		uint64_t r = k / t->cols, c = k % t->cols;
 		if (r >= r0 && c >= c0 && c < c1) {
 			if (emitted) {
@@ -474,8 +486,8 @@ int jpeg_tiles_encode(struct jpeg_tiler *t, const uint8_t *pixels, size_t stride
 	if ((comps != 1 && comps != 3) || w == 0 || h == 0 || w > 65500 || h > 65500 ||
 	    quality < 1 || quality > 100)
 		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "jpeg: cannot encode %ux%u with %u components at quality %d", w, h,
-				   comps, quality);
+				   "jpeg: cannot encode %ux%u with %u components at quality %d", w,
+				   h, comps, quality);
 	struct jpeg_compress_struct *out = &t->out;
 	if (setjmp(t->out_err.jump)) {
 		jpeg_abort_compress(out);

@@ -59,26 +59,25 @@ unsigned jpeg_tiles_interval(const struct jpeg_tiles_policy *p, size_t bytes, un
 
 /* What jpeg_tiles_parse finds. */
 struct jpeg_tiles {
-	uint32_t width, height;   /* pixels */
-	uint32_t mcu_w, mcu_h;    /* an MCU in pixels */
-	uint32_t mcus_x, mcus_y;  /* MCUs per row and rows of MCUs */
-	uint32_t restart;         /* MCUs per restart interval (DRI), 0 without */
-	uint32_t cols;            /* intervals per MCU row (when grid) */
-	int sub_h, sub_v;         /* 1 when a component is subsampled across /
+	uint32_t width, height;  /* pixels */
+	uint32_t mcu_w, mcu_h;   /* an MCU in pixels */
+	uint32_t mcus_x, mcus_y; /* MCUs per row and rows of MCUs */
+	uint32_t restart;        /* MCUs per restart interval (DRI), 0 without */
+	uint32_t cols;           /* intervals per MCU row (when grid) */
+	int sub_h, sub_v;        /* 1 when a component is subsampled across /
 				     down (its pixels are upsampled from
 				     neighbouring samples: a cut edge changes
 				     the pixel next to it) */
-	int grid;                 /* 1: baseline Huffman, one scan of every
+	int grid;                /* 1: baseline Huffman, one scan of every
 				     component, restart dividing mcus_x */
-	size_t sof;               /* offset of the SOF segment's length field */
-	size_t entropy;           /* offset of the first entropy-coded byte */
+	size_t sof;              /* offset of the SOF segment's length field */
+	size_t entropy;          /* offset of the first entropy-coded byte */
 };
 
 /* Parse the headers of the JPEG p (len bytes) up to its first scan. 0 with
  * *t filled (t->grid says whether it can be cut), or FEEDER_EDECODE when
  * the headers are malformed. Reads nothing past the scan header. */
-int jpeg_tiles_parse(const uint8_t *p, size_t len, struct jpeg_tiles *t, char *err,
-		     size_t errlen);
+int jpeg_tiles_parse(const uint8_t *p, size_t len, struct jpeg_tiles *t, char *err, size_t errlen);
 
 /* A growable output buffer (the caller's, reused across calls). */
 struct jpeg_tiles_buf {
@@ -105,9 +104,9 @@ int jpeg_tiler_create(struct jpeg_tiler **out, char *err, size_t errlen);
 void jpeg_tiler_destroy(struct jpeg_tiler *t); /* NULL is fine */
 
 struct jpeg_tiles_result {
-	uint8_t *data;     /* malloc'd JPEG (free() it) */
+	uint8_t *data; /* malloc'd JPEG (free() it) */
 	size_t len;
-	uint32_t restart;  /* MCUs per interval it was written with */
+	uint32_t restart; /* MCUs per interval it was written with */
 };
 
 /* Rewrite the JPEG src (len bytes) with restart intervals as policy p

@@ -71,8 +71,8 @@ static void pad_uniform(struct resize_axis *a, int32_t lo, int32_t hi)
 	}
 }
 
-int resize_axis_plan(struct resize_axis *a, double off, double len, uint32_t out_len,
-		     int32_t lo, int32_t hi)
+int resize_axis_plan(struct resize_axis *a, double off, double len, uint32_t out_len, int32_t lo,
+		     int32_t hi)
 {
 	if (!(len > 0) || out_len == 0 || hi <= lo)
 		return -EINVAL;
@@ -266,29 +266,29 @@ static void write_row(const struct resize_out *o, const v4f *acc, float *line, u
 
 /* The horizontal pass of one row when every output has n taps: each case
  * is a loop of known trip count that the compiler unrolls. */
-#define HPASS_CASE(N)                                                          \
-	case N:                                                                \
-		for (uint32_t x = 0; x < out_w; x++) {                         \
-			const float *w = ax->w + (size_t)x * ax->taps;         \
-			const v4f *p = wide + ax->start[x];                    \
-			v4f s0 = w[0] * p[0];                                  \
-			for (int k = 1; k < N; k++)                            \
-				s0 += w[k] * p[k];                             \
-			t[x] = s0;                                             \
-		}                                                              \
+#define HPASS_CASE(N)                                                                              \
+	case N:                                                                                    \
+		for (uint32_t x = 0; x < out_w; x++) {                                             \
+			const float *w = ax->w + (size_t)x * ax->taps;                             \
+			const v4f *p = wide + ax->start[x];                                        \
+			v4f s0 = w[0] * p[0];                                                      \
+			for (int k = 1; k < N; k++)                                                \
+				s0 += w[k] * p[k];                                                 \
+			t[x] = s0;                                                                 \
+		}                                                                                  \
 		break;
 
 static void hpass_fixed(const struct resize_axis *ax, const v4f *wide, v4f *t, uint32_t out_w)
 {
 	switch (ax->count[0]) {
-	HPASS_CASE(1)
-	HPASS_CASE(2)
-	HPASS_CASE(3)
-	HPASS_CASE(4)
-	HPASS_CASE(5)
-	HPASS_CASE(6)
-	HPASS_CASE(7)
-	HPASS_CASE(8)
+		HPASS_CASE(1)
+		HPASS_CASE(2)
+		HPASS_CASE(3)
+		HPASS_CASE(4)
+		HPASS_CASE(5)
+		HPASS_CASE(6)
+		HPASS_CASE(7)
+		HPASS_CASE(8)
 	}
 }
 
@@ -299,10 +299,10 @@ static void resize_rgb_portable(const uint8_t *src, size_t stride, const struct 
 	uint32_t out_w = ax->out_len, out_h = ay->out_len;
 	int32_t first, end;
 	resize_axis_span(ay, &first, &end);
-	v4f *tmp = (v4f *)scratch;                          /* horizontal pass, end-first rows */
-	v4f *acc = tmp + (size_t)(end - first) * out_w;     /* one output row */
-	float *line = (float *)(acc + out_w);               /* staging for the write */
-	v4f *wide = acc + 2 * (size_t)out_w;                /* one input row as floats */
+	v4f *tmp = (v4f *)scratch;                      /* horizontal pass, end-first rows */
+	v4f *acc = tmp + (size_t)(end - first) * out_w; /* one output row */
+	float *line = (float *)(acc + out_w);           /* staging for the write */
+	v4f *wide = acc + 2 * (size_t)out_w;            /* one input row as floats */
 	int32_t xfirst, xend;
 	resize_axis_span(ax, &xfirst, &xend);
 
@@ -371,9 +371,9 @@ static void resize_rgb_portable(const uint8_t *src, size_t stride, const struct 
  * here rather than per load: measured 3-6 % faster), and per tap the weights
  * {w_low x4, w_high x4}, so that one multiply-add applies a tap to both. */
 struct hblocks {
-	uint32_t n, taps;   /* blocks, taps per output */
-	int32_t *start;     /* n * 8 float offsets into the vertical-pass row */
-	float *w;           /* n * 4 * taps * 8 */
+	uint32_t n, taps; /* blocks, taps per output */
+	int32_t *start;   /* n * 8 float offsets into the vertical-pass row */
+	float *w;         /* n * 4 * taps * 8 */
 };
 
 static size_t hblocks_count(uint32_t out_w)
@@ -405,7 +405,8 @@ AVX2 static void hblocks_build(struct hblocks *hb, const struct resize_axis *ax,
 			uint32_t lo = hblock_pixel(xb, j, flip), hi = hblock_pixel(xb, j + 4, flip);
 			hb->start[b * 8 + 2 * j] = ax->start[lo] * 4;
 			hb->start[b * 8 + 2 * j + 1] = ax->start[hi] * 4;
-			const float *w0 = ax->w + (size_t)lo * ax->taps, *w1 = ax->w + (size_t)hi * ax->taps;
+			const float *w0 = ax->w + (size_t)lo * ax->taps,
+				    *w1 = ax->w + (size_t)hi * ax->taps;
 			for (uint32_t k = 0; k < n; k++, wp += 8)
 				_mm256_storeu_ps(wp, _mm256_set_m128(_mm_set1_ps(w1[k]),
 								     _mm_set1_ps(w0[k])));
@@ -438,7 +439,8 @@ AVX2 static void vpass_u8(const uint8_t *const *rows, const float *w, int32_t n,
 		for (int32_t k = 1; k < n; k++) {
 			wk = _mm256_set1_ps(w[k]);
 			for (int j = 0; j < 8; j++)
-				s[j] = _mm256_fmadd_ps(wk, load_u8x2(rows[k] + (x + 2 * j) * 4), s[j]);
+				s[j] = _mm256_fmadd_ps(wk, load_u8x2(rows[k] + (x + 2 * j) * 4),
+						       s[j]);
 		}
 		for (int j = 0; j < 8; j++)
 			_mm256_storeu_ps(vrow + (x + 2 * j) * 4, s[j]);
@@ -482,7 +484,7 @@ AVX2_INLINE void hblock(const struct hblocks *hb, uint32_t b, const float *vrow,
 
 /* Where an NCHW row goes and how its values are made. */
 struct plane_row {
-	void *plane[3];     /* output row y of each channel plane */
+	void *plane[3]; /* output row y of each channel plane */
 	__m256 mul[3], add[3];
 };
 
@@ -500,7 +502,8 @@ AVX2_INLINE void store8_nchw(const struct plane_row *pr, const int dtype, size_t
 		if (dtype == FEEDER_DTYPE_U8) {
 			/* as store_run: +0.5, clamp, truncate */
 			v = _mm256_add_ps(v, _mm256_set1_ps(0.5f));
-			v = _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(255.0f));
+			v = _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()),
+					  _mm256_set1_ps(255.0f));
 			__m256i q = _mm256_cvttps_epi32(v);
 			__m128i h = _mm_packus_epi32(_mm256_castsi256_si128(q),
 						     _mm256_extracti128_si256(q, 1));
@@ -529,31 +532,29 @@ AVX2_INLINE void hpass_nchw(const struct hblocks *hb, const float *vrow, const i
 	}
 }
 
-#define HPASS_NCHW_CASE(N, D)                                                  \
-	case N:                                                                \
-		hpass_nchw(hb, vrow, N, pr, D, flip, out_w);                   \
+#define HPASS_NCHW_CASE(N, D)                                                                      \
+	case N:                                                                                    \
+		hpass_nchw(hb, vrow, N, pr, D, flip, out_w);                                       \
 		break;
 
 /* The same for each dtype, with the tap counts up to 8 (crops up to about
  * 3.5x the output, which IDCT scaling leaves) unrolled. */
-#define HPASS_NCHW_DTYPE(NAME, D)                                              \
-	AVX2 static void NAME(const struct hblocks *hb, const float *vrow,     \
-			      const struct plane_row *pr, int flip,            \
-			      uint32_t out_w)                                  \
-	{                                                                      \
-		switch (hb->taps) {                                            \
-		HPASS_NCHW_CASE(2, D)                                          \
-		HPASS_NCHW_CASE(3, D)                                          \
-		HPASS_NCHW_CASE(4, D)                                          \
-		HPASS_NCHW_CASE(5, D)                                          \
-		HPASS_NCHW_CASE(6, D)                                          \
-		HPASS_NCHW_CASE(7, D)                                          \
-		HPASS_NCHW_CASE(8, D)                                          \
-		default:                                                       \
-			hpass_nchw(hb, vrow, (int)hb->taps, pr, D, flip,       \
-				   out_w);                                     \
-			break;                                                 \
-		}                                                              \
+#define HPASS_NCHW_DTYPE(NAME, D)                                                                  \
+	AVX2 static void NAME(const struct hblocks *hb, const float *vrow,                         \
+			      const struct plane_row *pr, int flip, uint32_t out_w)                \
+	{                                                                                          \
+		switch (hb->taps) {                                                                \
+			HPASS_NCHW_CASE(2, D)                                                      \
+			HPASS_NCHW_CASE(3, D)                                                      \
+			HPASS_NCHW_CASE(4, D)                                                      \
+			HPASS_NCHW_CASE(5, D)                                                      \
+			HPASS_NCHW_CASE(6, D)                                                      \
+			HPASS_NCHW_CASE(7, D)                                                      \
+			HPASS_NCHW_CASE(8, D)                                                      \
+		default:                                                                           \
+			hpass_nchw(hb, vrow, (int)hb->taps, pr, D, flip, out_w);                   \
+			break;                                                                     \
+		}                                                                                  \
 	}
 HPASS_NCHW_DTYPE(hpass_nchw_u8, FEEDER_DTYPE_U8)
 HPASS_NCHW_DTYPE(hpass_nchw_f16, FEEDER_DTYPE_F16)
@@ -563,9 +564,8 @@ HPASS_NCHW_DTYPE(hpass_nchw_f32, FEEDER_DTYPE_F32)
  * (RGBX), then normalized and mirrored into line as packed RGB (each
  * pixel's 4-float store is overwritten by the next one's) and stored in the
  * dtype; NHWC is the rarer layout, so it keeps the staging row. */
-AVX2 static void hpass_nhwc(const struct hblocks *hb, const float *vrow,
-			    const struct resize_out *o, float *acc, float *line, uint32_t y,
-			    uint32_t out_w)
+AVX2 static void hpass_nhwc(const struct hblocks *hb, const float *vrow, const struct resize_out *o,
+			    float *acc, float *line, uint32_t y, uint32_t out_w)
 {
 	for (uint32_t b = 0; b < hb->n; b++) {
 		__m256 a[4];
@@ -573,7 +573,8 @@ AVX2 static void hpass_nhwc(const struct hblocks *hb, const float *vrow,
 		uint32_t xb = hblock_x(b, out_w);
 		for (uint32_t j = 0; j < 4; j++) {
 			_mm_storeu_ps(acc + (size_t)(xb + j) * 4, _mm256_castps256_ps128(a[j]));
-			_mm_storeu_ps(acc + (size_t)(xb + j + 4) * 4, _mm256_extractf128_ps(a[j], 1));
+			_mm_storeu_ps(acc + (size_t)(xb + j + 4) * 4,
+				      _mm256_extractf128_ps(a[j], 1));
 		}
 	}
 	__m128 mul = _mm_setr_ps(1, 1, 1, 0), add = _mm_setzero_ps();

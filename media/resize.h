@@ -21,11 +21,11 @@
 /* Which input pixels and weights make each of out_len output pixels. */
 struct resize_axis {
 	uint32_t out_len;
-	uint32_t taps;     /* weights stored per output pixel (the widest filter) */
-	int32_t *start;    /* out_len: first input pixel */
-	int32_t *count;    /* out_len: input pixels used, <= taps */
-	float *w;          /* out_len * taps weights, summing to 1 per output */
-	int uniform;       /* every count is the same (padded with zero weights) */
+	uint32_t taps;         /* weights stored per output pixel (the widest filter) */
+	int32_t *start;        /* out_len: first input pixel */
+	int32_t *count;        /* out_len: input pixels used, <= taps */
+	float *w;              /* out_len * taps weights, summing to 1 per output */
+	int uniform;           /* every count is the same (padded with zero weights) */
 	size_t cap_out, cap_w; /* allocated entries, grown on demand */
 };
 
@@ -33,8 +33,8 @@ struct resize_axis {
  * pixel units: pixel k covers [k, k+1)) onto out_len output pixels, using
  * only input pixels in [lo, hi). Returns 0, -ENOMEM or -EINVAL (empty
  * range, len <= 0). The axis keeps its allocations for reuse. */
-int resize_axis_plan(struct resize_axis *a, double off, double len, uint32_t out_len,
-		     int32_t lo, int32_t hi);
+int resize_axis_plan(struct resize_axis *a, double off, double len, uint32_t out_len, int32_t lo,
+		     int32_t hi);
 
 /* First and one-past-last input pixel any output pixel uses. */
 void resize_axis_span(const struct resize_axis *a, int32_t *first, int32_t *end);
@@ -47,9 +47,9 @@ void resize_axis_free(struct resize_axis *a);
 /* Where and how to write the result. */
 struct resize_out {
 	void *out;
-	int dtype;      /* FEEDER_DTYPE_* (feeder.h) */
-	int layout;     /* FEEDER_LAYOUT_* */
-	int flip;       /* mirror left-right */
+	int dtype;            /* FEEDER_DTYPE_* (feeder.h) */
+	int layout;           /* FEEDER_LAYOUT_* */
+	int flip;             /* mirror left-right */
 	float mul[3], add[3]; /* f16/f32: value = pixel(0..255) * mul + add */
 };
 

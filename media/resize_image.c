@@ -37,7 +37,9 @@ int resize_image_u8(const uint8_t *src, size_t stride, uint32_t sw, uint32_t sh,
 		rc = -ENOMEM;
 		goto out;
 	}
-	struct resize_out o = { .out = rgb, .dtype = FEEDER_DTYPE_U8, .layout = FEEDER_LAYOUT_NHWC };
+	struct resize_out o = { .out = rgb,
+				.dtype = FEEDER_DTYPE_U8,
+				.layout = FEEDER_LAYOUT_NHWC };
 	resize_rgb(src, stride, &ax, &ay, scratch, &o);
 	if (comps == 1) /* a gray image decoded as RGBX: R = G = B */
 		for (size_t i = 0; i < (size_t)dw * dh; i++)

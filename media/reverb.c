@@ -18,16 +18,16 @@
 #define REVERB_MAX_TOTAL ((size_t)1 << 28)
 
 struct reverb_plan {
-	size_t size;        /* 0: unused */
-	uint64_t used;      /* LRU clock */
+	size_t size;   /* 0: unused */
+	uint64_t used; /* LRU clock */
 	fftwf_plan fwd, inv;
 };
 
 struct reverb_slot {
 	uint64_t key;
 	size_t rir_len;
-	size_t size;        /* FFT size the spectrum is for; 0: empty */
-	size_t direct;      /* d, the RIR's direct path */
+	size_t size;   /* FFT size the spectrum is for; 0: empty */
+	size_t direct; /* d, the RIR's direct path */
 	uint64_t used;
 	fftwf_complex *spec; /* size / 2 + 1, allocated for max_size on first use */
 };
@@ -45,7 +45,7 @@ struct reverb {
  * (measured on x86-64 with AVX2 between 32768 and 65536: e.g. 34560, 36864,
  * 46080, 55296 and 57600 take 110-200 us for a forward and inverse pair,
  * where 49152 = 3 * 2^14, 61440 = 15 * 2^12 and 65536 take 240-310 us). */
-static const unsigned reverb_ladder[] = {128, 135, 144, 150, 180, 216, 225};
+static const unsigned reverb_ladder[] = { 128, 135, 144, 150, 180, 216, 225 };
 
 size_t reverb_fft_size(size_t n, size_t rir_len, size_t d)
 {
@@ -75,9 +75,10 @@ int reverb_create(size_t max_n, size_t max_rir, struct reverb **out, char *err, 
 	*out = NULL;
 	if (max_n == 0 || max_rir == 0 || max_n > REVERB_MAX_TOTAL || max_rir > REVERB_MAX_TOTAL ||
 	    max_n + max_rir > REVERB_MAX_TOTAL)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "reverb limits of %zu chunk and %zu RIR samples are outside 1..2^28 in all",
-				   max_n, max_rir);
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"reverb limits of %zu chunk and %zu RIR samples are outside 1..2^28 in all",
+			max_n, max_rir);
 	struct reverb *r = calloc(1, sizeof(*r));
 	if (!r)
 		return status_fail(err, errlen, -ENOMEM, "no memory for a reverberator");
@@ -89,8 +90,8 @@ int reverb_create(size_t max_n, size_t max_rir, struct reverb **out, char *err, 
 	r->spec = fftwf_malloc((r->max_size / 2 + 1) * sizeof(fftwf_complex));
 	if (!r->buf || !r->spec) {
 		reverb_destroy(r);
-		return status_fail(err, errlen, -ENOMEM, "no memory for a reverberator's %zu-point FFT",
-				   r->max_size);
+		return status_fail(err, errlen, -ENOMEM,
+				   "no memory for a reverberator's %zu-point FFT", r->max_size);
 	}
 	*out = r;
 	return 0;
@@ -150,7 +151,8 @@ static struct reverb_plan *reverb_plan_for(struct reverb *r, size_t size, char *
 	if (!ok) {
 		victim->size = 0;
 		victim->used = 0;
-		status_fail(err, errlen, -ENOMEM, "FFTW could not plan a %zu-point transform", size);
+		status_fail(err, errlen, -ENOMEM, "FFTW could not plan a %zu-point transform",
+			    size);
 		return NULL;
 	}
 	victim->size = size;
@@ -174,7 +176,8 @@ static int reverb_check_rir(const float *h, size_t len, size_t *direct, double *
 		}
 	}
 	if (!isfinite(e))
-		return status_fail(err, errlen, FEEDER_EINVAL, "the %zu-sample RIR is not finite", len);
+		return status_fail(err, errlen, FEEDER_EINVAL, "the %zu-sample RIR is not finite",
+				   len);
 	if (e == 0.0)
 		return status_fail(err, errlen, FEEDER_EINVAL, "the %zu-sample RIR is silent", len);
 	*direct = d;
@@ -222,12 +225,12 @@ int reverb_apply(struct reverb *r, uint64_t rir_key, const float *rir, size_t ri
 		return 0;
 	if (n > r->max_n)
 		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "a chunk of %zu samples is longer than the reverberator's %zu", n,
-				   r->max_n);
+				   "a chunk of %zu samples is longer than the reverberator's %zu",
+				   n, r->max_n);
 	if (rir_len == 0 || rir_len > r->max_rir)
 		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "an RIR of %zu samples is outside the reverberator's 1..%zu", rir_len,
-				   r->max_rir);
+				   "an RIR of %zu samples is outside the reverberator's 1..%zu",
+				   rir_len, r->max_rir);
 	struct reverb_slot *victim = NULL;
 	struct reverb_slot *slot = reverb_lookup(r, rir_key, rir_len, &victim);
 	size_t d = 0;

@@ -12,8 +12,8 @@
 #include <string.h>
 
 struct speed_slot {
-	double ratio;   /* the factor rounded (speed_ratio); 0: unused */
-	uint64_t used;  /* LRU clock */
+	double ratio;  /* the factor rounded (speed_ratio); 0: unused */
+	uint64_t used; /* LRU clock */
 	soxr_t soxr;
 };
 
@@ -22,7 +22,10 @@ struct speed {
 	struct speed_slot slots[SPEED_SLOTS];
 };
 
-static int speed_factor_ok(float f) { return f >= SPEED_MIN_FACTOR && f <= SPEED_MAX_FACTOR; }
+static int speed_factor_ok(float f)
+{
+	return f >= SPEED_MIN_FACTOR && f <= SPEED_MAX_FACTOR;
+}
 
 int speed_create(struct speed **out, char *err, size_t errlen)
 {
@@ -45,7 +48,10 @@ void speed_destroy(struct speed *s)
 /* The factor as a ratio: the float rounded to 4 decimals, so that 0.9f
  * (0.89999998) means 9/10. libsoxr resamples a small rational ratio with a
  * short polyphase filter; 0.89999998 would take it twice as long. */
-static double speed_ratio(float factor) { return (double)llroundf(factor * 10000.0f) / 10000.0; }
+static double speed_ratio(float factor)
+{
+	return (double)llroundf(factor * 10000.0f) / 10000.0;
+}
 
 size_t speed_out_len(size_t n, float factor)
 {
@@ -64,7 +70,8 @@ static soxr_t speed_soxr(struct speed *s, double ratio, char *err, size_t errlen
 			sl->used = ++s->clock;
 			soxr_error_t e = soxr_clear(sl->soxr);
 			if (e) {
-				status_fail(err, errlen, FEEDER_EFORMAT, "libsoxr could not reset: %s", e);
+				status_fail(err, errlen, FEEDER_EFORMAT,
+					    "libsoxr could not reset: %s", e);
 				return NULL;
 			}
 			return sl->soxr;
@@ -85,8 +92,9 @@ static soxr_t speed_soxr(struct speed *s, double ratio, char *err, size_t errlen
 	if (!r || e) {
 		if (r)
 			soxr_delete(r);
-		status_fail(err, errlen, FEEDER_EFORMAT, "libsoxr could not make a %g resampler: %s",
-			    ratio, e ? e : "no reason given");
+		status_fail(err, errlen, FEEDER_EFORMAT,
+			    "libsoxr could not make a %g resampler: %s", ratio,
+			    e ? e : "no reason given");
 		return NULL;
 	}
 	victim->soxr = r;
@@ -101,12 +109,14 @@ int speed_perturb(struct speed *s, float factor, const float *x, size_t n, float
 	*out_n = 0;
 	if (!speed_factor_ok(factor))
 		return status_fail(err, errlen, FEEDER_EINVAL, "speed factor %g is outside %g..%g",
-				   (double)factor, (double)SPEED_MIN_FACTOR, (double)SPEED_MAX_FACTOR);
+				   (double)factor, (double)SPEED_MIN_FACTOR,
+				   (double)SPEED_MAX_FACTOR);
 	const size_t want = speed_out_len(n, factor);
 	if (want > out_cap)
-		return status_fail(err, errlen, FEEDER_EQUOTA,
-				   "%zu samples at speed %g make %zu, more than the %zu of the output",
-				   n, (double)factor, want, out_cap);
+		return status_fail(
+			err, errlen, FEEDER_EQUOTA,
+			"%zu samples at speed %g make %zu, more than the %zu of the output", n,
+			(double)factor, want, out_cap);
 	const double ratio = speed_ratio(factor);
 	if (ratio == 1.0) {
 		memmove(out, x, n * sizeof(float));
@@ -121,7 +131,8 @@ int speed_perturb(struct speed *s, float factor, const float *x, size_t n, float
 	size_t in = 0, done = 0;
 	while (in < n && done < want) {
 		size_t used = 0, made = 0;
-		soxr_error_t e = soxr_process(r, x + in, n - in, &used, out + done, want - done, &made);
+		soxr_error_t e =
+			soxr_process(r, x + in, n - in, &used, out + done, want - done, &made);
 		if (e)
 			return status_fail(err, errlen, FEEDER_EFORMAT, "libsoxr failed: %s", e);
 		in += used;

@@ -18,20 +18,21 @@ int wav_write_header(uint8_t hdr[WAV_WRITE_HEADER_BYTES], uint32_t rate, uint16_
 
 	if (rate == 0 || channels == 0)
 		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "WAV rate %u Hz with %u channels is not a valid format",
-				   rate, channels);
+				   "WAV rate %u Hz with %u channels is not a valid format", rate,
+				   channels);
 	if (data_bytes > UINT32_MAX - 36 || (uint64_t)rate * block > UINT32_MAX)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "WAV data of %llu bytes at %u Hz does not fit a 32-bit RIFF file",
-				   (unsigned long long)data_bytes, rate);
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"WAV data of %llu bytes at %u Hz does not fit a 32-bit RIFF file",
+			(unsigned long long)data_bytes, rate);
 	memcpy(hdr, "RIFF", 4);
 	bytes_put_le32(hdr + 4, (uint32_t)(36 + data_bytes));
 	memcpy(hdr + 8, "WAVEfmt ", 8);
-	bytes_put_le32(hdr + 16, 16);             /* fmt chunk size for plain PCM */
-	bytes_put_le16(hdr + 20, 1);              /* WAVE_FORMAT_PCM */
+	bytes_put_le32(hdr + 16, 16); /* fmt chunk size for plain PCM */
+	bytes_put_le16(hdr + 20, 1);  /* WAVE_FORMAT_PCM */
 	bytes_put_le16(hdr + 22, channels);
 	bytes_put_le32(hdr + 24, rate);
-	bytes_put_le32(hdr + 28, rate * block);   /* byte rate */
+	bytes_put_le32(hdr + 28, rate * block); /* byte rate */
 	bytes_put_le16(hdr + 32, (uint16_t)block);
 	bytes_put_le16(hdr + 34, bits);
 	memcpy(hdr + 36, "data", 4);
@@ -50,8 +51,8 @@ int wav_write_file(const char *path, const int16_t *samples, size_t frames, uint
 	int rc;
 
 	if (channels != 0 && frames > (SIZE_MAX / 2) / channels)
-		return status_fail(err, errlen, FEEDER_EINVAL, "%s: too many samples for a WAV file",
-				   path);
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "%s: too many samples for a WAV file", path);
 	count = frames * channels;
 	rc = wav_write_header(hdr, rate, channels, (uint64_t)count * 2, err, errlen);
 	if (rc < 0)
@@ -60,7 +61,8 @@ int wav_write_file(const char *path, const int16_t *samples, size_t frames, uint
 		return status_fail(err, errlen, -ENAMETOOLONG, "%s: path too long", path);
 	f = fopen(tmp, "wb");
 	if (!f)
-		return status_fail(err, errlen, -errno, "cannot create %s: %s", tmp, strerror(errno));
+		return status_fail(err, errlen, -errno, "cannot create %s: %s", tmp,
+				   strerror(errno));
 	errno = 0;
 	if (fwrite(hdr, 1, sizeof(hdr), f) != sizeof(hdr))
 		goto write_failed;

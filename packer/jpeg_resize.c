@@ -64,8 +64,8 @@ int jpeg_resize(struct jpeg_resizer *z, const uint8_t *src, size_t len, unsigned
 {
 	memset(r, 0, sizeof(*r));
 	if (shorter == 0 || quality < 1 || quality > 100)
-		return status_fail(err, errlen, FEEDER_EINVAL, "resize to %u at quality %d is out of range",
-				   shorter, quality);
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "resize to %u at quality %d is out of range", shorter, quality);
 	struct jpeg_info info;
 	int rc = jpeg_decode_info(z->dec, src, len, &info, err, errlen);
 	if (rc)

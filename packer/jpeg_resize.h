@@ -31,10 +31,10 @@ int jpeg_resizer_create(struct jpeg_resizer **out, char *err, size_t errlen);
 void jpeg_resizer_destroy(struct jpeg_resizer *z);
 
 struct jpeg_resize_result {
-	uint8_t *data;    /* malloc'd JPEG (free() it); NULL when kept as is */
+	uint8_t *data; /* malloc'd JPEG (free() it); NULL when kept as is */
 	size_t len;
-	uint32_t restart; /* its restart interval in MCUs, 0 untiled */
-	unsigned width, height;       /* of the output image */
+	uint32_t restart;       /* its restart interval in MCUs, 0 untiled */
+	unsigned width, height; /* of the output image */
 	unsigned src_width, src_height;
 };
 

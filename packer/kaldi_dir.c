@@ -68,8 +68,8 @@ static int line_fail(const struct ctx *c, const struct file *f, size_t line, con
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	return status_fail(c->err, c->errlen, FEEDER_EFORMAT, "%s%s%s:%zu: %s", c->dir, c->sep, f->name,
-			   line, why);
+	return status_fail(c->err, c->errlen, FEEDER_EFORMAT, "%s%s%s:%zu: %s", c->dir, c->sep,
+			   f->name, line, why);
 }
 
 /* Read f->name from the directory. 0, 1 when it does not exist and is not
@@ -82,10 +82,12 @@ static int file_read(const struct ctx *c, struct file *f, int required)
 		if (e == ENOENT && !required)
 			return 1;
 		if (e == ENOENT)
-			return status_fail(c->err, c->errlen, FEEDER_EFORMAT,
-					   "%s%s%s: no such file (a Kaldi data directory has wav.scp and utt2spk)",
-					   c->dir, c->sep, f->name);
-		return status_fail(c->err, c->errlen, -e, "%s%s%s: %s", c->dir, c->sep, f->name, strerror(e));
+			return status_fail(
+				c->err, c->errlen, FEEDER_EFORMAT,
+				"%s%s%s: no such file (a Kaldi data directory has wav.scp and utt2spk)",
+				c->dir, c->sep, f->name);
+		return status_fail(c->err, c->errlen, -e, "%s%s%s: %s", c->dir, c->sep, f->name,
+				   strerror(e));
 	}
 	struct stat st;
 	int rc = 0;
@@ -95,10 +97,11 @@ static int file_read(const struct ctx *c, struct file *f, int required)
 		rc = status_fail(c->err, c->errlen, -errno, "%s%s%s: %s", c->dir, c->sep, f->name,
 				 strerror(errno));
 	else if (S_ISDIR(st.st_mode))
-		rc = status_fail(c->err, c->errlen, FEEDER_EFORMAT, "%s%s%s: is a directory", c->dir,
-				 c->sep, f->name);
+		rc = status_fail(c->err, c->errlen, FEEDER_EFORMAT, "%s%s%s: is a directory",
+				 c->dir, c->sep, f->name);
 	/* The size is a hint only (the file may be a pipe or grow): read to EOF. */
-	else if (S_ISREG(st.st_mode) && st.st_size > 0 && (unsigned long long)st.st_size < SIZE_MAX / 2)
+	else if (S_ISREG(st.st_mode) && st.st_size > 0 &&
+		 (unsigned long long)st.st_size < SIZE_MAX / 2)
 		cap = (size_t)st.st_size + 1;
 	if (!rc && !(t = malloc(cap)))
 		rc = -ENOMEM;
@@ -116,8 +119,8 @@ static int file_read(const struct ctx *c, struct file *f, int required)
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0)
-			rc = status_fail(c->err, c->errlen, -errno, "%s%s%s: %s", c->dir, c->sep, f->name,
-					 strerror(errno));
+			rc = status_fail(c->err, c->errlen, -errno, "%s%s%s: %s", c->dir, c->sep,
+					 f->name, strerror(errno));
 		else if (got == 0)
 			break;
 		else
@@ -125,7 +128,8 @@ static int file_read(const struct ctx *c, struct file *f, int required)
 	}
 	close(fd);
 	if (rc == -ENOMEM)
-		status_fail(c->err, c->errlen, rc, "%s%s%s: out of memory", c->dir, c->sep, f->name);
+		status_fail(c->err, c->errlen, rc, "%s%s%s: out of memory", c->dir, c->sep,
+			    f->name);
 	if (rc) {
 		free(t);
 		return rc;
@@ -240,7 +244,8 @@ static const struct rec *recs_find(const struct recs *v, const char *id)
 
 /* Sort v by (id, line) and refuse a duplicate id, naming the earliest line
  * that repeats an id and where that id was first. */
-static int recs_sort_unique(const struct ctx *c, const struct file *f, struct recs *v, const char *noun)
+static int recs_sort_unique(const struct ctx *c, const struct file *f, struct recs *v,
+			    const char *noun)
 {
 	qsort(v->r, v->n, sizeof(*v->r), cmp_rec);
 	const struct rec *dup = NULL, *first = NULL, *group = v->r;
@@ -255,8 +260,8 @@ static int recs_sort_unique(const struct ctx *c, const struct file *f, struct re
 		}
 	}
 	if (dup)
-		return line_fail(c, f, dup->line, "duplicate %s \"%s\" (also on line %zu)", noun, dup->id,
-				 first->line);
+		return line_fail(c, f, dup->line, "duplicate %s \"%s\" (also on line %zu)", noun,
+				 dup->id, first->line);
 	return 0;
 }
 
@@ -285,7 +290,8 @@ static int parse_wav_scp(const struct ctx *c, struct file *f, struct recs *v)
 		r.id = skip_blank(s);
 		char *e = skip_field(r.id);
 		if (nf < 2)
-			return line_fail(c, f, r.line, "expected \"recording path\", got %zu field", nf);
+			return line_fail(c, f, r.line, "expected \"recording path\", got %zu field",
+					 nf);
 		char *rest = skip_blank(e);
 		*e = 0;
 		size_t n = strlen(rest);
@@ -300,17 +306,22 @@ static int parse_wav_scp(const struct ctx *c, struct file *f, struct recs *v)
 			r.pipe = 1;
 		}
 		if (rest[0] == '|')
-			return line_fail(c, f, r.line,
-					 "\"%.100s\" is an output pipe (an input command ends with \"|\")", rest);
+			return line_fail(
+				c, f, r.line,
+				"\"%.100s\" is an output pipe (an input command ends with \"|\")",
+				rest);
 		if (r.pipe) {
 			/* the command is the rest of the line, spaces and all */
 		} else if (nf > 2) {
-			return line_fail(c, f, r.line,
-					 "expected \"recording path\", got %zu fields (a command must end with \"|\")",
-					 nf);
+			return line_fail(
+				c, f, r.line,
+				"expected \"recording path\", got %zu fields (a command must end with \"|\")",
+				nf);
 		} else if (strchr(rest, '|')) {
-			return line_fail(c, f, r.line,
-					 "\"|\" inside path \"%.100s\" (a command must end with \"|\")", rest);
+			return line_fail(
+				c, f, r.line,
+				"\"|\" inside path \"%.100s\" (a command must end with \"|\")",
+				rest);
 		} else if (strcmp(rest, "-") == 0) {
 			return line_fail(c, f, r.line, "standard input (\"-\") is not supported");
 		} else {
@@ -319,8 +330,8 @@ static int parse_wav_scp(const struct ctx *c, struct file *f, struct recs *v)
 			while (d > rest && d[-1] >= '0' && d[-1] <= '9')
 				d--;
 			if (d < rest + n && d > rest && d[-1] == ':')
-				return line_fail(c, f, r.line, "\"%.100s\": ark offsets are not supported",
-						 rest);
+				return line_fail(c, f, r.line,
+						 "\"%.100s\": ark offsets are not supported", rest);
 		}
 		r.val = rest;
 		if ((rc = field_utf8(c, f, r.line, "the recording id", r.id)))
@@ -340,11 +351,13 @@ static int parse_segments(const struct ctx *c, struct file *f, struct recs *v)
 		struct rec r = { .line = f->line };
 		size_t nf = count_fields(s);
 		if (nf == 5)
-			return line_fail(c, f, r.line, "a channel field is not supported (mono recordings only)");
-		if (nf != 4)
 			return line_fail(c, f, r.line,
-					 "expected \"utterance recording start end\", got %zu field%s", nf,
-					 nf == 1 ? "" : "s");
+					 "a channel field is not supported (mono recordings only)");
+		if (nf != 4)
+			return line_fail(
+				c, f, r.line,
+				"expected \"utterance recording start end\", got %zu field%s", nf,
+				nf == 1 ? "" : "s");
 		split_fields(s, fld, 4);
 		if (parse_seconds(fld[2], &r.a))
 			return line_fail(c, f, r.line, "start \"%.40s\" is not a number", fld[2]);
@@ -353,8 +366,10 @@ static int parse_segments(const struct ctx *c, struct file *f, struct recs *v)
 		if (r.a < 0)
 			return line_fail(c, f, r.line, "start %s is negative", fld[2]);
 		if (r.b != -1.0 && r.b <= r.a)
-			return line_fail(c, f, r.line, "end %s is not after start %s (nor -1, the end of the recording)",
-					 fld[3], fld[2]);
+			return line_fail(
+				c, f, r.line,
+				"end %s is not after start %s (nor -1, the end of the recording)",
+				fld[3], fld[2]);
 		r.id = fld[0];
 		r.val = fld[1];
 		if ((rc = field_utf8(c, f, r.line, "the utterance id", r.id)))
@@ -375,11 +390,13 @@ static int parse_pairs(const struct ctx *c, struct file *f, struct recs *v, int 
 		size_t nf = count_fields(s);
 		if (nf != 2)
 			return line_fail(c, f, r.line, "expected \"%s\", got %zu field%s",
-					 dur ? "utterance seconds" : "utterance speaker", nf, nf == 1 ? "" : "s");
+					 dur ? "utterance seconds" : "utterance speaker", nf,
+					 nf == 1 ? "" : "s");
 		split_fields(s, fld, 2);
 		/* Kaldi's validate_data_dir.sh wants every duration > 0. */
 		if (dur && (parse_seconds(fld[1], &r.a) || !(r.a > 0)))
-			return line_fail(c, f, r.line, "duration \"%.40s\" is not a positive number", fld[1]);
+			return line_fail(c, f, r.line,
+					 "duration \"%.40s\" is not a positive number", fld[1]);
 		r.id = fld[0];
 		r.val = fld[1];
 		if (!dur && (rc = field_utf8(c, f, r.line, "the speaker", r.val)))
@@ -399,7 +416,8 @@ static int check_ids_in(const struct ctx *c, const struct file *f, const struct 
 		if ((!bad || v->r[i].line < bad->line) && !recs_find(in, v->r[i].id))
 			bad = &v->r[i];
 	if (bad)
-		return line_fail(c, f, bad->line, "utterance \"%s\" is not in %s", bad->id, in_name);
+		return line_fail(c, f, bad->line, "utterance \"%s\" is not in %s", bad->id,
+				 in_name);
 	return 0;
 }
 
@@ -412,18 +430,20 @@ enum kind { WAV_SCP, SEGMENTS, UTT2SPK, UTT2DUR };
 
 /* Read and parse one file. 0, 1 when an optional file is absent, or an
  * error; a file without lines is one. */
-static int read_and_parse(const struct ctx *c, struct file *f, int required, struct recs *v, enum kind k)
+static int read_and_parse(const struct ctx *c, struct file *f, int required, struct recs *v,
+			  enum kind k)
 {
 	int rc = file_read(c, f, required);
 	if (rc)
 		return rc;
-	rc = k == WAV_SCP ? parse_wav_scp(c, f, v) :
-	     k == SEGMENTS ? parse_segments(c, f, v) : parse_pairs(c, f, v, k == UTT2DUR);
+	rc = k == WAV_SCP    ? parse_wav_scp(c, f, v)
+	     : k == SEGMENTS ? parse_segments(c, f, v)
+			     : parse_pairs(c, f, v, k == UTT2DUR);
 	if (rc)
 		return rc;
 	if (v->n == 0)
-		return status_fail(c->err, c->errlen, FEEDER_EFORMAT, "%s%s%s: the file has no lines", c->dir,
-				   c->sep, f->name);
+		return status_fail(c->err, c->errlen, FEEDER_EFORMAT,
+				   "%s%s%s: the file has no lines", c->dir, c->sep, f->name);
 	return 0;
 }
 
@@ -437,18 +457,71 @@ void kaldi_dir_free(struct kaldi_dir *d)
 	memset(d, 0, sizeof(*d));
 }
 
+/* The speakers: utt2spk's second column, sorted, each once. 0, -ENOMEM or
+ * FEEDER_EFORMAT with the reason. */
+static int speaker_names(const struct ctx *c, const struct recs *spk, const char ***out, size_t *ns)
+{
+	const char **names = malloc(spk->n * sizeof(*names));
+	if (!(*out = names))
+		return -ENOMEM;
+	for (size_t i = 0; i < spk->n; i++)
+		names[i] = spk->r[i].val;
+	qsort(names, spk->n, sizeof(*names), cmp_str);
+	for (size_t i = 0; i < spk->n; i++)
+		if (!*ns || strcmp(names[*ns - 1], names[i]) != 0)
+			names[(*ns)++] = names[i];
+	if (*ns > UINT32_MAX)
+		return status_fail(c->err, c->errlen, FEEDER_EFORMAT,
+				   "%s%sutt2spk: more than %u speakers", c->dir, c->sep,
+				   UINT32_MAX);
+	return 0;
+}
+
+/* out's recordings and utterances, joined from the checked files. 0 or
+ * -ENOMEM. */
+static int fill_utts(struct kaldi_dir *out, const struct recs *w, const struct recs *utt,
+		     const struct recs *spk, const struct recs *dur, const char **names, size_t ns,
+		     int has_seg)
+{
+	out->recos = malloc(w->n * sizeof(*out->recos));
+	out->utts = malloc(utt->n * sizeof(*out->utts));
+	if (!out->recos || !out->utts)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->n; i++)
+		out->recos[i] = (struct kaldi_reco){ w->r[i].id, w->r[i].val, w->r[i].pipe };
+	for (size_t i = 0; i < utt->n; i++) {
+		const struct rec *u = &utt->r[i];
+		struct kaldi_utt *o = &out->utts[i];
+		const struct rec *sp = recs_find(spk, u->id),
+				 *du = dur->n ? recs_find(dur, u->id) : NULL;
+		const char **sn = bsearch(&sp->val, names, ns, sizeof(*names), cmp_str);
+		o->id = u->id;
+		o->speaker_name = *sn;
+		o->speaker = (uint32_t)(sn - names);
+		o->reco = has_seg ? (size_t)(recs_find(w, u->val) - w->r) : i;
+		o->source = w->r[o->reco].val;
+		o->is_pipe = w->r[o->reco].pipe;
+		o->start = has_seg ? u->a : 0;
+		o->end = has_seg ? u->b : -1;
+		o->dur = du ? du->a : -1;
+	}
+	return 0;
+}
+
 int kaldi_dir_load(const char *dir, struct kaldi_dir *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
 	size_t dl = strlen(dir);
-	struct ctx c = { .dir = dir, .sep = dl && dir[dl - 1] == '/' ? "" : "/", .err = err, .errlen = errlen };
+	struct ctx c = {
+		.dir = dir, .sep = dl && dir[dl - 1] == '/' ? "" : "/", .err = err, .errlen = errlen
+	};
 	c.dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (c.dfd < 0)
 		return status_fail(err, errlen, -errno, "%s: %s", dir, strerror(errno));
-	struct file fw = { .name = "wav.scp" }, fs = { .name = "segments" }, fp = { .name = "utt2spk" },
-		    fdur = { .name = "utt2dur" };
+	struct file fw = { .name = "wav.scp" }, fs = { .name = "segments" },
+		    fp = { .name = "utt2spk" }, fdur = { .name = "utt2dur" };
 	struct recs w = { 0 }, seg = { 0 }, spk = { 0 }, dur = { 0 };
-	const struct recs *utt = &w;        /* the utterances: the segments, or else the recordings */
+	const struct recs *utt = &w; /* the utterances: the segments, or else the recordings */
 	const struct file *uttf = &fw;
 	const char **names = NULL;
 	size_t ns = 0;
@@ -469,7 +542,8 @@ int kaldi_dir_load(const char *dir, struct kaldi_dir *out, char *err, size_t err
 			if ((!bad || seg.r[i].line < bad->line) && !recs_find(&w, seg.r[i].val))
 				bad = &seg.r[i];
 		if (bad) {
-			rc = line_fail(&c, &fs, bad->line, "recording \"%s\" is not in wav.scp", bad->val);
+			rc = line_fail(&c, &fs, bad->line, "recording \"%s\" is not in wav.scp",
+				       bad->val);
 			goto out;
 		}
 	}
@@ -484,8 +558,8 @@ int kaldi_dir_load(const char *dir, struct kaldi_dir *out, char *err, size_t err
 			if ((!bad || utt->r[i].line < bad->line) && !recs_find(&spk, utt->r[i].id))
 				bad = &utt->r[i];
 		if (bad) {
-			rc = line_fail(&c, uttf, bad->line, "utterance \"%s\" has no speaker in utt2spk",
-				       bad->id);
+			rc = line_fail(&c, uttf, bad->line,
+				       "utterance \"%s\" has no speaker in utt2spk", bad->id);
 			goto out;
 		}
 	}
@@ -494,47 +568,9 @@ int kaldi_dir_load(const char *dir, struct kaldi_dir *out, char *err, size_t err
 			       (rc = check_ids_in(&c, &fdur, &dur, utt, uttf->name)))))
 		goto out;
 	rc = 0;
-
-	/* The speakers: utt2spk's second column, sorted, each once. */
-	if (!(names = malloc(spk.n * sizeof(*names)))) {
-		rc = -ENOMEM;
+	if ((rc = speaker_names(&c, &spk, &names, &ns)) ||
+	    (rc = fill_utts(out, &w, utt, &spk, &dur, names, ns, has_seg)))
 		goto out;
-	}
-	for (size_t i = 0; i < spk.n; i++)
-		names[i] = spk.r[i].val;
-	qsort(names, spk.n, sizeof(*names), cmp_str);
-	for (size_t i = 0; i < spk.n; i++)
-		if (!ns || strcmp(names[ns - 1], names[i]) != 0)
-			names[ns++] = names[i];
-	if (ns > UINT32_MAX) {
-		rc = status_fail(err, errlen, FEEDER_EFORMAT, "%s%sutt2spk: more than %u speakers", dir, c.sep,
-				 UINT32_MAX);
-		goto out;
-	}
-
-	out->recos = malloc(w.n * sizeof(*out->recos));
-	out->utts = malloc(utt->n * sizeof(*out->utts));
-	if (!out->recos || !out->utts) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < w.n; i++)
-		out->recos[i] = (struct kaldi_reco){ w.r[i].id, w.r[i].val, w.r[i].pipe };
-	for (size_t i = 0; i < utt->n; i++) {
-		const struct rec *u = &utt->r[i];
-		struct kaldi_utt *o = &out->utts[i];
-		const struct rec *sp = recs_find(&spk, u->id), *du = dur.n ? recs_find(&dur, u->id) : NULL;
-		const char **sn = bsearch(&sp->val, names, ns, sizeof(*names), cmp_str);
-		o->id = u->id;
-		o->speaker_name = *sn;
-		o->speaker = (uint32_t)(sn - names);
-		o->reco = has_seg ? (size_t)(recs_find(&w, u->val) - w.r) : i;
-		o->source = w.r[o->reco].val;
-		o->is_pipe = w.r[o->reco].pipe;
-		o->start = has_seg ? u->a : 0;
-		o->end = has_seg ? u->b : -1;
-		o->dur = du ? du->a : -1;
-	}
 	out->nutts = utt->n;
 	out->nrecos = w.n;
 	out->speakers = names;
@@ -581,12 +617,11 @@ static const char *show_cmd(const char *cmd, char *buf, size_t len)
 	return buf;
 }
 
-int kaldi_pipe_read(const char *cmd, size_t max_bytes, uint8_t **buf, size_t *len, char *err,
-		    size_t errlen)
+/* Run cmd under /bin/sh with its stdout into a pipe whose read end is *fd.
+ * 0 or a negative errno with err. */
+static int pipe_spawn(const char *cmd, pid_t *pid, int *fd, char *err, size_t errlen)
 {
 	char shown[96];
-	*buf = NULL;
-	*len = 0;
 	int fds[2];
 	if (pipe2(fds, O_CLOEXEC))
 		return status_fail(err, errlen, -errno, "command \"%s\": cannot make a pipe: %s",
@@ -610,10 +645,10 @@ int kaldi_pipe_read(const char *cmd, size_t max_bytes, uint8_t **buf, size_t *le
 	posix_spawnattr_setsigdefault(&at, &all);
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
+					      POSIX_SPAWN_SETPGROUP);
 	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
-	pid_t pid;
-	int e = posix_spawn(&pid, "/bin/sh", &fa, &at, argv, environ);
+	int e = posix_spawn(pid, "/bin/sh", &fa, &at, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	close(fds[1]);
@@ -622,62 +657,98 @@ int kaldi_pipe_read(const char *cmd, size_t max_bytes, uint8_t **buf, size_t *le
 		return status_fail(err, errlen, -e, "command \"%s\": cannot run /bin/sh: %s",
 				   show_cmd(cmd, shown, sizeof(shown)), strerror(e));
 	}
+	*fd = fds[0];
+	return 0;
+}
 
+/* All of fd into *b (*n bytes), at most max_bytes. 0 or a negative errno
+ * with err; *b is the caller's to free either way. */
+static int pipe_slurp(int fd, const char *cmd, size_t max_bytes, uint8_t **b, size_t *n, char *err,
+		      size_t errlen)
+{
+	char shown[96];
 	/* Read one byte past the limit to know the output is larger. */
 	size_t limit = max_bytes < SIZE_MAX ? max_bytes + 1 : SIZE_MAX;
-	size_t cap = 0, n = 0;
-	uint8_t *b = NULL;
-	int rc = 0;
+	size_t cap = 0;
 	for (;;) {
-		if (n == cap) {
-			if (cap == limit) {
-				rc = status_fail(err, errlen, -EFBIG, "command \"%s\": output larger than %zu bytes",
-						 show_cmd(cmd, shown, sizeof(shown)), max_bytes);
-				break;
-			}
-			size_t nc = cap ? (cap > limit / 2 ? limit : 2 * cap) : (limit < 65536 ? limit : 65536);
-			uint8_t *nb = realloc(b, nc);
-			if (!nb) {
-				rc = status_fail(err, errlen, -ENOMEM, "command \"%s\": out of memory for its output",
-						 show_cmd(cmd, shown, sizeof(shown)));
-				break;
-			}
-			b = nb;
+		if (*n == cap) {
+			if (cap == limit)
+				return status_fail(err, errlen, -EFBIG,
+						   "command \"%s\": output larger than %zu bytes",
+						   show_cmd(cmd, shown, sizeof(shown)), max_bytes);
+			size_t nc = cap ? (cap > limit / 2 ? limit : 2 * cap)
+					: (limit < 65536 ? limit : 65536);
+			uint8_t *nb = realloc(*b, nc);
+			if (!nb)
+				return status_fail(err, errlen, -ENOMEM,
+						   "command \"%s\": out of memory for its output",
+						   show_cmd(cmd, shown, sizeof(shown)));
+			*b = nb;
 			cap = nc;
 		}
-		ssize_t got = read(fds[0], b + n, cap - n);
+		ssize_t got = read(fd, *b + *n, cap - *n);
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got < 0) {
-			rc = status_fail(err, errlen, -errno, "command \"%s\": reading its output: %s",
-					 show_cmd(cmd, shown, sizeof(shown)), strerror(errno));
-			break;
-		}
+		if (got < 0)
+			return status_fail(err, errlen, -errno,
+					   "command \"%s\": reading its output: %s",
+					   show_cmd(cmd, shown, sizeof(shown)), strerror(errno));
 		if (got == 0)
-			break;
-		n += (size_t)got;
+			return 0;
+		*n += (size_t)got;
 	}
-	if (rc)
-		kill(-pid, SIGKILL);
-	close(fds[0]);
+}
+
+/* Wait for pid; how it ended, as the command's verdict (n: the bytes it
+ * wrote). 0 or -errno with err. */
+static int pipe_verdict(pid_t pid, const char *cmd, size_t n, char *err, size_t errlen)
+{
+	char shown[96];
 	int st;
 	pid_t w;
 	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
-	if (!rc && w < 0)
-		rc = status_fail(err, errlen, -errno, "command \"%s\": cannot wait for it: %s",
-				 show_cmd(cmd, shown, sizeof(shown)), strerror(errno));
-	else if (!rc && WIFSIGNALED(st))
-		rc = status_fail(err, errlen, -EIO, "command \"%s\" killed by signal %d",
-				 show_cmd(cmd, shown, sizeof(shown)), WTERMSIG(st));
-	else if (!rc && WIFEXITED(st) && WEXITSTATUS(st) != 0)
-		rc = status_fail(err, errlen, -EIO, "command \"%s\" exited with status %d%s",
-				 show_cmd(cmd, shown, sizeof(shown)), WEXITSTATUS(st),
-				 WEXITSTATUS(st) == 127 ? " (command not found)" :
-				 WEXITSTATUS(st) == 126 ? " (not executable)" : "");
-	else if (!rc && n == 0)
-		rc = status_fail(err, errlen, -EIO, "command \"%s\" wrote nothing",
-				 show_cmd(cmd, shown, sizeof(shown)));
+	if (w < 0)
+		return status_fail(err, errlen, -errno, "command \"%s\": cannot wait for it: %s",
+				   show_cmd(cmd, shown, sizeof(shown)), strerror(errno));
+	if (WIFSIGNALED(st))
+		return status_fail(err, errlen, -EIO, "command \"%s\" killed by signal %d",
+				   show_cmd(cmd, shown, sizeof(shown)), WTERMSIG(st));
+	if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+		return status_fail(err, errlen, -EIO, "command \"%s\" exited with status %d%s",
+				   show_cmd(cmd, shown, sizeof(shown)), WEXITSTATUS(st),
+				   WEXITSTATUS(st) == 127   ? " (command not found)"
+				   : WEXITSTATUS(st) == 126 ? " (not executable)"
+							    : "");
+	if (n == 0)
+		return status_fail(err, errlen, -EIO, "command \"%s\" wrote nothing",
+				   show_cmd(cmd, shown, sizeof(shown)));
+	return 0;
+}
+
+int kaldi_pipe_read(const char *cmd, size_t max_bytes, uint8_t **buf, size_t *len, char *err,
+		    size_t errlen)
+{
+	*buf = NULL;
+	*len = 0;
+	pid_t pid;
+	int fd;
+	int rc = pipe_spawn(cmd, &pid, &fd, err, errlen);
+	if (rc)
+		return rc;
+	uint8_t *b = NULL;
+	size_t n = 0;
+	rc = pipe_slurp(fd, cmd, max_bytes, &b, &n, err, errlen);
+	if (rc)
+		kill(-pid, SIGKILL);
+	close(fd);
+	if (rc) {
+		/* reap it; the reading error is the one to report */
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	} else {
+		rc = pipe_verdict(pid, cmd, n, err, errlen);
+	}
 	if (rc) {
 		free(b);
 		return rc;
@@ -709,11 +780,13 @@ int kaldi_segment_samples(double start, double end, uint32_t rate, size_t total,
 	double length = (double)total / rate;
 	if (start > length)
 		return status_fail(err, errlen, FEEDER_EFORMAT,
-				   "segment %s starts after the end of the recording (%.3f s)", seg, length);
+				   "segment %s starts after the end of the recording (%.3f s)", seg,
+				   length);
 	if (end > length + KALDI_MAX_OVERSHOOT)
-		return status_fail(err, errlen, FEEDER_EFORMAT,
-				   "segment %s ends more than %.1f s after the end of the recording (%.3f s)",
-				   seg, KALDI_MAX_OVERSHOOT, length);
+		return status_fail(
+			err, errlen, FEEDER_EFORMAT,
+			"segment %s ends more than %.1f s after the end of the recording (%.3f s)",
+			seg, KALDI_MAX_OVERSHOOT, length);
 	size_t a = (size_t)(start * rate + 0.5);
 	size_t b = end < 0 || end > length ? total : (size_t)(end * rate + 0.5);
 	if (a > total)
@@ -721,9 +794,10 @@ int kaldi_segment_samples(double start, double end, uint32_t rate, size_t total,
 	if (b > total)
 		b = total;
 	if (b <= a)
-		return status_fail(err, errlen, FEEDER_EFORMAT,
-				   "segment %s holds no sample of the recording (%zu samples at %u Hz)", seg,
-				   total, rate);
+		return status_fail(
+			err, errlen, FEEDER_EFORMAT,
+			"segment %s holds no sample of the recording (%zu samples at %u Hz)", seg,
+			total, rate);
 	*first = a;
 	*count = b - a;
 	return 0;

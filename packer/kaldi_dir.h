@@ -53,19 +53,19 @@ struct kaldi_utt {
 	size_t reco;              /* index in recos */
 	const char *source;       /* recos[reco].source, .is_pipe */
 	int is_pipe;
-	double start, end;        /* seconds; a whole recording is 0, -1 */
-	double dur;               /* from utt2dur, or -1 */
+	double start, end; /* seconds; a whole recording is 0, -1 */
+	double dur;        /* from utt2dur, or -1 */
 };
 
 struct kaldi_dir {
-	struct kaldi_utt *utts;   /* sorted by id (bytewise) */
+	struct kaldi_utt *utts; /* sorted by id (bytewise) */
 	size_t nutts;
 	struct kaldi_reco *recos; /* every line of wav.scp, sorted by id */
 	size_t nrecos;
-	const char **speakers;    /* distinct speakers sorted bytewise: the class table */
+	const char **speakers; /* distinct speakers sorted bytewise: the class table */
 	uint32_t nspeakers;
 	int has_segments;
-	char *text[3];            /* private: the files the strings point into */
+	char *text[3]; /* private: the files the strings point into */
 };
 
 /* How far a segment's end may lie after the end of its recording, in

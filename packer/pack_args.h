@@ -1,35 +1,24 @@
 /* pack_args.h — command-line helpers of packer's subcommands.
  *
- * Every subcommand parses its options with getopt_long through
- * pack_getopt, which prints the one-line usage errors (pack_msg.h), and its
- * numbers with pack_parse_uint and pack_parse_size; pack_options_string
- * records the command
- * line in the dataset header. */
+ * Every subcommand describes its options as a table (proto/argtab.h) and
+ * parses them through pack_args_parse, which prints the one-line usage
+ * errors (pack_msg.h); pack_options_string records the command line in the
+ * dataset header. Numbers that are operands rather than options go through
+ * argtab_parse_uint. */
 #ifndef FEEDER_PACK_ARGS_H
 #define FEEDER_PACK_ARGS_H
 
-#include <getopt.h>
+#include "argtab.h"
+
 #include <stddef.h>
 
-/* getopt_long over argv for subcommand cmd (named in messages, as in
- * pack_usage_error), options allowed before, between and after the operands
- * (GNU permutation; "--" ends them). The caller sets optind = 0 before the
- * first call (argv[0], the subcommand word, is not parsed). Returns the next
- * option's val, -1 when the options are done (the operands are then
- * argv[optind..argc)), or '?' after printing "unknown option" or "option
- * needs an argument": the caller then returns PACK_EXIT_USAGE. shortopts
- * does not start with ':', '+' or '-' (this adds the ':'). */
-int pack_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
-		const struct option *longopts);
-
-/* Parse a decimal unsigned number in [min, max] (whole string). 0 or -EINVAL. */
-int pack_parse_uint(const char *s, unsigned long long min, unsigned long long max,
-		    unsigned long long *out);
-
-/* Parse a size: a decimal number of bytes, optionally followed by K, M or G
- * (KiB, MiB, GiB; "64M"), in [min, max]. 0 or -EINVAL. */
-int pack_parse_size(const char *s, unsigned long long min, unsigned long long max,
-		    unsigned long long *out);
+/* Parse argv for subcommand cmd (named in messages, as in pack_usage_error;
+ * argv[0], the subcommand word, is not parsed) against tab: options before,
+ * between and after the operands, "--" ending them; at most max operands,
+ * into operands[0..*noperands). Returns 0, or PACK_EXIT_USAGE after
+ * printing "packer: CMD: <why> (try 'packer CMD --help')". */
+int pack_args_parse(const char *cmd, struct argtab *tab, int argc, char **argv, char **operands,
+		    int max, int *noperands);
 
 /* Join argv[first..argc) with spaces into out (at most outlen-1 chars,
  * truncated), for struct dsformat_header.options. */

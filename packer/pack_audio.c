@@ -56,7 +56,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -72,9 +71,9 @@
 
 struct audio_opts {
 	struct fbank_opts fb;
-	int wave;          /* --store wave: 16-bit PCM, no features */
-	uint32_t rate;     /* --rate: what every file is resampled to */
-	uint32_t channel;  /* --channel, 0-based here */
+	int wave;         /* --store wave: 16-bit PCM, no features */
+	uint32_t rate;    /* --rate: what every file is resampled to */
+	uint32_t channel; /* --channel, 0-based here */
 	uint32_t dtype;
 	unsigned threads;
 	int force, strict, verbose, follow_links;
@@ -86,8 +85,8 @@ struct audio_opts {
 struct audio_out {
 	uint8_t *payload;
 	uint32_t len, frames, dim, crc;
-	int rc;        /* 0, or the error that skips it (or ends the pack) */
-	int empty;     /* decoded fine but has no frames */
+	int rc;    /* 0, or the error that skips it (or ends the pack) */
+	int empty; /* decoded fine but has no frames */
 	char msg[256];
 };
 
@@ -97,11 +96,11 @@ struct audio_out {
  * worker. */
 struct audio_item {
 	struct pack_read rd;
-	int pipe;            /* kaldi: the bytes come from recos[reco]'s command */
-	size_t reco;         /* kaldi: the recording */
-	size_t first, n;     /* its utterances: order[first .. first + n) (tree: one) */
+	int pipe;              /* kaldi: the bytes come from recos[reco]'s command */
+	size_t reco;           /* kaldi: the recording */
+	size_t first, n;       /* its utterances: order[first .. first + n) (tree: one) */
 	struct audio_out *out; /* n of them */
-	int rc;              /* reading or decoding failed: all n are lost */
+	int rc;                /* reading or decoding failed: all n are lost */
 	char msg[256];
 };
 
@@ -121,191 +120,148 @@ struct audio_worker {
 	struct fbank *fb;
 };
 
-static const char audio_usage[] =
+static const char audio_about[] =
 	"usage: packer pack audio [options] SRC DEST\n"
 	"\n"
 	"Pack a speaker-per-folder tree of audio files as Kaldi-style features or as\n"
 	"waveforms: SRC/<speaker>/<utterance>.wav (or .flac, .ogg, .aiff, ...);\n"
 	"speakers sorted by name are the classes. Files are decoded by libsndfile\n"
 	"(WAV of any PCM width or float, FLAC, OGG/Vorbis, ...) and resampled to\n"
-	"--rate with libsoxr; of several channels one is kept.\n"
-	"\n"
-	"  --store features|wave   Kaldi features (default) or 16-bit PCM waveforms\n"
-	"                          (for feederd's wave pipeline, noise and RIR sets)\n"
-	"  --rate HZ               sample rate to resample to (default 16000; features: 16000)\n"
-	"  --channel N             channel kept of a multi-channel file (default 1, the first)\n"
-	"  --kaldi                 SRC is a Kaldi data directory: wav.scp, utt2spk, optional\n"
-	"                          segments and utt2dur; utterance ids are the names,\n"
-	"                          speakers sorted by name the classes\n"
-	"  --allow-pipes           run wav.scp's commands (\"utt cmd |\"): they are shell\n"
-	"                          commands, refused without this\n"
-	"  --features fbank|mfcc   log mel filterbank (default) or MFCC\n"
-	"  --bins N                mel bins (default 40 for fbank, 30 for mfcc)\n"
-	"  --ceps N                MFCC cepstra kept (default 30, at most --bins)\n"
-	"  --vad                   drop unvoiced frames (Kaldi compute-vad, VoxCeleb settings)\n"
-	"  --dtype f16|f32         stored feature element type (default f16)\n"
-	"  --threads N             feature worker threads (default: online CPUs)\n"
-	"  --strict                an unreadable or non-conforming file is fatal, not skipped\n"
-	"  --follow-links          follow symbolic links to folders (each folder is walked once)\n"
-	"  --max-file-size SIZE    skip larger files unread (default 64M; K, M, G suffixes)\n"
-	"  --force                 replace DEST if it exists\n"
-	"  -v, --verbose           progress lines even when stderr is not a terminal\n"
-	"  -h, --help              this text\n"
-	"\n"
+	"--rate with libsoxr; of several channels one is kept.\n";
+
+static const char audio_recipe[] =
 	"Frames are 25 ms every 10 ms (snip-edges), Povey window, 512-point FFT, mel\n"
 	"filters from 20 to 7600 Hz, natural log floored at FLT_EPSILON, no dither.\n";
 
 #define CMD "pack audio"
 
-static int audio_parse_args(int argc, char **argv, struct audio_opts *o, int *first_operand)
+/* The command line's values before they are settled into struct audio_opts. */
+struct audio_args {
+	int wave, kind, vad, dtype, help;
+	unsigned channel;
+	unsigned long long bins, ceps, threads;
+};
+
+static const struct argtab_choice audio_stores[] = { { "features", 0 },
+						     { "wave", 1 },
+						     { NULL, 0 } };
+static const struct argtab_choice audio_kinds[] = { { "fbank", FBANK_KIND_FBANK },
+						    { "mfcc", FBANK_KIND_MFCC },
+						    { NULL, 0 } };
+static const struct argtab_choice audio_dtypes[] = { { "f16", DSFORMAT_DTYPE_F16 },
+						     { "f32", DSFORMAT_DTYPE_F32 },
+						     { NULL, 0 } };
+
+/* The options that make sense together; 0 or PACK_EXIT_USAGE (said). */
+static int audio_check_args(const struct argtab *tab, const struct audio_args *a,
+			    const struct audio_opts *o)
 {
-	enum { OPT_FEATURES = 256, OPT_BINS, OPT_CEPS, OPT_VAD, OPT_DTYPE, OPT_THREADS, OPT_FORCE,
-	       OPT_STRICT, OPT_FOLLOW, OPT_MAX_FILE, OPT_STORE, OPT_RATE, OPT_CHANNEL, OPT_KALDI,
-	       OPT_PIPES };
-	static const struct option longopts[] = {
-		{"kaldi", no_argument, NULL, OPT_KALDI},
-		{"allow-pipes", no_argument, NULL, OPT_PIPES},
-		{"store", required_argument, NULL, OPT_STORE},
-		{"rate", required_argument, NULL, OPT_RATE},
-		{"channel", required_argument, NULL, OPT_CHANNEL},
-		{"features", required_argument, NULL, OPT_FEATURES},
-		{"bins", required_argument, NULL, OPT_BINS},
-		{"ceps", required_argument, NULL, OPT_CEPS},
-		{"vad", no_argument, NULL, OPT_VAD},
-		{"dtype", required_argument, NULL, OPT_DTYPE},
-		{"threads", required_argument, NULL, OPT_THREADS},
-		{"force", no_argument, NULL, OPT_FORCE},
-		{"strict", no_argument, NULL, OPT_STRICT},
-		{"follow-links", no_argument, NULL, OPT_FOLLOW},
-		{"max-file-size", required_argument, NULL, OPT_MAX_FILE},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int kind = FBANK_KIND_FBANK, vad = 0, feature_opt = 0;
-	unsigned long long bins = 0, ceps = 0, threads = 0, v;
-	memset(o, 0, sizeof(*o));
-	o->dtype = DSFORMAT_DTYPE_F16;
-	o->rate = FBANK_RATE;
-	o->max_file = PACK_MAX_FILE_DEFAULT;
-	optind = 0; /* GNU: full re-initialisation, argv[0] is the kind word */
-	int c;
-	while ((c = pack_getopt(CMD, argc, argv, "hv", longopts)) != -1) {
-		if (c == OPT_FEATURES || c == OPT_BINS || c == OPT_CEPS || c == OPT_VAD || c == OPT_DTYPE)
-			feature_opt = c;
-		switch (c) {
-		case OPT_KALDI:
-			o->kaldi = 1;
-			break;
-		case OPT_PIPES:
-			o->allow_pipes = 1;
-			break;
-		case OPT_STORE:
-			if (!strcmp(optarg, "features") || !strcmp(optarg, "wave"))
-				o->wave = optarg[0] == 'w';
-			else
-				return pack_usage_error(CMD, "--store '%s' is neither features nor wave", optarg);
-			break;
-		case OPT_RATE:
-			if (pack_parse_uint(optarg, DSFORMAT_RATE_MIN, DSFORMAT_RATE_MAX, &v) != 0)
-				return pack_usage_error(CMD, "--rate '%s' is not a number in %d..%d", optarg,
-							DSFORMAT_RATE_MIN, DSFORMAT_RATE_MAX);
-			o->rate = (uint32_t)v;
-			break;
-		case OPT_CHANNEL:
-			if (pack_parse_uint(optarg, 1, 1024, &v) != 0)
-				return pack_usage_error(CMD, "--channel '%s' is not a number in 1..1024", optarg);
-			o->channel = (uint32_t)v - 1;
-			break;
-		case OPT_FEATURES:
-			if (!strcmp(optarg, "fbank"))
-				kind = FBANK_KIND_FBANK;
-			else if (!strcmp(optarg, "mfcc"))
-				kind = FBANK_KIND_MFCC;
-			else
-				return pack_usage_error(CMD, "--features '%s' is neither fbank nor mfcc", optarg);
-			break;
-		case OPT_BINS:
-			if (pack_parse_uint(optarg, 3, FBANK_FFT_LEN / 2, &v) != 0)
-				return pack_usage_error(CMD, "--bins '%s' is not a number in 3..256", optarg);
-			bins = v;
-			break;
-		case OPT_CEPS:
-			if (pack_parse_uint(optarg, 1, FBANK_FFT_LEN / 2, &v) != 0)
-				return pack_usage_error(CMD, "--ceps '%s' is not a number in 1..256", optarg);
-			ceps = v;
-			break;
-		case OPT_VAD:
-			vad = 1;
-			break;
-		case OPT_DTYPE:
-			if (!strcmp(optarg, "f16"))
-				o->dtype = DSFORMAT_DTYPE_F16;
-			else if (!strcmp(optarg, "f32"))
-				o->dtype = DSFORMAT_DTYPE_F32;
-			else
-				return pack_usage_error(CMD, "--dtype '%s' is neither f16 nor f32", optarg);
-			break;
-		case OPT_THREADS:
-			if (pack_parse_uint(optarg, 1, AUDIO_MAX_THREADS, &v) != 0)
-				return pack_usage_error(CMD, "--threads '%s' is not a number in 1..256", optarg);
-			threads = v;
-			break;
-		case OPT_FORCE:
-			o->force = 1;
-			break;
-		case OPT_STRICT:
-			o->strict = 1;
-			break;
-		case OPT_FOLLOW:
-			o->follow_links = 1;
-			break;
-		case OPT_MAX_FILE:
-			if (pack_parse_size(optarg, 1, DSFORMAT_MAX_PAYLOAD, &o->max_file) != 0)
-				return pack_usage_error(CMD, "--max-file-size '%s' is not a size from 1 to 1G (e.g. 64M)",
-							optarg);
-			break;
-		case 'v':
-			o->verbose = 1;
-			break;
-		case 'h':
-			fputs(audio_usage, stdout);
-			return -1;
-		default:
-			return PACK_EXIT_USAGE;
-		}
-	}
-	if (argc - optind < 2)
-		return pack_usage_error(CMD, "%s", "missing SRC or DEST");
-	if (argc - optind > 2)
-		return pack_usage_error(CMD, "unexpected argument '%s'", argv[optind + 2]);
-	if (ceps && kind != FBANK_KIND_MFCC)
+	static const char *const feature_opts[] = { "features", "bins", "ceps", "vad", "dtype" };
+	if (a->ceps && a->kind != FBANK_KIND_MFCC)
 		return pack_usage_error(CMD, "%s", "--ceps applies to --features mfcc only");
-	if (o->wave && feature_opt)
-		return pack_usage_error(CMD, "--%s applies to --store features only",
-					feature_opt == OPT_FEATURES ? "features" : feature_opt == OPT_BINS ? "bins"
-					: feature_opt == OPT_CEPS ? "ceps" : feature_opt == OPT_VAD ? "vad" : "dtype");
+	for (size_t i = 0; a->wave && i < sizeof feature_opts / sizeof *feature_opts; i++)
+		if (argtab_given(tab, feature_opts[i]))
+			return pack_usage_error(CMD, "--%s applies to --store features only",
+						feature_opts[i]);
 	if (o->allow_pipes && !o->kaldi)
 		return pack_usage_error(CMD, "%s", "--allow-pipes applies to --kaldi only");
 	if (!o->wave && o->rate != FBANK_RATE)
-		return pack_usage_error(CMD, "--rate %u: features are computed at %d Hz (--store wave "
-					"keeps other rates)", o->rate, FBANK_RATE);
-	if (o->wave)
-		o->dtype = DSFORMAT_DTYPE_S16;
-	fbank_opts_default(&o->fb, kind);
-	if (bins)
-		o->fb.bins = (int)bins;
-	if (ceps)
-		o->fb.ceps = (int)ceps;
-	else if (kind == FBANK_KIND_MFCC && o->fb.ceps > o->fb.bins)
+		return pack_usage_error(CMD,
+					"--rate %u: features are computed at %d Hz (--store wave "
+					"keeps other rates)",
+					o->rate, FBANK_RATE);
+	return 0;
+}
+
+/* The defaults the options leave to the program: the features' settings and
+ * the thread count. */
+static void audio_settle(const struct audio_args *a, struct audio_opts *o)
+{
+	o->wave = a->wave;
+	o->channel = a->channel - 1;
+	o->dtype = a->wave ? DSFORMAT_DTYPE_S16 : (uint32_t)a->dtype;
+	fbank_opts_default(&o->fb, a->kind);
+	if (a->bins)
+		o->fb.bins = (int)a->bins;
+	if (a->ceps)
+		o->fb.ceps = (int)a->ceps;
+	else if (a->kind == FBANK_KIND_MFCC && o->fb.ceps > o->fb.bins)
 		o->fb.ceps = o->fb.bins; /* --bins below 30 without --ceps: keep them all */
-	o->fb.vad = vad;
+	o->fb.vad = a->vad;
+	unsigned long long threads = a->threads;
 	if (!threads) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = cpus < 1 ? 1 : cpus > AUDIO_MAX_THREADS ? AUDIO_MAX_THREADS : (unsigned long long)cpus;
+		threads = cpus < 1                   ? 1
+			  : cpus > AUDIO_MAX_THREADS ? AUDIO_MAX_THREADS
+						     : (unsigned long long)cpus;
 	}
 	o->threads = (unsigned)threads;
-	*first_operand = optind;
+}
+
+/* Parse the command line into o and the operands SRC and DEST. 0, -1 after
+ * --help, or PACK_EXIT_USAGE (said). */
+static int audio_parse_args(int argc, char **argv, struct audio_opts *o, char *ops[2])
+{
+	struct audio_args a = { .kind = FBANK_KIND_FBANK,
+				.dtype = DSFORMAT_DTYPE_F16,
+				.channel = 1 };
+	memset(o, 0, sizeof(*o));
+	o->rate = FBANK_RATE;
+	o->max_file = PACK_MAX_FILE_DEFAULT;
+	struct argtab tab[] = {
+		ARGTAB_ENUM("store", 0, &a.wave, audio_stores, NULL,
+			    "Kaldi features (default) or 16-bit PCM waveforms\n"
+			    "(for feederd's wave pipeline, noise and RIR sets)"),
+		ARGTAB_INT("rate", 0, &o->rate, DSFORMAT_RATE_MIN, DSFORMAT_RATE_MAX, "HZ",
+			   "sample rate to resample to (default 16000; features: 16000)"),
+		ARGTAB_INT("channel", 0, &a.channel, 1, 1024, "N",
+			   "channel kept of a multi-channel file (default 1, the first)"),
+		ARGTAB_FLAG("kaldi", 0, &o->kaldi,
+			    "SRC is a Kaldi data directory: wav.scp, utt2spk, optional\n"
+			    "segments and utt2dur; utterance ids are the names,\n"
+			    "speakers sorted by name the classes"),
+		ARGTAB_FLAG("allow-pipes", 0, &o->allow_pipes,
+			    "run wav.scp's commands (\"utt cmd |\"): they are shell\n"
+			    "commands, refused without this"),
+		ARGTAB_ENUM("features", 0, &a.kind, audio_kinds, NULL,
+			    "log mel filterbank (default) or MFCC"),
+		ARGTAB_INT("bins", 0, &a.bins, 3, FBANK_FFT_LEN / 2, "N",
+			   "mel bins (default 40 for fbank, 30 for mfcc)"),
+		ARGTAB_INT("ceps", 0, &a.ceps, 1, FBANK_FFT_LEN / 2, "N",
+			   "MFCC cepstra kept (default 30, at most --bins)"),
+		ARGTAB_FLAG("vad", 0, &a.vad,
+			    "drop unvoiced frames (Kaldi compute-vad, VoxCeleb settings)"),
+		ARGTAB_ENUM("dtype", 0, &a.dtype, audio_dtypes, NULL,
+			    "stored feature element type (default f16)"),
+		ARGTAB_INT("threads", 0, &a.threads, 1, AUDIO_MAX_THREADS, "N",
+			   "feature worker threads (default: online CPUs)"),
+		ARGTAB_FLAG("strict", 0, &o->strict,
+			    "an unreadable or non-conforming file is fatal, not skipped"),
+		ARGTAB_FLAG("follow-links", 0, &o->follow_links,
+			    "follow symbolic links to folders (each folder is walked once)"),
+		ARGTAB_SIZE("max-file-size", 0, &o->max_file, 1, DSFORMAT_MAX_PAYLOAD, "SIZE",
+			    "skip larger files unread (default 64M; K, M, G suffixes)"),
+		ARGTAB_FLAG("force", 0, &o->force, "replace DEST if it exists"),
+		ARGTAB_FLAG("verbose", 'v', &o->verbose,
+			    "progress lines even when stderr is not a terminal"),
+		ARGTAB_FLAG("help", 'h', &a.help, "this text"),
+		ARGTAB_END,
+	};
+	int n, rc = pack_args_parse(CMD, tab, argc, argv, ops, 2, &n);
+	if (rc)
+		return rc;
+	if (a.help) {
+		printf("%s\n", audio_about);
+		argtab_help(stdout, tab);
+		printf("\n%s", audio_recipe);
+		return -1;
+	}
+	if (n < 2)
+		return pack_usage_error(CMD, "%s", "missing SRC or DEST");
+	o->wave = a.wave;
+	if ((rc = audio_check_args(tab, &a, o)))
+		return rc;
+	audio_settle(&a, o);
 	return 0;
 }
 
@@ -320,8 +276,8 @@ static int audio_sniff(const uint8_t *head, size_t len)
 /* The suffixes of the containers audio_file decodes (case-insensitive). */
 static int audio_is_audio(const char *name)
 {
-	static const char *const ext[] = {".wav", ".flac", ".ogg", ".oga", ".aif", ".aiff",
-					  ".aifc", ".au", ".snd", ".caf", ".w64", ".rf64"};
+	static const char *const ext[] = { ".wav",  ".flac", ".ogg", ".oga", ".aif", ".aiff",
+					   ".aifc", ".au",   ".snd", ".caf", ".w64", ".rf64" };
 	const char *dot = strrchr(name, '.');
 	for (size_t i = 0; dot && i < sizeof(ext) / sizeof(ext[0]); i++)
 		if (strcasecmp(dot, ext[i]) == 0)
@@ -358,7 +314,8 @@ static void audio_encode(struct audio_out *it, const float *x, size_t n, struct 
 		it->dim = 1;
 		count = n;
 	} else {
-		it->rc = fbank_compute(fb, x, n, &m, &it->frames, &it->dim, it->msg, sizeof(it->msg));
+		it->rc = fbank_compute(fb, x, n, &m, &it->frames, &it->dim, it->msg,
+				       sizeof(it->msg));
 		if (it->rc < 0)
 			return;
 		if (it->frames == 0) {
@@ -416,8 +373,9 @@ static void audio_process(const struct audio_batch *b, struct audio_item *it, st
 		if (it->rc < 0)
 			return;
 		if (!audio_file_sniff(piped, len)) {
-			it->rc = status_fail(it->msg, sizeof(it->msg), FEEDER_EFORMAT,
-					     "the command's output is not an audio file (WAV, FLAC, ...)");
+			it->rc = status_fail(
+				it->msg, sizeof(it->msg), FEEDER_EFORMAT,
+				"the command's output is not an audio file (WAV, FLAC, ...)");
 			goto out;
 		}
 		bytes = piped;
@@ -434,8 +392,9 @@ static void audio_process(const struct audio_batch *b, struct audio_item *it, st
 		const struct kaldi_utt *u = b->kd ? &b->kd->utts[b->order[it->first + j]] : NULL;
 		size_t first = 0, count = n;
 		if (u && b->kd->has_segments) {
-			it->out[j].rc = kaldi_segment_samples(u->start, u->end, o->rate, n, &first, &count,
-							      it->out[j].msg, sizeof(it->out[j].msg));
+			it->out[j].rc =
+				kaldi_segment_samples(u->start, u->end, o->rate, n, &first, &count,
+						      it->out[j].msg, sizeof(it->out[j].msg));
 			if (it->out[j].rc)
 				continue;
 		}
@@ -481,11 +440,11 @@ struct audio_group {
 };
 
 struct audio_pack {
-	struct kaldi_dir kd;       /* --kaldi */
-	size_t *order;             /* utterances by recording, then id */
+	struct kaldi_dir kd; /* --kaldi */
+	size_t *order;       /* utterances by recording, then id */
 	struct audio_group *groups;
 	size_t ngroups, next_group;
-	const char **kpaths;       /* the files among the recordings, for the reader */
+	const char **kpaths; /* the files among the recordings, for the reader */
 	size_t nkpaths;
 	const char *src, *dest;
 	struct audio_opts o;
@@ -509,19 +468,22 @@ static void audio_options_string(const struct audio_pack *p, char *out, size_t l
 			 p->o.rate, p->o.channel + 1);
 		return;
 	}
-	int n = snprintf(out, len, "features=%s bins=%d", f->kind == FBANK_KIND_MFCC ? "mfcc" : "fbank",
-			 f->bins);
+	int n = snprintf(out, len, "features=%s bins=%d",
+			 f->kind == FBANK_KIND_MFCC ? "mfcc" : "fbank", f->bins);
 	if (f->kind == FBANK_KIND_MFCC && n > 0 && (size_t)n < len)
 		n += snprintf(out + n, len - (size_t)n, " ceps=%d lifter=%g use-energy=%d", f->ceps,
 			      f->lifter, f->use_energy);
 	if (n > 0 && (size_t)n < len)
-		n += snprintf(out + n, len - (size_t)n,
-			      " low-freq=%g high-freq=%g window=%s frame=25ms shift=10ms snip-edges=1 dither=0"
-			      " vad=%d dtype=%s",
-			      f->low_freq, f->high_freq, f->window == FBANK_WINDOW_HAMMING ? "hamming" : "povey",
-			      f->vad, dsformat_dtype_name(p->o.dtype));
+		n += snprintf(
+			out + n, len - (size_t)n,
+			" low-freq=%g high-freq=%g window=%s frame=25ms shift=10ms snip-edges=1 dither=0"
+			" vad=%d dtype=%s",
+			f->low_freq, f->high_freq,
+			f->window == FBANK_WINDOW_HAMMING ? "hamming" : "povey", f->vad,
+			dsformat_dtype_name(p->o.dtype));
 	if (n > 0 && (size_t)n < len && f->vad)
-		snprintf(out + n, len - (size_t)n, " vad-threshold=%g vad-mean-scale=%g vad-proportion=%g vad-context=%d",
+		snprintf(out + n, len - (size_t)n,
+			 " vad-threshold=%g vad-mean-scale=%g vad-proportion=%g vad-context=%d",
 			 f->vad_threshold, f->vad_mean_scale, f->vad_proportion, f->vad_context);
 }
 
@@ -556,8 +518,8 @@ static int audio_store_batch(struct audio_pack *p, struct audio_batch *b, char *
 				return PACK_EXIT_USAGE;
 			}
 			if (p->o.kaldi)
-				pack_warn("%s: %s, its %zu utterance%s skipped", what, it->msg, it->n,
-					  it->n == 1 ? "" : "s");
+				pack_warn("%s: %s, its %zu utterance%s skipped", what, it->msg,
+					  it->n, it->n == 1 ? "" : "s");
 			else
 				pack_warn("%s: %s, skipped", what, it->msg);
 			p->skipped += it->n;
@@ -565,7 +527,8 @@ static int audio_store_batch(struct audio_pack *p, struct audio_batch *b, char *
 		}
 		for (size_t j = 0; j < it->n; j++) {
 			struct audio_out *o = &it->out[j];
-			const struct kaldi_utt *u = p->o.kaldi ? &p->kd.utts[p->order[it->first + j]] : NULL;
+			const struct kaldi_utt *u =
+				p->o.kaldi ? &p->kd.utts[p->order[it->first + j]] : NULL;
 			char uwhat[600];
 			if (u)
 				snprintf(uwhat, sizeof(uwhat), "utterance %s of %s", u->id, what);
@@ -598,7 +561,8 @@ static int audio_store_batch(struct audio_pack *p, struct audio_batch *b, char *
 				.dim = o->dim,
 				.dtype = p->o.dtype,
 			};
-			if (dsstore_writer_put_sample(p->w, p->packed, &s, o->payload, err, errlen) < 0 ||
+			if (dsstore_writer_put_sample(p->w, p->packed, &s, o->payload, err,
+						      errlen) < 0 ||
 			    dsstore_writer_put_name(p->w, p->packed, u ? u->id : it->rd.path, err,
 						    errlen) < 0) {
 				pack_error("pack audio: %s: %s", p->dest, err);
@@ -652,7 +616,8 @@ static int audio_next(struct audio_pack *p, struct audio_item *it, char *err, si
 		return 1;
 	int rc = pack_reader_next(p->r, &it->rd, err, errlen);
 	if (rc == 0 && p->o.kaldi)
-		return status_fail(err, errlen, FEEDER_EFORMAT, "the reader ended before the recordings");
+		return status_fail(err, errlen, FEEDER_EFORMAT,
+				   "the reader ended before the recordings");
 	if (!p->o.kaldi)
 		it->first = it->rd.index;
 	return rc;
@@ -662,8 +627,10 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 {
 	/* A file over --max-file-size, or one that does not begin as a WAV,
 	 * is refused before it is read whole. */
-	struct pack_reader_opts ropts = { .max_file = (size_t)p->o.max_file, .sniff = audio_sniff,
-					  .sniff_fail = "not an audio file (WAV, FLAC, OGG, AIFF, ...)" };
+	struct pack_reader_opts ropts = { .max_file = (size_t)p->o.max_file,
+					  .sniff = audio_sniff,
+					  .sniff_fail =
+						  "not an audio file (WAV, FLAC, OGG, AIFF, ...)" };
 	int rc = p->o.kaldi ? pack_reader_open(p->srcfd, p->kpaths, p->nkpaths, &ropts, &p->r, err,
 					       errlen)
 			    : pack_reader_open(p->srcfd, (const char *const *)p->s.paths, p->s.n,
@@ -678,8 +645,11 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 		pack_error("pack audio: out of memory");
 		return PACK_EXIT_FAIL;
 	}
-	struct audio_batch b = {.r = p->r, .items = p->items, .o = &p->o,
-				.kd = p->o.kaldi ? &p->kd : NULL, .order = p->order};
+	struct audio_batch b = { .r = p->r,
+				 .items = p->items,
+				 .o = &p->o,
+				 .kd = p->o.kaldi ? &p->kd : NULL,
+				 .order = p->order };
 	pack_progress_init(&p->prog, p->o.kaldi ? p->ngroups : p->s.n, p->o.verbose);
 	p->prog.what = p->o.kaldi ? "recordings" : "files";
 	int status = 0, done = 0;
@@ -710,7 +680,8 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 	pack_progress_done(&p->prog);
 	if (p->packed == 0) {
 		pack_error("pack audio: %s: none of the %zu %s gave %s", p->src,
-			   p->o.kaldi ? p->kd.nutts : p->s.n, p->o.kaldi ? "utterances" : "audio files",
+			   p->o.kaldi ? p->kd.nutts : p->s.n,
+			   p->o.kaldi ? "utterances" : "audio files",
 			   p->o.wave ? "samples" : "features");
 		return PACK_EXIT_USAGE;
 	}
@@ -726,8 +697,9 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 	snprintf(h.packer_version, sizeof(h.packer_version), "%s", FEEDER_VERSION);
 	audio_options_string(p, h.options, sizeof(h.options));
 	for (uint32_t c = 0; c < h.classes; c++)
-		if (dsstore_writer_put_label(p->w, c, p->o.kaldi ? p->kd.speakers[c] : p->s.classes[c],
-					     err, errlen) < 0) {
+		if (dsstore_writer_put_label(p->w, c,
+					     p->o.kaldi ? p->kd.speakers[c] : p->s.classes[c], err,
+					     errlen) < 0) {
 			pack_error("pack audio: %s: %s", p->dest, err);
 			return PACK_EXIT_FAIL;
 		}
@@ -748,7 +720,8 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 		snprintf(what, sizeof(what), "%u x %s features", p->dim,
 			 dsformat_dtype_name(p->o.dtype));
 	if (p->skipped || p->empty || p->o.verbose)
-		fprintf(stderr, "packer: %s: %llu utterances of %u speakers, %s"
+		fprintf(stderr,
+			"packer: %s: %llu utterances of %u speakers, %s"
 			" (%llu unreadable or bad files skipped, %llu without %s)\n",
 			p->dest, (unsigned long long)p->packed, h.classes, what,
 			(unsigned long long)p->skipped, (unsigned long long)p->empty,
@@ -800,11 +773,11 @@ static int audio_load_kaldi(struct audio_pack *p)
 		}
 		if (p->kd.recos[r].is_pipe && !p->o.allow_pipes) {
 			pack_error("pack audio: %s/wav.scp: recording %s is a command (\"%s |\"); "
-				   "commands run only with --allow-pipes", p->src, p->kd.recos[r].id,
-				   p->kd.recos[r].source);
+				   "commands run only with --allow-pipes",
+				   p->src, p->kd.recos[r].id, p->kd.recos[r].source);
 			return PACK_EXIT_USAGE;
 		}
-		p->groups[p->ngroups++] = (struct audio_group){.reco = r, .first = i, .n = 1};
+		p->groups[p->ngroups++] = (struct audio_group){ .reco = r, .first = i, .n = 1 };
 		if (!p->kd.recos[r].is_pipe)
 			p->kpaths[p->nkpaths++] = p->kd.recos[r].source;
 	}
@@ -815,14 +788,14 @@ int pack_audio_main(int argc, char **argv)
 {
 	struct audio_pack p;
 	char err[512];
-	int first = 0;
+	char *ops[2];
 	memset(&p, 0, sizeof(p));
 	p.srcfd = -1;
-	int rc = audio_parse_args(argc, argv, &p.o, &first);
+	int rc = audio_parse_args(argc, argv, &p.o, ops);
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	p.src = argv[first];
-	p.dest = argv[first + 1];
+	p.src = ops[0];
+	p.dest = ops[1];
 
 	/* One extractor per worker; this also validates the feature options
 	 * before anything touches DEST. */
@@ -861,8 +834,10 @@ int pack_audio_main(int argc, char **argv)
 		status = PACK_EXIT_USAGE;
 		goto out;
 	}
-	struct pack_tree_rules rules = { .class_noun = "speaker", .sample_noun = "audio files",
-					 .is_sample = audio_is_audio, .follow_links = p.o.follow_links };
+	struct pack_tree_rules rules = { .class_noun = "speaker",
+					 .sample_noun = "audio files",
+					 .is_sample = audio_is_audio,
+					 .follow_links = p.o.follow_links };
 	rc = pack_src_scan_tree(p.srcfd, p.src, &rules, &p.s, err, sizeof(err));
 	if (rc < 0) {
 		pack_error("pack audio: %s", err);
@@ -870,7 +845,9 @@ int pack_audio_main(int argc, char **argv)
 		goto out;
 	}
 	if (p.s.n == 0) {
-		pack_error("pack audio: %s: no audio files in speaker folders (SRC/<speaker>/*.wav)", p.src);
+		pack_error(
+			"pack audio: %s: no audio files in speaker folders (SRC/<speaker>/*.wav)",
+			p.src);
 		status = PACK_EXIT_USAGE;
 		goto out;
 	}

@@ -1,5 +1,5 @@
 /* pack_audio_none.c — `packer pack audio` in a build without FFTW (the
- * audio features need it; tools/meson.build picks this file or
+ * audio features need it; packer/meson.build picks this file or
  * pack_audio.c): a clear usage error instead of a missing command. */
 #include "packer.h"
 

@@ -107,8 +107,8 @@ static int replaceable_dir(const char *dir)
 	int ok = 1;
 	struct dirent *e;
 	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "data.mdb") &&
-		    strcmp(e->d_name, "lock.mdb"))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    strcmp(e->d_name, "data.mdb") && strcmp(e->d_name, "lock.mdb"))
 			ok = 0;
 	closedir(d);
 	return ok;
@@ -166,8 +166,8 @@ static void clean_stale_tmps(const char *parent, const char *base)
 	size_t blen = strlen(base);
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, base, blen) != 0 || strncmp(e->d_name + blen, ".tmp-", 5) != 0 ||
-		    strlen(e->d_name + blen + 5) != 6)
+		if (strncmp(e->d_name, base, blen) != 0 ||
+		    strncmp(e->d_name + blen, ".tmp-", 5) != 0 || strlen(e->d_name + blen + 5) != 6)
 			continue;
 		char path[PATH_MAX * 2];
 		snprintf(path, sizeof(path), "%s/%s", parent, e->d_name);
@@ -202,11 +202,13 @@ int pack_dest_begin(struct pack_dest *d, const char *dest, int force, char *err,
 	if (lstat(d->dest, &st) == 0) {
 		if (!force)
 			return status_fail(err, errlen, -EEXIST,
-					   "%s: already exists (use --force to replace it)", d->dest);
-		if (!S_ISDIR(st.st_mode) || !replaceable_dir(d->dest))
-			return status_fail(err, errlen, -EEXIST,
-					   "%s: exists and is not a dataset; --force will not replace it",
+					   "%s: already exists (use --force to replace it)",
 					   d->dest);
+		if (!S_ISDIR(st.st_mode) || !replaceable_dir(d->dest))
+			return status_fail(
+				err, errlen, -EEXIST,
+				"%s: exists and is not a dataset; --force will not replace it",
+				d->dest);
 	}
 	clean_stale_tmps(parent, base);
 	if (fmt_path(d->tmp, sizeof(d->tmp), d->dest, ".tmp-XXXXXX") || !mkdtemp(d->tmp))
@@ -292,8 +294,8 @@ int pack_dest_commit(struct pack_dest *d, char *err, size_t errlen)
 	struct stat st;
 	if (lstat(d->dest, &st) == 0) {
 		if (!d->force || !S_ISDIR(st.st_mode) || !replaceable_dir(d->dest)) {
-			rc = status_fail(err, errlen, -EEXIST, "%s: appeared while packing; not replacing it",
-					 d->dest);
+			rc = status_fail(err, errlen, -EEXIST,
+					 "%s: appeared while packing; not replacing it", d->dest);
 			goto fail;
 		}
 		/* Swap so that DEST is never missing, then delete the old one
@@ -306,7 +308,8 @@ int pack_dest_commit(struct pack_dest *d, char *err, size_t errlen)
 			goto synced;
 		}
 		if ((rc = remove_flat_dir(d->dest))) {
-			status_fail(err, errlen, rc, "%s: cannot replace it: %s", d->dest, strerror(-rc));
+			status_fail(err, errlen, rc, "%s: cannot replace it: %s", d->dest,
+				    strerror(-rc));
 			goto fail;
 		}
 	}
@@ -336,4 +339,3 @@ void pack_dest_abort(struct pack_dest *d)
 	d->active = 0;
 	disarm_signals();
 }
-

@@ -50,7 +50,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -76,14 +75,14 @@ struct packer {
 	struct pack_dest *dst;
 	uint64_t since_writeback;
 	const char *src;
-	const char *list;     /* --list FILE, or NULL */
+	const char *list; /* --list FILE, or NULL */
 	const struct pack_src *in;
-	uint64_t next;        /* index of the next stored sample */
+	uint64_t next; /* index of the next stored sample */
 	uint64_t since_commit;
 	uint64_t bytes;
 	uint64_t source_bytes; /* of the stored samples' files */
 	uint64_t tiled;
-	uint64_t untiled;      /* tiling asked for, the JPEG kept as it was */
+	uint64_t untiled; /* tiling asked for, the JPEG kept as it was */
 	uint64_t skipped;
 	int strict;
 	struct pack_progress prog;
@@ -93,7 +92,8 @@ struct packer {
 static int bad_file(struct packer *pk, const char *path, const char *why, char *err, size_t errlen)
 {
 	if (pk->strict)
-		return status_fail(err, errlen, FEEDER_EINVAL, "%s/%s: %s (--strict)", pk->src, path, why);
+		return status_fail(err, errlen, FEEDER_EINVAL, "%s/%s: %s (--strict)", pk->src,
+				   path, why);
 	pack_warn("%s/%s: %s, skipped", pk->src, path, why);
 	pk->skipped++;
 	return 0;
@@ -108,16 +108,17 @@ static int refused(struct packer *pk, const struct pack_read *f, int error, cons
 	if (error != -EXDEV)
 		return bad_file(pk, f->path, why, err, errlen);
 	if (pk->list)
-		return status_fail(err, errlen, FEEDER_EINVAL, "%s:%lu: '%s' resolves outside %s (--confine)",
-				   pk->list, pk->in->lines[f->index], f->path, pk->src);
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "%s:%lu: '%s' resolves outside %s (--confine)", pk->list,
+				   pk->in->lines[f->index], f->path, pk->src);
 	return status_fail(err, errlen, FEEDER_EINVAL, "%s/%s: resolves outside %s (--confine)",
 			   pk->src, f->path, pk->src);
 }
 
 /* After a sample's record is written: its name, the counts, and the
  * periodic writeback and commit. */
-static int stored(struct packer *pk, size_t len, uint32_t restart, size_t src_len,
-		  const char *name, char *err, size_t errlen)
+static int stored(struct packer *pk, size_t len, uint32_t restart, size_t src_len, const char *name,
+		  char *err, size_t errlen)
 {
 	int rc = dsstore_writer_put_name(pk->w, pk->next, name, err, errlen);
 	if (rc)
@@ -145,9 +146,11 @@ static int stored(struct packer *pk, size_t len, uint32_t restart, size_t src_le
 static int put_one(struct packer *pk, const uint8_t *data, size_t len, uint32_t restart,
 		   size_t src_len, uint32_t label, const char *name, char *err, size_t errlen)
 {
-	struct dsformat_sample s = { .label = label, .payload_len = (uint32_t)len,
+	struct dsformat_sample s = { .label = label,
+				     .payload_len = (uint32_t)len,
 				     .crc = crc32c(0, data, len),
-				     .flags = restart ? DSFORMAT_FLAG_TILED : 0, .aux = restart };
+				     .flags = restart ? DSFORMAT_FLAG_TILED : 0,
+				     .aux = restart };
 	int rc = dsstore_writer_put_sample(pk->w, pk->next, &s, data, err, errlen);
 	return rc ? rc : stored(pk, len, restart, src_len, name, err, errlen);
 }
@@ -190,7 +193,8 @@ static int pack_plain(struct packer *pk, struct pack_reader *rd, const struct pa
 	int rc;
 	while ((rc = pack_reader_next(rd, &f, err, errlen)) == 1) {
 		if (f.error) /* the reader's sniff refused non-JPEGs (jpeg_sniff) */
-			rc = refused(pk, &f, f.error, pack_reader_strerror(rd, f.error), err, errlen);
+			rc = refused(pk, &f, f.error, pack_reader_strerror(rd, f.error), err,
+				     errlen);
 		else
 			rc = put_direct(pk, rd, &f, l->labels[f.index], err, errlen);
 		pack_progress_add(&pk->prog, 1, f.len);
@@ -231,7 +235,8 @@ struct pool {
 static int tile_job(struct jpeg_tiler *t, const struct pool *p, struct job *j)
 {
 	struct jpeg_tiles_result r;
-	int rc = jpeg_tiles_transcode(t, j->f.data, j->f.len, &p->tiles, &r, j->why, sizeof(j->why));
+	int rc =
+		jpeg_tiles_transcode(t, j->f.data, j->f.len, &p->tiles, &r, j->why, sizeof(j->why));
 	if (rc)
 		return rc;
 	j->res.data = r.data;
@@ -258,13 +263,14 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&p->mu);
 		if (j->f.error) {
 			j->status = j->f.error;
-			snprintf(j->why, sizeof(j->why), "%s", pack_reader_strerror(p->rd, j->f.error));
+			snprintf(j->why, sizeof(j->why), "%s",
+				 pack_reader_strerror(p->rd, j->f.error));
 		} else if (zrc) {
 			j->status = zrc;
 			snprintf(j->why, sizeof(j->why), "%s", zerr);
 		} else if (p->shorter) {
-			j->status = jpeg_resize(z, j->f.data, j->f.len, p->shorter, p->quality, &p->tiles,
-						&j->res, j->why, sizeof(j->why));
+			j->status = jpeg_resize(z, j->f.data, j->f.len, p->shorter, p->quality,
+						&p->tiles, &j->res, j->why, sizeof(j->why));
 			if (j->status == 1 && j->res.data)
 				j->status = 0; /* kept at its size, tiled */
 		} else {
@@ -292,8 +298,8 @@ static int write_job(struct packer *pk, struct job *j, const struct pack_src *l,
 		if (tiling) {
 			pk->untiled++;
 			if (pk->prog.verbose)
-				pack_warn("%s/%s: stored as it is, not tiled: %s", pk->src, j->f.path,
-					  j->why);
+				pack_warn("%s/%s: stored as it is, not tiled: %s", pk->src,
+					  j->f.path, j->why);
 		}
 		return put_one(pk, j->f.data, j->f.len, 0, j->f.len, label, j->f.path, err, errlen);
 	}
@@ -305,8 +311,11 @@ static int pack_rewritten(struct packer *pk, struct pack_reader *rd, const struc
 			  unsigned threads, unsigned shorter, int quality,
 			  const struct jpeg_tiles_policy *tiles, char *err, size_t errlen)
 {
-	struct pool p = { .rd = rd, .cap = pack_reader_depth(rd) - 1, .shorter = shorter,
-			  .quality = quality, .tiles = *tiles };
+	struct pool p = { .rd = rd,
+			  .cap = pack_reader_depth(rd) - 1,
+			  .shorter = shorter,
+			  .quality = quality,
+			  .tiles = *tiles };
 	int tiling = tiles->mcus || tiles->bytes;
 	pthread_t *tids = calloc(threads, sizeof(*tids));
 	p.jobs = calloc(p.cap, sizeof(*p.jobs));
@@ -322,7 +331,8 @@ static int pack_rewritten(struct packer *pk, struct pack_reader *rd, const struc
 	int rc = 0;
 	for (; started < threads; started++)
 		if ((rc = pthread_create(&tids[started], NULL, worker, &p)) != 0) {
-			rc = status_fail(err, errlen, -rc, "cannot start a worker thread: %s", strerror(rc));
+			rc = status_fail(err, errlen, -rc, "cannot start a worker thread: %s",
+					 strerror(rc));
 			break;
 		}
 	int more = 1;
@@ -398,192 +408,276 @@ static const char usage_line[] =
 	"[--threads N] [--follow-links] [--max-file-size SIZE] [--confine] [--strict] [--force] [-v] "
 	"(SRC | --list FILE [SRC]) DEST";
 
-int pack_images_main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "list", required_argument, NULL, 'l' },
-		{ "resize-shorter", required_argument, NULL, 'r' },
-		{ "restart", required_argument, NULL, 'R' },
-		{ "quality", required_argument, NULL, 'q' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "depth", required_argument, NULL, 'd' },
-		{ "strict", no_argument, NULL, 's' },
-		{ "follow-links", no_argument, NULL, 'L' },
-		{ "confine", no_argument, NULL, 'C' },
-		{ "max-file-size", required_argument, NULL, 'm' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *list = NULL;
-	unsigned long long shorter = 0, quality = 90, threads = 0, depth = 64;
-	unsigned long long max_file = PACK_MAX_FILE_DEFAULT;
-	int strict = 0, force = 0, verbose = 0, follow_links = 0, confine = 0, c;
-	struct jpeg_tiles_policy tiles = { 0, JPEG_TILES_BYTES };
-	unsigned long long mcus;
-	optind = 0;
-	while ((c = pack_getopt(CMD, argc, argv, "vh", opts)) != -1) {
-		switch (c) {
-		case 'l': list = optarg; break;
-		case 'r':
-			if (pack_parse_uint(optarg, 1, 65535, &shorter))
-				return pack_usage_error(CMD, "--resize-shorter '%s' is not an integer in 1..65535", optarg);
-			break;
-		case 'q':
-			if (pack_parse_uint(optarg, 1, 100, &quality))
-				return pack_usage_error(CMD, "--quality '%s' is not an integer in 1..100", optarg);
-			break;
-		case 't':
-			if (pack_parse_uint(optarg, 1, 256, &threads))
-				return pack_usage_error(CMD, "--threads '%s' is not an integer in 1..256", optarg);
-			break;
-		case 'd':
-			if (pack_parse_uint(optarg, 32, 4096, &depth))
-				return pack_usage_error(CMD, "--depth '%s' is not an integer in 32..4096", optarg);
-			break;
-		case 'R':
-			if (!strcmp(optarg, "auto"))
-				tiles = (struct jpeg_tiles_policy){ 0, JPEG_TILES_BYTES };
-			else if (!strcmp(optarg, "none"))
-				tiles = (struct jpeg_tiles_policy){ 0, 0 };
-			else if (!pack_parse_uint(optarg, 1, 4096, &mcus))
-				tiles = (struct jpeg_tiles_policy){ (unsigned)mcus, 0 };
-			else
-				return pack_usage_error(CMD, "--restart '%s' is not auto, none or a number of "
-							     "MCUs in 1..4096", optarg);
-			break;
-		case 's': strict = 1; break;
-		case 'L': follow_links = 1; break;
-		case 'C': confine = 1; break;
-		case 'm':
-			if (pack_parse_size(optarg, 1, DSFORMAT_MAX_PAYLOAD, &max_file))
-				return pack_usage_error(CMD, "--max-file-size '%s' is not a size from 1 to 1G (e.g. 64M)", optarg);
-			break;
-		case 'f': force = 1; break;
-		case 'v': verbose = 1; break;
-		case 'h':
-			puts(usage_line);
-			puts("  see 'packer --help' for the options; --depth N sets the number of reads in flight (default 64)");
-			return 0;
-		default: return PACK_EXIT_USAGE;
-		}
-	}
-	int nops = argc - optind;
-	if (nops < (list ? 1 : 2))
-		return pack_usage_error(CMD, "%s", list ? "missing DEST" : "missing SRC or DEST");
-	if (nops > 2)
-		return pack_usage_error(CMD, "unexpected argument '%s'", argv[optind + 2]);
-	const char *dest = argv[argc - 1];
+/* The command line of pack images. */
+struct images_args {
+	const char *list, *src, *dest;
+	unsigned long long shorter, quality, threads, depth, max_file;
+	int strict, force, verbose, follow_links, confine, help;
+	struct jpeg_tiles_policy tiles;
 	char srcbuf[PATH_MAX];
-	const char *src;
-	if (nops == 2) {
-		src = argv[optind];
-	} else {
-		const char *slash = strrchr(list, '/');
-		snprintf(srcbuf, sizeof(srcbuf), "%.*s", slash ? (int)(slash - list) : 1, slash ? list : ".");
-		if (slash == list)
-			snprintf(srcbuf, sizeof(srcbuf), "/");
-		src = srcbuf;
+};
+
+/* --restart auto|none|MCUS into a struct jpeg_tiles_policy. */
+static int parse_restart(const char *arg, void *dst, char *err, size_t errlen)
+{
+	struct jpeg_tiles_policy *tiles = dst;
+	unsigned long long mcus;
+	if (!strcmp(arg, "auto"))
+		*tiles = (struct jpeg_tiles_policy){ 0, JPEG_TILES_BYTES };
+	else if (!strcmp(arg, "none"))
+		*tiles = (struct jpeg_tiles_policy){ 0, 0 };
+	else if (!argtab_parse_uint(arg, 1, 4096, &mcus))
+		*tiles = (struct jpeg_tiles_policy){ (unsigned)mcus, 0 };
+	else
+		return status_fail(err, errlen, -EINVAL,
+				   "is not auto, none or a number of MCUs in 1..4096");
+	return 0;
+}
+
+#define IMAGES_TABLE_ROWS 15
+
+/* The options of pack images, their values going to a. */
+static void images_table(struct images_args *a, struct argtab tab[IMAGES_TABLE_ROWS])
+{
+	const struct argtab t[IMAGES_TABLE_ROWS] = {
+		ARGTAB_STRING("list", 0, &a->list, "FILE",
+			      "pack the files listed in FILE (path<TAB>label[<TAB>name])"),
+		ARGTAB_FUNC("restart", 0, &a->tiles, parse_restart, "auto|none|MCUS",
+			    "tile each JPEG by restart intervals, losslessly, so feederd\n"
+			    "decodes only a crop's intervals (default auto: ~256 coded\n"
+			    "bytes an interval; MCUS: that many MCUs; none: as is)"),
+		ARGTAB_INT("resize-shorter", 0, &a->shorter, 1, 65535, "N",
+			   "pre-resize so the shorter side is N pixels"),
+		ARGTAB_INT("quality", 0, &a->quality, 1, 100, "Q",
+			   "JPEG quality of resized images (1-100, default 90)"),
+		ARGTAB_INT("threads", 0, &a->threads, 1, 256, "N",
+			   "transcode/resize worker threads (default: online CPUs)"),
+		ARGTAB_INT("depth", 0, &a->depth, 32, 4096, "N", "reads in flight (default 64)"),
+		ARGTAB_FLAG("follow-links", 0, &a->follow_links,
+			    "follow symbolic links to folders (each folder once)"),
+		ARGTAB_SIZE("max-file-size", 0, &a->max_file, 1, DSFORMAT_MAX_PAYLOAD, "SIZE",
+			    "skip larger files unread (default 64M; K, M, G)"),
+		ARGTAB_FLAG("confine", 0, &a->confine,
+			    "every file must resolve inside SRC (symbolic links and ..\n"
+			    "included; absolute list paths are refused): else fatal"),
+		ARGTAB_FLAG("strict", 0, &a->strict,
+			    "a bad or unreadable file is fatal, not skipped"),
+		ARGTAB_FLAG("force", 0, &a->force, "replace DEST if it exists"),
+		ARGTAB_FLAG("verbose", 'v', &a->verbose,
+			    "progress lines even when stderr is not a terminal"),
+		ARGTAB_FLAG("help", 'h', &a->help, "this text"),
+		ARGTAB_END,
+	};
+	memcpy(tab, t, sizeof t);
+}
+
+void pack_images_help(FILE *f)
+{
+	struct images_args a;
+	struct argtab tab[IMAGES_TABLE_ROWS];
+	images_table(&a, tab);
+	argtab_help(f, tab);
+}
+
+/* SRC of --list FILE [SRC] DEST without SRC: FILE's folder. */
+static void images_list_folder(struct images_args *a)
+{
+	const char *slash = strrchr(a->list, '/');
+	snprintf(a->srcbuf, sizeof(a->srcbuf), "%.*s", slash ? (int)(slash - a->list) : 1,
+		 slash ? a->list : ".");
+	if (slash == a->list)
+		snprintf(a->srcbuf, sizeof(a->srcbuf), "/");
+	a->src = a->srcbuf;
+}
+
+/* 0, -1 after --help, or PACK_EXIT_USAGE (said). */
+static int images_parse_args(int argc, char **argv, struct images_args *a)
+{
+	struct argtab tab[IMAGES_TABLE_ROWS];
+	char *ops[2];
+	int n;
+	memset(a, 0, sizeof(*a));
+	a->quality = 90;
+	a->depth = 64;
+	a->max_file = PACK_MAX_FILE_DEFAULT;
+	a->tiles = (struct jpeg_tiles_policy){ 0, JPEG_TILES_BYTES };
+	images_table(a, tab);
+	int rc = pack_args_parse(CMD, tab, argc, argv, ops, 2, &n);
+	if (rc)
+		return rc;
+	if (a->help) {
+		puts(usage_line);
+		argtab_help(stdout, tab);
+		return -1;
 	}
-	if (!threads) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = n > 0 ? (unsigned long long)n : 1;
+	if (n < (a->list ? 1 : 2))
+		return pack_usage_error(CMD, "%s",
+					a->list ? "missing DEST" : "missing SRC or DEST");
+	a->dest = ops[n - 1];
+	if (n == 2)
+		a->src = ops[0];
+	else
+		images_list_folder(a);
+	if (!a->threads) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		a->threads = cpus > 0 ? (unsigned long long)cpus : 1;
 	}
-	if (shorter == 0 && quality != 90)
+	if (a->shorter == 0 && a->quality != 90)
 		pack_warn("--quality has no effect without --resize-shorter");
+	return 0;
+}
 
+/* The files to pack: --list FILE's, or the class folders' under SRC
+ * (dirfd). 0, or PACK_EXIT_USAGE / PACK_EXIT_FAIL (said). */
+static int images_sources(const struct images_args *a, int dirfd, struct pack_src *l)
+{
 	char err[1024];
-	int status = PACK_EXIT_FAIL, rc;
-	struct pack_src l = { 0 };
-	struct pack_dest dst = { .data_fd = -1 };
-	struct pack_reader *rd = NULL;
-	struct packer pk = { .src = src, .list = list, .in = &l, .strict = strict, .dst = &dst };
-
-	int dirfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0) {
-		pack_error("pack images: %s: %s", src, strerror(errno));
-		return PACK_EXIT_USAGE;
-	}
-	if (list) {
-		rc = pack_src_read_list(list, &l, err, sizeof(err));
+	int rc;
+	if (a->list) {
+		rc = pack_src_read_list(a->list, l, err, sizeof(err));
 	} else {
-		struct pack_tree_rules rules = { .class_noun = "class", .sample_noun = "files",
-						 .keep_empty = 1, .follow_links = follow_links };
-		rc = pack_src_scan_tree(dirfd, src, &rules, &l, err, sizeof(err));
-		if (!rc && l.n == 0)
+		struct pack_tree_rules rules = { .class_noun = "class",
+						 .sample_noun = "files",
+						 .keep_empty = 1,
+						 .follow_links = a->follow_links };
+		rc = pack_src_scan_tree(dirfd, a->src, &rules, l, err, sizeof(err));
+		if (!rc && l->n == 0)
 			rc = status_fail(err, sizeof(err), FEEDER_EINVAL,
-					 "%s: no files in its %u class folders", src, l.nclasses);
+					 "%s: no files in its %u class folders", a->src,
+					 l->nclasses);
 	}
-	if (rc) {
-		pack_error("pack images: %s", err);
-		status = rc == -ENOMEM ? PACK_EXIT_FAIL : PACK_EXIT_USAGE;
-		goto out;
-	}
-	if ((rc = pack_dest_begin(&dst, dest, force, err, sizeof(err)))) {
-		pack_error("pack images: %s", err);
-		status = rc == -EEXIST || rc == -EINVAL || rc == -ENOENT ? PACK_EXIT_USAGE : PACK_EXIT_FAIL;
-		goto out;
-	}
+	if (!rc)
+		return 0;
+	pack_error("pack images: %s", err);
+	return rc == -ENOMEM ? PACK_EXIT_FAIL : PACK_EXIT_USAGE;
+}
+
+/* Read, rewrite if asked and store every file of l, in order. 0, or
+ * PACK_EXIT_USAGE / PACK_EXIT_FAIL (said). */
+static int images_store(const struct images_args *a, struct packer *pk, int dirfd,
+			const struct pack_src *l)
+{
+	char err[1024];
+	size_t errlen = sizeof(err);
 	/* Non-JPEGs are refused from their first bytes, files over
 	 * --max-file-size from their size: neither is read whole. */
-	int rewrite = shorter || tiles.mcus || tiles.bytes;
-	struct pack_reader_opts ropts = { .depth = (unsigned)depth, .max_file = (size_t)max_file,
-					  .sniff = jpeg_sniff, .sniff_fail = "not a JPEG file",
-					  .direct = !rewrite, .beneath = confine };
-	if ((rc = dsstore_writer_open(dst.tmp, (size_t)1 << 30, &pk.w, err, sizeof(err))) ||
-	    (rc = pack_reader_open(dirfd, (const char *const *)l.paths, l.n, &ropts, &rd, err,
-				   sizeof(err)))) {
-		pack_error("pack images: %s", err);
-		goto out;
-	}
-	pack_progress_init(&pk.prog, l.n, verbose);
-	if (rewrite)
-		rc = pack_rewritten(&pk, rd, &l, (unsigned)threads, (unsigned)shorter, (int)quality,
-				    &tiles, err, sizeof(err));
-	else
-		rc = pack_plain(&pk, rd, &l, err, sizeof(err));
+	int rewrite = a->shorter || a->tiles.mcus || a->tiles.bytes;
+	struct pack_reader_opts ropts = { .depth = (unsigned)a->depth,
+					  .max_file = (size_t)a->max_file,
+					  .sniff = jpeg_sniff,
+					  .sniff_fail = "not a JPEG file",
+					  .direct = !rewrite,
+					  .beneath = a->confine };
+	struct pack_reader *rd = NULL;
+	int rc = pack_reader_open(dirfd, (const char *const *)l->paths, l->n, &ropts, &rd, err,
+				  errlen);
 	if (rc) {
 		pack_error("pack images: %s", err);
-		status = rc == FEEDER_EINVAL ? PACK_EXIT_USAGE : PACK_EXIT_FAIL;
-		goto out;
+		return PACK_EXIT_FAIL;
 	}
-	pack_progress_done(&pk.prog);
-	if (pk.next == 0) {
-		pack_error("pack images: %s: none of the %zu files is a readable JPEG", src, l.n);
-		status = PACK_EXIT_USAGE;
-		goto out;
+	pack_progress_init(&pk->prog, l->n, a->verbose);
+	if (rewrite)
+		rc = pack_rewritten(pk, rd, l, (unsigned)a->threads, (unsigned)a->shorter,
+				    (int)a->quality, &a->tiles, err, errlen);
+	else
+		rc = pack_plain(pk, rd, l, err, errlen);
+	pack_reader_close(rd);
+	if (rc) {
+		pack_error("pack images: %s", err);
+		return rc == FEEDER_EINVAL ? PACK_EXIT_USAGE : PACK_EXIT_FAIL;
 	}
-	for (uint32_t k = 0; k < l.nclasses; k++)
-		if ((rc = dsstore_writer_put_label(pk.w, k, l.classes[k], err, sizeof(err)))) {
-			pack_error("pack images: %s", err);
-			goto out;
-		}
-	struct dsformat_header h = { .version = DSFORMAT_VERSION, .kind = DSFORMAT_KIND_JPEG,
-				     .samples = pk.next, .classes = l.nclasses,
-				     .source_bytes = pk.source_bytes, .tiled = pk.tiled };
+	pack_progress_done(&pk->prog);
+	return 0;
+}
+
+/* The labels and the header; the dataset then renamed into place. */
+static int images_finish(struct packer *pk, const struct pack_src *l, int argc, char **argv,
+			 char *err, size_t errlen)
+{
+	int rc;
+	for (uint32_t k = 0; k < l->nclasses; k++)
+		if ((rc = dsstore_writer_put_label(pk->w, k, l->classes[k], err, errlen)))
+			return rc;
+	struct dsformat_header h = { .version = DSFORMAT_VERSION,
+				     .kind = DSFORMAT_KIND_JPEG,
+				     .samples = pk->next,
+				     .classes = l->nclasses,
+				     .source_bytes = pk->source_bytes,
+				     .tiled = pk->tiled };
 	snprintf(h.packer_version, sizeof(h.packer_version), "packer %s", FEEDER_VERSION);
 	pack_options_string(argc, argv, 1, h.options, sizeof(h.options));
-	rc = dsstore_writer_finish(pk.w, &h, err, sizeof(err));
-	pk.w = NULL;
-	if (rc || (rc = pack_dest_commit(&dst, err, sizeof(err)))) {
+	rc = dsstore_writer_finish(pk->w, &h, err, errlen);
+	pk->w = NULL;
+	return rc ? rc : pack_dest_commit(pk->dst, err, errlen);
+}
+
+static void images_report(const struct images_args *a, const struct packer *pk, unsigned classes)
+{
+	if (!a->verbose && !isatty(STDERR_FILENO))
+		return;
+	fprintf(stderr,
+		"packer: packed %llu images (%u classes, %llu bytes) into %s, %llu skipped\n",
+		(unsigned long long)pk->next, classes, (unsigned long long)pk->bytes, pk->dst->dest,
+		(unsigned long long)pk->skipped);
+	if (a->tiles.mcus || a->tiles.bytes)
+		fprintf(stderr,
+			"packer: %llu tiled by restart intervals, %llu stored as they were; "
+			"%llu bytes from %llu of sources (%+.2f %%)\n",
+			(unsigned long long)pk->tiled, (unsigned long long)pk->untiled,
+			(unsigned long long)pk->bytes, (unsigned long long)pk->source_bytes,
+			pk->source_bytes ? 100.0 * ((double)pk->bytes / pk->source_bytes - 1)
+					 : 0.0);
+}
+
+/* Pack l into DEST. 0, or PACK_EXIT_USAGE / PACK_EXIT_FAIL (said). */
+static int images_pack(const struct images_args *a, struct packer *pk, int dirfd,
+		       const struct pack_src *l, int argc, char **argv)
+{
+	char err[1024];
+	int rc = pack_dest_begin(pk->dst, a->dest, a->force, err, sizeof(err));
+	if (rc) {
 		pack_error("pack images: %s", err);
-		goto out;
+		return rc == -EEXIST || rc == -EINVAL || rc == -ENOENT ? PACK_EXIT_USAGE
+								       : PACK_EXIT_FAIL;
 	}
-	if (verbose || isatty(STDERR_FILENO)) {
-		fprintf(stderr, "packer: packed %llu images (%u classes, %llu bytes) into %s, %llu skipped\n",
-			(unsigned long long)pk.next, l.nclasses, (unsigned long long)pk.bytes, dst.dest,
-			(unsigned long long)pk.skipped);
-		if (tiles.mcus || tiles.bytes)
-			fprintf(stderr, "packer: %llu tiled by restart intervals, %llu stored as they were; "
-					"%llu bytes from %llu of sources (%+.2f %%)\n",
-				(unsigned long long)pk.tiled, (unsigned long long)pk.untiled,
-				(unsigned long long)pk.bytes, (unsigned long long)pk.source_bytes,
-				pk.source_bytes ? 100.0 * ((double)pk.bytes / pk.source_bytes - 1) : 0.0);
+	if ((rc = dsstore_writer_open(pk->dst->tmp, (size_t)1 << 30, &pk->w, err, sizeof(err)))) {
+		pack_error("pack images: %s", err);
+		return PACK_EXIT_FAIL;
 	}
-	status = 0;
-out:
-	pack_reader_close(rd);
+	if ((rc = images_store(a, pk, dirfd, l)))
+		return rc;
+	if (pk->next == 0) {
+		pack_error("pack images: %s: none of the %zu files is a readable JPEG", a->src,
+			   l->n);
+		return PACK_EXIT_USAGE;
+	}
+	if ((rc = images_finish(pk, l, argc, argv, err, sizeof(err)))) {
+		pack_error("pack images: %s", err);
+		return PACK_EXIT_FAIL;
+	}
+	images_report(a, pk, l->nclasses);
+	return 0;
+}
+
+int pack_images_main(int argc, char **argv)
+{
+	struct images_args a;
+	int status = images_parse_args(argc, argv, &a);
+	if (status)
+		return status < 0 ? 0 : status;
+	struct pack_src l = { 0 };
+	struct pack_dest dst = { .data_fd = -1 };
+	struct packer pk = {
+		.src = a.src, .list = a.list, .in = &l, .strict = a.strict, .dst = &dst
+	};
+	int dirfd = open(a.src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		pack_error("pack images: %s: %s", a.src, strerror(errno));
+		return PACK_EXIT_USAGE;
+	}
+	status = images_sources(&a, dirfd, &l);
+	if (!status)
+		status = images_pack(&a, &pk, dirfd, &l, argc, argv);
 	if (pk.w)
 		dsstore_writer_abort(pk.w);
 	pack_dest_abort(&dst);

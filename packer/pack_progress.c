@@ -28,7 +28,8 @@ void pack_progress_init(struct pack_progress *p, uint64_t total, int verbose)
 static void progress_draw(struct pack_progress *p, double now, int final)
 {
 	double el = now - p->start;
-	double fps = el > 0 ? (double)p->files / el : 0, mbs = el > 0 ? (double)p->bytes / el / 1e6 : 0;
+	double fps = el > 0 ? (double)p->files / el : 0,
+	       mbs = el > 0 ? (double)p->bytes / el / 1e6 : 0;
 	char eta[32] = "";
 	if (!final && fps > 0 && p->total > p->files) {
 		unsigned long s = (unsigned long)((double)(p->total - p->files) / fps + 0.5);
@@ -38,8 +39,9 @@ static void progress_draw(struct pack_progress *p, double now, int final)
 	}
 	if (p->tty)
 		fputs("\r\033[K", stderr);
-	fprintf(stderr, "packer: %llu/%llu %s  %.0f %s/s  %.1f MB/s%s", (unsigned long long)p->files,
-		(unsigned long long)p->total, p->what, fps, p->what, mbs, eta);
+	fprintf(stderr, "packer: %llu/%llu %s  %.0f %s/s  %.1f MB/s%s",
+		(unsigned long long)p->files, (unsigned long long)p->total, p->what, fps, p->what,
+		mbs, eta);
 	if (p->tty && !final) {
 		pack_msg_line_shown(1);
 	} else {

@@ -46,12 +46,12 @@ struct slot {
 	enum slot_state state;
 	size_t index;
 	int fd;
-	int pathfd;   /* confined: the O_PATH descriptor its STATX reads */
+	int pathfd; /* confined: the O_PATH descriptor its STATX reads */
 	int error;
 	uint8_t *buf;
 	size_t cap, size, got;
-	size_t want;  /* end of the current read: the head, then size */
-	int sniffed;  /* the head was accepted (or there is no sniff) */
+	size_t want; /* end of the current read: the head, then size */
+	int sniffed; /* the head was accepted (or there is no sniff) */
 	struct statx stx;
 };
 
@@ -68,7 +68,7 @@ struct pack_reader {
 	int direct;
 	int beneath;
 	struct open_how how_path, how_read; /* beneath: openat2's, read at submission */
-	char too_big[80]; /* pack_reader_strerror's words for -EFBIG */
+	char too_big[80];                   /* pack_reader_strerror's words for -EFBIG */
 };
 
 /* A slot keeps its buffer for the next file unless it grew past this: the
@@ -131,7 +131,8 @@ int pack_reader_open(int dirfd, const char *const *paths, size_t n,
 	r->direct = o->direct;
 	r->beneath = o->beneath;
 	r->how_path = (struct open_how){ .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_BENEATH };
-	r->how_read = (struct open_how){ .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_BENEATH };
+	r->how_read =
+		(struct open_how){ .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_BENEATH };
 	char lim[32];
 	size_words(lim, sizeof(lim), r->max_file);
 	snprintf(r->too_big, sizeof(r->too_big), "larger than the %s limit (--max-file-size)", lim);
@@ -141,7 +142,10 @@ int pack_reader_open(int dirfd, const char *const *paths, size_t n,
 	return 0;
 }
 
-unsigned pack_reader_depth(const struct pack_reader *r) { return r->depth; }
+unsigned pack_reader_depth(const struct pack_reader *r)
+{
+	return r->depth;
+}
 
 static struct io_uring_sqe *get_sqe(struct pack_reader *r, struct slot *s, unsigned op)
 {
@@ -338,7 +342,8 @@ static void on_cqe(struct pack_reader *r, uint64_t data, int res)
 			 * start it on its way from the disk now. */
 			struct io_uring_sqe *sqe = get_sqe(r, s, OP_FADVISE);
 			if (sqe)
-				io_uring_prep_fadvise(sqe, s->fd, 0, (off_t)s->size, POSIX_FADV_WILLNEED);
+				io_uring_prep_fadvise(sqe, s->fd, 0, (off_t)s->size,
+						      POSIX_FADV_WILLNEED);
 		}
 		return queue_read(r, s);
 	}
@@ -356,7 +361,8 @@ int pack_reader_next(struct pack_reader *r, struct pack_read *out, char *err, si
 			break;
 		if (want->state == SLOT_HELD || (want->state == SLOT_FREE && r->inflight == 0))
 			return status_fail(err, errlen, -EDEADLK,
-					   "file reader: all %u slots are held by the caller", r->depth);
+					   "file reader: all %u slots are held by the caller",
+					   r->depth);
 		int rc = io_uring_submit_and_wait(&r->ring, 1);
 		if (rc < 0 && rc != -EINTR)
 			return status_fail(err, errlen, rc, "io_uring submit: %s", strerror(-rc));
@@ -439,7 +445,8 @@ void pack_reader_close(struct pack_reader *r)
 	 * they open are closed below, no new ones are started. */
 	while (r->inflight > 0) {
 		struct io_uring_cqe *cqe;
-		if (io_uring_submit_and_wait(&r->ring, 1) < 0 && io_uring_peek_cqe(&r->ring, &cqe) != 0)
+		if (io_uring_submit_and_wait(&r->ring, 1) < 0 &&
+		    io_uring_peek_cqe(&r->ring, &cqe) != 0)
 			break;
 		while (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
 			uint64_t data = io_uring_cqe_get_data64(cqe);
@@ -463,4 +470,3 @@ void pack_reader_close(struct pack_reader *r)
 	free(r->slots);
 	free(r);
 }
-

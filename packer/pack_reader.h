@@ -24,9 +24,9 @@ struct pack_read {
 	const char *path; /* paths[index] */
 	uint8_t *data;
 	size_t len;
-	size_t got;       /* bytes at data: len, or in direct mode its head */
+	size_t got; /* bytes at data: len, or in direct mode its head */
 	int error;
-	unsigned slot;    /* internal */
+	unsigned slot; /* internal */
 };
 
 struct pack_reader;

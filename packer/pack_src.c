@@ -69,8 +69,8 @@ static int src_add(struct pack_src *s, const char *path, uint32_t label, unsigne
 struct dir_seen {
 	dev_t dev;
 	ino_t ino;
-	char *rel;   /* the path it was first met by, relative to SRC ("" for SRC) */
-	int walked;  /* 0: a class folder registered before its turn */
+	char *rel;  /* the path it was first met by, relative to SRC ("" for SRC) */
+	int walked; /* 0: a class folder registered before its turn */
 	int used;
 };
 
@@ -184,11 +184,13 @@ static int list_dir(int fd, struct entry **out, size_t *count)
 		char type = ENT_FILE;
 		unsigned char dt = de->d_type;
 		struct stat st;
-		if (dt == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		if (dt == DT_UNKNOWN &&
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 			dt = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
 		if (dt == DT_DIR)
 			type = ENT_DIR;
-		else if (dt == DT_LNK && fstatat(dirfd(d), de->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode))
+		else if (dt == DT_LNK && fstatat(dirfd(d), de->d_name, &st, 0) == 0 &&
+			 S_ISDIR(st.st_mode))
 			type = ENT_DIRLINK; /* a dangling link stays a file: the reader reports it */
 		if (!(ents[n].name = strdup(de->d_name))) {
 			rc = -ENOMEM;
@@ -248,8 +250,8 @@ static int enter(struct walk *w, const char *rel, int *out)
 				   show(w, rel, a, sizeof(a)), strerror(errno));
 	struct stat st;
 	if (fstat(fd, &st) != 0) {
-		int rc = status_fail(w->err, w->errlen, -errno, "%s: %s", show(w, rel, a, sizeof(a)),
-				     strerror(errno));
+		int rc = status_fail(w->err, w->errlen, -errno, "%s: %s",
+				     show(w, rel, a, sizeof(a)), strerror(errno));
 		close(fd);
 		return rc;
 	}
@@ -296,8 +298,9 @@ static int walk(struct walk *w, const char *rel, uint32_t label, int depth)
 		if (ents[i].type == ENT_DIR || (ents[i].type == ENT_DIRLINK && w->r->follow_links))
 			rc = walk(w, path, label, depth + 1);
 		else if (ents[i].type == ENT_DIRLINK)
-			pack_warn("%s: a link to a folder, not followed (--follow-links follows it)",
-				  show(w, path, a, sizeof(a)));
+			pack_warn(
+				"%s: a link to a folder, not followed (--follow-links follows it)",
+				show(w, path, a, sizeof(a)));
 		else if (is_sample(w, ents[i].name) && (rc = src_add(w->s, path, label, 0)))
 			status_fail(w->err, w->errlen, rc, "out of memory listing %s", w->src);
 	}
@@ -308,7 +311,9 @@ static int walk(struct walk *w, const char *rel, uint32_t label, int depth)
 int pack_src_scan_tree(int srcfd, const char *src, const struct pack_tree_rules *r,
 		       struct pack_src *s, char *err, size_t errlen)
 {
-	struct walk w = { .srcfd = srcfd, .src = src, .r = r, .s = s, .err = err, .errlen = errlen };
+	struct walk w = {
+		.srcfd = srcfd, .src = src, .r = r, .s = s, .err = err, .errlen = errlen
+	};
 	char a[PATH_MAX + 256], b[PATH_MAX + 256];
 	struct entry *ents = NULL;
 	size_t n = 0, nclass = 0;
@@ -326,7 +331,10 @@ int pack_src_scan_tree(int srcfd, const char *src, const struct pack_tree_rules 
 	/* Class folders first registered, so that a link from one class into
 	 * another's folder is recognised before that class's turn. ents[k]
 	 * keeps only the classes (others freed and NULL). */
-	struct { dev_t dev; ino_t ino; } *ids = calloc(n ? n : 1, sizeof(*ids));
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} *ids = calloc(n ? n : 1, sizeof(*ids));
 	s->classes = calloc(n ? n : 1, sizeof(*s->classes));
 	if (!ids || !s->classes)
 		rc = status_fail(err, errlen, -ENOMEM, "out of memory listing %s", src);
@@ -334,11 +342,12 @@ int pack_src_scan_tree(int srcfd, const char *src, const struct pack_tree_rules 
 		struct entry *e = &ents[i];
 		int keep = 0;
 		if (e->type == ENT_DIRLINK && !r->follow_links)
-			pack_warn("%s: a link to a folder, not followed (--follow-links follows it)",
-				  show(&w, e->name, a, sizeof(a)));
+			pack_warn(
+				"%s: a link to a folder, not followed (--follow-links follows it)",
+				show(&w, e->name, a, sizeof(a)));
 		else if (e->type == ENT_FILE && is_sample(&w, e->name))
-			pack_warn("%s: not in a %s folder, ignored", show(&w, e->name, a, sizeof(a)),
-				  r->class_noun);
+			pack_warn("%s: not in a %s folder, ignored",
+				  show(&w, e->name, a, sizeof(a)), r->class_noun);
 		else if (e->type != ENT_FILE && fstatat(srcfd, e->name, &st, 0) == 0)
 			keep = 1;
 		struct dir_seen *d = keep ? dirset_find(&w.seen, st.st_dev, st.st_ino) : NULL;
@@ -367,10 +376,12 @@ int pack_src_scan_tree(int srcfd, const char *src, const struct pack_tree_rules 
 	for (size_t k = 0; k < nclass && !rc; k++) {
 		long bad = pack_utf8_bad(ents[k].name);
 		if (bad >= 0) {
-			rc = status_fail(err, errlen, FEEDER_EINVAL,
-					 "%s: the %s folder name is not UTF-8 (byte 0x%02x at column %ld): "
-					 "it would be a label", show(&w, ents[k].name, a, sizeof(a)),
-					 r->class_noun, (unsigned char)ents[k].name[bad], bad + 1);
+			rc = status_fail(
+				err, errlen, FEEDER_EINVAL,
+				"%s: the %s folder name is not UTF-8 (byte 0x%02x at column %ld): "
+				"it would be a label",
+				show(&w, ents[k].name, a, sizeof(a)), r->class_noun,
+				(unsigned char)ents[k].name[bad], bad + 1);
 			break;
 		}
 		size_t before = s->n;
@@ -397,6 +408,33 @@ int pack_src_scan_tree(int srcfd, const char *src, const struct pack_tree_rules 
 
 /* ---- list file ---- */
 
+/* Label v's class name from a list line: the first line naming it says
+ * it, the others must agree. names (ncap of them) grows to hold v. 0,
+ * -ENOMEM, or FEEDER_EINVAL with the reason. */
+static int list_name(char ***names, size_t *ncap, unsigned long long v, const char *name,
+		     const char *file, unsigned long lineno, char *err, size_t errlen)
+{
+	if (v >= *ncap) {
+		size_t nc = *ncap ? *ncap : 64;
+		while (nc <= v)
+			nc *= 2;
+		char **nn = realloc(*names, nc * sizeof(*nn));
+		if (!nn)
+			return -ENOMEM;
+		memset(nn + *ncap, 0, (nc - *ncap) * sizeof(*nn));
+		*names = nn;
+		*ncap = nc;
+	}
+	char **n = *names;
+	if (n[v] && strcmp(n[v], name) != 0)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "%s:%lu: label %llu named '%s', earlier '%s'", file, lineno, v,
+				   name, n[v]);
+	if (!n[v] && !(n[v] = strdup(name)))
+		return -ENOMEM;
+	return 0;
+}
+
 int pack_src_read_list(const char *file, struct pack_src *s, char *err, size_t errlen)
 {
 	FILE *f = fopen(file, "r");
@@ -415,13 +453,15 @@ int pack_src_read_list(const char *file, struct pack_src *s, char *err, size_t e
 		if (len == 0 || line[0] == '#')
 			continue;
 		if ((size_t)len != strlen(line)) {
-			rc = status_fail(err, errlen, FEEDER_EINVAL, "%s:%lu: line contains a NUL byte", file, lineno);
+			rc = status_fail(err, errlen, FEEDER_EINVAL,
+					 "%s:%lu: line contains a NUL byte", file, lineno);
 			break;
 		}
 		char *tab = strchr(line, '\t');
 		if (!tab) {
 			rc = status_fail(err, errlen, FEEDER_EINVAL,
-					 "%s:%lu: expected 'path<TAB>label', found no tab", file, lineno);
+					 "%s:%lu: expected 'path<TAB>label', found no tab", file,
+					 lineno);
 			break;
 		}
 		*tab = 0;
@@ -429,53 +469,33 @@ int pack_src_read_list(const char *file, struct pack_src *s, char *err, size_t e
 		if (name)
 			*name++ = 0;
 		if (line[0] == 0) {
-			rc = status_fail(err, errlen, FEEDER_EINVAL, "%s:%lu: empty path", file, lineno);
+			rc = status_fail(err, errlen, FEEDER_EINVAL, "%s:%lu: empty path", file,
+					 lineno);
 			break;
 		}
 		unsigned long long v;
-		if (pack_parse_uint(lab, 0, PACK_SRC_MAX_CLASSES - 1, &v) != 0) {
+		if (argtab_parse_uint(lab, 0, PACK_SRC_MAX_CLASSES - 1, &v) != 0) {
 			rc = status_fail(err, errlen, FEEDER_EINVAL,
-					 "%s:%lu: label '%s' is not an integer in 0..%u", file, lineno, lab,
-					 PACK_SRC_MAX_CLASSES - 1);
+					 "%s:%lu: label '%s' is not an integer in 0..%u", file,
+					 lineno, lab, PACK_SRC_MAX_CLASSES - 1);
 			break;
 		}
 		if (name && (!*name || strchr(name, '\t'))) {
 			rc = status_fail(err, errlen, FEEDER_EINVAL,
-					 "%s:%lu: class name column is empty or has a tab", file, lineno);
+					 "%s:%lu: class name column is empty or has a tab", file,
+					 lineno);
 			break;
 		}
 		long bad = name ? pack_utf8_bad(name) : -1;
 		if (bad >= 0) {
-			rc = status_fail(err, errlen, FEEDER_EINVAL,
-					 "%s:%lu: class name is not UTF-8 (byte 0x%02x at column %ld)",
-					 file, lineno, (unsigned char)name[bad], bad + 1);
+			rc = status_fail(
+				err, errlen, FEEDER_EINVAL,
+				"%s:%lu: class name is not UTF-8 (byte 0x%02x at column %ld)", file,
+				lineno, (unsigned char)name[bad], bad + 1);
 			break;
 		}
-		if (name) {
-			if (v >= ncap) {
-				size_t nc = ncap ? ncap : 64;
-				while (nc <= v)
-					nc *= 2;
-				char **nn = realloc(names, nc * sizeof(*nn));
-				if (!nn) {
-					rc = -ENOMEM;
-					break;
-				}
-				memset(nn + ncap, 0, (nc - ncap) * sizeof(*nn));
-				names = nn;
-				ncap = nc;
-			}
-			if (names[v] && strcmp(names[v], name) != 0) {
-				rc = status_fail(err, errlen, FEEDER_EINVAL,
-						 "%s:%lu: label %llu named '%s', earlier '%s'", file, lineno, v,
-						 name, names[v]);
-				break;
-			}
-			if (!names[v] && !(names[v] = strdup(name))) {
-				rc = -ENOMEM;
-				break;
-			}
-		}
+		if (name && (rc = list_name(&names, &ncap, v, name, file, lineno, err, errlen)))
+			break;
 		if ((int64_t)v > maxlabel)
 			maxlabel = (int64_t)v;
 		if ((rc = src_add(s, line, (uint32_t)v, lineno)))

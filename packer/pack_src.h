@@ -31,11 +31,11 @@
 #include <stdint.h>
 
 struct pack_src {
-	char **paths;      /* sample i's path, relative to SRC */
-	uint32_t *labels;  /* sample i's class id */
+	char **paths;         /* sample i's path, relative to SRC */
+	uint32_t *labels;     /* sample i's class id */
 	unsigned long *lines; /* list: sample i's line in the list file; tree: 0 */
 	size_t n, cap;
-	char **classes;    /* label table: class id -> name */
+	char **classes; /* label table: class id -> name */
 	uint32_t nclasses;
 };
 
@@ -44,8 +44,8 @@ struct pack_src {
 
 /* How a kind reads a tree. */
 struct pack_tree_rules {
-	const char *class_noun;   /* "class", "speaker": for messages */
-	const char *sample_noun;  /* "files", ".wav files": for messages */
+	const char *class_noun;  /* "class", "speaker": for messages */
+	const char *sample_noun; /* "files", ".wav files": for messages */
 	/* Which file names are samples (audio: *.wav); NULL: every file. Files
 	 * that are not samples are passed over silently, inside class folders
 	 * and beside them. */

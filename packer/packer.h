@@ -22,6 +22,8 @@
 #ifndef FEEDER_PACKER_H
 #define FEEDER_PACKER_H
 
+#include <stdio.h>
+
 #define PACK_EXIT_OK 0
 #define PACK_EXIT_FAIL 1
 #define PACK_EXIT_USAGE 2
@@ -38,5 +40,9 @@
  * options and operands follow. They return the process exit status. */
 int pack_images_main(int argc, char **argv);
 int pack_audio_main(int argc, char **argv);
+
+/* The option list of pack images, for packer --help (the same table its
+ * parser reads). */
+void pack_images_help(FILE *f);
 
 #endif

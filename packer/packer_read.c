@@ -15,7 +15,6 @@
 #include "wav_write.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -44,15 +43,18 @@ static int counts_fit(const char *cmd, const char *dir, const struct dsformat_he
 		return 0; /* dsstore_open read it: nothing to add here */
 	uint64_t size = (uint64_t)st.st_size;
 	if (h->samples > size / MIN_SAMPLE_BYTES || h->classes > size / MIN_LABEL_BYTES) {
-		fprintf(stderr, "packer: %s: %s: header claims %llu samples and %u classes, more than "
-			"its %llu-byte data file can hold\n", cmd, dir,
-			(unsigned long long)h->samples, h->classes, (unsigned long long)size);
+		fprintf(stderr,
+			"packer: %s: %s: header claims %llu samples and %u classes, more than "
+			"its %llu-byte data file can hold\n",
+			cmd, dir, (unsigned long long)h->samples, h->classes,
+			(unsigned long long)size);
 		return PACK_EXIT_FAIL;
 	}
 	return 0;
 }
 
-static int open_dataset(const char *cmd, const char *dir, struct dsstore **ds, struct dsstore_txn **t)
+static int open_dataset(const char *cmd, const char *dir, struct dsstore **ds,
+			struct dsstore_txn **t)
 {
 	char err[512];
 	if (dsstore_open(dir, ds, err, sizeof(err)) != 0) {
@@ -105,7 +107,10 @@ static uint64_t stat_median(struct stat_u64 *s)
 	return s->n % 2 ? s->all[s->n / 2] : (s->all[s->n / 2 - 1] + s->all[s->n / 2]) / 2;
 }
 
-static double stat_mean(const struct stat_u64 *s) { return s->n ? (double)s->sum / (double)s->n : 0; }
+static double stat_mean(const struct stat_u64 *s)
+{
+	return s->n ? (double)s->sum / (double)s->n : 0;
+}
 
 static void json_string(FILE *f, const char *p, size_t len)
 {
@@ -126,186 +131,246 @@ static void json_stats(FILE *f, const char *key, struct stat_u64 *s, double scal
 {
 	uint64_t med = stat_median(s);
 	if (scale == 1.0)
-		fprintf(f, "\"%s\":{\"total\":%llu,\"min\":%llu,\"max\":%llu,\"mean\":%.3f,\"median\":%llu}%s",
+		fprintf(f,
+			"\"%s\":{\"total\":%llu,\"min\":%llu,\"max\":%llu,\"mean\":%.3f,\"median\":%llu}%s",
 			key, (unsigned long long)s->sum, (unsigned long long)s->min,
-			(unsigned long long)s->max, stat_mean(s), (unsigned long long)med, last ? "" : ",");
+			(unsigned long long)s->max, stat_mean(s), (unsigned long long)med,
+			last ? "" : ",");
 	else
-		fprintf(f, "\"%s\":{\"total\":%.3f,\"min\":%.3f,\"max\":%.3f,\"mean\":%.3f,\"median\":%.3f}%s",
+		fprintf(f,
+			"\"%s\":{\"total\":%.3f,\"min\":%.3f,\"max\":%.3f,\"mean\":%.3f,\"median\":%.3f}%s",
 			key, (double)s->sum * scale, (double)s->min * scale, (double)s->max * scale,
 			stat_mean(s) * scale, (double)med * scale, last ? "" : ",");
 }
 
-int packer_inspect_main(int argc, char **argv)
+/* The command line of inspect and verify: DEST and one flag (--name, set
+ * in *on). 0, -1 after --help, or PACK_EXIT_USAGE (said). */
+static int dest_and_flag(const char *cmd, const char *name, const char *help_text, int argc,
+			 char **argv, int *on, char **dir)
 {
-	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
-					      { "help", no_argument, NULL, 'h' },
-					      { NULL, 0, NULL, 0 } };
-	int json = 0, c;
-	optind = 0;
-	while ((c = pack_getopt("inspect", argc, argv, "h", opts)) != -1) {
-		if (c == 'j')
-			json = 1;
-		else if (c == 'h') {
-			puts("usage: packer inspect DEST [--json]");
-			return 0;
-		} else
-			return PACK_EXIT_USAGE;
-	}
-	if (optind >= argc)
-		return pack_usage_error("inspect", "missing DEST");
-	if (argc - optind > 1)
-		return pack_usage_error("inspect", "unexpected argument '%s'", argv[optind + 1]);
-	const char *dir = argv[optind];
-
-	struct dsstore *ds;
-	struct dsstore_txn *t;
-	int rc = open_dataset("inspect", dir, &ds, &t);
+	int help = 0, n;
+	struct argtab tab[] = {
+		ARGTAB_FLAG(name, 0, on, help_text),
+		ARGTAB_FLAG("help", 'h', &help, "this text"),
+		ARGTAB_END,
+	};
+	int rc = pack_args_parse(cmd, tab, argc, argv, dir, 1, &n);
 	if (rc)
 		return rc;
-	const struct dsformat_header *h = dsstore_header(ds);
+	if (help) {
+		printf("usage: packer %s DEST [--%s]\n", cmd, name);
+		return -1;
+	}
+	if (n < 1)
+		return pack_usage_error(cmd, "missing DEST");
+	return 0;
+}
+
+/* What inspect counts over the records. */
+struct inspect_stats {
+	uint64_t *hist; /* samples per class */
+	struct stat_u64 bytes, frames, restart;
+	uint64_t unreadable, bad_label, tiled;
 	/* features and wave records are frames (of 10 ms, or samples at the
 	 * dataset's rate) that inspect counts; jpeg records may be tiled. */
-	int features = h->kind == DSFORMAT_KIND_FEATURES || h->kind == DSFORMAT_KIND_WAVE;
-	double frame_s = h->kind == DSFORMAT_KIND_WAVE ? 1.0 / h->rate : 0.01;
+	int features;
+	double frame_s;
+	double overhead; /* what tiling cost (version 3 keeps the sources' size) */
+};
+
+static void inspect_free(struct inspect_stats *st)
+{
+	free(st->hist);
+	free(st->bytes.all);
+	free(st->restart.all);
+	free(st->frames.all);
+}
+
+/* Read every record of t into st. 0 or -ENOMEM. */
+static int inspect_count(struct dsstore_txn *t, const struct dsformat_header *h,
+			 struct inspect_stats *st)
+{
+	size_t n = h->samples ? h->samples : 1;
+	st->features = h->kind == DSFORMAT_KIND_FEATURES || h->kind == DSFORMAT_KIND_WAVE;
+	st->frame_s = h->kind == DSFORMAT_KIND_WAVE ? 1.0 / h->rate : 0.01;
 	/* calloc: counts times sizes checked for overflow. */
-	uint64_t *hist = calloc(h->classes ? h->classes : 1, sizeof(uint64_t));
-	struct stat_u64 bytes = { .all = calloc(h->samples ? h->samples : 1, sizeof(uint64_t)) };
-	struct stat_u64 frames = { .all = features ? calloc(h->samples ? h->samples : 1, sizeof(uint64_t)) : NULL };
-	uint64_t unreadable = 0, bad_label = 0, tiled = 0;
-	struct stat_u64 restart = { .all = features ? NULL : calloc(h->samples ? h->samples : 1, sizeof(uint64_t)) };
-	if (!hist || !bytes.all || (features && !frames.all) || (!features && !restart.all)) {
-		fprintf(stderr, "packer: inspect: out of memory\n");
-		rc = PACK_EXIT_FAIL;
-		goto out;
-	}
+	st->hist = calloc(h->classes ? h->classes : 1, sizeof(uint64_t));
+	st->bytes.all = calloc(n, sizeof(uint64_t));
+	if (st->features)
+		st->frames.all = calloc(n, sizeof(uint64_t));
+	else
+		st->restart.all = calloc(n, sizeof(uint64_t));
+	if (!st->hist || !st->bytes.all || (st->features ? !st->frames.all : !st->restart.all))
+		return -ENOMEM;
 	for (uint64_t i = 0; i < h->samples; i++) {
 		struct dsformat_sample s;
 		const uint8_t *p;
 		char err[256];
 		if (dsstore_get_sample(t, i, &s, &p, err, sizeof(err)) != 0) {
-			unreadable++;
+			st->unreadable++;
 			continue;
 		}
 		if (s.label < h->classes)
-			hist[s.label]++;
+			st->hist[s.label]++;
 		else
-			bad_label++;
-		stat_add(&bytes, s.payload_len);
-		if (features)
-			stat_add(&frames, s.frames);
+			st->bad_label++;
+		stat_add(&st->bytes, s.payload_len);
+		if (st->features)
+			stat_add(&st->frames, s.frames);
 		if (s.flags & DSFORMAT_FLAG_TILED) {
-			tiled++;
-			stat_add(&restart, s.aux);
+			st->tiled++;
+			stat_add(&st->restart, s.aux);
 		}
 	}
-	/* What tiling cost (version 3 keeps the sources' size). */
-	double overhead = h->source_bytes ? (double)bytes.sum / (double)h->source_bytes - 1 : 0;
+	st->overhead = h->source_bytes ? (double)st->bytes.sum / (double)h->source_bytes - 1 : 0;
+	return 0;
+}
 
-	if (json) {
-		printf("{\"path\":");
-		json_string(stdout, dir, strlen(dir));
-		printf(",\"kind\":\"%s\",\"version\":%u,\"samples\":%llu,\"classes\":%u,\"bytes\":%llu,",
-		       dsformat_kind_name(h->kind), h->version, (unsigned long long)h->samples,
-		       h->classes, (unsigned long long)bytes.sum);
-		printf("\"packer_version\":");
-		json_string(stdout, h->packer_version, strlen(h->packer_version));
-		printf(",\"options\":");
-		json_string(stdout, h->options, strlen(h->options));
-		printf(",\"unreadable\":%llu,\"bad_labels\":%llu,", (unsigned long long)unreadable,
-		       (unsigned long long)bad_label);
-		json_stats(stdout, "payload_bytes", &bytes, 1.0, 0);
-		if (!features) {
-			printf("\"tiled\":%llu,\"tiled_share\":%.4f,", (unsigned long long)tiled,
-			       h->samples ? (double)tiled / (double)h->samples : 0.0);
-			if (tiled)
-				json_stats(stdout, "restart_mcus", &restart, 1.0, 0);
-			if (h->source_bytes)
-				printf("\"source_bytes\":%llu,\"size_overhead\":%.5f,",
-				       (unsigned long long)h->source_bytes, overhead);
-		}
-		if (features) {
-			printf("\"feat_dim\":%u,\"dtype\":\"%s\",", h->feat_dim, dsformat_dtype_name(h->dtype));
-			if (h->kind == DSFORMAT_KIND_WAVE)
-				printf("\"rate\":%u,", h->rate);
-			json_stats(stdout, "frames", &frames, 1.0, 0);
-			json_stats(stdout, "duration_s", &frames, frame_s, 0);
-		}
-		printf("\"labels\":[");
-		for (uint32_t k = 0; k < h->classes; k++) {
-			const char *name;
-			size_t len;
-			if (dsstore_get_label(t, k, &name, &len) != 0) {
-				name = "";
-				len = 0;
-			}
-			if (k)
-				putchar(',');
-			json_string(stdout, name, len);
-		}
-		printf("],\"histogram\":[");
-		for (uint32_t k = 0; k < h->classes; k++)
-			printf("%s%llu", k ? "," : "", (unsigned long long)hist[k]);
-		printf("]}\n");
-	} else {
-		printf("dataset:   %s\n", dir);
-		printf("format:    version %u, kind %s\n", h->version, dsformat_kind_name(h->kind));
-		printf("packer:    %s  options: %s\n", h->packer_version, h->options[0] ? h->options : "(none)");
-		printf("samples:   %llu\n", (unsigned long long)h->samples);
-		printf("classes:   %u\n", h->classes);
-		if (h->kind == DSFORMAT_KIND_WAVE)
-			printf("wave:      16-bit PCM at %u Hz\n", h->rate);
-		else if (features)
-			printf("features:  feat_dim %u, dtype %s\n", h->feat_dim, dsformat_dtype_name(h->dtype));
-		uint64_t med = stat_median(&bytes);
-		printf("payload:   %llu bytes total; per sample min %llu, max %llu, mean %.1f, median %llu\n",
-		       (unsigned long long)bytes.sum, (unsigned long long)bytes.min,
-		       (unsigned long long)bytes.max, stat_mean(&bytes), (unsigned long long)med);
-		if (!features) {
-			printf("tiling:    %llu of %llu records tiled by restart intervals (%.1f %%)",
-			       (unsigned long long)tiled, (unsigned long long)h->samples,
-			       h->samples ? 100.0 * (double)tiled / (double)h->samples : 0.0);
-			if (tiled)
-				printf(", intervals of %llu..%llu MCUs (median %llu)",
-				       (unsigned long long)restart.min, (unsigned long long)restart.max,
-				       (unsigned long long)stat_median(&restart));
-			if (h->source_bytes)
-				printf("; %llu bytes from %llu of source files (%+.2f %%)",
-				       (unsigned long long)bytes.sum, (unsigned long long)h->source_bytes,
-				       100.0 * overhead);
-			else if (h->version < 3)
-				printf(" (format version %u records no tiling)", h->version);
-			putchar('\n');
-		}
-		if (features) {
-			uint64_t fmed = stat_median(&frames);
-			printf("frames:    %llu total; per sample min %llu, max %llu, mean %.1f, median %llu\n",
-			       (unsigned long long)frames.sum, (unsigned long long)frames.min,
-			       (unsigned long long)frames.max, stat_mean(&frames), (unsigned long long)fmed);
-			printf("duration:  %.2f s total; per sample min %.2f s, max %.2f s, mean %.2f s (%s)\n",
-			       (double)frames.sum * frame_s, (double)frames.min * frame_s,
-			       (double)frames.max * frame_s, stat_mean(&frames) * frame_s,
-			       h->kind == DSFORMAT_KIND_WAVE ? "samples" : "10 ms frames");
-		}
-		if (unreadable || bad_label)
-			printf("problems:  %llu unreadable records, %llu labels out of range (run packer verify)\n",
-			       (unsigned long long)unreadable, (unsigned long long)bad_label);
-		printf("histogram: class id, samples, name\n");
-		for (uint32_t k = 0; k < h->classes; k++) {
-			const char *name;
-			size_t len;
-			if (dsstore_get_label(t, k, &name, &len) != 0) {
-				name = "?";
-				len = 1;
-			}
-			printf("  %6u %8llu  %.*s\n", k, (unsigned long long)hist[k], (int)len, name);
-		}
+static void inspect_json(const char *dir, const struct dsformat_header *h, struct dsstore_txn *t,
+			 struct inspect_stats *st)
+{
+	printf("{\"path\":");
+	json_string(stdout, dir, strlen(dir));
+	printf(",\"kind\":\"%s\",\"version\":%u,\"samples\":%llu,\"classes\":%u,\"bytes\":%llu,",
+	       dsformat_kind_name(h->kind), h->version, (unsigned long long)h->samples, h->classes,
+	       (unsigned long long)st->bytes.sum);
+	printf("\"packer_version\":");
+	json_string(stdout, h->packer_version, strlen(h->packer_version));
+	printf(",\"options\":");
+	json_string(stdout, h->options, strlen(h->options));
+	printf(",\"unreadable\":%llu,\"bad_labels\":%llu,", (unsigned long long)st->unreadable,
+	       (unsigned long long)st->bad_label);
+	json_stats(stdout, "payload_bytes", &st->bytes, 1.0, 0);
+	if (!st->features) {
+		printf("\"tiled\":%llu,\"tiled_share\":%.4f,", (unsigned long long)st->tiled,
+		       h->samples ? (double)st->tiled / (double)h->samples : 0.0);
+		if (st->tiled)
+			json_stats(stdout, "restart_mcus", &st->restart, 1.0, 0);
+		if (h->source_bytes)
+			printf("\"source_bytes\":%llu,\"size_overhead\":%.5f,",
+			       (unsigned long long)h->source_bytes, st->overhead);
 	}
-	rc = unreadable ? PACK_EXIT_FAIL : 0;
-out:
-	free(hist);
-	free(bytes.all);
-	free(restart.all);
-	free(frames.all);
+	if (st->features) {
+		printf("\"feat_dim\":%u,\"dtype\":\"%s\",", h->feat_dim,
+		       dsformat_dtype_name(h->dtype));
+		if (h->kind == DSFORMAT_KIND_WAVE)
+			printf("\"rate\":%u,", h->rate);
+		json_stats(stdout, "frames", &st->frames, 1.0, 0);
+		json_stats(stdout, "duration_s", &st->frames, st->frame_s, 0);
+	}
+	printf("\"labels\":[");
+	for (uint32_t k = 0; k < h->classes; k++) {
+		const char *name;
+		size_t len;
+		if (dsstore_get_label(t, k, &name, &len) != 0) {
+			name = "";
+			len = 0;
+		}
+		if (k)
+			putchar(',');
+		json_string(stdout, name, len);
+	}
+	printf("],\"histogram\":[");
+	for (uint32_t k = 0; k < h->classes; k++)
+		printf("%s%llu", k ? "," : "", (unsigned long long)st->hist[k]);
+	printf("]}\n");
+}
+
+/* The text report's line on tiling (jpeg datasets). */
+static void inspect_text_tiling(const struct dsformat_header *h, struct inspect_stats *st)
+{
+	printf("tiling:    %llu of %llu records tiled by restart intervals (%.1f %%)",
+	       (unsigned long long)st->tiled, (unsigned long long)h->samples,
+	       h->samples ? 100.0 * (double)st->tiled / (double)h->samples : 0.0);
+	if (st->tiled)
+		printf(", intervals of %llu..%llu MCUs (median %llu)",
+		       (unsigned long long)st->restart.min, (unsigned long long)st->restart.max,
+		       (unsigned long long)stat_median(&st->restart));
+	if (h->source_bytes)
+		printf("; %llu bytes from %llu of source files (%+.2f %%)",
+		       (unsigned long long)st->bytes.sum, (unsigned long long)h->source_bytes,
+		       100.0 * st->overhead);
+	else if (h->version < 3)
+		printf(" (format version %u records no tiling)", h->version);
+	putchar('\n');
+}
+
+/* The text report's lines on frames and duration (features and wave). */
+static void inspect_text_frames(const struct dsformat_header *h, struct inspect_stats *st)
+{
+	struct stat_u64 *f = &st->frames;
+	double fs = st->frame_s;
+	printf("frames:    %llu total; per sample min %llu, max %llu, mean %.1f, median %llu\n",
+	       (unsigned long long)f->sum, (unsigned long long)f->min, (unsigned long long)f->max,
+	       stat_mean(f), (unsigned long long)stat_median(f));
+	printf("duration:  %.2f s total; per sample min %.2f s, max %.2f s, mean %.2f s (%s)\n",
+	       (double)f->sum * fs, (double)f->min * fs, (double)f->max * fs, stat_mean(f) * fs,
+	       h->kind == DSFORMAT_KIND_WAVE ? "samples" : "10 ms frames");
+}
+
+static void inspect_text(const char *dir, const struct dsformat_header *h, struct dsstore_txn *t,
+			 struct inspect_stats *st)
+{
+	printf("dataset:   %s\n", dir);
+	printf("format:    version %u, kind %s\n", h->version, dsformat_kind_name(h->kind));
+	printf("packer:    %s  options: %s\n", h->packer_version,
+	       h->options[0] ? h->options : "(none)");
+	printf("samples:   %llu\n", (unsigned long long)h->samples);
+	printf("classes:   %u\n", h->classes);
+	if (h->kind == DSFORMAT_KIND_WAVE)
+		printf("wave:      16-bit PCM at %u Hz\n", h->rate);
+	else if (st->features)
+		printf("features:  feat_dim %u, dtype %s\n", h->feat_dim,
+		       dsformat_dtype_name(h->dtype));
+	printf("payload:   %llu bytes total; per sample min %llu, max %llu, mean %.1f, median %llu\n",
+	       (unsigned long long)st->bytes.sum, (unsigned long long)st->bytes.min,
+	       (unsigned long long)st->bytes.max, stat_mean(&st->bytes),
+	       (unsigned long long)stat_median(&st->bytes));
+	if (st->features)
+		inspect_text_frames(h, st);
+	else
+		inspect_text_tiling(h, st);
+	if (st->unreadable || st->bad_label)
+		printf("problems:  %llu unreadable records, %llu labels out of range (run packer verify)\n",
+		       (unsigned long long)st->unreadable, (unsigned long long)st->bad_label);
+	printf("histogram: class id, samples, name\n");
+	for (uint32_t k = 0; k < h->classes; k++) {
+		const char *name;
+		size_t len;
+		if (dsstore_get_label(t, k, &name, &len) != 0) {
+			name = "?";
+			len = 1;
+		}
+		printf("  %6u %8llu  %.*s\n", k, (unsigned long long)st->hist[k], (int)len, name);
+	}
+}
+
+int packer_inspect_main(int argc, char **argv)
+{
+	int json = 0;
+	char *dir;
+	int rc = dest_and_flag("inspect", "json", "one JSON object", argc, argv, &json, &dir);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+
+	struct dsstore *ds;
+	struct dsstore_txn *t;
+	rc = open_dataset("inspect", dir, &ds, &t);
+	if (rc)
+		return rc;
+	const struct dsformat_header *h = dsstore_header(ds);
+	struct inspect_stats st = { 0 };
+	if (inspect_count(t, h, &st)) {
+		fprintf(stderr, "packer: inspect: out of memory\n");
+		rc = PACK_EXIT_FAIL;
+	} else {
+		if (json)
+			inspect_json(dir, h, t, &st);
+		else
+			inspect_text(dir, h, t, &st);
+		rc = st.unreadable ? PACK_EXIT_FAIL : 0;
+	}
+	inspect_free(&st);
 	dsstore_txn_end(t);
 	dsstore_close(ds);
 	return rc;
@@ -332,36 +397,24 @@ static int check_finite(const struct dsformat_sample *s, const uint8_t *p, char 
 		}
 		if (!finite)
 			return status_fail(why, wlen, FEEDER_ECORRUPT,
-					   "value at frame %zu, column %zu is not finite", i / s->dim, i % s->dim);
+					   "value at frame %zu, column %zu is not finite",
+					   i / s->dim, i % s->dim);
 	}
 	return 0;
 }
 
 int packer_verify_main(int argc, char **argv)
 {
-	static const struct option opts[] = { { "decode", no_argument, NULL, 'd' },
-					      { "help", no_argument, NULL, 'h' },
-					      { NULL, 0, NULL, 0 } };
-	int decode = 0, c;
-	optind = 0;
-	while ((c = pack_getopt("verify", argc, argv, "h", opts)) != -1) {
-		if (c == 'd')
-			decode = 1;
-		else if (c == 'h') {
-			puts("usage: packer verify DEST [--decode]");
-			return 0;
-		} else
-			return PACK_EXIT_USAGE;
-	}
-	if (optind >= argc)
-		return pack_usage_error("verify", "missing DEST");
-	if (argc - optind > 1)
-		return pack_usage_error("verify", "unexpected argument '%s'", argv[optind + 1]);
-	const char *dir = argv[optind];
+	int decode = 0;
+	char *dir;
+	int rc = dest_and_flag("verify", "decode", "decode every JPEG too", argc, argv, &decode,
+			       &dir);
+	if (rc)
+		return rc < 0 ? 0 : rc;
 
 	struct dsstore *ds;
 	struct dsstore_txn *t;
-	int rc = open_dataset("verify", dir, &ds, &t);
+	rc = open_dataset("verify", dir, &ds, &t);
 	if (rc)
 		return rc;
 	const struct dsformat_header *h = dsstore_header(ds);
@@ -393,7 +446,8 @@ int packer_verify_main(int argc, char **argv)
 		if (!r && h->kind == DSFORMAT_KIND_FEATURES)
 			r = check_finite(&s, p, why, sizeof(why));
 		if (!r && dec)
-			r = jpeg_decode_rgbx(dec, p, s.payload_len, 8, NULL, NULL, NULL, why, sizeof(why));
+			r = jpeg_decode_rgbx(dec, p, s.payload_len, 8, NULL, NULL, NULL, why,
+					     sizeof(why));
 		if (r) {
 			printf("sample %llu: %s\n", (unsigned long long)i, why);
 			nbad++;
@@ -404,13 +458,13 @@ int packer_verify_main(int argc, char **argv)
 	}
 	pack_progress_done(&prog);
 	printf("%s: %llu samples, %llu bytes checked%s, %llu bad\n", dir,
-	       (unsigned long long)h->samples, (unsigned long long)bytes,
-	       dec ? " and decoded" : "", (unsigned long long)nbad);
+	       (unsigned long long)h->samples, (unsigned long long)bytes, dec ? " and decoded" : "",
+	       (unsigned long long)nbad);
 	/* as feederd will: media/jpeg_huff.h's policy */
 	if (dec && jpeg_decoder_fallbacks(dec))
 		printf("%s: %llu decoded by libjpeg's Huffman decoder where feederd's own refused them "
-		       "(feeder_jpeg_fallbacks_total)\n", dir,
-		       (unsigned long long)jpeg_decoder_fallbacks(dec));
+		       "(feeder_jpeg_fallbacks_total)\n",
+		       dir, (unsigned long long)jpeg_decoder_fallbacks(dec));
 	jpeg_decoder_destroy(dec);
 	dsstore_txn_end(t);
 	dsstore_close(ds);
@@ -421,33 +475,34 @@ int packer_verify_main(int argc, char **argv)
 
 int packer_cat_main(int argc, char **argv)
 {
-	static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 } };
-	int c;
-	optind = 0;
-	while ((c = pack_getopt("cat", argc, argv, "h", opts)) != -1) {
-		if (c == 'h') {
-			puts("usage: packer cat DEST INDEX\n\nWrite record INDEX's payload to stdout: the JPEG, the feature matrix,\nor a waveform as a WAV file.");
-			return 0;
-		}
-		return PACK_EXIT_USAGE;
+	int help = 0, n;
+	char *ops[2];
+	struct argtab tab[] = {
+		ARGTAB_FLAG("help", 'h', &help, "this text"),
+		ARGTAB_END,
+	};
+	int rc = pack_args_parse("cat", tab, argc, argv, ops, 2, &n);
+	if (rc)
+		return rc;
+	if (help) {
+		puts("usage: packer cat DEST INDEX\n\nWrite record INDEX's payload to stdout: the JPEG, the feature matrix,\nor a waveform as a WAV file.");
+		return 0;
 	}
-	if (argc - optind < 2)
+	if (n < 2)
 		return pack_usage_error("cat", "missing DEST or INDEX");
-	if (argc - optind > 2)
-		return pack_usage_error("cat", "unexpected argument '%s'", argv[optind + 2]);
-	const char *dir = argv[optind];
+	const char *dir = ops[0];
 	unsigned long long index;
-	if (pack_parse_uint(argv[optind + 1], 0, UINT64_MAX, &index) != 0)
-		return pack_usage_error("cat", "INDEX '%s' is not a non-negative integer", argv[optind + 1]);
+	if (argtab_parse_uint(ops[1], 0, UINT64_MAX, &index) != 0)
+		return pack_usage_error("cat", "INDEX '%s' is not a non-negative integer", ops[1]);
 	struct dsstore *ds;
 	struct dsstore_txn *t;
-	int rc = open_dataset("cat", dir, &ds, &t);
+	rc = open_dataset("cat", dir, &ds, &t);
 	if (rc)
 		return rc;
 	const struct dsformat_header *h = dsstore_header(ds);
 	if (index >= h->samples) {
-		fprintf(stderr, "packer: cat: index %llu out of range (%s has %llu samples)\n", index, dir,
-			(unsigned long long)h->samples);
+		fprintf(stderr, "packer: cat: index %llu out of range (%s has %llu samples)\n",
+			index, dir, (unsigned long long)h->samples);
 		rc = PACK_EXIT_USAGE;
 		goto out;
 	}

@@ -43,10 +43,9 @@ uint32_t crc32c_sw(uint32_t crc, const void *buf, size_t len)
 		uint64_t w;
 		memcpy(&w, p, 8);
 		w ^= crc;
-		crc = table[7][w & 0xff] ^ table[6][(w >> 8) & 0xff] ^
-		      table[5][(w >> 16) & 0xff] ^ table[4][(w >> 24) & 0xff] ^
-		      table[3][(w >> 32) & 0xff] ^ table[2][(w >> 40) & 0xff] ^
-		      table[1][(w >> 48) & 0xff] ^ table[0][w >> 56];
+		crc = table[7][w & 0xff] ^ table[6][(w >> 8) & 0xff] ^ table[5][(w >> 16) & 0xff] ^
+		      table[4][(w >> 24) & 0xff] ^ table[3][(w >> 32) & 0xff] ^
+		      table[2][(w >> 40) & 0xff] ^ table[1][(w >> 48) & 0xff] ^ table[0][w >> 56];
 		p += 8;
 		len -= 8;
 	}
@@ -97,9 +96,9 @@ static inline uint32_t hw_shift(uint32_t t[4][256], uint32_t c)
  * each caller, so each gets its own loop); c is the register (not
  * inverted). The stores ride along: the crc32 instructions, not memory,
  * set the pace. */
-__attribute__((target("sse4.2"), always_inline)) static inline uint64_t
-hw_triple(uint64_t c, const unsigned char **pp, unsigned char **dp, size_t *lenp, size_t block,
-	  uint32_t t[4][256], const int copy)
+__attribute__((target("sse4.2"), always_inline)) static inline uint64_t hw_triple(
+	uint64_t c, const unsigned char **pp, unsigned char **dp, size_t *lenp, size_t block,
+	uint32_t t[4][256], const int copy)
 {
 	const unsigned char *p = *pp;
 	unsigned char *d = *dp;
@@ -133,8 +132,8 @@ hw_triple(uint64_t c, const unsigned char **pp, unsigned char **dp, size_t *lenp
 }
 
 /* The CRC of len bytes at src, copied to dst where copy is set. */
-__attribute__((target("sse4.2"), always_inline)) static inline uint32_t
-hw_run(uint32_t crc, unsigned char *d, const unsigned char *p, size_t len, const int copy)
+__attribute__((target("sse4.2"), always_inline)) static inline uint32_t hw_run(
+	uint32_t crc, unsigned char *d, const unsigned char *p, size_t len, const int copy)
 {
 	uint64_t c = ~crc;
 	while (len && ((uintptr_t)p & 7)) {
@@ -165,13 +164,13 @@ hw_run(uint32_t crc, unsigned char *d, const unsigned char *p, size_t len, const
 }
 
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const void *buf,
-							     size_t len)
+							    size_t len)
 {
 	return hw_run(crc, NULL, buf, len, 0);
 }
 
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hw_copy(uint32_t crc, void *dst,
-								  const void *src, size_t len)
+								 const void *src, size_t len)
 {
 	return hw_run(crc, dst, src, len, 1);
 }

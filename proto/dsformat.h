@@ -58,7 +58,9 @@
  * ("dataset kind 3 is unknown"), so the kind needed no new version. */
 enum dsformat_kind { DSFORMAT_KIND_JPEG = 1, DSFORMAT_KIND_FEATURES = 2, DSFORMAT_KIND_WAVE = 3 };
 enum dsformat_dtype {
-	DSFORMAT_DTYPE_NONE = 0, DSFORMAT_DTYPE_F16 = 1, DSFORMAT_DTYPE_F32 = 2,
+	DSFORMAT_DTYPE_NONE = 0,
+	DSFORMAT_DTYPE_F16 = 1,
+	DSFORMAT_DTYPE_F32 = 2,
 	DSFORMAT_DTYPE_S16 = 3, /* wave: little-endian 16-bit PCM */
 };
 /* The sample rates a wave dataset may declare. */
@@ -66,13 +68,13 @@ enum dsformat_dtype {
 #define DSFORMAT_RATE_MAX 384000
 
 struct dsformat_header {
-	uint32_t version;   /* DSFORMAT_VERSION when written */
-	uint32_t kind;      /* enum dsformat_kind */
-	uint64_t samples;   /* number of records in "samples", keys 0..samples-1 */
-	uint32_t classes;   /* number of records in "labels", ids 0..classes-1 */
-	uint32_t feat_dim;  /* features: columns per frame; wave: 1; jpeg: 0 */
-	uint32_t dtype;     /* features: f16 or f32; wave: s16; jpeg: 0 */
-	uint32_t rate;      /* wave: samples per second (bytes 36..39, 0 in other kinds) */
+	uint32_t version;        /* DSFORMAT_VERSION when written */
+	uint32_t kind;           /* enum dsformat_kind */
+	uint64_t samples;        /* number of records in "samples", keys 0..samples-1 */
+	uint32_t classes;        /* number of records in "labels", ids 0..classes-1 */
+	uint32_t feat_dim;       /* features: columns per frame; wave: 1; jpeg: 0 */
+	uint32_t dtype;          /* features: f16 or f32; wave: s16; jpeg: 0 */
+	uint32_t rate;           /* wave: samples per second (bytes 36..39, 0 in other kinds) */
 	char packer_version[32]; /* NUL-terminated */
 	char options[256];       /* NUL-terminated, the packer's command line options */
 	uint64_t source_bytes;   /* version 3: the stored samples' source files, in bytes */
@@ -82,12 +84,12 @@ struct dsformat_header {
 struct dsformat_sample {
 	uint32_t label;
 	uint32_t payload_len;
-	uint32_t crc;       /* CRC-32C of the payload */
-	uint32_t frames;    /* features: rows; wave: samples; jpeg: 0 */
-	uint32_t dim;       /* features: columns; wave: 1; jpeg: 0 */
-	uint32_t dtype;     /* features: enum dsformat_dtype; wave: s16; jpeg: 0 */
-	uint32_t flags;     /* version 3: DSFORMAT_FLAG_*; versions 1, 2: 0 */
-	uint32_t aux;       /* version 3, tiled: the restart interval in MCUs; else 0 */
+	uint32_t crc;    /* CRC-32C of the payload */
+	uint32_t frames; /* features: rows; wave: samples; jpeg: 0 */
+	uint32_t dim;    /* features: columns; wave: 1; jpeg: 0 */
+	uint32_t dtype;  /* features: enum dsformat_dtype; wave: s16; jpeg: 0 */
+	uint32_t flags;  /* version 3: DSFORMAT_FLAG_*; versions 1, 2: 0 */
+	uint32_t aux;    /* version 3, tiled: the restart interval in MCUs; else 0 */
 };
 
 /* Bytes of a record's header in a dataset of version v (0 if unknown). */
@@ -105,8 +107,8 @@ void dsformat_header_encode(const struct dsformat_header *h, uint8_t *out);
  * for versions 1 and 2, DSFORMAT_HEADER_SIZE for 3). Returns 0, or
  * FEEDER_EFORMAT (wrong magic or size, bad field) / FEEDER_EVERSION, with a
  * sentence in err. */
-int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *h,
-			   char *err, size_t errlen);
+int dsformat_header_decode(const void *buf, size_t len, struct dsformat_header *h, char *err,
+			   size_t errlen);
 
 /* Encode a sample header into out (DSFORMAT_SAMPLE_HDR bytes, version 3,
  * its header CRC included). */
@@ -118,14 +120,13 @@ void dsformat_sample_encode(const struct dsformat_sample *s, uint8_t *out);
  * frames*dim*dtype size == payload_len for features). *payload points into
  * buf. Does not check the payload's CRC (see dsformat_sample_verify).
  * Returns 0 or FEEDER_EFORMAT/ECORRUPT/EVERSION. */
-int dsformat_sample_decode(uint32_t version, const void *buf, size_t len,
-			   struct dsformat_sample *s, const uint8_t **payload, char *err,
-			   size_t errlen);
+int dsformat_sample_decode(uint32_t version, const void *buf, size_t len, struct dsformat_sample *s,
+			   const uint8_t **payload, char *err, size_t errlen);
 
 /* 0 if crc32c(payload) matches s->crc, else FEEDER_ECORRUPT with a sentence
  * saying the payload is damaged. */
-int dsformat_sample_verify(const struct dsformat_sample *s, const uint8_t *payload,
-			   char *err, size_t errlen);
+int dsformat_sample_verify(const struct dsformat_sample *s, const uint8_t *payload, char *err,
+			   size_t errlen);
 
 /* The same check for a CRC already computed (crc32c_copy's, over the copy
  * the caller made of the payload). */

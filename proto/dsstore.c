@@ -28,16 +28,16 @@ struct dsstore {
 	MDB_dbi meta, labels, samples, names;
 	int have_names;
 	struct dsformat_header hdr;
-	const void *map;         /* LMDB's read-only mapping of data.mdb */
-	size_t map_len;          /* of the mapping, as /proc/self/maps says */
-	uint64_t file_size;      /* data.mdb's size at open: the bytes that exist */
+	const void *map;    /* LMDB's read-only mapping of data.mdb */
+	size_t map_len;     /* of the mapping, as /proc/self/maps says */
+	uint64_t file_size; /* data.mdb's size at open: the bytes that exist */
 	pthread_mutex_t idle_lock;
 	struct dsstore_txn *idle; /* reset read transactions, renewed by the next begin */
 };
 
 struct dsstore_txn {
 	struct dsstore *ds;
-	MDB_txn *txn;            /* NULL after a renewal failed: begun again on use */
+	MDB_txn *txn;             /* NULL after a renewal failed: begun again on use */
 	struct dsstore_txn *next; /* in ds->idle */
 };
 
@@ -120,8 +120,7 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 		free(ds);
 		return rc;
 	}
-	if ((rc = mdb_env_create(&ds->env)) ||
-	    (rc = mdb_env_set_maxdbs(ds->env, 8)) ||
+	if ((rc = mdb_env_create(&ds->env)) || (rc = mdb_env_set_maxdbs(ds->env, 8)) ||
 	    (rc = mdb_env_set_maxreaders(ds->env, 1024))) {
 		rc = lmdb_fail(err, errlen, rc, dir);
 		goto fail;
@@ -153,14 +152,14 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 	if ((rc = mdb_dbi_open(txn, "meta", 0, &ds->meta)) ||
 	    (rc = mdb_dbi_open(txn, "labels", 0, &ds->labels)) ||
 	    (rc = mdb_dbi_open(txn, "samples", 0, &ds->samples))) {
-		rc = status_fail(err, errlen, FEEDER_EFORMAT, "%s: not a Feeder dataset (%s)",
-				 dir, mdb_strerror(rc));
+		rc = status_fail(err, errlen, FEEDER_EFORMAT, "%s: not a Feeder dataset (%s)", dir,
+				 mdb_strerror(rc));
 		goto fail;
 	}
 	ds->have_names = mdb_dbi_open(txn, "names", 0, &ds->names) == 0;
 	if ((rc = mdb_get(txn, ds->meta, &k, &v))) {
-		rc = status_fail(err, errlen, FEEDER_EFORMAT, "%s: dataset has no header (%s)",
-				 dir, mdb_strerror(rc));
+		rc = status_fail(err, errlen, FEEDER_EFORMAT, "%s: dataset has no header (%s)", dir,
+				 mdb_strerror(rc));
 		goto fail;
 	}
 	/* LMDB does not tell where it mapped the file (me_mapaddr is only set
@@ -172,12 +171,15 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 	find_mapping(v.mv_data, &ds->map, &ds->map_len);
 	if (!ds->map) {
 		rc = status_fail(err, errlen, FEEDER_EFORMAT,
-				 "%s: cannot locate the mapping of data.mdb (/proc/self/maps)", dir);
+				 "%s: cannot locate the mapping of data.mdb (/proc/self/maps)",
+				 dir);
 		goto fail;
 	}
 	if (!in_file(ds, v.mv_data, v.mv_size)) {
-		rc = status_fail(err, errlen, FEEDER_ECORRUPT, "%s: the header record lies outside "
-				 "data.mdb", dir);
+		rc = status_fail(err, errlen, FEEDER_ECORRUPT,
+				 "%s: the header record lies outside "
+				 "data.mdb",
+				 dir);
 		goto fail;
 	}
 	char why[200];
@@ -196,8 +198,9 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 	    ds->hdr.classes > ds->file_size / DSFORMAT_MIN_RECORD) {
 		rc = status_fail(err, errlen, FEEDER_ECORRUPT,
 				 "%s: header claims %llu samples and %u classes, more than its "
-				 "%llu-byte data file can hold", dir, (unsigned long long)ds->hdr.samples,
-				 ds->hdr.classes, (unsigned long long)ds->file_size);
+				 "%llu-byte data file can hold",
+				 dir, (unsigned long long)ds->hdr.samples, ds->hdr.classes,
+				 (unsigned long long)ds->file_size);
 		goto fail;
 	}
 	if (st.ms_entries != ds->hdr.samples) {
@@ -245,7 +248,10 @@ void dsstore_close(struct dsstore *ds)
 	free(ds);
 }
 
-const struct dsformat_header *dsstore_header(const struct dsstore *ds) { return &ds->hdr; }
+const struct dsformat_header *dsstore_header(const struct dsstore *ds)
+{
+	return &ds->hdr;
+}
 
 void dsstore_map(const struct dsstore *ds, const void **addr, size_t *len)
 {
@@ -370,7 +376,8 @@ int dsstore_get_sample(struct dsstore_txn *t, uint64_t index, struct dsformat_sa
 	if (rc == -ERANGE)
 		return status_fail(err, errlen, FEEDER_ECORRUPT,
 				   "record of %zu bytes runs outside data.mdb (a damaged length or "
-				   "overflow page)", v.mv_size);
+				   "overflow page)",
+				   v.mv_size);
 	if (rc)
 		return lmdb_fail(err, errlen, rc, "reading sample");
 	return dsformat_sample_decode(t->ds->hdr.version, v.mv_data, v.mv_size, s, payload, err,
@@ -416,8 +423,8 @@ static int writer_begin(struct dsstore_writer *w, char *err, size_t errlen)
 	return 0;
 }
 
-int dsstore_writer_open(const char *dir, size_t initial_map, struct dsstore_writer **out,
-			char *err, size_t errlen)
+int dsstore_writer_open(const char *dir, size_t initial_map, struct dsstore_writer **out, char *err,
+			size_t errlen)
 {
 	struct dsstore_writer *w = calloc(1, sizeof(*w));
 	int rc;
@@ -426,8 +433,7 @@ int dsstore_writer_open(const char *dir, size_t initial_map, struct dsstore_writ
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
 	w->mapsize = initial_map ? initial_map : (size_t)64 << 20;
 	w->psize = (size_t)sysconf(_SC_PAGESIZE);
-	if ((rc = mdb_env_create(&w->env)) ||
-	    (rc = mdb_env_set_maxdbs(w->env, 8)) ||
+	if ((rc = mdb_env_create(&w->env)) || (rc = mdb_env_set_maxdbs(w->env, 8)) ||
 	    (rc = mdb_env_set_mapsize(w->env, w->mapsize))) {
 		rc = lmdb_fail(err, errlen, rc, dir);
 		goto fail;
@@ -512,9 +518,9 @@ static int writer_put_reserved(struct dsstore_writer *w, MDB_dbi dbi, void *key,
 	return 0;
 }
 
-static int writer_put(struct dsstore_writer *w, MDB_dbi dbi, void *key, size_t klen,
-		      size_t vlen, const void *v1, size_t v1len, const void *v2, unsigned flags,
-		      char *err, size_t errlen)
+static int writer_put(struct dsstore_writer *w, MDB_dbi dbi, void *key, size_t klen, size_t vlen,
+		      const void *v1, size_t v1len, const void *v2, unsigned flags, char *err,
+		      size_t errlen)
 {
 	uint8_t *p = NULL;
 	int rc = writer_put_reserved(w, dbi, key, klen, vlen, flags, &p, err, errlen);
@@ -527,14 +533,14 @@ static int writer_put(struct dsstore_writer *w, MDB_dbi dbi, void *key, size_t k
 }
 
 int dsstore_writer_put_sample(struct dsstore_writer *w, uint64_t index,
-			      const struct dsformat_sample *s, const void *payload,
-			      char *err, size_t errlen)
+			      const struct dsformat_sample *s, const void *payload, char *err,
+			      size_t errlen)
 {
 	uint8_t key[8], hdr[DSFORMAT_SAMPLE_HDR];
 	dsformat_sample_key(index, key);
 	dsformat_sample_encode(s, hdr);
-	return writer_put(w, w->samples, key, 8, DSFORMAT_SAMPLE_HDR + (size_t)s->payload_len,
-			  hdr, DSFORMAT_SAMPLE_HDR, payload, MDB_APPEND, err, errlen);
+	return writer_put(w, w->samples, key, 8, DSFORMAT_SAMPLE_HDR + (size_t)s->payload_len, hdr,
+			  DSFORMAT_SAMPLE_HDR, payload, MDB_APPEND, err, errlen);
 }
 
 int dsstore_writer_put_sample_filled(struct dsstore_writer *w, uint64_t index,
@@ -560,17 +566,17 @@ int dsstore_writer_put_sample_filled(struct dsstore_writer *w, uint64_t index,
 	return 0;
 }
 
-int dsstore_writer_put_label(struct dsstore_writer *w, uint32_t id, const char *name,
-			     char *err, size_t errlen)
+int dsstore_writer_put_label(struct dsstore_writer *w, uint32_t id, const char *name, char *err,
+			     size_t errlen)
 {
 	uint8_t key[4];
 	dsformat_label_key(id, key);
-	return writer_put(w, w->labels, key, 4, strlen(name), name, strlen(name), NULL, 0,
-			  err, errlen);
+	return writer_put(w, w->labels, key, 4, strlen(name), name, strlen(name), NULL, 0, err,
+			  errlen);
 }
 
-int dsstore_writer_put_name(struct dsstore_writer *w, uint64_t index, const char *name,
-			    char *err, size_t errlen)
+int dsstore_writer_put_name(struct dsstore_writer *w, uint64_t index, const char *name, char *err,
+			    size_t errlen)
 {
 	uint8_t key[8];
 	dsformat_sample_key(index, key);
@@ -578,16 +584,19 @@ int dsstore_writer_put_name(struct dsstore_writer *w, uint64_t index, const char
 			  err, errlen);
 }
 
-unsigned dsstore_writer_grows(const struct dsstore_writer *w) { return w->grows; }
+unsigned dsstore_writer_grows(const struct dsstore_writer *w)
+{
+	return w->grows;
+}
 
-int dsstore_writer_finish(struct dsstore_writer *w, const struct dsformat_header *h,
-			  char *err, size_t errlen)
+int dsstore_writer_finish(struct dsstore_writer *w, const struct dsformat_header *h, char *err,
+			  size_t errlen)
 {
 	uint8_t buf[DSFORMAT_HEADER_SIZE];
 	int rc;
 	dsformat_header_encode(h, buf);
-	if ((rc = writer_put(w, w->meta, "header", 6, sizeof(buf), buf, sizeof(buf), NULL, 0,
-			     err, errlen)))
+	if ((rc = writer_put(w, w->meta, "header", 6, sizeof(buf), buf, sizeof(buf), NULL, 0, err,
+			     errlen)))
 		goto fail;
 	rc = mdb_txn_commit(w->txn);
 	w->txn = NULL;

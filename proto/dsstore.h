@@ -64,31 +64,30 @@ int dsstore_get_name(struct dsstore_txn *t, uint64_t index, const char **name, s
  * commits when convenient (dsstore_writer_commit); nothing is synced until
  * dsstore_writer_finish, which writes the header, syncs, and shrinks the data
  * file to its used size. On any error call dsstore_writer_abort. */
-int dsstore_writer_open(const char *dir, size_t initial_map, struct dsstore_writer **out,
-			char *err, size_t errlen);
+int dsstore_writer_open(const char *dir, size_t initial_map, struct dsstore_writer **out, char *err,
+			size_t errlen);
 int dsstore_writer_put_sample(struct dsstore_writer *w, uint64_t index,
-			      const struct dsformat_sample *s, const void *payload,
-			      char *err, size_t errlen);
+			      const struct dsformat_sample *s, const void *payload, char *err,
+			      size_t errlen);
 /* Put sample index with its s->payload_len bytes written in place: fill
  * gets LMDB's reserved space for the payload (MDB_RESERVE) and fills it
  * before anything else is written, as LMDB requires; it may complete *s
  * (the CRC of what it wrote), whose header is written after it. When fill
  * returns non-zero nothing of the sample is kept and that code is returned
  * (a caller tells its own failures from the store's through ctx). */
-typedef int (*dsstore_fill_fn)(void *ctx, uint8_t *payload, size_t len,
-			       struct dsformat_sample *s);
+typedef int (*dsstore_fill_fn)(void *ctx, uint8_t *payload, size_t len, struct dsformat_sample *s);
 int dsstore_writer_put_sample_filled(struct dsstore_writer *w, uint64_t index,
 				     struct dsformat_sample *s, dsstore_fill_fn fill, void *ctx,
 				     char *err, size_t errlen);
-int dsstore_writer_put_label(struct dsstore_writer *w, uint32_t id, const char *name,
-			     char *err, size_t errlen);
-int dsstore_writer_put_name(struct dsstore_writer *w, uint64_t index, const char *name,
-			    char *err, size_t errlen);
+int dsstore_writer_put_label(struct dsstore_writer *w, uint32_t id, const char *name, char *err,
+			     size_t errlen);
+int dsstore_writer_put_name(struct dsstore_writer *w, uint64_t index, const char *name, char *err,
+			    size_t errlen);
 int dsstore_writer_commit(struct dsstore_writer *w, char *err, size_t errlen);
 /* Times the map was grown so far (for tests and -v output). */
 unsigned dsstore_writer_grows(const struct dsstore_writer *w);
-int dsstore_writer_finish(struct dsstore_writer *w, const struct dsformat_header *h,
-			  char *err, size_t errlen);
+int dsstore_writer_finish(struct dsstore_writer *w, const struct dsformat_header *h, char *err,
+			  size_t errlen);
 void dsstore_writer_abort(struct dsstore_writer *w);
 
 #endif

@@ -50,6 +50,8 @@ enum {
 
 /* feederd's socket when neither a path nor $FEEDER_SOCKET says otherwise. */
 #define FEEDER_DEFAULT_SOCKET "/run/feeder/feederd.sock"
+/* feederd's datasets directory when its configuration names none. */
+#define FEEDER_DEFAULT_DATASETS "/var/lib/feeder/datasets"
 
 /* What the daemon does to each sample. */
 enum feeder_pipeline { FEEDER_PIPE_JPEG = 1, FEEDER_PIPE_FEATURES = 2, FEEDER_PIPE_WAVE = 3 };
@@ -62,8 +64,11 @@ enum feeder_on_error { FEEDER_ON_ERROR_REPLACE = 0, FEEDER_ON_ERROR_FAIL = 1 };
 /* features: what an utterance shorter than chunk_len does. */
 enum feeder_feat_pad { FEEDER_FEAT_PAD_REPEAT = 1, FEEDER_FEAT_PAD_SKIP = 2 };
 /* features: cepstral mean normalization. */
-enum feeder_feat_cmn { FEEDER_FEAT_CMN_NONE = 0, FEEDER_FEAT_CMN_UTT = 1,
-		       FEEDER_FEAT_CMN_SLIDING = 2 };
+enum feeder_feat_cmn {
+	FEEDER_FEAT_CMN_NONE = 0,
+	FEEDER_FEAT_CMN_UTT = 1,
+	FEEDER_FEAT_CMN_SLIDING = 2
+};
 /* wave: the features a chunk becomes (Kaldi's compute-fbank-feats or
  * compute-mfcc-feats recipe, media/fbank.h). */
 enum feeder_wave_features { FEEDER_WAVE_FBANK = 1, FEEDER_WAVE_MFCC = 2 };
@@ -75,8 +80,11 @@ enum feeder_speed_labels { FEEDER_SPEED_SAME = 0, FEEDER_SPEED_NEW = 1 };
  * (feederd --gpu N; the workers still entropy-decode), or whichever the first
  * batches show to be faster. Without a GPU in the daemon, gpu is refused and
  * auto means cpu. */
-enum feeder_placement { FEEDER_PLACEMENT_CPU = 0, FEEDER_PLACEMENT_GPU = 1,
-			FEEDER_PLACEMENT_AUTO = 2 };
+enum feeder_placement {
+	FEEDER_PLACEMENT_CPU = 0,
+	FEEDER_PLACEMENT_GPU = 1,
+	FEEDER_PLACEMENT_AUTO = 2
+};
 /* Where a batch's tensor is: host memory (the shared ring) or the GPU's
  * memory (a device-resident ring shared through CUDA IPC). */
 enum feeder_memory { FEEDER_MEMORY_HOST = 0, FEEDER_MEMORY_DEVICE = 1 };
@@ -110,8 +118,8 @@ enum feeder_stage {
 #define FEEDER_MAX_SLOTS 256
 #define FEEDER_MAX_WORLD 65536
 #define FEEDER_MAX_EPOCHS 1000000
-#define FEEDER_MAX_SIDE 8192      /* jpeg output height/width */
-#define FEEDER_MAX_CHUNK 65536    /* features chunk_len and cmn_window */
+#define FEEDER_MAX_SIDE 8192       /* jpeg output height/width */
+#define FEEDER_MAX_CHUNK 65536     /* features chunk_len and cmn_window */
 #define FEEDER_MAX_WAVE_CHUNK 6000 /* wave chunk_len: a minute of frames */
 /* wave bins: the mel filters that each still cover a bin of the 512-point
  * FFT of 16 kHz audio between 20 and 7600 Hz (the lowest filters narrow
@@ -122,27 +130,27 @@ enum feeder_stage {
  * RandomHorizontalFlip(flip_p) in train mode, Resize(size * resize_ratio) +
  * CenterCrop(size) in eval mode, then ToTensor + Normalize(mean, std). */
 struct feeder_jpeg_opts {
-	uint32_t height, width;      /* output size; default 224 x 224 */
-	uint32_t train;              /* 1: random resized crop + flip; 0: resize +
+	uint32_t height, width;     /* output size; default 224 x 224 */
+	uint32_t train;             /* 1: random resized crop + flip; 0: resize +
 					center crop; default 1 */
-	float scale_min, scale_max;  /* crop area fraction; default 0.08..1 */
-	float ratio_min, ratio_max;  /* crop aspect ratio w/h; default 3/4..4/3 */
-	float flip_p;                /* horizontal flip probability; default 0.5 */
-	float resize_ratio;          /* eval: shorter side = size * ratio; default
+	float scale_min, scale_max; /* crop area fraction; default 0.08..1 */
+	float ratio_min, ratio_max; /* crop aspect ratio w/h; default 3/4..4/3 */
+	float flip_p;               /* horizontal flip probability; default 0.5 */
+	float resize_ratio;         /* eval: shorter side = size * ratio; default
 					256/224 */
-	float mean[3], std[3];       /* per channel, on [0,1] pixels; default
+	float mean[3], std[3];      /* per channel, on [0,1] pixels; default
 					ImageNet's. u8 output is not normalized. */
 };
 
 /* The features pipeline: a chunk of chunk_len frames of an utterance's
  * feature matrix, normalized, written as (feat_dim, chunk_len). */
 struct feeder_features_opts {
-	uint32_t chunk_len;          /* frames per example; default 200 */
-	uint32_t pad;                /* enum feeder_feat_pad; default repeat */
-	uint32_t cmn;                /* enum feeder_feat_cmn; default sliding */
-	uint32_t cmn_window;         /* frames (sliding); default 300, Kaldi's */
-	uint32_t cvn;                /* 1: also variance normalization; default 0 */
-	uint32_t train;              /* 1: random chunk; 0: centered; default 1 */
+	uint32_t chunk_len;  /* frames per example; default 200 */
+	uint32_t pad;        /* enum feeder_feat_pad; default repeat */
+	uint32_t cmn;        /* enum feeder_feat_cmn; default sliding */
+	uint32_t cmn_window; /* frames (sliding); default 300, Kaldi's */
+	uint32_t cvn;        /* 1: also variance normalization; default 0 */
+	uint32_t train;      /* 1: random chunk; 0: centered; default 1 */
 };
 
 /* The wave pipeline: a chunk of a waveform dataset (packer pack audio
@@ -155,36 +163,36 @@ struct feeder_features_opts {
  * eval mode (train 0) the chunk is centred and nothing random is applied
  * (dither included). */
 struct feeder_wave_opts {
-	uint32_t chunk_len;          /* frames of 10 ms per example; default 200 */
-	uint32_t train;              /* 1: random chunk and augmentation; default 1 */
-	uint32_t pad;                /* enum feeder_feat_pad; default repeat */
-	uint32_t features;           /* enum feeder_wave_features; default fbank */
-	uint32_t bins;               /* mel bins, 3..FEEDER_MAX_WAVE_BINS (124); default 80 */
-	uint32_t ceps;               /* mfcc: cepstra kept, 1..bins; default 30 */
-	float dither;                /* Gaussian dither at int16 scale (Kaldi's
+	uint32_t chunk_len;             /* frames of 10 ms per example; default 200 */
+	uint32_t train;                 /* 1: random chunk and augmentation; default 1 */
+	uint32_t pad;                   /* enum feeder_feat_pad; default repeat */
+	uint32_t features;              /* enum feeder_wave_features; default fbank */
+	uint32_t bins;                  /* mel bins, 3..FEEDER_MAX_WAVE_BINS (124); default 80 */
+	uint32_t ceps;                  /* mfcc: cepstra kept, 1..bins; default 30 */
+	float dither;                   /* Gaussian dither at int16 scale (Kaldi's
 					--dither); default 0 */
-	uint32_t cmn;                /* enum feeder_feat_cmn over the chunk; default utt */
-	uint32_t cmn_window;         /* frames (sliding); default 300 */
-	uint32_t cvn;                /* 1: also variance normalization; default 0 */
+	uint32_t cmn;                   /* enum feeder_feat_cmn over the chunk; default utt */
+	uint32_t cmn_window;            /* frames (sliding); default 300 */
+	uint32_t cvn;                   /* 1: also variance normalization; default 0 */
 	char noise[FEEDER_DATASET_MAX]; /* wave dataset of noises, classes named
 					noise, music and speech (MUSAN's layout;
 					speech is summed into babble); "" none */
-	float noise_p;               /* probability of additive noise, of a
+	float noise_p;                  /* probability of additive noise, of a
 					category drawn among those present; default 0 */
 	float snr_noise_min, snr_noise_max;   /* dB; default 0..15 (Kaldi's recipe) */
 	float snr_music_min, snr_music_max;   /* dB; default 5..15 */
 	float snr_babble_min, snr_babble_max; /* dB; default 13..20 */
 	uint32_t babble_min, babble_max;      /* speech recordings summed; default 3..7 */
-	char rir[FEEDER_DATASET_MAX]; /* wave dataset of room impulse responses; "" none */
-	float reverb_p;              /* probability of reverberation; default 0 */
-	float speed_p;               /* probability of a speed factor of 0.9 or 1.1
+	char rir[FEEDER_DATASET_MAX];         /* wave dataset of room impulse responses; "" none */
+	float reverb_p;                       /* probability of reverberation; default 0 */
+	float speed_p;                        /* probability of a speed factor of 0.9 or 1.1
 					(equally likely) instead of 1; default 0 */
-	uint32_t speed_labels;       /* enum feeder_speed_labels; default same */
-	float gain_p;                /* probability of a gain; default 0 */
-	float gain_min_db, gain_max_db; /* default -6..6 */
-	float specaug_p;             /* probability of SpecAugment masks; default 0 */
-	uint32_t time_masks, time_mask_max; /* masks, and frames each at most; default 1, 10 */
-	uint32_t freq_masks, freq_mask_max; /* masks, and bins each at most; default 1, 8 */
+	uint32_t speed_labels;                /* enum feeder_speed_labels; default same */
+	float gain_p;                         /* probability of a gain; default 0 */
+	float gain_min_db, gain_max_db;       /* default -6..6 */
+	float specaug_p;                      /* probability of SpecAugment masks; default 0 */
+	uint32_t time_masks, time_mask_max;   /* masks, and frames each at most; default 1, 10 */
+	uint32_t freq_masks, freq_mask_max;   /* masks, and bins each at most; default 1, 8 */
 };
 
 /* Everything a stream is asked to be. Fill it with feeder_stream_opts_init
@@ -193,31 +201,31 @@ struct feeder_wave_opts {
  * otherwise. Only the options of the chosen pipeline are read. */
 struct feeder_stream_opts {
 	char dataset[FEEDER_DATASET_MAX]; /* the dataset's name; no default */
-	uint32_t pipeline;     /* enum feeder_pipeline; default jpeg */
-	uint32_t batch;        /* samples per batch, 1..65536; default 32 */
-	uint64_t seed;         /* shuffle and augmentation seed; default 0 */
-	uint64_t epoch;        /* first epoch; default 0 */
-	uint32_t epochs;       /* epochs served back to back; default 1 */
-	uint32_t shuffle;      /* 1: each epoch in a seeded random order; 0: in
+	uint32_t pipeline;                /* enum feeder_pipeline; default jpeg */
+	uint32_t batch;                   /* samples per batch, 1..65536; default 32 */
+	uint64_t seed;                    /* shuffle and augmentation seed; default 0 */
+	uint64_t epoch;                   /* first epoch; default 0 */
+	uint32_t epochs;                  /* epochs served back to back; default 1 */
+	uint32_t shuffle;                 /* 1: each epoch in a seeded random order; 0: in
 				  dataset order (evaluation); default 1. Ranks
 				  take every world-th position either way. */
-	uint64_t start_batch;  /* first batch of the first epoch (resume); default 0 */
-	uint64_t start_sample; /* first epoch position of the first epoch, counted
+	uint64_t start_batch;             /* first batch of the first epoch (resume); default 0 */
+	uint64_t start_sample;            /* first epoch position of the first epoch, counted
 				  over all ranks (elastic resume: a job that
 				  stopped after P samples of an epoch resumes at
 				  P with any world size; the ranks share
 				  positions P.. as they share an epoch, and
 				  start_batch then counts batches of that
 				  share); at most the dataset's size; default 0 */
-	uint32_t rank, world;  /* this consumer's share: rank < world; default 0 of 1 */
-	uint32_t drop_last;    /* 1: drop the epoch's last short batch; default 0 */
-	uint32_t slots;        /* ring depth (prefetch), 1..256; default 4 */
-	uint32_t dtype;        /* enum feeder_dtype; default f32 (u8: jpeg only) */
-	uint32_t layout;       /* enum feeder_layout; default NCHW (features: NCHW only) */
-	uint32_t on_error;     /* enum feeder_on_error; default replace */
-	uint32_t names;        /* 1: each batch also carries its samples' names
+	uint32_t rank, world;             /* this consumer's share: rank < world; default 0 of 1 */
+	uint32_t drop_last;               /* 1: drop the epoch's last short batch; default 0 */
+	uint32_t slots;                   /* ring depth (prefetch), 1..256; default 4 */
+	uint32_t dtype;                   /* enum feeder_dtype; default f32 (u8: jpeg only) */
+	uint32_t layout;         /* enum feeder_layout; default NCHW (features: NCHW only) */
+	uint32_t on_error;       /* enum feeder_on_error; default replace */
+	uint32_t names;          /* 1: each batch also carries its samples' names
 				  (where the dataset keeps them); default 0 */
-	uint32_t placement;    /* enum feeder_placement; default cpu */
+	uint32_t placement;      /* enum feeder_placement; default cpu */
 	uint32_t device_batches; /* 1: take batches in GPU memory when the daemon
 				  offers them (placement gpu, and a GPU that this
 				  process sees too); otherwise, and by default,
@@ -235,51 +243,51 @@ struct feeder_status {
 	uint64_t uptime_ms;
 	uint32_t clients, streams, workers, datasets;
 	uint64_t memory_used, memory_limit; /* bytes of stream rings */
-	uint64_t batches, samples;     /* sent / decoded since the daemon started */
-	uint64_t replacements;         /* corrupt samples replaced */
-	uint64_t decode_errors;        /* samples that failed to decode (replaced or not) */
-	uint64_t protocol_errors;      /* malformed messages received */
-	double samples_per_s;          /* over the last few seconds, all streams */
-	double workers_busy;           /* share of the workers' time spent on samples,
+	uint64_t batches, samples;          /* sent / decoded since the daemon started */
+	uint64_t replacements;              /* corrupt samples replaced */
+	uint64_t decode_errors;             /* samples that failed to decode (replaced or not) */
+	uint64_t protocol_errors;           /* malformed messages received */
+	double samples_per_s;               /* over the last few seconds, all streams */
+	double workers_busy;                /* share of the workers' time spent on samples,
 					  over the last 10 s (0..1; -1 in the first seconds) */
-	double stage_s[FEEDER_STAGES]; /* worker seconds per enum feeder_stage, since start */
+	double stage_s[FEEDER_STAGES];      /* worker seconds per enum feeder_stage, since start */
 };
 
 struct feeder_dataset_status {
 	char name[FEEDER_DATASET_MAX];
-	uint32_t kind;                 /* 1 jpeg images, 2 feature matrices, 3 waveforms */
+	uint32_t kind; /* 1 jpeg images, 2 feature matrices, 3 waveforms */
 	uint32_t classes;
 	uint64_t samples;
-	uint32_t feat_dim;             /* features: columns per frame; waveforms: 1 */
-	uint32_t streams;              /* open streams reading it */
+	uint32_t feat_dim; /* features: columns per frame; waveforms: 1 */
+	uint32_t streams;  /* open streams reading it */
 };
 
 struct feeder_stream_status {
-	uint32_t stream, session;      /* ids in the daemon (and its log) */
-	uint32_t pid, uid;             /* of the client (SO_PEERCRED) */
+	uint32_t stream, session; /* ids in the daemon (and its log) */
+	uint32_t pid, uid;        /* of the client (SO_PEERCRED) */
 	char dataset[FEEDER_DATASET_MAX];
 	uint32_t pipeline, batch, slots;
-	uint32_t ready;                /* slots filled and not yet released */
-	uint64_t epoch;                /* epoch being produced */
+	uint32_t ready; /* slots filled and not yet released */
+	uint64_t epoch; /* epoch being produced */
 	uint64_t batches_sent, batches_total;
-	uint64_t samples;              /* decoded */
+	uint64_t samples; /* decoded */
 	uint64_t replacements;
-	double samples_per_s;          /* over the last few seconds */
-	uint64_t client_wait_us;       /* time with no batch ready for the client */
-	uint64_t ring_full_us;         /* time all slots were held by the client */
-	uint32_t placement;            /* requested, enum feeder_placement */
-	uint32_t active;               /* FEEDER_PLACEMENT_CPU or _GPU: what runs now */
-	uint32_t memory;               /* enum feeder_memory */
-	uint32_t deciding;             /* 1 while placement=auto still measures */
-	float auto_cpu_ms, auto_gpu_ms; /* auto: measured ms per batch each way, or 0 */
-	uint32_t filling;              /* slots the workers are filling now */
-	uint32_t trainer_reports;      /* 1 once the client has reported its data wait */
-	uint64_t trainer_wait_us;      /* the trainer's time blocked waiting for a batch */
-	uint64_t trainer_compute_us;   /* and between its calls (its compute), as reported */
-	float wait_share_10s;          /* wait / (wait + compute) over the last 10 s, */
-	float wait_share_total;        /* and since the stream opened; -1: not reported */
-	double bytes_per_s;            /* tensor bytes produced, over the last few seconds */
-	double stage_s[FEEDER_STAGES]; /* worker seconds per enum feeder_stage */
+	double samples_per_s;               /* over the last few seconds */
+	uint64_t client_wait_us;            /* time with no batch ready for the client */
+	uint64_t ring_full_us;              /* time all slots were held by the client */
+	uint32_t placement;                 /* requested, enum feeder_placement */
+	uint32_t active;                    /* FEEDER_PLACEMENT_CPU or _GPU: what runs now */
+	uint32_t memory;                    /* enum feeder_memory */
+	uint32_t deciding;                  /* 1 while placement=auto still measures */
+	float auto_cpu_ms, auto_gpu_ms;     /* auto: measured ms per batch each way, or 0 */
+	uint32_t filling;                   /* slots the workers are filling now */
+	uint32_t trainer_reports;           /* 1 once the client has reported its data wait */
+	uint64_t trainer_wait_us;           /* the trainer's time blocked waiting for a batch */
+	uint64_t trainer_compute_us;        /* and between its calls (its compute), as reported */
+	float wait_share_10s;               /* wait / (wait + compute) over the last 10 s, */
+	float wait_share_total;             /* and since the stream opened; -1: not reported */
+	double bytes_per_s;                 /* tensor bytes produced, over the last few seconds */
+	double stage_s[FEEDER_STAGES];      /* worker seconds per enum feeder_stage */
 	char settings[FEEDER_SETTINGS_MAX]; /* the pipeline's settings in one line of
 					  printable ASCII, e.g. "wave fbank 80, chunk
 					  200 train, cmn utt, noise=musan p=0.6 ..."

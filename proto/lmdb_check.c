@@ -32,10 +32,10 @@
 #define MDB_MAGIC 0xBEEFC0DEu
 #define MDB_DATA_VERSION 1u
 #define P_INVALID UINT64_MAX
-#define DB_SIZE 48u          /* sizeof(MDB_db) */
-#define META_SIZE 136u       /* sizeof(MDB_meta) on a 64-bit machine */
-#define MAX_DEPTH 32u        /* LMDB's cursor stack (CURSOR_STACK) */
-#define MAX_KEY 511u         /* MDB_MAXKEYSIZE */
+#define DB_SIZE 48u    /* sizeof(MDB_db) */
+#define META_SIZE 136u /* sizeof(MDB_meta) on a 64-bit machine */
+#define MAX_DEPTH 32u  /* LMDB's cursor stack (CURSOR_STACK) */
+#define MAX_KEY 511u   /* MDB_MAXKEYSIZE */
 
 struct db {
 	uint16_t flags, depth;
@@ -46,16 +46,31 @@ struct check {
 	int fd;
 	const char *path;
 	uint32_t psize;
-	uint64_t last_pg;     /* the highest page a reader may touch */
+	uint64_t last_pg; /* the highest page a reader may touch */
 	uint64_t file_size;
-	uint8_t *seen;        /* one bit per page: a tree page reached twice is a cycle */
+	uint8_t *seen; /* one bit per page: a tree page reached twice is a cycle */
 	char *err;
 	size_t errlen;
 };
 
-static uint16_t ld16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
-static uint32_t ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static uint64_t ld64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static uint16_t ld16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+}
+static uint32_t ld32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+static uint64_t ld64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
 
 static void db_load(const uint8_t *p, struct db *d)
 {
@@ -92,7 +107,8 @@ static int read_at(struct check *c, void *buf, size_t len, uint64_t off)
 static int check_db_fields(struct check *c, uint64_t pg, const struct db *d)
 {
 	if (d->flags != 0)
-		return bad(c, pg, "a database has flags Feeder never writes (dupsort or integer keys)");
+		return bad(c, pg,
+			   "a database has flags Feeder never writes (dupsort or integer keys)");
 	if (d->root == P_INVALID)
 		return d->depth == 0 ? 0 : bad(c, pg, "an empty database claims a depth");
 	if (d->root < 2 || d->root > c->last_pg)
@@ -216,9 +232,10 @@ static int read_meta(struct check *c, unsigned i, uint64_t off, uint32_t *psize,
 		return status_fail(c->err, c->errlen, FEEDER_ECORRUPT,
 				   "%s: meta page %u is not an LMDB meta page", c->path, i);
 	if (ld32(meta + 4) != MDB_DATA_VERSION)
-		return status_fail(c->err, c->errlen, FEEDER_ECORRUPT,
-				   "%s: meta page %u has LMDB data version %u (this reader knows %u)",
-				   c->path, i, ld32(meta + 4), MDB_DATA_VERSION);
+		return status_fail(
+			c->err, c->errlen, FEEDER_ECORRUPT,
+			"%s: meta page %u has LMDB data version %u (this reader knows %u)", c->path,
+			i, ld32(meta + 4), MDB_DATA_VERSION);
 	*psize = ld32(meta + 24);
 	db_load(meta + 24 + DB_SIZE, main);
 	*last_pg = ld64(meta + 120);
@@ -228,7 +245,7 @@ static int read_meta(struct check *c, unsigned i, uint64_t off, uint32_t *psize,
 
 int lmdb_check_file(const char *path, char *err, size_t errlen)
 {
-	struct check c = {.path = path, .err = err, .errlen = errlen};
+	struct check c = { .path = path, .err = err, .errlen = errlen };
 	c.fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (c.fd < 0)
 		return status_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));

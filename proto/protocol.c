@@ -22,14 +22,14 @@
 enum walk_mode { W_ENCODE, W_DECODE, W_SIZE, W_DEFAULT, W_CHECK };
 
 struct cur {
-	uint8_t *p;      /* payload start (encode: writable; decode: read) */
-	size_t len;      /* payload bytes available */
+	uint8_t *p; /* payload start (encode: writable; decode: read) */
+	size_t len; /* payload bytes available */
 	size_t off;
 	enum walk_mode mode;
 	const char *bad; /* decode: first string field that is not clean */
 	char *err;       /* check: the sentence of the first option out of range */
 	size_t errlen;
-	int fail;        /* check: an option was out of range */
+	int fail; /* check: an option was out of range */
 };
 
 static bool moving(const struct cur *c)
@@ -153,7 +153,8 @@ static void o_f32(struct cur *c, float *v, const char *name, float def, float lo
 	else if (c->mode == W_DEFAULT)
 		*v = def;
 	else if (!isfinite(*v) || *v < lo || *v > hi)
-		opt_fail(c, "%s %g is not within [%g, %g]", name, (double)*v, (double)lo, (double)hi);
+		opt_fail(c, "%s %g is not within [%g, %g]", name, (double)*v, (double)lo,
+			 (double)hi);
 }
 
 /* One of the values that names[] names (NULL entries are not values). */
@@ -169,39 +170,40 @@ static void o_enum(struct cur *c, uint32_t *v, const char *name, uint32_t def,
 		size_t used = 0;
 		for (uint32_t i = 0; i < n && used < sizeof(list); i++)
 			if (names[i])
-				used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s=%u",
-							 used ? ", " : "", names[i], i);
+				used += (size_t)snprintf(list + used, sizeof(list) - used,
+							 "%s%s=%u", used ? ", " : "", names[i], i);
 		opt_fail(c, "%s %u is unknown (%s)", name, *v, list);
 	}
 }
 
 static const char *const pipeline_names[] = { [FEEDER_PIPE_JPEG] = "jpeg",
-					       [FEEDER_PIPE_FEATURES] = "features",
-					       [FEEDER_PIPE_WAVE] = "wave" };
-static const char *const wave_features_names[] = { [FEEDER_WAVE_FBANK] = "fbank",
-						   [FEEDER_WAVE_MFCC] = "mfcc" };
-static const char *const speed_labels_names[] = { [FEEDER_SPEED_SAME] = "same",
-						  [FEEDER_SPEED_NEW] = "new" };
-static const char *const dtype_names[] = { [FEEDER_DTYPE_U8] = "u8", [FEEDER_DTYPE_F16] = "f16",
-					   [FEEDER_DTYPE_F32] = "f32" };
-static const char *const layout_names[] = { [FEEDER_LAYOUT_NCHW] = "NCHW",
-					    [FEEDER_LAYOUT_NHWC] = "NHWC" };
-static const char *const on_error_names[] = { [FEEDER_ON_ERROR_REPLACE] = "replace",
-					      [FEEDER_ON_ERROR_FAIL] = "fail" };
+					      [FEEDER_PIPE_FEATURES] = "features",
+					      [FEEDER_PIPE_WAVE] = "wave" };
+static const char *const
+	wave_features_names[] = { [FEEDER_WAVE_FBANK] = "fbank", [FEEDER_WAVE_MFCC] = "mfcc" };
+static const char
+	*const speed_labels_names[] = { [FEEDER_SPEED_SAME] = "same", [FEEDER_SPEED_NEW] = "new" };
+static const char *const dtype_names
+	[] = { [FEEDER_DTYPE_U8] = "u8", [FEEDER_DTYPE_F16] = "f16", [FEEDER_DTYPE_F32] = "f32" };
+static const char
+	*const layout_names[] = { [FEEDER_LAYOUT_NCHW] = "NCHW", [FEEDER_LAYOUT_NHWC] = "NHWC" };
+static const char *const on_error_names
+	[] = { [FEEDER_ON_ERROR_REPLACE] = "replace", [FEEDER_ON_ERROR_FAIL] = "fail" };
 static const char *const placement_names[] = { [FEEDER_PLACEMENT_CPU] = "cpu",
 					       [FEEDER_PLACEMENT_GPU] = "gpu",
 					       [FEEDER_PLACEMENT_AUTO] = "auto" };
-static const char *const pad_names[] = { [FEEDER_FEAT_PAD_REPEAT] = "repeat",
-					 [FEEDER_FEAT_PAD_SKIP] = "skip" };
+static const char *const
+	pad_names[] = { [FEEDER_FEAT_PAD_REPEAT] = "repeat", [FEEDER_FEAT_PAD_SKIP] = "skip" };
 static const char *const cmn_names[] = { [FEEDER_FEAT_CMN_NONE] = "none",
 					 [FEEDER_FEAT_CMN_UTT] = "utt",
 					 [FEEDER_FEAT_CMN_SLIDING] = "sliding" };
-#define ENUM(c, v, name, def, names) \
+#define ENUM(c, v, name, def, names)                                                               \
 	o_enum(c, v, name, def, names, (uint32_t)(sizeof(names) / sizeof(names[0])))
 
 static void walk_jpeg(struct cur *c, struct feeder_jpeg_opts *j)
 {
-	static const float mean[3] = { 0.485f, 0.456f, 0.406f }, std[3] = { 0.229f, 0.224f, 0.225f };
+	static const float mean[3] = { 0.485f, 0.456f, 0.406f },
+			   std[3] = { 0.229f, 0.224f, 0.225f };
 	static const char *const mean_names[3] = { "jpeg.mean[0]", "jpeg.mean[1]", "jpeg.mean[2]" };
 	static const char *const std_names[3] = { "jpeg.std[0]", "jpeg.std[1]", "jpeg.std[2]" };
 	o_u32(c, &j->height, "jpeg.height", 224, 1, FEEDER_MAX_SIDE);
@@ -331,14 +333,19 @@ void proto_opts_features(struct feeder_stream_opts *o, uint32_t chunk_len, int t
  * augmentation is asked for. */
 static void wave_check(struct cur *c, const struct feeder_wave_opts *w)
 {
-#define RANGE(lo, hi) {#lo, #hi, offsetof(struct feeder_wave_opts, lo), \
-			   offsetof(struct feeder_wave_opts, hi)}
+#define RANGE(lo, hi)                                                                              \
+	{                                                                                          \
+#lo, #hi, offsetof(struct feeder_wave_opts, lo),                                   \
+			offsetof(struct feeder_wave_opts, hi)                                      \
+	}
 	static const struct {
 		const char *lo_name, *hi_name;
 		size_t lo, hi;
 	} ranges[] = {
-		RANGE(snr_noise_min, snr_noise_max), RANGE(snr_music_min, snr_music_max),
-		RANGE(snr_babble_min, snr_babble_max), RANGE(gain_min_db, gain_max_db),
+		RANGE(snr_noise_min, snr_noise_max),
+		RANGE(snr_music_min, snr_music_max),
+		RANGE(snr_babble_min, snr_babble_max),
+		RANGE(gain_min_db, gain_max_db),
 	};
 #undef RANGE
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
@@ -360,7 +367,8 @@ static void wave_check(struct cur *c, const struct feeder_wave_opts *w)
 		opt_fail(c, "wave.noise_p %g asks for noise, but wave.noise names no dataset",
 			 (double)w->noise_p);
 	if (w->reverb_p > 0 && !w->rir[0])
-		opt_fail(c, "wave.reverb_p %g asks for reverberation, but wave.rir names no dataset",
+		opt_fail(c,
+			 "wave.reverb_p %g asks for reverberation, but wave.rir names no dataset",
 			 (double)w->reverb_p);
 }
 
@@ -375,11 +383,11 @@ int proto_opts_check(const struct feeder_stream_opts *o, char *err, size_t errle
 	if (!c.fail && o->rank >= o->world)
 		opt_fail(&c, "rank %u is not below world %u", o->rank, o->world);
 	if (!c.fail && o->pipeline == FEEDER_PIPE_JPEG && o->jpeg.scale_min > o->jpeg.scale_max)
-		opt_fail(&c, "jpeg.scale_min %g is above jpeg.scale_max %g", (double)o->jpeg.scale_min,
-			 (double)o->jpeg.scale_max);
+		opt_fail(&c, "jpeg.scale_min %g is above jpeg.scale_max %g",
+			 (double)o->jpeg.scale_min, (double)o->jpeg.scale_max);
 	if (!c.fail && o->pipeline == FEEDER_PIPE_JPEG && o->jpeg.ratio_min > o->jpeg.ratio_max)
-		opt_fail(&c, "jpeg.ratio_min %g is above jpeg.ratio_max %g", (double)o->jpeg.ratio_min,
-			 (double)o->jpeg.ratio_max);
+		opt_fail(&c, "jpeg.ratio_min %g is above jpeg.ratio_max %g",
+			 (double)o->jpeg.ratio_min, (double)o->jpeg.ratio_max);
 	if (!c.fail && o->pipeline != FEEDER_PIPE_JPEG && o->dtype == FEEDER_DTYPE_U8)
 		opt_fail(&c, "dtype u8 is not available for %s streams (f16 or f32)",
 			 pipeline_names[o->pipeline]);
@@ -390,7 +398,8 @@ int proto_opts_check(const struct feeder_stream_opts *o, char *err, size_t errle
 		wave_check(&c, &o->wave);
 	if (!c.fail && o->pipeline == FEEDER_PIPE_FEATURES && o->features.cvn &&
 	    o->features.cmn == FEEDER_FEAT_CMN_NONE)
-		opt_fail(&c, "features.cvn (variance normalization) needs features.cmn utt or sliding");
+		opt_fail(&c,
+			 "features.cvn (variance normalization) needs features.cmn utt or sliding");
 	return c.fail ? FEEDER_EINVAL : 0;
 }
 
@@ -518,7 +527,9 @@ void proto_opts_describe(const struct feeder_stream_opts *o, char *buf, size_t l
 }
 #undef NAME
 
-/* Returns false for an unknown type. */
+/* Returns false for an unknown type.
+ * Over 100 lines: one case per message type listing its fields in wire
+ * order; the switch is the wire format's table, read top to bottom. */
 static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 {
 	switch (type) {
@@ -681,13 +692,21 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 const char *proto_type_name(uint32_t type)
 {
 	static const char *const names[] = {
-		[PROTO_HELLO] = "HELLO", [PROTO_WELCOME] = "WELCOME",
-		[PROTO_OPEN_STREAM] = "OPEN_STREAM", [PROTO_STREAM_OPENED] = "STREAM_OPENED",
-		[PROTO_BATCH_READY] = "BATCH_READY", [PROTO_RELEASE] = "RELEASE",
-		[PROTO_CLOSE_STREAM] = "CLOSE_STREAM", [PROTO_STREAM_END] = "STREAM_END",
-		[PROTO_ERROR] = "ERROR", [PROTO_GOODBYE] = "GOODBYE", [PROTO_STATUS] = "STATUS",
-		[PROTO_STATUS_REPLY] = "STATUS_REPLY", [PROTO_DATASET_INFO] = "DATASET_INFO",
-		[PROTO_STREAM_INFO] = "STREAM_INFO", [PROTO_LIST_END] = "LIST_END",
+		[PROTO_HELLO] = "HELLO",
+		[PROTO_WELCOME] = "WELCOME",
+		[PROTO_OPEN_STREAM] = "OPEN_STREAM",
+		[PROTO_STREAM_OPENED] = "STREAM_OPENED",
+		[PROTO_BATCH_READY] = "BATCH_READY",
+		[PROTO_RELEASE] = "RELEASE",
+		[PROTO_CLOSE_STREAM] = "CLOSE_STREAM",
+		[PROTO_STREAM_END] = "STREAM_END",
+		[PROTO_ERROR] = "ERROR",
+		[PROTO_GOODBYE] = "GOODBYE",
+		[PROTO_STATUS] = "STATUS",
+		[PROTO_STATUS_REPLY] = "STATUS_REPLY",
+		[PROTO_DATASET_INFO] = "DATASET_INFO",
+		[PROTO_STREAM_INFO] = "STREAM_INFO",
+		[PROTO_LIST_END] = "LIST_END",
 	};
 	if (type == 0 || type > PROTO_TYPE_MAX)
 		return "?";
@@ -737,17 +756,19 @@ int proto_name_check(const char *name, char *err, size_t errlen)
 		return status_fail(err, errlen, FEEDER_EBADNAME, "dataset name is empty");
 	if (n >= FEEDER_DATASET_MAX)
 		return status_fail(err, errlen, FEEDER_EBADNAME,
-				   "dataset name is longer than %d characters", FEEDER_DATASET_MAX - 1);
+				   "dataset name is longer than %d characters",
+				   FEEDER_DATASET_MAX - 1);
 	if (name[0] == '.')
 		return status_fail(err, errlen, FEEDER_EBADNAME,
 				   "dataset name '%s' starts with '.'", name);
 	for (size_t i = 0; i < n; i++) {
 		char ch = name[i];
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-		      ch == '.' || ch == '_' || ch == '-'))
-			return status_fail(err, errlen, FEEDER_EBADNAME,
-					   "dataset name '%.*s' has a character other than A-Z a-z 0-9 . _ -",
-					   (int)n, name);
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+			return status_fail(
+				err, errlen, FEEDER_EBADNAME,
+				"dataset name '%.*s' has a character other than A-Z a-z 0-9 . _ -",
+				(int)n, name);
 	}
 	return 0;
 }
@@ -767,39 +788,45 @@ static int check_msg(const struct proto_msg *m, char *err, size_t errlen)
 		return check_open(&m->u.open, err, errlen);
 	case PROTO_WELCOME:
 		if (m->u.welcome.reserved)
-			return status_fail(err, errlen, FEEDER_EPROTO, "WELCOME: reserved field is not 0");
+			return status_fail(err, errlen, FEEDER_EPROTO,
+					   "WELCOME: reserved field is not 0");
 		return 0;
 	case PROTO_STREAM_OPENED: {
 		const struct proto_stream_opened *o = &m->u.opened;
-		if (o->stream == 0 || o->slots == 0 || o->slots > FEEDER_MAX_SLOTS || o->batch == 0 ||
-		    o->batch > FEEDER_MAX_BATCH || o->ndim == 0 || o->ndim > 4)
-			return status_fail(err, errlen, FEEDER_EPROTO,
-					   "STREAM_OPENED: stream, slots, batch or ndim out of range");
+		if (o->stream == 0 || o->slots == 0 || o->slots > FEEDER_MAX_SLOTS ||
+		    o->batch == 0 || o->batch > FEEDER_MAX_BATCH || o->ndim == 0 || o->ndim > 4)
+			return status_fail(
+				err, errlen, FEEDER_EPROTO,
+				"STREAM_OPENED: stream, slots, batch or ndim out of range");
 		if (o->dtype < FEEDER_DTYPE_U8 || o->dtype > FEEDER_DTYPE_F32 ||
 		    (o->layout != FEEDER_LAYOUT_NCHW && o->layout != FEEDER_LAYOUT_NHWC))
 			return status_fail(err, errlen, FEEDER_EPROTO,
-					   "STREAM_OPENED: dtype %u or layout %u is unknown", o->dtype, o->layout);
+					   "STREAM_OPENED: dtype %u or layout %u is unknown",
+					   o->dtype, o->layout);
 		if (o->placement > FEEDER_PLACEMENT_AUTO || o->memory > FEEDER_MEMORY_DEVICE ||
 		    (o->memory == FEEDER_MEMORY_HOST) != (o->device_table == 0))
 			return status_fail(err, errlen, FEEDER_EPROTO,
 					   "STREAM_OPENED: placement %u, memory %u or device table "
-					   "offset out of range", o->placement, o->memory);
+					   "offset out of range",
+					   o->placement, o->memory);
 		/* The client maps ring_size bytes and indexes slots with these
 		 * numbers: they must describe a ring that fits. */
 		uint64_t slots_end = PROTO_RING_HEADER + o->slots * o->slot_size;
-		if (o->slot_size == 0 || o->slot_size > (UINT64_MAX - PROTO_RING_HEADER) / o->slots ||
+		if (o->slot_size == 0 ||
+		    o->slot_size > (UINT64_MAX - PROTO_RING_HEADER) / o->slots ||
 		    (o->memory == FEEDER_MEMORY_HOST && o->ring_size != slots_end) ||
 		    (o->memory == FEEDER_MEMORY_DEVICE &&
 		     (o->device_table < slots_end || o->device_table % PROTO_TENSOR_ALIGN ||
 		      o->device_table > UINT64_MAX / 2 ||
-		      o->ring_size != o->device_table + proto_device_table_size(o->slots,
-										   PROTO_TENSOR_ALIGN))) ||
+		      o->ring_size != o->device_table + proto_device_table_size(
+								o->slots, PROTO_TENSOR_ALIGN))) ||
 		    o->labels_offset < PROTO_SLOT_HEADER ||
 		    o->labels_offset + 4ull * o->batch > o->indices_offset ||
 		    o->indices_offset + 8ull * o->batch >
 			    (o->names_offset ? o->names_offset : o->tensor_offset) ||
 		    (o->names_offset &&
-		     o->names_offset + (uint64_t)FEEDER_SAMPLE_NAME_MAX * o->batch > o->tensor_offset) ||
+		     o->names_offset + (uint64_t)FEEDER_SAMPLE_NAME_MAX * o->batch >
+			     o->tensor_offset) ||
 		    o->tensor_offset % PROTO_TENSOR_ALIGN || o->tensor_bytes > o->slot_size ||
 		    o->tensor_offset > o->slot_size - o->tensor_bytes)
 			return status_fail(err, errlen, FEEDER_EPROTO,
@@ -809,9 +836,10 @@ static int check_msg(const struct proto_msg *m, char *err, size_t errlen)
 	case PROTO_BATCH_READY:
 		if (m->u.ready.samples == 0 || m->u.ready.samples > FEEDER_MAX_BATCH ||
 		    m->u.ready.replacements > m->u.ready.samples || m->u.ready.stream == 0)
-			return status_fail(err, errlen, FEEDER_EPROTO,
-					   "BATCH_READY: stream %u, samples %u or replacements %u out of range",
-					   m->u.ready.stream, m->u.ready.samples, m->u.ready.replacements);
+			return status_fail(
+				err, errlen, FEEDER_EPROTO,
+				"BATCH_READY: stream %u, samples %u or replacements %u out of range",
+				m->u.ready.stream, m->u.ready.samples, m->u.ready.replacements);
 		return 0;
 	case PROTO_RELEASE:
 		if (m->u.release.stream == 0)
@@ -819,12 +847,13 @@ static int check_msg(const struct proto_msg *m, char *err, size_t errlen)
 		return 0;
 	case PROTO_CLOSE_STREAM:
 		if (m->u.close.stream == 0)
-			return status_fail(err, errlen, FEEDER_EPROTO, "CLOSE_STREAM: stream id is 0");
+			return status_fail(err, errlen, FEEDER_EPROTO,
+					   "CLOSE_STREAM: stream id is 0");
 		return 0;
 	case PROTO_STREAM_END:
 		if (m->u.end.reason > 1)
-			return status_fail(err, errlen, FEEDER_EPROTO, "STREAM_END: reason %u is unknown",
-					   m->u.end.reason);
+			return status_fail(err, errlen, FEEDER_EPROTO,
+					   "STREAM_END: reason %u is unknown", m->u.end.reason);
 		return 0;
 	case PROTO_ERROR:
 		if (m->u.error.code >= 0 || m->u.error.fatal > 1)
@@ -833,9 +862,10 @@ static int check_msg(const struct proto_msg *m, char *err, size_t errlen)
 					   m->u.error.code, m->u.error.fatal);
 		return 0;
 	case PROTO_STATUS:
-		if (m->u.status.what < PROTO_STATUS_SUMMARY || m->u.status.what > PROTO_STATUS_STREAMS)
-			return status_fail(err, errlen, FEEDER_EPROTO, "STATUS: request %u is unknown",
-					   m->u.status.what);
+		if (m->u.status.what < PROTO_STATUS_SUMMARY ||
+		    m->u.status.what > PROTO_STATUS_STREAMS)
+			return status_fail(err, errlen, FEEDER_EPROTO,
+					   "STATUS: request %u is unknown", m->u.status.what);
 		return 0;
 	case PROTO_DATASET_INFO:
 		return proto_name_check(m->u.dataset.name, err, errlen);
@@ -843,9 +873,10 @@ static int check_msg(const struct proto_msg *m, char *err, size_t errlen)
 		/* The settings line is shown as it is: printable ASCII only. */
 		for (const char *p = m->u.stream.settings; *p; p++)
 			if (*p < 0x20 || *p > 0x7e)
-				return status_fail(err, errlen, FEEDER_EPROTO,
-						   "STREAM_INFO: settings byte 0x%02x is not printable",
-						   (unsigned)(unsigned char)*p);
+				return status_fail(
+					err, errlen, FEEDER_EPROTO,
+					"STREAM_INFO: settings byte 0x%02x is not printable",
+					(unsigned)(unsigned char)*p);
 		if (m->u.stream.dataset[0])
 			return proto_name_check(m->u.stream.dataset, err, errlen);
 		return 0;
@@ -867,7 +898,8 @@ int proto_decode(const void *buf, size_t len, struct proto_msg *m, char *err, si
 	uint32_t magic = bytes_le32(p);
 	if (magic != PROTO_MAGIC)
 		return status_fail(err, errlen, FEEDER_EPROTO,
-				   "message has the wrong magic 0x%08x (not a Feeder client?)", magic);
+				   "message has the wrong magic 0x%08x (not a Feeder client?)",
+				   magic);
 	uint16_t version = bytes_le16(p + 4);
 	if (version != PROTO_VERSION)
 		return status_fail(err, errlen, FEEDER_EVERSION,
@@ -886,17 +918,19 @@ int proto_decode(const void *buf, size_t len, struct proto_msg *m, char *err, si
 				   "%s: header says %u payload bytes, the type has %zu",
 				   proto_type_name(type), hlen, plen);
 	if (len - PROTO_HEADER_SIZE != plen)
-		return status_fail(err, errlen, FEEDER_EPROTO,
-				   "%s: %zu payload bytes arrived, the type has %zu (truncated or padded)",
-				   proto_type_name(type), len - PROTO_HEADER_SIZE, plen);
+		return status_fail(
+			err, errlen, FEEDER_EPROTO,
+			"%s: %zu payload bytes arrived, the type has %zu (truncated or padded)",
+			proto_type_name(type), len - PROTO_HEADER_SIZE, plen);
 	memset(m, 0, sizeof(*m));
 	m->type = type;
 	struct cur c = { .p = (uint8_t *)p + PROTO_HEADER_SIZE, .len = plen, .mode = W_DECODE };
 	walk(&c, type, m);
 	if (c.bad)
-		return status_fail(err, errlen, FEEDER_EPROTO,
-				   "%s: field '%s' is not a NUL-terminated string padded with zeros",
-				   proto_type_name(type), c.bad);
+		return status_fail(
+			err, errlen, FEEDER_EPROTO,
+			"%s: field '%s' is not a NUL-terminated string padded with zeros",
+			proto_type_name(type), c.bad);
 	return check_msg(m, err, errlen);
 }
 
@@ -904,16 +938,6 @@ uint64_t proto_device_table_size(uint32_t slots, uint64_t page)
 {
 	uint64_t n = PROTO_DEVICE_TABLE_HEAD + (uint64_t)slots * PROTO_DEVICE_SLOT_ENTRY;
 	return (n + page - 1) / page * page;
-}
-
-size_t proto_dtype_size(uint32_t dtype)
-{
-	switch (dtype) {
-	case FEEDER_DTYPE_U8: return 1;
-	case FEEDER_DTYPE_F16: return 2;
-	case FEEDER_DTYPE_F32: return 4;
-	}
-	return 0;
 }
 
 static uint64_t align_up(uint64_t x, uint64_t a)
@@ -927,17 +951,20 @@ int proto_geometry(const struct feeder_stream_opts *o, uint32_t feat_dim, uint64
 	memset(g, 0, sizeof(*g));
 	uint64_t es = proto_dtype_size(o->dtype);
 	if (es == 0 || page == 0 || (page & (page - 1)) || o->batch == 0 || o->slots == 0)
-		return status_fail(err, errlen, FEEDER_EINVAL, "stream geometry: bad dtype, batch or page");
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "stream geometry: bad dtype, batch or page");
 	g->ndim = 4;
 	if (o->pipeline == FEEDER_PIPE_FEATURES || o->pipeline == FEEDER_PIPE_WAVE) {
 		/* wave: the dimension is the features the daemon computes. */
 		uint32_t chunk = o->features.chunk_len;
 		if (o->pipeline == FEEDER_PIPE_WAVE) {
-			feat_dim = o->wave.features == FEEDER_WAVE_MFCC ? o->wave.ceps : o->wave.bins;
+			feat_dim =
+				o->wave.features == FEEDER_WAVE_MFCC ? o->wave.ceps : o->wave.bins;
 			chunk = o->wave.chunk_len;
 		}
 		if (feat_dim == 0)
-			return status_fail(err, errlen, FEEDER_EINVAL, "stream geometry: feature dimension 0");
+			return status_fail(err, errlen, FEEDER_EINVAL,
+					   "stream geometry: feature dimension 0");
 		g->shape[0] = o->batch;
 		g->shape[1] = feat_dim;
 		g->shape[2] = chunk;
@@ -947,9 +974,13 @@ int proto_geometry(const struct feeder_stream_opts *o, uint32_t feat_dim, uint64
 		uint32_t h = o->jpeg.height, w = o->jpeg.width;
 		g->shape[0] = o->batch;
 		if (o->layout == FEEDER_LAYOUT_NHWC) {
-			g->shape[1] = h; g->shape[2] = w; g->shape[3] = 3;
+			g->shape[1] = h;
+			g->shape[2] = w;
+			g->shape[3] = 3;
 		} else {
-			g->shape[1] = 3; g->shape[2] = h; g->shape[3] = w;
+			g->shape[1] = 3;
+			g->shape[2] = h;
+			g->shape[3] = w;
 		}
 		g->sample_bytes = 3ull * h * w * es;
 	}
@@ -968,6 +999,7 @@ int proto_geometry(const struct feeder_stream_opts *o, uint32_t feat_dim, uint64
 	g->ring_size = PROTO_RING_HEADER + g->slot_size * o->slots;
 	if (g->ring_size > (1ull << 50))
 		return status_fail(err, errlen, FEEDER_EQUOTA,
-				   "stream ring of %llu bytes is beyond any memory", (unsigned long long)g->ring_size);
+				   "stream ring of %llu bytes is beyond any memory",
+				   (unsigned long long)g->ring_size);
 	return 0;
 }

@@ -67,8 +67,8 @@
  * byte detects oversized messages (MSG_TRUNC). */
 #define PROTO_MAX_MESSAGE 1024
 
-#define PROTO_TEXT_MAX 256     /* ERROR message field, including the NUL */
-#define PROTO_AGENT_MAX 32     /* HELLO/WELCOME software name, including the NUL */
+#define PROTO_TEXT_MAX 256 /* ERROR message field, including the NUL */
+#define PROTO_AGENT_MAX 32 /* HELLO/WELCOME software name, including the NUL */
 
 enum proto_type {
 	PROTO_HELLO = 1,         /* C->D */
@@ -89,21 +89,24 @@ enum proto_type {
 	PROTO_TYPE_MAX = 15,
 };
 
-enum proto_status_what { PROTO_STATUS_SUMMARY = 1, PROTO_STATUS_DATASETS = 2,
-			 PROTO_STATUS_STREAMS = 3 };
+enum proto_status_what {
+	PROTO_STATUS_SUMMARY = 1,
+	PROTO_STATUS_DATASETS = 2,
+	PROTO_STATUS_STREAMS = 3
+};
 
 struct proto_hello {
-	uint32_t pid;                  /* informative; the daemon trusts SO_PEERCRED */
-	char agent[PROTO_AGENT_MAX];   /* e.g. "libfeeder 0.1.0" */
+	uint32_t pid;                /* informative; the daemon trusts SO_PEERCRED */
+	char agent[PROTO_AGENT_MAX]; /* e.g. "libfeeder 0.1.0" */
 };
 
 struct proto_welcome {
-	uint32_t session;              /* id of this connection in logs and STATUS */
-	uint32_t max_streams;          /* per connection */
-	uint32_t max_slots;            /* per stream */
+	uint32_t session;     /* id of this connection in logs and STATUS */
+	uint32_t max_streams; /* per connection */
+	uint32_t max_slots;   /* per stream */
 	uint32_t reserved;
-	uint64_t quota;                /* bytes of ring memory this connection may hold */
-	char agent[PROTO_AGENT_MAX];   /* e.g. "feederd 0.1.0" */
+	uint64_t quota;              /* bytes of ring memory this connection may hold */
+	char agent[PROTO_AGENT_MAX]; /* e.g. "feederd 0.1.0" */
 };
 
 /* The request for a stream: the options exactly as libfeeder's callers
@@ -112,7 +115,7 @@ struct proto_welcome {
  * proto_opts_check's answer, which the daemon sends back as a non-fatal
  * FEEDER_EINVAL carrying the tag. */
 struct proto_open_stream {
-	uint32_t tag;                  /* chosen by the client, echoed in the answer */
+	uint32_t tag; /* chosen by the client, echoed in the answer */
 	struct feeder_stream_opts opts;
 };
 
@@ -121,36 +124,36 @@ struct proto_open_stream {
  * F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL. */
 struct proto_stream_opened {
 	uint32_t tag;
-	uint32_t stream;               /* id, unique within the daemon, never 0 */
+	uint32_t stream; /* id, unique within the daemon, never 0 */
 	uint32_t slots;
 	uint32_t batch;
-	uint64_t slot_size;            /* bytes, multiple of the page size */
-	uint64_t ring_size;            /* bytes of the memfd */
-	uint64_t batches;              /* batches this stream will send in all */
-	uint64_t batches_per_epoch;    /* for this rank, counting from batch 0 */
-	uint64_t samples;              /* samples in the dataset */
-	uint32_t classes;              /* classes in the dataset */
+	uint64_t slot_size;         /* bytes, multiple of the page size */
+	uint64_t ring_size;         /* bytes of the memfd */
+	uint64_t batches;           /* batches this stream will send in all */
+	uint64_t batches_per_epoch; /* for this rank, counting from batch 0 */
+	uint64_t samples;           /* samples in the dataset */
+	uint32_t classes;           /* classes in the dataset */
 	uint32_t dtype, layout;
-	uint32_t ndim;                 /* 4 */
-	uint32_t shape[4];             /* full batch shape, e.g. {B,3,H,W} */
-	uint64_t labels_offset;        /* from the start of a slot */
-	uint64_t indices_offset;       /* from the start of a slot */
-	uint64_t names_offset;         /* from the start of a slot; 0 without names */
-	uint64_t tensor_offset;        /* from the start of a slot, PROTO_TENSOR_ALIGN */
-	uint64_t tensor_bytes;         /* of a full batch */
-	uint32_t placement;            /* enum feeder_placement, as the daemon serves it */
-	uint32_t memory;               /* enum feeder_memory */
-	uint64_t device_table;         /* FEEDER_MEMORY_DEVICE: offset of the device table
+	uint32_t ndim;           /* 4 */
+	uint32_t shape[4];       /* full batch shape, e.g. {B,3,H,W} */
+	uint64_t labels_offset;  /* from the start of a slot */
+	uint64_t indices_offset; /* from the start of a slot */
+	uint64_t names_offset;   /* from the start of a slot; 0 without names */
+	uint64_t tensor_offset;  /* from the start of a slot, PROTO_TENSOR_ALIGN */
+	uint64_t tensor_bytes;   /* of a full batch */
+	uint32_t placement;      /* enum feeder_placement, as the daemon serves it */
+	uint32_t memory;         /* enum feeder_memory */
+	uint64_t device_table;   /* FEEDER_MEMORY_DEVICE: offset of the device table
 					  in the memfd (after the slots); else 0 */
 };
 
 struct proto_batch_ready {
 	uint32_t stream;
-	uint32_t slot;                 /* < slots */
+	uint32_t slot; /* < slots */
 	uint64_t epoch;
-	uint64_t batch_index;          /* within the epoch, counted for this rank */
-	uint32_t samples;              /* 1..batch (the last batch may be short) */
-	uint32_t replacements;         /* corrupt samples replaced in this batch */
+	uint64_t batch_index;  /* within the epoch, counted for this rank */
+	uint32_t samples;      /* 1..batch (the last batch may be short) */
+	uint32_t replacements; /* corrupt samples replaced in this batch */
 };
 
 struct proto_release {
@@ -168,35 +171,32 @@ struct proto_close_stream {
 
 struct proto_stream_end {
 	uint32_t stream;
-	uint32_t reason;               /* 0 all batches sent, 1 closed by the client */
+	uint32_t reason; /* 0 all batches sent, 1 closed by the client */
 	uint64_t batches_sent;
 };
 
 struct proto_error {
-	int32_t code;                  /* FEEDER_E* or -errno, < 0 */
-	uint32_t stream;               /* the stream that failed, or 0 */
-	uint32_t tag;                  /* the OPEN_STREAM tag refused, or 0 */
-	uint32_t fatal;                /* 1: the daemon closes the connection next */
-	char message[PROTO_TEXT_MAX];  /* one sentence */
+	int32_t code;                 /* FEEDER_E* or -errno, < 0 */
+	uint32_t stream;              /* the stream that failed, or 0 */
+	uint32_t tag;                 /* the OPEN_STREAM tag refused, or 0 */
+	uint32_t fatal;               /* 1: the daemon closes the connection next */
+	char message[PROTO_TEXT_MAX]; /* one sentence */
 };
 
 struct proto_goodbye {
-	uint32_t reason;               /* 0 shutdown (SIGTERM/SIGINT) */
+	uint32_t reason; /* 0 shutdown (SIGTERM/SIGINT) */
 };
 
 struct proto_status {
-	uint32_t what;                 /* enum proto_status_what */
+	uint32_t what; /* enum proto_status_what */
 };
 
-
-
-
 struct proto_list_end {
-	uint32_t count;                /* entries sent before it */
+	uint32_t count; /* entries sent before it */
 };
 
 struct proto_msg {
-	uint16_t type;                 /* enum proto_type */
+	uint16_t type; /* enum proto_type */
 	union {
 		struct proto_hello hello;
 		struct proto_welcome welcome;
@@ -251,8 +251,9 @@ void proto_opts_features(struct feeder_stream_opts *o, uint32_t chunk_len, int t
 /* 0 if every option of o that the stream uses is in range (the common ones
  * and those of o->pipeline; the dataset name is proto_name_check's), else
  * FEEDER_EINVAL with a sentence naming the field ("batch 0 is not within
- * 1..65536"). The pipelines rely on it: feederd checks each OPEN_STREAM with
- * it before anything is built. */
+ * 1..65536"). The one check of a stream's options: feederd makes it once,
+ * at admission (daemon/session.c), before anything is built, and the
+ * stream, its workers and the pipelines trust the options after it. */
 int proto_opts_check(const struct feeder_stream_opts *o, char *err, size_t errlen);
 
 /* One line of printable ASCII naming what o->pipeline does to a sample, for
@@ -298,12 +299,12 @@ void proto_opts_describe(const struct feeder_stream_opts *o, char *buf, size_t l
 #define PROTO_TENSOR_ALIGN 4096
 
 struct proto_ring_header {
-	uint32_t magic;                /* PROTO_RING_MAGIC */
-	uint32_t version;              /* PROTO_VERSION */
+	uint32_t magic;   /* PROTO_RING_MAGIC */
+	uint32_t version; /* PROTO_VERSION */
 	uint32_t stream;
 	uint32_t slots;
 	uint64_t slot_size;
-	uint64_t slot0_offset;         /* PROTO_RING_HEADER */
+	uint64_t slot0_offset; /* PROTO_RING_HEADER */
 	uint32_t batch, dtype, layout, ndim;
 	uint32_t shape[4];
 	uint64_t labels_offset, tensor_offset, tensor_bytes;
@@ -313,11 +314,11 @@ struct proto_ring_header {
 struct proto_slot_header {
 	uint64_t epoch;
 	uint64_t batch_index;
-	uint32_t samples;              /* valid samples (rows of labels and tensor) */
+	uint32_t samples; /* valid samples (rows of labels and tensor) */
 	uint32_t replacements;
 	uint32_t dtype, layout, ndim;
-	uint32_t shape[4];             /* shape[0] == samples */
-	uint32_t sequence;             /* counts fills of this slot, for debugging */
+	uint32_t shape[4]; /* shape[0] == samples */
+	uint32_t sequence; /* counts fills of this slot, for debugging */
 };
 
 /* The device table of a FEEDER_MEMORY_DEVICE ring, at STREAM_OPENED's
@@ -333,9 +334,9 @@ struct proto_slot_header {
 #define PROTO_DEVICE_SLOT_ENTRY 128
 #define PROTO_IPC_HANDLE 64
 struct proto_device_table {
-	uint32_t magic;                /* PROTO_DEVICE_MAGIC */
-	int32_t device;                /* the daemon's CUDA ordinal (informative) */
-	char pci_bus_id[32];           /* "0000:3b:00.0": finds the same GPU whatever
+	uint32_t magic;      /* PROTO_DEVICE_MAGIC */
+	int32_t device;      /* the daemon's CUDA ordinal (informative) */
+	char pci_bus_id[32]; /* "0000:3b:00.0": finds the same GPU whatever
 					  CUDA_VISIBLE_DEVICES the client has */
 	uint64_t tensor_stride;
 	uint8_t mem_handle[PROTO_IPC_HANDLE];
@@ -347,8 +348,21 @@ struct proto_device_slot {
 /* Bytes of a device table for slots, rounded up to page. */
 uint64_t proto_device_table_size(uint32_t slots, uint64_t page);
 
-/* Bytes per element of dtype, 0 if unknown. */
-size_t proto_dtype_size(uint32_t dtype);
+/* Bytes per element of dtype, 0 if unknown. Inline: the pipelines size
+ * their samples with it on feederd's per-sample path, which uses nothing
+ * of protocol.c (tests/pipelines/sample_path_symbols.sh holds them to it). */
+static inline size_t proto_dtype_size(uint32_t dtype)
+{
+	switch (dtype) {
+	case FEEDER_DTYPE_U8:
+		return 1;
+	case FEEDER_DTYPE_F16:
+		return 2;
+	case FEEDER_DTYPE_F32:
+		return 4;
+	}
+	return 0;
+}
 
 /* Compute the ring geometry of a stream: shape, offsets, slot and ring sizes.
  * For jpeg: shape {B,3,H,W} (NCHW) or {B,H,W,3} (NHWC); for features:

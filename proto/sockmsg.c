@@ -38,11 +38,13 @@ int sockmsg_send(int sock, const void *buf, size_t len, int pass_fd, char *err, 
 		if (e == EAGAIN || e == EWOULDBLOCK)
 			return -EAGAIN;
 		if (e == EPIPE || e == ECONNRESET || e == ENOTCONN)
-			return status_fail(err, errlen, FEEDER_ECLOSED, "peer closed the connection");
+			return status_fail(err, errlen, FEEDER_ECLOSED,
+					   "peer closed the connection");
 		return status_fail(err, errlen, -e, "sending a message failed: %s", strerror(e));
 	}
 	if ((size_t)n != len)
-		return status_fail(err, errlen, -EIO, "message of %zu bytes was sent short (%zd)", len, n);
+		return status_fail(err, errlen, -EIO, "message of %zu bytes was sent short (%zd)",
+				   len, n);
 	return 0;
 }
 
@@ -62,7 +64,9 @@ int sockmsg_recv(int sock, void *buf, size_t cap, int *fd, char *err, size_t err
 		char buf[CMSG_SPACE(sizeof(int) * 4)];
 		struct cmsghdr align;
 	} ctl;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctl.buf,
 			     .msg_controllen = sizeof(ctl.buf) };
 	if (fd)
 		*fd = -1;
@@ -75,7 +79,8 @@ int sockmsg_recv(int sock, void *buf, size_t cap, int *fd, char *err, size_t err
 		if (e == EAGAIN || e == EWOULDBLOCK)
 			return -EAGAIN;
 		if (e == ECONNRESET)
-			return status_fail(err, errlen, FEEDER_ECLOSED, "peer closed the connection");
+			return status_fail(err, errlen, FEEDER_ECLOSED,
+					   "peer closed the connection");
 		return status_fail(err, errlen, -e, "receiving a message failed: %s", strerror(e));
 	}
 	/* Collect every descriptor that came, so none leaks whatever happens. */
@@ -100,7 +105,8 @@ int sockmsg_recv(int sock, void *buf, size_t cap, int *fd, char *err, size_t err
 		 * only a peer that hung up has POLLRDHUP/POLLHUP. */
 		struct pollfd p = { .fd = sock, .events = POLLIN | POLLRDHUP };
 		if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP)))
-			return status_fail(err, errlen, FEEDER_ECLOSED, "peer closed the connection");
+			return status_fail(err, errlen, FEEDER_ECLOSED,
+					   "peer closed the connection");
 		return status_fail(err, errlen, FEEDER_EPROTO, "a message of 0 bytes (no header)");
 	}
 	if (mh.msg_flags & MSG_TRUNC) {

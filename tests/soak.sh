@@ -33,32 +33,26 @@
 # hand from a build directory: FEEDER_BUILD=build FEEDER_SOURCE=. tests/soak.sh 0.5
 # Exit status: 0 pass, 1 fail, 77 skip.
 minutes=${1:-2}
-source "${FEEDER_SOURCE:?FEEDER_SOURCE must name the source directory}/tests/e2e/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/lib.sh"
 soak_client=$build/tests/soak/soak_client
 hostile=$build/tests/soak/hostile_client
-[ -x "$soak_client" ] || skip "$soak_client is not built"
-[ -x "$hostile" ] || skip "$hostile is not built"
-command -v python3 >/dev/null || skip "python3 is needed to check the records"
-seconds=$(python3 -c "import sys; print(max(1, round(float(sys.argv[1]) * 60)))" "$minutes") \
+need_exe "$soak_client" "$hostile"
+seconds=$("$py" -c "import sys; print(max(1, round(float(sys.argv[1]) * 60)))" "$minutes") \
 	|| fail "MINUTES must be a number, not '$minutes'"
 asan=0
-ldd "$feederd" 2>/dev/null | grep -q libasan && asan=1
+sanitized && asan=1
 
 # A dataset whose label is the sample number, so that a record's labels name
 # the samples it holds.
 N=60
-"$genimg" $N "$tmp/src" --classes 4 --seed 11 --threads 1 >/dev/null || fail "gen-images"
-(cd "$tmp/src" && find . -name '*.jpg' | sort | awk '{ printf "%s\t%d\n", $0, NR - 1 }') >"$tmp/list.txt"
-[ "$(wc -l <"$tmp/list.txt")" -eq $N ] || fail "gen-images made $(wc -l <"$tmp/list.txt") images, not $N"
-"$packer" pack images --list "$tmp/list.txt" --resize-shorter 48 --threads 1 "$tmp/src" \
-	"$datasets/uniq" >/dev/null 2>"$tmp/packer.log" || fail "packer: $(cat "$tmp/packer.log")"
+make_images uniq $N 4 11 --unique --resize-shorter 48
 
 # ASan's quarantine keeps up to 256 MiB of freed heap resident by default;
 # the memory bound below is about what the daemon keeps, so under ASan the
 # quarantine is cut to 8 MiB (its shadow and allocator caches still count).
 [ $asan = 1 ] && export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=8
 daemon_flags=(--log-level info --memory-limit 128M --hello-timeout 2 --max-queued 64K --shutdown-drain 5)
-start_daemon "${daemon_flags[@]}"
+start_daemon "${daemon_flags[@]}" || fail "$daemon_why"
 
 # Stream k: train or eval, u8/f16/f32, its own seed and batch size.
 streams=8
@@ -79,17 +73,13 @@ memfd_count() {
 	echo $n
 }
 # Wait until the daemon holds no streams and only feederctl's connection.
+idle() {
+	st=$("$feederctl" --socket "$sock" --timeout 2000 status --json 2>/dev/null) &&
+		"$py" -c 'import json,sys; s=json.loads(sys.argv[1]); sys.exit(0 if s["clients"] == 1 and s["streams"] == 0 and s["memory_used"] == 0 else 1)' "$st" 2>/dev/null
+}
 wait_idle() {
-	local st
-	for _ in $(seq 200); do
-		st=$("$feederctl" --socket "$sock" --timeout 2000 status --json 2>/dev/null) || true
-		if python3 -c 'import json,sys; s=json.loads(sys.argv[1]); sys.exit(0 if s["clients"] == 1 and s["streams"] == 0 and s["memory_used"] == 0 else 1)' "$st" 2>/dev/null; then
-			sleep 0.3 # zombies whose last worker task is still finishing
-			return 0
-		fi
-		sleep 0.05
-	done
-	fail "the daemon still holds clients or streams: $st"
+	wait_until 10 idle || fail "the daemon still holds clients or streams: $st"
+	sleep 0.3 # zombies whose last worker task is still finishing
 }
 
 # Warm-up: every stream runs two epochs at once, then the start figures.
@@ -129,9 +119,8 @@ cycle_client() {
 for k in $(seq 0 $((streams - 1))); do start_client $k; done
 hostile_pids=()
 for mode in idle noread keepfd; do
-	"$hostile" "$sock" uniq $mode "$seconds" >"$tmp/hostile-$mode.out" 2>&1 &
-	hostile_pids+=($!)
-	bg_pids+=($!)
+	spawn "$tmp/hostile-$mode.out" "$hostile" "$sock" uniq $mode "$seconds"
+	hostile_pids+=("$spawned")
 done
 mem_max=0
 mem_now() { awk '/^RssAnon:/ {a = $2} /^RssShmem:/ {s = $2} END {print a + s}' "/proc/$daemon_pid/status"; }
@@ -163,13 +152,6 @@ wait_idle
 rss1=$(rss_anon) fd1=$(fd_count) memfd1=$(memfd_count)
 
 # The daemon restarts.
-term_daemon() {
-	kill -TERM "$daemon_pid"
-	for _ in $(seq 200); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.05; done
-	kill -0 "$daemon_pid" 2>/dev/null && fail "feederd still running 10 s after SIGTERM"
-	wait "$daemon_pid" || fail "feederd exited $? after SIGTERM"
-	daemon_pid=
-}
 reconnect=(--reconnect 30000)
 for k in $(seq 0 $((streams - 1))); do start_client $k; done
 terms=0 kills=0
@@ -179,15 +161,14 @@ while [ $SECONDS -lt $end ]; do
 	sleep "0.$((RANDOM % 6 + 1))"
 	if [ $SECONDS -ge $next_stop ]; then
 		if [ $(((terms + kills) % 2)) -eq 0 ]; then
-			term_daemon
+			stop_daemon 10 || fail "$daemon_why"
 			terms=$((terms + 1))
 		else
-			kill -9 "$daemon_pid"; wait "$daemon_pid" 2>/dev/null
-			daemon_pid=
+			kill_daemon
 			kills=$((kills + 1))
 		fi
 		sleep "0.$((RANDOM % 4 + 1))"
-		start_daemon "${daemon_flags[@]}"
+		start_daemon "${daemon_flags[@]}" || fail "$daemon_why"
 		next_stop=$((SECONDS + 2 + RANDOM % 4))
 	else
 		cycle_client $((RANDOM % streams))
@@ -206,9 +187,9 @@ for k in $(seq 0 $((streams - 1))); do
 	"$soak_client" $(stream_args $k) --record "$tmp/ref-$k" --epochs $((last + 1)) \
 		|| fail "reference stream $k"
 done
-stop_daemon
+stop_daemon || fail "$daemon_why"
 
-python3 - "$tmp" $streams $N "$minutes" $restarts $((rss1 - rss0)) $((fd1 - fd0)) \
+"$py" - "$tmp" $streams $N "$minutes" $restarts $((rss1 - rss0)) $((fd1 - fd0)) \
 	$((memfd1 - memfd0)) $asan $terms $kills <<'PY' || fail "the soak records do not check out"
 import sys
 tmp, streams, n, minutes, restarts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])

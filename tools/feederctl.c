@@ -10,7 +10,8 @@
  * daemon could not be reached or answered with an error, 2 usage. */
 #include "feederctl.h"
 
-#include <getopt.h>
+#include "argtab.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,13 +30,28 @@ static const char usage_text[] =
 	"             and under each row its pipeline's settings (augmentation included)\n"
 	"  top        a live view of the daemon and its streams, refreshed every second;\n"
 	"             q quits (--once: one frame on stdout)\n"
-	"\n"
-	"  --socket PATH  daemon socket (default $FEEDER_SOCKET, else " FEEDER_DEFAULT_SOCKET ")\n"
-	"  --timeout MS   give up after MS milliseconds (default 5000)\n"
-	"  --json         one JSON object instead of a table\n"
-	"  --once         top: print one frame and exit\n"
-	"  --interval MS  top: refresh period (default 1000)\n"
-	"  --version      print the version\n";
+	"\n";
+
+/* The command line. */
+static struct {
+	const char *path;
+	int json, once, version, help;
+	int timeout, interval;
+} args = { .timeout = 5000, .interval = 1000 };
+
+static struct argtab options[] = {
+	ARGTAB_STRING("socket", 0, &args.path, "PATH",
+		      "daemon socket (default $FEEDER_SOCKET, else " FEEDER_DEFAULT_SOCKET ")"),
+	ARGTAB_INT("timeout", 0, &args.timeout, 1, 3600000, "MS",
+		   "give up after MS milliseconds (default 5000)"),
+	ARGTAB_FLAG("json", 0, &args.json, "one JSON object instead of a table"),
+	ARGTAB_FLAG("once", 0, &args.once, "top: print one frame and exit"),
+	ARGTAB_INT("interval", 0, &args.interval, 100, 3600000, "MS",
+		   "top: refresh period (default 1000)"),
+	ARGTAB_FLAG("version", 0, &args.version, "print the version"),
+	ARGTAB_FLAG("help", 'h', &args.help, "this text"),
+	ARGTAB_END,
+};
 
 void fctl_human_bytes(uint64_t b, char *buf, size_t len)
 {
@@ -72,9 +88,10 @@ static void print_status(const struct feeder_status *r, const char *path, int js
 		json_str(path);
 		printf(", \"uptime_ms\": %" PRIu64 ", \"clients\": %u, "
 		       "\"streams\": %u, \"workers\": %u, \"datasets\": %u, \"memory_used\": %" PRIu64
-		       ", \"memory_limit\": %" PRIu64 ", \"batches\": %" PRIu64 ", \"samples\": %" PRIu64
-		       ", \"replacements\": %" PRIu64 ", \"decode_errors\": %" PRIu64
-		       ", \"protocol_errors\": %" PRIu64 ", \"samples_per_s\": %.1f"
+		       ", \"memory_limit\": %" PRIu64 ", \"batches\": %" PRIu64
+		       ", \"samples\": %" PRIu64 ", \"replacements\": %" PRIu64
+		       ", \"decode_errors\": %" PRIu64 ", \"protocol_errors\": %" PRIu64
+		       ", \"samples_per_s\": %.1f"
 		       ", \"workers_busy\": %.4f, \"stage_seconds\": {",
 		       r->uptime_ms, r->clients, r->streams, r->workers, r->datasets,
 		       r->memory_used, r->memory_limit, r->batches, r->samples, r->replacements,
@@ -94,14 +111,15 @@ static void print_status(const struct feeder_status *r, const char *path, int js
 	printf("  clients       %u\n  streams       %u\n  workers       %u\n  datasets      %u\n",
 	       r->clients, r->streams, r->workers, r->datasets);
 	printf("  ring memory   %s of %s\n", used, limit);
-	printf("  batches       %" PRIu64 "\n  samples       %" PRIu64 "\n", r->batches, r->samples);
+	printf("  batches       %" PRIu64 "\n  samples       %" PRIu64 "\n", r->batches,
+	       r->samples);
 	printf("  samples/s     %.1f\n", r->samples_per_s);
 	char busy[16];
 	fctl_share_text((float)r->workers_busy, busy, sizeof busy);
 	printf("  workers busy  %s (last 10 s)\n", busy);
-	printf("  replacements  %" PRIu64 "\n  decode errors %" PRIu64
-	       "\n  bad messages  %" PRIu64 "\n", r->replacements, r->decode_errors,
-	       r->protocol_errors);
+	printf("  replacements  %" PRIu64 "\n  decode errors %" PRIu64 "\n  bad messages  %" PRIu64
+	       "\n",
+	       r->replacements, r->decode_errors, r->protocol_errors);
 }
 
 const char *const fctl_stage_names[FEEDER_STAGES] = {
@@ -118,8 +136,10 @@ void fctl_share_text(float share, char *buf, size_t len)
 
 const char *fctl_pipeline_name(uint32_t p)
 {
-	return p == FEEDER_PIPE_JPEG ? "jpeg" : p == FEEDER_PIPE_FEATURES ? "features"
-	       : p == FEEDER_PIPE_WAVE ? "wave" : "?";
+	return p == FEEDER_PIPE_JPEG       ? "jpeg"
+	       : p == FEEDER_PIPE_FEATURES ? "features"
+	       : p == FEEDER_PIPE_WAVE     ? "wave"
+					   : "?";
 }
 
 static const char *kind_name(uint32_t k)
@@ -143,7 +163,8 @@ void fctl_placement_text(const struct feeder_stream_status *s, char *buf, size_t
 		snprintf(buf, len, "auto: measuring");
 	else if (s->auto_cpu_ms > 0 && s->auto_gpu_ms > 0)
 		snprintf(buf, len, "auto -> %s (cpu %.1f ms, gpu %.1f ms a batch)%s",
-			 placement_name(s->active), (double)s->auto_cpu_ms, (double)s->auto_gpu_ms, mem);
+			 placement_name(s->active), (double)s->auto_cpu_ms, (double)s->auto_gpu_ms,
+			 mem);
 	else
 		snprintf(buf, len, "auto -> %s (no GPU)", placement_name(s->active));
 }
@@ -153,8 +174,8 @@ static void print_datasets(const struct feeder_dataset_status *d, size_t n, int 
 	if (json)
 		printf("{\"datasets\": [");
 	else
-		printf("%-24s %-8s %10s %8s %8s %7s\n", "NAME", "KIND", "SAMPLES", "CLASSES", "FEAT_DIM",
-		       "STREAMS");
+		printf("%-24s %-8s %10s %8s %8s %7s\n", "NAME", "KIND", "SAMPLES", "CLASSES",
+		       "FEAT_DIM", "STREAMS");
 	for (size_t i = 0; i < n; i++) {
 		if (json)
 			printf("%s{\"name\": \"%s\", \"kind\": \"%s\", \"samples\": %" PRIu64
@@ -187,9 +208,9 @@ static void print_streams(const struct feeder_stream_status *st, size_t n, int j
 		printf("{\"streams\": [");
 	else
 		printf("%6s %7s %7s %6s %-16s %-8s %5s %5s %5s %6s %17s %9s %6s %8s %10s %10s  %s\n",
-		       "ID", "SESSION", "PID", "UID", "DATASET", "PIPELINE", "BATCH", "SLOTS", "READY",
-		       "EPOCH", "BATCHES", "SAMPLES/S", "REPL", "DATAWAIT", "WAIT_MS", "FULL_MS",
-		       "PLACEMENT");
+		       "ID", "SESSION", "PID", "UID", "DATASET", "PIPELINE", "BATCH", "SLOTS",
+		       "READY", "EPOCH", "BATCHES", "SAMPLES/S", "REPL", "DATAWAIT", "WAIT_MS",
+		       "FULL_MS", "PLACEMENT");
 	for (size_t i = 0; i < n; i++) {
 		const struct feeder_stream_status *s = &st[i];
 		if (json) {
@@ -199,25 +220,29 @@ static void print_streams(const struct feeder_stream_status *st, size_t n, int j
 			       ", \"batches_sent\": %" PRIu64 ", \"batches_total\": %" PRIu64
 			       ", \"samples\": %" PRIu64 ", \"replacements\": %" PRIu64
 			       ", \"samples_per_s\": %.1f, \"batches_per_s\": %.2f"
-			       ", \"client_wait_us\": %" PRIu64 ", \"ring_full_us\": %" PRIu64 ", \"placement\": \"%s\", "
+			       ", \"client_wait_us\": %" PRIu64 ", \"ring_full_us\": %" PRIu64
+			       ", \"placement\": \"%s\", "
 			       "\"active\": \"%s\", \"memory\": \"%s\", \"deciding\": %s, "
 			       "\"auto_cpu_ms\": %.3f, \"auto_gpu_ms\": %.3f, \"filling\": %u, "
 			       "\"trainer_reports\": %s, \"trainer_wait_us\": %" PRIu64
 			       ", \"trainer_compute_us\": %" PRIu64 ", \"wait_share_10s\": %.4f, "
 			       "\"wait_share_total\": %.4f, \"bytes_per_s\": %.1f, \"stage_seconds\": {",
 			       i ? ", " : "", s->stream, s->session, s->pid, s->uid, s->dataset,
-			       fctl_pipeline_name(s->pipeline), s->batch, s->slots, s->ready, s->epoch,
-			       s->batches_sent, s->batches_total, s->samples, s->replacements,
-			       s->samples_per_s, s->batch ? s->samples_per_s / s->batch : 0.0,
-			       s->client_wait_us, s->ring_full_us,
-			       placement_name(s->placement), placement_name(s->active),
+			       fctl_pipeline_name(s->pipeline), s->batch, s->slots, s->ready,
+			       s->epoch, s->batches_sent, s->batches_total, s->samples,
+			       s->replacements, s->samples_per_s,
+			       s->batch ? s->samples_per_s / s->batch : 0.0, s->client_wait_us,
+			       s->ring_full_us, placement_name(s->placement),
+			       placement_name(s->active),
 			       s->memory == FEEDER_MEMORY_DEVICE ? "device" : "host",
 			       s->deciding ? "true" : "false", (double)s->auto_cpu_ms,
-			       (double)s->auto_gpu_ms, s->filling, s->trainer_reports ? "true" : "false",
-			       s->trainer_wait_us, s->trainer_compute_us, (double)s->wait_share_10s,
+			       (double)s->auto_gpu_ms, s->filling,
+			       s->trainer_reports ? "true" : "false", s->trainer_wait_us,
+			       s->trainer_compute_us, (double)s->wait_share_10s,
 			       (double)s->wait_share_total, s->bytes_per_s);
 			for (int k = 0; k < FEEDER_STAGES; k++)
-				printf("%s\"%s\": %.6f", k ? ", " : "", fctl_stage_names[k], s->stage_s[k]);
+				printf("%s\"%s\": %.6f", k ? ", " : "", fctl_stage_names[k],
+				       s->stage_s[k]);
 			printf("}, \"settings\": \"");
 			print_json_text(s->settings);
 			printf("\"}");
@@ -232,10 +257,10 @@ static void print_streams(const struct feeder_stream_status *st, size_t n, int j
 		fctl_share_text(s->wait_share_10s, wait, sizeof wait);
 		printf("%6u %7u %7u %6u %-16s %-8s %5u %5u %5u %6" PRIu64 " %17s %9.1f %6" PRIu64
 		       " %8s %10.1f %10.1f  %s\n",
-		       s->stream, s->session, s->pid, s->uid, s->dataset, fctl_pipeline_name(s->pipeline),
-		       s->batch, s->slots, s->ready, s->epoch, batches, s->samples_per_s,
-		       s->replacements, wait, (double)s->client_wait_us / 1000,
-		       (double)s->ring_full_us / 1000, place);
+		       s->stream, s->session, s->pid, s->uid, s->dataset,
+		       fctl_pipeline_name(s->pipeline), s->batch, s->slots, s->ready, s->epoch,
+		       batches, s->samples_per_s, s->replacements, wait,
+		       (double)s->client_wait_us / 1000, (double)s->ring_full_us / 1000, place);
 		/* The pipeline's settings (augmentation included) under the row. */
 		if (s->settings[0])
 			printf("%6s %s\n", "", s->settings);
@@ -244,107 +269,76 @@ static void print_streams(const struct feeder_stream_status *st, size_t n, int j
 		printf("]}\n");
 }
 
-int main(int argc, char **argv)
+/* The command word from the command line; NULL when done (--help,
+ * --version: *rc 0) or wrong (said: *rc 2). */
+static const char *parse_args(int argc, char **argv, int *rc)
 {
-	static const struct option longopts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "once", no_argument, NULL, 'o' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *path = NULL;
-	int json = 0, once = 0;
-	long timeout = 5000, interval = 1000;
-	int opt;
-	/* GNU getopt permutes: --json may also follow the command word. */
-	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'h':
+	char err[512], *ops[1];
+	int n;
+	*rc = 2;
+	if (argtab_parse(options, argc, argv, ops, 1, &n, err, sizeof err)) {
+		fprintf(stderr, "feederctl: %s (try --help)\n", err);
+		return NULL;
+	}
+	*rc = 0;
+	if (args.help || args.version) {
+		if (args.help) {
 			fputs(usage_text, stdout);
-			return 0;
-		case 'V':
+			argtab_help(stdout, options);
+		} else {
 			printf("feederctl %s\n", FEEDER_VERSION);
-			return 0;
-		case 'j':
-			json = 1;
-			break;
-		case 'o':
-			once = 1;
-			break;
-		case 'i': {
-			char *end;
-			interval = strtol(optarg, &end, 10);
-			if (*end || interval < 100 || interval > 3600000) {
-				fprintf(stderr, "feederctl: --interval: '%s' is not a number of "
-						"milliseconds from 100 to 3600000\n", optarg);
-				return 2;
-			}
-			break;
 		}
-		case 's':
-			path = optarg;
-			break;
-		case 't': {
-			char *end;
-			timeout = strtol(optarg, &end, 10);
-			if (*end || timeout <= 0 || timeout > 3600000) {
-				fprintf(stderr, "feederctl: --timeout: '%s' is not a number of "
-						"milliseconds from 1 to 3600000\n", optarg);
-				return 2;
-			}
-			break;
-		}
-		case ':':
-			fprintf(stderr, "feederctl: option '%s' needs a value (try --help)\n",
-				argv[optind - 1]);
-			return 2;
-		default:
-			fprintf(stderr, "feederctl: unknown option '%s' (try --help)\n", argv[optind - 1]);
-			return 2;
-		}
+		return NULL;
 	}
-	if (optind >= argc) {
+	*rc = 2;
+	if (n < 1) {
 		fputs(usage_text, stderr);
-		return 2;
+		argtab_help(stderr, options);
+		return NULL;
 	}
-	if (optind + 1 < argc) {
-		fprintf(stderr, "feederctl: unexpected argument '%s' (try --help)\n", argv[optind + 1]);
-		return 2;
-	}
-	const char *cmd = argv[optind];
+	const char *cmd = ops[0];
 	if (strcmp(cmd, "status") && strcmp(cmd, "datasets") && strcmp(cmd, "streams") &&
 	    strcmp(cmd, "top")) {
-		fprintf(stderr, "feederctl: unknown command '%s' (status, datasets, streams or top)\n",
+		fprintf(stderr,
+			"feederctl: unknown command '%s' (status, datasets, streams or top)\n",
 			cmd);
-		return 2;
+		return NULL;
 	}
-	if ((once || interval != 1000) && strcmp(cmd, "top")) {
+	if ((args.once || args.interval != 1000) && strcmp(cmd, "top")) {
 		fprintf(stderr, "feederctl: --once and --interval are options of top\n");
-		return 2;
+		return NULL;
 	}
-	if (json && !strcmp(cmd, "top")) {
+	if (args.json && !strcmp(cmd, "top")) {
 		fprintf(stderr, "feederctl: top has no --json (feederctl streams --json has the "
 				"same figures)\n");
-		return 2;
+		return NULL;
 	}
+	*rc = 0;
+	return cmd;
+}
+
+int main(int argc, char **argv)
+{
+	int rc;
+	const char *cmd = parse_args(argc, argv, &rc);
+	if (!cmd)
+		return rc;
+	const char *path = args.path;
+	int json = args.json;
 	if (!path || !*path)
 		path = getenv("FEEDER_SOCKET");
 	if (!path || !*path)
 		path = FEEDER_DEFAULT_SOCKET;
 	struct feeder *f;
 	/* One attempt: a daemon that is not there is an answer, not a wait. */
-	int rc = feeder_connect(path, 0, &f);
+	rc = feeder_connect(path, 0, &f);
 	if (rc) {
 		fprintf(stderr, "feederctl: %s\n", feeder_last_error(NULL));
 		return 1;
 	}
-	int ms = (int)timeout;
+	int ms = args.timeout;
 	if (strcmp(cmd, "top") == 0) {
-		rc = fctl_top(f, path, once, (int)interval, ms);
+		rc = fctl_top(f, path, args.once, args.interval, ms);
 		feeder_disconnect(f);
 		return rc;
 	}

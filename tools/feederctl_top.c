@@ -44,9 +44,10 @@ static int frame(struct feeder *f, const char *path, int timeout_ms, FILE *out)
 	char used[32], limit[32];
 	fctl_human_bytes(st.memory_used, used, sizeof used);
 	fctl_human_bytes(st.memory_limit, limit, sizeof limit);
-	fprintf(out, "feederd at %s  up %" PRIu64 "h%02" PRIu64 "m%02" PRIu64 "s  %u clients  "
-		"%u streams  %u datasets\n", path, up / 3600, up / 60 % 60, up % 60, st.clients,
-		st.streams, st.datasets);
+	fprintf(out,
+		"feederd at %s  up %" PRIu64 "h%02" PRIu64 "m%02" PRIu64 "s  %u clients  "
+		"%u streams  %u datasets\n",
+		path, up / 3600, up / 60 % 60, up % 60, st.clients, st.streams, st.datasets);
 	char busy[16];
 	fctl_share_text((float)st.workers_busy, busy, sizeof busy);
 	fprintf(out, "workers %u, busy %s (last 10 s)  samples/s %.1f  ring memory %s of %s\n",
@@ -56,7 +57,8 @@ static int frame(struct feeder *f, const char *path, int timeout_ms, FILE *out)
 		sum += st.stage_s[i];
 	fprintf(out, "worker time:");
 	for (int i = 0; i < FEEDER_STAGES; i++)
-		fprintf(out, "  %s %.0f %%", fctl_stage_names[i], sum > 0 ? 100 * st.stage_s[i] / sum : 0);
+		fprintf(out, "  %s %.0f %%", fctl_stage_names[i],
+			sum > 0 ? 100 * st.stage_s[i] / sum : 0);
 	fprintf(out, "\n\n%6s %7s %-16s %-8s %10s %8s %8s %8s %9s %6s  %s\n", "STREAM", "PID",
 		"DATASET", "PIPELINE", "SAMPLES/S", "MB/S", "WAIT10S", "WAITALL", "RING", "REPL",
 		"PLACEMENT");
@@ -67,9 +69,10 @@ static int frame(struct feeder *f, const char *path, int timeout_ms, FILE *out)
 		fctl_share_text(s->wait_share_total, wall, sizeof wall);
 		snprintf(ring, sizeof ring, "%u/%u/%u", s->filling, s->ready, s->slots);
 		fctl_placement_text(s, place, sizeof place);
-		fprintf(out, "%6u %7u %-16s %-8s %10.1f %8.1f %8s %8s %9s %6" PRIu64 "  %s\n", s->stream,
-			s->pid, s->dataset, fctl_pipeline_name(s->pipeline), s->samples_per_s,
-			s->bytes_per_s / 1e6, w10, wall, ring, s->replacements, place);
+		fprintf(out, "%6u %7u %-16s %-8s %10.1f %8.1f %8s %8s %9s %6" PRIu64 "  %s\n",
+			s->stream, s->pid, s->dataset, fctl_pipeline_name(s->pipeline),
+			s->samples_per_s, s->bytes_per_s / 1e6, w10, wall, ring, s->replacements,
+			place);
 	}
 	if (n == 0)
 		fprintf(out, "(no streams)\n");

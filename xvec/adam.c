@@ -14,14 +14,17 @@ int adam_init(struct adam *a, size_t n, float lr, float beta1, float beta2, floa
 	memset(a, 0, sizeof(*a));
 	if (!(lr > 0.0f) || !(beta1 >= 0.0f && beta1 < 1.0f) || !(beta2 >= 0.0f && beta2 < 1.0f) ||
 	    !(eps > 0.0f) || !(weight_decay >= 0.0f))
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "adam: hyper-parameters out of range (lr %g, betas %g/%g, eps %g, "
-				   "weight decay %g)", lr, beta1, beta2, eps, weight_decay);
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"adam: hyper-parameters out of range (lr %g, betas %g/%g, eps %g, "
+			"weight decay %g)",
+			lr, beta1, beta2, eps, weight_decay);
 	a->m = calloc(n ? n : 1, sizeof(float));
 	a->v = calloc(n ? n : 1, sizeof(float));
 	if (!a->m || !a->v) {
 		adam_free(a);
-		return status_fail(err, errlen, -ENOMEM, "adam: cannot allocate state for %zu parameters", n);
+		return status_fail(err, errlen, -ENOMEM,
+				   "adam: cannot allocate state for %zu parameters", n);
 	}
 	a->n = n;
 	a->lr = lr;

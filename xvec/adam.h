@@ -18,9 +18,9 @@
 #include <stdint.h>
 
 struct adam {
-	size_t n;       /* parameters */
-	float *m, *v;   /* first and second moments, n each */
-	uint64_t t;     /* completed steps */
+	size_t n;     /* parameters */
+	float *m, *v; /* first and second moments, n each */
+	uint64_t t;   /* completed steps */
 	float lr, beta1, beta2, eps, weight_decay;
 };
 

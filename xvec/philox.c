@@ -34,17 +34,23 @@ void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]
 		uint32_t n1 = (uint32_t)p1;
 		uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
 		uint32_t n3 = (uint32_t)p0;
-		c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+		c0 = n0;
+		c1 = n1;
+		c2 = n2;
+		c3 = n3;
 		k0 += PHILOX_W0;
 		k1 += PHILOX_W1;
 	}
-	out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+	out[0] = c0;
+	out[1] = c1;
+	out[2] = c2;
+	out[3] = c3;
 }
 
 void philox_block(uint64_t seed, uint64_t subseq, uint64_t block, uint32_t out[4])
 {
-	uint32_t ctr[4] = { (uint32_t)block, (uint32_t)(block >> 32),
-			    (uint32_t)subseq, (uint32_t)(subseq >> 32) };
+	uint32_t ctr[4] = { (uint32_t)block, (uint32_t)(block >> 32), (uint32_t)subseq,
+			    (uint32_t)(subseq >> 32) };
 	uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) };
 
 	philox4x32_10(ctr, key, out);
@@ -154,7 +160,7 @@ __m256 _ZGVdN8v_sinf(__m256 x);
  * _mm256_mul_epu32 multiplies the even lanes; the odd ones are shifted down
  * for a second multiply and the halves blended back in place. */
 __attribute__((target("avx2"))) static inline void mul_hilo(__m256i m, __m256i c, __m256i *hi,
-							      __m256i *lo)
+							    __m256i *lo)
 {
 	__m256i pe = _mm256_mul_epu32(c, m);
 	__m256i po = _mm256_mul_epu32(_mm256_srli_epi64(c, 32), m);
@@ -177,7 +183,8 @@ __attribute__((target("avx2"))) static inline __m256 u32_to_float(__m256i w)
 __attribute__((target("avx2,fma"))) static void normals_avx2(uint64_t seed, uint64_t subseq,
 							     uint64_t first, size_t n, float *out)
 {
-	const __m256i m0 = _mm256_set1_epi32((int)PHILOX_M0), m1 = _mm256_set1_epi32((int)PHILOX_M1);
+	const __m256i m0 = _mm256_set1_epi32((int)PHILOX_M0),
+		      m1 = _mm256_set1_epi32((int)PHILOX_M1);
 	const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 	const __m256 inv = _mm256_set1_ps(PHILOX_2POW32_INV);
 	const __m256 inv_half = _mm256_set1_ps(PHILOX_2POW32_INV / 2.0f);
@@ -195,9 +202,11 @@ __attribute__((target("avx2,fma"))) static void normals_avx2(uint64_t seed, uint
 			__m256i hi0, lo0, hi1, lo1;
 			mul_hilo(m0, c0, &hi0, &lo0);
 			mul_hilo(m1, c2, &hi1, &lo1);
-			c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32((int)k0));
+			c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1),
+					      _mm256_set1_epi32((int)k0));
 			c1 = lo1;
-			c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32((int)k1));
+			c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3),
+					      _mm256_set1_epi32((int)k1));
 			c3 = lo0;
 			k0 += PHILOX_W0;
 			k1 += PHILOX_W1;

@@ -120,10 +120,10 @@ static void gemm(enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int M, int N,
 		 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
 	float *ta_tmp, *tb_tmp;
-	const float *a = rounded(A, ta == CblasNoTrans ? M : K, ta == CblasNoTrans ? K : M, lda,
-				 &ta_tmp);
-	const float *b = rounded(B, tb == CblasNoTrans ? K : N, tb == CblasNoTrans ? N : K, ldb,
-				 &tb_tmp);
+	const float *a =
+		rounded(A, ta == CblasNoTrans ? M : K, ta == CblasNoTrans ? K : M, lda, &ta_tmp);
+	const float *b =
+		rounded(B, tb == CblasNoTrans ? K : N, tb == CblasNoTrans ? N : K, ldb, &tb_tmp);
 	cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, a, lda, b, ldb, beta, C, ldc);
 	free(ta_tmp);
 	free(tb_tmp);
@@ -146,8 +146,8 @@ int tdnn_context_right(const int *off, int k)
 	return k > 0 && off[k - 1] > 0 ? off[k - 1] : 0;
 }
 
-void tdnn_affine_forward(const float *x, int B, int D, int T, const int *off, int K,
-			 const float *W, const float *bias, int H, float *y)
+void tdnn_affine_forward(const float *x, int B, int D, int T, const int *off, int K, const float *W,
+			 const float *bias, int H, float *y)
 {
 	int left = tdnn_context_left(off, K);
 	int Tp = T - left - tdnn_context_right(off, K);
@@ -197,8 +197,8 @@ void tdnn_affine_backward(const float *x, const float *dy, int B, int D, int T, 
 				db[h] += s;
 			}
 			for (int k = 0; k < K; k++)
-				gemm(CblasNoTrans, CblasTrans, h1 - h0, D, Tp, dyb + (size_t)h0 * Tp, Tp,
-				     xb + off[k] + left, T, 1.0f,
+				gemm(CblasNoTrans, CblasTrans, h1 - h0, D, Tp,
+				     dyb + (size_t)h0 * Tp, Tp, xb + off[k] + left, T, 1.0f,
 				     dW + (size_t)h0 * K * D + (size_t)k * D, K * D);
 		}
 	}
@@ -210,8 +210,8 @@ void tdnn_affine_backward(const float *x, const float *dy, int B, int D, int T, 
 		const float *dyb = dy + (size_t)b * H * Tp;
 
 		for (int k = 0; k < K; k++)
-			gemm(CblasTrans, CblasNoTrans, D, Tp, H, W + (size_t)k * D, K * D, dyb, Tp, 1.0f,
-			     dx + (size_t)b * D * T + off[k] + left, T);
+			gemm(CblasTrans, CblasNoTrans, D, Tp, H, W + (size_t)k * D, K * D, dyb, Tp,
+			     1.0f, dx + (size_t)b * D * T + off[k] + left, T);
 	}
 }
 
@@ -272,8 +272,8 @@ static void bn_channel_finish(const float *r, int B, int C, int L, int c, float 
 	mean[c] = m;
 	invstd[c] = is;
 	running_mean[c] = (1.0f - TDNN_BN_MOMENTUM) * running_mean[c] + TDNN_BN_MOMENTUM * m;
-	running_var[c] = (1.0f - TDNN_BN_MOMENTUM) * running_var[c] +
-			 TDNN_BN_MOMENTUM * (float)unbiased;
+	running_var[c] =
+		(1.0f - TDNN_BN_MOMENTUM) * running_var[c] + TDNN_BN_MOMENTUM * (float)unbiased;
 
 	float g = gamma[c] * is, be = beta[c];
 	for (int b = 0; b < B; b++) {
@@ -284,9 +284,9 @@ static void bn_channel_finish(const float *r, int B, int C, int L, int c, float 
 	}
 }
 
-void tdnn_relu_bn_train(const float *a, int B, int C, int L, const float *gamma,
-			const float *beta, float *running_mean, float *running_var, float *r,
-			float *mean, float *invstd, float *y)
+void tdnn_relu_bn_train(const float *a, int B, int C, int L, const float *gamma, const float *beta,
+			float *running_mean, float *running_var, float *r, float *mean,
+			float *invstd, float *y)
 {
 	size_t n = (size_t)B * C * L;
 	double N = (double)B * L;
@@ -342,13 +342,12 @@ void tdnn_relu_bn_train_dp(const float *a, int B, int C, int L, const float *gam
 	tdnn_dp_sum(dp, s + C + 1, (size_t)C);
 	TDNN_PARALLEL_FOR((size_t)B * C * L)
 	for (int c = 0; c < C; c++)
-		bn_channel_finish(r, B, C, L, c, mean[c], s[C + 1 + c], N, gamma, beta, running_mean,
-				  running_var, mean, invstd, y);
+		bn_channel_finish(r, B, C, L, c, mean[c], s[C + 1 + c], N, gamma, beta,
+				  running_mean, running_var, mean, invstd, y);
 }
 
-void tdnn_relu_bn_eval(const float *a, int B, int C, int L, const float *gamma,
-		       const float *beta, const float *running_mean, const float *running_var,
-		       float *y)
+void tdnn_relu_bn_eval(const float *a, int B, int C, int L, const float *gamma, const float *beta,
+		       const float *running_mean, const float *running_var, float *y)
 {
 	TDNN_PARALLEL_FOR((size_t)B * C * L)
 	for (int c = 0; c < C; c++) {
@@ -516,14 +515,13 @@ void tdnn_dropout_backward_dp(float *dy, size_t n, size_t per, float p, uint64_t
 		tdnn_dropout_apply(dy, n, per, p, seed, subseq, dp);
 }
 
-void tdnn_noise_add(const float *x, float *out, size_t n, float eps, uint64_t seed,
-		    uint64_t subseq)
+void tdnn_noise_add(const float *x, float *out, size_t n, float eps, uint64_t seed, uint64_t subseq)
 {
 	tdnn_noise_add_dp(x, out, n, n, eps, seed, subseq, NULL);
 }
 
-void tdnn_noise_add_dp(const float *x, float *out, size_t n, size_t per, float eps,
-		       uint64_t seed, uint64_t subseq, const struct tdnn_dp *dp)
+void tdnn_noise_add_dp(const float *x, float *out, size_t n, size_t per, float eps, uint64_t seed,
+		       uint64_t subseq, const struct tdnn_dp *dp)
 {
 	if (eps == 0.0f) {
 		if (out != x)
@@ -595,8 +593,8 @@ void tdnn_dense_forward(const float *x, int B, int nin, const float *W, const fl
 
 		block_range(i, nout, &o0, &o1);
 		if (o0 < o1)
-			gemm(CblasNoTrans, CblasTrans, B, o1 - o0, nin, x, nin, W + (size_t)o0 * nin, nin,
-			     1.0f, y + o0, nout);
+			gemm(CblasNoTrans, CblasTrans, B, o1 - o0, nin, x, nin,
+			     W + (size_t)o0 * nin, nin, 1.0f, y + o0, nout);
 	}
 }
 
@@ -627,8 +625,8 @@ void tdnn_dense_backward(const float *x, const float *dy, int B, int nin, const 
 
 		block_range(i, nin, &j0, &j1);
 		if (j0 < j1)
-			gemm(CblasNoTrans, CblasNoTrans, B, j1 - j0, nout, dy, nout, W + j0, nin, 0.0f, dx + j0,
-			     nin);
+			gemm(CblasNoTrans, CblasNoTrans, B, j1 - j0, nout, dy, nout, W + j0, nin,
+			     0.0f, dx + j0, nin);
 	}
 }
 

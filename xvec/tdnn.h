@@ -52,8 +52,8 @@ int tdnn_context_right(const int *off, int k);
 
 /* y (B, H, T') = W (H, K*D) applied to the spliced frames of x (B, D, T),
  * plus bias; T' = T - left - right. One sgemm per (batch, offset). */
-void tdnn_affine_forward(const float *x, int B, int D, int T, const int *off, int K,
-			 const float *W, const float *bias, int H, float *y);
+void tdnn_affine_forward(const float *x, int B, int D, int T, const int *off, int K, const float *W,
+			 const float *bias, int H, float *y);
 
 /* Backward of tdnn_affine_forward given dy (B, H, T'). dx (B, D, T) may be
  * NULL (the input layer); dW and db accumulate. */
@@ -84,9 +84,9 @@ struct tdnn_dp {
  * running statistics move by TDNN_BN_MOMENTUM towards the batch mean and the
  * unbiased batch variance (as PyTorch does). r may alias a. mean and invstd
  * (C each) are kept for the backward pass. */
-void tdnn_relu_bn_train(const float *a, int B, int C, int L, const float *gamma,
-			const float *beta, float *running_mean, float *running_var, float *r,
-			float *mean, float *invstd, float *y);
+void tdnn_relu_bn_train(const float *a, int B, int C, int L, const float *gamma, const float *beta,
+			float *running_mean, float *running_var, float *r, float *mean,
+			float *invstd, float *y);
 
 /* The same with dp (may be NULL): with dp->sync_bn the mean and variance are
  * those of the ranks' batches together. */
@@ -96,9 +96,8 @@ void tdnn_relu_bn_train_dp(const float *a, int B, int C, int L, const float *gam
 
 /* Evaluation mode: y = gamma * (relu(a) - running_mean) / sqrt(running_var + eps) + beta.
  * y may alias a. */
-void tdnn_relu_bn_eval(const float *a, int B, int C, int L, const float *gamma,
-		       const float *beta, const float *running_mean, const float *running_var,
-		       float *y);
+void tdnn_relu_bn_eval(const float *a, int B, int C, int L, const float *gamma, const float *beta,
+		       const float *running_mean, const float *running_var, float *y);
 
 /* Backward of tdnn_relu_bn_train from the kept r, mean, invstd: da from dy
  * (da may alias dy); dgamma and dbeta accumulate. */
@@ -138,8 +137,8 @@ void tdnn_noise_add(const float *x, float *out, size_t n, float eps, uint64_t se
 		    uint64_t subseq);
 /* The same with the counters of data-parallel rank dp: x holds samples of
  * per elements each. */
-void tdnn_noise_add_dp(const float *x, float *out, size_t n, size_t per, float eps,
-		       uint64_t seed, uint64_t subseq, const struct tdnn_dp *dp);
+void tdnn_noise_add_dp(const float *x, float *out, size_t n, size_t per, float eps, uint64_t seed,
+		       uint64_t subseq, const struct tdnn_dp *dp);
 
 /* Statistics pooling: out (B, 2C) = [mean over T, sqrt(biased var + TDNN_POOL_EPS)]
  * of x (B, C, T). */

@@ -34,7 +34,8 @@ static int metrics_sweep(const float *tar, size_t nt, const float *non, size_t n
 
 	if (nt == 0 || nn == 0)
 		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "metrics: need target and non-target scores (got %zu and %zu)", nt, nn);
+				   "metrics: need target and non-target scores (got %zu and %zu)",
+				   nt, nn);
 	tr = malloc(sizeof(*tr) * n);
 	*pmiss = malloc(sizeof(double) * (n + 1));
 	*pfa = malloc(sizeof(double) * (n + 1));
@@ -44,7 +45,8 @@ static int metrics_sweep(const float *tar, size_t nt, const float *non, size_t n
 		free(*pmiss);
 		free(*pfa);
 		free(*lowest);
-		return status_fail(err, errlen, -ENOMEM, "metrics: out of memory for %zu scores", n);
+		return status_fail(err, errlen, -ENOMEM, "metrics: out of memory for %zu scores",
+				   n);
 	}
 	for (size_t i = 0; i < n; i++) {
 		tr[i].score = i < nt ? tar[i] : non[i - nt];
@@ -54,12 +56,13 @@ static int metrics_sweep(const float *tar, size_t nt, const float *non, size_t n
 			free(*pmiss);
 			free(*pfa);
 			free(*lowest);
-			return status_fail(err, errlen, FEEDER_EINVAL, "metrics: %s score %zu is NaN",
+			return status_fail(err, errlen, FEEDER_EINVAL,
+					   "metrics: %s score %zu is NaN",
 					   i < nt ? "target" : "non-target", i < nt ? i : i - nt);
 		}
 	}
 	qsort(tr, n, sizeof(*tr), metrics_cmp);
-	for (size_t i = 0;; ) {
+	for (size_t i = 0;;) {
 		(*pmiss)[k] = (double)miss / (double)nt;
 		(*pfa)[k] = (double)fa / (double)nn;
 		(*lowest)[k] = i < n ? tr[i].score : INFINITY;
@@ -80,7 +83,7 @@ static int metrics_sweep(const float *tar, size_t nt, const float *non, size_t n
 }
 
 int verify_det(const float *target, size_t ntarget, const float *nontarget, size_t nnontarget,
-		double **pmiss, double **pfa, size_t *npoints, char *err, size_t errlen)
+	       double **pmiss, double **pfa, size_t *npoints, char *err, size_t errlen)
 {
 	float *lowest;
 	int rc = metrics_sweep(target, ntarget, nontarget, nnontarget, pmiss, pfa, &lowest, npoints,
@@ -91,7 +94,7 @@ int verify_det(const float *target, size_t ntarget, const float *nontarget, size
 }
 
 int verify_eer(const float *target, size_t ntarget, const float *nontarget, size_t nnontarget,
-		double *eer, char *err, size_t errlen)
+	       double *eer, char *err, size_t errlen)
 {
 	double *pmiss, *pfa;
 	float *lowest;
@@ -117,9 +120,9 @@ int verify_eer(const float *target, size_t ntarget, const float *nontarget, size
 	return 0;
 }
 
-int verify_min_dcf(const float *target, size_t ntarget, const float *nontarget,
-		    size_t nnontarget, double p_target, double c_miss, double c_fa, double *min_dcf,
-		    double *threshold, char *err, size_t errlen)
+int verify_min_dcf(const float *target, size_t ntarget, const float *nontarget, size_t nnontarget,
+		   double p_target, double c_miss, double c_fa, double *min_dcf, double *threshold,
+		   char *err, size_t errlen)
 {
 	double *pmiss, *pfa;
 	float *lowest;
@@ -127,9 +130,10 @@ int verify_min_dcf(const float *target, size_t ntarget, const float *nontarget,
 	int rc;
 
 	if (!(p_target > 0.0 && p_target < 1.0) || !(c_miss > 0.0) || !(c_fa > 0.0))
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "metrics: p_target %g must be in (0, 1) and costs %g, %g positive",
-				   p_target, c_miss, c_fa);
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"metrics: p_target %g must be in (0, 1) and costs %g, %g positive",
+			p_target, c_miss, c_fa);
 	rc = metrics_sweep(target, ntarget, nontarget, nnontarget, &pmiss, &pfa, &lowest, &np, err,
 			   errlen);
 	if (rc)

@@ -40,6 +40,7 @@
  * (cuda/xvec_nccl.h): a run without it is refused, naming what is missing. */
 #include "feeder.h"
 
+#include "argtab.h"
 #include "cuda_info.h"
 #include "verify_metrics.h"
 #include "xvec_checkpoint.h"
@@ -50,7 +51,6 @@
 #include "xvec_train.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -90,74 +90,130 @@ struct args {
 	int width, pool_width, embed;
 	uint64_t seed;
 	int timeout_ms;
-	int placement;     /* enum feeder_placement */
-	int reconnect_ms;  /* feeder_set_reconnect; 0 off */
-	int sync_bn;       /* --sync-bn: batch-norm over all ranks' batches */
-	const char *trace; /* --trace PREFIX: each rank writes PREFIX.RANK, "epoch index" per sample */
+	int placement;    /* enum feeder_placement */
+	int reconnect_ms; /* feeder_set_reconnect; 0 off */
+	int sync_bn;      /* --sync-bn: batch-norm over all ranks' batches */
+	const char
+		*trace; /* --trace PREFIX: each rank writes PREFIX.RANK, "epoch index" per sample */
 	int check_replicas; /* --check-replicas: compare the ranks' parameters every step */
 	/* The model's input: 0 where not given (train: features pipeline,
 	 * fbank, 80 bins, 30 cepstra; embed, eval, --resume: the checkpoint's). */
-	int pipeline;       /* enum feeder_pipeline */
-	int features;       /* enum feeder_wave_features */
+	int pipeline; /* enum feeder_pipeline */
+	int features; /* enum feeder_wave_features */
 	int bins, ceps;
 	/* Wave augmentation: datasets and probabilities (-1: not given). */
 	const char *noise, *reverb;
 	float aug_p, speed_p, specaug_p;
 };
 
+/* The command line: xvec's one struct args, the table that parses into it
+ * and prints --help from it. */
+static struct args args;
+static int device_cuda; /* --device: args.device is its name */
+static double reconnect_s;
+static int want_help;
+
+static const struct argtab_choice device_choices[] = { { "cpu", 0 }, { "cuda", 1 }, { NULL, 0 } };
+static const struct argtab_choice placement_choices[] = { { "cpu", FEEDER_PLACEMENT_CPU },
+							  { "gpu", FEEDER_PLACEMENT_GPU },
+							  { "auto", FEEDER_PLACEMENT_AUTO },
+							  { NULL, 0 } };
+static const struct argtab_choice pipeline_choices[] = { { "features", FEEDER_PIPE_FEATURES },
+							 { "wave", FEEDER_PIPE_WAVE },
+							 { NULL, 0 } };
+static const struct argtab_choice features_choices[] = { { "fbank", FEEDER_WAVE_FBANK },
+							 { "mfcc", FEEDER_WAVE_MFCC },
+							 { NULL, 0 } };
+
+static struct argtab options[] = {
+	ARGTAB_TEXT(
+		"usage: xvec train --dataset NAME --out CKPT [options]\n"
+		"       xvec embed --checkpoint CKPT --dataset NAME --out FILE [options]\n"
+		"       xvec eval  --checkpoint CKPT --dataset NAME [--json] [--det FILE.svg] [options]\n"
+		"       xvec plot  LOG.jsonl --out FILE.svg\n"
+		"\ncommon:"),
+	ARGTAB_STRING("dataset", 0, &args.dataset, "NAME", "the dataset feederd serves"),
+	ARGTAB_STRING("out", 0, &args.out, "PATH",
+		      "train: the checkpoint; embed: the x-vectors; plot: the SVG"),
+	ARGTAB_STRING("checkpoint", 0, &args.checkpoint, "CKPT", "embed, eval: the model"),
+	ARGTAB_STRING("socket", 0, &args.socket, "PATH",
+		      "default $FEEDER_SOCKET, then " FEEDER_DEFAULT_SOCKET),
+	ARGTAB_INT("batch", 0, &args.batch, 1, 65536, "B", "utterances a batch (64)"),
+	ARGTAB_INT("chunk", 0, &args.chunk, 15, 100000, "L",
+		   "frames a chunk (train 200, eval 300)"),
+	ARGTAB_INT("slots", 0, &args.slots, 1, 256, "N", "batches feederd prepares ahead (4)"),
+	ARGTAB_ENUM("device", 0, &device_cuda, device_choices, NULL, "where train runs (cpu)"),
+	ARGTAB_INT("timeout-ms", 0, &args.timeout_ms, 0, 1e9, "MS",
+		   "how long to wait for feederd (60000)"),
+	ARGTAB_ENUM("placement", 0, &args.placement, placement_choices, NULL,
+		    "where feederd preprocesses (cpu); gpu with --device cuda\n"
+		    "takes batches in GPU memory (CUDA IPC)"),
+	ARGTAB_REAL("reconnect", 0, &reconnect_s, 0, 1e6, "SEC",
+		    "wait this long for a restarted feederd (0)"),
+	ARGTAB_INT("seed", 0, &args.seed, 0, 1e18, "S", "the stream's and the model's seed (1)"),
+	ARGTAB_FLAG("help", 'h', &want_help, "this text"),
+	ARGTAB_TEXT("train:"),
+	ARGTAB_INT("epochs", 0, &args.epochs, 1, 1e6, "E", "epochs (10)"),
+	ARGTAB_REAL("lr", 0, &args.lr, 0, 10, "R", "learning rate (0.001)"),
+	ARGTAB_REAL("noise-eps", 0, &args.noise_eps, 0, 100, "EPS", "input noise (0)"),
+	ARGTAB_REAL("dropout", 0, &args.dropout, 0, 0.99, "P", "dropout (0)"),
+	ARGTAB_REAL("weight-decay", 0, &args.weight_decay, 0, 10, "W", "weight decay (0)"),
+	ARGTAB_INT("width", 0, &args.width, 1, 65536, "N", "frame layers' width (512)"),
+	ARGTAB_INT("pool-width", 0, &args.pool_width, 1, 65536, "N",
+		   "the layer before pooling (1500)"),
+	ARGTAB_INT("embed", 0, &args.embed, 1, 65536, "N", "x-vector dimension (512)"),
+	ARGTAB_INT("log-every", 0, &args.log_every, 1, 1e9, "N", "steps between log lines (10)"),
+	ARGTAB_STRING("resume", 0, &args.resume, "CKPT", "continue training from CKPT"),
+	ARGTAB_INT("stop-after", 0, &args.stop_after, 1, 1e15, "STEPS",
+		   "stop after STEPS steps of this run"),
+	ARGTAB_INT("steps", 0, &args.steps, 1, 1e15, "N", "stop after N steps in all"),
+	ARGTAB_INT("in-memory", 0, &args.in_memory, 1, 4096, "K",
+		   "benchmark: train on K batches held in memory instead\n"
+		   "of the stream"),
+	ARGTAB_STRING("log", 0, &args.log, "FILE.jsonl",
+		      "one JSON object per log line: step, loss, accuracy,\n"
+		      "samples/s, data wait, learning rate"),
+	ARGTAB_TEXT("eval:"),
+	ARGTAB_FLAG("json", 0, &args.json, "the result as one JSON object"),
+	ARGTAB_STRING("det", 0, &args.det, "FILE.svg", "the DET curve, EER marked"),
+	ARGTAB_TEXT("input: a dataset of feature matrices (packer pack audio), or of waveforms\n"
+		    "(--store wave) whose features feederd computes. embed, eval and --resume\n"
+		    "take them from the checkpoint and refuse others"),
+	ARGTAB_ENUM("pipeline", 0, &args.pipeline, pipeline_choices, NULL,
+		    "what the dataset holds (features)"),
+	ARGTAB_ENUM("features", 0, &args.features, features_choices, NULL,
+		    "wave: the features computed (fbank)"),
+	ARGTAB_INT("bins", 0, &args.bins, 3, 256, "N", "wave: mel bins (80)"),
+	ARGTAB_INT("ceps", 0, &args.ceps, 1, 256, "N", "wave, mfcc: cepstra (30)"),
+	ARGTAB_TEXT("wave: in eval and embed --noise/--reverb make a noisy test condition\n"
+		    "(random chunks of each utterance, seeded by --seed)"),
+	ARGTAB_STRING("noise", 0, &args.noise, "NAME", "MUSAN-like noise/music/speech classes"),
+	ARGTAB_STRING("reverb", 0, &args.reverb, "NAME", "room impulse responses"),
+	ARGTAB_REAL("aug-p", 0, &args.aug_p, 0, 1, "P",
+		    "the probability of each (train 0.6, eval 1)"),
+	ARGTAB_REAL("speed-p", 0, &args.speed_p, 0, 1, "P", "train: speed 0.9x or 1.1x (0)"),
+	ARGTAB_REAL("specaug-p", 0, &args.specaug_p, 0, 1, "P", "train: SpecAugment (0)"),
+	ARGTAB_TEXT("cuda:"),
+	ARGTAB_STRING("precision", 0, &args.precision, "fp32|tf32|bf16",
+		      "the GEMMs' arithmetic (fp32)"),
+	ARGTAB_FLAG("autotune", 0, &args.autotune, "pick each GEMM's fastest cuBLASLt algorithm"),
+	ARGTAB_TEXT("mpirun -np N xvec train ... trains N data-parallel replicas (gradients\n"
+		    "averaged every step; rank 0 logs and writes the checkpoint); --resume with\n"
+		    "another number of ranks continues the epoch where all ranks had stopped"),
+	ARGTAB_FLAG("sync-bn", 0, &args.sync_bn, "batch-norm statistics over all ranks"),
+	ARGTAB_FLAG("check-replicas", 0, &args.check_replicas,
+		    "fail unless every rank's parameters are equal after\n"
+		    "each step"),
+	ARGTAB_STRING("trace", 0, &args.trace, "PREFIX",
+		      "each rank writes PREFIX.RANK: the epoch and dataset\n"
+		      "index of every sample it trains on"),
+	ARGTAB_END,
+};
+
 static void usage(FILE *f)
 {
-	fputs("usage: xvec train --dataset NAME --out CKPT [options]\n"
-	      "       xvec embed --checkpoint CKPT --dataset NAME --out FILE [options]\n"
-	      "       xvec eval  --checkpoint CKPT --dataset NAME [--json] [--det FILE.svg] [options]\n"
-	      "       xvec plot  LOG.jsonl --out FILE.svg\n"
-	      "common:  --socket PATH (default $FEEDER_SOCKET, then " FEEDER_DEFAULT_SOCKET ")\n"
-	      "         --batch B (64)  --chunk L (train 200, eval 300)  --slots N (4)\n"
-	      "         --device cpu|cuda (cpu)  --timeout-ms MS (60000)\n"
-	      "         --placement cpu|gpu|auto (cpu): where feederd preprocesses; gpu\n"
-	      "         with --device cuda takes batches in GPU memory (CUDA IPC)\n"
-	      "         --reconnect SEC (0): wait this long for a restarted feederd\n"
-	      "train:   --epochs E (10) --lr R (0.001) --noise-eps EPS (0) --dropout P (0)\n"
-	      "         --weight-decay W (0) --seed S (1) --width 512 --pool-width 1500\n"
-	      "         --embed 512 --log-every N (10) --resume CKPT --stop-after STEPS\n"
-	      "         --steps N (stop after N steps in all)  --in-memory K (benchmark:\n"
-	      "         train on K batches held in memory instead of the stream)\n"
-	      "         --log FILE.jsonl (one JSON object per log line: step, loss, accuracy,\n"
-	      "         samples/s, data wait, learning rate)\n"
-	      "eval:    --det FILE.svg (the DET curve, EER marked)\n"
-	      "input:   --pipeline features|wave (features): a dataset of feature matrices\n"
-	      "         (packer pack audio), or of waveforms (--store wave) whose features\n"
-	      "         feederd computes: --features fbank|mfcc (fbank) --bins N (80)\n"
-	      "         --ceps N (mfcc: 30). embed, eval and --resume take them from the\n"
-	      "         checkpoint and refuse others\n"
-	      "wave:    --noise NAME (MUSAN-like noise/music/speech classes)  --reverb NAME\n"
-	      "         (room impulse responses)  --aug-p P (train 0.6, eval 1): the\n"
-	      "         probability of each; train only: --speed-p P (0, 0.9x or 1.1x)\n"
-	      "         --specaug-p P (0). In eval and embed --noise/--reverb make a noisy\n"
-	      "         test condition (random chunks of each utterance, seeded by --seed)\n"
-	      "cuda:    --precision fp32|tf32|bf16 (fp32)  --autotune\n"
-	      "mpirun -np N xvec train ... trains N data-parallel replicas (gradients\n"
-	      "         averaged every step; rank 0 logs and writes the checkpoint):\n"
-	      "         --sync-bn (batch-norm statistics over all ranks)  --check-replicas\n"
-	      "         (fail unless every rank's parameters are equal after each step)\n"
-	      "         --resume with another number of ranks continues the epoch where\n"
-	      "         all ranks had stopped (elastic)  --trace PREFIX (each rank writes\n"
-	      "         PREFIX.RANK: the epoch and dataset index of every sample it trains on)\n",
-	      f);
+	argtab_help(f, options);
 	fprintf(f, "data parallel in this build: %s\n", xvec_dist_about());
-}
-
-static int parse_num(const char *opt, const char *s, double lo, double hi, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-		XERR("%s: '%s' is not a number in [%g, %g]\n", opt, s, lo, hi);
-		return -1;
-	}
-	*out = v;
-	return 0;
 }
 
 /* Copy a dataset name given as opt (NULL: none) into dst; 0 (said) when it
@@ -168,9 +224,11 @@ static int dataset_name_ok(const char *name, const char *opt, char dst[FEEDER_DA
 		return 1;
 	size_t n = strlen(name);
 	if (n == 0 || n >= FEEDER_DATASET_MAX || name[0] == '.' ||
-	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n) {
+	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+		    n) {
 		XERR("%s '%s': not a dataset name (A-Z a-z 0-9 . _ -, not starting with '.', at "
-		     "most %d bytes)\n", opt, name, FEEDER_DATASET_MAX - 1);
+		     "most %d bytes)\n",
+		     opt, name, FEEDER_DATASET_MAX - 1);
 		return 0;
 	}
 	memcpy(dst, name, n + 1);
@@ -181,8 +239,10 @@ static int dataset_name_ok(const char *name, const char *opt, char dst[FEEDER_DA
 static int check_input_args(const struct args *a)
 {
 	if (strcmp(a->cmd, "train") && (a->speed_p >= 0 || a->specaug_p >= 0)) {
-		fprintf(stderr, "xvec %s: --speed-p and --specaug-p are options of train (the test "
-				"condition is --noise and --reverb)\n", a->cmd);
+		fprintf(stderr,
+			"xvec %s: --speed-p and --specaug-p are options of train (the test "
+			"condition is --noise and --reverb)\n",
+			a->cmd);
 		return -1;
 	}
 	if (a->aug_p >= 0 && !a->noise && !a->reverb) {
@@ -202,7 +262,8 @@ static void input_name(int pipeline, int features, int bins, int ceps, char *buf
 	if (pipeline != FEEDER_PIPE_WAVE)
 		snprintf(buf, len, "--pipeline features");
 	else if (features == FEEDER_WAVE_MFCC)
-		snprintf(buf, len, "--pipeline wave --features mfcc --bins %d --ceps %d", bins, ceps);
+		snprintf(buf, len, "--pipeline wave --features mfcc --bins %d --ceps %d", bins,
+			 ceps);
 	else
 		snprintf(buf, len, "--pipeline wave --features fbank --bins %d", bins);
 }
@@ -229,7 +290,8 @@ static int resolve_input(struct args *a, const struct xvec_position *ck, const c
 				   a->features ? a->features : cf, a->bins ? a->bins : cb,
 				   a->ceps ? a->ceps : cc, got, sizeof got);
 			XERR("%s: the model was trained on %s, not %s (its input must be made the same "
-			     "way; leave these options out to take the checkpoint's)\n", from, want, got);
+			     "way; leave these options out to take the checkpoint's)\n",
+			     from, want, got);
 			return -1;
 		}
 		a->pipeline = (int)ck->pipeline;
@@ -245,7 +307,8 @@ static int resolve_input(struct args *a, const struct xvec_position *ck, const c
 		if (wave_opts) {
 			XERR("--features, --bins, --ceps, --noise, --reverb, --aug-p, --speed-p and "
 			     "--specaug-p are options of --pipeline wave%s\n",
-			     ck ? " (the checkpoint's model was trained on --pipeline features)" : "");
+			     ck ? " (the checkpoint's model was trained on --pipeline features)"
+				: "");
 			return -1;
 		}
 		return 0;
@@ -267,7 +330,8 @@ static int resolve_input(struct args *a, const struct xvec_position *ck, const c
 		return 0;
 	}
 	if (!a->ceps)
-		a->ceps = a->bins < 30 ? a->bins : 30; /* --bins below 30: keep them all, as packer */
+		a->ceps =
+			a->bins < 30 ? a->bins : 30; /* --bins below 30: keep them all, as packer */
 	if (a->ceps > a->bins) {
 		XERR("--ceps %d is above --bins %d\n", a->ceps, a->bins);
 		return -1;
@@ -275,30 +339,13 @@ static int resolve_input(struct args *a, const struct xvec_position *ck, const c
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, struct args *a)
+static void args_default(struct args *a)
 {
-	static const struct option opts[] = {
-		{"dataset", 1, 0, 'd'}, {"socket", 1, 0, 'S'}, {"out", 1, 0, 'o'},
-		{"resume", 1, 0, 'r'}, {"checkpoint", 1, 0, 'c'}, {"device", 1, 0, 'D'},
-		{"epochs", 1, 0, 'e'}, {"batch", 1, 0, 'b'}, {"chunk", 1, 0, 'L'},
-		{"lr", 1, 0, 'l'}, {"noise-eps", 1, 0, 'n'}, {"dropout", 1, 0, 'p'},
-		{"weight-decay", 1, 0, 'w'}, {"width", 1, 0, 1}, {"pool-width", 1, 0, 2},
-		{"embed", 1, 0, 3}, {"seed", 1, 0, 4}, {"log-every", 1, 0, 5},
-		{"slots", 1, 0, 6}, {"stop-after", 1, 0, 7}, {"steps", 1, 0, 8},
-		{"in-memory", 1, 0, 9}, {"timeout-ms", 1, 0, 10}, {"json", 0, 0, 'j'},
-		{"precision", 1, 0, 11}, {"autotune", 0, 0, 12}, {"placement", 1, 0, 13},
-		{"reconnect", 1, 0, 14}, {"log", 1, 0, 15}, {"det", 1, 0, 16},
-		{"sync-bn", 0, 0, 17}, {"check-replicas", 0, 0, 18}, {"trace", 1, 0, 19},
-		{"pipeline", 1, 0, 20}, {"features", 1, 0, 21}, {"bins", 1, 0, 22},
-		{"ceps", 1, 0, 23}, {"noise", 1, 0, 24}, {"reverb", 1, 0, 25},
-		{"aug-p", 1, 0, 26}, {"speed-p", 1, 0, 27}, {"specaug-p", 1, 0, 28},
-		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	memset(a, 0, sizeof(*a));
 	a->device = "cpu";
 	a->precision = "fp32";
 	a->epochs = 10;
 	a->batch = 64;
-	a->chunk = 0;
 	a->lr = 1e-3f;
 	a->width = 512;
 	a->pool_width = 1500;
@@ -310,123 +357,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->steps = -1;
 	a->timeout_ms = 60000;
 	a->aug_p = a->speed_p = a->specaug_p = -1;
-	if (argc < 2) {
-		usage(stderr);
-		return -1;
-	}
-	a->cmd = argv[1];
-	if (!strcmp(a->cmd, "-h") || !strcmp(a->cmd, "--help")) {
-		usage(stdout);
-		exit(0);
-	}
-	if (strcmp(a->cmd, "train") && strcmp(a->cmd, "embed") && strcmp(a->cmd, "eval") &&
-	    strcmp(a->cmd, "plot")) {
-		XERR("unknown command '%s' (train, embed, eval or plot)\n", a->cmd);
-		return -1;
-	}
-	optind = 2;
-	opterr = 0;
-	int c;
-	double v;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		const char *name = optind > 1 ? argv[optind - 1] : "?";
-		switch (c) {
-		case 'd': a->dataset = optarg; break;
-		case 'S': a->socket = optarg; break;
-		case 'o': a->out = optarg; break;
-		case 'r': a->resume = optarg; break;
-		case 'c': a->checkpoint = optarg; break;
-		case 'D': a->device = optarg; break;
-		case 'j': a->json = 1; break;
-		case 11: a->precision = optarg; break;
-		case 12: a->autotune = 1; break;
-		case 15: a->log = optarg; break;
-		case 16: a->det = optarg; break;
-		case 17: a->sync_bn = 1; break;
-		case 18: a->check_replicas = 1; break;
-		case 19: a->trace = optarg; break;
-		case 24: a->noise = optarg; break;
-		case 25: a->reverb = optarg; break;
-		case 20:
-			if (!strcmp(optarg, "features"))
-				a->pipeline = FEEDER_PIPE_FEATURES;
-			else if (!strcmp(optarg, "wave"))
-				a->pipeline = FEEDER_PIPE_WAVE;
-			else {
-				XERR("--pipeline: '%s' is not features or wave\n", optarg);
-				return -1;
-			}
-			break;
-		case 21:
-			if (!strcmp(optarg, "fbank"))
-				a->features = FEEDER_WAVE_FBANK;
-			else if (!strcmp(optarg, "mfcc"))
-				a->features = FEEDER_WAVE_MFCC;
-			else {
-				XERR("--features: '%s' is not fbank or mfcc\n", optarg);
-				return -1;
-			}
-			break;
-		case 13:
-			if (!strcmp(optarg, "cpu"))
-				a->placement = FEEDER_PLACEMENT_CPU;
-			else if (!strcmp(optarg, "gpu"))
-				a->placement = FEEDER_PLACEMENT_GPU;
-			else if (!strcmp(optarg, "auto"))
-				a->placement = FEEDER_PLACEMENT_AUTO;
-			else {
-				XERR("--placement: '%s' is not cpu, gpu or auto\n",
-					optarg);
-				return -1;
-			}
-			break;
-		case 'h': usage(stdout); exit(0);
-		case '?':
-			XERR("unknown option or missing value: '%s' (see --help)\n",
-				argv[optind - 1]);
-			return -1;
-		default:
-			switch (c) {
-#define NUM(lo, hi, dst) do { if (parse_num(name, optarg, lo, hi, &v)) return -1; dst; } while (0)
-			case 'e': NUM(1, 1e6, a->epochs = (int)v); break;
-			case 'b': NUM(1, 65536, a->batch = (int)v); break;
-			case 'L': NUM(15, 100000, a->chunk = (int)v); break;
-			case 'l': NUM(0, 10, a->lr = (float)v); break;
-			case 'n': NUM(0, 100, a->noise_eps = (float)v); break;
-			case 'p': NUM(0, 0.99, a->dropout = (float)v); break;
-			case 'w': NUM(0, 10, a->weight_decay = (float)v); break;
-			case 1: NUM(1, 65536, a->width = (int)v); break;
-			case 2: NUM(1, 65536, a->pool_width = (int)v); break;
-			case 3: NUM(1, 65536, a->embed = (int)v); break;
-			case 4: NUM(0, 1e18, a->seed = (uint64_t)v); break;
-			case 5: NUM(1, 1e9, a->log_every = (int)v); break;
-			case 6: NUM(1, 256, a->slots = (int)v); break;
-			case 7: NUM(1, 1e15, a->stop_after = (long)v); break;
-			case 8: NUM(1, 1e15, a->steps = (long)v); break;
-			case 9: NUM(1, 4096, a->in_memory = (int)v); break;
-			case 10: NUM(0, 1e9, a->timeout_ms = (int)v); break;
-			case 14: NUM(0, 1e6, a->reconnect_ms = (int)(v * 1000)); break;
-			case 22: NUM(3, 256, a->bins = (int)v); break;
-			case 23: NUM(1, 256, a->ceps = (int)v); break;
-			case 26: NUM(0, 1, a->aug_p = (float)v); break;
-			case 27: NUM(0, 1, a->speed_p = (float)v); break;
-			case 28: NUM(0, 1, a->specaug_p = (float)v); break;
-#undef NUM
-			}
-		}
-	}
-	if (!strcmp(a->cmd, "plot")) {
-		if (optind + 1 != argc || !a->out) {
-			fprintf(stderr, "xvec plot: usage: xvec plot LOG.jsonl --out FILE.svg\n");
-			return -1;
-		}
-		a->plot_in = argv[optind];
-		return 0;
-	}
-	if (optind < argc) {
-		XERR("unexpected argument '%s'\n", argv[optind]);
-		return -1;
-	}
+}
+
+/* The options each command needs, and those that belong to another. */
+static int check_command_args(const struct args *a)
+{
 	if (a->log && strcmp(a->cmd, "train")) {
 		fprintf(stderr, "xvec %s: --log is an option of train\n", a->cmd);
 		return -1;
@@ -451,10 +386,53 @@ static int parse_args(int argc, char **argv, struct args *a)
 		fprintf(stderr, "xvec embed: --out FILE is required\n");
 		return -1;
 	}
-	if (strcmp(a->device, "cpu") && strcmp(a->device, "cuda")) {
-		XERR("--device: '%s' is not cpu or cuda\n", a->device);
+	return 0;
+}
+
+/* The command line into a: 0, 1 after --help (printed), or -1 (said). */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	args_default(a);
+	if (argc < 2) {
+		usage(stderr);
 		return -1;
 	}
+	a->cmd = argv[1];
+	if (!strcmp(a->cmd, "-h") || !strcmp(a->cmd, "--help")) {
+		usage(stdout);
+		return 1;
+	}
+	if (strcmp(a->cmd, "train") && strcmp(a->cmd, "embed") && strcmp(a->cmd, "eval") &&
+	    strcmp(a->cmd, "plot")) {
+		XERR("unknown command '%s' (train, embed, eval or plot)\n", a->cmd);
+		return -1;
+	}
+	char err[512], *ops[2];
+	int n;
+	if (argtab_parse(options, argc - 1, argv + 1, ops, 2, &n, err, sizeof err)) {
+		XERR("%s (see --help)\n", err);
+		return -1;
+	}
+	if (want_help) {
+		usage(stdout);
+		return 1;
+	}
+	a->device = device_cuda ? "cuda" : "cpu";
+	a->reconnect_ms = (int)(reconnect_s * 1000);
+	if (!strcmp(a->cmd, "plot")) {
+		if (n != 1 || !a->out) {
+			fprintf(stderr, "xvec plot: usage: xvec plot LOG.jsonl --out FILE.svg\n");
+			return -1;
+		}
+		a->plot_in = ops[0];
+		return 0;
+	}
+	if (n > 0) {
+		XERR("unexpected argument '%s'\n", ops[0]);
+		return -1;
+	}
+	if (check_command_args(a))
+		return -1;
 	if (!a->chunk)
 		a->chunk = strcmp(a->cmd, "train") ? 300 : 200;
 	if (check_input_args(a))
@@ -483,18 +461,23 @@ static int check_device(const struct args *a)
 			XERR("--in-memory is a CPU benchmark mode\n");
 			return -1;
 		}
-		printf("device: %s (sm_%d%d, %zu MiB)\n", d.name, d.major, d.minor, d.total_mem >> 20);
+		printf("device: %s (sm_%d%d, %zu MiB)\n", d.name, d.major, d.minor,
+		       d.total_mem >> 20);
 		return 0;
 	}
 	if (xvec_trainer_cuda_built())
-		fprintf(stderr, "xvec %s: --device cuda: only train runs on the GPU; %s runs on the "
-				"CPU (use --device cpu)\n", a->cmd, a->cmd);
+		fprintf(stderr,
+			"xvec %s: --device cuda: only train runs on the GPU; %s runs on the "
+			"CPU (use --device cpu)\n",
+			a->cmd, a->cmd);
 	else if (n < 0)
 		XERR("--device cuda: %s; this build also has no CUDA trainer "
-				"(use --device cpu)\n", why);
+		     "(use --device cpu)\n",
+		     why);
 	else
 		XERR("--device cuda: found %s, but this build has no CUDA "
-				"trainer (use --device cpu)\n", d.name);
+		     "trainer (use --device cpu)\n",
+		     d.name);
 	return -1;
 }
 
@@ -503,8 +486,8 @@ static int opts_for(const struct args *a, struct feeder_stream_opts *o, int trai
 	feeder_stream_opts_init(o);
 	if (feeder_stream_opts_set_dataset(o, a->dataset)) {
 		XERR("--dataset '%s': not a dataset name (A-Z a-z 0-9 . _ -, "
-				"not starting with '.', at most %d bytes)\n",
-			a->dataset, FEEDER_DATASET_MAX - 1);
+		     "not starting with '.', at most %d bytes)\n",
+		     a->dataset, FEEDER_DATASET_MAX - 1);
 		return -1;
 	}
 	o->pipeline = (uint32_t)(a->pipeline ? a->pipeline : FEEDER_PIPE_FEATURES);
@@ -570,8 +553,8 @@ static void print_wave_input(const struct feeder_stream_opts *o, FILE *f)
 	if (w->specaug_p > 0)
 		ADD(", specaugment p=%g", w->specaug_p);
 #undef ADD
-	fprintf(f, "input: wave pipeline, %s, %s chunks%s\n", feat,
-		w->train ? "random" : "centred", aug[0] ? aug : ", no augmentation");
+	fprintf(f, "input: wave pipeline, %s, %s chunks%s\n", feat, w->train ? "random" : "centred",
+		aug[0] ? aug : ", no augmentation");
 }
 
 static int open_stream(struct feeder *f, const struct feeder_stream_opts *o, int timeout_ms,
@@ -580,7 +563,7 @@ static int open_stream(struct feeder *f, const struct feeder_stream_opts *o, int
 	int rc = feeder_stream_open(f, o, timeout_ms, s);
 	if (rc) {
 		XERR("opening a stream on '%s': %s\n", o->dataset,
-			feeder_last_error(f)[0] ? feeder_last_error(f) : feeder_strerror(rc));
+		     feeder_last_error(f)[0] ? feeder_last_error(f) : feeder_strerror(rc));
 		return rc;
 	}
 	feeder_stream_info(*s, info);
@@ -592,7 +575,7 @@ static int connect_daemon(const struct args *a, struct feeder **f)
 	int rc = feeder_connect(a->socket, a->timeout_ms, f);
 	if (rc)
 		XERR("connecting to feederd: %s\n",
-			feeder_last_error(NULL)[0] ? feeder_last_error(NULL) : feeder_strerror(rc));
+		     feeder_last_error(NULL)[0] ? feeder_last_error(NULL) : feeder_strerror(rc));
 	else if (a->reconnect_ms)
 		feeder_set_reconnect(*f, a->reconnect_ms);
 	return rc;
@@ -621,7 +604,11 @@ static int dataset_samples(struct feeder *f, const struct args *a, uint64_t *n)
 }
 
 static volatile sig_atomic_t interrupted;
-static void on_sigint(int sig) { (void)sig; interrupted = 1; }
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
 
 static int save(struct xvec_model *m, const struct args *a, struct xvec_position *pos,
 		uint64_t batches_per_epoch)
@@ -647,8 +634,8 @@ static void model_options(const struct args *a, struct xvec_options *xo)
 
 /* --resume: the model and where its stream stopped. 0, 1 (error, said), or
  * 2 (nothing left to train, said). */
-static int resume(struct args *a, int world, struct xvec_options *xo,
-		  struct xvec_model **m, struct xvec_position *pos)
+static int resume(struct args *a, int world, struct xvec_options *xo, struct xvec_model **m,
+		  struct xvec_position *pos)
 {
 	uint8_t blob[XVEC_POSITION_SIZE];
 	size_t bl = 0;
@@ -672,8 +659,8 @@ static int resume(struct args *a, int world, struct xvec_options *xo,
 	if ((pos->world == (uint32_t)world && pos->batch != (uint32_t)a->batch) ||
 	    pos->chunk != (uint32_t)a->chunk) {
 		XERR("--resume %s: the checkpoint was written with --batch %u "
-				"--chunk %u, not %d and %d\n", a->resume, pos->batch, pos->chunk,
-			a->batch, a->chunk);
+		     "--chunk %u, not %d and %d\n",
+		     a->resume, pos->batch, pos->chunk, a->batch, a->chunk);
 		return 1;
 	}
 	/* The epoch order is the stream seed's: another resumes elsewhere. */
@@ -684,7 +671,7 @@ static int resume(struct args *a, int world, struct xvec_options *xo,
 	}
 	if (pos->epoch >= (uint64_t)a->epochs) {
 		XERR("--resume %s: already trained %llu of %d epochs\n", a->resume,
-			(unsigned long long)pos->epoch, a->epochs);
+		     (unsigned long long)pos->epoch, a->epochs);
 		return 2;
 	}
 	return 0;
@@ -726,12 +713,228 @@ static int fit_model(const struct args *a, const struct feeder_stream_info *info
 	if (xvec_model_options(*m)->feat_dim != (int)info->shape[1] ||
 	    xvec_model_options(*m)->num_speakers != (int)info->classes) {
 		XERR("--resume: the checkpoint's model (%d features, %d speakers) "
-				"does not fit dataset '%s' (%u, %u)\n",
-			xvec_model_options(*m)->feat_dim, xvec_model_options(*m)->num_speakers,
-			a->dataset, info->shape[1], info->classes);
+		     "does not fit dataset '%s' (%u, %u)\n",
+		     xvec_model_options(*m)->feat_dim, xvec_model_options(*m)->num_speakers,
+		     a->dataset, info->shape[1], info->classes);
 		return -1;
 	}
 	return 0;
+}
+
+/* Under MPI: this rank's name in messages, the checks that need the world
+ * size, and rank 0 alone speaking on stdout. 0 or -1 (said). */
+static int train_join_world(const struct args *a, const struct xvec_dist *dist)
+{
+	if (dist->world <= 1)
+		return 0;
+	snprintf(who, sizeof who, "xvec: rank %d of %d", dist->rank, dist->world);
+	char why[256];
+	if (!strcmp(a->device, "cuda") && xvec_trainer_cuda_built() &&
+	    xvec_trainer_cuda_dp_ready(why, sizeof why)) {
+		XERR("--device cuda with %d ranks needs NCCL: %s\n", dist->world, why);
+		return -1;
+	}
+	if (a->in_memory) {
+		XERR("--in-memory is a one-process benchmark\n");
+		return -1;
+	}
+	/* rank 0 speaks for the job; errors still come from every rank */
+	if (dist->rank != 0 && !freopen("/dev/null", "w", stdout)) {
+		XERR("/dev/null: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The stream's options for training from pos: the epoch, batch or sample
+ * it starts at, and this rank's share. An elastic resume (another world
+ * size) goes on from where all the old ranks had stopped, by sample. */
+static int train_stream_opts(const struct args *a, const struct xvec_dist *dist,
+			     struct xvec_position *pos, uint64_t samples,
+			     struct feeder_stream_opts *o)
+{
+	pos->pipeline = (uint32_t)a->pipeline;
+	pos->features = a->pipeline == FEEDER_PIPE_WAVE ? (uint32_t)a->features : 0;
+	pos->bins = a->pipeline == FEEDER_PIPE_WAVE ? (uint32_t)a->bins : 0;
+	pos->ceps = a->pipeline == FEEDER_PIPE_WAVE && a->features == FEEDER_WAVE_MFCC
+			    ? (uint32_t)a->ceps
+			    : 0;
+	if (opts_for(a, o, 1))
+		return -1;
+	o->epoch = pos->epoch;
+	o->epochs = (uint32_t)(a->epochs - (int)pos->epoch);
+	o->start_batch = pos->next_batch;
+	o->start_sample = pos->start_sample;
+	o->rank = (uint32_t)dist->rank;
+	o->world = (uint32_t)dist->world;
+	if (pos->world == (uint32_t)dist->world)
+		return 0;
+	o->start_sample = xvec_position_sample(pos);
+	o->start_batch = 0;
+	printf("elastic resume: %u ranks had taken %llu of the %llu samples of epoch %llu; "
+	       "%d ranks share the rest\n",
+	       pos->world, (unsigned long long)o->start_sample, (unsigned long long)samples,
+	       (unsigned long long)pos->epoch, dist->world);
+	pos->world = (uint32_t)dist->world;
+	pos->start_sample = o->start_sample;
+	pos->next_batch = 0;
+	pos->batch = (uint32_t)a->batch;
+	return 0;
+}
+
+/* What this run trains on and with, and the data-parallel reductions. 0 or
+ * -1 (said). */
+static int train_announce(const struct args *a, const struct feeder_stream_info *info,
+			  const struct feeder_stream_opts *o, const struct xvec_options *xo,
+			  const struct xvec_position *pos, struct xvec_model *m,
+			  struct xvec_dist *dist)
+{
+	printf("xvec train: dataset %s, %llu utterances, %u speakers, %u-dim features, "
+	       "batch %d x %d frames, %llu batches/epoch, epochs %llu..%d, device %s\n",
+	       a->dataset, (unsigned long long)info->samples, info->classes, info->shape[1],
+	       a->batch, a->chunk, (unsigned long long)info->batches_per_epoch,
+	       (unsigned long long)pos->epoch, a->epochs - 1, a->device);
+	if (a->pipeline == FEEDER_PIPE_WAVE)
+		print_wave_input(o, stdout);
+	printf("model: width %d, pool %d, embed %d, noise eps %g, dropout %g, lr %g\n", xo->width,
+	       xo->pool_width, xo->embed, xo->noise_eps, xo->dropout, xo->lr);
+	if (dist->world <= 1)
+		return 0;
+	printf("data parallel: %d ranks (%s), batch %d per rank = %d global, batch-norm %s\n",
+	       dist->world, xvec_dist_about(), a->batch, a->batch * dist->world,
+	       a->sync_bn ? "over all ranks (--sync-bn)" : "per rank");
+	if (xvec_model_set_dp(m, dist->rank, dist->world, xvec_dist_sum_d, xvec_dist_sum_f, dist,
+			      a->sync_bn, &dist->reduce_s)) {
+		XERR("out of memory\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* The trainer for --device over the stream, with its --trace file. 0 or -1
+ * (said). */
+static int train_make_trainer(const struct args *a, const struct feeder_stream_info *info,
+			      struct xvec_model *m, struct feeder *f, struct feeder_stream *s,
+			      struct xvec_dist *dist, struct xvec_trainer **t)
+{
+	char err[512];
+	int r;
+	if (!strcmp(a->device, "cuda")) {
+		struct xvec_cuda_train_opts co = { .precision = a->precision,
+						   .autotune = a->autotune,
+						   .batch = a->batch,
+						   .feat_dim = (int)info->shape[1],
+						   .chunk = a->chunk,
+						   .timeout_ms = a->timeout_ms,
+						   .log = stdout,
+						   .local_rank = dist->local_rank };
+		r = xvec_trainer_cuda_create(t, m, s, &co, err, sizeof(err));
+	} else {
+		r = xvec_trainer_cpu_create(t, m, f, s, a->chunk, a->in_memory, a->timeout_ms, err,
+					    sizeof(err));
+	}
+	if (r) {
+		XERR("--device %s: %s\n", a->device, err);
+		return -1;
+	}
+	(*t)->dist = dist;
+	(*t)->interrupted = &interrupted;
+	(*t)->check_replicas = a->check_replicas;
+	if (!a->trace)
+		return 0;
+	char path[4096];
+	snprintf(path, sizeof path, "%s.%d", a->trace, dist->rank);
+	if (!((*t)->trace = fopen(path, a->resume ? "a" : "w"))) {
+		XERR("--trace %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Every rank ready, with as many batches an epoch as the others: the
+ * ranks step in lockstep. Sets *started once this rank has joined the
+ * agreement. 0 or -1 (said). */
+static int train_agree_start(const struct args *a, const struct feeder_stream_info *info,
+			     struct xvec_dist *dist, struct xvec_trainer *t, int *started)
+{
+	char err[512];
+	if (dist->world <= 1)
+		return 0;
+	long v[3] = { 1, (long)info->batches_per_epoch, -(long)info->batches_per_epoch };
+	*started = 1;
+	if (xvec_dist_min(dist, v, 3)) {
+		XERR("agreeing on the start with the other ranks failed (MPI)\n");
+		return -1;
+	}
+	if (v[0] < 1) {
+		XERR("stopping: another rank failed to start (its own line says why)\n");
+		return -1;
+	}
+	if (v[1] != -v[2]) {
+		XERR("the ranks have %ld to %ld batches an epoch (dataset '%s' does not share "
+		     "evenly into batches of %d over %d ranks); choose another --batch\n",
+		     v[1], -v[2], a->dataset, a->batch, dist->world);
+		return -1;
+	}
+	if (!strcmp(a->device, "cuda") &&
+	    xvec_trainer_cuda_join(t, dist, a->sync_bn, err, sizeof(err))) {
+		XERR("--device cuda: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* The training loop, its --log, and the checkpoint at the end. Returns the
+ * exit status: 0, 130 when interrupted, 1 (said). */
+static int train_run(const struct args *a, struct xvec_trainer *t, struct xvec_model *m,
+		     struct xvec_dist *dist, struct xvec_position *pos,
+		     const struct feeder_stream_info *info)
+{
+	char err[512];
+	signal(SIGINT, on_sigint);
+	signal(SIGTERM, on_sigint);
+	struct xvec_train_limits lim = { .log_every = a->log_every,
+					 .steps = a->steps,
+					 .stop_after = a->stop_after,
+					 .interrupted = &interrupted,
+					 .lr = a->lr,
+					 .world = dist->world,
+					 .reduce_s = &dist->reduce_s };
+	if (a->log && dist->rank == 0 && !(lim.jsonl = fopen(a->log, a->resume ? "a" : "w"))) {
+		XERR("--log %s: %s\n", a->log, strerror(errno));
+		return 1;
+	}
+	struct xvec_train_result res = { .epoch = pos->epoch, .next_batch = pos->next_batch };
+	int trc = xvec_train_run(t, &lim, stdout, &res, err, sizeof(err));
+	if (lim.jsonl && fclose(lim.jsonl) != 0 && !trc) {
+		XERR("--log %s: %s\n", a->log, strerror(errno));
+		return 1;
+	}
+	if (trc) {
+		XERR("training: %s\n", err);
+		return 1;
+	}
+	/* In-memory steps cycle a few batches: no stream position to keep.
+	 * The replicas are equal: rank 0 writes the checkpoint. */
+	if (!a->in_memory && dist->rank == 0) {
+		pos->epoch = res.epoch;
+		pos->next_batch = res.next_batch;
+		if (save(m, a, pos, info->batches_per_epoch))
+			return 1;
+		printf("checkpoint: %s (step %llu)\n", a->out,
+		       (unsigned long long)xvec_model_step(m));
+	}
+	return res.interrupted ? 130 : 0;
+}
+
+static void model_new_options(const struct args *a, struct xvec_options *xo)
+{
+	xvec_options_default(xo);
+	xo->width = a->width;
+	xo->pool_width = a->pool_width;
+	xo->embed = a->embed;
+	xo->seed = a->seed;
+	model_options(a, xo);
 }
 
 static int cmd_train(const struct args *args)
@@ -744,8 +947,10 @@ static int cmd_train(const struct args *args)
 	struct feeder_stream_opts o;
 	struct xvec_model *m = NULL;
 	struct xvec_trainer *t = NULL;
-	struct xvec_position pos = { .batch = (uint32_t)a->batch, .chunk = (uint32_t)a->chunk,
+	struct xvec_position pos = { .batch = (uint32_t)a->batch,
+				     .chunk = (uint32_t)a->chunk,
 				     .seed = a->seed };
+	struct xvec_options xo;
 	char err[512];
 	int rc = 1;
 	struct xvec_dist dist;
@@ -757,33 +962,9 @@ static int cmd_train(const struct args *args)
 	 * before it still joins the agreement (below, at out) with "failed",
 	 * so that the others stop instead of waiting for it. */
 	int started = dist.world <= 1;
-	if (dist.world > 1) {
-		snprintf(who, sizeof who, "xvec: rank %d of %d", dist.rank, dist.world);
-		char why[256];
-		if (!strcmp(a->device, "cuda") && xvec_trainer_cuda_built() &&
-		    xvec_trainer_cuda_dp_ready(why, sizeof why)) {
-			XERR("--device cuda with %d ranks needs NCCL: %s\n", dist.world, why);
-			goto out;
-		}
-		if (a->in_memory) {
-			XERR("--in-memory is a one-process benchmark\n");
-			goto out;
-		}
-		/* rank 0 speaks for the job; errors still come from every rank */
-		if (dist.rank != 0 && !freopen("/dev/null", "w", stdout)) {
-			XERR("/dev/null: %s\n", strerror(errno));
-			goto out;
-		}
-	}
-	if (check_device(a))
+	if (train_join_world(a, &dist) || check_device(a))
 		goto out;
-	struct xvec_options xo;
-	xvec_options_default(&xo);
-	xo.width = a->width;
-	xo.pool_width = a->pool_width;
-	xo.embed = a->embed;
-	xo.seed = a->seed;
-	model_options(a, &xo);
+	model_new_options(a, &xo);
 	pos.world = (uint32_t)dist.world;
 	if (a->resume && (rc = resume(&ra, dist.world, &xo, &m, &pos)) != 0) {
 		rc = rc == 2 ? 0 : 1;
@@ -791,143 +972,20 @@ static int cmd_train(const struct args *args)
 	}
 	rc = 1;
 	uint64_t samples = 0;
-	if (connect_daemon(a, &f) || (a->resume && check_resume(f, a, &pos, m, &samples)))
-		goto out;
-	pos.pipeline = (uint32_t)a->pipeline;
-	pos.features = a->pipeline == FEEDER_PIPE_WAVE ? (uint32_t)a->features : 0;
-	pos.bins = a->pipeline == FEEDER_PIPE_WAVE ? (uint32_t)a->bins : 0;
-	pos.ceps = a->pipeline == FEEDER_PIPE_WAVE && a->features == FEEDER_WAVE_MFCC ?
-		   (uint32_t)a->ceps : 0;
-	if (opts_for(a, &o, 1))
-		goto out;
-	o.epoch = pos.epoch;
-	o.epochs = (uint32_t)(a->epochs - (int)pos.epoch);
-	o.start_batch = pos.next_batch;
-	o.start_sample = pos.start_sample;
-	o.rank = (uint32_t)dist.rank;
-	o.world = (uint32_t)dist.world;
-	if (pos.world != (uint32_t)dist.world) {
-		/* Elastic: the epoch goes on from where all the old ranks had
-		 * stopped, shared by this run's ranks. */
-		o.start_sample = xvec_position_sample(&pos);
-		o.start_batch = 0;
-		printf("elastic resume: %u ranks had taken %llu of the %llu samples of epoch %llu; "
-		       "%d ranks share the rest\n", pos.world, (unsigned long long)o.start_sample,
-		       (unsigned long long)samples, (unsigned long long)pos.epoch, dist.world);
-		pos.world = (uint32_t)dist.world;
-		pos.start_sample = o.start_sample;
-		pos.next_batch = 0;
-		pos.batch = (uint32_t)a->batch;
-	}
-	if (open_stream(f, &o, a->timeout_ms, &s, &info))
+	if (connect_daemon(a, &f) || (a->resume && check_resume(f, a, &pos, m, &samples)) ||
+	    train_stream_opts(a, &dist, &pos, samples, &o) ||
+	    open_stream(f, &o, a->timeout_ms, &s, &info))
 		goto out;
 	if (info.ndim < 3 || info.shape[2] != (uint32_t)a->chunk) {
-		XERR("stream on '%s' is not a features stream of %d frames\n",
-			a->dataset, a->chunk);
+		XERR("stream on '%s' is not a features stream of %d frames\n", a->dataset,
+		     a->chunk);
 		goto out;
 	}
-	if (fit_model(a, &info, &xo, &m))
+	if (fit_model(a, &info, &xo, &m) || train_announce(a, &info, &o, &xo, &pos, m, &dist) ||
+	    train_make_trainer(a, &info, m, f, s, &dist, &t) ||
+	    train_agree_start(a, &info, &dist, t, &started))
 		goto out;
-	printf("xvec train: dataset %s, %llu utterances, %u speakers, %u-dim features, "
-	       "batch %d x %d frames, %llu batches/epoch, epochs %llu..%d, device %s\n",
-	       a->dataset, (unsigned long long)info.samples, info.classes, info.shape[1], a->batch,
-	       a->chunk, (unsigned long long)info.batches_per_epoch, (unsigned long long)pos.epoch,
-	       a->epochs - 1, a->device);
-	if (a->pipeline == FEEDER_PIPE_WAVE)
-		print_wave_input(&o, stdout);
-	printf("model: width %d, pool %d, embed %d, noise eps %g, dropout %g, lr %g\n",
-	       xo.width, xo.pool_width, xo.embed, xo.noise_eps, xo.dropout, xo.lr);
-	if (dist.world > 1) {
-		printf("data parallel: %d ranks (%s), batch %d per rank = %d global, batch-norm %s\n",
-		       dist.world, xvec_dist_about(), a->batch, a->batch * dist.world,
-		       a->sync_bn ? "over all ranks (--sync-bn)" : "per rank");
-		if (xvec_model_set_dp(m, dist.rank, dist.world, xvec_dist_sum_d, xvec_dist_sum_f,
-				      &dist, a->sync_bn, &dist.reduce_s)) {
-			XERR("out of memory\n");
-			goto out;
-		}
-	}
-	int r;
-	if (!strcmp(a->device, "cuda")) {
-		struct xvec_cuda_train_opts co = {
-			.precision = a->precision, .autotune = a->autotune, .batch = a->batch,
-			.feat_dim = (int)info.shape[1], .chunk = a->chunk,
-			.timeout_ms = a->timeout_ms, .log = stdout, .local_rank = dist.local_rank };
-		r = xvec_trainer_cuda_create(&t, m, s, &co, err, sizeof(err));
-	} else {
-		r = xvec_trainer_cpu_create(&t, m, f, s, a->chunk, a->in_memory, a->timeout_ms, err,
-					    sizeof(err));
-	}
-	if (r) {
-		XERR("--device %s: %s\n", a->device, err);
-		goto out;
-	}
-	t->dist = &dist;
-	t->interrupted = &interrupted;
-	t->check_replicas = a->check_replicas;
-	if (a->trace) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s.%d", a->trace, dist.rank);
-		if (!(t->trace = fopen(path, a->resume ? "a" : "w"))) {
-			XERR("--trace %s: %s\n", path, strerror(errno));
-			goto out;
-		}
-	}
-	if (dist.world > 1) {
-		/* Every rank ready, with as many batches an epoch as the others:
-		 * the ranks step in lockstep. */
-		long v[3] = { 1, (long)info.batches_per_epoch, -(long)info.batches_per_epoch };
-		started = 1;
-		if (xvec_dist_min(&dist, v, 3)) {
-			XERR("agreeing on the start with the other ranks failed (MPI)\n");
-			goto out;
-		}
-		if (v[0] < 1) {
-			XERR("stopping: another rank failed to start (its own line says why)\n");
-			goto out;
-		}
-		if (v[1] != -v[2]) {
-			XERR("the ranks have %ld to %ld batches an epoch (dataset '%s' does not share "
-			     "evenly into batches of %d over %d ranks); choose another --batch\n",
-			     v[1], -v[2], a->dataset, a->batch, dist.world);
-			goto out;
-		}
-		if (!strcmp(a->device, "cuda") &&
-		    xvec_trainer_cuda_join(t, &dist, a->sync_bn, err, sizeof(err))) {
-			XERR("--device cuda: %s\n", err);
-			goto out;
-		}
-	}
-	signal(SIGINT, on_sigint);
-	signal(SIGTERM, on_sigint);
-	struct xvec_train_limits lim = { .log_every = a->log_every, .steps = a->steps,
-					 .stop_after = a->stop_after, .interrupted = &interrupted,
-					 .lr = a->lr, .world = dist.world, .reduce_s = &dist.reduce_s };
-	if (a->log && dist.rank == 0 && !(lim.jsonl = fopen(a->log, a->resume ? "a" : "w"))) {
-		XERR("--log %s: %s\n", a->log, strerror(errno));
-		goto out;
-	}
-	struct xvec_train_result res = { .epoch = pos.epoch, .next_batch = pos.next_batch };
-	int trc = xvec_train_run(t, &lim, stdout, &res, err, sizeof(err));
-	if (lim.jsonl && fclose(lim.jsonl) != 0 && !trc) {
-		XERR("--log %s: %s\n", a->log, strerror(errno));
-		goto out;
-	}
-	if (trc) {
-		XERR("training: %s\n", err);
-		goto out;
-	}
-	/* In-memory steps cycle a few batches: no stream position to keep.
-	 * The replicas are equal: rank 0 writes the checkpoint. */
-	if (!a->in_memory && dist.rank == 0) {
-		pos.epoch = res.epoch;
-		pos.next_batch = res.next_batch;
-		if (save(m, a, &pos, info.batches_per_epoch))
-			goto out;
-		printf("checkpoint: %s (step %llu)\n", a->out,
-		       (unsigned long long)xvec_model_step(m));
-	}
-	rc = res.interrupted ? 130 : 0;
+	rc = train_run(a, t, m, &dist, &pos, &info);
 out:
 	if (!started) {
 		long v[3] = { 0, 0, 0 }; /* "failed": let the others stop too */
@@ -948,12 +1006,55 @@ out:
 	return rc;
 }
 
+/* Embed every batch of stream s with m into emb, labels and names (NULL:
+ * none), *n of them. 0 or -1 (said). */
+static int embed_stream(const struct args *a, struct xvec_model *m, struct feeder_stream *s,
+			const struct feeder_stream_info *info, float *emb, int32_t *labels,
+			char *names, size_t *n)
+{
+	char err[512];
+	int dim = xvec_model_options(m)->embed;
+	*n = 0;
+	for (;;) {
+		struct feeder_batch b;
+		int r = feeder_stream_next(s, a->timeout_ms, &b);
+		if (r == FEEDER_EEND)
+			return 0;
+		if (r) {
+			XERR("waiting for a batch: %s\n", feeder_strerror(r));
+			return -1;
+		}
+		if (*n + b.count > info->samples) {
+			XERR("the stream sent more utterances than the dataset has\n");
+			return -1;
+		}
+		if (xvec_model_embed(m, b.data, (int)b.count, a->chunk, emb + *n * dim, err,
+				     sizeof(err))) {
+			XERR("%s\n", err);
+			return -1;
+		}
+		memcpy(labels + *n, b.labels, sizeof(int32_t) * b.count);
+		for (uint32_t i = 0; names && i < b.count; i++) {
+			char *dst = names + (*n + i) * FEEDER_SAMPLE_NAME_MAX;
+			const char *src =
+				b.names ? b.names + (size_t)i * FEEDER_SAMPLE_NAME_MAX : "";
+			if (src[0])
+				snprintf(dst, FEEDER_SAMPLE_NAME_MAX, "%s", src);
+			else
+				snprintf(dst, FEEDER_SAMPLE_NAME_MAX, "#%llu",
+					 (unsigned long long)b.indices[i]);
+		}
+		*n += b.count;
+		feeder_batch_release(s, &b);
+	}
+}
+
 /* Embeddings of every utterance of the dataset (centered chunks, eval mode),
  * with labels and, when names is not NULL, the utterances' names (the
  * dataset's, or "#INDEX" where it keeps none): FEEDER_SAMPLE_NAME_MAX bytes
  * each. */
-static int compute_embeddings(const struct args *args, float **emb, int32_t **labels,
-			      char **names, size_t *n, int *dim)
+static int compute_embeddings(const struct args *args, float **emb, int32_t **labels, char **names,
+			      size_t *n, int *dim)
 {
 	struct args ra = *args; /* the input settled by resolve_input */
 	const struct args *a = &ra;
@@ -1009,8 +1110,8 @@ static int compute_embeddings(const struct args *args, float **emb, int32_t **la
 	if (open_stream(f, &o, a->timeout_ms, &s, &info))
 		goto out;
 	if (info.shape[1] != (uint32_t)xo.feat_dim) {
-		XERR("dataset '%s' has %u-dim features, the model takes %d\n",
-			a->dataset, info.shape[1], xo.feat_dim);
+		XERR("dataset '%s' has %u-dim features, the model takes %d\n", a->dataset,
+		     info.shape[1], xo.feat_dim);
 		goto out;
 	}
 	*dim = xo.embed;
@@ -1019,42 +1120,11 @@ static int compute_embeddings(const struct args *args, float **emb, int32_t **la
 	if (names)
 		*names = malloc((size_t)FEEDER_SAMPLE_NAME_MAX * info.samples);
 	if (!*emb || !*labels || (names && !*names)) {
-		XERR("out of memory for %llu embeddings\n",
-			(unsigned long long)info.samples);
+		XERR("out of memory for %llu embeddings\n", (unsigned long long)info.samples);
 		goto out;
 	}
-	*n = 0;
-	for (;;) {
-		struct feeder_batch b;
-		int r = feeder_stream_next(s, a->timeout_ms, &b);
-		if (r == FEEDER_EEND)
-			break;
-		if (r) {
-			XERR("waiting for a batch: %s\n", feeder_strerror(r));
-			goto out;
-		}
-		if (*n + b.count > info.samples) {
-			XERR("the stream sent more utterances than the dataset has\n");
-			goto out;
-		}
-		if (xvec_model_embed(m, b.data, (int)b.count, a->chunk, *emb + *n * xo.embed, err,
-				     sizeof(err))) {
-			XERR("%s\n", err);
-			goto out;
-		}
-		memcpy(*labels + *n, b.labels, sizeof(int32_t) * b.count);
-		for (uint32_t i = 0; names && i < b.count; i++) {
-			char *dst = *names + (*n + i) * FEEDER_SAMPLE_NAME_MAX;
-			const char *src = b.names ? b.names + (size_t)i * FEEDER_SAMPLE_NAME_MAX : "";
-			if (src[0])
-				snprintf(dst, FEEDER_SAMPLE_NAME_MAX, "%s", src);
-			else
-				snprintf(dst, FEEDER_SAMPLE_NAME_MAX, "#%llu",
-					 (unsigned long long)b.indices[i]);
-		}
-		*n += b.count;
-		feeder_batch_release(s, &b);
-	}
+	if (embed_stream(a, m, s, &info, *emb, *labels, names ? *names : NULL, n))
+		goto out;
 	rc = 0;
 out:
 	if (s)
@@ -1106,7 +1176,8 @@ static int cmd_embed(const struct args *a)
 		XERR("writing %s: %s\n", a->out, strerror(errno));
 	else
 		printf("%zu x-vectors of dimension %d written to %s (one line each: utterance name, "
-		       "label, values)\n", n, dim, a->out);
+		       "label, values)\n",
+		       n, dim, a->out);
 	free(emb);
 	free(labels);
 	free(names);
@@ -1164,8 +1235,10 @@ static int cmd_eval(const struct args *a)
 	double eer, dcf;
 	if (verify_eer(tgt, nt, non, nn, &eer, err, sizeof(err)) ||
 	    verify_min_dcf(tgt, nt, non, nn, 0.01, 1, 1, &dcf, NULL, err, sizeof(err))) {
-		fprintf(stderr, "xvec eval: %s (need utterances of at least two speakers, one with "
-				"two utterances)\n", err);
+		fprintf(stderr,
+			"xvec eval: %s (need utterances of at least two speakers, one with "
+			"two utterances)\n",
+			err);
 		goto out;
 	}
 	if (a->det) {
@@ -1184,14 +1257,17 @@ static int cmd_eval(const struct args *a)
 	}
 	if (a->json)
 		printf("{\"eer\": %.6f, \"min_dcf\": %.6f, \"utterances\": %zu, \"target_trials\": %zu, "
-		       "\"nontarget_trials\": %zu}\n", eer, dcf, n, nt, nn);
+		       "\"nontarget_trials\": %zu}\n",
+		       eer, dcf, n, nt, nn);
 	else
 		printf("EER %.2f %%  minDCF(p_target=0.01) %.4f  (%zu utterances, %zu target and %zu "
-		       "non-target trials, cosine scoring)\n", 100 * eer, dcf, n, nt, nn);
+		       "non-target trials, cosine scoring)\n",
+		       100 * eer, dcf, n, nt, nn);
 	rc = 0;
 out:
 	if (rc && n < 2)
-		fprintf(stderr, "xvec eval: dataset '%s' has fewer than two utterances\n", a->dataset);
+		fprintf(stderr, "xvec eval: dataset '%s' has fewer than two utterances\n",
+			a->dataset);
 	free(mean);
 	free(tgt);
 	free(non);
@@ -1230,16 +1306,15 @@ static int cmd_plot(const struct args *a)
 
 int main(int argc, char **argv)
 {
-	struct args a;
-	if (parse_args(argc, argv, &a)) {
-		return EXIT_USAGE;
-	}
+	int rc = parse_args(argc, argv, &args);
+	if (rc)
+		return rc > 0 ? 0 : EXIT_USAGE;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (!strcmp(a.cmd, "train"))
-		return cmd_train(&a);
-	if (!strcmp(a.cmd, "embed"))
-		return cmd_embed(&a);
-	if (!strcmp(a.cmd, "plot"))
-		return cmd_plot(&a);
-	return cmd_eval(&a);
+	if (!strcmp(args.cmd, "train"))
+		return cmd_train(&args);
+	if (!strcmp(args.cmd, "embed"))
+		return cmd_embed(&args);
+	if (!strcmp(args.cmd, "plot"))
+		return cmd_plot(&args);
+	return cmd_eval(&args);
 }

@@ -59,8 +59,8 @@ static int xvec_fsync_dir(const char *path)
 	return rc;
 }
 
-int xvec_checkpoint_save(struct xvec_model *m, const char *path, const void *blob,
-			 size_t bloblen, char *err, size_t errlen)
+int xvec_checkpoint_save(struct xvec_model *m, const char *path, const void *blob, size_t bloblen,
+			 char *err, size_t errlen)
 {
 	const struct xvec_options *o = xvec_model_options(m);
 	struct adam *a = xvec_model_adam(m);
@@ -73,9 +73,10 @@ int xvec_checkpoint_save(struct xvec_model *m, const char *path, const void *blo
 	int fd, rc;
 
 	if (bloblen > XVEC_CHECKPOINT_MAX_BLOB || (bloblen && !blob))
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "checkpoint %s: blob of %zu bytes is missing or over the %u-byte limit",
-				   path, bloblen, XVEC_CHECKPOINT_MAX_BLOB);
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"checkpoint %s: blob of %zu bytes is missing or over the %u-byte limit",
+			path, bloblen, XVEC_CHECKPOINT_MAX_BLOB);
 	buf = malloc(total);
 	if (!buf)
 		return status_fail(err, errlen, -ENOMEM, "checkpoint %s: out of memory", path);
@@ -108,8 +109,9 @@ int xvec_checkpoint_save(struct xvec_model *m, const char *path, const void *blo
 	}
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
-		rc = status_fail(err, errlen, -errno, "checkpoint %s: cannot create a temporary file: %s",
-				 path, status_str(-errno));
+		rc = status_fail(err, errlen, -errno,
+				 "checkpoint %s: cannot create a temporary file: %s", path,
+				 status_str(-errno));
 		goto out;
 	}
 	rc = xvec_write_all(fd, buf, total);
@@ -121,13 +123,14 @@ int xvec_checkpoint_save(struct xvec_model *m, const char *path, const void *blo
 		rc = -errno;
 	if (rc) {
 		unlink(tmp);
-		rc = status_fail(err, errlen, rc, "checkpoint %s: cannot write: %s", path, status_str(rc));
+		rc = status_fail(err, errlen, rc, "checkpoint %s: cannot write: %s", path,
+				 status_str(rc));
 		goto out;
 	}
 	rc = xvec_fsync_dir(path);
 	if (rc)
-		rc = status_fail(err, errlen, rc, "checkpoint %s: cannot sync its directory: %s", path,
-				 status_str(rc));
+		rc = status_fail(err, errlen, rc, "checkpoint %s: cannot sync its directory: %s",
+				 path, status_str(rc));
 out:
 	free(tmp);
 	free(buf);
@@ -145,9 +148,9 @@ static int xvec_open_regular(const char *path, struct stat *st, char *err, size_
 				   status_str(-errno));
 	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
 		close(fd);
-		return status_fail(err, errlen, FEEDER_EFORMAT,
-				   "checkpoint %s: not a regular file (a FIFO, device or directory?)",
-				   path);
+		return status_fail(
+			err, errlen, FEEDER_EFORMAT,
+			"checkpoint %s: not a regular file (a FIFO, device or directory?)", path);
 	}
 	return fd;
 }
@@ -200,8 +203,8 @@ static int xvec_read_file(const char *path, uint8_t **out, size_t *len, char *er
 
 /* The model's sizes from the header h into o, each in range, named in a
  * message when not. */
-static int xvec_header_sizes(const uint8_t *h, const char *path, struct xvec_options *o,
-			     char *err, size_t errlen)
+static int xvec_header_sizes(const uint8_t *h, const char *path, struct xvec_options *o, char *err,
+			     size_t errlen)
 {
 	int *dst[] = { &o->feat_dim, &o->width, &o->pool_width, &o->embed, &o->num_speakers };
 	static const char *const names[] = { "feat_dim", "width", "pool_width", "embed",
@@ -211,8 +214,8 @@ static int xvec_header_sizes(const uint8_t *h, const char *path, struct xvec_opt
 		uint32_t hi = i == 4 ? XVEC_MAX_SPEAKERS : XVEC_MAX_SIZE;
 		if (v < lo || v > hi)
 			return status_fail(err, errlen, FEEDER_ECORRUPT,
-					   "checkpoint %s: header: %s %u is out of range %u..%u", path,
-					   names[i], v, lo, hi);
+					   "checkpoint %s: header: %s %u is out of range %u..%u",
+					   path, names[i], v, lo, hi);
 		*dst[i] = (int)v;
 	}
 	return 0;
@@ -222,8 +225,8 @@ static int xvec_header_sizes(const uint8_t *h, const char *path, struct xvec_opt
  * version, the model's sizes in range and agreeing with the parameter and
  * statistics counts, the blob within its limit, the length what they add up
  * to, the step in range. Fills o with the shape and seed, the rest defaulted. */
-static int xvec_check_header(const uint8_t *h, size_t len, const char *path,
-			     struct xvec_options *o, char *err, size_t errlen)
+static int xvec_check_header(const uint8_t *h, size_t len, const char *path, struct xvec_options *o,
+			     char *err, size_t errlen)
 {
 	if (len < 12 || memcmp(h, xvec_ckpt_magic, 8) != 0)
 		return status_fail(err, errlen, FEEDER_EFORMAT,
@@ -234,8 +237,8 @@ static int xvec_check_header(const uint8_t *h, size_t len, const char *path,
 				   bytes_le32(h + 8), XVEC_CHECKPOINT_VERSION);
 	if (len < XVEC_CKPT_HEADER + 4)
 		return status_fail(err, errlen, FEEDER_ECORRUPT,
-				   "checkpoint %s: truncated (%zu bytes, shorter than the header)", path,
-				   len);
+				   "checkpoint %s: truncated (%zu bytes, shorter than the header)",
+				   path, len);
 	xvec_options_default(o);
 	int rc = xvec_header_sizes(h, path, o, err, errlen);
 	if (rc)
@@ -246,19 +249,22 @@ static int xvec_check_header(const uint8_t *h, size_t len, const char *path,
 	size_t n, nb;
 	xvec_model_sizes(o, &n, &nb);
 	if (fn != n || fnb != nb)
-		return status_fail(err, errlen, FEEDER_ECORRUPT,
-				   "checkpoint %s: header: %llu parameters and %llu statistics, but its "
-				   "sizes make %zu and %zu", path, (unsigned long long)fn,
-				   (unsigned long long)fnb, n, nb);
-	if (fblob > XVEC_CHECKPOINT_MAX_BLOB || len != XVEC_CKPT_HEADER + 4 * (3 * n + nb) + fblob + 4)
+		return status_fail(
+			err, errlen, FEEDER_ECORRUPT,
+			"checkpoint %s: header: %llu parameters and %llu statistics, but its "
+			"sizes make %zu and %zu",
+			path, (unsigned long long)fn, (unsigned long long)fnb, n, nb);
+	if (fblob > XVEC_CHECKPOINT_MAX_BLOB ||
+	    len != XVEC_CKPT_HEADER + 4 * (3 * n + nb) + fblob + 4)
 		return status_fail(err, errlen, FEEDER_ECORRUPT,
 				   "checkpoint %s: truncated or damaged: %zu bytes, but its header "
 				   "declares %zu parameters, %zu statistics and a %llu-byte blob",
 				   path, len, n, nb, (unsigned long long)fblob);
 	if (step >= XVEC_MAX_STEP)
-		return status_fail(err, errlen, FEEDER_ECORRUPT,
-				   "checkpoint %s: header: step %llu is beyond the %llu a model can take",
-				   path, (unsigned long long)step, (unsigned long long)XVEC_MAX_STEP);
+		return status_fail(
+			err, errlen, FEEDER_ECORRUPT,
+			"checkpoint %s: header: step %llu is beyond the %llu a model can take",
+			path, (unsigned long long)step, (unsigned long long)XVEC_MAX_STEP);
 	return 0;
 }
 
@@ -289,16 +295,17 @@ static int xvec_check_file(struct xvec_model *m, const uint8_t *buf, size_t len,
 	uint32_t want = bytes_le32(buf + len - 4), have = crc32c(0, buf, len - 4);
 	if (want != have)
 		return status_fail(err, errlen, FEEDER_ECORRUPT,
-				   "checkpoint %s: CRC-32C mismatch (stored %08x, computed %08x)", path,
-				   want, have);
+				   "checkpoint %s: CRC-32C mismatch (stored %08x, computed %08x)",
+				   path, want, have);
 	rc = xvec_same_shape(&f, xvec_model_options(m), path, err, errlen);
 	if (rc)
 		return rc;
 	uint64_t fblob = bytes_le64(buf + 64);
 	if (fblob > blobcap)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "checkpoint %s: its %llu-byte blob does not fit the %zu bytes given", path,
-				   (unsigned long long)fblob, blobcap);
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"checkpoint %s: its %llu-byte blob does not fit the %zu bytes given", path,
+			(unsigned long long)fblob, blobcap);
 	xvec_model_params(m, &n);
 	xvec_model_bn_stats(m, &nb);
 	const float *p = (const float *)(const void *)(buf + XVEC_CKPT_HEADER);

@@ -33,8 +33,8 @@
 
 /* Write m's state and blob (bloblen bytes, may be 0) atomically to path.
  * Returns 0 or a negative errno / FEEDER_EINVAL with a sentence in err. */
-int xvec_checkpoint_save(struct xvec_model *m, const char *path, const void *blob,
-			 size_t bloblen, char *err, size_t errlen);
+int xvec_checkpoint_save(struct xvec_model *m, const char *path, const void *blob, size_t bloblen,
+			 char *err, size_t errlen);
 
 /* Read path into m, which must have been created with the same sizes
  * (feat_dim, widths, speakers); the seed and step are taken from the file,

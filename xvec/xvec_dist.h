@@ -17,9 +17,9 @@
 
 struct xvec_dist {
 	int rank, world;
-	int local_rank;     /* this rank's place among the ranks of its node (its GPU) */
-	int mpi;            /* MPI was initialized (and must be finalized) */
-	double reduce_s;    /* seconds in gradient sums, this rank */
+	int local_rank;  /* this rank's place among the ranks of its node (its GPU) */
+	int mpi;         /* MPI was initialized (and must be finalized) */
+	double reduce_s; /* seconds in gradient sums, this rank */
 };
 
 /* Join the job: rank and world from MPI when launched by mpirun or srun

@@ -92,7 +92,8 @@ int xvec_dist_min(struct xvec_dist *d, long *v, int n)
 	if (d->world <= 1)
 		return 0;
 	return MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_LONG, MPI_MIN, MPI_COMM_WORLD) == MPI_SUCCESS
-		       ? 0 : -EIO;
+		       ? 0
+		       : -EIO;
 }
 
 int xvec_dist_max(struct xvec_dist *d, double *v, int n)
@@ -100,7 +101,8 @@ int xvec_dist_max(struct xvec_dist *d, double *v, int n)
 	if (d->world <= 1)
 		return 0;
 	return MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) == MPI_SUCCESS
-		       ? 0 : -EIO;
+		       ? 0
+		       : -EIO;
 }
 
 int xvec_dist_bcast(struct xvec_dist *d, void *buf, size_t n, int root)
@@ -120,7 +122,8 @@ int xvec_dist_gather(struct xvec_dist *d, double v, double *out)
 		return 0;
 	}
 	return MPI_Gather(&v, 1, MPI_DOUBLE, out, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD) == MPI_SUCCESS
-		       ? 0 : -EIO;
+		       ? 0
+		       : -EIO;
 }
 
 void xvec_dist_abort(struct xvec_dist *d, int code)

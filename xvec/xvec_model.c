@@ -21,28 +21,54 @@
 #define XVEC_INIT_SUBSEQ (1ull << 63)
 
 enum {
-	XW1, XW2, XW3, XW4, XW5, XW6, XW7, XWOUT,
-	XB1, XB2, XB3, XB4, XB5, XB6, XB7, XBOUT,
-	XG1, XG2, XG3, XG4, XG5, XG6, XG7,
-	XBE1, XBE2, XBE3, XBE4, XBE5, XBE6, XBE7,
+	XW1,
+	XW2,
+	XW3,
+	XW4,
+	XW5,
+	XW6,
+	XW7,
+	XWOUT,
+	XB1,
+	XB2,
+	XB3,
+	XB4,
+	XB5,
+	XB6,
+	XB7,
+	XBOUT,
+	XG1,
+	XG2,
+	XG3,
+	XG4,
+	XG5,
+	XG6,
+	XG7,
+	XBE1,
+	XBE2,
+	XBE3,
+	XBE4,
+	XBE5,
+	XBE6,
+	XBE7,
 	XVEC_NUM_TENSORS
 };
 
 static const char *const xvec_names[XVEC_NUM_TENSORS] = {
 	"frame1.weight", "frame2.weight", "frame3.weight", "frame4.weight", "frame5.weight",
-	"seg6.weight", "seg7.weight", "out.weight",
-	"frame1.bias", "frame2.bias", "frame3.bias", "frame4.bias", "frame5.bias",
-	"seg6.bias", "seg7.bias", "out.bias",
-	"bn1.gamma", "bn2.gamma", "bn3.gamma", "bn4.gamma", "bn5.gamma", "bn6.gamma", "bn7.gamma",
-	"bn1.beta", "bn2.beta", "bn3.beta", "bn4.beta", "bn5.beta", "bn6.beta", "bn7.beta",
+	"seg6.weight",   "seg7.weight",   "out.weight",    "frame1.bias",   "frame2.bias",
+	"frame3.bias",   "frame4.bias",   "frame5.bias",   "seg6.bias",     "seg7.bias",
+	"out.bias",      "bn1.gamma",     "bn2.gamma",     "bn3.gamma",     "bn4.gamma",
+	"bn5.gamma",     "bn6.gamma",     "bn7.gamma",     "bn1.beta",      "bn2.beta",
+	"bn3.beta",      "bn4.beta",      "bn5.beta",      "bn6.beta",      "bn7.beta",
 };
 
 static const int xvec_ctx1[] = { -2, -1, 0, 1, 2 };
 static const int xvec_ctx2[] = { -2, 0, 2 };
 static const int xvec_ctx3[] = { -3, 0, 3 };
 static const int xvec_ctx0[] = { 0 };
-static const int *const xvec_ctx[XVEC_FRAME_LAYERS] = { xvec_ctx1, xvec_ctx2, xvec_ctx3,
-							xvec_ctx0, xvec_ctx0 };
+static const int *const xvec_ctx[XVEC_FRAME_LAYERS] = { xvec_ctx1, xvec_ctx2, xvec_ctx3, xvec_ctx0,
+							xvec_ctx0 };
 static const int xvec_nctx[XVEC_FRAME_LAYERS] = { 5, 3, 3, 1, 1 };
 
 struct xvec_model {
@@ -50,8 +76,8 @@ struct xvec_model {
 	struct xvec_tensor t[XVEC_NUM_TENSORS];
 	float *params, *grads;
 	size_t nparams, ndecay;
-	float *bn;                        /* running means and variances */
-	float *bn_saved;                  /* bn before the current step, to undo a bad batch */
+	float *bn;       /* running means and variances */
+	float *bn_saved; /* bn before the current step, to undo a bad batch */
 	size_t nbn, bn_off[XVEC_BN_LAYERS];
 	int bn_ch[XVEC_BN_LAYERS];
 	struct adam adam;
@@ -60,9 +86,9 @@ struct xvec_model {
 	int cap_batch, cap_frames;
 	float *r[XVEC_BN_LAYERS], *y[XVEC_BN_LAYERS];
 	float *mean[XVEC_BN_LAYERS], *invstd[XVEC_BN_LAYERS];
-	float *g1, *g2;                   /* frame-level gradient / scratch */
-	float *pool, *a6, *logits;        /* pooled stats, x-vectors, probabilities */
-	float *s1, *s2;                   /* segment-level gradient scratch */
+	float *g1, *g2;            /* frame-level gradient / scratch */
+	float *pool, *a6, *logits; /* pooled stats, x-vectors, probabilities */
+	float *s1, *s2;            /* segment-level gradient scratch */
 
 	/* what the last forward pass was, for backward */
 	int fwd_batch, fwd_frames, fwd_training;
@@ -152,7 +178,8 @@ static int xvec_alloc_workspace(struct xvec_model *m, int B, int T, char *err, s
 	xvec_free_workspace(m);
 	for (int l = 0; l < XVEC_BN_LAYERS; l++) {
 		int C = xvec_bn_channels(o, l);
-		size_t n = l < XVEC_FRAME_LAYERS ? (size_t)B * C * xvec_frames_after(T, l) : (size_t)B * C;
+		size_t n = l < XVEC_FRAME_LAYERS ? (size_t)B * C * xvec_frames_after(T, l)
+						 : (size_t)B * C;
 
 		if (l < XVEC_FRAME_LAYERS && n > gmax)
 			gmax = n;
@@ -174,8 +201,9 @@ static int xvec_alloc_workspace(struct xvec_model *m, int B, int T, char *err, s
 	m->s2 = xvec_alloc((size_t)B * smax, &failed);
 	if (failed) {
 		xvec_free_workspace(m);
-		return status_fail(err, errlen, -ENOMEM,
-				   "x-vector model: cannot allocate the workspace for %d x %d frames", B, T);
+		return status_fail(
+			err, errlen, -ENOMEM,
+			"x-vector model: cannot allocate the workspace for %d x %d frames", B, T);
 	}
 	m->cap_batch = B;
 	m->cap_frames = T;
@@ -190,15 +218,18 @@ static int xvec_check_options(const struct xvec_options *o, char *err, size_t er
 				   "x-vector model: sizes must be positive and speakers at least 2 "
 				   "(feat_dim %d, width %d, pool_width %d, embed %d, speakers %d)",
 				   o->feat_dim, o->width, o->pool_width, o->embed, o->num_speakers);
-	if (o->feat_dim > XVEC_MAX_SIZE || o->width > XVEC_MAX_SIZE || o->pool_width > XVEC_MAX_SIZE ||
-	    o->embed > XVEC_MAX_SIZE || o->num_speakers > XVEC_MAX_SPEAKERS)
-		return status_fail(err, errlen, FEEDER_EINVAL, "x-vector model: a layer size is too large");
+	if (o->feat_dim > XVEC_MAX_SIZE || o->width > XVEC_MAX_SIZE ||
+	    o->pool_width > XVEC_MAX_SIZE || o->embed > XVEC_MAX_SIZE ||
+	    o->num_speakers > XVEC_MAX_SPEAKERS)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "x-vector model: a layer size is too large");
 	if (!(o->dropout >= 0.0f && o->dropout < 1.0f))
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "x-vector model: dropout %g is not in [0, 1)", o->dropout);
 	if (!(o->noise_eps >= 0.0f && o->noise_eps < 1e6f))
 		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "x-vector model: noise eps %g is not a non-negative number", o->noise_eps);
+				   "x-vector model: noise eps %g is not a non-negative number",
+				   o->noise_eps);
 	return 0;
 }
 
@@ -212,7 +243,8 @@ static void xvec_init_params(struct xvec_model *m)
 			float sd = i == XWOUT ? sqrtf(2.0f / (float)(t->rows + t->cols))
 					      : sqrtf(2.0f / (float)t->cols);
 
-			philox_normals(m->o.seed, XVEC_INIT_SUBSEQ + (uint64_t)i, 0, t->size, t->data);
+			philox_normals(m->o.seed, XVEC_INIT_SUBSEQ + (uint64_t)i, 0, t->size,
+				       t->data);
 			for (size_t k = 0; k < t->size; k++)
 				t->data[k] *= sd;
 		} else {
@@ -244,8 +276,10 @@ static void xvec_shapes(const struct xvec_options *o, int rows[XVEC_NUM_TENSORS]
 	rows[XW7] = o->embed, cols[XW7] = o->embed;
 	rows[XWOUT] = o->num_speakers, cols[XWOUT] = o->embed;
 	for (int i = XB1; i < XVEC_NUM_TENSORS; i++) {
-		rows[i] = i == XBOUT ? o->num_speakers : xvec_bn_channels(o, i <= XBOUT ? i - XB1 :
-								    i <= XG7 ? i - XG1 : i - XBE1);
+		rows[i] = i == XBOUT ? o->num_speakers
+				     : xvec_bn_channels(o, i <= XBOUT ? i - XB1
+							   : i <= XG7 ? i - XG1
+								      : i - XBE1);
 		cols[i] = 1;
 	}
 }
@@ -275,9 +309,11 @@ int xvec_model_create(struct xvec_model **out, const struct xvec_options *o, int
 	if (rc)
 		return rc;
 	if (max_batch < 1 || max_frames <= XVEC_CONTEXT)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "x-vector model: need a batch of at least 1 and more than %d frames "
-				   "(got %d x %d)", XVEC_CONTEXT, max_batch, max_frames);
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"x-vector model: need a batch of at least 1 and more than %d frames "
+			"(got %d x %d)",
+			XVEC_CONTEXT, max_batch, max_frames);
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return status_fail(err, errlen, -ENOMEM, "x-vector model: out of memory");
@@ -366,8 +402,12 @@ int xvec_model_set_dp(struct xvec_model *m, int rank, int world,
 		free(buf);
 		return -ENOMEM;
 	}
-	*dp = (struct tdnn_dp){ .rank = rank, .world = world, .sum = sum_d, .ctx = ctx,
-				.sync_bn = sync_bn, .buf = buf };
+	*dp = (struct tdnn_dp){ .rank = rank,
+				.world = world,
+				.sum = sum_d,
+				.ctx = ctx,
+				.sync_bn = sync_bn,
+				.buf = buf };
 	m->dp = dp;
 	m->sum_f = sum_f;
 	m->reduce_s = reduce_s;
@@ -377,9 +417,11 @@ int xvec_model_set_dp(struct xvec_model *m, int rank, int world,
 int xvec_model_reserve(struct xvec_model *m, int batch, int frames, char *err, size_t errlen)
 {
 	if (batch < 1 || frames <= XVEC_CONTEXT)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "x-vector model: need a batch of at least 1 and more than %d frames "
-				   "(got %d x %d)", XVEC_CONTEXT, batch, frames);
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"x-vector model: need a batch of at least 1 and more than %d frames "
+			"(got %d x %d)",
+			XVEC_CONTEXT, batch, frames);
 	if (batch <= m->cap_batch && frames <= m->cap_frames)
 		return 0;
 	return xvec_alloc_workspace(m, batch > m->cap_batch ? batch : m->cap_batch,
@@ -390,10 +432,11 @@ static int xvec_check_batch(const struct xvec_model *m, const int32_t *labels, i
 			    char *err, size_t errlen)
 {
 	if (B < 1 || T <= XVEC_CONTEXT || B > m->cap_batch || T > m->cap_frames)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "x-vector model: a batch of %d x %d frames does not fit (at most "
-				   "%d x %d, and more than %d frames); reserve it first",
-				   B, T, m->cap_batch, m->cap_frames, XVEC_CONTEXT);
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"x-vector model: a batch of %d x %d frames does not fit (at most "
+			"%d x %d, and more than %d frames); reserve it first",
+			B, T, m->cap_batch, m->cap_frames, XVEC_CONTEXT);
 	for (int i = 0; labels && i < B; i++)
 		if (labels[i] < 0 || labels[i] >= m->o.num_speakers)
 			return status_fail(err, errlen, FEEDER_EINVAL,
@@ -439,7 +482,8 @@ static void xvec_run_forward(struct xvec_model *m, const float *x, int B, int T,
 	const float *pin = in;
 
 	if (training && o->noise_eps > 0.0f) {
-		tdnn_noise_add_dp(in, m->g1, n5, (size_t)P * Tin, o->noise_eps, o->seed, step, m->dp);
+		tdnn_noise_add_dp(in, m->g1, n5, (size_t)P * Tin, o->noise_eps, o->seed, step,
+				  m->dp);
 		pin = m->g1;
 	}
 	tdnn_stats_pool_forward(pin, B, P, Tin, m->pool);
@@ -452,11 +496,12 @@ static void xvec_run_forward(struct xvec_model *m, const float *x, int B, int T,
 		const float *a = l == 5 ? m->a6 : m->r[l];
 
 		if (l == 6)
-			tdnn_dense_forward(m->y[5], B, E, m->t[XW7].data, m->t[XB7].data, E, m->r[6]);
+			tdnn_dense_forward(m->y[5], B, E, m->t[XW7].data, m->t[XB7].data, E,
+					   m->r[6]);
 		if (training)
-			tdnn_relu_bn_train_dp(a, B, E, 1, m->t[XG1 + l].data, m->t[XBE1 + l].data, rs,
-					      rs + E, m->r[l], m->mean[l], m->invstd[l], m->y[l],
-					      m->dp);
+			tdnn_relu_bn_train_dp(a, B, E, 1, m->t[XG1 + l].data, m->t[XBE1 + l].data,
+					      rs, rs + E, m->r[l], m->mean[l], m->invstd[l],
+					      m->y[l], m->dp);
 		else
 			tdnn_relu_bn_eval(a, B, E, 1, m->t[XG1 + l].data, m->t[XBE1 + l].data, rs,
 					  rs + E, m->y[l]);
@@ -466,8 +511,7 @@ static void xvec_run_forward(struct xvec_model *m, const float *x, int B, int T,
 }
 
 int xvec_model_forward(struct xvec_model *m, const float *x, const int32_t *labels, int batch,
-		       int frames, int training, struct xvec_result *res, char *err,
-		       size_t errlen)
+		       int frames, int training, struct xvec_result *res, char *err, size_t errlen)
 {
 	int rc = xvec_check_batch(m, labels, batch, frames, err, errlen);
 	struct xvec_result r = { 0 };
@@ -499,7 +543,8 @@ int xvec_model_backward(struct xvec_model *m, const float *x, const int32_t *lab
 	int rc;
 
 	if (!labels)
-		return status_fail(err, errlen, FEEDER_EINVAL, "x-vector model: backward needs labels");
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "x-vector model: backward needs labels");
 	rc = xvec_check_batch(m, labels, batch, frames, err, errlen);
 	if (rc)
 		return rc;
@@ -513,8 +558,9 @@ int xvec_model_backward(struct xvec_model *m, const float *x, const int32_t *lab
 	float *dz = m->s1;
 	for (int i = 0; i < B; i++)
 		for (int s = 0; s < S; s++)
-			dz[(size_t)i * S + s] = (m->logits[(size_t)i * S + s] -
-						 (s == labels[i] ? 1.0f : 0.0f)) / (float)B;
+			dz[(size_t)i * S + s] =
+				(m->logits[(size_t)i * S + s] - (s == labels[i] ? 1.0f : 0.0f)) /
+				(float)B;
 	tdnn_dense_backward(m->y[6], dz, B, E, m->t[XWOUT].data, S, m->s2, m->t[XWOUT].grad,
 			    m->t[XBOUT].grad);
 	tdnn_relu_bn_backward_dp(m->r[6], B, E, 1, m->t[XG7].data, m->mean[6], m->invstd[6], m->s2,
@@ -566,8 +612,10 @@ static int dp_check(struct xvec_model *m, char *err, size_t errlen)
 		return 0;
 	int rc = m->dp->failed;
 	m->dp->failed = 0;
-	return status_fail(err, errlen, rc, "x-vector model: summing batch-norm statistics over "
-			   "the ranks failed (%d)", rc);
+	return status_fail(err, errlen, rc,
+			   "x-vector model: summing batch-norm statistics over "
+			   "the ranks failed (%d)",
+			   rc);
 }
 
 int xvec_model_train_step(struct xvec_model *m, const float *x, const int32_t *labels, int batch,
@@ -577,7 +625,8 @@ int xvec_model_train_step(struct xvec_model *m, const float *x, const int32_t *l
 	int rc;
 
 	if (!labels)
-		return status_fail(err, errlen, FEEDER_EINVAL, "x-vector model: training needs labels");
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "x-vector model: training needs labels");
 	memcpy(m->bn_saved, m->bn, sizeof(float) * m->nbn);
 	rc = xvec_model_forward(m, x, labels, batch, frames, 1, &r, err, errlen);
 	if (res)
@@ -590,15 +639,18 @@ int xvec_model_train_step(struct xvec_model *m, const float *x, const int32_t *l
 	 * makes the sum non-finite on all. */
 	double loss = r.loss;
 	if (m->dp && (rc = m->dp->sum(m->dp->ctx, &loss, 1)))
-		return status_fail(err, errlen, rc, "x-vector model: summing the loss over the ranks "
-				   "failed (%d)", rc);
+		return status_fail(err, errlen, rc,
+				   "x-vector model: summing the loss over the ranks "
+				   "failed (%d)",
+				   rc);
 	/* a non-finite loss would spread NaN through every weight via Adam's moments */
 	if (!isfinite(loss)) {
 		memcpy(m->bn, m->bn_saved, sizeof(float) * m->nbn);
 		m->fwd_batch = 0;
 		return status_fail(err, errlen, -EDOM,
 				   "x-vector model: the loss is not finite (%g) at step %llu; the "
-				   "update was skipped", r.loss, (unsigned long long)m->adam.t);
+				   "update was skipped",
+				   r.loss, (unsigned long long)m->adam.t);
 	}
 	rc = xvec_model_backward(m, x, labels, batch, frames, NULL, err, errlen);
 	if (rc)
@@ -613,10 +665,13 @@ int xvec_model_train_step(struct xvec_model *m, const float *x, const int32_t *l
 		rc = m->sum_f(m->dp->ctx, m->grads, m->nparams);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (m->reduce_s)
-			*m->reduce_s += (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+			*m->reduce_s +=
+				(double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
 		if (rc)
-			return status_fail(err, errlen, rc, "x-vector model: averaging the gradients "
-					   "over %d ranks failed (%d)", m->dp->world, rc);
+			return status_fail(err, errlen, rc,
+					   "x-vector model: averaging the gradients "
+					   "over %d ranks failed (%d)",
+					   m->dp->world, rc);
 		float inv = 1.0f / (float)m->dp->world;
 		for (size_t i = 0; i < m->nparams; i++)
 			m->grads[i] *= inv;

@@ -69,18 +69,18 @@ void xvec_options_default(struct xvec_options *o);
 
 /* A named parameter tensor, a view into the model's parameter array. */
 struct xvec_tensor {
-	const char *name;   /* "frame1.weight", "bn3.gamma", "out.bias", ... */
+	const char *name; /* "frame1.weight", "bn3.gamma", "out.bias", ... */
 	float *data;
 	float *grad;
 	size_t size;
-	int rows, cols;     /* weight: (out, in * context); vectors: (size, 1) */
+	int rows, cols; /* weight: (out, in * context); vectors: (size, 1) */
 };
 
 /* The results of one forward pass. */
 struct xvec_result {
-	double loss;        /* mean cross-entropy (0 when no labels were given) */
-	int correct;        /* rows whose arg-max is the label */
-	float accuracy;     /* correct / batch */
+	double loss;    /* mean cross-entropy (0 when no labels were given) */
+	int correct;    /* rows whose arg-max is the label */
+	float accuracy; /* correct / batch */
 };
 
 struct xvec_model;
@@ -139,8 +139,7 @@ int xvec_model_set_dp(struct xvec_model *m, int rank, int world,
  * xvec_model_backward needs; training == 0 is the evaluation network.
  * labels may be NULL (no loss). */
 int xvec_model_forward(struct xvec_model *m, const float *x, const int32_t *labels, int batch,
-		       int frames, int training, struct xvec_result *res, char *err,
-		       size_t errlen);
+		       int frames, int training, struct xvec_result *res, char *err, size_t errlen);
 
 /* Gradients of the mean loss of the last training-mode forward pass, which
  * must have been given the same x, labels, batch and frames: parameter

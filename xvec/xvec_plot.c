@@ -23,7 +23,7 @@ double xvec_probit(double p)
 				    -1.328068155288572e+01 };
 	static const double c[] = { -7.784894002430293e-03, -3.223964580411365e-01,
 				    -2.400758277161838e+00, -2.549732539343734e+00,
-				    4.374664141464968e+00, 2.938163982698783e+00 };
+				    4.374664141464968e+00,  2.938163982698783e+00 };
 	static const double d[] = { 7.784695709041462e-03, 3.224671290700398e-01,
 				    2.445134137142996e+00, 3.754408661907416e+00 };
 	double q, r, x;
@@ -55,7 +55,7 @@ double xvec_probit(double p)
 
 #define DET_W 600
 #define DET_H 600
-#define DET_L 80   /* margins: left, right, top, bottom */
+#define DET_L 80 /* margins: left, right, top, bottom */
 #define DET_R 30
 #define DET_T 60
 #define DET_B 70
@@ -100,40 +100,51 @@ int xvec_plot_det(FILE *out, const double *pmiss, const double *pfa, size_t n, d
 		  const char *title, char *err, size_t errlen)
 {
 	static const double ticks[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4 };
-	static const char *const labels[] = { "0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "40" };
-	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		     "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-		     "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
-		     "font-size=\"13\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+	static const char *const labels[] = {
+		"0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "40"
+	};
+	fprintf(out,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
+		"font-size=\"13\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
 		DET_W, DET_H, DET_W, DET_H);
-	fprintf(out, "<text x=\"%d\" y=\"32\" text-anchor=\"middle\" font-size=\"16\" "
-		     "font-weight=\"bold\">", DET_W / 2);
+	fprintf(out,
+		"<text x=\"%d\" y=\"32\" text-anchor=\"middle\" font-size=\"16\" "
+		"font-weight=\"bold\">",
+		DET_W / 2);
 	svg_text_escaped(out, title);
 	fputs("</text>\n<g stroke=\"#dddddd\" stroke-width=\"1\">\n", out);
 	for (size_t i = 0; i < sizeof ticks / sizeof ticks[0]; i++) {
-		fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n", det_x(ticks[i]),
-			DET_T, det_x(ticks[i]), DET_H - DET_B);
+		fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n",
+			det_x(ticks[i]), DET_T, det_x(ticks[i]), DET_H - DET_B);
 		fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", DET_L,
 			det_y(ticks[i]), DET_W - DET_R, det_y(ticks[i]));
 	}
 	fputs("</g>\n", out);
-	fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
-		     "stroke=\"black\"/>\n", DET_L, DET_T, DET_W - DET_L - DET_R, DET_H - DET_T - DET_B);
+	fprintf(out,
+		"<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+		"stroke=\"black\"/>\n",
+		DET_L, DET_T, DET_W - DET_L - DET_R, DET_H - DET_T - DET_B);
 	for (size_t i = 0; i < sizeof ticks / sizeof ticks[0]; i++) {
 		fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
 			det_x(ticks[i]), DET_H - DET_B + 18, labels[i]);
 		fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", DET_L - 8,
 			det_y(ticks[i]) + 4, labels[i]);
 	}
-	fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">False alarm probability "
-		     "(%%)</text>\n", (DET_L + DET_W - DET_R) / 2, DET_H - 25);
-	fprintf(out, "<text x=\"22\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 22 %d)\">"
-		     "Miss probability (%%)</text>\n", (DET_T + DET_H - DET_B) / 2,
-		(DET_T + DET_H - DET_B) / 2);
+	fprintf(out,
+		"<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">False alarm probability "
+		"(%%)</text>\n",
+		(DET_L + DET_W - DET_R) / 2, DET_H - 25);
+	fprintf(out,
+		"<text x=\"22\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 22 %d)\">"
+		"Miss probability (%%)</text>\n",
+		(DET_T + DET_H - DET_B) / 2, (DET_T + DET_H - DET_B) / 2);
 	/* the equal-error line */
-	fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999999\" "
-		     "stroke-dasharray=\"5,4\"/>\n", det_x(DET_PMIN), det_y(DET_PMIN), det_x(DET_PMAX),
-		det_y(DET_PMAX));
+	fprintf(out,
+		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999999\" "
+		"stroke-dasharray=\"5,4\"/>\n",
+		det_x(DET_PMIN), det_y(DET_PMIN), det_x(DET_PMAX), det_y(DET_PMAX));
 	fputs("<polyline fill=\"none\" stroke=\"#1f5fbf\" stroke-width=\"2\" points=\"", out);
 	double lx = -1, ly = -1;
 	for (size_t i = 0; i < n; i++) {
@@ -144,10 +155,14 @@ int xvec_plot_det(FILE *out, const double *pmiss, const double *pfa, size_t n, d
 		lx = x, ly = y;
 	}
 	fputs("\"/>\n", out);
-	fprintf(out, "<circle id=\"eer\" data-eer=\"%.6f\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
-		     "fill=\"#d62728\"/>\n", eer, det_x(eer), det_y(eer));
-	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#d62728\" font-weight=\"bold\">EER %.2f %%"
-		     "</text>\n", det_x(eer) + 10, det_y(eer) - 10, 100 * eer);
+	fprintf(out,
+		"<circle id=\"eer\" data-eer=\"%.6f\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" "
+		"fill=\"#d62728\"/>\n",
+		eer, det_x(eer), det_y(eer));
+	fprintf(out,
+		"<text x=\"%.1f\" y=\"%.1f\" fill=\"#d62728\" font-weight=\"bold\">EER %.2f %%"
+		"</text>\n",
+		det_x(eer) + 10, det_y(eer) - 10, 100 * eer);
 	fputs("</svg>\n", out);
 	if (ferror(out))
 		return status_fail(err, errlen, -EIO, "writing the DET plot failed");
@@ -233,12 +248,15 @@ static void panel(FILE *out, int top, const char *name, const char *color, const
 	if (ymax <= ymin)
 		ymax = ymin + 1;
 	fprintf(out, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">%s</text>\n", x0, top - 8, name);
-	fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
-		     "stroke=\"black\"/>\n", x0, top, x1 - x0, h);
+	fprintf(out,
+		"<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+		"stroke=\"black\"/>\n",
+		x0, top, x1 - x0, h);
 	double st = nice_step(ymax - ymin), t0 = ceil(ymin / st) * st;
 	for (int k = 0; k < LOG_MAX_TICKS && t0 + k * st <= ymax + 1e-9; k++) {
 		double t = t0 + k * st, py = top + h - (t - ymin) / (ymax - ymin) * h;
-		fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n",
+		fprintf(out,
+			"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n",
 			x0, py, x1, py);
 		fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g%s</text>\n", x0 - 6,
 			py + 4, t * scale, unit);
@@ -289,13 +307,15 @@ static int draw_log(FILE *out, const struct series *step, const struct series *l
 	/* waits: at least a 0-5 % scale, at most 100 % */
 	wmax = wmax * 1.1 > 1 ? 1 : wmax * 1.1 < 0.05 ? 0.05 : wmax * 1.1;
 	int H = LOG_T + 3 * LOG_PANEL + 30;
-	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		     "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-		     "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
-		     "font-size=\"13\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+	fprintf(out,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
+		"font-size=\"13\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
 		LOG_W, H, LOG_W, H);
-	fprintf(out, "<text x=\"%d\" y=\"28\" text-anchor=\"middle\" font-size=\"16\" "
-		     "font-weight=\"bold\">xvec training (%zu intervals, steps %g to %g)</text>\n",
+	fprintf(out,
+		"<text x=\"%d\" y=\"28\" text-anchor=\"middle\" font-size=\"16\" "
+		"font-weight=\"bold\">xvec training (%zu intervals, steps %g to %g)</text>\n",
 		LOG_W / 2, step->n, smin, smax);
 	panel(out, LOG_T + 20, "Training loss", "#1f5fbf", step, loss, 0, lmax * 1.05, 1, "");
 	panel(out, LOG_T + 20 + LOG_PANEL, "Training accuracy", "#2ca02c", step, acc, 0, 1, 100,
@@ -320,8 +340,10 @@ int xvec_plot_log(FILE *out, const char *path, size_t *skipped, char *err, size_
 		lineno++;
 		double s = field(line, "step");
 		if (isnan(s)) {
-			rc = status_fail(err, errlen, FEEDER_EFORMAT, "%s:%u: not an xvec log line (no "
-					 "\"step\")", path, lineno);
+			rc = status_fail(err, errlen, FEEDER_EFORMAT,
+					 "%s:%u: not an xvec log line (no "
+					 "\"step\")",
+					 path, lineno);
 			break;
 		}
 		if (push(&step, s) || push(&loss, field(line, "loss")) ||
@@ -334,9 +356,11 @@ int xvec_plot_log(FILE *out, const char *path, size_t *skipped, char *err, size_
 	const struct series *ys[] = { &loss, &acc, &wait };
 	*skipped = rc ? 0 : count_skipped(&step, ys, 3);
 	if (rc == 0 && draw_log(out, &step, &loss, &acc, &wait))
-		rc = status_fail(err, errlen, FEEDER_EFORMAT,
-				 "%s: nothing to draw: the step, loss, accuracy or data wait is never a "
-				 "finite number", path);
+		rc = status_fail(
+			err, errlen, FEEDER_EFORMAT,
+			"%s: nothing to draw: the step, loss, accuracy or data wait is never a "
+			"finite number",
+			path);
 	if (rc == 0 && ferror(out))
 		rc = status_fail(err, errlen, -EIO, "writing the plot failed");
 	free(step.v), free(loss.v), free(acc.v), free(wait.v);
@@ -354,8 +378,9 @@ int xvec_plot_save(const char *path, int (*draw)(FILE *out, void *ctx, char *err
 	int fd = mkostemp(tmp, O_CLOEXEC), rc;
 	FILE *out = fd < 0 ? NULL : fdopen(fd, "w");
 	if (!out) {
-		rc = status_fail(err, errlen, -errno, "%s: cannot create a temporary file beside it: %s",
-				 path, strerror(errno));
+		rc = status_fail(err, errlen, -errno,
+				 "%s: cannot create a temporary file beside it: %s", path,
+				 strerror(errno));
 		if (fd >= 0)
 			close(fd), unlink(tmp);
 		free(tmp);

@@ -32,17 +32,17 @@
 #define XVEC_POSITION_SIZE_V1 40
 
 struct xvec_position {
-	uint64_t epoch;       /* the epoch the next batch belongs to */
-	uint64_t next_batch;  /* index of the next batch within that epoch */
-	uint32_t batch;       /* samples per batch the run used */
-	uint32_t chunk;       /* frames per sample the run used */
-	uint64_t seed;        /* the stream's seed */
-	uint32_t world;       /* ranks of the run (1 before data parallelism) */
+	uint64_t epoch;        /* the epoch the next batch belongs to */
+	uint64_t next_batch;   /* index of the next batch within that epoch */
+	uint32_t batch;        /* samples per batch the run used */
+	uint32_t chunk;        /* frames per sample the run used */
+	uint64_t seed;         /* the stream's seed */
+	uint32_t world;        /* ranks of the run (1 before data parallelism) */
 	uint64_t start_sample; /* where this epoch's shares began (0, or an elastic resume) */
 	/* The model's input (version 3; older blobs: features, the rest 0). */
-	uint32_t pipeline;    /* enum feeder_pipeline: FEEDER_PIPE_FEATURES or _WAVE */
-	uint32_t features;    /* wave: enum feeder_wave_features; features: 0 */
-	uint32_t bins, ceps;  /* wave: mel bins, and MFCC cepstra (fbank: 0) */
+	uint32_t pipeline;   /* enum feeder_pipeline: FEEDER_PIPE_FEATURES or _WAVE */
+	uint32_t features;   /* wave: enum feeder_wave_features; features: 0 */
+	uint32_t bins, ceps; /* wave: mel bins, and MFCC cepstra (fbank: 0) */
 };
 
 /* Mel bins of the wave pipeline's features, as xvec train accepts them. */

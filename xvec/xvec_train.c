@@ -18,12 +18,14 @@ int xvec_trainer_agree(struct xvec_trainer *t, int have, char *err, size_t errle
 {
 	long v[2] = { have, t->interrupted && *t->interrupted ? -1 : 0 };
 	if (xvec_dist_min(t->dist, v, 2))
-		return status_fail(err, errlen, -EIO, "agreeing on the step with the other ranks "
+		return status_fail(err, errlen, -EIO,
+				   "agreeing on the step with the other ranks "
 				   "failed (MPI)");
 	if (v[1] < 0 && t->interrupted)
 		*t->interrupted = 1; /* one rank was interrupted: all stop after this step */
 	if (v[0] < 0 && have >= 0)
-		return status_fail(err, errlen, -ECANCELED, "stopping: another rank failed (its own "
+		return status_fail(err, errlen, -ECANCELED,
+				   "stopping: another rank failed (its own "
 				   "line says why)");
 	return v[0] > 0;
 }
@@ -39,11 +41,14 @@ int xvec_trainer_check_replicas(struct xvec_trainer *t, const float *p, size_t n
 	c[2] = -c[0];
 	c[3] = -c[1];
 	if (xvec_dist_max(t->dist, c, 4))
-		return status_fail(err, errlen, -EIO, "comparing parameters with the other ranks "
+		return status_fail(err, errlen, -EIO,
+				   "comparing parameters with the other ranks "
 				   "failed (MPI)");
 	if (c[0] != -c[2] || c[1] != -c[3])
-		return status_fail(err, errlen, -EDOM, "the replicas' parameters differ after step "
-				   "%llu (checksums %.17g..%.17g)", (unsigned long long)step, -c[2], c[0]);
+		return status_fail(err, errlen, -EDOM,
+				   "the replicas' parameters differ after step "
+				   "%llu (checksums %.17g..%.17g)",
+				   (unsigned long long)step, -c[2], c[0]);
 	return 0;
 }
 
@@ -81,20 +86,24 @@ int xvec_train_run(struct xvec_trainer *t, const struct xvec_train_limits *lim, 
 			struct xvec_interval iv;
 			if ((rc = ops->interval(t, dt, &iv, err, errlen)))
 				return rc;
-			fprintf(out, "step %llu epoch %llu batch %llu loss %.9g acc %.3f samples/s %.1f "
-				"%s %.1f%%\n", (unsigned long long)ops->model_step(t),
-				(unsigned long long)s.epoch, (unsigned long long)s.batch_index, iv.loss,
-				iv.accuracy, (double)(int_samples * world) / dt, ops->wait_name,
+			fprintf(out,
+				"step %llu epoch %llu batch %llu loss %.9g acc %.3f samples/s %.1f "
+				"%s %.1f%%\n",
+				(unsigned long long)ops->model_step(t), (unsigned long long)s.epoch,
+				(unsigned long long)s.batch_index, iv.loss, iv.accuracy,
+				(double)(int_samples * world) / dt, ops->wait_name,
 				100.0 * iv.wait_fraction);
 			fflush(out);
 			if (lim->jsonl) {
-				fprintf(lim->jsonl, "{\"step\": %llu, \"epoch\": %llu, \"batch\": %llu, "
+				fprintf(lim->jsonl,
+					"{\"step\": %llu, \"epoch\": %llu, \"batch\": %llu, "
 					"\"loss\": %.9g, \"accuracy\": %.6f, \"samples_per_s\": %.2f, "
 					"\"data_wait\": %.6f, \"lr\": %g, \"seconds\": %.3f}\n",
-					(unsigned long long)ops->model_step(t), (unsigned long long)s.epoch,
+					(unsigned long long)ops->model_step(t),
+					(unsigned long long)s.epoch,
 					(unsigned long long)s.batch_index, iv.loss, iv.accuracy,
-					(double)(int_samples * world) / dt, iv.wait_fraction, lim->lr,
-					now - t_start);
+					(double)(int_samples * world) / dt, iv.wait_fraction,
+					lim->lr, now - t_start);
 				fflush(lim->jsonl);
 			}
 			t_int = now;
@@ -107,14 +116,17 @@ int xvec_train_run(struct xvec_trainer *t, const struct xvec_train_limits *lim, 
 			break;
 	}
 	double total = now_s() - t_start;
-	fprintf(out, "trained %ld steps in %.2f s: %.1f samples/s, %swaiting for data %.2f%% of "
-		"the time\n", result->steps, total,
-		total > 0 ? (double)(samples * world) / total : 0.0, ops->waiter,
-		100.0 * ops->waited(t, total));
+	fprintf(out,
+		"trained %ld steps in %.2f s: %.1f samples/s, %swaiting for data %.2f%% of "
+		"the time\n",
+		result->steps, total, total > 0 ? (double)(samples * world) / total : 0.0,
+		ops->waiter, 100.0 * ops->waited(t, total));
 	if (world > 1 && lim->reduce_s)
-		fprintf(out, "data parallel: %llu ranks; the gradient all-reduce took %.2f%% of rank "
-			"0's time (%.3f s)\n", (unsigned long long)world,
-			total > 0 ? 100.0 * *lim->reduce_s / total : 0.0, *lim->reduce_s);
+		fprintf(out,
+			"data parallel: %llu ranks; the gradient all-reduce took %.2f%% of rank "
+			"0's time (%.3f s)\n",
+			(unsigned long long)world, total > 0 ? 100.0 * *lim->reduce_s / total : 0.0,
+			*lim->reduce_s);
 	if (world > 1 && t->dist) {
 		/* every rank's data wait, on rank 0's summary */
 		double *w = t->dist->rank == 0 ? calloc(world, sizeof(double)) : NULL;

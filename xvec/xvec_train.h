@@ -29,14 +29,14 @@ struct xvec_step {
 
 /* A logging interval's figures. */
 struct xvec_interval {
-	double loss;           /* mean over the interval's steps */
-	double accuracy;       /* training accuracy over its samples */
-	double wait_fraction;  /* of the interval's wall time spent waiting for data */
+	double loss;          /* mean over the interval's steps */
+	double accuracy;      /* training accuracy over its samples */
+	double wait_fraction; /* of the interval's wall time spent waiting for data */
 };
 
 struct xvec_trainer_ops {
-	const char *wait_name;  /* "wait" (CPU) or "gpu-wait": the log line's label */
-	const char *waiter;     /* "" or "GPU ": who waits, in the summary */
+	const char *wait_name; /* "wait" (CPU) or "gpu-wait": the log line's label */
+	const char *waiter;    /* "" or "GPU ": who waits, in the summary */
 	/* Take the next batch and train on it: 0, FEEDER_EEND at the stream's
 	 * end, -EDOM when the loss stopped being finite, or another error. */
 	int (*step)(struct xvec_trainer *t, struct xvec_step *s, char *err, size_t errlen);
@@ -61,7 +61,7 @@ struct xvec_trainer {
 	struct xvec_dist *dist;
 	volatile sig_atomic_t *interrupted;
 	int check_replicas;
-	FILE *trace;   /* NULL, or "epoch index" of every sample trained on (CPU) */
+	FILE *trace; /* NULL, or "epoch index" of every sample trained on (CPU) */
 };
 
 /* Data parallel, for the trainers' steps: every rank says whether it has a
@@ -90,8 +90,8 @@ struct xvec_cuda_train_opts {
 	const char *precision;
 	int autotune;
 	int batch, feat_dim, chunk, timeout_ms;
-	FILE *log;            /* autotune and precision lines */
-	int local_rank;       /* the device: this modulo the devices the process sees */
+	FILE *log;      /* autotune and precision lines */
+	int local_rank; /* the device: this modulo the devices the process sees */
 };
 int xvec_trainer_cuda_create(struct xvec_trainer **out, struct xvec_model *m,
 			     struct feeder_stream *s, const struct xvec_cuda_train_opts *o,
@@ -111,19 +111,19 @@ int xvec_trainer_cuda_join(struct xvec_trainer *t, struct xvec_dist *d, int sync
 			   size_t errlen);
 
 struct xvec_train_limits {
-	int log_every;         /* steps per log line */
-	long steps;            /* stop after this many steps of this run (<= 0: no limit) */
-	long stop_after;       /* stop once the model has taken this many steps (<= 0: none) */
-	const volatile sig_atomic_t *interrupted;  /* set by a signal handler: stop */
-	FILE *jsonl;           /* NULL, or one JSON object per interval (xvec train --log) */
-	double lr;             /* the learning rate, for the log */
-	int world;             /* data-parallel ranks (samples/s are global); 0 or 1: one */
+	int log_every;   /* steps per log line */
+	long steps;      /* stop after this many steps of this run (<= 0: no limit) */
+	long stop_after; /* stop once the model has taken this many steps (<= 0: none) */
+	const volatile sig_atomic_t *interrupted; /* set by a signal handler: stop */
+	FILE *jsonl;            /* NULL, or one JSON object per interval (xvec train --log) */
+	double lr;              /* the learning rate, for the log */
+	int world;              /* data-parallel ranks (samples/s are global); 0 or 1: one */
 	const double *reduce_s; /* seconds this rank spent in gradient all-reduces, or NULL */
 };
 
 struct xvec_train_result {
-	long steps;                   /* of this run */
-	uint64_t epoch, next_batch;   /* the stream position after the last step */
+	long steps;                 /* of this run */
+	uint64_t epoch, next_batch; /* the stream position after the last step */
 	int interrupted;
 };
 

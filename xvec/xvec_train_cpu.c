@@ -57,8 +57,11 @@ static int cpu_step(struct xvec_trainer *base, struct xvec_step *out, char *err,
 	} else {
 		int r = feeder_stream_next(t->s, t->timeout_ms, &b);
 		if (base->dist && base->dist->world > 1) {
-			int go = xvec_trainer_agree(base, r == 0 ? 1 : r == FEEDER_EEND ? 0 : -1, err,
-						    errlen);
+			int go = xvec_trainer_agree(base,
+						    r == 0             ? 1
+						    : r == FEEDER_EEND ? 0
+								       : -1,
+						    err, errlen);
 			if (go != 1 && r == 0)
 				feeder_batch_release(t->s, &b);
 			if (go < 0 && r == 0)
@@ -71,7 +74,8 @@ static int cpu_step(struct xvec_trainer *base, struct xvec_step *out, char *err,
 		if (r)
 			return status_fail(err, errlen, r, "waiting for a batch: %s",
 					   r == FEEDER_ESTREAM || r == FEEDER_ECLOSED
-						   ? feeder_last_error(t->f) : feeder_strerror(r));
+						   ? feeder_last_error(t->f)
+						   : feeder_strerror(r));
 		x = b.data;
 		labels = b.labels;
 		indices = b.indices;
@@ -94,7 +98,8 @@ static int cpu_step(struct xvec_trainer *base, struct xvec_step *out, char *err,
 	if (base->check_replicas && base->dist && base->dist->world > 1) {
 		size_t n;
 		const float *p = xvec_model_params(t->m, &n);
-		if ((rc = xvec_trainer_check_replicas(base, p, n, xvec_model_step(t->m), err, errlen)))
+		if ((rc = xvec_trainer_check_replicas(base, p, n, xvec_model_step(t->m), err,
+						      errlen)))
 			return rc;
 	}
 	out->samples = count;
@@ -119,8 +124,10 @@ static int cpu_interval(struct xvec_trainer *base, double dt, struct xvec_interv
 	double sums[3] = { t->loss_sum, (double)t->correct, (double)t->seen };
 	double wait = dt > 0 ? t->wait_int / dt : 0;
 	int world = base->dist && base->dist->world > 1 ? base->dist->world : 1;
-	if (world > 1 && (xvec_dist_sum_d(base->dist, sums, 3) || xvec_dist_max(base->dist, &wait, 1)))
-		return status_fail(err, errlen, -EIO, "gathering the interval's figures failed (MPI)");
+	if (world > 1 &&
+	    (xvec_dist_sum_d(base->dist, sums, 3) || xvec_dist_max(base->dist, &wait, 1)))
+		return status_fail(err, errlen, -EIO,
+				   "gathering the interval's figures failed (MPI)");
 	iv->loss = t->steps ? sums[0] / world / (double)t->steps : 0;
 	iv->accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0;
 	iv->wait_fraction = wait;

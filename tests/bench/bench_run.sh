@@ -1,12 +1,12 @@
 # bench_run.sh — sourced by the GPU benchmark scripts (xvec_gpu.sh,
-# xvec_quality.sh, gpu_pipeline.sh): where the programs and logs are, and one
-# way to run a step, so that each script can run unattended on a bare machine
-# with a fixed time budget and still say what it did.
+# xvec_quality.sh, gpu_pipeline.sh), on top of the shell test fixture
+# (tests/lib/lib.sh: src, build, the work folder $tmp and its $datasets,
+# the daemon): where the logs are, and one way to run a step, so that each
+# script can run unattended on a bare machine with a fixed time budget and
+# still say what it did.
 #
-#   bench_init NAME      sets src, build ($FEEDER_BUILD, else <source>/build),
-#                        LOGDIR (kept; default a new /tmp/NAME.XXXXXX; several
-#                        scripts may share one: every file is named NAME.*),
-#                        work (scratch data, removed on exit), the EXIT trap
+#   bench_init NAME      LOGDIR (kept; default a new /tmp/NAME.XXXXXX; several
+#                        scripts may share one: every file is named NAME.*)
 #   bench_probe          sets gpu (the CUDA device's name) or gpu_why (why
 #                        there is none), and DRY (1 without a device)
 #   bench_run STEP SECONDS CMD...
@@ -19,9 +19,9 @@
 #                        as failed (said on stderr)
 #   bench_skip STEP REASON   records a step not run, and why
 #   bench_daemon STEP ARGS...
-#                        starts feederd ARGS on $work/STEP.sock (its stderr in
-#                        NAME.STEP.log), waits for the socket; sets sock,
-#                        daemon_pid (its timeout) and daemon_proc (feederd).
+#                        start_daemon ARGS on $tmp/STEP.sock (its log in
+#                        NAME.STEP.log) under a timeout; sets sock, daemon_pid
+#                        (the timeout) and daemon_proc (feederd).
 #                        bench_daemon_stop stops it
 #   bench_daemon_gpu STEP ARGS...   the same with --gpu 0 where there is a
 #                        device, falling back to none (daemon_gpu_why says why)
@@ -29,20 +29,19 @@
 # The programs come from $build only (an unpacked bundle mirrors the build
 # tree): nothing here builds or installs anything.
 
+# shellcheck source=../lib/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
+
 bench_init() {
 	bench_name=$1
-	src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-	build=${FEEDER_BUILD:-$src/build}
 	LOGDIR=${LOGDIR:-$(mktemp -d "/tmp/$bench_name.XXXXXX")}
 	mkdir -p "$LOGDIR"
-	work=$(mktemp -d "/tmp/$bench_name-work.XXXXXX")
-	bench_ran=0 bench_failed=0 daemon_pid='' daemon_proc='' daemon_gpu_why=''
+	bench_ran=0 bench_failed=0 daemon_proc='' daemon_gpu_why=''
 	: >"$LOGDIR/$bench_name.commands"
 	: >"$LOGDIR/$bench_name.status"
-	trap bench_cleanup EXIT
-	trap 'exit 143' TERM INT # so that the EXIT trap stops the daemon
-	# shellcheck source=../find_python.sh
-	. "$src/tests/find_python.sh"
+	# the daemon lives at most as long as the whole script may
+	daemon_wrap=(timeout -k 5 "${DAEMON_BUDGET:-900}")
+	daemon_wait=20
 	echo "$bench_name: logs in $LOGDIR" >&2
 }
 
@@ -58,11 +57,6 @@ bench_probe() {
 		gpu=
 	fi
 	DRY=${DRY:-$([ -n "$gpu_why" ] && echo 1 || echo 0)}
-}
-
-bench_cleanup() {
-	bench_daemon_stop
-	rm -rf "$work"
 }
 
 bench_run() {
@@ -96,29 +90,19 @@ bench_skip() {
 bench_daemon() {
 	local step=$1
 	shift
-	sock=$work/$step.sock
-	rm -f "$sock"
-	printf '%s\t%s\n' "$step" "feederd --socket $sock $*" >>"$LOGDIR/$bench_name.commands"
-	# the daemon lives at most as long as the whole script may
-	timeout -k 5 "${DAEMON_BUDGET:-900}" "$build/daemon/feederd" --config /dev/null \
-		--socket "$sock" --log-level warning "$@" 2>"$LOGDIR/$bench_name.$step.log" &
-	daemon_pid=$!
-	for _ in $(seq 400); do
-		if [ -S "$sock" ]; then
-			# feederd itself, under timeout: for its CPU time in /proc
-			daemon_proc=$(cat "/proc/$daemon_pid/task/$daemon_pid/children" 2>/dev/null)
-			daemon_proc=${daemon_proc%% *}
-			return 0
-		fi
-		kill -0 "$daemon_pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	local why
-	why="feederd did not start: $(tail -n 3 "$LOGDIR/$bench_name.$step.log" | tr '\n\t' '  ')"
+	sock=$tmp/$step.sock
+	daemon_log=$LOGDIR/$bench_name.$step.log
+	: >"$daemon_log"
+	printf '%s\t%s\n' "$step" "feederd --socket $sock --datasets $datasets $*" >>"$LOGDIR/$bench_name.commands"
+	if start_daemon --log-level warning "$@"; then
+		# feederd itself, under timeout: for its CPU time in /proc
+		daemon_proc=$(cat "/proc/$daemon_pid/task/$daemon_pid/children" 2>/dev/null)
+		daemon_proc=${daemon_proc%% *}
+		return 0
+	fi
 	bench_failed=$((bench_failed + 1))
-	printf '%s\tfail\t%s\n' "$step" "$why" >>"$LOGDIR/$bench_name.status"
-	echo "  [$step] FAILED: $why" >&2
-	bench_daemon_stop
+	printf '%s\tfail\t%s\n' "$step" "$daemon_why" >>"$LOGDIR/$bench_name.status"
+	echo "  [$step] FAILED: $daemon_why" >&2
 	return 1
 }
 
@@ -139,12 +123,7 @@ bench_daemon_gpu() {
 }
 
 bench_daemon_stop() {
-	if [ -n "${daemon_pid:-}" ]; then
-		kill "$daemon_pid" 2>/dev/null
-		wait "$daemon_pid" 2>/dev/null
-		daemon_pid=
-	fi
-	return 0
+	stop_daemon 10 || :
 }
 
 bench_exit() {

@@ -50,13 +50,12 @@ fi
 echo "gpu_pipeline: device: $([ -n "$gpu_why" ] && echo "none ($gpu_why)" || echo yes);" \
 	"DRY=$DRY, $N images, threads $THREADS, $BATCHES batches of $BATCH" >&2
 
-mkdir -p "$work/datasets"
 data_ok=0
-bench_run gen_images "${T_DATA:-120}" "$build/tools/gen/gen-images" "$N" "$work/src" \
+bench_run gen_images "${T_DATA:-120}" "$build/tools/gen/gen-images" "$N" "$tmp/src" \
 	--classes $((N >= 1000 ? 100 : (N + 9) / 10)) --seed 1 --threads "$cores" &&
 	bench_run pack "${T_DATA:-120}" "$build/packer/packer" pack images --threads "$cores" \
-		"$work/src" "$work/datasets/imgs" && data_ok=1
-rm -rf "$work/src"
+		"$tmp/src" "$datasets/imgs" && data_ok=1
+rm -rf "$tmp/src"
 
 # The pipeline alone, per thread count.
 run=(--batch "$BATCH" --batches "$BATCHES" --json)
@@ -68,13 +67,13 @@ for t in $THREADS; do
 		continue
 	fi
 	if [ -n "$gpu_why" ]; then
-		bench_run "bench_t$t" "${T_BENCH:-90}" "$tool" "$work/datasets/imgs" --threads "$t" \
+		bench_run "bench_t$t" "${T_BENCH:-90}" "$tool" "$datasets/imgs" --threads "$t" \
 			"${run[@]}" --mode cpu
 		bench_skip "bench_host_t$t" "$gpu_why"
 	else
-		bench_run "bench_t$t" "${T_BENCH:-90}" "$tool" "$work/datasets/imgs" --threads "$t" \
+		bench_run "bench_t$t" "${T_BENCH:-90}" "$tool" "$datasets/imgs" --threads "$t" \
 			"${run[@]}"
-		bench_run "bench_host_t$t" "${T_BENCH:-90}" "$tool" "$work/datasets/imgs" \
+		bench_run "bench_host_t$t" "${T_BENCH:-90}" "$tool" "$datasets/imgs" \
 			--threads "$t" "${run[@]}" --mode gpu --host
 	fi
 done
@@ -83,7 +82,7 @@ done
 # daemon's CPU time around each (utime + stime in clock ticks).
 ticks() { awk '{ print $14 + $15 }' "/proc/${daemon_proc:-none}/stat" 2>/dev/null; }
 daemon_gpu_why=$gpu_why
-if [ "$data_ok" = 1 ] && bench_daemon_gpu feederd --datasets "$work/datasets" --workers "$cores"
+if [ "$data_ok" = 1 ] && bench_daemon_gpu feederd --workers "$cores"
 then
 	for mode in cpu gpu gpu-device; do
 		if [ $mode != cpu ] && [ -n "$daemon_gpu_why" ]; then

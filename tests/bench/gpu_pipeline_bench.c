@@ -57,10 +57,10 @@ struct bench {
 	/* gpu mode */
 	struct gpu_pipeline *g[2];
 	pthread_barrier_t start, done;
-	uint32_t cur_batch;    /* batch being staged (set by the main thread) */
+	uint32_t cur_batch;     /* batch being staged (set by the main thread) */
 	uint32_t next_in_batch; /* atomic */
-	int failed;            /* atomic: a worker hit an error */
-	char err[320];         /* its sentence */
+	int failed;             /* atomic: a worker hit an error */
+	char err[320];          /* its sentence */
 };
 
 static double wall(void)
@@ -99,8 +99,8 @@ static void *cpu_worker(void *arg)
 		if (i >= b->total || __atomic_load_n(&b->failed, __ATOMIC_RELAXED))
 			break;
 		const struct sample *s = &b->samples[i % b->nsamples];
-		if (jpeg_pipeline_run(w, &b->p, s->jpeg, s->len, i, b->out + (i % b->batch) * sb, err,
-				      sizeof err)) {
+		if (jpeg_pipeline_run(w, &b->p, s->jpeg, s->len, i, b->out + (i % b->batch) * sb,
+				      err, sizeof err)) {
 			fail_worker(b, "cpu pipeline", err);
 			break;
 		}
@@ -192,7 +192,8 @@ static int run_gpu(struct bench *b, struct result *r)
 {
 	char err[256];
 	for (int i = 0; i < 2; i++)
-		if (gpu_pipeline_create_jpeg(&b->g[i], 0, &b->p, b->batch, b->staging, err, sizeof err)) {
+		if (gpu_pipeline_create_jpeg(&b->g[i], 0, &b->p, b->batch, b->staging, err,
+					     sizeof err)) {
 			fprintf(stderr, "gpu_pipeline_bench: %s\n", err);
 			return 1;
 		}
@@ -200,7 +201,8 @@ static int run_gpu(struct bench *b, struct result *r)
 	void *host[2] = { NULL, NULL };
 	for (int i = 0; b->host && i < 2; i++)
 		if (cudaMallocHost(&host[i], sb * b->batch) != cudaSuccess) {
-			fprintf(stderr, "gpu_pipeline_bench: no pinned memory for the host batches\n");
+			fprintf(stderr,
+				"gpu_pipeline_bench: no pinned memory for the host batches\n");
 			return 1;
 		}
 	uint32_t total = b->batches + WARMUP;
@@ -310,8 +312,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--staging"))
 			b.staging = (size_t)strtoull(v, NULL, 10);
 		else if (!strcmp(a, "--dtype"))
-			dtype = !strcmp(v, "u8") ? FEEDER_DTYPE_U8 : !strcmp(v, "f32") ? FEEDER_DTYPE_F32
-										     : FEEDER_DTYPE_F16;
+			dtype = !strcmp(v, "u8")    ? FEEDER_DTYPE_U8
+				: !strcmp(v, "f32") ? FEEDER_DTYPE_F32
+						    : FEEDER_DTYPE_F16;
 		else if (!strcmp(a, "--mode")) {
 			do_cpu = strcmp(v, "gpu") != 0;
 			do_gpu = strcmp(v, "cpu") != 0;
@@ -327,7 +330,8 @@ int main(int argc, char **argv)
 	}
 	struct dsstore *ds;
 	struct dsstore_txn *txn;
-	if (dsstore_open(dir, &ds, err, sizeof err) || dsstore_txn_begin(ds, &txn, err, sizeof err)) {
+	if (dsstore_open(dir, &ds, err, sizeof err) ||
+	    dsstore_txn_begin(ds, &txn, err, sizeof err)) {
 		fprintf(stderr, "gpu_pipeline_bench: %s\n", err);
 		return 1;
 	}
@@ -347,7 +351,8 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0; i < b.nsamples; i++) {
 		struct dsformat_sample s;
 		if (dsstore_get_sample(txn, i, &s, &b.samples[i].jpeg, err, sizeof err)) {
-			fprintf(stderr, "gpu_pipeline_bench: sample %llu: %s\n", (unsigned long long)i, err);
+			fprintf(stderr, "gpu_pipeline_bench: sample %llu: %s\n",
+				(unsigned long long)i, err);
 			return 1;
 		}
 		b.samples[i].len = s.payload_len;
@@ -360,7 +365,9 @@ int main(int argc, char **argv)
 		return 1;
 	if (do_gpu && run_gpu(&b, &gpu))
 		return 1;
-	const char *dn = dtype == FEEDER_DTYPE_U8 ? "u8" : dtype == FEEDER_DTYPE_F32 ? "f32" : "f16";
+	const char *dn = dtype == FEEDER_DTYPE_U8    ? "u8"
+			 : dtype == FEEDER_DTYPE_F32 ? "f32"
+						     : "f16";
 	if (json) {
 		printf("{\"threads\": %u, \"batch\": %u, \"size\": %u, \"dtype\": \"%s\", "
 		       "\"batches\": %u, \"host_copy\": %s",
@@ -378,13 +385,14 @@ int main(int argc, char **argv)
 		       "%u threads, %u batches\n",
 		       (unsigned long long)b.nsamples, size, dn, b.batch, b.threads, b.batches);
 		if (do_cpu)
-			printf("cpu  %9.1f images/s  %7.3f core-s / 1000 images\n", cpu.images_per_s,
-			       cpu.core_s_per_1000);
+			printf("cpu  %9.1f images/s  %7.3f core-s / 1000 images\n",
+			       cpu.images_per_s, cpu.core_s_per_1000);
 		if (do_gpu)
 			printf("gpu  %9.1f images/s  %7.3f core-s / 1000 images  (%s; %u samples "
 			       "finished on the CPU)\n",
 			       gpu.images_per_s, gpu.core_s_per_1000,
-			       b.host ? "copied back to pinned host memory" : "left in device memory",
+			       b.host ? "copied back to pinned host memory"
+				      : "left in device memory",
 			       gpu.cpu_finished);
 		if (do_cpu && do_gpu)
 			printf("gpu/cpu: %.2fx images/s, %.2fx CPU time per image\n",

@@ -62,8 +62,8 @@ static int h2d_time(const char *src, size_t bytes, size_t chunk, int iters, void
 
 /* The best GB/s of each source over `rounds` rounds in which they take turns. */
 static int h2d_best(const char *alloc, const char *ring, const char *heap, size_t bytes,
-		    size_t chunk, int iters, int rounds, void *dst, cudaStream_t st, double *g_alloc,
-		    double *g_ring, double *g_heap)
+		    size_t chunk, int iters, int rounds, void *dst, cudaStream_t st,
+		    double *g_alloc, double *g_ring, double *g_heap)
 {
 	const char *src[3] = { alloc, ring, heap };
 	double *best[3] = { g_alloc, g_ring, g_heap }, g;
@@ -101,7 +101,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (chunk < 1 || bytes < chunk || iters < 1 || rounds < 1) {
-		fprintf(stderr, "h2d_bench: need 1 <= chunk <= bytes, iters >= 1 and rounds >= 1\n");
+		fprintf(stderr,
+			"h2d_bench: need 1 <= chunk <= bytes, iters >= 1 and rounds >= 1\n");
 		return 2;
 	}
 	if (cuda_info_devices(&dev, why, sizeof(why)) < 1) {
@@ -114,7 +115,8 @@ int main(int argc, char **argv)
 	cudaError_t e;
 	int fd = memfd_create("h2d_bench_ring", MFD_CLOEXEC);
 	if (!heap || fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
-		fprintf(stderr, "h2d_bench: cannot make a %zu-byte memfd: %s\n", bytes, strerror(errno));
+		fprintf(stderr, "h2d_bench: cannot make a %zu-byte memfd: %s\n", bytes,
+			strerror(errno));
 		return 1;
 	}
 	void *ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -131,7 +133,8 @@ int main(int argc, char **argv)
 	if ((e = cudaHostAlloc(&hostalloc, bytes, cudaHostAllocDefault)) != cudaSuccess)
 		return h2d_fail("cudaHostAlloc", e);
 	memset(hostalloc, 1, bytes);
-	if ((e = cudaHostRegister(ring, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped)) !=
+	if ((e = cudaHostRegister(ring, bytes,
+				  cudaHostRegisterPortable | cudaHostRegisterMapped)) !=
 	    cudaSuccess)
 		return h2d_fail("cudaHostRegister", e);
 

@@ -78,7 +78,7 @@ def run(a, feeder, timed):
     t0 = clock()
     loader = feeder.Loader(a.dataset, a.batch, pipeline=feeder.Jpeg(a.size, train=not a.eval),
                            seed=a.seed, dtype=a.dtype, layout=a.layout, slots=a.slots,
-                           socket=a.socket, drop_last=False)
+                           socket=a.socket, drop_last=False, shuffle=True)
     setup_ns = clock() - t0
     timed.ns = 0
     n = images = 0

@@ -21,22 +21,18 @@
 # Environment: FEEDER_BUILD (default <source>/build), FEEDER_BENCH_OUT
 # (default /tmp/feeder-bench-out).
 set -eu
+. "$(dirname "$0")/../lib/lib.sh"
 N=${1:-20000}
-SRC_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${FEEDER_BUILD:-$SRC_ROOT/build}
-PACKER=$BUILD/packer/packer
-GEN=$BUILD/tools/gen/gen-images
-PY=/usr/bin/python3
 IMG=/tmp/feeder-bench-images-$N
 OUT=${FEEDER_BENCH_OUT:-/tmp/feeder-bench-out}
-for x in "$PACKER" "$GEN"; do
-	[ -x "$x" ] || { echo "pack.sh: $x is not built (ninja -C $BUILD)" >&2; exit 2; }
-done
+need_exe "$packer" "$genimg"
+need_python lmdb
+threads=$(nproc)
 
 if [ ! -f "$IMG.complete" ]; then
 	echo "generating $N images into $IMG ..." >&2
 	rm -rf "$IMG"
-	"$GEN" "$N" "$IMG" --classes 100 --seed 1 >/dev/null
+	gen_images "$IMG" "$N" 100 1
 	touch "$IMG.complete"
 fi
 FILES=$(find "$IMG" -type f | wc -l)
@@ -91,9 +87,9 @@ else
 	COLD="$COLD (cannot write /proc/sys/vm/drop_caches: $(touch /proc/sys/vm/drop_caches 2>&1 | sed 's/.*: //'))"
 fi
 
-pack_packer() { rm -rf "$1"; sync; run "$2" "$PACKER" pack images --restart none "$IMG" "$1"; }
-pack_tiled() { rm -rf "$1"; sync; run "$2" "$PACKER" pack images "$IMG" "$1"; }
-pack_python() { rm -rf "$1" "$1-lock"; sync; run "$2" "$PY" "$SRC_ROOT/tests/bench/folder2lmdb.py" "$IMG" "$1"; }
+pack_packer() { rm -rf "$1"; sync; run "$2" "$packer" pack images --restart none "$IMG" "$1"; }
+pack_tiled() { rm -rf "$1"; sync; run "$2" "$packer" pack images "$IMG" "$1"; }
+pack_python() { rm -rf "$1" "$1-lock"; sync; run "$2" "$py" "$src/tests/bench/folder2lmdb.py" "$IMG" "$1"; }
 echo "packing to $OUT ..." >&2
 pack_packer "$OUT/packer-ds" "packer pack images -> disk"
 pack_python "$OUT/python.lmdb" "python folder2lmdb -> disk"
@@ -103,7 +99,7 @@ if [ -d /dev/shm ] && [ "$(df -k --output=avail /dev/shm | tail -1)" -gt $((BYTE
 	SHM=1
 	echo "packing to /dev/shm ..." >&2
 	shm_clean() { rm -rf /dev/shm/feeder-bench-packer; sync; }
-	best "packer pack images -> tmpfs" 3 shm_clean "$PACKER" pack images --restart none "$IMG" /dev/shm/feeder-bench-packer
+	best "packer pack images -> tmpfs" 3 shm_clean "$packer" pack images --restart none "$IMG" /dev/shm/feeder-bench-packer
 	rm -rf /dev/shm/feeder-bench-packer
 	pack_tiled /dev/shm/feeder-bench-packer "packer pack images, tiled (default) -> tmpfs"
 	TILED_BYTES=$(du -sb /dev/shm/feeder-bench-packer/data.mdb | cut -f1)

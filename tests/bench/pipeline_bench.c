@@ -79,15 +79,15 @@ static int take_jpeg(const char *path, const struct stat *st, int type, struct F
 	return 0;
 }
 
-typedef int (*pipe_fn)(struct jpeg_worker *, const struct feeder_stream_opts *, const uint8_t *, size_t,
-		       uint64_t, void *, char *, size_t);
+typedef int (*pipe_fn)(struct jpeg_worker *, const struct feeder_stream_opts *, const uint8_t *,
+		       size_t, uint64_t, void *, char *, size_t);
 
 /* Milliseconds per image in decoding and in transforming of the last
  * rate_pipeline run (the worker's own stage clocks). */
 static double last_decode_ms, last_transform_ms;
 
-static double rate_pipeline(const struct bench *b, struct jpeg_worker *w, const struct feeder_stream_opts *p,
-			    pipe_fn fn, void *out)
+static double rate_pipeline(const struct bench *b, struct jpeg_worker *w,
+			    const struct feeder_stream_opts *p, pipe_fn fn, void *out)
 {
 	char err[256];
 	double ds, ts;
@@ -154,15 +154,17 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--seconds"))
 			b.seconds = atof(v);
 		else if (!strcmp(a, "--dtype"))
-			dtype = !strcmp(v, "u8") ? FEEDER_DTYPE_U8 : !strcmp(v, "f32") ? FEEDER_DTYPE_F32
-										     : FEEDER_DTYPE_F16;
+			dtype = !strcmp(v, "u8")    ? FEEDER_DTYPE_U8
+				: !strcmp(v, "f32") ? FEEDER_DTYPE_F32
+						    : FEEDER_DTYPE_F16;
 		else if (!strcmp(a, "--dir"))
 			dir = v;
 		else if (!strcmp(a, "--resize") && (!strcmp(v, "auto") || !strcmp(v, "portable")))
 			impl = !strcmp(v, "auto") ? RESIZE_IMPL_AUTO : RESIZE_IMPL_PORTABLE;
 		else {
-			fprintf(stderr, "usage: pipeline_bench [--width W --height H --size S "
-					"--dtype u8|f16|f32 --seconds T --resize auto|portable --dir DIR]\n");
+			fprintf(stderr,
+				"usage: pipeline_bench [--width W --height H --size S "
+				"--dtype u8|f16|f32 --seconds T --resize auto|portable --dir DIR]\n");
 			return 2;
 		}
 	}
@@ -181,7 +183,8 @@ int main(int argc, char **argv)
 	} else {
 		b.n = 8;
 		for (int i = 0; i < b.n; i++) {
-			b.jpeg[i] = jpeg_synth(b.w, b.h, TJSAMP_420, 90, (unsigned)i + 1, &b.len[i]);
+			b.jpeg[i] =
+				jpeg_synth(b.w, b.h, TJSAMP_420, 90, (unsigned)i + 1, &b.len[i]);
 			if (!b.jpeg[i]) {
 				fprintf(stderr, "pipeline_bench: could not make test images\n");
 				return 1;
@@ -246,26 +249,34 @@ int main(int argc, char **argv)
 	else
 		printf("8 synthetic images %dx%d 4:2:0 q90", b.w, b.h);
 	printf(", output %ux%u %s, one thread, resize %s\n", size, size,
-	       dtype == FEEDER_DTYPE_U8 ? "u8" : dtype == FEEDER_DTYPE_F32 ? "f32" : "f16",
+	       dtype == FEEDER_DTYPE_U8    ? "u8"
+	       : dtype == FEEDER_DTYPE_F32 ? "f32"
+					   : "f16",
 	       impl == RESIZE_IMPL_PORTABLE ? "portable" : "auto");
 	printf("full-size tjDecompress2     %8.0f images/s\n", full);
 	printf("jpeg_pipeline_run train     %8.0f images/s (%.2fx full decode; decode %.3f ms, "
-	       "transform %.3f ms)\n", tr, tr / full, ms[0][0], ms[0][1]);
+	       "transform %.3f ms)\n",
+	       tr, tr / full, ms[0][0], ms[0][1]);
 	printf("jpeg_pipeline_run eval      %8.0f images/s (%.2fx full decode; decode %.3f ms, "
-	       "transform %.3f ms)\n", ev, ev / full, ms[1][0], ms[1][1]);
+	       "transform %.3f ms)\n",
+	       ev, ev / full, ms[1][0], ms[1][1]);
 	printf("jpeg_pipeline_reference     %8.0f images/s\n", ref);
 	printf("tiled (restart %u MCUs, %+.1f %% bytes):\n", restart,
 	       100.0 * ((double)tiled_bytes / plain_bytes - 1));
 	printf("  full-size tjDecompress2   %8.0f images/s\n", tfull);
 	printf("  jpeg_pipeline_run train   %8.0f images/s (%.2fx full decode; decode %.3f ms, "
-	       "transform %.3f ms)\n", ttr, ttr / full, ms[2][0], ms[2][1]);
+	       "transform %.3f ms)\n",
+	       ttr, ttr / full, ms[2][0], ms[2][1]);
 	printf("  jpeg_pipeline_run eval    %8.0f images/s (%.2fx full decode; decode %.3f ms, "
-	       "transform %.3f ms)\n", tev, tev / full, ms[3][0], ms[3][1]);
+	       "transform %.3f ms)\n",
+	       tev, tev / full, ms[3][0], ms[3][1]);
 	printf("  the same with libjpeg's Huffman decoder:\n");
 	printf("  jpeg_pipeline_run train   %8.0f images/s (%.2fx full decode; decode %.3f ms, "
-	       "transform %.3f ms)\n", ltr, ltr / full, ms[4][0], ms[4][1]);
+	       "transform %.3f ms)\n",
+	       ltr, ltr / full, ms[4][0], ms[4][1]);
 	printf("  jpeg_pipeline_run eval    %8.0f images/s (%.2fx full decode; decode %.3f ms, "
-	       "transform %.3f ms)\n", lev, lev / full, ms[5][0], ms[5][1]);
+	       "transform %.3f ms)\n",
+	       lev, lev / full, ms[5][0], ms[5][1]);
 	for (int i = 0; i < b.n; i++)
 		free(tb.jpeg[i]);
 	free(out);

@@ -29,37 +29,34 @@
 # gen-noise --count 5 (5 noise, 5 music, 5 speech files of 3-8 s), gen-rir
 # --count 10. About 2 minutes on 2 cores with the defaults.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-src=$(pwd)
+. "$(dirname "$0")/../lib/lib.sh"
+cd "$src"
 CHUNKS=${1:-1280}
 ROUNDS=${2:-3}
 BATCH=32
-build=${FEEDER_BUILD:-$src/build}
 export FEEDER_BUILD=$build
 cores=$(nproc)
+threads=$cores
 FEEDER_DEPS_EXTRA="python3-torch python3-torchaudio python3-scipy" tools/install-deps
 [ -f "$build/build.ninja" ] || meson setup "$build" -Dwerror=true >/dev/null
 ninja -C "$build" >/dev/null
-[ -x "$build/tools/gen/gen-rir" ] || { echo "speech_aug.sh: built without the audio libraries (have_audio)" >&2; exit 77; }
+[ -x "$build/tools/gen/gen-rir" ] || skip "speech_aug.sh: built without the audio libraries (have_audio)"
+need_python torch torchaudio scipy lmdb numpy cffi
 
-work=$(mktemp -d /tmp/feeder-speech-aug.XXXXXX)
-daemon=
-trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
-ds=$work/datasets
-mkdir -p "$ds"
-"$build/tools/gen/gen-speech" 20 10 "$work/speech" --seed 1 --min-dur 2.5 --max-dur 5 >&2
-"$build/tools/gen/gen-noise" --seed 3 --count 5 "$work/noise" >&2
-"$build/tools/gen/gen-rir" --seed 4 --count 10 "$work/rirs/rir" >&2   # one class folder
-for d in speech:speech noise:noise rirs:rir; do
-  "$build/packer/packer" pack audio --store wave "$work/${d%%:*}" "$ds/${d##*:}" >&2
-done
+ds=$datasets
+"$genspeech" 20 10 "$tmp/speech" --seed 1 --min-dur 2.5 --max-dur 5 >&2
+"$build/tools/gen/gen-noise" --seed 3 --count 5 "$tmp/noise" >&2
+"$build/tools/gen/gen-rir" --seed 4 --count 10 "$tmp/rirs/rir" >&2   # one class folder
+pack_audio speech "$tmp/speech" --store wave
+pack_audio noise "$tmp/noise" --store wave
+pack_audio rir "$tmp/rirs" --store wave
 
 # The stage harness: built by Meson where tests/bench is a subdir of the
 # build (tests/bench/meson.build), else compiled here against the build's
 # static libraries (the same objects feederd links).
 harness=$build/tests/bench/wave_stage_bench
 if [ ! -x "$harness" ]; then
-  harness=$work/wave_stage_bench
+  harness=$tmp/wave_stage_bench
   # shellcheck disable=SC2046
   cc -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Iproto -Imedia -Idaemon -I"$build" \
     tests/bench/wave_stage_bench.c "$build/daemon/libfeeder_pipeline.a" \
@@ -69,38 +66,35 @@ if [ ! -x "$harness" ]; then
     -o "$harness"
 fi
 
-"$build/daemon/feederd" --config /dev/null --socket "$work/s.sock" --datasets "$ds" \
-  --workers "$cores" --log-level warning 2>"$work/feederd.log" &
-daemon=$!
-for _ in $(seq 100); do [ -S "$work/s.sock" ] && break; sleep 0.05; done
-py=(/usr/bin/python3 tests/bench/speech_aug_torch.py)
+start_daemon --workers "$cores" --log-level warning || fail "$daemon_why"
+peer=("$py" tests/bench/speech_aug_torch.py)
 export PYTHONPATH=$build/client/python${PYTHONPATH:+:$PYTHONPATH}
 common=(--chunks "$CHUNKS" --batch "$BATCH")
-results=$work/results
+results=$tmp/results
 : >"$results"
 for round in $(seq "$ROUNDS"); do
   for aug in 1 0; do
-    p=$("${py[@]}" peer "$ds" --aug $aug --workers "$cores" "${common[@]}")
-    f=$("${py[@]}" feeder "$ds" --aug $aug --socket "$work/s.sock" "${common[@]}")
+    p=$("${peer[@]}" peer "$ds" --aug $aug --workers "$cores" "${common[@]}")
+    f=$("${peer[@]}" feeder "$ds" --aug $aug --socket "$sock" "${common[@]}")
     echo "round $round aug $aug: pytorch $p" >&2
     echo "round $round aug $aug: feeder $f" >&2
     printf '%s\t%s\t%s\n' "$aug" "$p" "$f" >>"$results"
   done
 done
-kill "$daemon"; wait "$daemon" 2>/dev/null || true; daemon=
-[ -s "$work/feederd.log" ] && { echo "feederd log:" >&2; cat "$work/feederd.log" >&2; }
+stop_daemon 10 || true
+if [ -s "$daemon_log" ]; then echo "feederd log:" >&2; cat "$daemon_log" >&2; fi
 
 # One thread each, no daemon: where a chunk's time goes.
 hs1=$("$harness" --datasets "$ds" --aug 1 --json)
 hs0=$("$harness" --datasets "$ds" --aug 0 --json)
-ps1=$("${py[@]}" stages "$ds" --aug 1 --chunks 300 --batch "$BATCH")
-ps0=$("${py[@]}" stages "$ds" --aug 0 --chunks 300 --batch "$BATCH")
+ps1=$("${peer[@]}" stages "$ds" --aug 1 --chunks 300 --batch "$BATCH")
+ps0=$("${peer[@]}" stages "$ds" --aug 0 --chunks 300 --batch "$BATCH")
 echo "wave_stage_bench: $hs1" >&2
 echo "wave_stage_bench: $hs0" >&2
 echo "pytorch stages: $ps1" >&2
 echo "pytorch stages: $ps0" >&2
 
-/usr/bin/python3 - "$results" "$hs1" "$hs0" "$ps1" "$ps0" "$cores" "$CHUNKS" "$ROUNDS" "$BATCH" <<'PY'
+"$py" - "$results" "$hs1" "$hs0" "$ps1" "$ps0" "$cores" "$CHUNKS" "$ROUNDS" "$BATCH" <<'PY'
 import json, sys
 results, cores, chunks, rounds, batch = sys.argv[1], sys.argv[6], sys.argv[7], sys.argv[8], sys.argv[9]
 hs = {1: json.loads(sys.argv[2]), 0: json.loads(sys.argv[3])}

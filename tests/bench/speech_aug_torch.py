@@ -323,7 +323,8 @@ def feeder_side(a):
     pipe = feeder.Wave(chunk_len=CHUNK, train=True, features="fbank", bins=BINS, cmn="utt",
                        **opts)
     ld = feeder.Loader("speech", a.batch, pipeline=pipe, seed=a.seed, dtype="float32",
-                       socket=a.socket, drop_last=True, slots=a.slots, timeout=120)
+                       socket=a.socket, drop_last=True, shuffle=True, slots=a.slots,
+                       timeout=120)
     warm = max(a.warmup, a.slots + 2)  # past the batches its ring prefetched
     epoch, got, done, t0 = 0, 0, 0, None
     while t0 is None or got < a.chunks:

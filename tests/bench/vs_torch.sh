@@ -20,64 +20,57 @@
 # unix socket and scrapes /metrics every second during the whole run (the
 # cost of the reporting).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-src=$(pwd)
+. "$(dirname "$0")/../lib/lib.sh"
+cd "$src"
 N=${1:-5000}
 BATCHES=${2:-15}
 # Every side times BATCHES batches after its first one (start-up: worker
 # fork or connect, stream open, the first batch), as torch_images.py does.
 consumed=$((BATCHES + 1))
-build=${FEEDER_BUILD:-$src/build}
 export FEEDER_BUILD=$build
 cores=$(nproc)
+threads=$cores
 FEEDER_DEPS_EXTRA="python3-torch python3-torchvision" tools/install-deps
 [ -f "$build/build.ninja" ] || meson setup "$build" -Dwerror=true >/dev/null
 ninja -C "$build" >/dev/null
+need_python torch torchvision PIL lmdb numpy cffi
 
 imgs=/tmp/feeder-bench-images-$N
-work=$(mktemp -d /tmp/feeder-vs-torch.XXXXXX)
-daemon=
-trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
-[ -d "$imgs" ] || tools/gen/gen-images "$N" "$imgs" --classes 100 --seed 42 >&2
-mkdir -p "$work/datasets"
+[ -d "$imgs" ] || gen_images "$imgs" "$N" 100 42
 t0=$(date +%s.%N)
-"$build/packer/packer" pack images -v "$imgs" "$work/datasets/images" 2>&1 | grep -v '^\s*$' | tail -2 >&2
+pack_images images "$imgs" -v
 t1=$(date +%s.%N)
-"$build/packer/packer" pack images --restart none "$imgs" "$work/datasets/images_untiled" >&2
+pack_images images_untiled "$imgs" --restart none
 t2=$(date +%s.%N)
-echo "packer: tiled $(python3 -c "print(f'{$N / ($t1 - $t0):.0f}')") files/s, untiled $(python3 -c "print(f'{$N / ($t2 - $t1):.0f}')") files/s ($cores threads)" >&2
+grep -v '^\s*$' "$tmp/packer-images.log" | tail -2 >&2
+echo "packer: tiled $("$py" -c "print(f'{$N / ($t1 - $t0):.0f}')") files/s, untiled $("$py" -c "print(f'{$N / ($t2 - $t1):.0f}')") files/s ($cores threads)" >&2
 # The packs leave ~1 GB of dirty pages whose writeback would otherwise land
 # on the first stream measured (it ran 25-45 % slower than the same stream
 # later in the run); written back and read once, every side below reads the
 # datasets from the page cache.
 sync
-cat "$work"/datasets/*/data.mdb >/dev/null
+cat "$datasets"/*/data.mdb >/dev/null
 
 metrics_args=()
-[ "${FEEDER_METRICS:-0}" = 1 ] && metrics_args=(--metrics-listen "$work/metrics.sock")
-"$build/daemon/feederd" --config /dev/null --socket "$work/s.sock" --datasets "$work/datasets" \
-  --workers "$cores" --log-level warning "${metrics_args[@]}" 2>"$work/feederd.log" &
-daemon=$!
-for _ in $(seq 100); do [ -S "$work/s.sock" ] && break; sleep 0.05; done
-export FEEDER_SOCKET=$work/s.sock
-scraper=
+[ "${FEEDER_METRICS:-0}" = 1 ] && metrics_args=(--metrics-listen "$tmp/metrics.sock")
+start_daemon --workers "$cores" --log-level warning "${metrics_args[@]}" || fail "$daemon_why"
+export FEEDER_SOCKET=$sock
 if [ "${FEEDER_METRICS:-0}" = 1 ]; then
-  (while sleep 1; do curl -s --unix-socket "$work/metrics.sock" http://feederd/metrics >/dev/null; done) &
-  scraper=$!
-  trap '[ -n "$scraper" ] && kill $scraper 2>/dev/null; [ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
+  spawn /dev/null bash -c 'while sleep 1; do curl -s --unix-socket "$1" http://feederd/metrics >/dev/null; done' \
+    scraper "$tmp/metrics.sock"
   echo "metrics: scraping /metrics every second during the run" >&2
 fi
 # one frame of feederctl top during the main Feeder run
-(sleep 1.6; "$build/tools/feederctl" top --once > "$work/top.txt" 2>&1) &
+(sleep 1.6; "$feederctl" top --once > "$tmp/top.txt" 2>&1) &
 topper=$!
 
 # The daemon's own memory is RssAnon (heap, stacks); RssFile is mostly the
 # dataset's LMDB pages it touched (page cache, shared and reclaimable); the
 # rings are RssShmem.
-rss() { awk '/^RssAnon/ {a = $2} /^RssFile/ {f = $2} END {print a, f}' "/proc/$daemon/status"; }
+rss() { awk '/^RssAnon/ {a = $2} /^RssFile/ {f = $2} END {print a, f}' "/proc/$daemon_pid/status"; }
 read -r anon0 file0 < <(rss)
 fb=$("$build/tools/feeder-bench" --dataset images --batch 256 --size 224 --dtype f16 \
-  --batches "$consumed" --datasets "$work/datasets" --json)
+  --batches "$consumed" --datasets "$datasets" --json)
 read -r anon1 file1 < <(rss)
 # feeder_stream_next when the batch is already waiting: a consumer slower than the
 # daemon (50 ms of simulated compute per batch of 32), so the ring is full
@@ -86,26 +79,26 @@ fr=$("$build/tools/feeder-bench" --dataset images --batch 32 --size 224 --dtype 
   --batches 150 --hold-us 50000 --json)
 wait $topper || true
 fe=$("$build/tools/feeder-bench" --dataset images --batch 256 --size 224 --dtype f16 --eval \
-  --batches "$consumed" --datasets "$work/datasets" --json)
+  --batches "$consumed" --datasets "$datasets" --json)
 fu=$("$build/tools/feeder-bench" --dataset images_untiled --batch 256 --size 224 --dtype f16 \
-  --batches "$consumed" --datasets "$work/datasets" --json)
+  --batches "$consumed" --datasets "$datasets" --json)
 fue=$("$build/tools/feeder-bench" --dataset images_untiled --batch 256 --size 224 --dtype f16 --eval \
-  --batches "$consumed" --datasets "$work/datasets" --json)
+  --batches "$consumed" --datasets "$datasets" --json)
 echo "feeder-bench eval: $fe" >&2
 echo "feeder-bench untiled: $fu" >&2
 echo "feeder-bench untiled eval: $fue" >&2
 echo "feeder-bench (slow consumer): $fr" >&2
 echo "feeder-bench: $fb" >&2
-tb=$(/usr/bin/python3 tests/bench/torch_images.py "$work/datasets/images" --batch 256 --size 224 \
+tb=$("$py" tests/bench/torch_images.py "$datasets/images" --batch 256 --size 224 \
   --batches "$BATCHES" --workers "$cores")
 echo "pytorch: $tb" >&2
 lb='{}'
 if [ -f "$build/client/python/feeder/__init__.py" ] && [ -f tests/bench/loader_bench.py ]; then
-  lb=$(PYTHONPATH=$build/client/python /usr/bin/python3 tests/bench/loader_bench.py \
-    --dataset images --batch 256 --size 224 --dtype float16 --batches "$consumed" --socket "$work/s.sock")
+  lb=$(PYTHONPATH=$build/client/python "$py" tests/bench/loader_bench.py \
+    --dataset images --batch 256 --size 224 --dtype float16 --batches "$consumed" --socket "$sock")
   echo "feeder.Loader: $lb" >&2
 fi
-/usr/bin/python3 - "$fb" "$tb" "$lb" "$fr" "$anon0" "$file0" "$anon1" "$file1" "$N" "$cores" "$fe" "$fu" "$fue" <<'PY'
+"$py" - "$fb" "$tb" "$lb" "$fr" "$anon0" "$file0" "$anon1" "$file1" "$N" "$cores" "$fe" "$fu" "$fue" <<'PY'
 import json, sys
 fb, tb, lb, fr = (json.loads(a) for a in sys.argv[1:5])
 anon0, file0, anon1, file1, n, cores = (int(a) for a in sys.argv[5:11])
@@ -136,5 +129,5 @@ PY
 echo
 echo "feederctl top --once during the feeder-bench run:"
 echo '```'
-cat "$work/top.txt"
+cat "$tmp/top.txt"
 echo '```'

@@ -155,7 +155,7 @@ static int src_open(struct src *s, const char *dir, const char *name)
 static int index_noise(struct src *s, struct wave_sources *ws)
 {
 	char err[256];
-	int64_t cat_of[WAVE_CATEGORIES] = {-1, -1, -1};
+	int64_t cat_of[WAVE_CATEGORIES] = { -1, -1, -1 };
 	struct dsstore_txn *txn = NULL;
 	int rc = dsstore_txn_begin(s->ds, &txn, err, sizeof(err));
 	if (rc) {
@@ -206,44 +206,75 @@ int main(int argc, char **argv)
 	int aug = 1, json = 0;
 	unsigned chunks = 300, warmup = 30, repeats = 5;
 	uint64_t seed = 1;
-	static const struct option lo[] = {
-		{"datasets", required_argument, NULL, 'd'}, {"speech", required_argument, NULL, 's'},
-		{"noise", required_argument, NULL, 'n'},    {"rir", required_argument, NULL, 'r'},
-		{"aug", required_argument, NULL, 'a'},      {"chunks", required_argument, NULL, 'c'},
-		{"warmup", required_argument, NULL, 'w'},   {"repeats", required_argument, NULL, 'R'},
-		{"seed", required_argument, NULL, 'S'},     {"json", no_argument, NULL, 'j'},
-		{NULL, 0, NULL, 0}};
+	static const struct option lo[] = { { "datasets", required_argument, NULL, 'd' },
+					    { "speech", required_argument, NULL, 's' },
+					    { "noise", required_argument, NULL, 'n' },
+					    { "rir", required_argument, NULL, 'r' },
+					    { "aug", required_argument, NULL, 'a' },
+					    { "chunks", required_argument, NULL, 'c' },
+					    { "warmup", required_argument, NULL, 'w' },
+					    { "repeats", required_argument, NULL, 'R' },
+					    { "seed", required_argument, NULL, 'S' },
+					    { "json", no_argument, NULL, 'j' },
+					    { NULL, 0, NULL, 0 } };
 	int c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case 'd': dir = optarg; break;
-		case 's': speech = optarg; break;
-		case 'n': noise = optarg; break;
-		case 'r': rir = optarg; break;
-		case 'a': aug = atoi(optarg) != 0; break;
-		case 'c': chunks = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'w': warmup = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'R': repeats = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'S': seed = strtoull(optarg, NULL, 10); break;
-		case 'j': json = 1; break;
-		default: usage();
+		case 'd':
+			dir = optarg;
+			break;
+		case 's':
+			speech = optarg;
+			break;
+		case 'n':
+			noise = optarg;
+			break;
+		case 'r':
+			rir = optarg;
+			break;
+		case 'a':
+			aug = atoi(optarg) != 0;
+			break;
+		case 'c':
+			chunks = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'w':
+			warmup = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'R':
+			repeats = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'S':
+			seed = strtoull(optarg, NULL, 10);
+			break;
+		case 'j':
+			json = 1;
+			break;
+		default:
+			usage();
 		}
 	}
 	if (!dir || optind != argc || chunks == 0 || repeats == 0)
 		usage();
 
-	struct src sp = {0}, ns = {0}, rs = {0};
+	struct src sp = { 0 }, ns = { 0 }, rs = { 0 };
 	if (src_open(&sp, dir, speech) || src_open(&ns, dir, noise) || src_open(&rs, dir, rir))
 		return 1;
-	struct wave_sources ws = {0};
+	struct wave_sources ws = { 0 };
 	ns.verified = calloc(ns.hdr.samples + 1, 1);
 	rs.verified = calloc(rs.hdr.samples + 1, 1);
 	if (!ns.verified || !rs.verified)
 		return 1;
-	ws.noise = (struct wave_source){.length = aux_length, .read = aux_read, .ctx = &ns, .key = 1,
-					.count = ns.hdr.samples};
-	ws.rir = (struct wave_source){.length = aux_length, .read = aux_read, .ctx = &rs, .key = 2,
-				      .count = rs.hdr.samples};
+	ws.noise = (struct wave_source){ .length = aux_length,
+					 .read = aux_read,
+					 .ctx = &ns,
+					 .key = 1,
+					 .count = ns.hdr.samples };
+	ws.rir = (struct wave_source){ .length = aux_length,
+				       .read = aux_read,
+				       .ctx = &rs,
+				       .key = 2,
+				       .count = rs.hdr.samples };
 	if (index_noise(&ns, &ws))
 		return 1;
 
@@ -277,10 +308,10 @@ int main(int argc, char **argv)
 	if (!out)
 		return 1;
 
-	struct result best = {0};
+	struct result best = { 0 };
 	unsigned skipped = 0;
 	for (unsigned rep = 0; rep < repeats; rep++) {
-		struct result r = {0};
+		struct result r = { 0 };
 		double *rt = &r.t.chunk;
 		for (unsigned i = 0; i < warmup + chunks; i++) {
 			uint64_t index = (uint64_t)i * 7919u % sp.hdr.samples;
@@ -292,8 +323,9 @@ int main(int argc, char **argv)
 			double w1 = clock_s(CLOCK_MONOTONIC);
 			int32_t label;
 			if (rc == 0)
-				rc = wave_pipeline_run(&o, &ws, &smp, sp.buf, detrand_key(seed, rep, i),
-						       sp.hdr.classes, out, &label, err, sizeof(err));
+				rc = wave_pipeline_run(&o, &ws, &smp, sp.buf,
+						       detrand_key(seed, rep, i), sp.hdr.classes,
+						       out, &label, err, sizeof(err));
 			double c2 = clock_s(CLOCK_THREAD_CPUTIME_ID), w2 = clock_s(CLOCK_MONOTONIC);
 			if (rc < 0) {
 				fprintf(stderr, "wave_stage_bench: record %llu: %s\n",
@@ -324,11 +356,11 @@ int main(int argc, char **argv)
 	wave_pipeline_worker_exit();
 
 	double k = 1e3 / best.chunks;
-	double stages[7] = {best.read * k,      best.t.chunk * k,    best.t.speed * k,
-			    best.t.reverb * k,  best.t.noise * k,    best.t.features * k,
-			    best.t.specaug * k};
-	static const char *const names[7] = {"read", "chunk", "speed", "reverb",
-					      "noise", "features", "specaug"};
+	double stages[7] = { best.read * k,     best.t.chunk * k, best.t.speed * k,
+			     best.t.reverb * k, best.t.noise * k, best.t.features * k,
+			     best.t.specaug * k };
+	static const char *const names[7] = { "read",  "chunk",    "speed",  "reverb",
+					      "noise", "features", "specaug" };
 	double cps = best.chunks / best.cpu;
 	if (json) {
 		printf("{\"aug\": %d, \"chunks\": %u, \"repeats\": %u", aug, best.chunks, repeats);

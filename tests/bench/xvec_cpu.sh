@@ -8,69 +8,60 @@
 # Paper widths (512/1500/512), 30-dim MFCC, batch 32, chunk 200, noise 0.1.
 # Also trains the small quickstart model to report the held-out EER.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-src=$(pwd)
+. "$(dirname "$0")/../lib/lib.sh"
+cd "$src"
 STEPS=${1:-12}
-build=${FEEDER_BUILD:-$src/build}
 export FEEDER_BUILD=$build
 cores=$(nproc)
+threads=$cores
 FEEDER_DEPS_EXTRA="python3-torch" tools/install-deps
 [ -f "$build/build.ninja" ] || meson setup "$build" -Dwerror=true >/dev/null
 ninja -C "$build" >/dev/null
-work=$(mktemp -d /tmp/feeder-xvec-bench.XXXXXX)
-daemon=
-trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
-mkdir -p "$work/datasets"
-tools/gen/gen-speech 40 30 "$work/train" --seed 1 >&2
-tools/gen/gen-speech 10 12 "$work/test" --seed 2 >&2
-for s in train test; do
-  "$build/packer/packer" pack audio "$work/$s" "$work/datasets/sp-$s" --features mfcc --ceps 30 >&2
-done
-"$build/daemon/feederd" --config /dev/null --socket "$work/s.sock" --datasets "$work/datasets" \
-  --workers "$cores" --log-level warning 2>"$work/feederd.log" &
-daemon=$!
-for _ in $(seq 100); do [ -S "$work/s.sock" ] && break; sleep 0.05; done
-export FEEDER_SOCKET=$work/s.sock
+need_python torch numpy lmdb
+make_speech sp-train 40 30 1 --features mfcc --ceps 30
+make_speech sp-test 10 12 2 --features mfcc --ceps 30
+start_daemon --workers "$cores" --log-level warning || fail "$daemon_why"
+export FEEDER_SOCKET=$sock
 x=$build/xvec/xvec
 paper=(--batch 32 --chunk 200 --width 512 --pool-width 1500 --embed 512 --noise-eps 0.1 --lr 0.001)
 # The first 2 steps of each run warm up (allocation, page faults); the figure
 # is samples/s over the following STEPS steps.
 rate() { grep '^step ' "$1" | tail -1 | sed -E 's/.* samples\/s ([0-9.]+) wait ([0-9.]+)%.*/\1 \2/'; }
 "$x" train --dataset sp-train "${paper[@]}" --epochs 100 --steps $((STEPS + 2)) --log-every 2 \
-  --out "$work/warm.ckpt" >"$work/warm.log"   # warm the page cache and the daemon
+  --out "$tmp/warm.ckpt" >"$tmp/warm.log"   # warm the page cache and the daemon
 "$x" train --dataset sp-train "${paper[@]}" --epochs 100 --steps 2 --log-every 2 \
-  --out "$work/a.ckpt" >/dev/null
+  --out "$tmp/a.ckpt" >/dev/null
 # Fed and in-memory runs alternate three times (the machine is shared: a
 # single pair mostly measures its neighbours); the medians are reported, and
 # the daemon's own CPU time over the fed runs (/proc/PID/stat).
-ticks() { awk '{ print $14 + $15 }' "/proc/$daemon/stat"; }
+ticks() { awk '{ print $14 + $15 }' "/proc/$daemon_pid/stat"; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 feds=() fedwaits=() mems=() dticks=0 fedms=0
 for round in 1 2 3; do
   t0=$(ticks); s0=$(now_ms)
   "$x" train --dataset sp-train "${paper[@]}" --epochs 100 --steps $((STEPS + 2)) \
-    --log-every $((STEPS + 2)) --out "$work/fed.ckpt" >"$work/fed.log"
+    --log-every $((STEPS + 2)) --out "$tmp/fed.ckpt" >"$tmp/fed.log"
   t1=$(ticks); s1=$(now_ms)
   dticks=$((dticks + t1 - t0)); fedms=$((fedms + s1 - s0))
   "$x" train --dataset sp-train "${paper[@]}" --epochs 100 --steps $((STEPS + 2)) \
-    --log-every $((STEPS + 2)) --in-memory 4 --out "$work/mem.ckpt" >"$work/mem.log"
-  read -r f fw < <(rate "$work/fed.log")
-  read -r m _ < <(rate "$work/mem.log")
+    --log-every $((STEPS + 2)) --in-memory 4 --out "$tmp/mem.ckpt" >"$tmp/mem.log"
+  read -r f fw < <(rate "$tmp/fed.log")
+  read -r m _ < <(rate "$tmp/mem.log")
   feds+=("$f") fedwaits+=("$fw") mems+=("$m")
   echo "round $round: fed $f samples/s (wait $fw %), in memory $m samples/s" >&2
 done
 median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 fed=$(median "${feds[@]}") fedwait=$(median "${fedwaits[@]}") mem=$(median "${mems[@]}")
-dcpu=$(/usr/bin/python3 -c "print($dticks / $(getconf CLK_TCK) / ($fedms / 1000) * 100)")
-tj=$(/usr/bin/python3 tests/bench/xvec_torch.py "$work/datasets/sp-train" --batch 32 --chunk 200 \
+dcpu=$("$py" -c "print($dticks / $(getconf CLK_TCK) / ($fedms / 1000) * 100)")
+tj=$("$py" tests/bench/xvec_torch.py "$datasets/sp-train" --batch 32 --chunk 200 \
   --steps "$STEPS" --threads "$cores" --workers 1 --noise-eps 0.1)
 echo "pytorch: $tj" >&2
-pt=$(/usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])["samples_per_s"])' "$tj")
+pt=$("$py" -c 'import json,sys; print(json.loads(sys.argv[1])["samples_per_s"])' "$tj")
 # The small model of the quickstart, trained for real, for the EER figure.
 "$x" train --dataset sp-train --batch 32 --chunk 100 --width 128 --pool-width 256 --embed 64 \
-  --epochs 8 --lr 0.003 --noise-eps 0.1 --log-every 1000 --out "$work/small.ckpt" >"$work/small.log"
-ev=$("$x" eval --checkpoint "$work/small.ckpt" --dataset sp-test --json)
-/usr/bin/python3 - "$fed" "$fedwait" "$mem" "$pt" "$ev" "$cores" "$STEPS" "$dcpu" "${feds[*]}" "${mems[*]}" <<'PY'
+  --epochs 8 --lr 0.003 --noise-eps 0.1 --log-every 1000 --out "$tmp/small.ckpt" >"$tmp/small.log"
+ev=$("$x" eval --checkpoint "$tmp/small.ckpt" --dataset sp-test --json)
+"$py" - "$fed" "$fedwait" "$mem" "$pt" "$ev" "$cores" "$STEPS" "$dcpu" "${feds[*]}" "${mems[*]}" <<'PY'
 import json, sys
 fed, fedwait, mem, pt = (float(a) for a in sys.argv[1:5])
 ev = json.loads(sys.argv[5]); cores, steps = sys.argv[6], sys.argv[7]

@@ -17,25 +17,18 @@
 # chunks/s a node's feederd must deliver to keep 8 GPUs busy at a given step
 # rate against what one core delivers today.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-src=$(pwd)
+. "$(dirname "$0")/../lib/lib.sh"
+cd "$src"
 STEPS=${1:-12}
-build=${FEEDER_BUILD:-$src/build}
 export FEEDER_BUILD=$build
 command -v mpirun >/dev/null || { echo "xvec_ddp.sh: mpirun is not installed (tools/install-deps)" >&2; exit 2; }
 "$build/xvec/xvec" --help 2>&1 | grep -q "data parallel in this build: MPI" \
   || { echo "xvec_ddp.sh: xvec is built without MPI (meson -Dmpi=enabled)" >&2; exit 2; }
-work=$(mktemp -d /tmp/feeder-xvec-ddp.XXXXXX)
-daemon=
-trap '[ -n "$daemon" ] && kill $daemon 2>/dev/null; rm -rf "$work"' EXIT
-mkdir -p "$work/datasets"
-tools/gen/gen-speech 40 30 "$work/train" --seed 1 >/dev/null
-"$build/packer/packer" pack audio "$work/train" "$work/datasets/sp" --features mfcc --ceps 30 >/dev/null 2>&1
-"$build/daemon/feederd" --config /dev/null --socket "$work/s.sock" --datasets "$work/datasets" \
-  --workers 1 --log-level warning 2>"$work/feederd.log" &
-daemon=$!
-for _ in $(seq 100); do [ -S "$work/s.sock" ] && break; sleep 0.05; done
-export FEEDER_SOCKET=$work/s.sock
+need_python numpy cffi
+threads=$(nproc)
+make_speech sp 40 30 1 --features mfcc --ceps 30
+start_daemon --workers 1 --log-level warning || fail "$daemon_why"
+export FEEDER_SOCKET=$sock
 x=$build/xvec/xvec
 mpi=(mpirun --oversubscribe --mca btl self,vader)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
@@ -45,24 +38,25 @@ rate() { grep '^step ' "$1" | tail -1 | sed -E 's/.* samples\/s ([0-9.]+) .*/\1/
 share() { sed -nE "s/.*all-reduce took ([0-9.]+)% of rank 0's time.*/\1/p" "$1"; }
 # the first 2 steps warm up; the figure is the last interval of STEPS steps
 OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 "$x" train "${paper[@]}" --batch 32 --steps 4 \
-  --log-every 2 --out "$work/warm" >/dev/null
+  --log-every 2 --out "$tmp/warm" >/dev/null
 ones=() twos=() shares=()
 for round in 1 2; do
   OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 "$x" train "${paper[@]}" --batch 32 \
-    --steps $((STEPS + 2)) --log-every "$STEPS" --out "$work/one" >"$work/one.log"
+    --steps $((STEPS + 2)) --log-every "$STEPS" --out "$tmp/one" >"$tmp/one.log"
   OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "${mpi[@]}" -x OPENBLAS_NUM_THREADS -x OMP_NUM_THREADS \
     -np 2 "$x" train "${paper[@]}" --batch 16 --sync-bn --steps $((STEPS + 2)) \
-    --log-every "$STEPS" --out "$work/two" >"$work/two.log"
-  ones+=("$(rate "$work/one.log")") twos+=("$(rate "$work/two.log")") shares+=("$(share "$work/two.log")")
+    --log-every "$STEPS" --out "$tmp/two" >"$tmp/two.log"
+  ones+=("$(rate "$tmp/one.log")") twos+=("$(rate "$tmp/two.log")") shares+=("$(share "$tmp/two.log")")
   echo "round $round: 1 rank x 2 threads ${ones[-1]} samples/s; 2 ranks x 1 thread ${twos[-1]} samples/s, all-reduce ${shares[-1]} % of the time" >&2
 done
-params=$("$build/tests/xvec/ckpt_diff" "$work/one" "$work/one" | sed -E 's/^params ([0-9]+) .*/\1/')
+params=$("$build/tests/xvec/ckpt_diff" "$tmp/one" "$tmp/one" | sed -E 's/^params ([0-9]+) .*/\1/')
 # feederd's features pipeline, one worker: chunks/s a core delivers (the
 # Python Loader as the consumer; its cost per batch is microseconds)
-fb=$(PYTHONPATH=$build/client/python /usr/bin/python3 - <<'PY'
+fb=$(PYTHONPATH=$build/client/python "$py" - <<'PY'
 import json, time
 import feeder
-ld = feeder.Loader("sp", 32, pipeline=feeder.Features(chunk_len=200), dtype="float32", epoch=0)
+ld = feeder.Loader("sp", 32, pipeline=feeder.Features(chunk_len=200), dtype="float32", epoch=0,
+                   shuffle=True, drop_last=True)
 it = iter(ld)
 for _ in range(5):
     next(it)
@@ -76,7 +70,7 @@ for e in range(1, 100):
 print(json.dumps({"images_per_s": n / (time.monotonic() - t0)}))
 PY
 )
-/usr/bin/python3 - "$params" "$fb" "${ones[*]}" "${twos[*]}" "${shares[*]}" <<'PY'
+"$py" - "$params" "$fb" "${ones[*]}" "${twos[*]}" "${shares[*]}" <<'PY'
 import json, sys
 params = int(sys.argv[1])
 try:

@@ -65,22 +65,38 @@ int main(int argc, char **argv)
 	for (int i = 1; i + 1 < argc; i += 2) {
 		const char *a = argv[i], *v = argv[i + 1];
 
-		if (!strcmp(a, "--dataset")) dataset = v;
-		else if (!strcmp(a, "--socket")) sock = v;
-		else if (!strcmp(a, "--batch")) batch = atoi(v);
-		else if (!strcmp(a, "--chunk")) chunk = atoi(v);
-		else if (!strcmp(a, "--steps")) steps = atoi(v);
-		else if (!strcmp(a, "--warmup")) warmup = atoi(v);
-		else if (!strcmp(a, "--precision")) precision = v;
-		else if (!strcmp(a, "--eps")) eps = strtof(v, NULL);
-		else if (!strcmp(a, "--log")) log_every = atoi(v);
-		else if (!strcmp(a, "--width")) width = atoi(v);
-		else if (!strcmp(a, "--pool")) pool = atoi(v);
-		else if (!strcmp(a, "--embed")) embed = atoi(v);
-		else if (!strcmp(a, "--dump")) dump = v;
-		else if (!strcmp(a, "--dump-host")) dump_host = v;
-		else if (!strcmp(a, "--placement") && !strcmp(v, "cpu")) placement = FEEDER_PLACEMENT_CPU;
-		else if (!strcmp(a, "--placement") && !strcmp(v, "gpu")) placement = FEEDER_PLACEMENT_GPU;
+		if (!strcmp(a, "--dataset"))
+			dataset = v;
+		else if (!strcmp(a, "--socket"))
+			sock = v;
+		else if (!strcmp(a, "--batch"))
+			batch = atoi(v);
+		else if (!strcmp(a, "--chunk"))
+			chunk = atoi(v);
+		else if (!strcmp(a, "--steps"))
+			steps = atoi(v);
+		else if (!strcmp(a, "--warmup"))
+			warmup = atoi(v);
+		else if (!strcmp(a, "--precision"))
+			precision = v;
+		else if (!strcmp(a, "--eps"))
+			eps = strtof(v, NULL);
+		else if (!strcmp(a, "--log"))
+			log_every = atoi(v);
+		else if (!strcmp(a, "--width"))
+			width = atoi(v);
+		else if (!strcmp(a, "--pool"))
+			pool = atoi(v);
+		else if (!strcmp(a, "--embed"))
+			embed = atoi(v);
+		else if (!strcmp(a, "--dump"))
+			dump = v;
+		else if (!strcmp(a, "--dump-host"))
+			dump_host = v;
+		else if (!strcmp(a, "--placement") && !strcmp(v, "cpu"))
+			placement = FEEDER_PLACEMENT_CPU;
+		else if (!strcmp(a, "--placement") && !strcmp(v, "gpu"))
+			placement = FEEDER_PLACEMENT_GPU;
 		else {
 			fprintf(stderr, "xvec_feed_bench: unknown option %s\n", a);
 			return 2;
@@ -88,9 +104,10 @@ int main(int argc, char **argv)
 	}
 	if (!dataset || batch < 1 || chunk <= XVEC_CONTEXT || steps < 2 || warmup < 0 ||
 	    log_every < 1) {
-		fprintf(stderr, "usage: xvec_feed_bench --dataset NAME [--socket PATH] [--batch N] "
-				"[--chunk N>%d] [--steps N>1] [--warmup N] [--precision P] [--eps X] "
-				"[--log N]\n",
+		fprintf(stderr,
+			"usage: xvec_feed_bench --dataset NAME [--socket PATH] [--batch N] "
+			"[--chunk N>%d] [--steps N>1] [--warmup N] [--precision P] [--eps X] "
+			"[--log N]\n",
 			XVEC_CONTEXT);
 		return 2;
 	}
@@ -136,8 +153,8 @@ int main(int argc, char **argv)
 		for (int k = 0; k < steps; k++) {
 			struct feeder_batch hb;
 			rc = feeder_stream_next(s, 60000, &hb);
-			if (rc || dump_batch(out, hb.epoch, hb.batch_index, hb.count, hb.labels, hb.data,
-					     hb.bytes / 4)) {
+			if (rc || dump_batch(out, hb.epoch, hb.batch_index, hb.count, hb.labels,
+					     hb.data, hb.bytes / 4)) {
 				fprintf(stderr, "xvec_feed_bench: batch %d: %s\n", k,
 					rc ? feeder_strerror(rc) : "write failed");
 				return 1;
@@ -170,7 +187,8 @@ int main(int argc, char **argv)
 	if (xvec_cuda_parse_precision(precision, &cfg.precision, err, sizeof(err)) ||
 	    xvec_model_create(&m, &o, 1, XVEC_CONTEXT + 1, err, sizeof(err)) ||
 	    xvec_cuda_create(&g, m, &cfg, batch, chunk, err, sizeof(err)) ||
-	    xvec_feed_create(&fd, s, xvec_cuda_stream(g), batch, o.feat_dim, chunk, err, sizeof(err))) {
+	    xvec_feed_create(&fd, s, xvec_cuda_stream(g), batch, o.feat_dim, chunk, err,
+			     sizeof(err))) {
 		fprintf(stderr, "xvec_feed_bench: %s\n", err);
 		return 1;
 	}
@@ -205,9 +223,10 @@ int main(int argc, char **argv)
 			/* What the step will read, once the feed's copy is in. */
 			size_t n = (size_t)b.batch * b.feat_dim * b.frames;
 			cudaStream_t cs = xvec_cuda_stream(g);
-			if (cudaMemcpyAsync(hx, b.x, 4 * n, cudaMemcpyDeviceToHost, cs) != cudaSuccess ||
-			    cudaMemcpyAsync(hl, b.labels, 4 * (size_t)b.batch, cudaMemcpyDeviceToHost,
-					    cs) != cudaSuccess ||
+			if (cudaMemcpyAsync(hx, b.x, 4 * n, cudaMemcpyDeviceToHost, cs) !=
+				    cudaSuccess ||
+			    cudaMemcpyAsync(hl, b.labels, 4 * (size_t)b.batch,
+					    cudaMemcpyDeviceToHost, cs) != cudaSuccess ||
 			    cudaStreamSynchronize(cs) != cudaSuccess ||
 			    dump_batch(out, b.epoch, b.index, (uint64_t)b.batch, hl, hx, n)) {
 				fprintf(stderr, "xvec_feed_bench: dumping batch %d failed\n", done);
@@ -215,14 +234,15 @@ int main(int argc, char **argv)
 			}
 		}
 		if (!rc)
-			rc = xvec_cuda_train_step(g, b.x, b.labels, b.batch, b.frames, err, sizeof(err));
+			rc = xvec_cuda_train_step(g, b.x, b.labels, b.batch, b.frames, err,
+						  sizeof(err));
 		if (!rc)
 			rc = xvec_feed_prefetch(fd, 60000, err, sizeof(err));
 		if (!rc && (done + 1) % log_every == 0) {
 			rc = xvec_cuda_metrics(g, &mt, 1, err, sizeof(err));
 			if (!rc)
-				fprintf(stderr, "step %d: loss %.4f accuracy %.3f\n", done + 1, mt.loss,
-					mt.accuracy);
+				fprintf(stderr, "step %d: loss %.4f accuracy %.3f\n", done + 1,
+					mt.loss, mt.accuracy);
 		}
 		if (rc) {
 			fprintf(stderr, "xvec_feed_bench: %s\n", err);
@@ -230,7 +250,8 @@ int main(int argc, char **argv)
 		}
 		samples += b.batch;
 	}
-	if (xvec_feed_stats(fd, &st, err, sizeof(err)) || xvec_cuda_metrics(g, &mt, 0, err, sizeof(err))) {
+	if (xvec_feed_stats(fd, &st, err, sizeof(err)) ||
+	    xvec_cuda_metrics(g, &mt, 0, err, sizeof(err))) {
 		fprintf(stderr, "xvec_feed_bench: %s\n", err);
 		return 1;
 	}

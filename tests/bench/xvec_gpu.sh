@@ -55,13 +55,12 @@ else
 fi
 
 # The synthetic speech dataset (feed and CPU rows).
-mkdir -p "$work/datasets"
 data_ok=0
-bench_run gen_speech "${T_DATA:-120}" "$build/tools/gen/gen-speech" "${speech[@]}" "$work/speech" \
+bench_run gen_speech "${T_DATA:-120}" "$build/tools/gen/gen-speech" "${speech[@]}" "$tmp/speech" \
 	--seed 1 --threads "$cores" &&
 	bench_run pack "${T_DATA:-120}" "$build/packer/packer" pack audio --threads "$cores" \
-		"$work/speech" "$work/datasets/speech" --features mfcc --ceps 30 && data_ok=1
-rm -rf "$work/speech"
+		"$tmp/speech" "$datasets/speech" --features mfcc --ceps 30 && data_ok=1
+rm -rf "$tmp/speech"
 
 # xvec on synthetic batches: noise cost and throughput per precision.
 for p in fp32 tf32 bf16; do
@@ -87,12 +86,12 @@ else
 fi
 
 # The CPU trainer on all cores, batches in memory, and the GPU feed.
-if [ "$data_ok" = 1 ] && bench_daemon_gpu feederd --datasets "$work/datasets" --workers "$cores"
+if [ "$data_ok" = 1 ] && bench_daemon_gpu feederd --workers "$cores"
 then
 	bench_run cpu "${T_CPU:-120}" "$build/xvec/xvec" train --socket "$sock" \
 		--dataset speech --device cpu "${cpu_model[@]}" --noise-eps 0.1 --lr 0.001 \
 		--epochs 1000 --in-memory 4 --steps $((2 + CPU_STEPS)) --log-every 1 \
-		--out "$work/cpu.ckpt"
+		--out "$tmp/cpu.ckpt"
 	for ring in host device; do
 		if [ -n "$gpu_why" ] || { [ $ring = device ] && [ -n "$daemon_gpu_why" ]; }; then
 			bench_skip "feed_$ring" "${gpu_why:-$daemon_gpu_why}"

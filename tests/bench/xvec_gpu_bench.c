@@ -83,20 +83,34 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			return 2;
 		}
 		i++;
-		if (!strcmp(s, "--batch")) a->B = atoi(v);
-		else if (!strcmp(s, "--frames")) a->T = atoi(v);
-		else if (!strcmp(s, "--feat")) a->o.feat_dim = atoi(v);
-		else if (!strcmp(s, "--width")) a->o.width = atoi(v);
-		else if (!strcmp(s, "--pool")) a->o.pool_width = atoi(v);
-		else if (!strcmp(s, "--embed")) a->o.embed = atoi(v);
-		else if (!strcmp(s, "--speakers")) a->o.num_speakers = atoi(v);
-		else if (!strcmp(s, "--eps")) a->o.noise_eps = strtof(v, NULL);
-		else if (!strcmp(s, "--eps2")) a->eps2 = strtof(v, NULL), a->alternate = 1;
-		else if (!strcmp(s, "--dropout")) a->o.dropout = strtof(v, NULL);
-		else if (!strcmp(s, "--precision")) a->precision = v;
-		else if (!strcmp(s, "--steps")) a->steps = atoi(v);
-		else if (!strcmp(s, "--blocks")) a->blocks = atoi(v);
-		else if (!strcmp(s, "--warmup")) a->warmup = atoi(v);
+		if (!strcmp(s, "--batch"))
+			a->B = atoi(v);
+		else if (!strcmp(s, "--frames"))
+			a->T = atoi(v);
+		else if (!strcmp(s, "--feat"))
+			a->o.feat_dim = atoi(v);
+		else if (!strcmp(s, "--width"))
+			a->o.width = atoi(v);
+		else if (!strcmp(s, "--pool"))
+			a->o.pool_width = atoi(v);
+		else if (!strcmp(s, "--embed"))
+			a->o.embed = atoi(v);
+		else if (!strcmp(s, "--speakers"))
+			a->o.num_speakers = atoi(v);
+		else if (!strcmp(s, "--eps"))
+			a->o.noise_eps = strtof(v, NULL);
+		else if (!strcmp(s, "--eps2"))
+			a->eps2 = strtof(v, NULL), a->alternate = 1;
+		else if (!strcmp(s, "--dropout"))
+			a->o.dropout = strtof(v, NULL);
+		else if (!strcmp(s, "--precision"))
+			a->precision = v;
+		else if (!strcmp(s, "--steps"))
+			a->steps = atoi(v);
+		else if (!strcmp(s, "--blocks"))
+			a->blocks = atoi(v);
+		else if (!strcmp(s, "--warmup"))
+			a->warmup = atoi(v);
 		else {
 			fprintf(stderr, "xvec_gpu_bench: unknown option %s\n", s);
 			return 2;
@@ -104,8 +118,10 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 	}
 	if (a->steps < 1 || a->warmup < 0 || a->B < 1 || a->blocks < 1 || a->blocks > MAX_BLOCKS ||
 	    a->blocks > a->steps || (a->alternate && a->blocks < 2)) {
-		fprintf(stderr, "xvec_gpu_bench: need steps, batch >= 1, 1 <= blocks <= steps "
-				"(<= %d), and blocks >= 2 with --eps2\n", MAX_BLOCKS);
+		fprintf(stderr,
+			"xvec_gpu_bench: need steps, batch >= 1, 1 <= blocks <= steps "
+			"(<= %d), and blocks >= 2 with --eps2\n",
+			MAX_BLOCKS);
 		return 2;
 	}
 	return 0;
@@ -125,7 +141,8 @@ static int upload(const struct bench_args *a, struct bench_data *d)
 			labels[i] = (int32_t)((k * a->B + i) % a->o.num_speakers);
 		rc = cudaMalloc((void **)&d->x[k], sizeof(float) * nx) != cudaSuccess ||
 		     cudaMalloc((void **)&d->labels[k], sizeof(int32_t) * a->B) != cudaSuccess ||
-		     cudaMemcpy(d->x[k], x, sizeof(float) * nx, cudaMemcpyHostToDevice) != cudaSuccess ||
+		     cudaMemcpy(d->x[k], x, sizeof(float) * nx, cudaMemcpyHostToDevice) !=
+			     cudaSuccess ||
 		     cudaMemcpy(d->labels[k], labels, sizeof(int32_t) * a->B,
 				cudaMemcpyHostToDevice) != cudaSuccess;
 	}
@@ -142,7 +159,8 @@ static int idle(const char *when)
 	cudaError_t e = cudaDeviceSynchronize();
 
 	if (e != cudaSuccess)
-		fprintf(stderr, "xvec_gpu_bench: the device failed %s: %s\n", when, cudaGetErrorString(e));
+		fprintf(stderr, "xvec_gpu_bench: the device failed %s: %s\n", when,
+			cudaGetErrorString(e));
 	return e != cudaSuccess;
 }
 

@@ -30,30 +30,29 @@ bench_probe
 EPOCHS=${EPOCHS:-$([ "$DRY" = 1 ] && echo 1 || echo 12)}
 echo "xvec_quality: device: ${gpu:-none ($gpu_why)}; DRY=$DRY, $EPOCHS epochs" >&2
 
-mkdir -p "$work/datasets"
 data_ok=1
 for spec in "train 20 30 1" "test 10 12 2"; do
 	read -r name spk utt seed <<<"$spec"
 	bench_run "gen_$name" "${T_DATA:-60}" "$build/tools/gen/gen-speech" "$spk" "$utt" \
-		"$work/$name" --seed "$seed" --threads "$cores" &&
+		"$tmp/$name" --seed "$seed" --threads "$cores" &&
 		bench_run "pack_$name" "${T_DATA:-60}" "$build/packer/packer" pack audio \
-			--threads "$cores" "$work/$name" "$work/datasets/speech-$name" --features mfcc \
+			--threads "$cores" "$tmp/$name" "$datasets/speech-$name" --features mfcc \
 			--ceps 30 || data_ok=0
-	rm -rf "${work:?}/$name"
+	rm -rf "${tmp:?}/$name"
 done
 
 recipe=(--dataset speech-train --epochs "$EPOCHS" --batch 32 --chunk 100 --lr 0.003
 	--noise-eps 0.1 --width 128 --pool-width 256 --embed 64 --seed 1 --log-every 100)
-if [ "$data_ok" = 1 ] && bench_daemon feederd --datasets "$work/datasets" --workers "$cores"; then
+if [ "$data_ok" = 1 ] && bench_daemon feederd --workers "$cores"; then
 	for dev in cuda cpu; do
 		if [ $dev = cuda ] && [ -n "$gpu_why" ]; then
 			bench_skip "train_$dev" "$gpu_why"
 			continue
 		fi
 		bench_run "train_$dev" "${T_TRAIN:-120}" "$xvec" train --socket "$sock" "${recipe[@]}" \
-			--device $dev --out "$work/$dev.ckpt" &&
+			--device $dev --out "$tmp/$dev.ckpt" &&
 			bench_run "eval_$dev" "${T_EVAL:-60}" "$xvec" eval --socket "$sock" \
-				--checkpoint "$work/$dev.ckpt" --dataset speech-test --json
+				--checkpoint "$tmp/$dev.ckpt" --dataset speech-test --json
 	done
 	bench_daemon_stop
 else

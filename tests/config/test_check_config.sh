@@ -5,12 +5,8 @@
 # unknown flag, a bad value or a missing datasets directory; precedence of
 # flag > FEEDER_SOCKET > file as feederd prints it; a warning when
 # metrics_listen makes /metrics visible from other machines.
-set -u
-build=${FEEDER_BUILD:?} ; src=${FEEDER_SOURCE:?}
-feederd=$build/daemon/feederd
-[ -x "$feederd" ] || { echo "SKIP: $feederd is not built"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
-tmp=$(mktemp -d) ; trap 'rm -rf "$tmp"' EXIT
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+need_exe "$feederd"
 mkdir "$tmp/ds"
 unset FEEDER_SOCKET
 

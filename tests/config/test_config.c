@@ -1,6 +1,7 @@
 /* test_config.c — feederd's configuration (daemon/config.c): every key from
  * a file and from a flag, the error lines for unknown keys, flags and bad
- * values, and the precedence flag > FEEDER_SOCKET > file > default. */
+ * values, the precedence flag > FEEDER_SOCKET > file > default, and what
+ * "auto" becomes. */
 #include "config.h"
 #include "protocol.h"
 
@@ -64,7 +65,8 @@ static void test_defaults(const char *missing)
 	CHECK(c.log_level == LOG_INFO);
 	CHECK(c.gpu == -1);
 	CHECK(c.max_slots == 32 && c.max_clients == 64 && c.max_streams_per_client == 16);
-	CHECK(c.max_message == PROTO_MAX_MESSAGE && c.hello_timeout == 5 && c.max_queued == 256 << 10);
+	CHECK(c.max_message == PROTO_MAX_MESSAGE && c.hello_timeout == 5 &&
+	      c.max_queued == 256 << 10);
 	CHECK(c.n_allow_uids == 0 && c.n_allow_gids == 0 && c.socket_gid == (gid_t)-1);
 	CHECK(c.check_only == 0);
 	CHECK(strcmp(c.config_path, empty) == 0);
@@ -135,11 +137,10 @@ static void test_every_flag(void)
 	struct config c;
 	char err[512] = "";
 	int rc = load(&c, err, sizeof err, "--config", empty, "--socket", "/tmp/f.sock",
-		      "--datasets=/d", "--workers", "2", "--memory-limit", "64M",
-		      "--max-clients=4", "--log-level", "3", "--client-quota", "16777216",
-		      "--max-streams-per-client", "2", "--max-slots", "3", "--max-message", "768",
-		      "--socket-group", "0", "--allow-users", "0", "--allow-groups", "0",
-		      "--gpu", "-1", NULL);
+		      "--datasets=/d", "--workers", "2", "--memory-limit", "64M", "--max-clients=4",
+		      "--log-level", "3", "--client-quota", "16777216", "--max-streams-per-client",
+		      "2", "--max-slots", "3", "--max-message", "768", "--socket-group", "0",
+		      "--allow-users", "0", "--allow-groups", "0", "--gpu", "-1", NULL);
 	CHECKF(rc == 0, "%s", err);
 	CHECK(strcmp(c.socket_path, "/tmp/f.sock") == 0 && strcmp(c.datasets_dir, "/d") == 0);
 	CHECK(c.workers == 2 && c.memory_limit == 64 << 20 && c.max_clients == 4);
@@ -179,30 +180,34 @@ static void test_errors(void)
 	expect_error(rc, err, ":1: expected 'key = value'", NULL);
 
 	static const char *const bad[][2] = {
-		{"workers = 0\n", "'0' is not a number from 1 to 1024"},
-		{"workers = 4x\n", "'4x'"},
-		{"workers = -3\n", "'-3'"},
-		{"max_clients = 99999999999999999999\n", "max_clients"},
-		{"memory_limit = 12Q\n", "'12Q' is not a size"},
-		{"memory_limit = 1.5G\n", "'1.5G'"},
-		{"memory_limit = 99999999999T\n", "memory_limit"},
-		{"memory_limit = 100\n", "'100' is not a size from 1048576"},
-		{"log_level = loud\n", "'loud' is not a log level"},
-		{"log_level = 8\n", "'8'"},
-		{"gpu = -2\n", "'-2' is not a number from -1 to 63"},
-		{"max_slots = 257\n", "max_slots"},
-		{"socket = \n", "empty socket path"},
-		{"socket = /tmp/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock\n", "longer than 107 bytes"},
-		{"allow_users = root,no-such-user-feeder\n", "no user named 'no-such-user-feeder'"},
-		{"allow_groups = no-such-group-feeder\n", "no group named 'no-such-group-feeder'"},
-		{"socket_group = no-such-group-feeder\n", "no group named"},
+		{ "workers = 0\n", "'0' is not a number from 1 to 1024" },
+		{ "workers = 4x\n", "'4x'" },
+		{ "workers = -3\n", "'-3'" },
+		{ "max_clients = 99999999999999999999\n", "max_clients" },
+		{ "memory_limit = 12Q\n", "'12Q' is not a size" },
+		{ "memory_limit = 1.5G\n", "'1.5G'" },
+		{ "memory_limit = 99999999999T\n", "memory_limit" },
+		{ "memory_limit = 100\n", "'100' is not a size from 1048576" },
+		{ "log_level = loud\n", "'loud' is not a log level" },
+		{ "log_level = 8\n", "'8'" },
+		{ "gpu = -2\n", "'-2' is not a number from -1 to 63" },
+		{ "max_slots = 257\n", "max_slots" },
+		{ "socket = \n", "empty socket path" },
+		{ "socket = /tmp/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock\n",
+		  "longer than 107 bytes" },
+		{ "allow_users = root,no-such-user-feeder\n",
+		  "no user named 'no-such-user-feeder'" },
+		{ "allow_groups = no-such-group-feeder\n",
+		  "no group named 'no-such-group-feeder'" },
+		{ "socket_group = no-such-group-feeder\n", "no group named" },
 		/* Messages are at most PROTO_MAX_MESSAGE: a larger limit would
 		 * be accepted and mean nothing. */
-		{"max_message = 2048\n", "'2048' is not a size from 512 to 1024"},
-		{"hello_timeout = 0\n", "hello_timeout"},
-		{"max_queued = 100\n", "max_queued"},
-		{"admin_groups = no-such-group-feeder\n", "no group named 'no-such-group-feeder'"},
+		{ "max_message = 2048\n", "'2048' is not a size from 512 to 1024" },
+		{ "hello_timeout = 0\n", "hello_timeout" },
+		{ "max_queued = 100\n", "max_queued" },
+		{ "admin_groups = no-such-group-feeder\n",
+		  "no group named 'no-such-group-feeder'" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		write_file(path, bad[i][0]);
@@ -219,8 +224,8 @@ static void test_errors(void)
 	expect_error(rc, err, "--workers needs a value", NULL);
 	rc = load(&c, err, sizeof err, "--config", path, "--workers", "many", NULL);
 	expect_error(rc, err, "command line: --workers: 'many'", NULL);
-	rc = load(&c, err, sizeof err, "--config", path, "--memory-limit", "64M",
-		  "--client-quota", "128M", NULL);
+	rc = load(&c, err, sizeof err, "--config", path, "--memory-limit", "64M", "--client-quota",
+		  "128M", NULL);
 	expect_error(rc, err, "client_quota", "larger than memory_limit");
 	rc = load(&c, err, sizeof err, "--config", path, "--max-clients", "8",
 		  "--reserved-connections", "8", NULL);
@@ -262,8 +267,8 @@ static void test_precedence(void)
 	CHECK(strcmp(c.socket_path, "/tmp/env.sock") == 0);
 
 	/* The flag wins over both, wherever it stands relative to --config. */
-	rc = load(&c, err, sizeof err, "--socket", "/tmp/flag.sock", "--workers", "1",
-		  "--config", path, NULL);
+	rc = load(&c, err, sizeof err, "--socket", "/tmp/flag.sock", "--workers", "1", "--config",
+		  path, NULL);
 	CHECKF(rc == 0, "%s", err);
 	CHECK(strcmp(c.socket_path, "/tmp/flag.sock") == 0 && c.workers == 1);
 	CHECK(c.log_level == LOG_WARNING);
@@ -272,11 +277,57 @@ static void test_precedence(void)
 	rc = load(&c, err, sizeof err, "--config", path, "--workers", "2", "--workers=7", NULL);
 	CHECKF(rc == 0 && c.workers == 7, "%s", err);
 
-	setenv("FEEDER_SOCKET", "relative/too/long/yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
-				"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy", 1);
+	setenv("FEEDER_SOCKET",
+	       "relative/too/long/yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+	       "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy",
+	       1);
 	rc = load(&c, err, sizeof err, "--config", path, NULL);
 	expect_error(rc, err, "environment: FEEDER_SOCKET", "longer than");
 	unsetenv("FEEDER_SOCKET");
+}
+
+/* "auto" (workers, client_quota, reserved_connections) is worked out after
+ * every source is read: a later flag that changes what it depends on
+ * changes it, and an explicit value in a file yields to a flag's "auto". */
+static void test_auto(void)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/auto.conf", tmpdir);
+	write_file(path, "workers = 3\nclient_quota = auto\nreserved_connections = 2\n");
+	struct config c;
+	char err[512] = "";
+	int rc = load(&c, err, sizeof err, "--config", path, "--memory-limit", "64M", "--workers",
+		      "auto", "--reserved-connections", "auto", "--max-clients", "8", NULL);
+	CHECKF(rc == 0, "%s", err);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	CHECKF(c.workers == (unsigned)n, "workers %u cores %ld", c.workers, n);
+	CHECKF(c.client_quota == 64 << 20, "client_quota %llu", (unsigned long long)c.client_quota);
+	CHECKF(c.reserved_connections == 2, "reserved %u", c.reserved_connections);
+	rc = load(&c, err, sizeof err, "--config", path, "--max-clients", "100", NULL);
+	CHECKF(rc == 0 && c.reserved_connections == 2 && c.workers == 3, "%s", err);
+	rc = load(&c, err, sizeof err, "--config", "/dev/null", "--max-clients", "100", NULL);
+	CHECKF(rc == 0 && c.reserved_connections == 4, "reserved %u %s", c.reserved_connections,
+	       err);
+
+	/* Before config_load resolves them they print as "auto", which parses
+	 * back to "auto". */
+	config_defaults(&c);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	CHECK(f);
+	config_print(&c, f);
+	CHECK(fclose(f) == 0);
+	CHECKF(strstr(text, "\nworkers = auto\n") && strstr(text, "\nclient_quota = auto\n") &&
+		       strstr(text, "\nreserved_connections = auto\n"),
+	       "%s", text);
+	struct config d;
+	config_defaults(&d);
+	d.workers = 1;
+	rc = config_parse_text(&d, "printed", text, err, sizeof err);
+	CHECKF(rc == 0, "%s", err);
+	CHECK(memcmp(&c, &d, sizeof c) == 0);
+	free(text);
 }
 
 static void test_check_only(void)
@@ -324,6 +375,7 @@ int main(void)
 	test_every_flag();
 	test_errors();
 	test_precedence();
+	test_auto();
 	test_check_only();
 	test_sizes();
 	char cmd[400];

@@ -3,18 +3,15 @@
 # build) pass `systemd-analyze verify` without a single warning, and say what
 # the issue asks of them: Type=notify, the watchdog, socket activation of a
 # SOCK_SEQPACKET socket with mode 0660, and the sandboxing directives.
-set -u
-build=${FEEDER_BUILD:?} ; src=${FEEDER_SOURCE:?}
-command -v systemd-analyze >/dev/null || { echo "SKIP: systemd-analyze not installed"; exit 77; }
-tmp=$(mktemp -d) ; trap 'rm -rf "$tmp"' EXIT
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+command -v systemd-analyze >/dev/null || skip "systemd-analyze not installed"
 
 # Can systemd-analyze run here at all? Check a trivial unit first.
 printf '[Service]\nType=oneshot\nExecStart=/bin/true\n' > "$tmp/probe.service"
 if ! out=$(timeout 30 systemd-analyze verify --man=no "$tmp/probe.service" 2>&1) || [ -n "$out" ]; then
-	echo "SKIP: systemd-analyze verify cannot run in this environment: $out"; exit 77
+	skip "systemd-analyze verify cannot run in this environment: $out"
 fi
 
-fail() { echo "FAIL: $*"; exit 1; }
 svc=$build/dist/feederd.service ; sock=$build/dist/feederd.socket
 [ -f "$svc" ] && [ -f "$sock" ] || fail "configured units missing in $build/dist"
 # verify insists that ExecStart exists: point it at the built daemon (or any

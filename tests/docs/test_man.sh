@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-pages=(feederd.8 feederd.conf.5 packer.1 feederctl.1 feeder-bench.1 xvec.1 libfeeder.3)
+pages=(feeder.7 feederd.8 feederd.conf.5 packer.1 feederctl.1 feeder-bench.1 xvec.1 libfeeder.3)
 for p in "${pages[@]}"; do
 	f=$src/man/$p
 	[ -f "$f" ] || { fail "$p is missing"; continue; }

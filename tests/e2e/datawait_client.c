@@ -23,7 +23,8 @@ static double now_s(void)
 int main(int argc, char **argv)
 {
 	if (argc != 7) {
-		fprintf(stderr, "usage: datawait_client SOCKET DATASET BATCHES SLEEP_MS SIZE BATCH\n");
+		fprintf(stderr,
+			"usage: datawait_client SOCKET DATASET BATCHES SLEEP_MS SIZE BATCH\n");
 		return 2;
 	}
 	int batches = atoi(argv[3]), sleep_ms = atoi(argv[4]);

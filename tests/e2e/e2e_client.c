@@ -1,81 +1,72 @@
-/* e2e_client.c — the C side of the end-to-end tests: a libfeeder consumer
- * that checks what a real feederd delivers against what the dataset and the
- * pipeline reference say it must be.
+/* e2e_client.c — what a libfeeder client sees from a real feederd, checked
+ * against what the dataset and the pipeline references say it must be: the
+ * one client-level test of pixels, order, determinism, resume, ranks,
+ * corrupt records, refusals and shutdown (hostile input on the raw wire is
+ * tests/protocol/test_daemon_wire.c's).
  *
- *   e2e_client --socket S --datasets DIR COMMAND DATASET [args]
+ * `e2e_client TEST` runs one test on its own: the fixture (tests/lib/harness.c)
+ * makes a private folder with 24 (order: 23) photos from gen-images packed by
+ * packer (corrupt: and a copy with two records broken), and a features
+ * dataset, starts feederd there on a private socket,
+ * checks, and stops it with SIGTERM (it must exit 0, its socket gone):
  *
- * The bash scripts in this folder start feederd on a temporary socket, build
- * small datasets with gen-images and packer, and call one COMMAND each:
+ *   pixels      pixels (three dtype/layout/mode combinations), labels and
+ *               indices equal jpeg_pipeline_reference of the record the
+ *               sampler puts there (MAD <= 2/255)
+ *   features    features chunks and labels equal features_pipeline_run's
+ *   order       indices, labels and pixels over 2 ranks x 2 epochs, shuffled
+ *               and not (shuffle=0: rank r gets r, r + w, r + 2w, ...)
+ *   names       names=1 carries the names the dataset stores; names=0 none
+ *   corrupt     a copy with a record failing its CRC and one not a JPEG:
+ *               both replaced, counted per batch and by the daemon, the same
+ *               bytes twice; on_error=fail fails the stream (FEEDER_ESTREAM)
+ *   determinism the same request twice gives the same bytes; another seed not
+ *   resume      start_batch = k yields the tail of the epoch, then the next
+ *               epoch as a fresh stream of it
+ *   ranks       ranks of a world take disjoint, balanced shares that cover
+ *               the epoch in sampler order: 5 ranks; and after 2 ranks took
+ *               P samples, 1, 3, 4 or 5 resuming at start_sample = P (elastic)
+ *   refusals    missing dataset, "../" in a name, quota, max_slots, starts
+ *               past the epoch, options out of range, a pipeline the
+ *               dataset's kind does not fit: each a clear error that leaves
+ *               the connection usable
+ *   timeouts    next times out while every slot is held; an open that timed
+ *               out leaves no stream behind; a double release fails
+ *   pin         feeder_stream_pin registers the ring with CUDA (skip without)
  *
- *   pixels      pixels (three dtype/layout/mode combinations) and labels of
- *               several batches equal jpeg_pipeline_reference of the raw
- *               JPEG of the sample the sampler puts there (MAD <= 2/255)
- *   determinism the same request twice gives identical bytes; another seed
- *               gives other bytes
- *   ranks       ranks of a world are disjoint and together cover the epoch,
- *               each in its sampler order (samples identified by pixels)
- *   resume      start_batch = k yields exactly the tail of the full epoch
- *   elastic     2 ranks stop after P samples of an epoch; 1, 3, 4 or 5 ranks
- *               resume at start_sample = P: every sample of the epoch once
- *               (indices and pixels), each rank in its sampler order; a
- *               start_batch inside that share gives its tail; a start past
- *               the dataset is refused and the connection stays usable
- *   epoch SEED  stream one epoch, check labels and pixels of every sample
- *               (used by the concurrency test, several at once)
- *   hold        take every slot of a stream, print HOLDING, sleep (to be
- *               killed with SIGKILL)
- *   until-closed  stream a long run until the daemon goes away; exit 0 only
- *               if that was reported as FEEDER_ECLOSED
- *   held-stop   take one batch of a stream and hold it while the others
- *               are announced, print HOLDING, wait until the daemon has
- *               hung up (the test stops it with SIGTERM): the held batch
- *               and the announced ones then read from the old ring have
- *               the bytes of an undisturbed stream
- *   garbage     garbage, truncated and oversized messages on raw sockets are
- *               answered with a fatal ERROR and a close, while a libfeeder
- *               stream on another connection keeps delivering
- *   corrupt N   stream a dataset with N corrupt records: replacements are
- *               counted and every other sample is intact; with
- *               on_error=fail the stream fails with FEEDER_ESTREAM
- *   refusals    missing dataset, "../" in a name, over-quota request: each a
- *               clear error, and the connection stays usable after a refusal
- *   timeouts    feeder_stream_next times out when every slot is held; an open
- *               that timed out leaves no stream behind; double release fails
- *   pin         feeder_stream_pin registers the ring with CUDA (skip without a GPU)
- *   mkcorrupt SRC DST  write a copy of dataset SRC with record 1 failing its
- *               CRC and record 4 holding non-JPEG bytes (with a valid CRC)
+ * `e2e_client --socket S --datasets DIR COMMAND DATASET [ARG...]` is a client
+ * for the shell tests, which start the daemon (tests/lib/lib.sh):
  *
- * Commands of the fault tests (tests/fault/):
- *
- *   survive MAX [fail]  stream many epochs (slowly, 2 ms a batch; printing
- *               STREAMING after 3 batches) until MAX batches or until the
- *               stream ends or is refused; every label must lie in the
- *               dataset's classes. Prints one line
- *               "survive: opened=0|1 batches=N replacements=R
- *               result=ok|error|refused code=N message=TEXT" for the script, and exits 0 unless a
- *               delivered batch is wrong or the connection died.
- *               "fail": on_error=fail.
- *   quota Q L   with feederd run with --client-quota Q --memory-limit L:
- *               client B streams (every batch checked against the
- *               reference) while client A opens streams until its quota
- *               refuses one, a third client until the memory limit does;
- *               each refusal is FEEDER_EQUOTA with a sentence, leaves no
- *               stream behind, and B keeps streaming and may open within
- *               its quota (but not past the full limit)
+ *   epoch SEED  one epoch, every sample's label and pixels checked
+ *   hold        take every slot, print HOLDING, sleep (to be SIGKILLed)
+ *   corrupt N   as the corrupt test, on a dataset with N corrupt records
+ *   until-closed  stream until the daemon goes away; exit 0 only if that was
+ *               FEEDER_ECLOSED
+ *   held-stop   hold one batch while others are announced, print HOLDING,
+ *               wait for the daemon's hang-up (SIGTERM): the held and the
+ *               announced batches keep the bytes of an undisturbed stream
+ *   survive MAX [fail]  stream (2 ms a batch; STREAMING after 3) until MAX
+ *               batches, the end or a refusal, every label in the dataset's
+ *               classes; prints "survive: opened=0|1 batches=N
+ *               replacements=R result=ok|error|refused code=N message=TEXT";
+ *               exits 0 unless a batch is wrong or the connection died
+ *   quota Q L   (feederd run with --client-quota Q --memory-limit L) client B
+ *               streams, every batch checked, while A opens streams until its
+ *               quota refuses one and C until the memory limit does: each
+ *               refusal FEEDER_EQUOTA with a sentence, no stream left behind
  *
  * Exit status: 0 pass, 1 fail, 77 skip. */
-#include "status.h"
-
 #include "check.h"
-#include "crc32c.h"
 #include "detrand.h"
 #include "dsstore.h"
 #include "feeder.h"
+#include "features_pipeline.h"
 #include "half.h"
+#include "harness.h"
 #include "jpeg_pipeline.h"
 #include "protocol.h"
 #include "sampler.h"
-#include "sockmsg.h"
+#include "status.h"
 
 #include <errno.h>
 #include <math.h>
@@ -84,16 +75,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #define TIMEOUT_MS 20000
 #define MAD_LIMIT (2.0 / 255.0)
-
-static const char *sock_path;
-static const char *datasets_dir;
 
 /* ---- The dataset, read directly ---------------------------------------- */
 
@@ -105,10 +91,7 @@ struct ds {
 
 static void ds_open(struct ds *d, const char *name)
 {
-	char dir[4096], err[512];
-	snprintf(dir, sizeof dir, "%s/%s", datasets_dir, name);
-	CHECKF(dsstore_open(dir, &d->store, err, sizeof err) == 0, "%s", err);
-	CHECKF(dsstore_txn_begin(d->store, &d->txn, err, sizeof err) == 0, "%s", err);
+	d->store = harness_ds_open(name, &d->txn);
 	d->n = dsstore_header(d->store)->samples;
 }
 
@@ -136,7 +119,7 @@ static int ds_get(struct ds *d, uint64_t index, const uint8_t **payload, uint32_
 static struct feeder *connect_or_die(void)
 {
 	struct feeder *f;
-	int rc = feeder_connect(sock_path, TIMEOUT_MS, &f);
+	int rc = feeder_connect(harness.sock, TIMEOUT_MS, &f);
 	CHECKF(rc == 0, "connect: %s (%s)", feeder_last_error(NULL), feeder_strerror(rc));
 	return f;
 }
@@ -159,18 +142,30 @@ static struct feeder_stream *open_or_die(struct feeder *f, const struct feeder_s
 	return s;
 }
 
+/* The next batch of s (1) or its end (0); anything else fails. */
+static int next_or_end(struct feeder *f, struct feeder_stream *s, struct feeder_batch *b)
+{
+	int rc = feeder_stream_next(s, TIMEOUT_MS, b);
+	if (rc == FEEDER_EEND)
+		return 0;
+	CHECKF(rc == 0, "next: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
+	return 1;
+}
+
 /* Sample i of a tensor as [0,1] pixels in CHW order (undoing normalization). */
 static void to_unit(const struct feeder_stream_opts *p, const void *data, size_t i, float *out)
 {
 	size_t hw = (size_t)p->jpeg.height * p->jpeg.width, n = 3 * hw;
 	for (size_t c = 0; c < 3; c++)
 		for (size_t k = 0; k < hw; k++) {
-			size_t src = i * n + (p->layout == FEEDER_LAYOUT_NHWC ? k * 3 + c : c * hw + k);
+			size_t src =
+				i * n + (p->layout == FEEDER_LAYOUT_NHWC ? k * 3 + c : c * hw + k);
 			float v;
 			if (p->dtype == FEEDER_DTYPE_U8)
 				v = ((const uint8_t *)data)[src] / 255.0f;
 			else if (p->dtype == FEEDER_DTYPE_F16)
-				v = half_to_float(((const uint16_t *)data)[src]) * p->jpeg.std[c] + p->jpeg.mean[c];
+				v = half_to_float(((const uint16_t *)data)[src]) * p->jpeg.std[c] +
+				    p->jpeg.mean[c];
 			else
 				v = ((const float *)data)[src] * p->jpeg.std[c] + p->jpeg.mean[c];
 			out[c * hw + k] = v;
@@ -212,15 +207,18 @@ static double check_batch(struct jpeg_worker *w, struct ds *d, const struct feed
 	const struct feeder_stream_opts p = *o;
 	struct sampler sm;
 	char err[512];
-	CHECKF(sampler_init(&sm, d->n, o->seed, b->epoch, o->rank, o->world, 1, err, sizeof err) == 0,
+	CHECKF(sampler_init(&sm, d->n, o->seed, b->epoch, o->rank, o->world, (int)o->shuffle, err,
+			    sizeof err) == 0,
 	       "%s", err);
 	if (b->epoch == o->epoch)
 		CHECKF(sampler_start(&sm, o->start_sample, err, sizeof err) == 0, "%s", err);
 	CHECK(b->dtype == o->dtype && b->layout == o->layout && b->ndim == 4);
 	if (o->layout == FEEDER_LAYOUT_NCHW)
-		CHECK(b->shape[1] == 3 && b->shape[2] == p.jpeg.height && b->shape[3] == p.jpeg.width);
+		CHECK(b->shape[1] == 3 && b->shape[2] == p.jpeg.height &&
+		      b->shape[3] == p.jpeg.width);
 	else
-		CHECK(b->shape[1] == p.jpeg.height && b->shape[2] == p.jpeg.width && b->shape[3] == 3);
+		CHECK(b->shape[1] == p.jpeg.height && b->shape[2] == p.jpeg.width &&
+		      b->shape[3] == 3);
 	CHECK(b->shape[0] == b->count && b->count >= 1 && b->count <= o->batch);
 	CHECK(b->bytes == b->count * jpeg_pipeline_sample_bytes(&p));
 	CHECKF(((uintptr_t)b->data & 4095) == 0, "tensor at %p is not page-aligned", b->data);
@@ -232,6 +230,10 @@ static double check_batch(struct jpeg_worker *w, struct ds *d, const struct feed
 		uint64_t k = b->batch_index * o->batch + i;
 		CHECK(k < sampler_len(&sm));
 		uint64_t index = sampler_at(&sm, k);
+		if (!o->shuffle && (b->epoch != o->epoch || !o->start_sample))
+			CHECKF(index == o->rank + k * o->world,
+			       "unshuffled position %llu is record %llu", (unsigned long long)k,
+			       (unsigned long long)index);
 		CHECKF(b->indices[i] == index,
 		       "rank %u of %u from sample %llu: epoch %llu position %llu holds %llu, not %llu",
 		       o->rank, o->world, (unsigned long long)o->start_sample,
@@ -259,14 +261,37 @@ static double check_batch(struct jpeg_worker *w, struct ds *d, const struct feed
 	return worst;
 }
 
+/* What a checking client holds: the dataset read directly, a reference
+ * decoder, a connection, and a count per record of what it was given. */
+struct checker {
+	struct ds d;
+	struct jpeg_worker *w;
+	struct feeder *f;
+	uint32_t *seen;
+};
+
+static void checker_open(struct checker *c, const char *dataset)
+{
+	ds_open(&c->d, dataset);
+	CHECKF(jpeg_worker_create(&c->w, harness_err, sizeof harness_err) == 0, "%s", harness_err);
+	c->f = connect_or_die();
+	c->seen = calloc(c->d.n, sizeof *c->seen);
+	CHECK(c->seen);
+}
+
+static void checker_close(struct checker *c)
+{
+	free(c->seen);
+	feeder_disconnect(c->f);
+	jpeg_worker_destroy(c->w);
+	ds_close(&c->d);
+}
+
 static int cmd_pixels(const char *dataset)
 {
-	struct ds d;
-	ds_open(&d, dataset);
-	struct jpeg_worker *w;
-	char err[256];
-	CHECKF(jpeg_worker_create(&w, err, sizeof err) == 0, "%s", err);
-	struct feeder *f = connect_or_die();
+	struct checker ck;
+	checker_open(&ck, dataset);
+	struct feeder *f = ck.f;
 	struct {
 		int dtype, layout, train;
 	} cases[] = {
@@ -285,14 +310,14 @@ static int cmd_pixels(const char *dataset)
 		struct feeder_stream *s = open_or_die(f, &o);
 		struct feeder_stream_info info;
 		feeder_stream_info(s, &info);
-		CHECK(info.samples == d.n && info.batch == o.batch && info.slots == o.slots);
+		CHECK(info.samples == ck.d.n && info.batch == o.batch && info.slots == o.slots);
 		double worst = 0;
 		for (int k = 0; k < 3; k++) {
 			struct feeder_batch b;
 			int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 			CHECKF(rc == 0, "next: %s", feeder_last_error(f));
 			CHECK(b.epoch == 0 && b.batch_index == (uint64_t)k && b.replacements == 0);
-			double m = check_batch(w, &d, &o, &b);
+			double m = check_batch(ck.w, &ck.d, &o, &b);
 			if (m > worst)
 				worst = m;
 			CHECK(feeder_batch_release(s, &b) == 0);
@@ -301,9 +326,7 @@ static int cmd_pixels(const char *dataset)
 		       c, o.dtype, o.layout, o.jpeg.train, worst);
 		CHECK(feeder_stream_close(s) == 0);
 	}
-	feeder_disconnect(f);
-	jpeg_worker_destroy(w);
-	ds_close(&d);
+	checker_close(&ck);
 	return 0;
 }
 
@@ -326,18 +349,18 @@ static void capture_add(struct capture *c, const void *p, size_t n)
 	c->len += n;
 }
 
-static void capture_stream(struct feeder *f, const struct feeder_stream_opts *o,
-			   struct capture *c)
+static void capture_stream(struct feeder *f, const struct feeder_stream_opts *o, struct capture *c)
 {
 	memset(c, 0, sizeof *c);
 	struct feeder_stream *s = open_or_die(f, o);
-	uint64_t expect = o->start_batch;
-	for (;;) {
-		struct feeder_batch b;
-		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
-		if (rc == FEEDER_EEND)
-			break;
-		CHECKF(rc == 0, "next: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
+	uint64_t expect = o->start_batch, epoch = o->epoch;
+	struct feeder_batch b;
+	while (next_or_end(f, s, &b)) {
+		if (b.epoch != epoch) {
+			CHECK(b.epoch == epoch + 1);
+			epoch = b.epoch;
+			expect = 0;
+		}
 		CHECKF(b.batch_index == expect, "batch %llu, expected %llu",
 		       (unsigned long long)b.batch_index, (unsigned long long)expect);
 		if (c->batches == 0)
@@ -386,245 +409,284 @@ static int cmd_resume(const char *dataset)
 	opts_small(&o, dataset, 24);
 	o.batch = 3;
 	o.epoch = 2;
-	struct capture full, tail;
+	struct capture full, next, tail;
 	capture_stream(f, &o, &full);
 	CHECK(full.batches >= 3);
+	o.epoch = 3;
+	capture_stream(f, &o, &next);
+	/* From batch k of epoch 2 over two epochs: the tail of epoch 2, then
+	 * epoch 3 as a fresh stream of it gives it. */
 	uint64_t k = full.batches / 2;
+	o.epoch = 2;
+	o.epochs = 2;
 	o.start_batch = k;
 	capture_stream(f, &o, &tail);
 	CHECK(tail.first_index == k);
-	CHECKF(tail.batches == full.batches - k, "tail has %llu batches, expected %llu",
-	       (unsigned long long)tail.batches, (unsigned long long)(full.batches - k));
-	CHECK(tail.len <= full.len);
-	CHECKF(memcmp(full.buf + full.len - tail.len, tail.buf, tail.len) == 0,
+	CHECKF(tail.batches == full.batches - k + next.batches,
+	       "resumed: %llu batches, expected "
+	       "%llu",
+	       (unsigned long long)tail.batches,
+	       (unsigned long long)(full.batches - k + next.batches));
+	CHECK(tail.len >= next.len && tail.len - next.len <= full.len);
+	size_t cut = tail.len - next.len;
+	CHECKF(memcmp(full.buf + full.len - cut, tail.buf, cut) == 0,
 	       "batches %llu.. of a resumed stream differ from the full epoch's",
 	       (unsigned long long)k);
-	printf("resume: start_batch %llu gives the last %llu of %llu batches byte for byte\n",
-	       (unsigned long long)k, (unsigned long long)tail.batches,
-	       (unsigned long long)full.batches);
+	CHECKF(memcmp(tail.buf + cut, next.buf, next.len) == 0,
+	       "the epoch after the resumed one differs from a fresh stream of it");
+	printf("resume: start_batch %llu gives the last %llu of %llu batches byte for byte, then "
+	       "the next epoch's %llu\n",
+	       (unsigned long long)k, (unsigned long long)(full.batches - k),
+	       (unsigned long long)full.batches, (unsigned long long)next.batches);
 	free(full.buf);
+	free(next.buf);
 	free(tail.buf);
 	feeder_disconnect(f);
 	return 0;
 }
 
-/* Stream o to its end (or `batches` batches), each batch checked by
- * check_batch (indices from o->start_sample, pixels); count what was seen.
- * Returns the samples. */
-static uint64_t elastic_take(struct feeder *f, struct jpeg_worker *w, struct ds *d,
-			     const struct feeder_stream_opts *o, uint64_t batches, uint32_t *seen)
+/* A features stream: (batch, dim, chunk) chunks equal to the features
+ * pipeline run on the stored matrices (CMN and CVN per utterance), labels
+ * and indices included. */
+static int cmd_features(const char *dataset)
 {
+	struct feeder *f = connect_or_die();
+	struct feeder_stream_opts o;
+	proto_opts_features(&o, 20, 1);
+	snprintf(o.dataset, sizeof o.dataset, "%s", dataset);
+	o.batch = 3;
+	o.slots = 2;
+	o.seed = 99;
+	o.features.cmn = FEEDER_FEAT_CMN_UTT;
+	o.features.cvn = 1;
+	struct feeder_stream *s = open_or_die(f, &o);
+	size_t sb = sizeof(float) * HARNESS_FEAT_DIM * 20;
+	float *ref = malloc(sb);
+	CHECK(ref);
+	struct sampler order;
+	char err[512];
+	CHECK(sampler_init(&order, HARNESS_FEAT_N, o.seed, 0, 0, 1, 1, err, sizeof err) == 0);
+	uint64_t n = 0;
+	struct feeder_batch b;
+	while (next_or_end(f, s, &b)) {
+		CHECK(b.ndim == 4 && b.shape[0] == b.count && b.shape[1] == HARNESS_FEAT_DIM &&
+		      b.shape[2] == 20 && b.shape[3] == 1 && b.bytes == b.count * sb);
+		for (uint32_t i = 0; i < b.count; i++) {
+			uint64_t idx = sampler_at(&order, n * 3 + i);
+			CHECK(b.indices[i] == idx && b.labels[i] == (int32_t)(100 + idx));
+			uint32_t frames;
+			float *m = harness_features_matrix((unsigned)idx, &frames);
+			struct dsformat_sample smp = { .label = 100 + (uint32_t)idx,
+						       .payload_len =
+							       (uint32_t)(sizeof(float) * frames *
+									  HARNESS_FEAT_DIM),
+						       .frames = frames,
+						       .dim = HARNESS_FEAT_DIM,
+						       .dtype = DSFORMAT_DTYPE_F32 };
+			CHECKF(features_pipeline_run(&o, &smp, (const uint8_t *)m,
+						     detrand_key(o.seed, 0, idx), ref, err,
+						     sizeof err) == 0,
+			       "%s", err);
+			CHECKF(memcmp(ref, (const uint8_t *)b.data + i * sb, sb) == 0,
+			       "features sample %llu differs", (unsigned long long)idx);
+			free(m);
+		}
+		CHECK(feeder_batch_release(s, &b) == 0);
+		n++;
+	}
+	CHECK(n == 3);
+	printf("features: %llu batches of CMN/CVN chunks equal to the pipeline's\n",
+	       (unsigned long long)n);
+	free(ref);
+	CHECK(feeder_stream_close(s) == 0);
+	feeder_disconnect(f);
+	return 0;
+}
+
+/* Stream o to its end (or `batches` batches), in order over its epochs, each
+ * batch checked by check_batch (indices from o->start_sample, labels,
+ * pixels); count what was seen. Returns the samples. */
+static uint64_t take_checked(struct checker *c, const struct feeder_stream_opts *o,
+			     uint64_t batches)
+{
+	struct feeder *f = c->f;
 	struct feeder_stream *s = open_or_die(f, o);
-	uint64_t taken = 0;
-	for (uint64_t k = 0; k < batches; k++) {
-		struct feeder_batch b;
-		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
-		if (rc == FEEDER_EEND)
-			break;
-		CHECKF(rc == 0, "rank %u of %u: %s", o->rank, o->world, feeder_last_error(f));
-		check_batch(w, d, o, &b);
+	uint64_t taken = 0, epoch = o->epoch, next = o->start_batch;
+	struct feeder_batch b;
+	for (uint64_t k = 0; k < batches && next_or_end(f, s, &b); k++) {
+		if (b.epoch != epoch) {
+			CHECK(b.epoch == epoch + 1);
+			epoch = b.epoch;
+			next = 0;
+		}
+		CHECK(b.batch_index == next++ && b.replacements == 0);
+		check_batch(c->w, &c->d, o, &b);
 		for (uint32_t i = 0; i < b.count; i++, taken++)
-			seen[b.indices[i]]++;
+			c->seen[b.indices[i]]++;
 		CHECK(feeder_batch_release(s, &b) == 0);
 	}
 	CHECK(feeder_stream_close(s) == 0);
 	return taken;
 }
 
-static int cmd_elastic(const char *dataset)
+/* Ranks of a world take disjoint shares of the epoch that together cover
+ * it, within a sample of each other, each in its sampler order: 5 ranks
+ * from the start; and, elastic, after 2 ranks took P = 12 samples, 1, 3, 4
+ * or 5 ranks resuming at start_sample = P. */
+static int cmd_ranks(const char *dataset)
 {
-	struct ds d;
-	ds_open(&d, dataset);
-	struct jpeg_worker *w;
-	char err[256];
-	CHECKF(jpeg_worker_create(&w, err, sizeof err) == 0, "%s", err);
+	struct checker ck;
+	checker_open(&ck, dataset);
 	struct feeder_stream_opts o;
 	opts_small(&o, dataset, 16);
 	o.jpeg.train = 0;
 	o.dtype = FEEDER_DTYPE_U8;
 	o.batch = 2;
 	o.epoch = 4;
-	uint32_t *seen = calloc(d.n, sizeof *seen);
-	CHECK(seen);
-	struct feeder *f = connect_or_die();
-	/* Two ranks take 3 batches each: P = 12 samples of the epoch. */
-	const uint64_t steps = 3;
-	const uint32_t worlds[] = { 1, 3, 4, 5 };
-	for (size_t wi = 0; wi < sizeof worlds / sizeof worlds[0]; wi++) {
-		memset(seen, 0, d.n * sizeof *seen);
-		uint64_t p = 0;
+	/* Two ranks take `steps` batches each (P = 0 or 12 samples of the
+	 * epoch), then `world` ranks the rest. */
+	const struct {
+		uint64_t steps;
+		uint32_t world;
+	} runs[] = { { 0, 5 }, { 3, 1 }, { 3, 3 }, { 3, 4 }, { 3, 5 } };
+	for (size_t ri = 0; ri < sizeof runs / sizeof runs[0]; ri++) {
+		memset(ck.seen, 0, ck.d.n * sizeof *ck.seen);
+		uint64_t p = 0, lo = UINT64_MAX, hi = 0, after = 0;
 		o.world = 2;
 		o.start_sample = 0;
-		for (o.rank = 0; o.rank < 2; o.rank++)
-			p += elastic_take(f, w, &d, &o, steps, seen);
-		CHECK(p == steps * o.batch * 2);
-		o.world = worlds[wi];
+		for (o.rank = 0; runs[ri].steps && o.rank < 2; o.rank++)
+			p += take_checked(&ck, &o, runs[ri].steps);
+		CHECK(p == runs[ri].steps * o.batch * 2);
+		o.world = runs[ri].world;
 		o.start_sample = p;
-		uint64_t after = 0;
-		for (o.rank = 0; o.rank < o.world; o.rank++)
-			after += elastic_take(f, w, &d, &o, UINT64_MAX, seen);
-		for (uint64_t i = 0; i < d.n; i++)
-			CHECKF(seen[i] == 1, "2 -> %u ranks at sample %llu: sample %llu seen %u times",
-			       o.world, (unsigned long long)p, (unsigned long long)i, seen[i]);
-		CHECK(p + after == d.n);
-		printf("elastic: 2 ranks took %llu samples, %u ranks resumed at %llu and took %llu: "
-		       "each of the %llu once\n",
-		       (unsigned long long)p, o.world, (unsigned long long)p,
-		       (unsigned long long)after, (unsigned long long)d.n);
+		for (o.rank = 0; o.rank < o.world; o.rank++) {
+			uint64_t n = take_checked(&ck, &o, UINT64_MAX);
+			lo = n < lo ? n : lo;
+			hi = n > hi ? n : hi;
+			after += n;
+		}
+		for (uint64_t i = 0; i < ck.d.n; i++)
+			CHECKF(ck.seen[i] == 1,
+			       "%u ranks from sample %llu: sample %llu seen %u times", o.world,
+			       (unsigned long long)p, (unsigned long long)i, ck.seen[i]);
+		CHECKF(p + after == ck.d.n && hi - lo <= 1,
+		       "%u ranks from sample %llu: %llu..%llu "
+		       "samples a rank",
+		       o.world, (unsigned long long)p, (unsigned long long)lo,
+		       (unsigned long long)hi);
+		printf("ranks: %u ranks from sample %llu took %llu..%llu each: each of the %llu once\n",
+		       o.world, (unsigned long long)p, (unsigned long long)lo,
+		       (unsigned long long)hi, (unsigned long long)ck.d.n);
 	}
 	/* start_batch counts batches of the share after start_sample. */
 	o.world = 3;
 	o.rank = 1;
 	o.start_sample = 12;
 	o.start_batch = 1;
-	memset(seen, 0, d.n * sizeof *seen);
-	uint64_t tail = elastic_take(f, w, &d, &o, UINT64_MAX, seen);
-	CHECKF(tail == (d.n - 12 - 1 + 2) / 3 - 2, "rank 1 of 3 from batch 1: %llu samples",
+	memset(ck.seen, 0, ck.d.n * sizeof *ck.seen);
+	uint64_t tail = take_checked(&ck, &o, UINT64_MAX);
+	CHECKF(tail == (ck.d.n - 12 - 1 + 2) / 3 - 2, "rank 1 of 3 from batch 1: %llu samples",
 	       (unsigned long long)tail);
 	/* A start past the epoch: refused with a reason; the connection goes on. */
 	o.start_batch = 0;
-	o.start_sample = d.n + 1;
+	o.start_sample = ck.d.n + 1;
 	struct feeder_stream *s;
-	int rc = feeder_stream_open(f, &o, TIMEOUT_MS, &s);
-	CHECKF(rc == FEEDER_EINVAL && strstr(feeder_last_error(f), "past the"),
-	       "start_sample past the dataset: %d %s", rc, feeder_last_error(f));
+	int rc = feeder_stream_open(ck.f, &o, TIMEOUT_MS, &s);
+	CHECKF(rc == FEEDER_EINVAL && strstr(feeder_last_error(ck.f), "past the"),
+	       "start_sample past the dataset: %d %s", rc, feeder_last_error(ck.f));
 	printf("elastic: start_sample %llu refused: %s\n", (unsigned long long)o.start_sample,
-	       feeder_last_error(f));
-	o.start_sample = d.n; /* nothing left of that epoch: the stream just ends */
-	memset(seen, 0, d.n * sizeof *seen);
-	CHECK(elastic_take(f, w, &d, &o, UINT64_MAX, seen) == 0);
-	feeder_disconnect(f);
-	free(seen);
-	jpeg_worker_destroy(w);
-	ds_close(&d);
+	       feeder_last_error(ck.f));
+	o.start_sample = ck.d.n; /* nothing left of that epoch: the stream just ends */
+	memset(ck.seen, 0, ck.d.n * sizeof *ck.seen);
+	CHECK(take_checked(&ck, &o, UINT64_MAX) == 0);
+	checker_close(&ck);
 	return 0;
 }
 
-/* Identify each delivered sample by its eval-mode pixels: the nearest
- * reference image must be within MAD_LIMIT and clearly nearer than any
- * other. */
-static int cmd_ranks(const char *dataset, uint32_t world)
+/* Indices over epochs, shuffled and not: 2 ranks x 2 epochs of 23 records
+ * (each rank's last batch short); shuffle=0 serves rank r the records r,
+ * r + w, r + 2w, ... every epoch. Every batch's indices, labels and pixels
+ * are those of the records the sampler puts there; each record comes once
+ * an epoch. */
+static int cmd_order(const char *dataset)
+{
+	struct checker ck;
+	checker_open(&ck, dataset);
+	struct feeder_stream_opts o;
+	opts_small(&o, dataset, 16);
+	o.batch = 5;
+	o.epochs = 2;
+	o.world = 2;
+	for (o.shuffle = 0; o.shuffle < 2; o.shuffle++) {
+		memset(ck.seen, 0, ck.d.n * sizeof *ck.seen);
+		for (o.rank = 0; o.rank < 2; o.rank++)
+			take_checked(&ck, &o, UINT64_MAX);
+		for (uint64_t i = 0; i < ck.d.n; i++)
+			CHECKF(ck.seen[i] == 2, "shuffle=%u: record %llu came %u times in 2 epochs",
+			       o.shuffle, (unsigned long long)i, ck.seen[i]);
+		printf("order: shuffle=%u, 2 ranks x 2 epochs of %llu records: every index, label "
+		       "and pixel as the sampler says\n",
+		       o.shuffle, (unsigned long long)ck.d.n);
+	}
+	checker_close(&ck);
+	return 0;
+}
+
+/* names=1 carries each sample's name as the dataset stores it; names=0
+ * carries none. */
+static int cmd_names(const char *dataset)
 {
 	struct ds d;
 	ds_open(&d, dataset);
-	struct jpeg_worker *w;
-	char err[256];
-	CHECKF(jpeg_worker_create(&w, err, sizeof err) == 0, "%s", err);
+	struct feeder *f = connect_or_die();
 	struct feeder_stream_opts o;
 	opts_small(&o, dataset, 16);
-	o.jpeg.train = 0;
-	o.dtype = FEEDER_DTYPE_U8;
-	o.world = world;
-	o.batch = 2;
-	o.epoch = 5;
-	struct feeder_stream_opts p = o;
-	size_t n = 3 * (size_t)p.jpeg.height * p.jpeg.width;
-	float *refs = malloc(d.n * n * sizeof(float)), *got = malloc(n * sizeof(float));
-	CHECK(refs && got);
-	for (uint64_t i = 0; i < d.n; i++)
-		reference(w, &d, &p, i, 0, refs + i * n);
-	uint32_t *seen = calloc(d.n, sizeof *seen);
-	CHECK(seen);
-	struct feeder *f = connect_or_die();
-	uint64_t lens[64];
-	CHECK(world <= 64);
-	for (uint32_t r = 0; r < world; r++) {
-		o.rank = r;
-		struct feeder_stream *s = open_or_die(f, &o);
-		struct sampler sm;
-		CHECK(sampler_init(&sm, d.n, o.seed, o.epoch, r, world, 1, err, sizeof err) == 0);
-		uint64_t pos = 0;
-		for (;;) {
-			struct feeder_batch b;
-			int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
-			if (rc == FEEDER_EEND)
-				break;
-			CHECKF(rc == 0, "rank %u: %s", r, feeder_last_error(f));
-			for (uint32_t i = 0; i < b.count; i++, pos++) {
-				to_unit(&p, b.data, i, got);
-				uint64_t best = 0;
-				double bm = 1e9, second = 1e9;
-				for (uint64_t j = 0; j < d.n; j++) {
-					double m = mad(got, refs + j * n, n);
-					if (m < bm) {
-						second = bm;
-						bm = m;
-						best = j;
-					} else if (m < second) {
-						second = m;
-					}
-				}
-				CHECKF(bm <= MAD_LIMIT && second > 2 * bm,
-				       "rank %u position %llu matches no single image (best %.4f, next %.4f)",
-				       r, (unsigned long long)pos, bm, second);
-				CHECKF(best == sampler_at(&sm, pos),
-				       "rank %u position %llu holds sample %llu, the sampler says %llu", r,
-				       (unsigned long long)pos, (unsigned long long)best,
-				       (unsigned long long)sampler_at(&sm, pos));
-				seen[best]++;
-			}
-			CHECK(feeder_batch_release(s, &b) == 0);
+	o.names = 1;
+	struct feeder_stream *s = open_or_die(f, &o);
+	struct feeder_batch b;
+	unsigned named = 0;
+	while (next_or_end(f, s, &b)) {
+		CHECK(b.names != NULL);
+		for (uint32_t i = 0; i < b.count; i++, named++) {
+			const char *got = b.names + (size_t)i * FEEDER_SAMPLE_NAME_MAX, *want;
+			size_t len;
+			CHECKF(dsstore_get_name(d.txn, b.indices[i], &want, &len) == 0,
+			       "the dataset keeps no name for record %llu",
+			       (unsigned long long)b.indices[i]);
+			CHECKF(strlen(got) == len && memcmp(got, want, len) == 0,
+			       "record %llu: name '%s', the dataset says '%.*s'",
+			       (unsigned long long)b.indices[i], got, (int)len, want);
 		}
-		lens[r] = pos;
-		CHECK(feeder_stream_close(s) == 0);
+		CHECK(feeder_batch_release(s, &b) == 0);
 	}
-	uint64_t total = 0, lo = UINT64_MAX, hi = 0;
-	for (uint32_t r = 0; r < world; r++) {
-		total += lens[r];
-		lo = lens[r] < lo ? lens[r] : lo;
-		hi = lens[r] > hi ? lens[r] : hi;
-	}
-	for (uint64_t i = 0; i < d.n; i++)
-		CHECKF(seen[i] == 1, "sample %llu delivered %u times over %u ranks",
-		       (unsigned long long)i, seen[i], world);
-	CHECK(total == d.n && hi - lo <= 1);
-	printf("ranks: %u ranks delivered %llu samples, each of the %llu exactly once (%llu..%llu per rank)\n",
-	       world, (unsigned long long)total, (unsigned long long)d.n, (unsigned long long)lo,
-	       (unsigned long long)hi);
+	CHECKF(named == d.n, "%u names for %llu records", named, (unsigned long long)d.n);
+	CHECK(feeder_stream_close(s) == 0);
+	o.names = 0;
+	s = open_or_die(f, &o);
+	CHECK(feeder_stream_next(s, TIMEOUT_MS, &b) == 0 && b.names == NULL && b.indices != NULL);
+	CHECK(feeder_batch_release(s, &b) == 0);
+	CHECK(feeder_stream_close(s) == 0);
 	feeder_disconnect(f);
-	free(refs);
-	free(got);
-	free(seen);
-	jpeg_worker_destroy(w);
 	ds_close(&d);
+	printf("names: %u names equal to the dataset's\n", named);
 	return 0;
 }
 
 /* One full epoch with every sample checked (for concurrent clients). */
 static int cmd_epoch(const char *dataset, uint64_t seed)
 {
-	struct ds d;
-	ds_open(&d, dataset);
-	struct jpeg_worker *w;
-	char err[256];
-	CHECKF(jpeg_worker_create(&w, err, sizeof err) == 0, "%s", err);
-	struct feeder *f = connect_or_die();
+	struct checker ck;
+	checker_open(&ck, dataset);
 	struct feeder_stream_opts o;
 	opts_small(&o, dataset, 24);
 	o.seed = seed;
 	o.dtype = FEEDER_DTYPE_F16;
-	struct feeder_stream *s = open_or_die(f, &o);
-	uint64_t samples = 0, batches = 0;
-	for (;;) {
-		struct feeder_batch b;
-		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
-		if (rc == FEEDER_EEND)
-			break;
-		CHECKF(rc == 0, "next: %s", feeder_last_error(f));
-		CHECK(b.batch_index == batches);
-		check_batch(w, &d, &o, &b);
-		samples += b.count;
-		batches++;
-		CHECK(feeder_batch_release(s, &b) == 0);
-	}
-	CHECKF(samples == d.n, "epoch delivered %llu of %llu samples", (unsigned long long)samples,
-	       (unsigned long long)d.n);
-	CHECK(feeder_stream_close(s) == 0);
-	feeder_disconnect(f);
-	jpeg_worker_destroy(w);
-	ds_close(&d);
-	printf("epoch: seed %llu, %llu batches, %llu samples checked\n", (unsigned long long)seed,
-	       (unsigned long long)batches, (unsigned long long)samples);
+	uint64_t samples = take_checked(&ck, &o, UINT64_MAX);
+	CHECKF(samples == ck.d.n, "epoch delivered %llu of %llu samples",
+	       (unsigned long long)samples, (unsigned long long)ck.d.n);
+	checker_close(&ck);
+	printf("epoch: seed %llu, %llu samples checked\n", (unsigned long long)seed,
+	       (unsigned long long)samples);
 	return 0;
 }
 
@@ -650,7 +712,8 @@ static int cmd_hold(const char *dataset)
 static uint64_t batch_digest(const struct feeder_batch *b)
 {
 	uint64_t h = 1469598103934665603ull;
-	const uint8_t *parts[3] = { (const uint8_t *)b->labels, (const uint8_t *)b->indices, b->data };
+	const uint8_t *parts[3] = { (const uint8_t *)b->labels, (const uint8_t *)b->indices,
+				    b->data };
 	size_t lens[3] = { b->count * sizeof(int32_t), b->count * sizeof(uint64_t), b->bytes };
 	for (int p = 0; p < 3; p++)
 		for (size_t i = 0; i < lens[p]; i++)
@@ -667,7 +730,8 @@ static int cmd_held_stop(const char *dataset)
 	struct feeder_stream *s = open_or_die(f, &o);
 	for (int i = 0; i < 3; i++) {
 		struct feeder_batch b;
-		CHECKF(feeder_stream_next(s, TIMEOUT_MS, &b) == 0, "next: %s", feeder_last_error(f));
+		CHECKF(feeder_stream_next(s, TIMEOUT_MS, &b) == 0, "next: %s",
+		       feeder_last_error(f));
 		want[i] = batch_digest(&b);
 		CHECK(feeder_batch_release(s, &b) == 0);
 	}
@@ -685,13 +749,18 @@ static int cmd_held_stop(const char *dataset)
 	while (poll(&p, 1, -1) < 0 && errno == EINTR)
 		;
 	usleep(200000); /* and let it exit */
-	CHECKF(batch_digest(&held) == want[0], "the held batch changed when feederd stopped "
-	       "(labels %d %d %d %d)", held.labels[0], held.labels[1], held.labels[2], held.labels[3]);
+	CHECKF(batch_digest(&held) == want[0],
+	       "the held batch changed when feederd stopped "
+	       "(labels %d %d %d %d)",
+	       held.labels[0], held.labels[1], held.labels[2], held.labels[3]);
 	for (int i = 1; i < 3; i++) {
 		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
-		CHECKF(rc == 0, "announced batch %d: %s (%s)", i, feeder_strerror(rc), feeder_last_error(f));
-		CHECKF(batch_digest(&b) == want[i], "announced batch %d changed when feederd stopped "
-		       "(labels %d %d %d %d)", i, b.labels[0], b.labels[1], b.labels[2], b.labels[3]);
+		CHECKF(rc == 0, "announced batch %d: %s (%s)", i, feeder_strerror(rc),
+		       feeder_last_error(f));
+		CHECKF(batch_digest(&b) == want[i],
+		       "announced batch %d changed when feederd stopped "
+		       "(labels %d %d %d %d)",
+		       i, b.labels[0], b.labels[1], b.labels[2], b.labels[3]);
 	}
 	int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 	CHECKF(rc == FEEDER_ECLOSED, "after the announced batches: %s", feeder_strerror(rc));
@@ -730,34 +799,6 @@ static int cmd_until_closed(const char *dataset)
 	feeder_stream_close(s);
 	feeder_disconnect(f);
 	return 0;
-}
-
-/* A raw connection: send one message of len bytes, then expect a fatal
- * ERROR and the connection closed. */
-static void raw_expect_error(const void *msg, size_t len, const char *what)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock_path);
-	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	CHECK(s >= 0);
-	CHECKF(connect(s, (struct sockaddr *)&sa, sizeof sa) == 0, "connect: %s", strerror(errno));
-	struct timeval tv = { .tv_sec = 10 };
-	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	CHECKF(send(s, msg, len, MSG_NOSIGNAL) == (ssize_t)len, "%s: send: %s", what, strerror(errno));
-	uint8_t buf[PROTO_MAX_MESSAGE + 1];
-	ssize_t n = recv(s, buf, sizeof buf, 0);
-	CHECKF(n > 0, "%s: no answer (%s)", what, n < 0 ? strerror(errno) : "closed");
-	struct proto_msg m;
-	char err[512];
-	CHECKF(proto_decode(buf, (size_t)n, &m, err, sizeof err) == 0, "%s: answer: %s", what, err);
-	CHECKF(m.type == PROTO_ERROR && m.u.error.fatal == 1,
-	       "%s: answered with %s, not a fatal ERROR", what, proto_type_name(m.type));
-	CHECKF(m.u.error.code == FEEDER_EPROTO || m.u.error.code == FEEDER_EVERSION,
-	       "%s: error code %d", what, m.u.error.code);
-	printf("garbage: %s -> ERROR '%s'\n", what, m.u.error.message);
-	n = recv(s, buf, sizeof buf, 0);
-	CHECKF(n == 0, "%s: connection not closed after the fatal ERROR", what);
-	close(s);
 }
 
 static void stream_some(struct feeder *f, struct feeder_stream *s, int k)
@@ -840,7 +881,8 @@ static int cmd_timeouts(const char *dataset)
 	int rc = feeder_stream_next(s, 300, &c);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-	CHECKF(rc == FEEDER_ETIMEDOUT && took >= 0.28 && took < 3, "next: %d after %.3f s", rc, took);
+	CHECKF(rc == FEEDER_ETIMEDOUT && took >= 0.28 && took < 3, "next: %d after %.3f s", rc,
+	       took);
 	CHECK(c.data == NULL);
 	/* Releasing twice, or a batch of another stream, is refused. */
 	struct feeder_batch copy = b[0];
@@ -858,57 +900,39 @@ static int cmd_timeouts(const char *dataset)
 	CHECK(daemon_status().streams == 0);
 	feeder_disconnect(f);
 	printf("timeouts: next timed out after %.3f s; %d abandoned open(s) left no stream; "
-	       "double release refused\n", took, orphans);
+	       "double release refused\n",
+	       took, orphans);
 	return 0;
 }
 
-static int cmd_garbage(const char *dataset)
+/* One epoch of o (on_error=replace), n samples with a valid label each;
+ * returns a digest of its bytes and counts the replacements. */
+static uint64_t corrupt_epoch(struct feeder *f, const struct feeder_stream_opts *o, uint64_t n,
+			      uint64_t *repl)
 {
-	struct feeder *f = connect_or_die();
-	struct feeder_stream_opts o;
-	opts_small(&o, dataset, 16);
-	o.epochs = 100000;
-	struct feeder_stream *s = open_or_die(f, &o);
-	stream_some(f, s, 2);
-
-	uint8_t junk[64];
-	for (size_t i = 0; i < sizeof junk; i++)
-		junk[i] = (uint8_t)(i * 37 + 11);
-	raw_expect_error(junk, sizeof junk, "64 bytes of garbage");
-	stream_some(f, s, 2);
-
-	/* A valid HELLO cut short: the header promises more than arrives. */
-	struct proto_msg m = { .type = PROTO_HELLO };
-	m.u.hello.pid = 1;
-	uint8_t buf[PROTO_MAX_MESSAGE * 4];
-	int n = proto_encode(&m, buf, sizeof buf);
-	CHECK(n > PROTO_HEADER_SIZE + 4);
-	raw_expect_error(buf, (size_t)n - 4, "a truncated HELLO");
-	stream_some(f, s, 2);
-
-	/* An OPEN_STREAM padded far beyond any message size. */
-	m.type = PROTO_OPEN_STREAM;
-	proto_opts_jpeg(&m.u.open.opts, 32, 1);
-	snprintf(m.u.open.opts.dataset, sizeof m.u.open.opts.dataset, "%s", dataset);
-	m.u.open.opts.batch = 2;
-	n = proto_encode(&m, buf, sizeof buf);
-	CHECK(n > 0);
-	memset(buf + n, 0x5a, sizeof buf - (size_t)n);
-	raw_expect_error(buf, sizeof buf, "an oversized message");
-	stream_some(f, s, 2);
-
-	/* A header-only message of another protocol version. */
-	memcpy(buf, (uint8_t[]){ 0x46, 0x45, 0x44, 0x52, 99, 0, 1, 0 }, 8);
-	memset(buf + 8, 0, 8);
-	raw_expect_error(buf, PROTO_HEADER_SIZE, "protocol version 99");
-	stream_some(f, s, 2);
-
+	struct feeder_stream *s = open_or_die(f, o);
+	uint64_t samples = 0, digest = 0;
+	*repl = 0;
+	struct feeder_batch b;
+	while (next_or_end(f, s, &b)) {
+		CHECKF(b.count == o->batch || samples + b.count == n,
+		       "a batch short of samples (%u) that is not the last", b.count);
+		for (uint32_t i = 0; i < b.count; i++)
+			CHECK(b.labels[i] >= 0);
+		samples += b.count;
+		*repl += b.replacements;
+		digest = (digest ^ batch_digest(&b)) * 1099511628211ull;
+		CHECK(feeder_batch_release(s, &b) == 0);
+	}
 	CHECK(feeder_stream_close(s) == 0);
-	feeder_disconnect(f);
-	printf("garbage: the other client kept streaming throughout\n");
-	return 0;
+	CHECKF(samples == n, "epoch had %llu of %llu samples", (unsigned long long)samples,
+	       (unsigned long long)n);
+	return digest;
 }
 
+/* n_corrupt corrupt records: replaced, counted per batch and by the daemon,
+ * the same bytes twice; on_error=fail fails the stream with FEEDER_ESTREAM,
+ * and the connection stays usable. */
 static int cmd_corrupt(const char *dataset, uint32_t n_corrupt)
 {
 	struct ds d;
@@ -917,33 +941,23 @@ static int cmd_corrupt(const char *dataset, uint32_t n_corrupt)
 	struct feeder_stream_opts o;
 	opts_small(&o, dataset, 24);
 	o.dtype = FEEDER_DTYPE_U8;
-	struct feeder_stream *s = open_or_die(f, &o);
-	uint64_t samples = 0, repl = 0;
-	for (;;) {
-		struct feeder_batch b;
-		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
-		if (rc == FEEDER_EEND)
-			break;
-		CHECKF(rc == 0, "next: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
-		CHECKF(b.count == o.batch || samples + b.count == d.n,
-		       "a batch short of samples (%u) that is not the last", b.count);
-		/* Every label is a valid record's label. */
-		for (uint32_t i = 0; i < b.count; i++)
-			CHECK(b.labels[i] >= 0);
-		samples += b.count;
-		repl += b.replacements;
-		CHECK(feeder_batch_release(s, &b) == 0);
-	}
-	CHECK(feeder_stream_close(s) == 0);
-	CHECKF(samples == d.n, "epoch had %llu of %llu samples", (unsigned long long)samples,
-	       (unsigned long long)d.n);
+	uint64_t repl, again;
+	uint64_t digest = corrupt_epoch(f, &o, d.n, &repl);
 	CHECKF(repl == n_corrupt, "%llu replacements counted, %u corrupt records",
 	       (unsigned long long)repl, n_corrupt);
-	printf("corrupt: replace: %llu samples, %llu replacements\n", (unsigned long long)samples,
-	       (unsigned long long)repl);
+	CHECKF(corrupt_epoch(f, &o, d.n, &again) == digest && again == repl,
+	       "a second run replaced the corrupt records otherwise");
+	struct feeder_status st = daemon_status();
+	CHECKF(st.replacements >= 2 * n_corrupt && st.decode_errors >= 2 * n_corrupt,
+	       "the daemon counts %llu replacements and %llu decode errors after two epochs with "
+	       "%u corrupt records",
+	       (unsigned long long)st.replacements, (unsigned long long)st.decode_errors,
+	       n_corrupt);
+	printf("corrupt: replace: %llu samples, %llu replacements, the same twice\n",
+	       (unsigned long long)d.n, (unsigned long long)repl);
 
 	o.on_error = FEEDER_ON_ERROR_FAIL;
-	s = open_or_die(f, &o);
+	struct feeder_stream *s = open_or_die(f, &o);
 	int rc;
 	uint64_t before = 0;
 	for (;;) {
@@ -955,8 +969,8 @@ static int cmd_corrupt(const char *dataset, uint32_t n_corrupt)
 		CHECK(b.replacements == 0);
 		CHECK(feeder_batch_release(s, &b) == 0);
 	}
-	CHECKF(rc == FEEDER_ESTREAM, "on_error=fail ended with %d (%s): %s", rc, feeder_strerror(rc),
-	       feeder_last_error(f));
+	CHECKF(rc == FEEDER_ESTREAM, "on_error=fail ended with %d (%s): %s", rc,
+	       feeder_strerror(rc), feeder_last_error(f));
 	printf("corrupt: on_error=fail: FEEDER_ESTREAM after %llu batches: %s\n",
 	       (unsigned long long)before, feeder_last_error(f));
 	feeder_stream_close(s);
@@ -968,6 +982,12 @@ static int cmd_corrupt(const char *dataset, uint32_t n_corrupt)
 	feeder_disconnect(f);
 	ds_close(&d);
 	return 0;
+}
+
+/* The two records harness_corrupt_copy breaks. */
+static int cmd_corrupt_copy(const char *dataset)
+{
+	return cmd_corrupt(dataset, 2);
 }
 
 /* The refusal must carry code and a message mentioning needle (or alt). */
@@ -998,6 +1018,46 @@ static int cmd_refusals(const char *dataset)
 	o.slots = 16;
 	o.dtype = FEEDER_DTYPE_F32; /* 16 slots x 256 x 3 x 512 x 512 x 4 bytes = 12 GiB */
 	expect_refusal("over-quota request", &o, FEEDER_EQUOTA, "quota", "limit");
+	opts_small(&o, dataset, 32);
+	o.slots = 17;
+	expect_refusal("17 slots", &o, FEEDER_EQUOTA, "the daemon allows 16", NULL);
+	o.slots = 3;
+	o.start_batch = 7; /* an epoch has 6 */
+	expect_refusal("start_batch past the epoch", &o, FEEDER_EINVAL, "past the 6 batches", NULL);
+	/* A pipeline the dataset's kind does not fit says what the dataset holds. */
+	proto_opts_features(&o, 20, 1);
+	snprintf(o.dataset, sizeof o.dataset, "%s", dataset);
+	o.batch = 16;
+	expect_refusal("features of images", &o, FEEDER_EINVAL,
+		       "holds jpeg images, not feature matrices: open it with pipeline jpeg", NULL);
+	/* Options out of range: FEEDER_EINVAL, naming the field. */
+	const char *fields[] = { "batch", "jpeg.height", "shuffle", "rank", "jpeg.scale_min" };
+	for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
+		opts_small(&o, dataset, 16);
+		switch (k) {
+		case 0:
+			o.batch = 0;
+			break;
+		case 1:
+			o.jpeg.height = 9000;
+			break;
+		case 2:
+			o.shuffle = 2;
+			break;
+		case 3:
+			o.rank = 3;
+			o.world = 2;
+			break;
+		case 4:
+			o.jpeg.scale_min = 0.9f;
+			o.jpeg.scale_max = 0.2f;
+			break;
+		}
+		expect_refusal(fields[k], &o, FEEDER_EINVAL, fields[k], NULL);
+	}
+	opts_small(&o, "feat", 16);
+	expect_refusal("images of features", &o, FEEDER_EINVAL,
+		       "holds feature matrices, not jpeg images", NULL);
 
 	/* After a refusal the same connection still serves. */
 	struct feeder *f = connect_or_die();
@@ -1009,52 +1069,6 @@ static int cmd_refusals(const char *dataset)
 	stream_some(f, s, 2);
 	CHECK(feeder_stream_close(s) == 0);
 	feeder_disconnect(f);
-	return 0;
-}
-
-/* Copy dataset src to dst, breaking records 1 (CRC) and 4 (not a JPEG). */
-static int cmd_mkcorrupt(const char *src, const char *dst)
-{
-	char err[512];
-	struct dsstore *in;
-	CHECKF(dsstore_open(src, &in, err, sizeof err) == 0, "%s", err);
-	struct dsstore_txn *t;
-	CHECKF(dsstore_txn_begin(in, &t, err, sizeof err) == 0, "%s", err);
-	const struct dsformat_header *h = dsstore_header(in);
-	CHECK(h->samples > 4);
-	struct dsstore_writer *w;
-	CHECKF(mkdir(dst, 0755) == 0, "mkdir %s: %s", dst, strerror(errno));
-	CHECKF(dsstore_writer_open(dst, 0, &w, err, sizeof err) == 0, "%s", err);
-	for (uint32_t c = 0; c < h->classes; c++) {
-		const char *name;
-		size_t len;
-		char buf[512];
-		CHECK(dsstore_get_label(t, c, &name, &len) == 0 && len < sizeof buf);
-		memcpy(buf, name, len);
-		buf[len] = '\0';
-		CHECKF(dsstore_writer_put_label(w, c, buf, err, sizeof err) == 0, "%s", err);
-	}
-	static const char not_jpeg[] = "this record is not a JPEG image at all, though its CRC is fine";
-	for (uint64_t i = 0; i < h->samples; i++) {
-		struct dsformat_sample s;
-		const uint8_t *payload;
-		CHECKF(dsstore_get_sample(t, i, &s, &payload, err, sizeof err) == 0, "%s", err);
-		uint8_t *copy = malloc(s.payload_len > sizeof not_jpeg ? s.payload_len : sizeof not_jpeg);
-		CHECK(copy);
-		memcpy(copy, payload, s.payload_len);
-		if (i == 1) {
-			copy[s.payload_len / 2] ^= 0x40; /* the stored CRC no longer matches */
-		} else if (i == 4) {
-			s.payload_len = sizeof not_jpeg;
-			memcpy(copy, not_jpeg, sizeof not_jpeg);
-			s.crc = crc32c(0, copy, s.payload_len);
-		}
-		CHECKF(dsstore_writer_put_sample(w, i, &s, copy, err, sizeof err) == 0, "%s", err);
-		free(copy);
-	}
-	CHECKF(dsstore_writer_finish(w, h, err, sizeof err) == 0, "%s", err);
-	dsstore_txn_end(t);
-	dsstore_close(in);
 	return 0;
 }
 
@@ -1142,10 +1156,10 @@ static unsigned open_until_refused(struct feeder *f, const struct feeder_stream_
 		int rc = feeder_stream_open(f, o, TIMEOUT_MS, &out[k]);
 		if (rc == 0)
 			continue;
-		CHECKF(rc == FEEDER_EQUOTA, "%s: stream %u: %s (%s), expected FEEDER_EQUOTA", who, k,
-		       feeder_strerror(rc), feeder_last_error(f));
-		CHECKF(strcasestr(feeder_last_error(f), needle), "%s: refusal '%s' does not say '%s'",
-		       who, feeder_last_error(f), needle);
+		CHECKF(rc == FEEDER_EQUOTA, "%s: stream %u: %s (%s), expected FEEDER_EQUOTA", who,
+		       k, feeder_strerror(rc), feeder_last_error(f));
+		CHECKF(strcasestr(feeder_last_error(f), needle),
+		       "%s: refusal '%s' does not say '%s'", who, feeder_last_error(f), needle);
 		printf("quota: %s opened %u streams, then: %s\n", who, k, feeder_last_error(f));
 		return k;
 	}
@@ -1176,8 +1190,8 @@ static int cmd_quota(const char *dataset, const char *q_arg, const char *l_arg)
 	/* A: the greedy one, same request, until its quota stops it. */
 	uint64_t n_a = quota / ring, used = ring * (1 + n_a);
 	CHECKF(n_a >= 1 && used + ring <= limit && (limit - used) / ring < n_a,
-	       "rings of %llu bytes: quota %llu and limit %llu do not make a test", (unsigned long long)ring,
-	       (unsigned long long)quota, (unsigned long long)limit);
+	       "rings of %llu bytes: quota %llu and limit %llu do not make a test",
+	       (unsigned long long)ring, (unsigned long long)quota, (unsigned long long)limit);
 	struct feeder *a = connect_or_die();
 	struct feeder_stream *as[64], *a2s[64];
 	CHECK(n_a < 64);
@@ -1233,8 +1247,9 @@ static int cmd_quota(const char *dataset, const char *q_arg, const char *l_arg)
 			break;
 		usleep(20000);
 	}
-	CHECKF(st.streams == 1 && st.memory_used == ring, "after A and C left: %u streams, %llu bytes",
-	       st.streams, (unsigned long long)st.memory_used);
+	CHECKF(st.streams == 1 && st.memory_used == ring,
+	       "after A and C left: %u streams, %llu bytes", st.streams,
+	       (unsigned long long)st.memory_used);
 	extra = open_or_die(b.f, &b.o);
 	stream_some(b.f, extra, 1);
 	CHECK(feeder_stream_close(extra) == 0);
@@ -1250,36 +1265,50 @@ static int cmd_quota(const char *dataset, const char *q_arg, const char *l_arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* ---- One test on its own daemon ------------------------------------------ */
+
+static const struct e2e_test {
+	const char *name;
+	int (*run)(const char *dataset);
+	const char *dataset; /* "imgs" (packed photos), "bad" (a corrupt copy) or "feat" */
+	unsigned images;     /* in imgs */
+	const char *conf;    /* lines added to the daemon's configuration */
+	const char *const *flags;
+} tests[] = {
+	{ "pixels", cmd_pixels, "imgs", 24, NULL, NULL },
+	{ "features", cmd_features, "feat", 0, NULL, NULL },
+	{ "determinism", cmd_determinism, "imgs", 24, NULL, NULL },
+	{ "resume", cmd_resume, "imgs", 24, NULL, NULL },
+	{ "ranks", cmd_ranks, "imgs", 24, NULL, NULL },
+	{ "order", cmd_order, "imgs", 23, NULL, NULL },
+	{ "names", cmd_names, "imgs", 24, NULL, NULL },
+	{ "corrupt", cmd_corrupt_copy, "bad", 24, NULL, NULL },
+	{ "refusals", cmd_refusals, "imgs", 24, "max_slots = 16\n",
+	  (const char *const[]){ "--client-quota", "256M", NULL } },
+	{ "timeouts", cmd_timeouts, "imgs", 24, NULL, NULL },
+	{ "pin", cmd_pin, "imgs", 24, NULL, NULL },
+};
+
+static int run_test(const struct e2e_test *t)
 {
-	int i = 1;
-	for (; i + 1 < argc; i += 2) {
-		if (strcmp(argv[i], "--socket") == 0)
-			sock_path = argv[i + 1];
-		else if (strcmp(argv[i], "--datasets") == 0)
-			datasets_dir = argv[i + 1];
-		else
-			break;
-	}
-	if (i + 1 >= argc) {
-		fprintf(stderr, "usage: e2e_client --socket S --datasets DIR COMMAND DATASET [ARG]\n");
-		return 1;
-	}
-	const char *cmd = argv[i], *dataset = argv[i + 1];
-	const char *arg = i + 2 < argc ? argv[i + 2] : NULL;
-	if (strcmp(cmd, "mkcorrupt") == 0 && arg)
-		return cmd_mkcorrupt(dataset, arg);
-	CHECKF(sock_path && datasets_dir, "--socket and --datasets are required");
-	if (strcmp(cmd, "pixels") == 0)
-		return cmd_pixels(dataset);
-	if (strcmp(cmd, "determinism") == 0)
-		return cmd_determinism(dataset);
-	if (strcmp(cmd, "resume") == 0)
-		return cmd_resume(dataset);
-	if (strcmp(cmd, "elastic") == 0)
-		return cmd_elastic(dataset);
-	if (strcmp(cmd, "ranks") == 0)
-		return cmd_ranks(dataset, arg ? (uint32_t)atoi(arg) : 3);
+	harness_init("e2e");
+	harness_features_dataset("feat");
+	if (t->images)
+		harness_pack_images("imgs", t->images, 3, 1);
+	if (strcmp(t->dataset, "bad") == 0)
+		harness_corrupt_copy("imgs", "bad");
+	harness_start(t->conf, t->flags);
+	int rc = t->run(t->dataset);
+	harness_stop();
+	if (rc == 0 || rc == 77)
+		harness_passed();
+	return rc;
+}
+
+/* A command for a shell test, against its daemon. */
+static int run_command(const char *cmd, const char *dataset, const char *arg, const char *arg2)
+{
+	CHECKF(harness.sock[0] && harness.datasets[0], "--socket and --datasets are required");
 	if (strcmp(cmd, "epoch") == 0)
 		return cmd_epoch(dataset, arg ? strtoull(arg, NULL, 10) : 1);
 	if (strcmp(cmd, "hold") == 0)
@@ -1288,22 +1317,36 @@ int main(int argc, char **argv)
 		return cmd_until_closed(dataset);
 	if (strcmp(cmd, "held-stop") == 0)
 		return cmd_held_stop(dataset);
-	if (strcmp(cmd, "garbage") == 0)
-		return cmd_garbage(dataset);
-	if (strcmp(cmd, "corrupt") == 0)
-		return cmd_corrupt(dataset, arg ? (uint32_t)atoi(arg) : 2);
-	if (strcmp(cmd, "refusals") == 0)
-		return cmd_refusals(dataset);
-	if (strcmp(cmd, "timeouts") == 0)
-		return cmd_timeouts(dataset);
-	if (strcmp(cmd, "pin") == 0)
-		return cmd_pin(dataset);
-	/* fault tests */
-	const char *arg2 = i + 3 < argc ? argv[i + 3] : NULL;
+	if (strcmp(cmd, "corrupt") == 0 && arg)
+		return cmd_corrupt(dataset, (uint32_t)atoi(arg));
 	if (strcmp(cmd, "survive") == 0)
 		return cmd_survive(dataset, arg, arg2);
 	if (strcmp(cmd, "quota") == 0)
 		return cmd_quota(dataset, arg, arg2);
 	fprintf(stderr, "e2e_client: unknown command '%s'\n", cmd);
 	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2)
+		for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++)
+			if (strcmp(argv[1], tests[k].name) == 0)
+				return run_test(&tests[k]);
+	int i = 1;
+	for (; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--socket") == 0)
+			snprintf(harness.sock, sizeof harness.sock, "%s", argv[i + 1]);
+		else if (strcmp(argv[i], "--datasets") == 0)
+			snprintf(harness.datasets, sizeof harness.datasets, "%s", argv[i + 1]);
+		else
+			break;
+	}
+	if (i + 1 >= argc) {
+		fprintf(stderr, "usage: e2e_client TEST | e2e_client --socket S --datasets DIR "
+				"COMMAND DATASET [ARG...]\n");
+		return 1;
+	}
+	return run_command(argv[i], argv[i + 1], i + 2 < argc ? argv[i + 2] : NULL,
+			   i + 3 < argc ? argv[i + 3] : NULL);
 }

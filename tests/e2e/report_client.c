@@ -8,56 +8,23 @@
  *
  * test_metrics_reports.sh checks what feederd makes of it. */
 #include "check.h"
+#include "harness.h"
 #include "protocol.h"
-#include "sockmsg.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
-
-#define TIMEOUT_MS 20000
-
-static int connect_to(const char *path)
-{
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	CHECK(fd >= 0);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	CHECK(strlen(path) < sizeof(sa.sun_path));
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	CHECKF(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect: %s", strerror(errno));
-	return fd;
-}
 
 static void recv_one(int fd, struct proto_msg *m, int *mfd)
 {
-	char err[256];
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	CHECKF(poll(&p, 1, TIMEOUT_MS) == 1, "no message from feederd in time");
-	CHECKF(sockmsg_recv_msg(fd, m, mfd, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(harness_recv(fd, m, mfd) == 0, "%s", harness_err);
 	CHECKF(m->type != PROTO_ERROR, "feederd: %s", m->u.error.message);
 }
 
-static void send_one(int fd, const struct proto_msg *m)
-{
-	char err[256];
-	CHECKF(sockmsg_send_msg(fd, m, -1, err, sizeof(err)) == 0, "%s", err);
-}
-
-/* HELLO, then OPEN_STREAM of 16x16 crops; the stream's id. */
+/* OPEN_STREAM of 16x16 crops; the stream's id. */
 static uint32_t open_stream(int fd, const char *dataset)
 {
-	struct proto_msg m = { .type = PROTO_HELLO };
-	m.u.hello.pid = (uint32_t)getpid();
-	snprintf(m.u.hello.agent, sizeof(m.u.hello.agent), "report_client");
-	send_one(fd, &m);
-	recv_one(fd, &m, NULL);
-	CHECKF(m.type == PROTO_WELCOME, "HELLO answered with %s", proto_type_name(m.type));
-	m = (struct proto_msg){ .type = PROTO_OPEN_STREAM };
+	struct proto_msg m = { .type = PROTO_OPEN_STREAM };
 	proto_opts_jpeg(&m.u.open.opts, 16, 1);
 	snprintf(m.u.open.opts.dataset, sizeof(m.u.open.opts.dataset), "%s", dataset);
 	m.u.open.opts.batch = 4;
@@ -65,7 +32,7 @@ static uint32_t open_stream(int fd, const char *dataset)
 	m.u.open.opts.epochs = 1000;
 	m.u.open.opts.dtype = FEEDER_DTYPE_U8;
 	m.u.open.tag = 1;
-	send_one(fd, &m);
+	harness_send(fd, &m);
 	int mfd = -1;
 	recv_one(fd, &m, &mfd);
 	CHECKF(m.type == PROTO_STREAM_OPENED, "OPEN_STREAM answered with %s",
@@ -84,7 +51,7 @@ int main(int argc, char **argv)
 	}
 	uint64_t wait_us = strtoull(argv[3], NULL, 0), compute_us = strtoull(argv[4], NULL, 0);
 	int releases = atoi(argv[5]), hold_ms = atoi(argv[6]);
-	int fd = connect_to(argv[1]);
+	int fd = harness_hello(argv[1], "report_client", NULL);
 	uint32_t stream = open_stream(fd, argv[2]);
 	for (int n = 0; n < releases;) {
 		struct proto_msg m;
@@ -96,7 +63,7 @@ int main(int argc, char **argv)
 		r.u.release.slot = m.u.ready.slot;
 		r.u.release.wait_us = wait_us;
 		r.u.release.compute_us = compute_us;
-		send_one(fd, &r);
+		harness_send(fd, &r);
 		n++;
 	}
 	printf("ready\n");

@@ -2,12 +2,10 @@
 # test_abi.sh — libfeeder.so exports only feeder_* (its version script), has
 # a soname, and its pkg-config file lets a program that includes only the
 # public header compile and link.
-set -u
-build=${FEEDER_BUILD:?} ; src=${FEEDER_SOURCE:?}
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 lib=$build/client/libfeeder.so
-fail() { echo "FAIL: $*"; exit 1; }
 [ -e "$lib" ] || fail "$lib not built"
-command -v nm >/dev/null || { echo "SKIP: nm not installed"; exit 77; }
+command -v nm >/dev/null || skip "nm not installed"
 syms=$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | sed 's/@.*//')
 [ -n "$syms" ] || fail "no symbols exported"
 bad=$(echo "$syms" | grep -v '^feeder_')
@@ -22,7 +20,6 @@ pc=$build/meson-private/feeder.pc
 [ -f "$pc" ] || fail "no pkg-config file $pc"
 grep -q '^Libs:.*-lfeeder' "$pc" || fail "feeder.pc lacks -lfeeder"
 grep -q '^Name: feeder' "$pc" || fail "feeder.pc lacks its name"
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cat > "$tmp/use.c" <<'C'
 #include <feeder.h>
 #include <stdio.h>

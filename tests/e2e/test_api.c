@@ -55,18 +55,18 @@ static void *junk_server(void *arg)
 int main(void)
 {
 	/* Every code has its own name, and no code reads as "unknown". */
-	const int codes[] = { FEEDER_ECORRUPT, FEEDER_EVERSION, FEEDER_EFORMAT, FEEDER_EPROTO,
-			      FEEDER_EDECODE, FEEDER_EQUOTA, FEEDER_ENODATASET, FEEDER_EBADNAME,
-			      FEEDER_EINVAL, FEEDER_ECLOSED, FEEDER_ETIMEDOUT, FEEDER_EEND,
-			      FEEDER_ENODEV, FEEDER_EDENIED, FEEDER_ESTREAM };
+	const int codes[] = { FEEDER_ECORRUPT, FEEDER_EVERSION, FEEDER_EFORMAT,    FEEDER_EPROTO,
+			      FEEDER_EDECODE,  FEEDER_EQUOTA,   FEEDER_ENODATASET, FEEDER_EBADNAME,
+			      FEEDER_EINVAL,   FEEDER_ECLOSED,  FEEDER_ETIMEDOUT,  FEEDER_EEND,
+			      FEEDER_ENODEV,   FEEDER_EDENIED,  FEEDER_ESTREAM };
 	const size_t nc = sizeof codes / sizeof codes[0];
 	const char *unknown = feeder_strerror(-99999);
 	for (size_t i = 0; i < nc; i++) {
 		const char *s = feeder_strerror(codes[i]);
 		CHECKF(s && *s && strcmp(s, unknown) != 0, "code %d has no name", codes[i]);
 		for (size_t j = 0; j < i; j++)
-			CHECKF(strcmp(s, feeder_strerror(codes[j])) != 0, "codes %d and %d share '%s'",
-			       codes[i], codes[j], s);
+			CHECKF(strcmp(s, feeder_strerror(codes[j])) != 0,
+			       "codes %d and %d share '%s'", codes[i], codes[j], s);
 	}
 	CHECK(strcmp(feeder_strerror(-ENOENT), strerror(ENOENT)) == 0 ||
 	      strstr(feeder_strerror(-ENOENT), "o such file"));
@@ -127,7 +127,8 @@ int main(void)
 	t0 = now_s();
 	rc = feeder_connect(path, 300, &f);
 	took = now_s() - t0;
-	CHECKF(rc == FEEDER_ETIMEDOUT && took >= 0.25 && took < 3.0, "rc %d after %.3f s", rc, took);
+	CHECKF(rc == FEEDER_ETIMEDOUT && took >= 0.25 && took < 3.0, "rc %d after %.3f s", rc,
+	       took);
 	CHECKF(strstr(feeder_last_error(NULL), "did not answer"), "'%s'", feeder_last_error(NULL));
 	close(l);
 

@@ -7,14 +7,13 @@
 # logged with the rule it broke; nothing is allocated for the claimed
 # pixels (the daemon's RssAnon stays small) and the 601 scans are stopped
 # at 500 rather than decoded.
-. "$(dirname "$0")/lib.sh"
-"$genimg" 10 "$tmp/src" --classes 2 --seed 3 --threads 1 >/dev/null || fail "gen-images"
-made=$(/usr/bin/python3 "$src/tests/packer/make_bombs.py" "$tmp/src/class_001") \
-	|| fail "make_bombs.py"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+need_python PIL
+gen_images "$tmp/src" 10 2 3
+made=$("$py" "$src/tests/packer/make_bombs.py" "$tmp/src/class_001") || fail "make_bombs.py"
 nbombs=$(wc -l <<<"$made")
-"$packer" pack images --threads 1 "$tmp/src" "$datasets/bombs" >/dev/null 2>"$tmp/packer.log" \
-	|| fail "packer: $(cat "$tmp/packer.log")"
-start_daemon
+pack_images bombs "$tmp/src"
+start_daemon || fail "$daemon_why"
 run_client corrupt bombs "$nbombs" || fail "e2e_client corrupt bombs $nbombs"
 grep -q "30000x30000 image is over the 134217728-pixel limit" "$tmp/feederd.log" \
 	|| fail "the 30000x30000 claim is not logged: $(tail -20 "$tmp/feederd.log")"
@@ -25,7 +24,7 @@ else
 	echo "note: no jpegtran here, the many-scan case is not made"
 fi
 rss=$(awk '/^RssAnon:/ { print $2 }' "/proc/$daemon_pid/status")
-ldd "$feederd" | grep -q libasan || [ "$rss" -lt 65536 ] \
+sanitized || [ "$rss" -lt 65536 ] \
 	|| fail "feederd's RssAnon is $rss KiB after the bombs"
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: $nbombs bombs replaced and logged by rule; feederd RssAnon $rss KiB"

@@ -9,30 +9,16 @@
 # starvation warning (starvation_warn = 10, starvation_after = 2 here) is
 # logged for the second and not the first, naming the stream, its pid and
 # the stage that dominates. `feederctl top --once` shows both streams.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 dw=$build/tests/e2e/datawait_client
-[ -x "$dw" ] || skip "$dw is not built"
+need_exe "$dw"
 
-make_dataset small 24 2 5
+make_images small 24 2 5
 # full-size photos: decoding them is the slow part
-"$genimg" 40 "$tmp/src-big" --classes 2 --seed 9 --threads 1 >/dev/null || fail "gen-images"
-"$packer" pack images --threads 1 "$tmp/src-big" "$datasets/big" >/dev/null 2>&1 || fail "packer big"
-
-cat > "$tmp/feederd.conf" <<CONF
-[feederd]
-socket = $sock
-datasets = $datasets
-workers = 1
-log_level = info
-starvation_warn = 10
-starvation_after = 2
-CONF
-"$feederd" --config "$tmp/feederd.conf" >>"$tmp/feederd.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 200); do
-	"$feederctl" --socket "$sock" --timeout 1000 status >/dev/null 2>&1 && break
-	sleep 0.05
-done
+gen_images "$tmp/src-big" 40 2 9
+pack_images big "$tmp/src-big"
+start_daemon --workers 1 --log-level info --starvation-warn 10 --starvation-after 2 \
+	|| fail "$daemon_why"
 
 # The fed trainer: 9 ms of compute per batch of 4 tiny samples.
 "$dw" "$sock" small 400 9 16 4 > "$tmp/fed.json" 2>"$tmp/fed.err" || fail "fed client: $(cat "$tmp/fed.err")"
@@ -41,16 +27,16 @@ done
 # is busy, not in the stream's last second, when its work is done.
 "$dw" "$sock" big 1500 0 224 8 > "$tmp/starved.json" 2>"$tmp/starved.err" &
 sp=$!
-bg_pids+=($sp)
+bg_pids+=("$sp")
 # While it runs: top shows it.
 sleep 3
 "$feederctl" --socket "$sock" top --once > "$tmp/top.txt" 2>&1 || fail "top --once: $(cat "$tmp/top.txt")"
 "$feederctl" --socket "$sock" streams --json > "$tmp/streams.json" 2>&1 || fail "streams --json: $(cat "$tmp/streams.json")"
 wait $sp || fail "starved client: $(cat "$tmp/starved.err")"
 cat "$tmp/fed.json" "$tmp/starved.json"
-sanitized=0
-ldd "$feederd" 2>/dev/null | grep -q libasan && sanitized=1
-/usr/bin/python3 - "$tmp/fed.json" "$tmp/starved.json" "$tmp/top_stage" $sanitized <<'PY' || fail "data-wait figures"
+asan=0
+sanitized && asan=1
+"$py" - "$tmp/fed.json" "$tmp/starved.json" "$tmp/top_stage" $asan <<'PY' || fail "data-wait figures"
 import json, sys
 sanitized = sys.argv[4] == "1"
 fed, starved = (json.load(open(p)) for p in sys.argv[1:3])
@@ -83,7 +69,7 @@ grep "the trainer waited" "$tmp/feederd.log" | grep -q "more workers" || fail "t
 grep "the trainer waited" "$tmp/feederd.log"
 grep -q "big" "$tmp/top.txt" && grep -q "WAIT10S" "$tmp/top.txt" || fail "top --once: $(cat "$tmp/top.txt")"
 # the starved stream's line in top: its wait share over 10 s is high
-/usr/bin/python3 - "$tmp/top.txt" <<'PY' || fail "top --once figures: $(cat "$tmp/top.txt")"
+"$py" - "$tmp/top.txt" <<'PY' || fail "top --once figures: $(cat "$tmp/top.txt")"
 import re, sys
 lines = open(sys.argv[1]).read().splitlines()
 row = next(l for l in lines if " big " in l)
@@ -92,7 +78,7 @@ m = re.search(r"\s(\d+(?:\.\d+)?) %\s+(\d+(?:\.\d+)?) %", row)
 assert m and float(m.group(1)) > 50 and float(m.group(2)) > 50, row
 PY
 # feederctl streams --json, taken 3 s in: the same figures for scripts
-/usr/bin/python3 - "$tmp/streams.json" <<'PY' || fail "streams --json figures: $(cat "$tmp/streams.json")"
+"$py" - "$tmp/streams.json" <<'PY' || fail "streams --json figures: $(cat "$tmp/streams.json")"
 import json, sys
 s = [x for x in json.load(open(sys.argv[1]))["streams"] if x["dataset"] == "big"]
 assert len(s) == 1, s

@@ -6,25 +6,18 @@
 # GET /metrics; abusive clients (40 idle connections, 100 KB of headers,
 # garbage) are refused or timed out by the listener while a stream's
 # batches keep coming at their rate; the same over a unix socket.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
-/usr/bin/python3 -c "import prometheus_client.parser" 2>/dev/null \
-	|| skip "python3-prometheus-client is not installed (tools/install-deps installs it)"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+py=$(find_python prometheus_client) \
+	|| skip "python3-prometheus-client is not installed (tools/install-deps installs it): $py"
 dw=$build/tests/e2e/datawait_client
-[ -x "$dw" ] || skip "$dw is not built"
-"$feederd" --config /dev/null --socket "$tmp/x.sock" --datasets "$datasets" \
-	--metrics-listen 127.0.0.1:0 --check-config >/dev/null 2>"$tmp/check.err" ||
-	{ grep -q "without libmicrohttpd" "$tmp/check.err" && skip "feederd built without libmicrohttpd"; }
-make_dataset small 24 2 5
-start_daemon --metrics-listen 127.0.0.1:0
-grep -q "without libmicrohttpd" "$tmp/feederd.log" && skip "feederd built without libmicrohttpd"
-port=$(sed -n 's/.*serving \/metrics on 127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/feederd.log" | head -1)
-[ -n "$port" ] || fail "no 'serving /metrics' line in the log"
+need_exe "$dw"
+make_images small 24 2 5
+start_metrics_daemon
 
-"$dw" "$sock" small 100000 5 16 4 >/dev/null 2>"$tmp/dw.err" &
-dwp=$!
-bg_pids+=($dwp)
+spawn "$tmp/dw.err" "$dw" "$sock" small 100000 5 16 4
+dwp=$spawned
 
-/usr/bin/python3 - "$port" "$sock" "$feederctl" "$dwp" <<'PY' || fail "metrics checks"
+"$py" - "$port" "$sock" "$feederctl" "$dwp" <<'PY' || fail "metrics checks"
 import json, os, signal, socket, subprocess, sys, time, urllib.request, urllib.error
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -113,12 +106,12 @@ assert e[s][1] >= d[s][1], (d[s], e[s])
 assert e["feeder_dataset_streams,dataset=small,pipeline=jpeg"][1] == 0, e
 print(f"after the stream ended: samples {e[s][1]:.0f} (was {d[s][1]:.0f}), 0 streams")
 PY
-stop_daemon
+stop_daemon || fail "$daemon_why"
 
 # the same over a unix socket
-start_daemon --metrics-listen "$tmp/metrics.sock"
+start_daemon --metrics-listen "$tmp/metrics.sock" || fail "$daemon_why"
 [ -S "$tmp/metrics.sock" ] || fail "no unix metrics socket"
-/usr/bin/python3 - "$tmp/metrics.sock" <<'PY' || fail "unix socket scrape"
+"$py" - "$tmp/metrics.sock" <<'PY' || fail "unix socket scrape"
 import socket, sys
 from prometheus_client.parser import text_string_to_metric_families
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1])
@@ -135,6 +128,6 @@ names = {f.name for f in text_string_to_metric_families(body.decode())}
 assert {"feeder_up", "feeder_samples", "feeder_worker_seconds"} <= names, names
 print(f"unix socket: {len(names)} metric families")
 PY
-stop_daemon
+stop_daemon || fail "$daemon_why"
 [ -e "$tmp/metrics.sock" ] && fail "the unix metrics socket was left behind"
 echo "PASS"

@@ -9,32 +9,21 @@
 # feeder_trainer_wait_seconds_total, their sum per dataset, stays within
 # the three streams' wall time, while they run and after they end (when
 # their totals move into the dataset's), instead of wrapping around 2^64.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
-. "$FEEDER_SOURCE/tests/find_python.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 rc_client=$build/tests/e2e/report_client
-[ -x "$rc_client" ] || skip "$rc_client is not built"
-py=$(find_python json) || fail "$py"
-"$feederd" --config /dev/null --datasets "$datasets" --metrics-listen 127.0.0.1:0 \
-	--check-config >/dev/null 2>&1 || skip "feederd --check-config refuses --metrics-listen"
-make_dataset small 24 2 5
-start_daemon --metrics-listen 127.0.0.1:0
-grep -q "without libmicrohttpd" "$tmp/feederd.log" && skip "feederd built without libmicrohttpd"
-port=$(sed -n 's/.*serving \/metrics on 127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/feederd.log" | head -1)
-[ -n "$port" ] || fail "no 'serving /metrics' line in the log"
+need_exe "$rc_client"
+make_images small 24 2 5
+start_metrics_daemon
 
 t0=$(date +%s.%N)
 i=0
 for report in "9223372036854775808 0" "18446744073709551615 18446744073709551615" \
 	"100000000 300000000"; do
 	# shellcheck disable=SC2086 # two numbers
-	"$rc_client" "$sock" small $report 20 2500 >"$tmp/client$i.out" 2>&1 &
-	bg_pids+=($!)
+	spawn "$tmp/client$i.out" "$rc_client" "$sock" small $report 20 2500
 	i=$((i + 1))
 done
-for i in 0 1 2; do
-	for _ in $(seq 100); do grep -q ready "$tmp/client$i.out" && break; sleep 0.05; done
-	grep -q ready "$tmp/client$i.out" || fail "client $i: $(cat "$tmp/client$i.out")"
-done
+for i in 0 1 2; do wait_for "$tmp/client$i.out" ready "${bg_pids[$i]}"; done
 "$feederctl" --socket "$sock" streams --json >"$tmp/streams.json" || fail "feederctl streams"
 scrape() {
 	"$py" - "$port" <<'PY'
@@ -70,5 +59,5 @@ print(f"streams' totals {[s['trainer_wait_us'] / 1e6 for s in streams]} s of wai
       f"they ran, {after} s after they ended")
 assert 0 < during <= 3 * elapsed and during <= after <= 3 * elapsed, (during, after, elapsed)
 PY
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "PASS"

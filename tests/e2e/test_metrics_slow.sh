@@ -7,11 +7,7 @@
 # bytes it sends notwithstanding), not kept for ever. The same over the
 # unix listener, where the slow sender is another user (nobody): run as
 # root only, the rest of the test runs anyway.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
-. "$FEEDER_SOURCE/tests/find_python.sh"
-py=$(find_python socket) || fail "$py"
-"$feederd" --config /dev/null --datasets "$datasets" --metrics-listen 127.0.0.1:0 \
-	--check-config >/dev/null 2>&1 || skip "feederd --check-config refuses --metrics-listen"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 
 # slowloris.py TARGET SECONDS [SOURCE]: the 16 slow senders; prints the
 # longest a connection lived, and how many it opened.
@@ -109,9 +105,8 @@ PY
 # the scraper after 1 s of it; checks both.
 attack() {
 	local target=$1; shift
-	"$@" "$py" "$tmp/slowloris.py" "$target" 6.5 ${from:+"$from"} >"$tmp/slow.out" 2>&1 &
-	local sp=$!
-	bg_pids+=($sp)
+	spawn "$tmp/slow.out" "$@" "$py" "$tmp/slowloris.py" "$target" 6.5 ${from:+"$from"}
+	local sp=$spawned
 	sleep 1
 	local served
 	served=$("$py" "$tmp/scrape.py" "$target" 2>"$tmp/scrape.err") || fail "scrape.py: $served"
@@ -125,13 +120,11 @@ attack() {
 		|| fail "a trickling connection lived $longest s (deadline 5 s)"
 }
 
-start_daemon --metrics-listen 127.0.0.1:0
-port=$(sed -n 's/.*serving \/metrics on 127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/feederd.log" | head -1)
-[ -n "$port" ] || fail "no 'serving /metrics' line in the log"
+start_metrics_daemon
 from=127.0.0.2 attack "127.0.0.1:$port" env
-stop_daemon
+stop_daemon || fail "$daemon_why"
 
-start_daemon --metrics-listen "$tmp/metrics.sock"
+start_daemon --metrics-listen "$tmp/metrics.sock" || fail "$daemon_why"
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 if [ "$(id -u)" != 0 ]; then
 	echo "not root: the unix listener's slow sender cannot be another user; not run"
@@ -146,5 +139,5 @@ else
 		echo "no Python that user nobody may run: the unix listener's case not run"
 	fi
 fi
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "PASS"

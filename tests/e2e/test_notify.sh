@@ -3,10 +3,10 @@
 # NOTIFY_SOCKET of the test's own (a datagram socket read by a small python
 # receiver) and a watchdog (WATCHDOG_USEC/WATCHDOG_PID), it sends READY=1,
 # STATUS= lines, WATCHDOG=1 pings, and STOPPING=1 on SIGTERM.
-. "$(dirname "$0")/lib.sh"
-make_dataset imgs 8 2 6
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+make_images imgs 8 2 6
 notify=$tmp/notify.sock
-python3 - "$notify" "$tmp/notify.log" <<'PY' &
+"$py" - "$notify" "$tmp/notify.log" <<'PY' &
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
@@ -26,23 +26,19 @@ with open(sys.argv[2], "w", buffering=1) as log:
 PY
 recv=$!
 bg_pids=($recv)
-for _ in $(seq 100); do grep -q LISTENING "$tmp/notify.log" 2>/dev/null && break; sleep 0.05; done
+wait_until 5 grep -q LISTENING "$tmp/notify.log" 2>/dev/null
 [ -S "$notify" ] || fail "notify receiver did not start"
 
-cat > "$tmp/feederd.conf" <<CONF
-socket = $sock
-datasets = $datasets
-workers = 1
-CONF
-# exec keeps the subshell's pid, so WATCHDOG_PID names feederd itself.
+# Started by hand: here READY=1, not an answer, says it serves. exec keeps
+# the subshell's pid, so WATCHDOG_PID names feederd itself.
 ( export NOTIFY_SOCKET=$notify WATCHDOG_USEC=400000 WATCHDOG_PID=$BASHPID
-  exec "$feederd" --config "$tmp/feederd.conf" ) >>"$tmp/feederd.log" 2>&1 &
+  exec "$feederd" --config /dev/null --socket "$sock" --datasets "$datasets" --workers 1 ) \
+	>>"$daemon_log" 2>&1 &
 daemon_pid=$!
-for _ in $(seq 200); do grep -q '^READY=1' "$tmp/notify.log" && break; sleep 0.05; done
-grep -q '^READY=1' "$tmp/notify.log" || fail "no READY=1: $(cat "$tmp/notify.log")"
+wait_until 10 grep -q '^READY=1' "$tmp/notify.log" || fail "no READY=1: $(cat "$tmp/notify.log")"
 "$feederctl" --socket "$sock" status >/dev/null || fail "not serving after READY=1"
 sleep 1 # at least two watchdog periods (WATCHDOG_USEC/2 = 0.2 s)
-stop_daemon
+stop_daemon || fail "$daemon_why"
 wait "$recv"
 bg_pids=()
 cat "$tmp/notify.log"

@@ -6,32 +6,24 @@
 # not taken, and reads none of it: feederd waits shutdown_drain (1 s) and
 # exits, and the held batch and the announced ones still have their bytes
 # (a stop blanks no batch a trainer has or was promised).
-. "$(dirname "$0")/lib.sh"
-make_dataset imgs 24 3 4
-# start_client LOG WORD COMMAND: an e2e_client in the background ($c), once
-# it has printed WORD.
-start_client() {
-	"$client" "${client_args[@]}" "$3" imgs >"$1" 2>&1 &
-	c=$!
-	bg_pids=($c)
-	for _ in $(seq 200); do grep -q "$2" "$1" && break; sleep 0.05; done
-	grep -q "$2" "$1" || fail "client $3 did not start: $(cat "$1")"
-}
-start_daemon --shutdown-drain 10
-start_client "$tmp/client.log" STREAMING until-closed
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+make_images imgs 24 3 4
+start_daemon --shutdown-drain 10 || fail "$daemon_why"
+spawn_client "$tmp/client.log" until-closed imgs
+wait_for "$tmp/client.log" STREAMING "$spawned"
 start=$(date +%s.%N)
-stop_daemon
+stop_daemon || fail "$daemon_why"
 end=$(date +%s.%N)
-for _ in $(seq 100); do kill -0 "$c" 2>/dev/null || break; sleep 0.05; done
-wait "$c" || fail "client: $(cat "$tmp/client.log")"
+wait_client "$spawned" "$tmp/client.log" 5
 bg_pids=()
 cat "$tmp/client.log"
-took=$(python3 -c "print(round($end - $start, 2))")
+took=$("$py" -c "print(round($end - $start, 2))")
 
-start_daemon --shutdown-drain 1
-start_client "$tmp/held.log" HOLDING held-stop
-stop_daemon
-wait "$c" || fail "held-stop: $(cat "$tmp/held.log")"
+start_daemon --shutdown-drain 1 || fail "$daemon_why"
+spawn_client "$tmp/held.log" held-stop imgs
+wait_for "$tmp/held.log" HOLDING "$spawned"
+stop_daemon || fail "$daemon_why"
+wait "$spawned" || fail "held-stop: $(cat "$tmp/held.log")"
 bg_pids=()
 cat "$tmp/held.log"
 grep -q "waiting up to 1 s" "$tmp/feederd.log" || fail "feederd did not say it waits for its client"

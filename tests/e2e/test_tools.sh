@@ -4,15 +4,15 @@
 # dataset with its sample count, shows a live stream with its figures and
 # its pipeline's settings (also in feederd's "stream opened" line), and
 # feeder-bench reports the fields the issue asks for with plausible values.
-. "$(dirname "$0")/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 bench=$build/tools/feeder-bench
-[ -x "$bench" ] || skip "feeder-bench is not built"
-make_dataset imgs 16 2 7
-start_daemon
+need_exe "$bench"
+make_images imgs 16 2 7
+start_daemon || fail "$daemon_why"
 "$feederctl" --socket "$sock" status > "$tmp/status.txt" || fail "feederctl status"
 grep -q 'workers *2' "$tmp/status.txt" || fail "status table: $(cat "$tmp/status.txt")"
 "$feederctl" --socket "$sock" datasets --json > "$tmp/ds.json" || fail "feederctl datasets"
-python3 - "$tmp/ds.json" <<'PY' || fail "datasets JSON: $(cat "$tmp/ds.json")"
+"$py" - "$tmp/ds.json" <<'PY' || fail "datasets JSON: $(cat "$tmp/ds.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))["datasets"]
 assert [x["name"] for x in d] == ["imgs"], d
@@ -20,12 +20,10 @@ assert d[0]["samples"] == 16 and d[0]["classes"] == 2 and d[0]["kind"] == "jpeg"
 PY
 "$feederctl" --socket "$sock" datasets | grep -q '^imgs *jpeg *16 ' || fail "datasets table"
 
-"$client" "${client_args[@]}" hold imgs >"$tmp/hold.log" 2>&1 &
-bg_pids=($!)
-for _ in $(seq 200); do grep -q HOLDING "$tmp/hold.log" && break; sleep 0.05; done
-grep -q HOLDING "$tmp/hold.log" || fail "holding client: $(cat "$tmp/hold.log")"
+spawn_client "$tmp/hold.log" hold imgs
+wait_for "$tmp/hold.log" HOLDING "$spawned"
 "$feederctl" --socket "$sock" streams --json > "$tmp/streams.json" || fail "feederctl streams"
-python3 - "$tmp/streams.json" <<'PY' || fail "streams JSON: $(cat "$tmp/streams.json")"
+"$py" - "$tmp/streams.json" <<'PY' || fail "streams JSON: $(cat "$tmp/streams.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))["streams"]
 assert len(s) == 1, s
@@ -49,7 +47,7 @@ kill -9 "${bg_pids[0]}"; wait "${bg_pids[0]}" 2>/dev/null; bg_pids=()
 "$bench" --socket "$sock" --datasets "$datasets" --dataset imgs --batch 4 --size 32 \
 	--dtype f16 --batches 6 --streams 2 --json > "$tmp/bench.json" 2>"$tmp/bench.err" \
 	|| fail "feeder-bench: $(cat "$tmp/bench.err")"
-python3 - "$tmp/bench.json" <<'PY' || fail "bench JSON: $(cat "$tmp/bench.json")"
+"$py" - "$tmp/bench.json" <<'PY' || fail "bench JSON: $(cat "$tmp/bench.json")"
 import json, sys
 b = json.load(open(sys.argv[1]))
 for k in ("images_per_s", "mb_per_s", "wait_mean_us", "wait_p99_us", "ceiling_images_per_s"):
@@ -68,5 +66,5 @@ PY
 cat "$tmp/bench.json"
 "$feederctl" --socket /nonexistent/feederd.sock status 2>"$tmp/err.txt" && fail "feederctl reached a missing socket"
 grep -q 'cannot connect' "$tmp/err.txt" || fail "feederctl error: $(cat "$tmp/err.txt")"
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: feederctl and feeder-bench"

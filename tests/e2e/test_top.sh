@@ -3,18 +3,17 @@
 # would: it draws the daemon and a running stream, refreshes, and quits on
 # 'q' within a second, leaving the pane's shell usable (the terminal mode
 # restored: what is typed afterwards is echoed).
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 command -v tmux >/dev/null || skip "tmux is not installed (tools/install-deps installs it)"
 dw=$build/tests/e2e/datawait_client
-[ -x "$dw" ] || skip "$dw is not built"
-make_dataset small 24 2 5
-start_daemon
-"$dw" "$sock" small 100000 5 16 4 >/dev/null 2>&1 &
-bg_pids+=($!)
+need_exe "$dw"
+make_images small 24 2 5
+start_daemon || fail "$daemon_why"
+spawn /dev/null "$dw" "$sock" small 100000 5 16 4
 sess=feeder-top-$$
 export TMUX_TMPDIR=$tmp
 tmux new-session -d -s "$sess" -x 160 -y 30 bash --norc --noprofile || fail "tmux"
-trap 'tmux kill-session -t "$sess" 2>/dev/null; cleanup' EXIT
+at_exit 'tmux kill-session -t "$sess" 2>/dev/null'
 tmux send-keys -t "$sess" "$feederctl --socket $sock top --interval 300" Enter
 ok=
 for _ in $(seq 50); do

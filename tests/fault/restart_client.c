@@ -69,9 +69,10 @@ static void count_rings(unsigned *fds, unsigned *maps)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: restart_client --socket S --dataset NAME --out FILE [--reconnect MS] "
-			"[--delay-ms D] [--epochs E] [--batch B] [--eval] [--placement P] [--device-batches] "
-			"[--dump FILE]\n");
+	fprintf(stderr,
+		"usage: restart_client --socket S --dataset NAME --out FILE [--reconnect MS] "
+		"[--delay-ms D] [--epochs E] [--batch B] [--eval] [--placement P] [--device-batches] "
+		"[--dump FILE]\n");
 	return 1;
 }
 
@@ -175,7 +176,8 @@ int main(int argc, char **argv)
 						"changed\n");
 				status = 1;
 			}
-			fprintf(stderr, "restart_client: reconnected (%u) before epoch %llu batch %llu\n",
+			fprintf(stderr,
+				"restart_client: reconnected (%u) before epoch %llu batch %llu\n",
 				seen_reconnects, (unsigned long long)b.epoch,
 				(unsigned long long)b.batch_index);
 		}
@@ -183,7 +185,8 @@ int main(int argc, char **argv)
 		count_rings(&fds, &maps);
 		max_fds = fds > max_fds ? fds : max_fds;
 		max_maps = maps > max_maps ? maps : max_maps;
-		fprintf(fo, "%llu %llu", (unsigned long long)b.epoch, (unsigned long long)b.batch_index);
+		fprintf(fo, "%llu %llu", (unsigned long long)b.epoch,
+			(unsigned long long)b.batch_index);
 		size_t one = b.bytes / b.count;
 		for (uint32_t i = 0; i < b.count; i++)
 			fprintf(fo, " %d:%016llx", b.labels[i],

@@ -6,17 +6,13 @@
 # the same transaction failed: one bad page took the whole dataset down).
 # packer verify must report exactly that one record and exit 1; feederd
 # must replace exactly that record, keep serving it and everyone else.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
-. "$FEEDER_SOURCE/tests/fault/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 craft=$FEEDER_SOURCE/tests/fault/craft_dataset.py
 # Records must live on overflow pages (larger than half a page).
-"$genimg" 40 "$tmp/src" --classes 4 --seed 21 --threads 1 >/dev/null || fail "gen-images"
-for name in long bad good; do
-	"$packer" pack images --resize-shorter 128 --threads 1 "$tmp/src" "$datasets/$name" \
-		>/dev/null 2>"$tmp/packer.log" || fail "packer: $(cat "$tmp/packer.log")"
-done
-/usr/bin/python3 "$craft" "$datasets/long/data.mdb" 5 overlong || fail "crafting long"
-/usr/bin/python3 "$craft" "$datasets/bad/data.mdb" 7 badpage || fail "crafting bad"
+gen_images "$tmp/src" 40 4 21
+for name in long bad good; do pack_images $name "$tmp/src" --resize-shorter 128; done
+"$py" "$craft" "$datasets/long/data.mdb" 5 overlong || fail "crafting long"
+"$py" "$craft" "$datasets/bad/data.mdb" 7 badpage || fail "crafting bad"
 
 for name in long bad; do
 	"$packer" verify "$datasets/$name" >"$tmp/verify-$name.out" 2>&1; rc=$?
@@ -28,7 +24,7 @@ grep -q "^sample 5: .*runs outside data.mdb" "$tmp/verify-long.out" \
 	|| fail "verify long: $(cat "$tmp/verify-long.out")"
 grep -q "^sample 7: " "$tmp/verify-bad.out" || fail "verify bad: $(cat "$tmp/verify-bad.out")"
 
-start_daemon
+start_daemon || fail "$daemon_why"
 for name in long bad; do
 	run_client survive "$name" 30 >"$tmp/$name.log" 2>&1 || fail "client on $name: $(cat "$tmp/$name.log")"
 	[ "$(survive_field "$tmp/$name.log" result)" = ok ] \
@@ -42,7 +38,7 @@ grep -q "dataset 'bad': sample 7 is unusable" "$tmp/feederd.log" || fail "sample
 	|| fail "more than one sample of bad is unusable: $(grep unusable "$tmp/feederd.log")"
 run_client epoch good 1 >"$tmp/good.log" 2>&1 || fail "good dataset: $(cat "$tmp/good.log")"
 daemon_alive
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: crafted: verify named the one damaged record of each; feederd replaced exactly it" \
 	"($(survive_field "$tmp/long.log" replacements) and $(survive_field "$tmp/bad.log" replacements)" \
 	"replacements in 30 batches) and served the other dataset ($(samples_checked "$tmp/good.log") samples checked)"

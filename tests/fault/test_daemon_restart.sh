@@ -16,48 +16,39 @@
 # an undisturbed one (streams are pure functions of their options) and each
 # epoch's labels must be a permutation of 0..N-1.
 sig=${1:-KILL}
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 case $sig in
 KILL) stops="6 17" ;;
 TERM) stops="3 7 11 15 19 23" ;;
 *) fail "usage: test_daemon_restart.sh [KILL|TERM]" ;;
 esac
 restart_client=$build/tests/fault/restart_client
-[ -x "$restart_client" ] || skip "$restart_client is not built"
+need_exe "$restart_client"
 
 n=40
-"$genimg" $n "$tmp/src" --classes 4 --seed 11 --threads 1 >/dev/null || fail "gen-images"
-(cd "$tmp/src" && find . -name '*.jpg' | sort | awk '{ printf "%s\t%d\n", substr($0, 3), NR - 1 }') \
-	> "$tmp/list.tsv"
-[ "$(wc -l < "$tmp/list.tsv")" = $n ] || fail "expected $n generated images"
-"$packer" pack images --list "$tmp/list.tsv" --resize-shorter 48 --threads 1 "$tmp/src" \
-	"$datasets/uniq" >/dev/null 2>"$tmp/packer.log" || fail "packer: $(cat "$tmp/packer.log")"
-
-start_daemon --shutdown-drain 10
+make_images uniq $n 4 11 --unique --resize-shorter 48
+start_daemon --shutdown-drain 10 || fail "$daemon_why"
 run() { "$restart_client" --socket "$sock" --dataset uniq --epochs 2 --batch 3 "$@"; }
 run --out "$tmp/ref.txt" >"$tmp/ref.log" 2>&1 || fail "reference run: $(cat "$tmp/ref.log")"
 # 40 samples, batch 3, drop_last off: 14 batches an epoch.
 [ "$(wc -l < "$tmp/ref.txt")" = 28 ] || fail "reference run: $(wc -l < "$tmp/ref.txt") batches, not 28"
 
-run --out "$tmp/run.txt" --delay-ms 60 --reconnect 20000 >"$tmp/run.log" 2>&1 &
-cpid=$!
-bg_pids+=($cpid)
+spawn "$tmp/run.log" run --out "$tmp/run.txt" --delay-ms 60 --reconnect 20000
+cpid=$spawned
+# has FILE N: FILE holds at least N lines (batches).
+has() { [ "$(wc -l < "$1" 2>/dev/null || echo 0)" -ge "$2" ]; }
 kills=0
 for at in $stops; do
-	for _ in $(seq 400); do
-		[ "$(wc -l < "$tmp/run.txt" 2>/dev/null || echo 0)" -ge $at ] && break
-		sleep 0.02
-	done
+	wait_until 8 has "$tmp/run.txt" $at
 	if [ $sig = KILL ]; then
-		kill -9 "$daemon_pid"; wait "$daemon_pid" 2>/dev/null
-		daemon_pid=
+		kill_daemon
 	else
-		stop_daemon
+		stop_daemon || fail "$daemon_why"
 	fi
 	kills=$((kills + 1))
 	got=$(wc -l < "$tmp/run.txt")
 	sleep 0.3 # the client finds nobody there and backs off
-	start_daemon --shutdown-drain 10
+	start_daemon --shutdown-drain 10 || fail "$daemon_why"
 	echo "SIG$sig to feederd after the client had $got batches; restarted"
 done
 wait "$cpid"; rc=$?
@@ -80,15 +71,10 @@ done
 
 # A daemon that does not come back: the client gives up after its reconnect
 # time with a sentence that says so, not a hang.
-run --out "$tmp/gone.txt" --delay-ms 60 --reconnect 1500 >"$tmp/gone.log" 2>&1 &
-cpid=$!
-bg_pids+=($cpid)
-for _ in $(seq 400); do
-	[ "$(wc -l < "$tmp/gone.txt" 2>/dev/null || echo 0)" -ge 3 ] && break
-	sleep 0.02
-done
-kill -9 "$daemon_pid"; wait "$daemon_pid" 2>/dev/null
-daemon_pid=
+spawn "$tmp/gone.log" run --out "$tmp/gone.txt" --delay-ms 60 --reconnect 1500
+cpid=$spawned
+wait_until 8 has "$tmp/gone.txt" 3
+kill_daemon
 t0=$(date +%s%N)
 wait "$cpid"; rc=$?
 bg_pids=()

@@ -8,15 +8,14 @@
 # thousands of tries per sample), after which new streams are refused with
 # that sentence. Meanwhile another dataset streams correct batches. When the
 # data is back (a good copy put in place) a SIGHUP serves it again.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
-. "$FEEDER_SOURCE/tests/fault/lib.sh"
-make_dataset victim 48 4 3
-make_dataset good 24 3 5
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+make_images victim 48 4 3
+make_images good 24 3 5
 cp -a "$datasets/victim" "$tmp/victim-copy"
 # A failing disk loses pages without changing the file's metadata; the
 # truncation that stands for it here would otherwise be seen as a write in
 # place (and the dataset retired for that, not read into SIGBUS).
-FEEDERD_DISK_FAULT_TEST=1 start_daemon
+FEEDERD_DISK_FAULT_TEST=1 start_daemon || fail "$daemon_why"
 size=$(stat -c %s "$datasets/victim/data.mdb")
 # Keep little more than LMDB's meta pages: nearly every read faults.
 truncate -s 12288 "$datasets/victim/data.mdb"
@@ -59,7 +58,7 @@ logged=$(grep -c "^<3>I/O error (SIGBUS) reading dataset 'victim' (at byte" "$tm
 
 # A reload while the file is still cut short: refused at open, not mapped.
 kill -HUP "$daemon_pid"
-for _ in $(seq 100); do grep -q "SIGHUP: " "$tmp/feederd.log" && break; sleep 0.05; done
+wait_until 5 grep -q "SIGHUP: " "$tmp/feederd.log"
 grep -q "dataset 'victim' skipped: .*data.mdb is truncated" "$tmp/feederd.log" \
 	|| fail "SIGHUP did not refuse the truncated data.mdb"
 run_client survive victim 10 >"$tmp/refused2.log" 2>&1 || fail "client: $(cat "$tmp/refused2.log")"
@@ -70,18 +69,12 @@ daemon_alive
 rm -rf "$datasets/victim"
 cp -a "$tmp/victim-copy" "$datasets/victim"
 kill -HUP "$daemon_pid"
-ok=
-for _ in $(seq 100); do
-	if run_client survive victim 4 >"$tmp/back.log" 2>&1 && [ "$(survive_field "$tmp/back.log" result)" = ok ]; then
-		ok=1; break
-	fi
-	sleep 0.1
-done
-[ -n "$ok" ] || fail "victim not served again after SIGHUP: $(cat "$tmp/back.log")"
+served_again() { run_client survive victim 4 >"$tmp/back.log" 2>&1 && [ "$(survive_field "$tmp/back.log" result)" = ok ]; }
+wait_until 10 served_again || fail "victim not served again after SIGHUP: $(cat "$tmp/back.log")"
 run_client epoch victim 2 >"$tmp/good2.log" 2>&1 || fail "restored victim: $(cat "$tmp/good2.log")"
 run_client epoch good 3 >"$tmp/good3.log" 2>&1 || fail "good dataset: $(cat "$tmp/good3.log")"
 checked=$(samples_checked "$tmp"/good*.log)
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: eio before open: $faults truncation ($size -> 12288 bytes) injected and survived;" \
 	"$errors reads failed with SIGBUS and were counted; on_error=fail: clear error;" \
 	"replace: ${result} after ${took_ms} ms${rmsg:+ ($rmsg)}; restored by SIGHUP;" \

@@ -6,21 +6,18 @@
 # goes on with the unreadable samples replaced and counted, or ends with a
 # clear ERROR; a stream on another dataset delivers correct batches
 # (labels and pixels checked) before, during and after; status answers.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
-. "$FEEDER_SOURCE/tests/fault/lib.sh"
-make_dataset victim 48 4 3
-make_dataset good 24 3 5
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+make_images victim 48 4 3
+make_images good 24 3 5
 # A failing disk loses pages without changing the file's metadata; the
 # truncation that stands for it here would otherwise be seen as a write in
 # place (and the dataset retired for that, not read into SIGBUS).
-FEEDERD_DISK_FAULT_TEST=1 start_daemon
-"$client" "${client_args[@]}" survive victim 1500 >"$tmp/victim.log" 2>&1 &
-vpid=$!
-bg_pids=("$vpid")
+FEEDERD_DISK_FAULT_TEST=1 start_daemon || fail "$daemon_why"
+spawn_client "$tmp/victim.log" survive victim 1500
+vpid=$spawned
 wait_for "$tmp/victim.log" STREAMING "$vpid"
-"$client" "${client_args[@]}" epoch good 1 >"$tmp/good1.log" 2>&1 &
-gpid=$!
-bg_pids+=("$gpid")
+spawn_client "$tmp/good1.log" epoch good 1
+gpid=$spawned
 size=$(stat -c %s "$datasets/victim/data.mdb")
 truncate -s $((size * 4 / 10)) "$datasets/victim/data.mdb"
 wait_client "$gpid" "$tmp/good1.log" 20
@@ -44,7 +41,7 @@ logged=$(grep -c "^<3>I/O error (SIGBUS) reading dataset 'victim' (at byte" "$tm
 [ "$logged" -eq 1 ] || fail "the I/O error was logged $logged times, expected once"
 run_client epoch good 2 >"$tmp/good2.log" 2>&1 || fail "good after the fault: $(cat "$tmp/good2.log")"
 checked=$(samples_checked "$tmp"/good*.log)
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: eio mid-stream: 1 truncation (60% of data.mdb lost) injected and survived; $errors reads" \
 	"failed with SIGBUS and were counted; victim stream: $batches batches, $repl replacements," \
 	"end: ${result} ${msg:+($msg)}; other dataset: $checked samples checked, all correct; feederd exited 0"

@@ -8,11 +8,10 @@
 # jpeg_pipeline_reference, which decodes with libjpeg) and counts it in
 # feeder_jpeg_fallbacks_total. The image is one row of MCUs high, so that
 # every crop decodes to the end of the scan, where the bytes are.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
-. "$FEEDER_SOURCE/tests/fault/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 command -v jpegtran >/dev/null && command -v djpeg >/dev/null \
 	|| fail "jpegtran and djpeg (libjpeg-turbo-progs, tools/install-deps) are needed"
-"$genimg" 11 "$tmp/src" --classes 2 --seed 9 --threads 1 >/dev/null || fail "gen-images"
+gen_images "$tmp/src" 11 2 9
 first=$(ls "$tmp/src/class_000" | head -1)
 # How many bytes libjpeg has read ahead at the scan's end depends on the
 # data: the first count of extra bytes (and crop) that djpeg is silent about.
@@ -27,8 +26,7 @@ for w in 96 128; do
 	done
 done
 [ -n "$made" ] || fail "djpeg warns about every variant: $(cat "$tmp/djpeg.err")"
-"$packer" pack images --restart none --threads 1 "$tmp/src" "$datasets/lenient" \
-	>/dev/null 2>"$tmp/packer.log" || fail "packer: $(cat "$tmp/packer.log")"
+pack_images lenient "$tmp/src" --restart none
 
 "$packer" verify --decode "$datasets/lenient" >"$tmp/verify.out" 2>&1 \
 	|| fail "packer verify --decode: $(cat "$tmp/verify.out")"
@@ -36,20 +34,21 @@ grep -q "12 samples.* 0 bad" "$tmp/verify.out" || fail "verify: $(cat "$tmp/veri
 grep -q ": 1 decoded by libjpeg's Huffman decoder" "$tmp/verify.out" \
 	|| fail "verify did not count the fallback: $(cat "$tmp/verify.out")"
 
-metrics=1
-"$feederd" --config /dev/null --socket "$tmp/x.sock" --datasets "$datasets" \
-	--metrics-listen 127.0.0.1:0 --check-config >/dev/null 2>"$tmp/check.err" ||
-	{ grep -q "without libmicrohttpd" "$tmp/check.err" && metrics=0; }
-if [ $metrics = 1 ]; then start_daemon --metrics-listen 127.0.0.1:0; else start_daemon; fi
+# /metrics where feederd has it (libmicrohttpd)
+if start_daemon --metrics-listen 127.0.0.1:0; then
+	metrics_port
+else
+	grep -q "without libmicrohttpd" "$daemon_log" || fail "$daemon_why"
+	port=
+	start_daemon || fail "$daemon_why"
+fi
 run_client epoch lenient 1 >"$tmp/epoch.log" 2>&1 || fail "epoch: $(cat "$tmp/epoch.log")"
 grep -q "unusable" "$tmp/feederd.log" && fail "feederd replaced a sample: $(grep unusable "$tmp/feederd.log")"
 count=
-if [ $metrics = 1 ]; then
-	port=$(sed -n 's/.*serving \/metrics on 127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/feederd.log" | head -1)
-	[ -n "$port" ] || fail "no 'serving /metrics' line in the log"
+if [ -n "$port" ]; then
 	# published once a tick: wait for the epoch's count
 	for _ in $(seq 40); do
-		count=$(python3 -c 'import sys, urllib.request
+		count=$("$py" -c 'import sys, urllib.request
 for l in urllib.request.urlopen(sys.argv[1], timeout=5).read().decode().splitlines():
     if l.startswith("feeder_jpeg_fallbacks_total "): print(int(float(l.split()[1])))' \
 			"http://127.0.0.1:$port/metrics") || fail "scraping /metrics"
@@ -59,7 +58,7 @@ for l in urllib.request.urlopen(sys.argv[1], timeout=5).read().decode().splitlin
 	[ "$count" = 1 ] || fail "feeder_jpeg_fallbacks_total is '$count', not 1"
 fi
 daemon_alive
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: lenient JPEG ($made): verify --decode passed and counted it; feederd delivered it with" \
 	"libjpeg's pixels ($(samples_checked "$tmp/epoch.log") samples checked)" \
 	"${count:+and counted $count fallback in /metrics}"

@@ -63,8 +63,8 @@ static int guarded_read(size_t off)
 		mapguard_disarm();
 		return v;
 	}
-	CHECKF(mapguard_fault_addr() == map + off, "fault at %p, read at %p",
-	       mapguard_fault_addr(), (void *)(map + off));
+	CHECKF(mapguard_fault_addr() == map + off, "fault at %p, read at %p", mapguard_fault_addr(),
+	       (void *)(map + off));
 	return -1;
 }
 
@@ -92,9 +92,9 @@ static void expect_crash(const char *what, void (*fn)(void))
 	}
 	int st;
 	CHECK(waitpid(pid, &st, 0) == pid);
-	CHECKF(WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS, "%s: child %s %d, expected SIGBUS",
-	       what, WIFSIGNALED(st) ? "killed by signal" : "exited", WIFSIGNALED(st) ? WTERMSIG(st)
-	       : WEXITSTATUS(st));
+	CHECKF(WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS, "%s: child %s %d, expected SIGBUS", what,
+	       WIFSIGNALED(st) ? "killed by signal" : "exited",
+	       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 	printf("crash: %s -> SIGBUS, as without the guard\n", what);
 }
 

@@ -5,19 +5,16 @@
 # 'x' was modified in place", a stream on another dataset delivers correct
 # batches throughout, and after SIGHUP the new bytes are served as x, every
 # sample of an epoch checked against the files on disk.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
-. "$FEEDER_SOURCE/tests/fault/lib.sh"
-make_dataset x 24 3 3
-make_dataset y 32 4 9
-make_dataset other 24 3 5
-start_daemon
-"$client" "${client_args[@]}" survive x 100000 >"$tmp/victim.log" 2>&1 &
-vpid=$!
-bg_pids=("$vpid")
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+make_images x 24 3 3
+make_images y 32 4 9
+make_images other 24 3 5
+start_daemon || fail "$daemon_why"
+spawn_client "$tmp/victim.log" survive x 100000
+vpid=$spawned
 wait_for "$tmp/victim.log" STREAMING "$vpid"
-"$client" "${client_args[@]}" epoch other 1 >"$tmp/other.log" 2>&1 &
-gpid=$!
-bg_pids+=("$gpid")
+spawn_client "$tmp/other.log" epoch other 1
+gpid=$spawned
 ino0=$(stat -c %i "$datasets/x/data.mdb")
 cp "$datasets/y/data.mdb" "$datasets/x/data.mdb" || fail "cp"
 [ "$(stat -c %i "$datasets/x/data.mdb")" = "$ino0" ] || fail "cp made a new inode"
@@ -39,16 +36,10 @@ esac
 grep -q "was modified in place\|is unreadable" "$tmp/feederd.log" || fail "not logged"
 # The new bytes are y's: after SIGHUP, x is served with y's 32 samples.
 kill -HUP "$daemon_pid"
-for _ in $(seq 100); do
-	"$feederctl" --socket "$sock" datasets --json >"$tmp/ds.json" 2>/dev/null &&
-		python3 -c 'import json,sys
-d={e["name"]: e["samples"] for e in json.load(open(sys.argv[1]))["datasets"]}
-sys.exit(0 if d.get("x") == 32 else 1)' "$tmp/ds.json" && break
-	sleep 0.1
-done
+wait_served x 32
 run_client epoch x 4 >"$tmp/new.log" 2>&1 || fail "x after SIGHUP: $(cat "$tmp/new.log")"
 daemon_alive
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: modified in place: $(survive_field "$tmp/victim.log" batches) batches, then: $msg;" \
 	"other dataset $(samples_checked "$tmp/other.log") samples checked; after SIGHUP" \
 	"$(samples_checked "$tmp/new.log") samples of the new bytes checked"

@@ -8,17 +8,16 @@
 # while only the first client is at its quota, and gets the memory back when
 # the greedy clients leave (e2e_client quota; the single over-quota request
 # is tests/e2e refusals).
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
-. "$FEEDER_SOURCE/tests/fault/lib.sh"
-make_dataset q 24 3 4
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+make_images q 24 3 4
 quota=$((1024 * 1024))
 limit=$((2 * 1024 * 1024))
-start_daemon --client-quota "$quota" --memory-limit "$limit"
+start_daemon --client-quota "$quota" --memory-limit "$limit" || fail "$daemon_why"
 run_client quota q "$quota" "$limit" >"$tmp/quota.log" 2>&1 || fail "quota: $(cat "$tmp/quota.log")"
 cat "$tmp/quota.log"
 daemon_alive
 refused=$(grep -c "^<6>client .*: OPEN_STREAM of 'q' refused: .*\(quota\|in use\)" "$tmp/feederd.log")
 [ "$refused" -ge 3 ] || fail "feederd logged $refused quota refusals, expected 3"
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: quota: $refused open requests over the client quota / memory limit refused with" \
 	"FEEDER_EQUOTA; the well-behaved client's batches all correct; feederd exited 0"

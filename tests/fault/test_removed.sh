@@ -5,18 +5,15 @@
 # stream with "dataset 'gone' was removed from DIR"; new streams are refused
 # with the same sentence; a stream on another dataset keeps delivering
 # correct batches (labels and pixels checked) throughout.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
-. "$FEEDER_SOURCE/tests/fault/lib.sh"
-make_dataset gone 32 4 3
-make_dataset stays 24 3 5
-start_daemon
-"$client" "${client_args[@]}" survive gone 100000 >"$tmp/victim.log" 2>&1 &
-vpid=$!
-bg_pids=("$vpid")
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+make_images gone 32 4 3
+make_images stays 24 3 5
+start_daemon || fail "$daemon_why"
+spawn_client "$tmp/victim.log" survive gone 100000
+vpid=$spawned
 wait_for "$tmp/victim.log" STREAMING "$vpid"
-"$client" "${client_args[@]}" epoch stays 1 >"$tmp/stays1.log" 2>&1 &
-gpid=$!
-bg_pids+=("$gpid")
+spawn_client "$tmp/stays1.log" epoch stays 1
+gpid=$spawned
 start=$(date +%s%N)
 rm -rf "$datasets/gone"
 wait_client "$vpid" "$tmp/victim.log" 10
@@ -41,7 +38,7 @@ daemon_alive
 n=$(json_get "$tmp/status.json" datasets)
 [ "$n" -eq 1 ] || fail "feederd lists $n datasets after the removal, expected 1"
 checked=$(samples_checked "$tmp"/stays*.log)
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: removed: 1 dataset removed while streamed, survived; its stream ended after" \
 	"$(survive_field "$tmp/victim.log" batches) batches, $took_ms ms after rm -rf: $msg;" \
 	"other dataset: $checked samples checked, all correct; feederd exited 0"

@@ -5,37 +5,22 @@
 # "dataset 'x' was replaced in DIR"; the new version is served after SIGHUP,
 # and a new stream's every sample (labels and pixels) matches the new files
 # on disk. A stream on another dataset delivers correct batches throughout.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
-. "$FEEDER_SOURCE/tests/fault/lib.sh"
-make_dataset x 24 3 3
-make_dataset x2 32 4 9
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+make_images x 24 3 3
+make_images x2 32 4 9
 mv "$datasets/x2" "$tmp/x2"
-make_dataset other 24 3 5
-start_daemon
-
-# wait_served NAME SAMPLES: until feederctl lists NAME with SAMPLES samples.
-wait_served() {
-	for _ in $(seq 100); do
-		"$feederctl" --socket "$sock" datasets --json >"$tmp/ds.json" 2>/dev/null &&
-			python3 -c 'import json,sys
-d={e["name"]: e["samples"] for e in json.load(open(sys.argv[1]))["datasets"]}
-sys.exit(0 if d.get(sys.argv[2]) == int(sys.argv[3]) else 1)' "$tmp/ds.json" "$1" "$2" && return 0
-		sleep 0.1
-	done
-	fail "$1 is not served with $2 samples: $(cat "$tmp/ds.json")"
-}
+make_images other 24 3 5
+start_daemon || fail "$daemon_why"
 
 # replace_during_stream ROUND COMMAND...: a stream on x runs while COMMAND
 # replaces x; it must end with the "replaced" sentence.
 replace_during_stream() {
 	local round=$1; shift
-	"$client" "${client_args[@]}" survive x 100000 >"$tmp/victim$round.log" 2>&1 &
-	local vpid=$!
-	bg_pids=("$vpid")
+	spawn_client "$tmp/victim$round.log" survive x 100000
+	local vpid=$spawned
 	wait_for "$tmp/victim$round.log" STREAMING "$vpid"
-	"$client" "${client_args[@]}" epoch other "$round" >"$tmp/other$round.log" 2>&1 &
-	local gpid=$!
-	bg_pids+=("$gpid")
+	spawn_client "$tmp/other$round.log" epoch other "$round"
+	local gpid=$spawned
 	"$@" || fail "replacing x: $*"
 	wait_client "$vpid" "$tmp/victim$round.log" 10
 	wait_client "$gpid" "$tmp/other$round.log" 20
@@ -73,7 +58,7 @@ run_client epoch other 6 >"$tmp/other3.log" 2>&1 || fail "other dataset: $(cat "
 daemon_alive
 checked=$(samples_checked "$tmp"/other*.log)
 newchecked=$(samples_checked "$tmp"/new*.log)
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: replaced: 2 replacements (mv, packer --force) while streamed, survived; old streams" \
 	"ended with 'was replaced'; after SIGHUP $newchecked samples of the new versions checked;" \
 	"other dataset: $checked samples checked, all correct; feederd exited 0"

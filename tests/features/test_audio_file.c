@@ -46,8 +46,14 @@ struct mem {
 	sf_count_t len, cap, pos;
 };
 
-static sf_count_t m_len(void *u) { return ((struct mem *)u)->len; }
-static sf_count_t m_tell(void *u) { return ((struct mem *)u)->pos; }
+static sf_count_t m_len(void *u)
+{
+	return ((struct mem *)u)->len;
+}
+static sf_count_t m_tell(void *u)
+{
+	return ((struct mem *)u)->pos;
+}
 static sf_count_t m_seek(sf_count_t off, int whence, void *u)
 {
 	struct mem *m = u;
@@ -80,9 +86,9 @@ static sf_count_t m_write(const void *src, sf_count_t n, void *u)
 
 static struct mem encode(int format, int rate, int channels, const int16_t *x, size_t n)
 {
-	struct mem m = {0};
-	SF_VIRTUAL_IO io = {m_len, m_seek, m_read, m_write, m_tell};
-	SF_INFO si = {.samplerate = rate, .channels = channels, .format = format};
+	struct mem m = { 0 };
+	SF_VIRTUAL_IO io = { m_len, m_seek, m_read, m_write, m_tell };
+	SF_INFO si = { .samplerate = rate, .channels = channels, .format = format };
 	SNDFILE *sf = sf_open_virtual(&io, SFM_WRITE, &si, &m);
 	CHECKF(sf != NULL, "cannot write format %x: %s", format, sf_strerror(NULL));
 	/* Integers go in as shorts (exact in any PCM width); a float file gets
@@ -126,8 +132,9 @@ static void exact(int format, const char *name, int channels, uint32_t channel)
 	CHECKF(n == N16 && info.rate == 16000 && info.channels == (uint32_t)channels,
 	       "%s: %zu samples, %u Hz, %u channels", name, n, info.rate, info.channels);
 	for (size_t i = 0; i < n; i++)
-		CHECKF(x[i] == (float)(speech[i] / (int)(channel + 1)), "%s sample %zu: %g, expected %d",
-		       name, i, x[i], speech[i] / (int)(channel + 1));
+		CHECKF(x[i] == (float)(speech[i] / (int)(channel + 1)),
+		       "%s sample %zu: %g, expected %d", name, i, x[i],
+		       speech[i] / (int)(channel + 1));
 	printf("%-28s %s: %zu samples exact\n", name, info.format, n);
 	free(x);
 	free(m.p);
@@ -143,8 +150,8 @@ static double rms_diff(const float *a, const float *b, size_t n, size_t skip)
 	return sqrt(d / e);
 }
 
-static void expect_error(const void *buf, size_t len, uint32_t channel, uint64_t max,
-			 int code, const char *want)
+static void expect_error(const void *buf, size_t len, uint32_t channel, uint64_t max, int code,
+			 const char *want)
 {
 	float *x = (float *)1;
 	size_t n = 1;
@@ -235,7 +242,8 @@ int main(void)
 	expect_error(m.p, (size_t)m.len, 0, 1000, FEEDER_EQUOTA, "over the limit of 1000");
 	expect_error("hello, this is text, not audio", 30, 0, 1u << 24, FEEDER_EFORMAT,
 		     "not an audio file libsndfile reads");
-	expect_error(m.p, 20, 0, 1u << 24, FEEDER_EFORMAT, "chunk 'fmt ' at byte 12 declares 16 bytes");
+	expect_error(m.p, 20, 0, 1u << 24, FEEDER_EFORMAT,
+		     "chunk 'fmt ' at byte 12 declares 16 bytes");
 	/* A LIST chunk claiming 4 GB in a small file made libsndfile 1.2.0's
 	 * parser loop for minutes (fuzz_audio): refused by its bounds first. */
 	uint8_t list[64];
@@ -250,8 +258,10 @@ int main(void)
 	free(m.p);
 
 	/* The sniff: the containers by their first bytes, text refused. */
-	CHECK(audio_file_sniff("RIFF\0\0\0\0WAVE", 12) && audio_file_sniff("fLaC\0\0\0\0\0\0\0\0", 12) &&
-	      audio_file_sniff("OggS\0\0\0\0\0\0\0\0", 12) && audio_file_sniff("FORM\0\0\0\0AIFF", 12));
+	CHECK(audio_file_sniff("RIFF\0\0\0\0WAVE", 12) &&
+	      audio_file_sniff("fLaC\0\0\0\0\0\0\0\0", 12) &&
+	      audio_file_sniff("OggS\0\0\0\0\0\0\0\0", 12) &&
+	      audio_file_sniff("FORM\0\0\0\0AIFF", 12));
 	CHECK(!audio_file_sniff("RIFF\0\0\0\0AVI ", 12) && !audio_file_sniff("hello world!", 12) &&
 	      !audio_file_sniff("RIFF", 4));
 	free(f16);

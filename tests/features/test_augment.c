@@ -52,7 +52,8 @@ static void check_added(const float *before, const float *after, const double *v
 		dv += d * v[i];
 	}
 	double snr = 10.0 * log10(ex / ed);
-	CHECKF(fabs(snr - snr_db) <= 0.01, "%s: measured SNR %.5f dB, asked %.5f dB", what, snr, snr_db);
+	CHECKF(fabs(snr - snr_db) <= 0.01, "%s: measured SNR %.5f dB, asked %.5f dB", what, snr,
+	       snr_db);
 	worst_db = fmax(worst_db, fabs(snr - snr_db));
 	/* The added signal is a multiple of v: its projection on v holds all
 	 * its energy. */
@@ -61,8 +62,8 @@ static void check_added(const float *before, const float *after, const double *v
 		double d = (double)after[i] - before[i] - g * v[i];
 		resid += d * d;
 	}
-	CHECKF(g > 0.0 && resid <= 1e-8 * ed, "%s: the added noise is not the segment (residual %.3g of %.3g)",
-	       what, resid, ed);
+	CHECKF(g > 0.0 && resid <= 1e-8 * ed,
+	       "%s: the added noise is not the segment (residual %.3g of %.3g)", what, resid, ed);
 }
 
 /* v[i] = noise[(offset + i) mod m], as augment.h defines it. */
@@ -84,15 +85,15 @@ static void test_noise(void)
 		size_t m, offset;
 		const char *what;
 	} cases[] = {
-		{5000, 4999, "short noise looped from its last sample"},
-		{5000, 1237, "short noise looped from an odd offset"},
-		{7, 3, "7-sample noise looped"},
-		{100000, 3, "long noise cut"},
-		{100000, 77777, "long noise cut, wrapping at its end"},
-		{32000, 0, "noise as long as the chunk"},
-		{5000, 5000 * 3 + 11, "offset past the end (taken mod m)"},
+		{ 5000, 4999, "short noise looped from its last sample" },
+		{ 5000, 1237, "short noise looped from an odd offset" },
+		{ 7, 3, "7-sample noise looped" },
+		{ 100000, 3, "long noise cut" },
+		{ 100000, 77777, "long noise cut, wrapping at its end" },
+		{ 32000, 0, "noise as long as the chunk" },
+		{ 5000, 5000 * 3 + 11, "offset past the end (taken mod m)" },
 	};
-	static const double snrs[] = {-5.0, 0.0, 7.3, 13.0, 20.0, 35.0};
+	static const double snrs[] = { -5.0, 0.0, 7.3, 13.0, 20.0, 35.0 };
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		float *nz = noise(cases[c].m, 3000.0);
 		double *v = looped(nz, cases[c].m, cases[c].offset, n);
@@ -106,8 +107,8 @@ static void test_noise(void)
 		for (size_t i = 0; i < n; i++)
 			ev += v[i] * v[i];
 		double got = augment_noise_energy(nz, cases[c].m, cases[c].offset, n);
-		CHECKF(fabs(got - ev) <= 1e-9 * ev, "%s: noise energy %.10g, not %.10g", cases[c].what,
-		       got, ev);
+		CHECKF(fabs(got - ev) <= 1e-9 * ev, "%s: noise energy %.10g, not %.10g",
+		       cases[c].what, got, ev);
 		free(nz);
 		free(v);
 	}
@@ -142,8 +143,8 @@ static void test_noise_silent(void)
 static void test_babble(void)
 {
 	const size_t n = 32000;
-	static const size_t lens[] = {50000, 9000, 32000, 123457, 2001, 40000, 31999};
-	static const size_t offs[] = {49999, 0, 5, 100000, 1999, 9, 31998};
+	static const size_t lens[] = { 50000, 9000, 32000, 123457, 2001, 40000, 31999 };
+	static const size_t offs[] = { 49999, 0, 5, 100000, 1999, 9, 31998 };
 	float *x = noise(n, 4000.0), *z = malloc(n * sizeof(float));
 	float *scratch = malloc(n * sizeof(float));
 	double *v = calloc(n, sizeof(double));
@@ -177,7 +178,7 @@ static void test_gain(void)
 	const size_t n = 1000;
 	float *x = noise(n, 3000.0), *y = malloc(n * sizeof(float));
 	CHECK(y != NULL);
-	static const double gains[] = {-20.0, -6.0, 0.0, 3.5, 6.0};
+	static const double gains[] = { -20.0, -6.0, 0.0, 3.5, 6.0 };
 	for (int g = 0; g < 5; g++) {
 		memcpy(y, x, n * sizeof(float));
 		augment_gain(y, n, gains[g]);
@@ -186,7 +187,8 @@ static void test_gain(void)
 		double f = pow(10.0, gains[g] / 20.0);
 		for (size_t i = 0; i < n; i++)
 			CHECKF(fabs(y[i] - f * x[i]) <= 1e-6 * fabs(f * x[i]) + 1e-30,
-			       "gain %g dB: sample %zu is %g, not %g", gains[g], i, (double)y[i], f * x[i]);
+			       "gain %g dB: sample %zu is %g, not %g", gains[g], i, (double)y[i],
+			       f * x[i]);
 	}
 	memcpy(y, x, n * sizeof(float));
 	augment_gain(y, n, 0.0);

@@ -32,12 +32,15 @@ static struct fbank *make(int kind, int bins, int window)
 	return fb;
 }
 
-static double mel(double hz) { return 1127.0 * log(1.0 + hz / 700.0); }
+static double mel(double hz)
+{
+	return 1127.0 * log(1.0 + hz / 700.0);
+}
 
 /* The recipe of fbank.h for one frame, in double, written out directly. */
 static void reference_frame(const float *x, int bins, double *out)
 {
-	double w[FBANK_FFT_LEN] = {0}, mean = 0.0;
+	double w[FBANK_FFT_LEN] = { 0 }, mean = 0.0;
 	for (int i = 0; i < FBANK_FRAME_LEN; i++)
 		mean += x[i];
 	mean /= FBANK_FRAME_LEN;
@@ -79,7 +82,8 @@ static void check_peak(struct fbank *fb, double hz)
 	CHECK(frames == 48 && dim == 40);
 	int nearest = 0;
 	for (int b = 1; b < 40; b++)
-		if (fabs(fbank_bin_center_hz(fb, b) - hz) < fabs(fbank_bin_center_hz(fb, nearest) - hz))
+		if (fabs(fbank_bin_center_hz(fb, b) - hz) <
+		    fabs(fbank_bin_center_hz(fb, nearest) - hz))
 			nearest = b;
 	for (uint32_t t = 0; t < frames; t++) {
 		const float *row = f + (size_t)t * dim;
@@ -87,8 +91,9 @@ static void check_peak(struct fbank *fb, double hz)
 		for (int b = 1; b < 40; b++)
 			if (row[b] > row[best])
 				best = b;
-		CHECKF(best == nearest, "%.0f Hz, frame %u: peak in bin %d (%.0f Hz), expected %d (%.0f Hz)",
-		       hz, t, best, fbank_bin_center_hz(fb, best), nearest,
+		CHECKF(best == nearest,
+		       "%.0f Hz, frame %u: peak in bin %d (%.0f Hz), expected %d (%.0f Hz)", hz, t,
+		       best, fbank_bin_center_hz(fb, best), nearest,
 		       fbank_bin_center_hz(fb, nearest));
 	}
 	free(f);
@@ -113,7 +118,8 @@ static void check_log(void)
 	CHECKF(worst <= 1e-6, "fbank_log: error %.3g (scaled) at %g", worst, worst_x);
 	CHECK(fbank_log(1.0f) == 0.0f);
 	CHECK(isfinite(fbank_log(INFINITY)));
-	printf("fbank_log: worst error / (1 + 0.12 |log x|) %.3g (bound 1e-6) at %g\n", worst, worst_x);
+	printf("fbank_log: worst error / (1 + 0.12 |log x|) %.3g (bound 1e-6) at %g\n", worst,
+	       worst_x);
 }
 
 int main(void)
@@ -158,7 +164,7 @@ int main(void)
 	fbank_destroy(ham);
 
 	/* Digital silence: every bin sits on the floor ln(FLT_EPSILON). */
-	float zeros[800] = {0};
+	float zeros[800] = { 0 };
 	CHECK(fbank_compute(fb, zeros, 800, &f, &frames, &dim, err, sizeof(err)) == 0);
 	CHECK(frames == 3);
 	for (size_t i = 0; i < (size_t)frames * dim; i++)

@@ -66,8 +66,8 @@ int main(void)
 			for (int n = 0; n < 30; n++)
 				v += sqrt(2.0 / 30) * cos(M_PI / 30 * (n + 0.5) * c) * fr[n];
 			v *= 1.0 + 11.0 * sin(M_PI * c / 22.0);
-			CHECKF(fabs(r[c] - v) < 1e-3 * (1.0 + fabs(v)), "frame %u c%d: %g vs DCT %g", t,
-			       c, r[c], v);
+			CHECKF(fabs(r[c] - v) < 1e-3 * (1.0 + fabs(v)),
+			       "frame %u c%d: %g vs DCT %g", t, c, r[c], v);
 		}
 	}
 	free(m);

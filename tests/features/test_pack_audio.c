@@ -64,7 +64,8 @@ static size_t make_wav(uint8_t *buf, const int16_t *x, size_t n, uint32_t rate, 
 	off += 8;
 	for (size_t i = 0; i < n; i++)
 		for (uint16_t c = 0; c < ch; c++)
-			bytes_put_le16(buf + off + 2 * (i * ch + c), (uint16_t)(int16_t)(x[i] / (c + 1)));
+			bytes_put_le16(buf + off + 2 * (i * ch + c),
+				       (uint16_t)(int16_t)(x[i] / (c + 1)));
 	off += n * ch * 2;
 	bytes_put_le32(buf + 4, (uint32_t)off - 8);
 	return off;
@@ -80,9 +81,9 @@ static const struct utt {
 	uint16_t ch;
 	int list;
 } utts[NUTT] = {
-	{"alice/stereo.wav", 0, 16000, 2, 0}, {"alice/u1.wav", 0, 16000, 1, 0},
-	{"alice/u2.wav", 0, 16000, 1, 1},     {"bob/b1.wav", 1, 16000, 1, 0},
-	{"bob/cd.wav", 1, 44100, 1, 0},       {"bob/v1/b2.wav", 1, 16000, 1, 0},
+	{ "alice/stereo.wav", 0, 16000, 2, 0 }, { "alice/u1.wav", 0, 16000, 1, 0 },
+	{ "alice/u2.wav", 0, 16000, 1, 1 },     { "bob/b1.wav", 1, 16000, 1, 0 },
+	{ "bob/cd.wav", 1, 44100, 1, 0 },       { "bob/v1/b2.wav", 1, 16000, 1, 0 },
 };
 static int16_t *utt_x[NUTT];
 static size_t utt_n[NUTT];
@@ -90,7 +91,7 @@ static size_t utt_n[NUTT];
 static void make_tree(void)
 {
 	char path[512];
-	const char *dirs[] = {"src", "src/alice", "src/bob", "src/bob/v1", "src/zed_empty"};
+	const char *dirs[] = { "src", "src/alice", "src/bob", "src/bob/v1", "src/zed_empty" };
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
 		CHECK(mkdir(path, 0755) == 0);
@@ -106,9 +107,11 @@ static void make_tree(void)
 			s = s * 1664525u + 1013904223u;
 			/* A voiced part, a silent gap (VAD has something to drop) and
 			 * noise, so that every mel bin carries energy. */
-			double v = (i > n / 2 && i < n / 2 + 3200) ? 0.0
-				: 3000.0 * sin(2.0 * M_PI * f0 * (double)i / utts[u].rate) +
-					  (double)((int)(s >> 20) % 801 - 400);
+			double v =
+				(i > n / 2 && i < n / 2 + 3200)
+					? 0.0
+					: 3000.0 * sin(2.0 * M_PI * f0 * (double)i / utts[u].rate) +
+						  (double)((int)(s >> 20) % 801 - 400);
 			x[i] = (int16_t)lrint(v);
 		}
 		uint8_t *bytes = malloc(44 + 24 + 2 * n * utts[u].ch);
@@ -209,7 +212,8 @@ static void check_dataset(const char *dest, const struct fbank_opts *fo, uint32_
 			x[k] = utt_x[i][k];
 		if (utts[i].rate != 16000) {
 			float *y;
-			CHECKF(resample_float(x, n, utts[i].rate, 16000, &y, &n, err, sizeof(err)) == 0,
+			CHECKF(resample_float(x, n, utts[i].rate, 16000, &y, &n, err,
+					      sizeof(err)) == 0,
 			       "%s", err);
 			free(x);
 			x = y;
@@ -220,8 +224,8 @@ static void check_dataset(const char *dest, const struct fbank_opts *fo, uint32_
 			CHECKF(frames < fbank_frames(n), "VAD kept all %u frames of %s", frames,
 			       utts[i].name);
 		CHECKF(s.frames == frames && s.dim == dim && s.dtype == dtype,
-		       "%s: stored %u x %u dtype %u, computed %u x %u", utts[i].name, s.frames, s.dim,
-		       s.dtype, frames, dim);
+		       "%s: stored %u x %u dtype %u, computed %u x %u", utts[i].name, s.frames,
+		       s.dim, s.dtype, frames, dim);
 		CHECK(s.payload_len == (size_t)frames * dim * dsformat_dtype_size(dtype));
 		for (size_t k = 0; k < (size_t)frames * dim; k++) {
 			if (dtype == DSFORMAT_DTYPE_F16) {
@@ -231,8 +235,8 @@ static void check_dataset(const char *dest, const struct fbank_opts *fo, uint32_
 			} else {
 				uint32_t bits;
 				memcpy(&bits, &m[k], 4);
-				CHECKF(bytes_le32(payload + 4 * k) == bits, "%s element %zu differs",
-				       utts[i].name, k);
+				CHECKF(bytes_le32(payload + 4 * k) == bits,
+				       "%s element %zu differs", utts[i].name, k);
 			}
 		}
 		free(x);
@@ -284,7 +288,8 @@ static void check_wave(const char *dest, uint32_t rate, int channel)
 			x[k] = (float)(utts[i].ch > 1 ? utt_x[i][k] / (channel + 1) : utt_x[i][k]);
 		if (utts[i].rate != rate) {
 			float *y;
-			CHECKF(resample_float(x, n, utts[i].rate, rate, &y, &n, err, sizeof(err)) == 0,
+			CHECKF(resample_float(x, n, utts[i].rate, rate, &y, &n, err, sizeof(err)) ==
+				       0,
 			       "%s", err);
 			free(x);
 			x = y;
@@ -332,19 +337,21 @@ int main(void)
 	if (access(packer, X_OK) != 0)
 		SKIP("%s is not built", packer);
 	const char *tmp = getenv("TMPDIR");
-	char suffix[7] = {0}; /* mkdtemp replaces the six trailing 'X's */
+	char suffix[7] = { 0 }; /* mkdtemp replaces the six trailing 'X's */
 	memset(suffix, 'X', 6);
 	snprintf(root, sizeof(root), "%s/feeder-pack-audio-%s", tmp && *tmp ? tmp : "/tmp", suffix);
 	CHECK(mkdtemp(root) != NULL);
 	make_tree();
 
 	/* Defaults: 40-bin fbank, f16. */
-	const char *a1[] = {"pack", "audio", "--threads", "1", "src", "fb", NULL};
+	const char *a1[] = { "pack", "audio", "--threads", "1", "src", "fb", NULL };
 	int rc = run_packer(a1);
 	char *log = read_stderr();
 	CHECKF(rc == 0, "packer exited %d: %s", rc, log);
-	CHECKF(strstr(log, "src/bob/cut.wav: truncated: the data chunk declares 4000 bytes, 3000 are "
-		       "present, skipped"), "%s", log);
+	CHECKF(strstr(log,
+		      "src/bob/cut.wav: truncated: the data chunk declares 4000 bytes, 3000 are "
+		      "present, skipped"),
+	       "%s", log);
 	CHECKF(strstr(log, "src/bob/fake.wav: not an audio file"), "%s", log);
 	CHECKF(strstr(log, "src/bob/tiny.WAV: 100 samples"), "%s", log);
 	CHECKF(strstr(log, "src/zed_empty: no audio files"), "%s", log);
@@ -355,13 +362,14 @@ int main(void)
 	check_dataset("fb", &fo, DSFORMAT_DTYPE_F16);
 
 	/* The same with 3 threads: the same bytes. */
-	const char *a2[] = {"pack", "audio", "--threads", "3", "src", "fb3", NULL};
+	const char *a2[] = { "pack", "audio", "--threads", "3", "src", "fb3", NULL };
 	CHECK(run_packer(a2) == 0);
 	CHECK(same_file("fb", "fb3"));
 
 	/* MFCC with VAD, f32, 24 bins and 20 cepstra. */
-	const char *a3[] = {"pack", "audio", "--features", "mfcc", "--bins", "24", "--ceps", "20",
-			    "--vad", "--dtype", "f32", "--threads", "2", "src", "mfcc", NULL};
+	const char *a3[] = { "pack",   "audio", "--features", "mfcc",    "--bins", "24",
+			     "--ceps", "20",    "--vad",      "--dtype", "f32",    "--threads",
+			     "2",      "src",   "mfcc",       NULL };
 	rc = run_packer(a3);
 	CHECKF(rc == 0, "packer exited %d: %s", rc, read_stderr());
 	fbank_opts_default(&fo, FBANK_KIND_MFCC);
@@ -371,7 +379,7 @@ int main(void)
 	check_dataset("mfcc", &fo, DSFORMAT_DTYPE_F32);
 
 	/* --strict: the stereo file is fatal and no dataset appears. */
-	const char *a4[] = {"pack", "audio", "--strict", "src", "strict", NULL};
+	const char *a4[] = { "pack", "audio", "--strict", "src", "strict", NULL };
 	rc = run_packer(a4);
 	log = read_stderr();
 	CHECKF(rc != 0, "--strict packed anyway: %s", log);
@@ -382,14 +390,14 @@ int main(void)
 
 	/* Waveforms at 16 kHz: the integers themselves where nothing is
 	 * resampled. */
-	const char *w1[] = {"pack", "audio", "--store", "wave", "src", "wave", NULL};
+	const char *w1[] = { "pack", "audio", "--store", "wave", "src", "wave", NULL };
 	rc = run_packer(w1);
 	CHECKF(rc == 0, "packer exited %d: %s", rc, read_stderr());
 	check_wave("wave", 16000, 0);
 	/* At 8 kHz, the second channel of the stereo file: mono files have
 	 * no channel 2 and are skipped, each named. */
-	const char *w2[] = {"pack", "audio", "--store", "wave", "--rate", "8000", "--channel", "2",
-			    "src", "wave8", NULL};
+	const char *w2[] = { "pack",      "audio", "--store", "wave",  "--rate", "8000",
+			     "--channel", "2",     "src",     "wave8", NULL };
 	rc = run_packer(w2);
 	log = read_stderr();
 	CHECKF(rc == 0 && strstr(log, "src/alice/u1.wav: 1 channel, channel 2 asked, skipped"),
@@ -420,21 +428,21 @@ int main(void)
 		dsstore_txn_end(t);
 		dsstore_close(ds);
 	}
-	const char *w3[] = {"pack", "audio", "--store", "wave", "--rate", "8000", "--force", "src",
-			    "wave8", NULL};
+	const char *w3[] = { "pack", "audio",   "--store", "wave",  "--rate",
+			     "8000", "--force", "src",     "wave8", NULL };
 	rc = run_packer(w3);
 	CHECKF(rc == 0, "packer exited %d: %s", rc, read_stderr());
 	check_wave("wave8", 8000, 0);
 	/* Bad options are usage errors that name the option. */
-	const char *a5[] = {"pack", "audio", "--features", "plp", "src", "x", NULL};
+	const char *a5[] = { "pack", "audio", "--features", "plp", "src", "x", NULL };
 	CHECK(run_packer(a5) == 2 && strstr(read_stderr(), "plp"));
-	const char *a6[] = {"pack", "audio", "--ceps", "13", "src", "x", NULL};
+	const char *a6[] = { "pack", "audio", "--ceps", "13", "src", "x", NULL };
 	CHECK(run_packer(a6) == 2 && strstr(read_stderr(), "--ceps"));
-	const char *a7[] = {"pack", "audio", "--rate", "8000", "src", "x", NULL};
+	const char *a7[] = { "pack", "audio", "--rate", "8000", "src", "x", NULL };
 	CHECK(run_packer(a7) == 2 && strstr(read_stderr(), "--rate 8000"));
-	const char *a8[] = {"pack", "audio", "--store", "wave", "--bins", "20", "src", "x", NULL};
+	const char *a8[] = { "pack", "audio", "--store", "wave", "--bins", "20", "src", "x", NULL };
 	CHECK(run_packer(a8) == 2 && strstr(read_stderr(), "--bins applies to --store features"));
-	const char *a9[] = {"pack", "audio", "--channel", "0", "src", "x", NULL};
+	const char *a9[] = { "pack", "audio", "--channel", "0", "src", "x", NULL };
 	CHECK(run_packer(a9) == 2 && strstr(read_stderr(), "--channel '0'"));
 
 	for (int u = 0; u < NUTT; u++)

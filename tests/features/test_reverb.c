@@ -142,10 +142,12 @@ static void test_cases(void)
 	static const struct {
 		size_t n, len, d;
 	} cases[] = {
-		{32000, 4000, 0},     {32000, 16000, 37},  {32000, 24000, 500},
-		{32000, 24000, 23999}, {1000, 3000, 1500}, {1000, 24000, 0},
-		{7, 5, 4},            {1, 1, 0},           {5, 9, 2},
-		{31999, 1, 0},        {12345, 678, 300},   {32000, 2, 1},
+		{ 32000, 4000, 0 },    { 32000, 16000, 37 },
+		{ 32000, 24000, 500 }, { 32000, 24000, 23999 },
+		{ 1000, 3000, 1500 },  { 1000, 24000, 0 },
+		{ 7, 5, 4 },           { 1, 1, 0 },
+		{ 5, 9, 2 },           { 31999, 1, 0 },
+		{ 12345, 678, 300 },   { 32000, 2, 1 },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		float *y = check_case(r, 1000 + i, cases[i].n, cases[i].len, cases[i].d);
@@ -211,7 +213,7 @@ static void test_edges(void)
 	struct reverb *r;
 	char err[256] = "";
 	CHECK(reverb_create(1000, 500, &r, err, sizeof(err)) == 0);
-	float x[1001] = {0}, y[1001], h[501] = {0};
+	float x[1001] = { 0 }, y[1001], h[501] = { 0 };
 	h[3] = 1.0f;
 	/* Silence in, silence out. */
 	memset(y, 0x7f, sizeof(y));
@@ -223,8 +225,8 @@ static void test_edges(void)
 		x[i] = (float)(i % 37) - 18.0f;
 	CHECK(reverb_apply(r, 2, h, 10, x, 1000, y, err, sizeof(err)) == 0);
 	for (int i = 0; i < 1000; i++)
-		CHECKF(fabsf(y[i] - x[i]) <= 1e-4f * 18.0f, "a delta RIR moved sample %d: %g vs %g", i,
-		       (double)y[i], (double)x[i]);
+		CHECKF(fabsf(y[i] - x[i]) <= 1e-4f * 18.0f, "a delta RIR moved sample %d: %g vs %g",
+		       i, (double)y[i], (double)x[i]);
 	CHECK(reverb_apply(r, 3, h, 10, x, 1001, y, err, sizeof(err)) == FEEDER_EINVAL);
 	CHECK(err[0] != '\0');
 	CHECK(reverb_apply(r, 3, h, 501, x, 1000, y, err, sizeof(err)) == FEEDER_EINVAL);
@@ -256,7 +258,7 @@ static void bench(void)
 	char err[256];
 	CHECK(reverb_create(MAX_N, MAX_RIR, &r, err, sizeof(err)) == 0);
 	const size_t n = 32000;
-	static const size_t lens[] = {4000, 16000, 24000};
+	static const size_t lens[] = { 4000, 16000, 24000 };
 	float *x = signal(n), *y = malloc(n * sizeof(float));
 	CHECK(y != NULL);
 	for (size_t i = 0; i < 3; i++) {

@@ -65,9 +65,9 @@ static double rms(const float *x, size_t a, size_t b)
 
 static void test_lengths(struct speed *s)
 {
-	static const float factors[] = {0.9f, 1.0f, 1.1f, 0.95f, 1.05f};
-	static const double exact[] = {0.9, 1.0, 1.1, 0.95, 1.05};
-	static const size_t lens[] = {35200, 32000, 16001, 1000, 7, 1};
+	static const float factors[] = { 0.9f, 1.0f, 1.1f, 0.95f, 1.05f };
+	static const double exact[] = { 0.9, 1.0, 1.1, 0.95, 1.05 };
+	static const size_t lens[] = { 35200, 32000, 16001, 1000, 7, 1 };
 	char err[256];
 	float *y = malloc(50000 * sizeof(float));
 	CHECK(y != NULL);
@@ -76,13 +76,15 @@ static void test_lengths(struct speed *s)
 			size_t n = lens[li];
 			float *x = tone(n, 440.0, RATE, 10000.0);
 			size_t got = 0;
-			int rc = speed_perturb(s, factors[fi], x, n, y, 50000, &got, err, sizeof(err));
+			int rc = speed_perturb(s, factors[fi], x, n, y, 50000, &got, err,
+					       sizeof(err));
 			CHECKF(rc == 0, "%s", err);
-			CHECKF(got == speed_out_len(n, factors[fi]), "n %zu f %g: %zu samples, said %zu", n,
-			       exact[fi], got, speed_out_len(n, factors[fi]));
+			CHECKF(got == speed_out_len(n, factors[fi]),
+			       "n %zu f %g: %zu samples, said %zu", n, exact[fi], got,
+			       speed_out_len(n, factors[fi]));
 			double want = round((double)n / exact[fi]);
-			CHECKF(fabs((double)got - want) <= 1.0, "n %zu f %g: %zu samples, not %.0f +- 1", n,
-			       exact[fi], got, want);
+			CHECKF(fabs((double)got - want) <= 1.0,
+			       "n %zu f %g: %zu samples, not %.0f +- 1", n, exact[fi], got, want);
 			free(x);
 		}
 	free(y);
@@ -95,22 +97,25 @@ static void test_tone(struct speed *s)
 	float *y = malloc(50000 * sizeof(float));
 	CHECK(y != NULL);
 	char err[256];
-	static const float factors[] = {1.1f, 0.9f};
+	static const float factors[] = { 1.1f, 0.9f };
 	for (int i = 0; i < 2; i++) {
 		size_t got = 0;
 		CHECK(speed_perturb(s, factors[i], x, n, y, 50000, &got, err, sizeof(err)) == 0);
 		double want = 440.0 * factors[i];
 		double hz = peak_hz(y, got, 350.0, 550.0, RATE);
-		CHECKF(fabs(hz - want) <= 0.01 * want, "speed %g: the tone peaks at %.2f Hz, not %.1f",
-		       (double)factors[i], hz, want);
+		CHECKF(fabs(hz - want) <= 0.01 * want,
+		       "speed %g: the tone peaks at %.2f Hz, not %.1f", (double)factors[i], hz,
+		       want);
 		double level = rms(y, 2000, got - 2000), in_level = 10000.0 / sqrt(2.0);
 		CHECKF(fabs(level - in_level) <= 0.01 * in_level, "speed %g: RMS %.1f, input %.1f",
 		       (double)factors[i], level, in_level);
 		/* Not delayed: sample t is the input at t * f. */
 		double worst = 0.0;
 		for (size_t t = 2000; t < got - 2000; t++)
-			worst = fmax(worst, fabs(y[t] - 10000.0 * sin(2.0 * M_PI * want * (double)t / RATE)));
-		CHECKF(worst <= 100.0, "speed %g: off the ideal tone by %.1f", (double)factors[i], worst);
+			worst = fmax(worst, fabs(y[t] - 10000.0 * sin(2.0 * M_PI * want *
+								      (double)t / RATE)));
+		CHECKF(worst <= 100.0, "speed %g: off the ideal tone by %.1f", (double)factors[i],
+		       worst);
 		printf("speed %.1f: peak %.2f Hz (want %.1f), RMS %.2f (input %.2f), max dev %.2f\n",
 		       (double)factors[i], hz, want, level, in_level, worst);
 	}
@@ -140,11 +145,13 @@ static void test_identity_and_determinism(void)
 	CHECK(speed_perturb(fresh, 1.1f, x, n, a, 30000, &na, err, sizeof(err)) == 0);
 	speed_destroy(fresh);
 	CHECK(speed_perturb(s, 1.1f, x, n, b, 30000, &nb, err, sizeof(err)) == 0);
-	CHECKF(na == nb && memcmp(a, b, na * sizeof(float)) == 0, "a fresh and a kept resampler differ");
+	CHECKF(na == nb && memcmp(a, b, na * sizeof(float)) == 0,
+	       "a fresh and a kept resampler differ");
 	CHECK(speed_perturb(s, 1.1f, x, n, b, 30000, &nb, err, sizeof(err)) == 0);
 	CHECKF(na == nb && memcmp(a, b, na * sizeof(float)) == 0, "a reused resampler differs");
 	for (int k = 0; k < SPEED_SLOTS + 1; k++)
-		CHECK(speed_perturb(s, 0.8f + 0.01f * (float)k, x, n, b, 30000, &nb, err, sizeof(err)) == 0);
+		CHECK(speed_perturb(s, 0.8f + 0.01f * (float)k, x, n, b, 30000, &nb, err,
+				    sizeof(err)) == 0);
 	CHECK(speed_perturb(s, 1.1f, x, n, b, 30000, &nb, err, sizeof(err)) == 0);
 	CHECKF(na == nb && memcmp(a, b, na * sizeof(float)) == 0, "a remade resampler differs");
 	/* Refusals. */
@@ -164,7 +171,7 @@ static void test_identity_and_determinism(void)
 
 static void test_resample(void)
 {
-	static const double rates[] = {44100.0, 48000.0, 8000.0};
+	static const double rates[] = { 44100.0, 48000.0, 8000.0 };
 	char err[256];
 	for (int i = 0; i < 3; i++) {
 		const double in_rate = rates[i], hz = 1000.0, amp = 10000.0;
@@ -173,18 +180,21 @@ static void test_resample(void)
 		size_t got = 0;
 		int rc = resample_float(x, n, in_rate, RATE, &y, &got, err, sizeof(err));
 		CHECKF(rc == 0, "%s", err);
-		CHECKF(got == (size_t)llround((double)n * RATE / in_rate), "%g Hz: %zu samples", in_rate,
-		       got);
+		CHECKF(got == (size_t)llround((double)n * RATE / in_rate), "%g Hz: %zu samples",
+		       in_rate, got);
 		double f = peak_hz(y, got, 900.0, 1100.0, RATE);
-		CHECKF(fabs(f - hz) <= 0.01 * hz, "%g Hz to 16 kHz: the tone peaks at %.2f Hz", in_rate, f);
+		CHECKF(fabs(f - hz) <= 0.01 * hz, "%g Hz to 16 kHz: the tone peaks at %.2f Hz",
+		       in_rate, f);
 		double level = rms(y, 1000, got - 1000), want = amp / sqrt(2.0);
-		CHECKF(fabs(level - want) <= 0.01 * want, "%g Hz to 16 kHz: RMS %.1f, not %.1f", in_rate,
-		       level, want);
+		CHECKF(fabs(level - want) <= 0.01 * want, "%g Hz to 16 kHz: RMS %.1f, not %.1f",
+		       in_rate, level, want);
 		/* No delay: the resampled tone is in phase with the ideal one. */
 		double worst = 0.0;
 		for (size_t t = 1000; t < got - 1000; t++)
-			worst = fmax(worst, fabs(y[t] - amp * sin(2.0 * M_PI * hz * (double)t / RATE)));
-		CHECKF(worst <= 0.01 * amp, "%g Hz to 16 kHz: off the ideal tone by %.1f", in_rate, worst);
+			worst = fmax(worst,
+				     fabs(y[t] - amp * sin(2.0 * M_PI * hz * (double)t / RATE)));
+		CHECKF(worst <= 0.01 * amp, "%g Hz to 16 kHz: off the ideal tone by %.1f", in_rate,
+		       worst);
 		printf("resample %g -> 16000: %zu -> %zu samples, peak %.2f Hz, RMS %.2f (want %.2f), max dev %.2f\n",
 		       in_rate, n, got, f, level, want, worst);
 		free(x);
@@ -207,7 +217,7 @@ static void bench(void)
 	const size_t n = 35200;
 	float *x = tone(n, 440.0, RATE, 10000.0), *y = malloc(50000 * sizeof(float));
 	CHECK(y != NULL);
-	static const float factors[] = {0.9f, 1.1f, 1.0f};
+	static const float factors[] = { 0.9f, 1.1f, 1.0f };
 	for (int i = 0; i < 3; i++) {
 		size_t got;
 		double t0 = now();
@@ -216,9 +226,10 @@ static void bench(void)
 		const int reps = 200;
 		t0 = now();
 		for (int k = 0; k < reps; k++)
-			CHECK(speed_perturb(s, factors[i], x, n, y, 50000, &got, err, sizeof(err)) == 0);
-		printf("speed_perturb n=%zu f=%.1f: first %.3f ms, then %.3f ms\n", n, (double)factors[i],
-		       first * 1e3, (now() - t0) / reps * 1e3);
+			CHECK(speed_perturb(s, factors[i], x, n, y, 50000, &got, err,
+					    sizeof(err)) == 0);
+		printf("speed_perturb n=%zu f=%.1f: first %.3f ms, then %.3f ms\n", n,
+		       (double)factors[i], first * 1e3, (now() - t0) / reps * 1e3);
 	}
 	free(x);
 	x = tone(88200, 440.0, 44100.0, 10000.0);

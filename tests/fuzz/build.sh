@@ -48,15 +48,7 @@ if ! command -v "$cc" >/dev/null 2>&1; then
   exit 77
 fi
 mkdir -p "$out"
-# feeder_config.h lives in the meson build root; without one, the defaults
-# of a machine without CUDA or systemd are all these sources need.
 inc=(-I"$src/proto" -I"$src/media" -I"$src/daemon" -I"$src/client" -I"$src/packer" -I"$src/tests/fuzz")
-if [ -f "$bld/feeder_config.h" ]; then
-  inc+=(-I"$bld")
-else
-  printf '#define FEEDER_HAVE_CUDA 0\n#define FEEDER_HAVE_SYSTEMD 0\n' >"$out/feeder_config.h"
-  inc+=(-I"$out")
-fi
 cflags=(-std=gnu11 -g -O1 -fno-omit-frame-pointer -Wall -Wextra -D_GNU_SOURCE
   -DFEEDER_VERSION='"fuzz"' "${inc[@]}")
 

@@ -19,19 +19,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* A broken property is a finding, so the harness must crash where libFuzzer
  * (and the replayer) notice it: abort() is the signal both understand. The
  * code under test never aborts; only the harness does. */
-#define FUZZ_CHECK(cond, ...)                                                        \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "%s:%d: property failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                \
-			fputc('\n', stderr);                                         \
-			abort();                                                     \
-		}                                                                    \
+#define FUZZ_CHECK(cond, ...)                                                                      \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: property failed: %s: ", __FILE__, __LINE__,        \
+				#cond);                                                            \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			abort();                                                                   \
+		}                                                                                  \
 	} while (0)
 
 /* An error sentence must be a non-empty, terminated string. */
-#define FUZZ_CHECK_ERR(err, errlen)                                                  \
-	FUZZ_CHECK((err)[0] != '\0' && memchr((err), '\0', (errlen)) != NULL,        \
+#define FUZZ_CHECK_ERR(err, errlen)                                                                \
+	FUZZ_CHECK((err)[0] != '\0' && memchr((err), '\0', (errlen)) != NULL,                      \
 		   "error return without a message")
 
 #endif

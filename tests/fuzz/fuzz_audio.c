@@ -31,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc = audio_file_decode(data, size, channel, rate, FUZZ_MAX_FRAMES, &samples, &n, &info,
 				   err, sizeof(err));
 	if (rc != 0) {
-		FUZZ_CHECK(rc == FEEDER_EFORMAT || rc == FEEDER_EQUOTA || rc == -ENOMEM, "code %d", rc);
+		FUZZ_CHECK(rc == FEEDER_EFORMAT || rc == FEEDER_EQUOTA || rc == -ENOMEM, "code %d",
+			   rc);
 		FUZZ_CHECK_ERR(err, sizeof(err));
 		FUZZ_CHECK(samples == NULL && n == 0, "samples returned with an error");
 		return 0;

@@ -30,8 +30,8 @@ static void header(const uint8_t *data, size_t size)
 	FUZZ_CHECK(h.tiled <= h.samples, "%llu tiled of %llu", (unsigned long long)h.tiled,
 		   (unsigned long long)h.samples);
 	FUZZ_CHECK(h.kind == DSFORMAT_KIND_JPEG || h.kind == DSFORMAT_KIND_FEATURES ||
-			   h.kind == DSFORMAT_KIND_WAVE, "kind %u",
-		   h.kind);
+			   h.kind == DSFORMAT_KIND_WAVE,
+		   "kind %u", h.kind);
 	FUZZ_CHECK(memchr(h.packer_version, '\0', sizeof(h.packer_version)) &&
 			   memchr(h.options, '\0', sizeof(h.options)),
 		   "unterminated string");
@@ -45,8 +45,8 @@ static void header(const uint8_t *data, size_t size)
 			   h2.classes == h.classes && h2.feat_dim == h.feat_dim &&
 			   h2.dtype == h.dtype && h2.rate == h.rate &&
 			   strcmp(h2.packer_version, h.packer_version) == 0 &&
-			   strcmp(h2.options, h.options) == 0 && h2.source_bytes == h.source_bytes &&
-			   h2.tiled == h.tiled,
+			   strcmp(h2.options, h.options) == 0 &&
+			   h2.source_bytes == h.source_bytes && h2.tiled == h.tiled,
 		   "header does not round-trip");
 }
 
@@ -55,14 +55,14 @@ static void sample(const uint8_t *data, size_t size)
 	struct dsformat_sample s;
 	const uint8_t *payload = NULL;
 	char err[256] = "";
-	int rc = dsformat_sample_decode(DSFORMAT_VERSION, data, size, &s, &payload, err, sizeof(err));
+	int rc = dsformat_sample_decode(DSFORMAT_VERSION, data, size, &s, &payload, err,
+					sizeof(err));
 	if (rc != 0) {
 		FUZZ_CHECK(rc == FEEDER_EFORMAT || rc == FEEDER_ECORRUPT, "code %d", rc);
 		FUZZ_CHECK_ERR(err, sizeof(err));
 		return;
 	}
-	FUZZ_CHECK(payload == data + DSFORMAT_SAMPLE_HDR, "payload at offset %td",
-		   payload - data);
+	FUZZ_CHECK(payload == data + DSFORMAT_SAMPLE_HDR, "payload at offset %td", payload - data);
 	FUZZ_CHECK((size_t)s.payload_len == size - DSFORMAT_SAMPLE_HDR, "payload_len %u of %zu",
 		   s.payload_len, size);
 	if (s.dtype != DSFORMAT_DTYPE_NONE)

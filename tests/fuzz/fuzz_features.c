@@ -61,15 +61,35 @@ static int moderate(const struct dsformat_sample *s, const uint8_t *payload)
 
 /* The datasets a record may come from (feat_dim, dtype), 8 classes each. */
 static const struct dsformat_header headers[] = {
-	{ .version = 1, .kind = DSFORMAT_KIND_FEATURES, .samples = 1, .classes = 8, .feat_dim = 4,
+	{ .version = 1,
+	  .kind = DSFORMAT_KIND_FEATURES,
+	  .samples = 1,
+	  .classes = 8,
+	  .feat_dim = 4,
 	  .dtype = DSFORMAT_DTYPE_F32 },
-	{ .version = 1, .kind = DSFORMAT_KIND_FEATURES, .samples = 1, .classes = 8, .feat_dim = 2,
+	{ .version = 1,
+	  .kind = DSFORMAT_KIND_FEATURES,
+	  .samples = 1,
+	  .classes = 8,
+	  .feat_dim = 2,
 	  .dtype = DSFORMAT_DTYPE_F16 },
-	{ .version = 1, .kind = DSFORMAT_KIND_FEATURES, .samples = 1, .classes = 8, .feat_dim = 3,
+	{ .version = 1,
+	  .kind = DSFORMAT_KIND_FEATURES,
+	  .samples = 1,
+	  .classes = 8,
+	  .feat_dim = 3,
 	  .dtype = DSFORMAT_DTYPE_F32 },
-	{ .version = 1, .kind = DSFORMAT_KIND_FEATURES, .samples = 1, .classes = 8, .feat_dim = 8,
+	{ .version = 1,
+	  .kind = DSFORMAT_KIND_FEATURES,
+	  .samples = 1,
+	  .classes = 8,
+	  .feat_dim = 8,
 	  .dtype = DSFORMAT_DTYPE_F16 },
-	{ .version = 1, .kind = DSFORMAT_KIND_FEATURES, .samples = 1, .classes = 8, .feat_dim = 1,
+	{ .version = 1,
+	  .kind = DSFORMAT_KIND_FEATURES,
+	  .samples = 1,
+	  .classes = 8,
+	  .feat_dim = 1,
 	  .dtype = DSFORMAT_DTYPE_F32 },
 };
 #define N_HEADERS (sizeof(headers) / sizeof(headers[0]))
@@ -134,8 +154,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (finite_in && p.dtype == FEEDER_DTYPE_F32) {
 				const float *o = out;
 				for (size_t i = 0; i < bytes / 4; i++)
-					FUZZ_CHECK(isfinite(o[i]), "param set %zu: element %zu = %g", k,
-						   i, o[i]);
+					FUZZ_CHECK(isfinite(o[i]),
+						   "param set %zu: element %zu = %g", k, i, o[i]);
 			}
 		} else if (rc == FEATURES_SKIPPED) {
 			FUZZ_CHECK(ps->pad == FEEDER_FEAT_PAD_SKIP && s.frames < ps->chunk_len,

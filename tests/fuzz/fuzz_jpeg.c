@@ -87,7 +87,8 @@ static void check_output(const struct feeder_stream_opts *p, const void *out, si
 		else
 			v = ((const float *)out)[i];
 		int c = channel_of(p, i);
-		float lo = (0.0f - p->jpeg.mean[c]) / p->jpeg.std[c], hi = (1.0f - p->jpeg.mean[c]) / p->jpeg.std[c];
+		float lo = (0.0f - p->jpeg.mean[c]) / p->jpeg.std[c],
+		      hi = (1.0f - p->jpeg.mean[c]) / p->jpeg.std[c];
 		/* f16 rounds to 11 significant bits; allow that and float noise. */
 		float tol = 0.01f * (fabsf(lo) + fabsf(hi));
 		FUZZ_CHECK(isfinite(v) && v >= lo - tol && v <= hi + tol,
@@ -119,9 +120,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			int ra = jpeg_pipeline_run(w, &p, data, size, key, a, err, sizeof(err));
 			jpeg_worker_set_huff(w, 1);
 			int rb = jpeg_pipeline_run(w, &p, data, size, key, b, berr, sizeof(berr));
-			FUZZ_CHECK(rb != 0 || ra == 0, "jpeg_huff decoded what libjpeg refused: %s", err);
-			int stricter = ra == 0 && rb != 0 &&
-				       !strstr(berr, "extraneous bytes") &&
+			FUZZ_CHECK(rb != 0 || ra == 0, "jpeg_huff decoded what libjpeg refused: %s",
+				   err);
+			int stricter = ra == 0 && rb != 0 && !strstr(berr, "extraneous bytes") &&
 				       !strstr(berr, "bad Huffman code") &&
 				       !strstr(berr, "Premature end of JPEG file");
 			int differ = ra == 0 && rb == 0 && memcmp(a, b, bytes);
@@ -130,10 +131,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 * in the interval jpeg_huff decoded ahead) */
 			char why[256];
 			if (stricter)
-				FUZZ_CHECK(jpeg_pipeline_reference(w, &p, data, size, key, b, why,
-								   sizeof(why)) != 0,
-					   "libjpeg decodes the whole image, jpeg_huff refused a crop: %s",
-					   berr);
+				FUZZ_CHECK(
+					jpeg_pipeline_reference(w, &p, data, size, key, b, why,
+								sizeof(why)) != 0,
+					"libjpeg decodes the whole image, jpeg_huff refused a crop: %s",
+					berr);
 			if (differ)
 				FUZZ_CHECK(jpeg_pipeline_reference(w, &p, data, size, key, b, why,
 								   sizeof(why)) != 0,
@@ -145,7 +147,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t k = 0; k < N_PSETS; k++) {
 		struct feeder_stream_opts p;
 		params_of(&psets[k], &p);
-		FUZZ_CHECK(proto_opts_check(&p, err, sizeof(err)) == 0, "param set %zu: %s", k, err);
+		FUZZ_CHECK(proto_opts_check(&p, err, sizeof(err)) == 0, "param set %zu: %s", k,
+			   err);
 		size_t bytes = jpeg_pipeline_sample_bytes(&p);
 		void *out = malloc(bytes);
 		if (!out)

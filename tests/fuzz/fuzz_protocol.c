@@ -48,7 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc == 0) {
 			FUZZ_CHECK(g.tensor_offset % PROTO_TENSOR_ALIGN == 0, "tensor offset %llu",
 				   (unsigned long long)g.tensor_offset);
-			FUZZ_CHECK(g.tensor_offset + g.tensor_bytes <= g.slot_size, "slot too small");
+			FUZZ_CHECK(g.tensor_offset + g.tensor_bytes <= g.slot_size,
+				   "slot too small");
 			FUZZ_CHECK(g.labels_offset + 4ull * o->batch <= g.indices_offset,
 				   "labels overlap the indices");
 			uint64_t end = g.indices_offset + 8ull * o->batch;

@@ -1,27 +1,20 @@
 #!/usr/bin/env bash
 # tests/fuzz/fuzz_test.sh — fuzz one harness for a bounded time (a meson test).
 #
-# Usage: tests/fuzz/fuzz_test.sh HARNESS SECONDS [SANITIZE]
+# Usage: tests/fuzz/fuzz_test.sh HARNESS SECONDS
 # Builds the harness if needed (build.sh), then runs libFuzzer on a corpus
 # kept in $FEEDER_BUILD/fuzz/corpus/HARNESS (it grows from run to run), with
 # the committed seeds and saved regressions as extra input. Fails on any crash,
 # leak, UB report, timeout (10 s per input) or memory blow-up (2 GiB), and
-# prints libFuzzer's executions count. SANITIZE is the meson build's
-# b_sanitize: tests/run runs the suite twice (plain and --sanitize) and the
-# fuzzing belongs to one of them, so with "none" the test skips.
+# prints libFuzzer's executions count. meson registers it in the sanitizer
+# build only (tests/fuzz/meson.build).
 # Exit: 0 no crash, 1 crash (the input is kept under $FEEDER_BUILD/fuzz/
-# artifacts/HARNESS/), 77 skipped.
+# artifacts/HARNESS/), 77 no clang with libFuzzer here.
 set -u
-h=${1:?usage: fuzz_test.sh HARNESS SECONDS [SANITIZE]}
-secs=${2:?usage: fuzz_test.sh HARNESS SECONDS [SANITIZE]}
-san=${3:-}
+h=${1:?usage: fuzz_test.sh HARNESS SECONDS}
+secs=${2:?usage: fuzz_test.sh HARNESS SECONDS}
 src=${FEEDER_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
 bld=${FEEDER_BUILD:-$src/build}
-
-if [ "$san" = none ]; then
-  echo "SKIP: fuzz runs in the sanitizer build (tests/run --sanitize); this build replays the corpus (fuzz_replay_$h)"
-  exit 77
-fi
 "$src/tests/fuzz/build.sh" "$h"
 rc=$?
 [ $rc = 0 ] || exit $rc

@@ -113,7 +113,10 @@ static int protocol_seeds(void)
 	o->dtype = FEEDER_DTYPE_F32;
 	o->layout = FEEDER_LAYOUT_NCHW;
 	o->ndim = 4;
-	o->shape[0] = 2; o->shape[1] = 3; o->shape[2] = 8; o->shape[3] = 8;
+	o->shape[0] = 2;
+	o->shape[1] = 3;
+	o->shape[2] = 8;
+	o->shape[3] = 8;
 	o->labels_offset = PROTO_SLOT_HEADER;
 	o->indices_offset = PROTO_SLOT_HEADER + 8;
 	o->tensor_offset = PROTO_TENSOR_ALIGN;
@@ -133,14 +136,19 @@ static int protocol_seeds(void)
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_BATCH_READY;
-	m.u.ready = (struct proto_batch_ready){ .stream = 5, .slot = 3, .epoch = 2,
-						.batch_index = 9, .samples = 2, .replacements = 1 };
+	m.u.ready = (struct proto_batch_ready){ .stream = 5,
+						.slot = 3,
+						.epoch = 2,
+						.batch_index = 9,
+						.samples = 2,
+						.replacements = 1 };
 	rc |= put_msg("batch_ready", &m);
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_RELEASE;
-	m.u.release = (struct proto_release){ .stream = 5, .slot = 3, .wait_us = 120000,
-					      .compute_us = 880000 };
+	m.u.release = (struct proto_release){
+		.stream = 5, .slot = 3, .wait_us = 120000, .compute_us = 880000
+	};
 	rc |= put_msg("release", &m);
 
 	memset(&m, 0, sizeof(m));
@@ -175,9 +183,16 @@ static int protocol_seeds(void)
 	m.type = PROTO_STATUS_REPLY;
 	struct feeder_status *r = &m.u.status_reply;
 	r->uptime_ms = 123456;
-	r->clients = 2; r->streams = 3; r->workers = 4; r->datasets = 1;
-	r->memory_used = 1 << 20; r->memory_limit = 1ull << 32;
-	r->batches = 100; r->samples = 3200; r->replacements = 1; r->decode_errors = 1;
+	r->clients = 2;
+	r->streams = 3;
+	r->workers = 4;
+	r->datasets = 1;
+	r->memory_used = 1 << 20;
+	r->memory_limit = 1ull << 32;
+	r->batches = 100;
+	r->samples = 3200;
+	r->replacements = 1;
+	r->decode_errors = 1;
 	r->samples_per_s = 1234.5;
 	r->workers_busy = 0.75;
 	r->stage_s[FEEDER_STAGE_READ] = 1.5;
@@ -197,15 +212,32 @@ static int protocol_seeds(void)
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_STREAM_INFO;
 	struct feeder_stream_status *s = &m.u.stream;
-	s->stream = 5; s->session = 7; s->pid = 4242; s->uid = 1000;
+	s->stream = 5;
+	s->session = 7;
+	s->pid = 4242;
+	s->uid = 1000;
 	snprintf(s->dataset, sizeof(s->dataset), "imagenet-mini");
-	s->pipeline = 1; s->batch = 32; s->slots = 4; s->ready = 2;
-	s->epoch = 1; s->batches_sent = 10; s->batches_total = 40; s->samples = 320;
-	s->samples_per_s = 900.25; s->client_wait_us = 1000; s->ring_full_us = 50;
-	s->filling = 2; s->trainer_reports = 1; s->trainer_wait_us = 5000;
-	s->trainer_compute_us = 95000; s->wait_share_10s = 0.05f; s->wait_share_total = 0.05f;
-	s->bytes_per_s = 1e8; s->stage_s[FEEDER_STAGE_TRANSFORM] = 3.5;
-	snprintf(s->settings, sizeof(s->settings), "jpeg 224x224 train, scale 0.08..1 ratio "
+	s->pipeline = 1;
+	s->batch = 32;
+	s->slots = 4;
+	s->ready = 2;
+	s->epoch = 1;
+	s->batches_sent = 10;
+	s->batches_total = 40;
+	s->samples = 320;
+	s->samples_per_s = 900.25;
+	s->client_wait_us = 1000;
+	s->ring_full_us = 50;
+	s->filling = 2;
+	s->trainer_reports = 1;
+	s->trainer_wait_us = 5000;
+	s->trainer_compute_us = 95000;
+	s->wait_share_10s = 0.05f;
+	s->wait_share_total = 0.05f;
+	s->bytes_per_s = 1e8;
+	s->stage_s[FEEDER_STAGE_TRANSFORM] = 3.5;
+	snprintf(s->settings, sizeof(s->settings),
+		 "jpeg 224x224 train, scale 0.08..1 ratio "
 		 "0.75..1.33, flip p=0.5, f32 NCHW");
 	rc |= put_msg("stream_info", &m);
 
@@ -233,8 +265,10 @@ static int dsformat_seeds(void)
 {
 	int rc = 0;
 	uint8_t hdr[DSFORMAT_HEADER_SIZE];
-	struct dsformat_header h = { .version = DSFORMAT_VERSION, .kind = DSFORMAT_KIND_JPEG,
-				     .samples = 1000, .classes = 10 };
+	struct dsformat_header h = { .version = DSFORMAT_VERSION,
+				     .kind = DSFORMAT_KIND_JPEG,
+				     .samples = 1000,
+				     .classes = 10 };
 	snprintf(h.packer_version, sizeof(h.packer_version), "0.1.0");
 	snprintf(h.options, sizeof(h.options), "pack images --resize 256 --jobs 2");
 	memset(hdr, 0, sizeof(hdr));
@@ -254,19 +288,23 @@ static int dsformat_seeds(void)
 	for (int i = 0; i < 12; i++)
 		mat[i] = (float)i * 0.25f - 1.0f;
 	memcpy(rec + DSFORMAT_SAMPLE_HDR, mat, sizeof(mat));
-	struct dsformat_sample s = { .label = 3, .payload_len = sizeof(mat),
-				     .crc = crc32c(0, mat, sizeof(mat)), .frames = 3, .dim = 4,
+	struct dsformat_sample s = { .label = 3,
+				     .payload_len = sizeof(mat),
+				     .crc = crc32c(0, mat, sizeof(mat)),
+				     .frames = 3,
+				     .dim = 4,
 				     .dtype = DSFORMAT_DTYPE_F32 };
 	dsformat_sample_encode(&s, rec);
 	rc |= put_record("sample_features_f32", 1, rec, sizeof(rec));
 
 	/* A jpeg sample: the payload is opaque to the record reader. */
-	static const uint8_t jpeg_start[] = { 0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 'J', 'F', 'I', 'F',
-					      0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01,
-					      0x00, 0x00, 0xff, 0xd9 };
+	static const uint8_t jpeg_start[] = { 0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 'J',  'F',
+					      'I',  'F',  0x00, 0x01, 0x01, 0x00, 0x00, 0x01,
+					      0x00, 0x01, 0x00, 0x00, 0xff, 0xd9 };
 	uint8_t jrec[DSFORMAT_SAMPLE_HDR + sizeof(jpeg_start)];
 	memcpy(jrec + DSFORMAT_SAMPLE_HDR, jpeg_start, sizeof(jpeg_start));
-	s = (struct dsformat_sample){ .label = 7, .payload_len = sizeof(jpeg_start),
+	s = (struct dsformat_sample){ .label = 7,
+				      .payload_len = sizeof(jpeg_start),
 				      .crc = crc32c(0, jpeg_start, sizeof(jpeg_start)) };
 	dsformat_sample_encode(&s, jrec);
 	rc |= put_record("sample_jpeg", 1, jrec, sizeof(jrec));

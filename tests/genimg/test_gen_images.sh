@@ -4,17 +4,9 @@
 # ImageNet-like geometry and quality with photo-like (not flat) content, the
 # file-size range, determinism per seed (and independence of the thread
 # count), and the usage errors. Exit 0 pass, 1 fail, 77 skip.
-set -u
-src="${FEEDER_SOURCE:?FEEDER_SOURCE not set}"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 gen="$src/tools/gen/gen-images"
-py=/usr/bin/python3
-if ! "$py" -c 'import PIL' 2>/dev/null; then
-	echo "SKIP: $py has no PIL (python3-pil)" >&2
-	exit 77
-fi
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+need_python PIL
 
 # Usage errors: exit 2 with a single line on stderr.
 expect_usage() {

@@ -70,7 +70,7 @@ def main(test_file, generators):
         return 77
     for g in generators:
         if not exe(g):
-            print(f"SKIP: {os.path.join(BUILD, "tools", "gen", g)} is not built", file=sys.stderr)
+            print(f"SKIP: {os.path.join(BUILD, 'tools', 'gen', g)} is not built", file=sys.stderr)
             return 77
     rc = pytest.main(["-q", "-s", "-p", "no:cacheprovider", test_file])
     return 0 if rc == 0 else 1

@@ -88,7 +88,7 @@ static inline double gc_pixel(const struct feeder_stream_opts *p, const void *ou
 	if (p->dtype == FEEDER_DTYPE_U8)
 		return ((const uint8_t *)out)[e] / 255.0;
 	double v = p->dtype == FEEDER_DTYPE_F16 ? half_to_float(((const uint16_t *)out)[e])
-					      : ((const float *)out)[e];
+						: ((const float *)out)[e];
 	return v * p->jpeg.std[c] + p->jpeg.mean[c];
 }
 
@@ -102,11 +102,13 @@ static inline const char *gc_dtype(int d)
  * the CPU; with 1 MiB a sample every region fits and the device resizes
  * all of them. Returns the worst MAD; *max_abs gets the largest difference. */
 static inline double gc_jpeg_batch(const struct gpu_runner *r, struct jpeg_worker *w,
-				   const struct feeder_stream_opts *p, size_t staging, double *max_abs)
+				   const struct feeder_stream_opts *p, size_t staging,
+				   double *max_abs)
 {
 	enum { KEYS = 3, N = GC_NIMG * KEYS };
 	char err[256];
-	size_t sb = jpeg_pipeline_sample_bytes(p), elems = (size_t)3 * p->jpeg.height * p->jpeg.width;
+	size_t sb = jpeg_pipeline_sample_bytes(p),
+	       elems = (size_t)3 * p->jpeg.height * p->jpeg.width;
 	uint8_t *got = malloc(sb * N), *want = malloc(sb);
 	CHECK(got && want);
 	void *ctx = r->open_jpeg(p, N, staging ? staging : 0);
@@ -140,7 +142,8 @@ static inline double gc_jpeg_batch(const struct gpu_runner *r, struct jpeg_worke
 		double mad = sum / elems;
 		CHECKF(mad <= 2.0 / 255, "%s: %s %s %s %s key %llu: MAD %.5f > 2/255", r->name,
 		       im->name, p->jpeg.train ? "train" : "eval", gc_dtype(p->dtype),
-		       p->layout == FEEDER_LAYOUT_NHWC ? "NHWC" : "NCHW", (unsigned long long)key, mad);
+		       p->layout == FEEDER_LAYOUT_NHWC ? "NHWC" : "NCHW", (unsigned long long)key,
+		       mad);
 		worst = mad > worst ? mad : worst;
 	}
 	r->close(ctx);
@@ -173,8 +176,8 @@ static inline void gc_jpeg_fallback(const struct gpu_runner *r, struct jpeg_work
 	       r->cpu_finished(ctx), N);
 	r->run(ctx, N, got);
 	for (uint32_t i = 0; i < N; i++) {
-		CHECK(jpeg_pipeline_run(w, &p, gc_images[i].jpeg, gc_images[i].len, i + 7, want, err,
-					sizeof err) == 0);
+		CHECK(jpeg_pipeline_run(w, &p, gc_images[i].jpeg, gc_images[i].len, i + 7, want,
+					err, sizeof err) == 0);
 		CHECKF(memcmp(got + i * sb, want, sb) == 0, "%s: CPU-finished sample %u differs",
 		       r->name, i);
 	}
@@ -205,8 +208,8 @@ static inline void gc_jpeg_all(const struct gpu_runner *r)
 				printf("%s jpeg %s %s %s: worst MAD %.6f (%.3f/255), max abs diff %.6f "
 				       "(%.2f/255)\n",
 				       r->name, train ? "train" : "eval ", gc_dtype(p.dtype),
-				       p.layout == FEEDER_LAYOUT_NHWC ? "NHWC" : "NCHW", mad, mad * 255,
-				       max_abs, max_abs * 255);
+				       p.layout == FEEDER_LAYOUT_NHWC ? "NHWC" : "NCHW", mad,
+				       mad * 255, max_abs, max_abs * 255);
 			}
 	struct feeder_stream_opts p;
 	proto_opts_jpeg(&p, 64, 1);
@@ -231,7 +234,8 @@ static inline uint8_t *gc_matrix(uint32_t frames, uint32_t dim, int f16, unsigne
 		for (uint32_t d = 0; d < dim; d++) {
 			state = state * 1664525u + 1013904223u;
 			float noise = (float)((state >> 8) & 0xffff) / 65536.0f - 0.5f;
-			float v = 3.0f + 0.25f * d + (1.0f + 0.1f * d) * sinf(0.05f * t + d) + noise;
+			float v =
+				3.0f + 0.25f * d + (1.0f + 0.1f * d) * sinf(0.05f * t + d) + noise;
 			size_t i = (size_t)t * dim + d;
 			if (f16) {
 				uint16_t h = half_from_float(v);
@@ -241,8 +245,10 @@ static inline uint8_t *gc_matrix(uint32_t frames, uint32_t dim, int f16, unsigne
 			}
 		}
 	*s = (struct dsformat_sample){
-		.label = seed, .payload_len = (uint32_t)((size_t)frames * dim * elem),
-		.frames = frames, .dim = dim,
+		.label = seed,
+		.payload_len = (uint32_t)((size_t)frames * dim * elem),
+		.frames = frames,
+		.dim = dim,
 		.dtype = f16 ? DSFORMAT_DTYPE_F16 : DSFORMAT_DTYPE_F32,
 	};
 	return m;
@@ -256,10 +262,13 @@ static inline void gc_features_all(const struct gpu_runner *r)
 	uint8_t *m[NUTT];
 	for (int u = 0; u < NUTT; u++)
 		m[u] = gc_matrix(frames[u], DIM, u % 2, (unsigned)u + 1, &s[u]); /* f32, f16, ... */
-	const struct { int cmn, window, cvn; } norms[] = {
-		{ FEEDER_FEAT_CMN_NONE, 300, 0 }, { FEEDER_FEAT_CMN_UTT, 300, 0 }, { FEEDER_FEAT_CMN_UTT, 300, 1 },
-		{ FEEDER_FEAT_CMN_SLIDING, 300, 0 }, { FEEDER_FEAT_CMN_SLIDING, 300, 1 },
-		{ FEEDER_FEAT_CMN_SLIDING, 7, 0 }, { FEEDER_FEAT_CMN_SLIDING, 7, 1 },
+	const struct {
+		int cmn, window, cvn;
+	} norms[] = {
+		{ FEEDER_FEAT_CMN_NONE, 300, 0 },    { FEEDER_FEAT_CMN_UTT, 300, 0 },
+		{ FEEDER_FEAT_CMN_UTT, 300, 1 },     { FEEDER_FEAT_CMN_SLIDING, 300, 0 },
+		{ FEEDER_FEAT_CMN_SLIDING, 300, 1 }, { FEEDER_FEAT_CMN_SLIDING, 7, 0 },
+		{ FEEDER_FEAT_CMN_SLIDING, 7, 1 },
 	};
 	char err[256];
 	for (size_t ni = 0; ni < sizeof norms / sizeof norms[0]; ni++)
@@ -278,21 +287,23 @@ static inline void gc_features_all(const struct gpu_runner *r)
 				void *ctx = r->open_features(&p, DIM, NUTT, (size_t)NUTT << 17);
 				r->begin(ctx);
 				for (uint32_t i = 0; i < NUTT; i++)
-					CHECKF(r->stage_features(ctx, i, &s[i], m[i], 77 * i + 5, err,
-								 sizeof err) == 0,
+					CHECKF(r->stage_features(ctx, i, &s[i], m[i], 77 * i + 5,
+								 err, sizeof err) == 0,
 					       "%s: stage features %u: %s", r->name, i, err);
 				r->run(ctx, NUTT, got);
-				CHECKF(r->cpu_finished(ctx) == 0, "%s: %u features samples finished on the CPU",
-				       r->name, r->cpu_finished(ctx));
+				CHECKF(r->cpu_finished(ctx) == 0,
+				       "%s: %u features samples finished on the CPU", r->name,
+				       r->cpu_finished(ctx));
 				double max_abs = 0;
 				for (uint32_t i = 0; i < NUTT; i++) {
-					CHECKF(features_pipeline_run(&p, &s[i], m[i], 77 * i + 5, want, err,
-								     sizeof err) == 0,
+					CHECKF(features_pipeline_run(&p, &s[i], m[i], 77 * i + 5,
+								     want, err, sizeof err) == 0,
 					       "cpu features: %s", err);
 					for (size_t e = 0; e < (size_t)DIM * LEN; e++) {
 						double a, b;
 						if (dt) {
-							a = half_to_float(((uint16_t *)(got + i * sb))[e]);
+							a = half_to_float(
+								((uint16_t *)(got + i * sb))[e]);
 							b = half_to_float(((uint16_t *)want)[e]);
 						} else {
 							a = ((float *)(got + i * sb))[e];
@@ -300,20 +311,25 @@ static inline void gc_features_all(const struct gpu_runner *r)
 						}
 						double d = fabs(a - b);
 						/* f16: one unit in the last place (2^-10 relative) */
-						double tol = dt ? fmax(1e-4, fabs(b) / 1024.0) : 1e-4;
-						CHECKF(d <= tol, "%s: features cmn %d window %d cvn %d %s %s: "
+						double tol =
+							dt ? fmax(1e-4, fabs(b) / 1024.0) : 1e-4;
+						CHECKF(d <= tol,
+						       "%s: features cmn %d window %d cvn %d %s %s: "
 						       "utterance %u (%u frames) element %zu: %.7f vs %.7f",
-						       r->name, p.features.cmn, (int)p.features.cmn_window, p.features.cvn,
-						       dt ? "f16" : "f32", train ? "train" : "eval", i,
-						       frames[i], e, a, b);
+						       r->name, p.features.cmn,
+						       (int)p.features.cmn_window, p.features.cvn,
+						       dt ? "f16" : "f32", train ? "train" : "eval",
+						       i, frames[i], e, a, b);
 						max_abs = d > max_abs ? d : max_abs;
 					}
 				}
 				printf("%s features cmn %-7s window %3u cvn %d %s %s: max abs diff %.3g\n",
-				       r->name, p.features.cmn == FEEDER_FEAT_CMN_NONE ? "none" : p.features.cmn == FEEDER_FEAT_CMN_UTT
-										    ? "utt" : "sliding",
-				       p.features.cmn_window, p.features.cvn, dt ? "f16" : "f32", train ? "train" : "eval",
-				       max_abs);
+				       r->name,
+				       p.features.cmn == FEEDER_FEAT_CMN_NONE  ? "none"
+				       : p.features.cmn == FEEDER_FEAT_CMN_UTT ? "utt"
+									       : "sliding",
+				       p.features.cmn_window, p.features.cvn, dt ? "f16" : "f32",
+				       train ? "train" : "eval", max_abs);
 				r->close(ctx);
 				free(got);
 				free(want);
@@ -333,7 +349,8 @@ static inline void gc_features_all(const struct gpu_runner *r)
 	r->run(ctx, 1, got);
 	CHECK(features_pipeline_run(&p, &s[3], m[3], 1, want, err, sizeof err) == 0);
 	for (size_t e = 0; e < (size_t)DIM * LEN; e++)
-		CHECKF(fabs((double)got[e] - want[e]) <= 1e-4, "pad skip replacement element %zu", e);
+		CHECKF(fabs((double)got[e] - want[e]) <= 1e-4, "pad skip replacement element %zu",
+		       e);
 	/* A matrix of another width than the batch's is refused. */
 	r->begin(ctx);
 	struct dsformat_sample narrow;

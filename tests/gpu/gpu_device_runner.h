@@ -18,7 +18,8 @@ static inline void dev_require(void)
 		SKIP("%s", why);
 }
 
-static inline void *dev_open_jpeg(const struct feeder_stream_opts *p, uint32_t max_batch, size_t staging)
+static inline void *dev_open_jpeg(const struct feeder_stream_opts *p, uint32_t max_batch,
+				  size_t staging)
 {
 	char err[256];
 	struct gpu_pipeline *g;
@@ -32,7 +33,8 @@ static inline void *dev_open_features(const struct feeder_stream_opts *p, uint32
 {
 	char err[256];
 	struct gpu_pipeline *g;
-	CHECKF(gpu_pipeline_create_features(&g, 0, p, dim, max_batch, staging, err, sizeof err) == 0,
+	CHECKF(gpu_pipeline_create_features(&g, 0, p, dim, max_batch, staging, err, sizeof err) ==
+		       0,
 	       "%s", err);
 	return g;
 }
@@ -77,8 +79,8 @@ static inline void dev_close(void *ctx)
 }
 
 static const struct gpu_runner dev_runner = {
-	"device", dev_open_jpeg, dev_open_features, dev_begin, dev_stage_jpeg, dev_stage_features,
-	dev_run, dev_cpu_finished, dev_close,
+	"device",           dev_open_jpeg, dev_open_features, dev_begin, dev_stage_jpeg,
+	dev_stage_features, dev_run,       dev_cpu_finished,  dev_close,
 };
 
 #endif

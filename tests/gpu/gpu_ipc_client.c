@@ -75,16 +75,20 @@ static int maxd;
 static int compare(struct feeder_stream *sd, struct feeder *fd, struct feeder_batch *bd,
 		   const struct feeder_batch *bh, uint8_t *host, cudaStream_t cs, long k)
 {
-	if (bd->memory != FEEDER_MEMORY_DEVICE || bd->count != bh->count || bd->bytes != bh->bytes ||
-	    bd->epoch != bh->epoch || bd->batch_index != bh->batch_index ||
+	if (bd->memory != FEEDER_MEMORY_DEVICE || bd->count != bh->count ||
+	    bd->bytes != bh->bytes || bd->epoch != bh->epoch ||
+	    bd->batch_index != bh->batch_index ||
 	    memcmp(bd->labels, bh->labels, 4u * bd->count) != 0) {
-		fprintf(stderr, "batch %ld: device and host batches disagree (labels, shape, position)\n", k);
+		fprintf(stderr,
+			"batch %ld: device and host batches disagree (labels, shape, position)\n",
+			k);
 		return 1;
 	}
 	if (feeder_batch_wait(sd, bd, cs) ||
 	    cudaMemcpyAsync(host, bd->data, bd->bytes, cudaMemcpyDeviceToHost, cs) != cudaSuccess ||
 	    feeder_batch_release_on(sd, bd, cs) || cudaStreamSynchronize(cs) != cudaSuccess) {
-		fprintf(stderr, "batch %ld: reading the device batch failed: %s\n", k, feeder_last_error(fd));
+		fprintf(stderr, "batch %ld: reading the device batch failed: %s\n", k,
+			feeder_last_error(fd));
 		return 1;
 	}
 	return 0;
@@ -185,10 +189,11 @@ static int closes(long rounds)
 			fprintf(stderr, "cudaMallocHost failed\n");
 			return 1;
 		}
-		if (cudaSetDevice(info.device) != cudaSuccess || cudaStreamCreate(&cs) != cudaSuccess ||
-		    feeder_stream_next(sd, 30000, &bd) || bd.bytes != bh.bytes ||
-		    feeder_batch_wait(sd, &bd, cs) ||
-		    cudaMemcpyAsync(host, bd.data, bd.bytes, cudaMemcpyDeviceToHost, cs) != cudaSuccess) {
+		if (cudaSetDevice(info.device) != cudaSuccess ||
+		    cudaStreamCreate(&cs) != cudaSuccess || feeder_stream_next(sd, 30000, &bd) ||
+		    bd.bytes != bh.bytes || feeder_batch_wait(sd, &bd, cs) ||
+		    cudaMemcpyAsync(host, bd.data, bd.bytes, cudaMemcpyDeviceToHost, cs) !=
+			    cudaSuccess) {
 			fprintf(stderr, "round %ld: %s\n", k, feeder_last_error(fd));
 			return 1;
 		}
@@ -207,7 +212,8 @@ static int closes(long rounds)
 		cudaError_t e = cudaStreamSynchronize(cs);
 		void *probe = NULL;
 		if (e != cudaSuccess || cudaMalloc(&probe, 1 << 20) != cudaSuccess) {
-			fprintf(stderr, "round %ld: the CUDA context is broken after the close: %s\n", k,
+			fprintf(stderr,
+				"round %ld: the CUDA context is broken after the close: %s\n", k,
 				cudaGetErrorString(e != cudaSuccess ? e : cudaGetLastError()));
 			return 1;
 		}

@@ -11,25 +11,15 @@
 # still reads right until CLOSE_STREAM, and the daemon's memory comes back),
 # and 30 device batches across a SIGKILL and restart of feederd (reconnect:
 # both streams resume at their next batch and still agree).
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 ipc=$build/tests/gpu/gpu_ipc_client
 [ -x "$ipc" ] || skip "gpu_ipc_client is not built (no CUDA in this build)"
-make_dataset imgs 48 4 9
-# Does feederd find a GPU here? It refuses to start without one.
-"$feederd" --config /dev/null --socket "$tmp/probe.sock" --datasets "$datasets" --gpu 0 \
-	>"$tmp/probe.log" 2>&1 &
-probe=$!
-for _ in $(seq 100); do
-	[ -S "$tmp/probe.sock" ] && break
-	kill -0 $probe 2>/dev/null || break
-	sleep 0.05
-done
-if ! kill -0 $probe 2>/dev/null; then
-	wait $probe
-	skip "feederd has no GPU here: $(grep -o 'cannot start.*' "$tmp/probe.log")"
+make_images imgs 48 4 9
+# feederd refuses to start without a GPU.
+if ! start_daemon --gpu 0; then
+	grep -q "cannot start" "$daemon_log" || fail "$daemon_why"
+	skip "feederd has no GPU here: $(grep -o 'cannot start.*' "$daemon_log")"
 fi
-kill -TERM $probe; wait $probe
-start_daemon --gpu 0
 "$ipc" --socket "$sock" --dataset imgs check 60 >"$tmp/c1.log" 2>&1 &
 p1=$!
 "$ipc" --socket "$sock" --dataset imgs check 60 >"$tmp/c2.log" 2>&1 &
@@ -43,22 +33,18 @@ bg_pids=()
 [ $r2 = 0 ] || fail "client 2: $(cat "$tmp/c2.log")"
 cat "$tmp/c1.log" "$tmp/c2.log"
 "$feederctl" --socket "$sock" status --json > "$tmp/before.json" || fail "feederctl status"
-"$ipc" --socket "$sock" --dataset imgs hold >"$tmp/hold.log" 2>&1 &
-holder=$!
-bg_pids=($holder)
-for _ in $(seq 200); do grep -q HOLDING "$tmp/hold.log" && break; sleep 0.05; done
-grep -q HOLDING "$tmp/hold.log" || fail "holding client: $(cat "$tmp/hold.log")"
+spawn "$tmp/hold.log" "$ipc" --socket "$sock" --dataset imgs hold
+holder=$spawned
+wait_for "$tmp/hold.log" HOLDING "$holder"
 kill -9 $holder; wait $holder 2>/dev/null
 bg_pids=()
-ok=
-for _ in $(seq 100); do
+# back_to KEY...: feederctl status shows each KEY as in before.json.
+back_to() {
+	local k
 	"$feederctl" --socket "$sock" status --json > "$tmp/after.json" || fail "feederctl status"
-	[ "$(json_get "$tmp/after.json" streams)" = "$(json_get "$tmp/before.json" streams)" ] &&
-	[ "$(json_get "$tmp/after.json" memory_used)" = "$(json_get "$tmp/before.json" memory_used)" ] &&
-		{ ok=1; break; }
-	sleep 0.05
-done
-[ -n "$ok" ] || fail "the killed client's device stream was not reclaimed: $(cat "$tmp/after.json")"
+	for k; do [ "$(json_get "$tmp/after.json" $k)" = "$(json_get "$tmp/before.json" $k)" ] || return 1; done
+}
+wait_until 5 back_to streams memory_used || fail "the killed client's device stream was not reclaimed: $(cat "$tmp/after.json")"
 "$ipc" --socket "$sock" --dataset imgs check 10 >"$tmp/c3.log" 2>&1 || fail "after the kill: $(cat "$tmp/c3.log")"
 
 # Closing with a copy in flight.
@@ -69,37 +55,24 @@ cat "$tmp/close.log"
 cp -r "$datasets/imgs" "$datasets/doomed"
 kill -HUP "$daemon_pid"
 sleep 0.3
-"$ipc" --socket "$sock" --dataset doomed fail >"$tmp/fail.log" 2>&1 &
-fp=$!
-bg_pids=($fp)
-for _ in $(seq 200); do grep -q HOLDING "$tmp/fail.log" && break; sleep 0.05; done
-grep -q HOLDING "$tmp/fail.log" || fail "failing client: $(cat "$tmp/fail.log")"
+spawn "$tmp/fail.log" "$ipc" --socket "$sock" --dataset doomed fail
+fp=$spawned
+wait_for "$tmp/fail.log" HOLDING "$fp"
 rm -rf "$datasets/doomed"
 wait $fp || fail "failed stream: $(cat "$tmp/fail.log")"
 bg_pids=()
 cat "$tmp/fail.log"
-ok=
-for _ in $(seq 100); do
-	"$feederctl" --socket "$sock" status --json > "$tmp/after2.json" || fail "feederctl status"
-	[ "$(json_get "$tmp/after2.json" memory_used)" = "$(json_get "$tmp/before.json" memory_used)" ] &&
-		{ ok=1; break; }
-	sleep 0.05
-done
-[ -n "$ok" ] || fail "the failed stream's ring was not freed after CLOSE: $(cat "$tmp/after2.json")"
+wait_until 5 back_to memory_used || fail "the failed stream's ring was not freed after CLOSE: $(cat "$tmp/after.json")"
 
 # Across a restart of feederd.
-"$ipc" --socket "$sock" --dataset imgs reconnect 30 >"$tmp/rc.log" 2>&1 &
-rp=$!
-bg_pids=($rp)
-for _ in $(seq 400); do grep -q HALF "$tmp/rc.log" && break; sleep 0.05; done
-grep -q HALF "$tmp/rc.log" || fail "reconnecting client: $(cat "$tmp/rc.log")"
-kill -9 "$daemon_pid"
-wait "$daemon_pid" 2>/dev/null
-daemon_pid=
-start_daemon --gpu 0
+spawn "$tmp/rc.log" "$ipc" --socket "$sock" --dataset imgs reconnect 30
+rp=$spawned
+wait_until 20 grep -q HALF "$tmp/rc.log" || fail "reconnecting client: $(cat "$tmp/rc.log")"
+kill_daemon
+start_daemon --gpu 0 || fail "$daemon_why"
 wait $rp || fail "across the restart: $(cat "$tmp/rc.log")"
 bg_pids=()
 cat "$tmp/rc.log"
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: 2 clients x 60 device batches checked against host batches; a killed holder reclaimed;" \
 	"10 closes with copies in flight; a failed stream's held batch intact; 30 batches across a restart"

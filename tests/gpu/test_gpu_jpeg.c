@@ -28,7 +28,8 @@ static void refusals(void)
 	CHECK(gpu_pipeline_submit(g, 1, host, NULL, err, sizeof err) == FEEDER_EINVAL);
 	printf("host memory as device destination: %s\n", err);
 	/* the context is still usable after refusals */
-	float *out = malloc(gpu_pipeline_sample_bytes(g)), *want = malloc(gpu_pipeline_sample_bytes(g));
+	float *out = malloc(gpu_pipeline_sample_bytes(g)),
+	      *want = malloc(gpu_pipeline_sample_bytes(g));
 	CHECK(out && want);
 	CHECKF(gpu_pipeline_submit(g, 1, NULL, out, err, sizeof err) == 0, "%s", err);
 	CHECKF(gpu_pipeline_begin(g, err, sizeof err) == 0, "%s", err); /* waits */

@@ -10,13 +10,13 @@
 # one (which shows the stand-in is seen: without it the first check would
 # pass for nothing), and still gets its batches, from the host ring. The two
 # streams' batches are the same.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 rc_client=$build/tests/fault/restart_client
-[ -x "$rc_client" ] || skip "$rc_client is not built"
+need_exe "$rc_client"
 [ -f "$build/tests/gpu/libcuda.so.1" ] || skip "the stand-in $build/tests/gpu/libcuda.so.1 is not built"
 
-make_dataset imgs 12 3 5
-start_daemon
+make_images imgs 12 3 5
+start_daemon || fail "$daemon_why"
 run() {
 	FEEDER_TEST_CUDA_MARK=$tmp/mark LD_LIBRARY_PATH=$build/tests/gpu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
 		"$rc_client" --socket "$sock" --dataset imgs --batch 4 "$@"

@@ -20,37 +20,34 @@
 #     the daemon holds no stream of it afterwards.
 # The CUDA kernels themselves are tested by test_gpu_jpeg / test_gpu_features
 # on a machine with a GPU.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
-. "$FEEDER_SOURCE/tests/find_python.sh"
-py=$(find_python numpy) || skip "$py"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+need_python numpy
 rc_client=$build/tests/fault/restart_client
-[ -x "$rc_client" ] || skip "$rc_client is not built"
+need_exe "$rc_client"
 
-make_dataset imgs 30 3 5
+make_images imgs 30 3 5
 run() { "$rc_client" --socket "$sock" --dataset imgs --batch 4 "$@"; }
 checks=0
 
-start_daemon
+start_daemon || fail "$daemon_why"
 run --placement gpu --out "$tmp/g.txt" >"$tmp/g.log" 2>&1 && fail "placement=gpu served without a GPU"
 grep -q "placement=gpu, but feederd runs without a GPU" "$tmp/g.log" ||
 	fail "placement=gpu without a GPU: no clear refusal: $(cat "$tmp/g.log")"
 checks=$((checks + 1))
 run --placement cpu --out "$tmp/cpu.txt" >/dev/null 2>&1 || fail "placement=cpu stream"
-run --placement auto --out "$tmp/auto.txt" --delay-ms 100 >"$tmp/auto.log" 2>&1 &
-apid=$!
-bg_pids+=($apid)
-seen=
-for _ in $(seq 100); do
+spawn "$tmp/auto.log" run --placement auto --out "$tmp/auto.txt" --delay-ms 100
+apid=$spawned
+# streams_show PATTERN: feederctl streams shows PATTERN (grep -E).
+streams_show() {
 	"$feederctl" --socket "$sock" streams > "$tmp/streams.txt" 2>&1
-	grep -q "auto -> cpu (no GPU)" "$tmp/streams.txt" && { seen=1; break; }
-	sleep 0.05
-done
-[ -n "$seen" ] || fail "feederctl streams does not show auto -> cpu: $(cat "$tmp/streams.txt")"
+	grep -Eq "$1" "$tmp/streams.txt"
+}
+wait_until 5 streams_show "auto -> cpu \(no GPU\)" || fail "feederctl streams does not show auto -> cpu: $(cat "$tmp/streams.txt")"
 wait "$apid" || fail "placement=auto stream: $(cat "$tmp/auto.log")"
 bg_pids=()
 cmp -s "$tmp/cpu.txt" "$tmp/auto.txt" || fail "placement=auto without a GPU gave other bytes than cpu"
 checks=$((checks + 2))
-stop_daemon
+stop_daemon || fail "$daemon_why"
 
 # --gpu 0 where CUDA sees no device: a start-up error naming --gpu.
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
@@ -63,9 +60,7 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
 fi
 
 # The GPU placement path with the device emulated on the host.
-export FEEDERD_GPU_EMULATE=1
-start_daemon --gpu 0
-unset FEEDERD_GPU_EMULATE
+FEEDERD_GPU_EMULATE=1 start_daemon --gpu 0 || fail "$daemon_why"
 grep -q "emulated on the host" "$tmp/feederd.log" || fail "feederd did not say the GPU is emulated"
 for mode in train eval; do
 	extra=()
@@ -101,24 +96,16 @@ grep "libfeeder: device batches" "$tmp/d.log"
 "$feederctl" --socket "$sock" status --json >"$tmp/st.json" || fail "feederctl status"
 [ "$(json_get "$tmp/st.json" streams)" = 0 ] || fail "streams left after the fallback: $(cat "$tmp/st.json")"
 checks=$((checks + 1))
-run --placement auto --epochs 3 --out "$tmp/a.txt" --delay-ms 40 >"$tmp/a.log" 2>&1 &
-apid=$!
-bg_pids+=($apid)
-seen=
-for _ in $(seq 200); do
-	"$feederctl" --socket "$sock" streams > "$tmp/streams.txt" 2>&1
-	grep -Eq "auto -> (cpu|gpu) \(cpu [0-9.]+ ms, gpu [0-9.]+ ms a batch\)" "$tmp/streams.txt" &&
-		{ seen=1; break; }
-	sleep 0.05
-done
-[ -n "$seen" ] || fail "placement=auto did not decide: $(cat "$tmp/streams.txt")"
+spawn "$tmp/a.log" run --placement auto --epochs 3 --out "$tmp/a.txt" --delay-ms 40
+apid=$spawned
+wait_until 10 streams_show "auto -> (cpu|gpu) \(cpu [0-9.]+ ms, gpu [0-9.]+ ms a batch\)" || fail "placement=auto did not decide: $(cat "$tmp/streams.txt")"
 grep -o "auto -> .*" "$tmp/streams.txt"
 wait "$apid" || fail "placement=auto stream (emulated GPU): $(cat "$tmp/a.log")"
 bg_pids=()
 [ "$(wc -l < "$tmp/a.txt")" = 24 ] || fail "placement=auto: $(wc -l < "$tmp/a.txt") batches, not 24"
 grep "placement=auto chose" "$tmp/feederd.log" | tail -n 1
 checks=$((checks + 1))
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: $checks placement checks (refusal, auto without a GPU, --gpu 0 start-up error," \
 	"emulated GPU: train/eval pixels and labels vs cpu, device batches falling back to the" \
 	"host ring, auto's decision)"
@@ -129,9 +116,7 @@ echo "ok: $checks placement checks (refusal, auto without a GPU, --gpu 0 start-u
 # reason; libfeeder learns it from STREAM_OPENED (memory=host), so it has
 # nothing to fall back from and says nothing, and the batches are those of
 # placement=gpu's host ring.
-export FEEDERD_GPU_EMULATE=1 FEEDERD_GPU_EMULATE_DEVICE_KB=16
-start_daemon --gpu 0
-unset FEEDERD_GPU_EMULATE FEEDERD_GPU_EMULATE_DEVICE_KB
+FEEDERD_GPU_EMULATE=1 FEEDERD_GPU_EMULATE_DEVICE_KB=16 start_daemon --gpu 0 || fail "$daemon_why"
 FEEDER_TEST_CLAIM_DEVICE=1 run --placement gpu --device-batches --out "$tmp/r.txt" --dump "$tmp/r.bin" \
 	>"$tmp/r.log" 2>&1 || fail "a device ring too large failed the stream: $(cat "$tmp/r.log")"
 grep -q "libfeeder: device batches" "$tmp/r.log" &&
@@ -143,5 +128,5 @@ n=$(grep -c "device batches were asked for, but its device ring cannot be made" 
 grep -Eq "stream [0-9]+: device batches were asked for, but its device ring cannot be made \(cudaMalloc of the device ring failed: out of memory .*\): its batches come through the host ring" \
 	"$tmp/feederd.log" || fail "unclear warning: $(grep 'device ring cannot' "$tmp/feederd.log")"
 grep "device ring cannot be made" "$tmp/feederd.log" | sed 's/^<[0-9]>//'
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: a device ring the device cannot hold: the host ring, said once"

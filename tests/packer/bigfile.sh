@@ -11,58 +11,59 @@
 #     bytes, again without being read whole;
 #   - --max-file-size 1M skips a real 1.5 MB JPEG (fatal under --strict);
 #     a malformed size is a usage error.
-source "$FEEDER_SOURCE/tests/packer/lib.sh"
-make_tree 6 "$T/src" 2 4
-truncate -s 60M "$T/src/class_000/fake1.jpg" "$T/src/class_000/fake2.jpg" "$T/src/class_001/fake3.jpg" ||
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+need_python lmdb numpy PIL
+gen_images "$tmp/src" 6 2 4
+truncate -s 60M "$tmp/src/class_000/fake1.jpg" "$tmp/src/class_000/fake2.jpg" "$tmp/src/class_001/fake3.jpg" ||
 	fail truncate
-truncate -s 700M "$T/src/class_001/big.jpg" || fail truncate
+truncate -s 700M "$tmp/src/class_001/big.jpg" || fail truncate
 timed=()
-if [ -x /usr/bin/time ] && ! ldd "$PACKER" | grep -q libasan; then
-	timed=(/usr/bin/time -f "%M" -o "$T/maxrss")
+if [ -x /usr/bin/time ] && ! ldd "$packer" | grep -q libasan; then
+	timed=(/usr/bin/time -f "%M" -o "$tmp/maxrss")
 fi
 peak_ok() { # peak RSS under 100 MB, where measured
-	[ -s "$T/maxrss" ] || return 0
+	[ -s "$tmp/maxrss" ] || return 0
 	local kb
-	kb=$(tail -1 "$T/maxrss")
+	kb=$(tail -1 "$tmp/maxrss")
 	[ "$kb" -lt 100000 ] || fail "$1: peak memory $kb KB"
 }
 
-"${timed[@]}" "$PACKER" pack images "$T/src" "$T/ds" >"$T/out" 2>"$T/err" || { cat "$T/err" >&2; fail "pack images"; }
+"${timed[@]}" "$packer" pack images "$tmp/src" "$tmp/ds" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; fail "pack images"; }
 for f in class_000/fake1.jpg class_000/fake2.jpg class_001/fake3.jpg; do
-	grep -q "warning: .*$f: not a JPEG file, skipped" "$T/err" || fail "$f: $(cat "$T/err")"
+	grep -q "warning: .*$f: not a JPEG file, skipped" "$tmp/err" || fail "$f: $(cat "$tmp/err")"
 done
-grep -q "warning: .*class_001/big.jpg: larger than the 64 MiB limit (--max-file-size), skipped" "$T/err" ||
-	fail "big.jpg: $(cat "$T/err")"
+grep -q "warning: .*class_001/big.jpg: larger than the 64 MiB limit (--max-file-size), skipped" "$tmp/err" ||
+	fail "big.jpg: $(cat "$tmp/err")"
 peak_ok "pack images"
-expect_rc 0 "$PACKER" inspect --json "$T/ds"
-grep -q '"samples":6,' "$T/out" || fail "$(cat "$T/out")"
+expect_rc 0 "$packer" inspect --json "$tmp/ds"
+grep -q '"samples":6,' "$tmp/out" || fail "$(cat "$tmp/out")"
 
-rm -f "$T/maxrss"
-"${timed[@]}" "$PACKER" pack images --max-file-size 1G "$T/src" "$T/ds2" >"$T/out" 2>"$T/err" ||
-	{ cat "$T/err" >&2; fail "pack images --max-file-size 1G"; }
-grep -q "warning: .*class_001/big.jpg: not a JPEG file, skipped" "$T/err" || fail "1G: $(cat "$T/err")"
+rm -f "$tmp/maxrss"
+"${timed[@]}" "$packer" pack images --max-file-size 1G "$tmp/src" "$tmp/ds2" >"$tmp/out" 2>"$tmp/err" ||
+	{ cat "$tmp/err" >&2; fail "pack images --max-file-size 1G"; }
+grep -q "warning: .*class_001/big.jpg: not a JPEG file, skipped" "$tmp/err" || fail "1G: $(cat "$tmp/err")"
 peak_ok "pack images --max-file-size 1G"
 
-rm "$T"/src/class_00?/fake?.jpg "$T/src/class_001/big.jpg"
-$PY - "$T/src/class_000/large.jpg" <<'PYEOF' || fail "making a large JPEG"
+rm "$tmp"/src/class_00?/fake?.jpg "$tmp/src/class_001/big.jpg"
+"$py" - "$tmp/src/class_000/large.jpg" <<'PYEOF' || fail "making a large JPEG"
 import sys
 import numpy as np
 from PIL import Image
 rng = np.random.default_rng(5)
 Image.fromarray(rng.integers(0, 256, (900, 1000, 3), dtype=np.uint8)).save(sys.argv[1], quality=95)
 PYEOF
-size=$(stat -c %s "$T/src/class_000/large.jpg")
+size=$(stat -c %s "$tmp/src/class_000/large.jpg")
 [ "$size" -gt $((1 << 20)) ] || fail "large.jpg is only $size bytes"
-expect_rc 0 "$PACKER" pack images --max-file-size 1M "$T/src" "$T/ds3"
-grep -q "warning: .*class_000/large.jpg: larger than the 1 MiB limit (--max-file-size), skipped" "$T/err" ||
-	fail "--max-file-size 1M: $(cat "$T/err")"
-expect_rc 2 "$PACKER" pack images --strict --max-file-size 1M "$T/src" "$T/ds4"
-grep -q "class_000/large.jpg: larger than the 1 MiB limit (--max-file-size) (--strict)" "$T/err" ||
-	fail "--strict: $(cat "$T/err")"
-expect_rc 0 "$PACKER" pack images --max-file-size 2M "$T/src" "$T/ds5"
-expect_rc 0 "$PACKER" inspect --json "$T/ds5"
-grep -q '"samples":7,' "$T/out" || fail "--max-file-size 2M: $(cat "$T/out")"
-expect_rc 2 "$PACKER" pack images --max-file-size 12X "$T/src" "$T/ds6"
-grep -q "max-file-size '12X'" "$T/err" || fail "$(cat "$T/err")"
-expect_rc 2 "$PACKER" pack images --max-file-size 2G "$T/src" "$T/ds6"
+expect_rc 0 "$packer" pack images --max-file-size 1M "$tmp/src" "$tmp/ds3"
+grep -q "warning: .*class_000/large.jpg: larger than the 1 MiB limit (--max-file-size), skipped" "$tmp/err" ||
+	fail "--max-file-size 1M: $(cat "$tmp/err")"
+expect_rc 2 "$packer" pack images --strict --max-file-size 1M "$tmp/src" "$tmp/ds4"
+grep -q "class_000/large.jpg: larger than the 1 MiB limit (--max-file-size) (--strict)" "$tmp/err" ||
+	fail "--strict: $(cat "$tmp/err")"
+expect_rc 0 "$packer" pack images --max-file-size 2M "$tmp/src" "$tmp/ds5"
+expect_rc 0 "$packer" inspect --json "$tmp/ds5"
+grep -q '"samples":7,' "$tmp/out" || fail "--max-file-size 2M: $(cat "$tmp/out")"
+expect_rc 2 "$packer" pack images --max-file-size 12X "$tmp/src" "$tmp/ds6"
+grep -q "max-file-size '12X'" "$tmp/err" || fail "$(cat "$tmp/err")"
+expect_rc 2 "$packer" pack images --max-file-size 2G "$tmp/src" "$tmp/ds6"
 echo "bigfile: ok"

@@ -10,9 +10,10 @@
 #     fails naming the first under --strict;
 #   - packed as they are, `verify --decode` reports exactly those samples,
 #     by index, and exits 1.
-source "$FEEDER_SOURCE/tests/packer/lib.sh"
-$PY "$HERE/mkimages.py" 6 "$T/src" --classes 2 --min-side 120 --max-side 200 --seed 8 || fail mkimages
-$PY - "$T/src/class_001" <<'PYEOF' || fail "making the broken files"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+need_python lmdb numpy PIL
+"$py" "$here/mkimages.py" 6 "$tmp/src" --classes 2 --min-side 120 --max-side 200 --seed 8 || fail mkimages
+"$py" - "$tmp/src/class_001" <<'PYEOF' || fail "making the broken files"
 import io, random, sys
 from PIL import Image
 d = sys.argv[1]
@@ -37,25 +38,25 @@ open(d + "/small_trunc.jpg", "wb").write(s[:len(s) * 6 // 10])
 PYEOF
 bad="trunc.jpg tall.jpg junk.jpg small_trunc.jpg"
 
-expect_rc 0 "$PACKER" pack images --resize-shorter 64 "$T/src" "$T/ds"
+expect_rc 0 "$packer" pack images --resize-shorter 64 "$tmp/src" "$tmp/ds"
 for f in $bad; do
-	grep -q "warning: .*class_001/$f: JPEG: .*, skipped" "$T/err" || fail "$f not skipped by name: $(cat "$T/err")"
+	grep -q "warning: .*class_001/$f: JPEG: .*, skipped" "$tmp/err" || fail "$f not skipped by name: $(cat "$tmp/err")"
 done
-expect_rc 0 "$PACKER" inspect --json "$T/ds"
-grep -q '"samples":6,' "$T/out" || fail "a broken file was stored: $(cat "$T/out")"
-expect_rc 0 "$PACKER" verify --decode "$T/ds"
+expect_rc 0 "$packer" inspect --json "$tmp/ds"
+grep -q '"samples":6,' "$tmp/out" || fail "a broken file was stored: $(cat "$tmp/out")"
+expect_rc 0 "$packer" verify --decode "$tmp/ds"
 
-expect_rc 2 "$PACKER" pack images --strict --resize-shorter 64 "$T/src" "$T/ds2"
-grep -q "class_001/junk.jpg: JPEG: .*(--strict)" "$T/err" || fail "--strict: $(cat "$T/err")"
-[ -e "$T/ds2" ] && fail "--strict left DEST"
+expect_rc 2 "$packer" pack images --strict --resize-shorter 64 "$tmp/src" "$tmp/ds2"
+grep -q "class_001/junk.jpg: JPEG: .*(--strict)" "$tmp/err" || fail "--strict: $(cat "$tmp/err")"
+[ -e "$tmp/ds2" ] && fail "--strict left DEST"
 
-expect_rc 0 "$PACKER" pack images "$T/src" "$T/ds3"
-expect_rc 1 "$PACKER" verify --decode "$T/ds3"
-$PY "$HERE/dsread.py" "$T/ds3" >"$T/ds3.json" || fail dsread
+expect_rc 0 "$packer" pack images "$tmp/src" "$tmp/ds3"
+expect_rc 1 "$packer" verify --decode "$tmp/ds3"
+"$py" "$here/dsread.py" "$tmp/ds3" >"$tmp/ds3.json" || fail dsread
 for f in $bad; do
-	k=$($PY -c "import json,sys; print([s['index'] for s in json.load(open(sys.argv[1]))['samples'] if s['name'].endswith('/$f')][0])" "$T/ds3.json")
-	grep -q "^sample $k: JPEG: " "$T/out" || fail "verify does not report $f (sample $k): $(cat "$T/out")"
+	k=$("$py" -c "import json,sys; print([s['index'] for s in json.load(open(sys.argv[1]))['samples'] if s['name'].endswith('/$f')][0])" "$tmp/ds3.json")
+	grep -q "^sample $k: JPEG: " "$tmp/out" || fail "verify does not report $f (sample $k): $(cat "$tmp/out")"
 done
-[ "$(grep -c '^sample ' "$T/out")" = 4 ] || fail "verify reports other samples: $(cat "$T/out")"
-grep -q "10 samples.* 4 bad" "$T/out" || fail "summary: $(cat "$T/out")"
+[ "$(grep -c '^sample ' "$tmp/out")" = 4 ] || fail "verify reports other samples: $(cat "$tmp/out")"
+grep -q "10 samples.* 4 bad" "$tmp/out" || fail "summary: $(cat "$tmp/out")"
 echo "corrupt_jpeg: ok"

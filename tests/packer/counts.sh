@@ -6,12 +6,13 @@
 # must each end at once (under a 10 s timeout; they used to spin through
 # 2^61 lookups) with exit 1, one line on stderr naming the dataset, and no
 # report on stdout.
-source "$FEEDER_SOURCE/tests/packer/lib.sh"
-make_tree 4 "$T/src" 2 6
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+need_python lmdb numpy PIL
+gen_images "$tmp/src" 4 2 6
 # forge DIR FIELD VALUE [DB]: set the header's samples or classes to VALUE,
 # and with DB also that named database's entry count in LMDB's main tree.
 forge() {
-	$PY - "$@" <<'PYEOF' || fail "forging $*"
+	"$py" - "$@" <<'PYEOF' || fail "forging $*"
 import struct, sys
 import lmdb
 d, field, value = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -47,20 +48,20 @@ run() { # run the read commands on $1, expect a quick one-line failure
 	for c in inspect verify "cat"; do
 		args=("$c" "$1")
 		[ "$c" = cat ] && args+=(0)
-		timeout 10 "$PACKER" "${args[@]}" >"$T/out" 2>"$T/err"
+		timeout 10 "$packer" "${args[@]}" >"$tmp/out" 2>"$tmp/err"
 		rc=$?
 		[ $rc = 124 ] && fail "$c $2: still running after 10 s"
-		[ $rc = 1 ] || { cat "$T/err" >&2; fail "$c $2: exited $rc, expected 1"; }
-		[ "$(wc -l <"$T/err")" = 1 ] && grep -q "$1" "$T/err" || fail "$c $2: stderr: $(head -c 500 "$T/err")"
-		[ "$c" = cat ] || [ ! -s "$T/out" ] || fail "$c $2: stdout: $(head -c 300 "$T/out")"
+		[ $rc = 1 ] || { cat "$tmp/err" >&2; fail "$c $2: exited $rc, expected 1"; }
+		[ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "$1" "$tmp/err" || fail "$c $2: stderr: $(head -c 500 "$tmp/err")"
+		[ "$c" = cat ] || [ ! -s "$tmp/out" ] || fail "$c $2: stdout: $(head -c 300 "$tmp/out")"
 	done
 }
-expect_rc 0 "$PACKER" pack images "$T/src" "$T/ds0"
-cp -r "$T/ds0" "$T/a" && forge "$T/a" samples $((1 << 61))
-run "$T/a" "(header)"
-cp -r "$T/ds0" "$T/b" && forge "$T/b" samples $((1 << 61)) samples
-run "$T/b" "(header and LMDB entries)"
-cp -r "$T/ds0" "$T/c" && forge "$T/c" classes 4294967295 labels
-run "$T/c" "(classes, header and LMDB entries)"
-expect_rc 0 "$PACKER" verify "$T/ds0"
+expect_rc 0 "$packer" pack images "$tmp/src" "$tmp/ds0"
+cp -r "$tmp/ds0" "$tmp/a" && forge "$tmp/a" samples $((1 << 61))
+run "$tmp/a" "(header)"
+cp -r "$tmp/ds0" "$tmp/b" && forge "$tmp/b" samples $((1 << 61)) samples
+run "$tmp/b" "(header and LMDB entries)"
+cp -r "$tmp/ds0" "$tmp/c" && forge "$tmp/c" classes 4294967295 labels
+run "$tmp/c" "(classes, header and LMDB entries)"
+expect_rc 0 "$packer" verify "$tmp/ds0"
 echo "counts: ok"

@@ -5,16 +5,16 @@
 # verify passes, then names the sample whose matrix holds an infinity (with
 # its CRC made consistent, so only the finiteness check can catch it) and
 # the sample whose header claims the wrong number of frames.
-source "$FEEDER_SOURCE/tests/packer/lib.sh"
-GS="$FEEDER_BUILD/tools/gen/gen-speech"
-[ -x "$GS" ] || { echo "SKIP: gen-speech not built" >&2; exit 77; }
-"$PACKER" pack audio --help >/dev/null 2>&1 || { echo "SKIP: packer built without pack audio" >&2; exit 77; }
-"$GS" 3 3 "$T/sp" --seed 3 --min-dur 0.8 --max-dur 1.5 >/dev/null || fail "gen-speech"
-expect_rc 0 "$PACKER" pack audio --dtype f16 "$T/sp" "$T/ds"
-expect_rc 0 "$PACKER" inspect --json "$T/ds"
-cp "$T/out" "$T/inspect.json"
-$PY "$HERE/dsread.py" "$T/ds" >"$T/ds.json" || fail dsread
-$PY - "$T/inspect.json" "$T/ds.json" <<'PYEOF' || fail "inspect figures"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+need_python lmdb numpy PIL
+need_exe "$genspeech"
+need_audio
+"$genspeech" 3 3 "$tmp/sp" --seed 3 --min-dur 0.8 --max-dur 1.5 >/dev/null || fail "gen-speech"
+expect_rc 0 "$packer" pack audio --dtype f16 "$tmp/sp" "$tmp/ds"
+expect_rc 0 "$packer" inspect --json "$tmp/ds"
+cp "$tmp/out" "$tmp/inspect.json"
+"$py" "$here/dsread.py" "$tmp/ds" >"$tmp/ds.json" || fail dsread
+"$py" - "$tmp/inspect.json" "$tmp/ds.json" <<'PYEOF' || fail "inspect figures"
 import json, sys
 j, ds = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 fr = [s["frames"] for s in ds["samples"]]
@@ -25,15 +25,15 @@ assert abs(j["duration_s"]["total"] - sum(fr) * 0.01) < 1e-6, j["duration_s"]
 assert j["bytes"] == sum(s["len"] for s in ds["samples"]) == 2 * ds["header"]["feat_dim"] * sum(fr)
 assert j["histogram"] == [3, 3, 3], j["histogram"]
 PYEOF
-expect_rc 0 "$PACKER" inspect "$T/ds"
-grep -q "^features: *feat_dim [0-9]*, dtype f16" "$T/out" || fail "text inspect: $(cat "$T/out")"
-grep -q "^duration: " "$T/out" || fail "text inspect has no duration line"
-expect_rc 0 "$PACKER" verify "$T/ds"
+expect_rc 0 "$packer" inspect "$tmp/ds"
+grep -q "^features: *feat_dim [0-9]*, dtype f16" "$tmp/out" || fail "text inspect: $(cat "$tmp/out")"
+grep -q "^duration: " "$tmp/out" || fail "text inspect has no duration line"
+expect_rc 0 "$packer" verify "$tmp/ds"
 
 # Sample 4: an f16 infinity at frame 1, column 2, CRC recomputed.
 # Sample 7: its header claims one frame fewer than the payload holds.
-for k in 4 7; do "$PACKER" cat "$T/ds" $k >"$T/p$k" || fail "cat $k"; done
-$PY - "$T/ds/data.mdb" "$T/p4" "$T/p7" "$(grep -o '"feat_dim":[0-9]*' "$T/inspect.json" | cut -d: -f2)" <<'PYEOF' || fail "corrupting"
+for k in 4 7; do "$packer" cat "$tmp/ds" $k >"$tmp/p$k" || fail "cat $k"; done
+"$py" - "$tmp/ds/data.mdb" "$tmp/p4" "$tmp/p7" "$(grep -o '"feat_dim":[0-9]*' "$tmp/inspect.json" | cut -d: -f2)" <<'PYEOF' || fail "corrupting"
 import struct, sys
 def crc32c(b):
     c = 0xFFFFFFFF
@@ -64,8 +64,8 @@ struct.pack_into("<I", data, at - H + 12, frames - 1)
 seal(at)
 open(sys.argv[1], "r+b").write(data)
 PYEOF
-expect_rc 1 "$PACKER" verify "$T/ds"
-grep -q "^sample 4: .*frame 1, column 2 is not finite" "$T/out" || fail "no finiteness report: $(cat "$T/out")"
-grep -q "^sample 7: " "$T/out" || fail "no shape report: $(cat "$T/out")"
-[ "$(grep -c '^sample ' "$T/out")" = 2 ] || fail "unexpected reports: $(cat "$T/out")"
+expect_rc 1 "$packer" verify "$tmp/ds"
+grep -q "^sample 4: .*frame 1, column 2 is not finite" "$tmp/out" || fail "no finiteness report: $(cat "$tmp/out")"
+grep -q "^sample 7: " "$tmp/out" || fail "no shape report: $(cat "$tmp/out")"
+[ "$(grep -c '^sample ' "$tmp/out")" = 2 ] || fail "unexpected reports: $(cat "$tmp/out")"
 echo "features: ok"

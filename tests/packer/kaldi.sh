@@ -9,29 +9,29 @@
 # --allow-pipes and a bad line are refused (exit 2) with the file and line;
 # FLAC copies of the tree give the same samples as its WAVs; and packer cat
 # writes a wave record back as a WAV.
-source "$FEEDER_SOURCE/tests/packer/lib.sh"
-GS="$FEEDER_BUILD/tools/gen/gen-speech"
-[ -x "$GS" ] || { echo "SKIP: gen-speech not built" >&2; exit 77; }
-"$PACKER" pack audio --help >/dev/null 2>&1 || { echo "SKIP: packer built without pack audio" >&2; exit 77; }
-"$GS" 3 4 "$T/tree" --seed 11 --min-dur 1 --max-dur 2 --kaldi "$T/data" >/dev/null || fail "gen-speech --kaldi"
-grep -q ' |$' "$T/data/wav.scp" || fail "no pipe in wav.scp"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+need_python lmdb numpy PIL
+need_exe "$genspeech"
+need_audio
+"$genspeech" 3 4 "$tmp/tree" --seed 11 --min-dur 1 --max-dur 2 --kaldi "$tmp/data" >/dev/null || fail "gen-speech --kaldi"
+grep -q ' |$' "$tmp/data/wav.scp" || fail "no pipe in wav.scp"
 
-expect_rc 2 "$PACKER" pack audio --kaldi --store wave "$T/data" "$T/nopipe"
-grep -q "commands run only with --allow-pipes" "$T/err" || fail "pipe refusal: $(cat "$T/err")"
-expect_rc 0 "$PACKER" pack audio --kaldi --allow-pipes --store wave "$T/data" "$T/k"
-expect_rc 0 "$PACKER" pack audio --store wave "$T/tree" "$T/t"
-expect_rc 0 "$PACKER" verify "$T/k"
+expect_rc 2 "$packer" pack audio --kaldi --store wave "$tmp/data" "$tmp/nopipe"
+grep -q "commands run only with --allow-pipes" "$tmp/err" || fail "pipe refusal: $(cat "$tmp/err")"
+expect_rc 0 "$packer" pack audio --kaldi --allow-pipes --store wave "$tmp/data" "$tmp/k"
+expect_rc 0 "$packer" pack audio --store wave "$tmp/tree" "$tmp/t"
+expect_rc 0 "$packer" verify "$tmp/k"
 
 # FLAC copies of the tree (where the flac tool is installed).
 flacs=0
 if command -v flac >/dev/null; then
-  cp -r "$T/tree" "$T/ftree"
-  for f in "$T"/ftree/*/*.wav; do flac -s --delete-input-file "$f" -o "${f%.wav}.flac" || fail "flac $f"; done
-  expect_rc 0 "$PACKER" pack audio --store wave "$T/ftree" "$T/f"
+  cp -r "$tmp/tree" "$tmp/ftree"
+  for f in "$tmp"/ftree/*/*.wav; do flac -s --delete-input-file "$f" -o "${f%.wav}.flac" || fail "flac $f"; done
+  expect_rc 0 "$packer" pack audio --store wave "$tmp/ftree" "$tmp/f"
   flacs=1
 fi
 
-$PY - "$T" "$flacs" <<'PYEOF' || fail "kaldi vs tree"
+"$py" - "$tmp" "$flacs" <<'PYEOF' || fail "kaldi vs tree"
 import os, sys
 sys.path.insert(0, os.path.join(os.environ["FEEDER_SOURCE"], "tests", "bench"))
 import numpy as np
@@ -78,35 +78,35 @@ print("kaldi: %d utterances, %d cut from longer recordings, all equal to the tre
 PYEOF
 
 # A bad line: the file and its line number, exit 2, no dataset.
-cp -r "$T/data" "$T/bad"
-sed -i '2s/ .*//' "$T/bad/utt2spk"
-expect_rc 2 "$PACKER" pack audio --kaldi --allow-pipes "$T/bad" "$T/b"
-grep -q "bad/utt2spk:2: " "$T/err" || fail "bad line: $(cat "$T/err")"
-[ ! -e "$T/b" ] || fail "a dataset was left behind"
+cp -r "$tmp/data" "$tmp/bad"
+sed -i '2s/ .*//' "$tmp/bad/utt2spk"
+expect_rc 2 "$packer" pack audio --kaldi --allow-pipes "$tmp/bad" "$tmp/b"
+grep -q "bad/utt2spk:2: " "$tmp/err" || fail "bad line: $(cat "$tmp/err")"
+[ ! -e "$tmp/b" ] || fail "a dataset was left behind"
 # Speakers are the label table, which is UTF-8: a Latin-1 name is refused
 # with its file and line; a UTF-8 one comes out of inspect --json as it is.
-cp -r "$T/data" "$T/latin1"
-sed -i '2s/$/\xe9/' "$T/latin1/utt2spk"
-expect_rc 2 "$PACKER" pack audio --kaldi --allow-pipes --store wave "$T/latin1" "$T/l1"
-grep -q "latin1/utt2spk:2: the speaker is not UTF-8" "$T/err" || fail "Latin-1 speaker: $(cat "$T/err")"
-[ ! -e "$T/l1" ] || fail "a dataset was left behind"
-cp -r "$T/data" "$T/utf8"
-sed -i '2s/$/-Jos\xc3\xa9/' "$T/utf8/utt2spk"
-spk=$(sed -n '2s/.* //p' "$T/utf8/utt2spk")
-expect_rc 0 "$PACKER" pack audio --kaldi --allow-pipes --store wave "$T/utf8" "$T/u8"
-expect_rc 0 "$PACKER" inspect --json "$T/u8"
-$PY -c 'import json, sys; d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"));
-assert sys.argv[2] in d["labels"], d["labels"]' "$T/out" "$spk" || fail "inspect --json: $(cat "$T/out")"
+cp -r "$tmp/data" "$tmp/latin1"
+sed -i '2s/$/\xe9/' "$tmp/latin1/utt2spk"
+expect_rc 2 "$packer" pack audio --kaldi --allow-pipes --store wave "$tmp/latin1" "$tmp/l1"
+grep -q "latin1/utt2spk:2: the speaker is not UTF-8" "$tmp/err" || fail "Latin-1 speaker: $(cat "$tmp/err")"
+[ ! -e "$tmp/l1" ] || fail "a dataset was left behind"
+cp -r "$tmp/data" "$tmp/utf8"
+sed -i '2s/$/-Jos\xc3\xa9/' "$tmp/utf8/utt2spk"
+spk=$(sed -n '2s/.* //p' "$tmp/utf8/utt2spk")
+expect_rc 0 "$packer" pack audio --kaldi --allow-pipes --store wave "$tmp/utf8" "$tmp/u8"
+expect_rc 0 "$packer" inspect --json "$tmp/u8"
+"$py" -c 'import json, sys; d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"));
+assert sys.argv[2] in d["labels"], d["labels"]' "$tmp/out" "$spk" || fail "inspect --json: $(cat "$tmp/out")"
 # A pipe that fails: its recording is named and skipped (fatal with --strict).
-cp -r "$T/data" "$T/badpipe"
-sed -i 's/ cat \(.*\) |$/ false \1 |/' "$T/badpipe/wav.scp"
-expect_rc 0 "$PACKER" pack audio --kaldi --allow-pipes --store wave "$T/badpipe" "$T/bp"
-grep -q "exited with status 1" "$T/err" || fail "failing pipe: $(cat "$T/err")"
-expect_rc 2 "$PACKER" pack audio --kaldi --allow-pipes --strict --store wave "$T/badpipe" "$T/bp2"
+cp -r "$tmp/data" "$tmp/badpipe"
+sed -i 's/ cat \(.*\) |$/ false \1 |/' "$tmp/badpipe/wav.scp"
+expect_rc 0 "$packer" pack audio --kaldi --allow-pipes --store wave "$tmp/badpipe" "$tmp/bp"
+grep -q "exited with status 1" "$tmp/err" || fail "failing pipe: $(cat "$tmp/err")"
+expect_rc 2 "$packer" pack audio --kaldi --allow-pipes --strict --store wave "$tmp/badpipe" "$tmp/bp2"
 
 # cat of a wave record is a WAV of its samples.
-expect_rc 0 "$PACKER" cat "$T/k" 0
-$PY - "$T/out" "$T/k" <<'PYEOF' || fail "cat as WAV"
+expect_rc 0 "$packer" cat "$tmp/k" 0
+"$py" - "$tmp/out" "$tmp/k" <<'PYEOF' || fail "cat as WAV"
 import io, sys, wave, os
 sys.path.insert(0, os.path.join(os.environ["FEEDER_SOURCE"], "tests", "bench"))
 import numpy as np

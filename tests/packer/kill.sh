@@ -5,16 +5,17 @@
 # the temporary directory remains. "Midway" is made certain by stopping the
 # pack (SIGSTOP) once its temporary data file exists, then checking that DEST
 # has not appeared, before the real signal is sent.
-source "$FEEDER_SOURCE/tests/packer/lib.sh"
-$PY "$HERE/mkimages.py" 200 "$T/src" --classes 3 --min-side 500 --max-side 700 || fail "mkimages"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+need_python lmdb numpy PIL
+"$py" "$here/mkimages.py" 200 "$tmp/src" --classes 3 --min-side 500 --max-side 700 || fail "mkimages"
 
 # Start a slow pack (resize on one thread) and stop it in the middle.
 start_and_stop() {
-	"$PACKER" pack images --resize-shorter 300 --threads 1 "$T/src" "$1" 2>"$T/pack.err" &
+	"$packer" pack images --resize-shorter 300 --threads 1 "$tmp/src" "$1" 2>"$tmp/pack.err" &
 	pid=$!
 	local t0=$SECONDS
 	until compgen -G "$1.tmp-*/data.mdb" >/dev/null; do
-		kill -0 $pid 2>/dev/null || fail "pack ended before its data file appeared: $(cat "$T/pack.err")"
+		kill -0 $pid 2>/dev/null || fail "pack ended before its data file appeared: $(cat "$tmp/pack.err")"
 		((SECONDS - t0 > 20)) && fail "no temporary data file after 20 s"
 		sleep 0.01
 	done
@@ -23,26 +24,26 @@ start_and_stop() {
 	return 0
 }
 
-start_and_stop "$T/ds"
+start_and_stop "$tmp/ds"
 kill -KILL $pid
 wait $pid 2>/dev/null
-[ -e "$T/ds" ] && fail "SIGKILL: DEST exists"
-left=$(compgen -G "$T/ds.tmp-*") || fail "SIGKILL: expected the temporary directory to remain"
-expect_rc 1 "$PACKER" inspect "$left"
-expect_rc 1 "$PACKER" verify "$left"
+[ -e "$tmp/ds" ] && fail "SIGKILL: DEST exists"
+left=$(compgen -G "$tmp/ds.tmp-*") || fail "SIGKILL: expected the temporary directory to remain"
+expect_rc 1 "$packer" inspect "$left"
+expect_rc 1 "$packer" verify "$left"
 
 # The next pack into the same DEST cleans the leftover and succeeds.
-expect_rc 0 "$PACKER" pack images "$T/src" "$T/ds"
-grep -q "removed .*ds.tmp-.*interrupted" "$T/err" || fail "no warning about the leftover: $(cat "$T/err")"
-compgen -G "$T/ds.tmp-*" >/dev/null && fail "leftover temporary directory not removed"
-expect_rc 0 "$PACKER" verify "$T/ds"
+expect_rc 0 "$packer" pack images "$tmp/src" "$tmp/ds"
+grep -q "removed .*ds.tmp-.*interrupted" "$tmp/err" || fail "no warning about the leftover: $(cat "$tmp/err")"
+compgen -G "$tmp/ds.tmp-*" >/dev/null && fail "leftover temporary directory not removed"
+expect_rc 0 "$packer" verify "$tmp/ds"
 
-start_and_stop "$T/ds2"
+start_and_stop "$tmp/ds2"
 kill -INT $pid
 kill -CONT $pid
 wait $pid
 rc=$?
 [ $rc = 130 ] || fail "SIGINT: exit status $rc, expected 130 (killed by SIGINT)"
-[ -e "$T/ds2" ] && fail "SIGINT: DEST exists"
-compgen -G "$T/ds2.tmp-*" >/dev/null && fail "SIGINT: temporary directory remains"
+[ -e "$tmp/ds2" ] && fail "SIGINT: DEST exists"
+compgen -G "$tmp/ds2.tmp-*" >/dev/null && fail "SIGINT: temporary directory remains"
 echo "kill: ok"

@@ -6,20 +6,21 @@
 # is written, images already no larger than N keep their pixels exactly
 # (tiled by lossless transcoding; byte for byte with --restart none), and
 # the result does not depend on --threads.
-source "$FEEDER_SOURCE/tests/packer/lib.sh"
-$PY "$HERE/mkimages.py" 21 "$T/src" --classes 3 --min-side 90 --max-side 260 --seed 4 --smooth || fail mkimages
-$PY "$HERE/mkimages.py" 4 "$T/small" --classes 1 --min-side 30 --max-side 64 --seed 5 || fail mkimages
-mv "$T/small/class_000" "$T/src/class_zzz_small"
-expect_rc 0 "$PACKER" pack images --resize-shorter 64 --quality 92 --threads 3 "$T/src" "$T/ds"
-expect_rc 0 "$PACKER" verify --decode "$T/ds"
-$PY "$HERE/dsread.py" "$T/ds" >"$T/ds.json" || fail dsread
-n=$($PY -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["samples"]))' "$T/ds.json")
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+need_python lmdb numpy PIL
+"$py" "$here/mkimages.py" 21 "$tmp/src" --classes 3 --min-side 90 --max-side 260 --seed 4 --smooth || fail mkimages
+"$py" "$here/mkimages.py" 4 "$tmp/small" --classes 1 --min-side 30 --max-side 64 --seed 5 || fail mkimages
+mv "$tmp/small/class_000" "$tmp/src/class_zzz_small"
+expect_rc 0 "$packer" pack images --resize-shorter 64 --quality 92 --threads 3 "$tmp/src" "$tmp/ds"
+expect_rc 0 "$packer" verify --decode "$tmp/ds"
+"$py" "$here/dsread.py" "$tmp/ds" >"$tmp/ds.json" || fail dsread
+n=$("$py" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["samples"]))' "$tmp/ds.json")
 [ "$n" = 25 ] || fail "$n samples"
-mkdir "$T/out.d"
+mkdir "$tmp/out.d"
 for ((i = 0; i < n; i++)); do
-	"$PACKER" cat "$T/ds" $i >"$T/out.d/$i.jpg" || fail "cat $i"
+	"$packer" cat "$tmp/ds" $i >"$tmp/out.d/$i.jpg" || fail "cat $i"
 done
-$PY - "$T/src" "$T/ds.json" "$T/out.d" <<'PYEOF' || fail "resized content"
+"$py" - "$tmp/src" "$tmp/ds.json" "$tmp/out.d" <<'PYEOF' || fail "resized content"
 import json, sys
 import numpy as np
 from PIL import Image
@@ -48,19 +49,19 @@ for s in ds["samples"]:
     assert diff < 1.0, (s["name"], a.size, b.size, diff)
 print("resized ok, worst mean abs difference %.2f" % worst)
 PYEOF
-expect_rc 0 "$PACKER" pack images --resize-shorter 64 --quality 92 --threads 1 "$T/src" "$T/ds1"
-$PY "$HERE/dsread.py" "$T/ds1" >"$T/ds1.json" || fail dsread
-$PY - "$T/ds.json" "$T/ds1.json" <<'PYEOF' || fail "--threads changes the result"
+expect_rc 0 "$packer" pack images --resize-shorter 64 --quality 92 --threads 1 "$tmp/src" "$tmp/ds1"
+"$py" "$here/dsread.py" "$tmp/ds1" >"$tmp/ds1.json" || fail dsread
+"$py" - "$tmp/ds.json" "$tmp/ds1.json" <<'PYEOF' || fail "--threads changes the result"
 import json, sys
 a, b = (json.load(open(p))["samples"] for p in sys.argv[1:3])
 assert [(s["crc"], s["len"], s["label"]) for s in a] == [(s["crc"], s["len"], s["label"]) for s in b]
 PYEOF
-expect_rc 0 "$PACKER" pack images --restart none --resize-shorter 64 --quality 92 "$T/src" "$T/ds0"
-$PY "$HERE/dsread.py" "$T/ds0" >"$T/ds0.json" || fail dsread
-for i in $($PY -c 'import json,sys; [print(s["index"]) for s in json.load(open(sys.argv[1]))["samples"] if s["name"].startswith("class_zzz_small/")]' "$T/ds0.json"); do
-	name=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"][int(sys.argv[2])]["name"])' "$T/ds0.json" $i)
-	"$PACKER" cat "$T/ds0" $i | cmp -s - "$T/src/$name" || fail "--restart none: $name not kept byte for byte"
+expect_rc 0 "$packer" pack images --restart none --resize-shorter 64 --quality 92 "$tmp/src" "$tmp/ds0"
+"$py" "$here/dsread.py" "$tmp/ds0" >"$tmp/ds0.json" || fail dsread
+for i in $("$py" -c 'import json,sys; [print(s["index"]) for s in json.load(open(sys.argv[1]))["samples"] if s["name"].startswith("class_zzz_small/")]' "$tmp/ds0.json"); do
+	name=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"][int(sys.argv[2])]["name"])' "$tmp/ds0.json" $i)
+	"$packer" cat "$tmp/ds0" $i | cmp -s - "$tmp/src/$name" || fail "--restart none: $name not kept byte for byte"
 done
-$PY -c 'import json,sys; s=json.load(open(sys.argv[1]))["samples"]; assert all(x["flags"] == 0 for x in s)' "$T/ds0.json" \
+"$py" -c 'import json,sys; s=json.load(open(sys.argv[1]))["samples"]; assert all(x["flags"] == 0 for x in s)' "$tmp/ds0.json" \
 	|| fail "--restart none stored tiled records"
 echo "resize: ok"

@@ -6,13 +6,14 @@
 # record is right. Packed again by default (tiled by restart intervals):
 # every payload (packer cat) decodes, with PIL, to exactly the source's
 # pixels, carries restart markers on a grid and is marked tiled.
-source "$FEEDER_SOURCE/tests/packer/lib.sh"
-make_tree 48 "$T/src" 5 7
-expect_rc 0 "$PACKER" pack images --restart none "$T/src" "$T/ds"
-[ -f "$T/ds/data.mdb" ] || fail "no data.mdb"
-ls -a "$T" | grep -q 'ds.tmp-' && fail "temporary directory left behind"
-$PY "$HERE/dsread.py" "$T/ds" >"$T/ds.json" || fail "dsread.py"
-$PY - "$T/src" "$T/ds.json" <<'PYEOF' || fail "dataset content"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+need_python lmdb numpy PIL
+gen_images "$tmp/src" 48 5 7
+expect_rc 0 "$packer" pack images --restart none "$tmp/src" "$tmp/ds"
+[ -f "$tmp/ds/data.mdb" ] || fail "no data.mdb"
+ls -a "$tmp" | grep -q 'ds.tmp-' && fail "temporary directory left behind"
+"$py" "$here/dsread.py" "$tmp/ds" >"$tmp/ds.json" || fail "dsread.py"
+"$py" - "$tmp/src" "$tmp/ds.json" <<'PYEOF' || fail "dataset content"
 import json, os, sys
 src, ds = sys.argv[1], json.load(open(sys.argv[2]))
 classes = sorted(d for d in os.listdir(src))
@@ -26,15 +27,15 @@ for i, (s, (c, rel)) in enumerate(zip(ds["samples"], files)):
     assert s["len"] == os.path.getsize(os.path.join(src, rel)), (i, "len")
 print("ok", len(files))
 PYEOF
-mapfile -t names < <($PY -c 'import json,sys; [print(s["name"]) for s in json.load(open(sys.argv[1]))["samples"]]' "$T/ds.json")
+mapfile -t names < <("$py" -c 'import json,sys; [print(s["name"]) for s in json.load(open(sys.argv[1]))["samples"]]' "$tmp/ds.json")
 n=${#names[@]}
 [ "$n" = 48 ] || fail "$n names"
 for ((i = 0; i < n; i++)); do
-	"$PACKER" cat "$T/ds" $i >"$T/payload" || fail "cat $i"
-	cmp -s "$T/payload" "$T/src/${names[i]}" || fail "sample $i differs from ${names[i]}"
+	"$packer" cat "$tmp/ds" $i >"$tmp/payload" || fail "cat $i"
+	cmp -s "$tmp/payload" "$tmp/src/${names[i]}" || fail "sample $i differs from ${names[i]}"
 done
 # CRC in the record is CRC-32C of the payload (independent implementation).
-$PY - "$T/ds" "$T/ds.json" <<'PYEOF' || fail "crc"
+"$py" - "$tmp/ds" "$tmp/ds.json" <<'PYEOF' || fail "crc"
 import json, os, subprocess, sys
 def crc32c(b):
     c = 0xFFFFFFFF
@@ -50,13 +51,13 @@ for s in ds["samples"][:6]:
     assert crc32c(p) == s["crc"], s["index"]
 PYEOF
 
-expect_rc 0 "$PACKER" pack images "$T/src" "$T/tiled"
-$PY "$HERE/dsread.py" "$T/tiled" >"$T/tiled.json" || fail "dsread.py"
-mkdir "$T/cat"
+expect_rc 0 "$packer" pack images "$tmp/src" "$tmp/tiled"
+"$py" "$here/dsread.py" "$tmp/tiled" >"$tmp/tiled.json" || fail "dsread.py"
+mkdir "$tmp/cat"
 for ((i = 0; i < n; i++)); do
-	"$PACKER" cat "$T/tiled" $i >"$T/cat/$i.jpg" || fail "cat $i (tiled)"
+	"$packer" cat "$tmp/tiled" $i >"$tmp/cat/$i.jpg" || fail "cat $i (tiled)"
 done
-$PY - "$T/src" "$T/tiled.json" "$T/cat" <<'PYEOF' || fail "tiled content"
+"$py" - "$tmp/src" "$tmp/tiled.json" "$tmp/cat" <<'PYEOF' || fail "tiled content"
 import json, struct, sys
 import numpy as np
 from PIL import Image

@@ -10,21 +10,22 @@
 #     (device, inode): the outside folder's files are packed once, the loops
 #     and second ways in are reported, no file (name or content) is packed
 #     twice, and labels stay those of the real class folders.
-source "$FEEDER_SOURCE/tests/packer/lib.sh"
-make_tree 12 "$T/src" 3 9
-make_tree 2 "$T/extra" 1 10
-ln -s . "$T/src/class_001/loop"
-ln -s . "$T/src/class_002/l1"
-ln -s . "$T/src/class_002/l2"
-ln -s ../class_001 "$T/src/class_000/into_001"
-ln -s class_000 "$T/src/class_003"
-ln -s "$T/extra/class_000" "$T/src/class_002/outside"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+need_python lmdb numpy PIL
+gen_images "$tmp/src" 12 3 9
+gen_images "$tmp/extra" 2 1 10
+ln -s . "$tmp/src/class_001/loop"
+ln -s . "$tmp/src/class_002/l1"
+ln -s . "$tmp/src/class_002/l2"
+ln -s ../class_001 "$tmp/src/class_000/into_001"
+ln -s class_000 "$tmp/src/class_003"
+ln -s "$tmp/extra/class_000" "$tmp/src/class_002/outside"
 
 # check DS NSAMPLES NCLASSES: names unique, contents unique (CRC), labels
 # those of the real class folder each name lies in.
 check() {
-	$PY "$HERE/dsread.py" "$1" >"$T/ds.json" || fail "dsread $1"
-	$PY - "$T/ds.json" "$2" "$3" <<'PYEOF' || fail "content of $1"
+	"$py" "$here/dsread.py" "$1" >"$tmp/ds.json" || fail "dsread $1"
+	"$py" - "$tmp/ds.json" "$2" "$3" <<'PYEOF' || fail "content of $1"
 import json, sys
 ds, n, k = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
 names = [s["name"] for s in ds["samples"]]
@@ -39,24 +40,24 @@ for s in ds["samples"]:
 PYEOF
 }
 
-timeout 20 "$PACKER" pack images "$T/src" "$T/ds" >"$T/out" 2>"$T/err"
+timeout 20 "$packer" pack images "$tmp/src" "$tmp/ds" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc = 124 ] && fail "pack images followed the link loops (still running after 20 s)"
-[ $rc = 0 ] || { cat "$T/err" >&2; fail "pack images exited $rc"; }
+[ $rc = 0 ] || { cat "$tmp/err" >&2; fail "pack images exited $rc"; }
 for l in class_001/loop class_002/l1 class_002/l2 class_000/into_001 class_003 class_002/outside; do
-	grep -q "src/$l: a link to a folder, not followed" "$T/err" || fail "no warning for $l: $(cat "$T/err")"
+	grep -q "src/$l: a link to a folder, not followed" "$tmp/err" || fail "no warning for $l: $(cat "$tmp/err")"
 done
-check "$T/ds" 12 3
+check "$tmp/ds" 12 3
 
-timeout 20 "$PACKER" pack images --follow-links "$T/src" "$T/ds2" >"$T/out" 2>"$T/err"
+timeout 20 "$packer" pack images --follow-links "$tmp/src" "$tmp/ds2" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc = 124 ] && fail "--follow-links walked the link loops (still running after 20 s)"
-[ $rc = 0 ] || { cat "$T/err" >&2; fail "pack images --follow-links exited $rc"; }
-grep -q "src/class_001/loop: the same folder as .*src/class_001, not walked again" "$T/err" ||
-	fail "loop not reported: $(cat "$T/err")"
-grep -q "src/class_000/into_001: the same folder as .*src/class_001, not walked again" "$T/err" ||
-	fail "link into another class not reported: $(cat "$T/err")"
-grep -q "src/class_003: the same folder as .*src/class_000, not a second class" "$T/err" ||
-	fail "class link not reported: $(cat "$T/err")"
-check "$T/ds2" 14 3
+[ $rc = 0 ] || { cat "$tmp/err" >&2; fail "pack images --follow-links exited $rc"; }
+grep -q "src/class_001/loop: the same folder as .*src/class_001, not walked again" "$tmp/err" ||
+	fail "loop not reported: $(cat "$tmp/err")"
+grep -q "src/class_000/into_001: the same folder as .*src/class_001, not walked again" "$tmp/err" ||
+	fail "link into another class not reported: $(cat "$tmp/err")"
+grep -q "src/class_003: the same folder as .*src/class_000, not a second class" "$tmp/err" ||
+	fail "class link not reported: $(cat "$tmp/err")"
+check "$tmp/ds2" 14 3
 echo "symlinks: ok"

@@ -13,7 +13,10 @@
 enum { W = 120, H = 90 };
 
 /* RGBX pixel i of the source. */
-static uint8_t *px(uint8_t *src, int i) { return src + 4 * i; }
+static uint8_t *px(uint8_t *src, int i)
+{
+	return src + 4 * i;
+}
 
 static void fill_gray(uint8_t *src, int i, uint8_t v)
 {
@@ -34,7 +37,10 @@ int main(void)
 	}
 	CHECK(resize_image_u8(src, W * 4, W, H, W, H, dst, 37, 23, 3) == 0);
 	for (int i = 0; i < 37 * 23 * 3; i++)
-		CHECKF(dst[i] == (i % 3 == 0 ? 200 : i % 3 == 1 ? 17 : 99), "flat: %d at %d", dst[i], i);
+		CHECKF(dst[i] == (i % 3 == 0   ? 200
+				  : i % 3 == 1 ? 17
+					       : 99),
+		       "flat: %d at %d", dst[i], i);
 
 	for (int y = 0; y < H; y++)
 		for (int x = 0; x < W; x++)
@@ -52,7 +58,8 @@ int main(void)
 		for (int x = 1; x < W / 2 - 1; x++) {
 			int want = 4 * x + 1; /* mean of 2*(2x) and 2*(2x+1) */
 			int got = dst[y * (W / 2) + x];
-			CHECKF(abs(got - want) <= 1, "ramp at %d,%d: %d, expected %d", x, y, got, want);
+			CHECKF(abs(got - want) <= 1, "ramp at %d,%d: %d, expected %d", x, y, got,
+			       want);
 		}
 
 	/* A fractional extent: the same ramp with its last column standing for
@@ -65,7 +72,8 @@ int main(void)
 		double c = (x + 0.5) * (W - 0.5) / (W / 2); /* centre in source pixels */
 		double want = 2 * (c - 0.5);
 		int got = dst[x];
-		CHECKF(abs(got - (int)(want + 0.5)) <= 1, "extent ramp at %d: %d, expected %.1f", x, got, want);
+		CHECKF(abs(got - (int)(want + 0.5)) <= 1, "extent ramp at %d: %d, expected %.1f", x,
+		       got, want);
 	}
 
 	for (int i = 0; i < W * H; i++)

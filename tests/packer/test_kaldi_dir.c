@@ -38,8 +38,8 @@ static void put(const char *dir, const char *name, const char *text)
 }
 
 /* A data directory root/name with the files given (NULL: absent). */
-static const char *make_dir(const char *name, const char *wav, const char *utt2spk, const char *segments,
-			    const char *utt2dur)
+static const char *make_dir(const char *name, const char *wav, const char *utt2spk,
+			    const char *segments, const char *utt2dur)
 {
 	static char dir[256];
 	snprintf(dir, sizeof(dir), "%s/%s", root, name);
@@ -63,27 +63,33 @@ static void bad(const char *name, const char *wav, const char *utt2spk, const ch
 	const char *dir = make_dir(name, wav, utt2spk, segments, utt2dur);
 	struct kaldi_dir d;
 	int rc = kaldi_dir_load(dir, &d, err, sizeof(err));
-	CHECKF(rc == FEEDER_EFORMAT, "%s: rc %d (%s), err '%s'", name, rc, status_str(rc), rc ? err : "");
+	CHECKF(rc == FEEDER_EFORMAT, "%s: rc %d (%s), err '%s'", name, rc, status_str(rc),
+	       rc ? err : "");
 	CHECKF(d.utts == NULL && d.nutts == 0, "%s: a refused directory leaves nothing", name);
 	char where[512];
 	snprintf(where, sizeof(where), "%s/%s:%d: ", dir, file, line);
-	CHECKF(strncmp(err, where, strlen(where)) == 0, "%s: '%s' does not start with '%s'", name, err, where);
+	CHECKF(strncmp(err, where, strlen(where)) == 0, "%s: '%s' does not start with '%s'", name,
+	       err, where);
 	CHECKF(strstr(err, why), "%s: '%s' does not say '%s'", name, err, why);
 	kaldi_dir_free(&d);
 }
 
-static const struct kaldi_utt *utt(const struct kaldi_dir *d, size_t i) { return &d->utts[i]; }
+static const struct kaldi_utt *utt(const struct kaldi_dir *d, size_t i)
+{
+	return &d->utts[i];
+}
 
 static void good_without_segments(void)
 {
 	/* Unsorted, tabs and runs of spaces, a pipe with spaces and trailing
 	 * blanks, CRLF endings, no newline at the end. */
-	const char *dir = make_dir("good1",
-				   "rB  /data/b.wav\r\n"
-				   "rA\t/data/a.wav\n"
-				   "rC sox /data/c.flac -t wav -r 16000 - |  \r\n"
-				   "  rD /data/d.wav",
-				   "rD spk2\r\nrA spk1\nrC spk1\nrB spk0\n", NULL, "rC 3.25\nrA 1e1\r\n");
+	const char *dir =
+		make_dir("good1",
+			 "rB  /data/b.wav\r\n"
+			 "rA\t/data/a.wav\n"
+			 "rC sox /data/c.flac -t wav -r 16000 - |  \r\n"
+			 "  rD /data/d.wav",
+			 "rD spk2\r\nrA spk1\nrC spk1\nrB spk0\n", NULL, "rC 3.25\nrA 1e1\r\n");
 	struct kaldi_dir d;
 	int rc = kaldi_dir_load(dir, &d, err, sizeof(err));
 	CHECKF(rc == 0, "%s", err);
@@ -93,8 +99,8 @@ static void good_without_segments(void)
 	      strcmp(d.speakers[2], "spk2") == 0);
 	static const char *ids[] = { "rA", "rB", "rC", "rD" };
 	static const uint32_t spk[] = { 1, 0, 1, 2 };
-	static const char *src[] = { "/data/a.wav", "/data/b.wav", "sox /data/c.flac -t wav -r 16000 -",
-				     "/data/d.wav" };
+	static const char *src[] = { "/data/a.wav", "/data/b.wav",
+				     "sox /data/c.flac -t wav -r 16000 -", "/data/d.wav" };
 	static const double dur[] = { 10, -1, 3.25, -1 };
 	for (size_t i = 0; i < 4; i++) {
 		const struct kaldi_utt *u = utt(&d, i);
@@ -116,10 +122,11 @@ static void good_with_segments(void)
 {
 	/* Bytewise order: "S-b" < "S_a" < "s1" ('-' 0x2d < '_' 0x5f < 's');
 	 * speakers likewise "Zed" < "alice" < "bob". rec3 has no segment. */
-	const char *dir = make_dir("good2/", /* a trailing slash: no "//" in messages */
-				   "rec2 cat /data/rec2.wav |\nrec1 /data/rec1.wav\nrec3 /data/rec3.wav\n",
-				   "s1 bob\nS_a alice\nS-b Zed\nx9 alice\n",
-				   "x9 rec1 0 -1\r\ns1 rec2 1.5 2.75\nS_a rec1 0.0 1e0\nS-b rec2 3 -1.0\n", NULL);
+	const char *dir = make_dir(
+		"good2/", /* a trailing slash: no "//" in messages */
+		"rec2 cat /data/rec2.wav |\nrec1 /data/rec1.wav\nrec3 /data/rec3.wav\n",
+		"s1 bob\nS_a alice\nS-b Zed\nx9 alice\n",
+		"x9 rec1 0 -1\r\ns1 rec2 1.5 2.75\nS_a rec1 0.0 1e0\nS-b rec2 3 -1.0\n", NULL);
 	struct kaldi_dir d;
 	int rc = kaldi_dir_load(dir, &d, err, sizeof(err));
 	CHECKF(rc == 0, "%s", err);
@@ -137,7 +144,8 @@ static void good_with_segments(void)
 		CHECKF(strcmp(u->id, ids[i]) == 0, "utt %zu is '%s'", i, u->id);
 		CHECK(u->speaker == spk[i] && u->reco == reco[i]);
 		CHECK(u->source == d.recos[reco[i]].source && u->is_pipe == (reco[i] == 1));
-		CHECKF(u->start == start[i] && u->end == end[i], "utt %zu %g..%g", i, u->start, u->end);
+		CHECKF(u->start == start[i] && u->end == end[i], "utt %zu %g..%g", i, u->start,
+		       u->end);
 		CHECK(u->dur == -1);
 	}
 	CHECK(strcmp(d.recos[1].source, "cat /data/rec2.wav") == 0);
@@ -164,30 +172,37 @@ static void bad_dirs(void)
 	const char *w2 = "r1 /a.wav\nr2 /b.wav\n", *s2 = "r1 s\nr2 s\n";
 
 	/* wav.scp */
-	bad("w_onefield", "r1 /a.wav\nr2\n", s2, NULL, NULL, "wav.scp", 2, "expected \"recording path\", got 1 field");
-	bad("w_fields", "r1 /a.wav\nr2 /b.wav\nr3 /c d.wav\n", "r1 s\nr2 s\nr3 s\n", NULL, NULL, "wav.scp", 3,
-	    "got 3 fields (a command must end with \"|\")");
+	bad("w_onefield", "r1 /a.wav\nr2\n", s2, NULL, NULL, "wav.scp", 2,
+	    "expected \"recording path\", got 1 field");
+	bad("w_fields", "r1 /a.wav\nr2 /b.wav\nr3 /c d.wav\n", "r1 s\nr2 s\nr3 s\n", NULL, NULL,
+	    "wav.scp", 3, "got 3 fields (a command must end with \"|\")");
 	bad("w_ark", "r1 /a.wav\nr2 /x/feats.ark:1234\n", s2, NULL, NULL, "wav.scp", 2,
 	    "ark offsets are not supported");
 	bad("w_stdin", "r1 -\nr2 /b.wav\n", s2, NULL, NULL, "wav.scp", 1, "standard input");
 	bad("w_outpipe", "r1 /a.wav\nr2 | gzip > x\n", s2, NULL, NULL, "wav.scp", 2, "output pipe");
 	bad("w_outpipe2", "r1 | cat |\nr2 /b.wav\n", s2, NULL, NULL, "wav.scp", 1, "output pipe");
-	bad("w_barinside", "r1 /a|b.wav\nr2 /b.wav\n", s2, NULL, NULL, "wav.scp", 1, "\"|\" inside path");
+	bad("w_barinside", "r1 /a|b.wav\nr2 /b.wav\n", s2, NULL, NULL, "wav.scp", 1,
+	    "\"|\" inside path");
 	bad("w_nocmd", "r1 /a.wav\nr2   |\n", s2, NULL, NULL, "wav.scp", 2, "no command before");
 	bad("w_empty_line", "r1 /a.wav\n\nr2 /b.wav\n", s2, NULL, NULL, "wav.scp", 2, "empty line");
-	bad("w_blank_line", "r1 /a.wav\r\n \t\r\nr2 /b.wav\n", s2, NULL, NULL, "wav.scp", 2, "empty line");
-	bad("w_trailing_blank", "r1 /a.wav\nr2 /b.wav\n\n", s2, NULL, NULL, "wav.scp", 3, "empty line");
-	bad("w_control", "r1 /a.wav\nr2 /b\r.wav\n", s2, NULL, NULL, "wav.scp", 2, "control character 0x0d");
+	bad("w_blank_line", "r1 /a.wav\r\n \t\r\nr2 /b.wav\n", s2, NULL, NULL, "wav.scp", 2,
+	    "empty line");
+	bad("w_trailing_blank", "r1 /a.wav\nr2 /b.wav\n\n", s2, NULL, NULL, "wav.scp", 3,
+	    "empty line");
+	bad("w_control", "r1 /a.wav\nr2 /b\r.wav\n", s2, NULL, NULL, "wav.scp", 2,
+	    "control character 0x0d");
 	/* The earliest repeated line is reported, whatever the sort order. */
-	bad("w_dup", "r2 /a.wav\nr1 /b.wav\nr2 /c.wav\nr1 /d.wav\nr1 /e.wav\n", s2, NULL, NULL, "wav.scp", 3,
-	    "duplicate recording \"r2\" (also on line 1)");
-	bad("w_dup3", "r1 /a.wav\nr2 /b.wav\nr2 /c.wav\nr2 /d.wav\nr1 /e.wav\n", s2, NULL, NULL, "wav.scp", 3,
-	    "duplicate recording \"r2\" (also on line 2)");
+	bad("w_dup", "r2 /a.wav\nr1 /b.wav\nr2 /c.wav\nr1 /d.wav\nr1 /e.wav\n", s2, NULL, NULL,
+	    "wav.scp", 3, "duplicate recording \"r2\" (also on line 1)");
+	bad("w_dup3", "r1 /a.wav\nr2 /b.wav\nr2 /c.wav\nr2 /d.wav\nr1 /e.wav\n", s2, NULL, NULL,
+	    "wav.scp", 3, "duplicate recording \"r2\" (also on line 2)");
 
 	/* utt2spk */
-	bad("u_fields", w2, "r1 s\nr2 s x\n", NULL, NULL, "utt2spk", 2, "expected \"utterance speaker\", got 3 fields");
+	bad("u_fields", w2, "r1 s\nr2 s x\n", NULL, NULL, "utt2spk", 2,
+	    "expected \"utterance speaker\", got 3 fields");
 	bad("u_onefield", w2, "r1\nr2 s\n", NULL, NULL, "utt2spk", 1, "got 1 field");
-	bad("u_dup", w2, "r2 s\nr1 s\nr2 t\n", NULL, NULL, "utt2spk", 3, "duplicate utterance \"r2\" (also on line 1)");
+	bad("u_dup", w2, "r2 s\nr1 s\nr2 t\n", NULL, NULL, "utt2spk", 3,
+	    "duplicate utterance \"r2\" (also on line 1)");
 	/* Two lines name no recording: the earlier line is reported, though "a"
 	 * sorts before "z". */
 	bad("u_notin", w2, "r1 s\nr2 s\nz0 s\na0 s\n", NULL, NULL, "utt2spk", 3,
@@ -198,46 +213,70 @@ static void bad_dirs(void)
 	    "utterance \"r2\" has no speaker in utt2spk");
 	bad("u_nospk_seg", w2, "u2 s\n", "u2 r1 0 1\nu1 r2 0 1\n", NULL, "segments", 2,
 	    "utterance \"u1\" has no speaker in utt2spk");
-	bad("u_crlf_lines", w2, "r1 s\r\nr2 s\r\nr3 a b\r\n", NULL, NULL, "utt2spk", 3, "got 3 fields");
+	bad("u_crlf_lines", w2, "r1 s\r\nr2 s\r\nr3 a b\r\n", NULL, NULL, "utt2spk", 3,
+	    "got 3 fields");
 	/* Speakers and ids become the label table and the names, which are
 	 * UTF-8: Latin-1, an overlong '/', a surrogate, a cut sequence. */
 	bad("u_latin1", w2, "r1 s\nr2 Jos\xe9\n", NULL, NULL, "utt2spk", 2,
 	    "the speaker is not UTF-8 (byte 0xe9 at column 4)");
-	bad("u_overlong", w2, "r1 a\xc0\xaf" "b\nr2 s\n", NULL, NULL, "utt2spk", 1, "byte 0xc0 at column 2");
-	bad("u_surrogate", w2, "r1 s\nr2 \xed\xa0\x80\n", NULL, NULL, "utt2spk", 2, "byte 0xed at column 1");
-	bad("u_cut", w2, "r1 s\nr2 ab\xe2\x82\n", NULL, NULL, "utt2spk", 2, "byte 0xe2 at column 3");
-	bad("w_latin1", "r1 /a.wav\nr\xe9" "2 /b.wav\n", s2, NULL, NULL, "wav.scp", 2,
-	    "the recording id is not UTF-8");
-	bad("s_latin1", w2, "u1 s\n", "u\xb9" "1 r1 0 1\n", NULL, "segments", 1, "the utterance id is not UTF-8");
+	bad("u_overlong", w2,
+	    "r1 a\xc0\xaf"
+	    "b\nr2 s\n",
+	    NULL, NULL, "utt2spk", 1, "byte 0xc0 at column 2");
+	bad("u_surrogate", w2, "r1 s\nr2 \xed\xa0\x80\n", NULL, NULL, "utt2spk", 2,
+	    "byte 0xed at column 1");
+	bad("u_cut", w2, "r1 s\nr2 ab\xe2\x82\n", NULL, NULL, "utt2spk", 2,
+	    "byte 0xe2 at column 3");
+	bad("w_latin1",
+	    "r1 /a.wav\nr\xe9"
+	    "2 /b.wav\n",
+	    s2, NULL, NULL, "wav.scp", 2, "the recording id is not UTF-8");
+	bad("s_latin1", w2, "u1 s\n",
+	    "u\xb9"
+	    "1 r1 0 1\n",
+	    NULL, "segments", 1, "the utterance id is not UTF-8");
 
 	/* segments */
 	const char *u2 = "u1 s\nu2 s\nu3 s\nu4 s\n";
 	bad("s_fields", w2, u2, "u1 r1 0 1\nu2 r1 0\n", NULL, "segments", 2,
 	    "expected \"utterance recording start end\", got 3 fields");
 	bad("s_channel", w2, u2, "u1 r1 0 1 0\n", NULL, "segments", 1, "channel");
-	bad("s_start_nan", w2, u2, "u1 r1 abc 1\n", NULL, "segments", 1, "start \"abc\" is not a number");
-	bad("s_start_junk", w2, u2, "u1 r1 0 1\nu2 r1 1.5x 2\n", NULL, "segments", 2, "start \"1.5x\" is not a number");
-	bad("s_end_nan", w2, u2, "u1 r1 0 nan\n", NULL, "segments", 1, "end \"nan\" is not a number");
-	bad("s_end_inf", w2, u2, "u1 r1 0 inf\n", NULL, "segments", 1, "end \"inf\" is not a number");
-	bad("s_end_hex", w2, u2, "u1 r1 0 0x10\n", NULL, "segments", 1, "end \"0x10\" is not a number");
-	bad("s_end_huge", w2, u2, "u1 r1 0 1e999\n", NULL, "segments", 1, "end \"1e999\" is not a number");
+	bad("s_start_nan", w2, u2, "u1 r1 abc 1\n", NULL, "segments", 1,
+	    "start \"abc\" is not a number");
+	bad("s_start_junk", w2, u2, "u1 r1 0 1\nu2 r1 1.5x 2\n", NULL, "segments", 2,
+	    "start \"1.5x\" is not a number");
+	bad("s_end_nan", w2, u2, "u1 r1 0 nan\n", NULL, "segments", 1,
+	    "end \"nan\" is not a number");
+	bad("s_end_inf", w2, u2, "u1 r1 0 inf\n", NULL, "segments", 1,
+	    "end \"inf\" is not a number");
+	bad("s_end_hex", w2, u2, "u1 r1 0 0x10\n", NULL, "segments", 1,
+	    "end \"0x10\" is not a number");
+	bad("s_end_huge", w2, u2, "u1 r1 0 1e999\n", NULL, "segments", 1,
+	    "end \"1e999\" is not a number");
 	bad("s_start_neg", w2, u2, "u1 r1 -0.5 1\n", NULL, "segments", 1, "start -0.5 is negative");
-	bad("s_end_before", w2, u2, "u1 r1 0 1\nu2 r1 3 2\n", NULL, "segments", 2, "end 2 is not after start 3");
-	bad("s_end_equal", w2, u2, "u1 r1 2.5 2.5\n", NULL, "segments", 1, "end 2.5 is not after start 2.5");
-	bad("s_end_neg", w2, u2, "u1 r1 0 -0.5\n", NULL, "segments", 1, "end -0.5 is not after start 0");
+	bad("s_end_before", w2, u2, "u1 r1 0 1\nu2 r1 3 2\n", NULL, "segments", 2,
+	    "end 2 is not after start 3");
+	bad("s_end_equal", w2, u2, "u1 r1 2.5 2.5\n", NULL, "segments", 1,
+	    "end 2.5 is not after start 2.5");
+	bad("s_end_neg", w2, u2, "u1 r1 0 -0.5\n", NULL, "segments", 1,
+	    "end -0.5 is not after start 0");
 	bad("s_end_zero", w2, u2, "u1 r1 0 0\n", NULL, "segments", 1, "is not after start");
-	bad("s_noreco", w2, u2, "u1 r1 0 1\nu2 r2 0 1\nu3 r1 1 2\nu4 rec9 0 1\n", NULL, "segments", 4,
-	    "recording \"rec9\" is not in wav.scp");
+	bad("s_noreco", w2, u2, "u1 r1 0 1\nu2 r2 0 1\nu3 r1 1 2\nu4 rec9 0 1\n", NULL, "segments",
+	    4, "recording \"rec9\" is not in wav.scp");
 	bad("s_dup", w2, u2, "u1 r1 0 1\nu2 r1 0 1\nu1 r2 0 1\n", NULL, "segments", 3,
 	    "duplicate utterance \"u1\" (also on line 1)");
 	bad("s_empty_line", w2, u2, "u1 r1 0 1\n\n", NULL, "segments", 2, "empty line");
 
 	/* utt2dur */
-	bad("d_fields", w2, s2, NULL, "r1 1\nr2\n", "utt2dur", 2, "expected \"utterance seconds\", got 1 field");
-	bad("d_number", w2, s2, NULL, "r1 1.5s\n", "utt2dur", 1, "duration \"1.5s\" is not a positive number");
+	bad("d_fields", w2, s2, NULL, "r1 1\nr2\n", "utt2dur", 2,
+	    "expected \"utterance seconds\", got 1 field");
+	bad("d_number", w2, s2, NULL, "r1 1.5s\n", "utt2dur", 1,
+	    "duration \"1.5s\" is not a positive number");
 	bad("d_zero", w2, s2, NULL, "r1 0\n", "utt2dur", 1, "is not a positive number");
-	bad("d_notin", w2, s2, NULL, "r1 1\nr9 2\n", "utt2dur", 2, "utterance \"r9\" is not in wav.scp");
-	bad("d_dup", w2, s2, NULL, "r1 1\nr1 2\n", "utt2dur", 2, "duplicate utterance \"r1\" (also on line 1)");
+	bad("d_notin", w2, s2, NULL, "r1 1\nr9 2\n", "utt2dur", 2,
+	    "utterance \"r9\" is not in wav.scp");
+	bad("d_dup", w2, s2, NULL, "r1 1\nr1 2\n", "utt2dur", 2,
+	    "duplicate utterance \"r1\" (also on line 1)");
 }
 
 /* Errors about a whole file: "DIR/FILE: ...". */
@@ -315,8 +354,10 @@ static void pipes(void)
 	rc = kaldi_pipe_read("head -c 1000 /dev/zero", 1000, &buf, &len, err, sizeof(err));
 	CHECKF(rc == 0 && len == 1000, "rc %d: %s", rc, err);
 	free(buf);
-	rc = kaldi_pipe_read("head -c 3000000 /dev/zero | tr '\\0' x", 4000000, &buf, &len, err, sizeof(err));
-	CHECKF(rc == 0 && len == 3000000 && buf[0] == 'x' && buf[len - 1] == 'x', "rc %d: %s", rc, err);
+	rc = kaldi_pipe_read("head -c 3000000 /dev/zero | tr '\\0' x", 4000000, &buf, &len, err,
+			     sizeof(err));
+	CHECKF(rc == 0 && len == 3000000 && buf[0] == 'x' && buf[len - 1] == 'x', "rc %d: %s", rc,
+	       err);
 	free(buf);
 
 	rc = kaldi_pipe_read("printf abc; exit 3", 1000, &buf, &len, err, sizeof(err));
@@ -354,7 +395,8 @@ static void pipes(void)
 	char cmd[400];
 	snprintf(cmd, sizeof(cmd), "exit 5 # %0200d", 7);
 	rc = kaldi_pipe_read(cmd, 1000, &buf, &len, err, sizeof(err));
-	CHECKF(rc == -EIO && strstr(err, "...\" exited with status 5") && strlen(err) < 140, "'%s'", err);
+	CHECKF(rc == -EIO && strstr(err, "...\" exited with status 5") && strlen(err) < 140, "'%s'",
+	       err);
 
 	/* Over the limit, the whole process group dies: here a background
 	 * sleep the shell started, which would otherwise outlive the pack. */
@@ -388,11 +430,13 @@ static void seg(double start, double end, uint32_t rate, size_t total, size_t fi
 {
 	size_t a = 99, n = 99;
 	int rc = kaldi_segment_samples(start, end, rate, total, &a, &n, err, sizeof(err));
-	CHECKF(rc == 0 && a == first && n == count, "%g..%g at %u of %zu: rc %d first %zu count %zu, want %zu %zu (%s)",
-	       start, end, rate, total, rc, a, n, first, count, rc ? err : "");
+	CHECKF(rc == 0 && a == first && n == count,
+	       "%g..%g at %u of %zu: rc %d first %zu count %zu, want %zu %zu (%s)", start, end,
+	       rate, total, rc, a, n, first, count, rc ? err : "");
 }
 
-static void seg_bad(double start, double end, uint32_t rate, size_t total, int code, const char *why)
+static void seg_bad(double start, double end, uint32_t rate, size_t total, int code,
+		    const char *why)
 {
 	size_t a = 99, n = 99;
 	int rc = kaldi_segment_samples(start, end, rate, total, &a, &n, err, sizeof(err));
@@ -420,7 +464,8 @@ static void segments(void)
 		"segment 9.500-10.510 s ends more than 0.5 s after the end of the recording (10.000 s)");
 	seg_bad(10.01, -1, 16000, T, FEEDER_EFORMAT,
 		"segment 10.010 s to the end starts after the end of the recording (10.000 s)");
-	seg_bad(10.0, -1, 16000, T, FEEDER_EFORMAT, "holds no sample of the recording (160000 samples at 16000 Hz)");
+	seg_bad(10.0, -1, 16000, T, FEEDER_EFORMAT,
+		"holds no sample of the recording (160000 samples at 16000 Hz)");
 	seg_bad(9.99997, 10.2, 16000, T, FEEDER_EFORMAT, "holds no sample");
 	seg_bad(0.01, 0.02, 16000, 0, FEEDER_EFORMAT, "starts after the end");
 	seg_bad(0, -1, 16000, 0, FEEDER_EFORMAT, "holds no sample");

@@ -37,7 +37,10 @@ static int truncateat_helper(int dfd, const char *name, off_t len)
 	return rc;
 }
 
-static uint8_t byte_at(size_t i, size_t k) { return (uint8_t)(i * 31 + k * 7 + (k >> 9)); }
+static uint8_t byte_at(size_t i, size_t k)
+{
+	return (uint8_t)(i * 31 + k * 7 + (k >> 9));
+}
 
 /* Accepts files whose first byte is even: byte_at(i, 0) = 31 i, so file i
  * passes when i is even (and is not empty). */
@@ -109,7 +112,8 @@ int main(void)
 			CHECKF(f.error == 0, "file %zu: %s", f.index, strerror(-f.error));
 			CHECKF(f.len == n, "file %zu: %zu bytes, expected %zu", f.index, f.len, n);
 			for (size_t k = 0; k < n; k++)
-				CHECKF(f.data[k] == byte_at(f.index, k), "file %zu byte %zu", f.index, k);
+				CHECKF(f.data[k] == byte_at(f.index, k), "file %zu byte %zu",
+				       f.index, k);
 		}
 		/* Hold up to HOLD files, releasing the oldest first. */
 		if (nheld == HOLD) {
@@ -162,7 +166,8 @@ int main(void)
 			CHECK(!strcmp(pack_reader_strerror(r, f.error), "odd"));
 		} else {
 			size_t n = i == 42 ? 5000 : size_of(i);
-			CHECKF(f.error == 0 && f.len == n, "file %zu: error %d, %zu bytes", i, f.error, f.len);
+			CHECKF(f.error == 0 && f.len == n, "file %zu: error %d, %zu bytes", i,
+			       f.error, f.len);
 			for (size_t k = 0; k < n; k++)
 				CHECKF(f.data[k] == byte_at(i, k), "file %zu byte %zu", i, k);
 			longer += n > PACK_READER_HEAD;
@@ -190,14 +195,16 @@ int main(void)
 			continue;
 		}
 		size_t n = i == 42 ? 5000 : size_of(i);
-		CHECKF(f.error == 0 && f.len == n, "file %zu: error %d, %zu bytes", i, f.error, f.len);
+		CHECKF(f.error == 0 && f.len == n, "file %zu: error %d, %zu bytes", i, f.error,
+		       f.len);
 		CHECKF(f.got == (n < PACK_READER_DIRECT_HEAD ? n : PACK_READER_DIRECT_HEAD),
 		       "file %zu: %zu bytes read ahead of %zu", i, f.got, n);
 		if (i == 44) {
 			CHECK(n > PACK_READER_DIRECT_HEAD + 10);
 			CHECK(truncateat_helper(dfd, names[i], (off_t)n - 10) == 0);
 			CHECK(pack_reader_read_into(r, &f, buf) == -ENODATA);
-			CHECK(strstr(pack_reader_strerror(r, -ENODATA), "changed while being packed"));
+			CHECK(strstr(pack_reader_strerror(r, -ENODATA),
+				     "changed while being packed"));
 		} else {
 			memset(buf, 0xEE, n);
 			CHECKF(pack_reader_read_into(r, &f, buf) == 0, "file %zu", i);

@@ -3,16 +3,17 @@
 # --decode), then names exactly the sample whose payload byte was flipped
 # inside data.mdb, and exits 1. The byte is found by searching data.mdb for
 # a 32-byte string taken from the middle of that sample's source file.
-source "$FEEDER_SOURCE/tests/packer/lib.sh"
-make_tree 20 "$T/src" 2 5
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+need_python lmdb numpy PIL
+gen_images "$tmp/src" 20 2 5
 # --restart none: the payloads are the source files, where the needle is
-expect_rc 0 "$PACKER" pack images --restart none "$T/src" "$T/ds"
-expect_rc 0 "$PACKER" verify "$T/ds"
-grep -q "20 samples.* 0 bad" "$T/out" || fail "summary: $(cat "$T/out")"
-expect_rc 0 "$PACKER" verify --decode "$T/ds"
+expect_rc 0 "$packer" pack images --restart none "$tmp/src" "$tmp/ds"
+expect_rc 0 "$packer" verify "$tmp/ds"
+grep -q "20 samples.* 0 bad" "$tmp/out" || fail "summary: $(cat "$tmp/out")"
+expect_rc 0 "$packer" verify --decode "$tmp/ds"
 K=13
-name=$($PY "$HERE/dsread.py" "$T/ds" | $PY -c "import json,sys; print(json.load(sys.stdin)['samples'][$K]['name'])")
-$PY - "$T/src/$name" "$T/ds/data.mdb" <<'PYEOF' || fail "corrupting sample $K"
+name=$("$py" "$here/dsread.py" "$tmp/ds" | "$py" -c "import json,sys; print(json.load(sys.stdin)['samples'][$K]['name'])")
+"$py" - "$tmp/src/$name" "$tmp/ds/data.mdb" <<'PYEOF' || fail "corrupting sample $K"
 import sys
 src = open(sys.argv[1], "rb").read()
 data = bytearray(open(sys.argv[2], "rb").read())
@@ -23,33 +24,33 @@ assert at >= 0 and data.find(needle, at + 1) < 0, "needle not unique"
 data[at + 5] ^= 0x40
 open(sys.argv[2], "r+b").write(data)
 PYEOF
-expect_rc 1 "$PACKER" verify "$T/ds"
-grep -q "^sample $K: .*CRC" "$T/out" || grep -qi "^sample $K: .*crc" "$T/out" || fail "verify output: $(cat "$T/out")"
-[ "$(grep -c '^sample ' "$T/out")" = 1 ] || fail "more than one bad sample: $(cat "$T/out")"
-grep -q "1 bad" "$T/out" || fail "summary: $(cat "$T/out")"
+expect_rc 1 "$packer" verify "$tmp/ds"
+grep -q "^sample $K: .*CRC" "$tmp/out" || grep -qi "^sample $K: .*crc" "$tmp/out" || fail "verify output: $(cat "$tmp/out")"
+[ "$(grep -c '^sample ' "$tmp/out")" = 1 ] || fail "more than one bad sample: $(cat "$tmp/out")"
+grep -q "1 bad" "$tmp/out" || fail "summary: $(cat "$tmp/out")"
 # --decode still reports the CRC failure of the same sample.
-expect_rc 1 "$PACKER" verify --decode "$T/ds"
-grep -q "^sample $K:" "$T/out" || fail "verify --decode output: $(cat "$T/out")"
+expect_rc 1 "$packer" verify --decode "$tmp/ds"
+grep -q "^sample $K:" "$tmp/out" || fail "verify --decode output: $(cat "$tmp/out")"
 
 # A file that passes the packer's magic check but is not a decodable JPEG
 # (its CRC is right): it cannot be transcoded, so it is stored as it is
 # (untiled) and plain verify passes; verify --decode names it.
-mkdir -p "$T/src2/a"
-cp "$T/src/class_000/"* "$T/src2/a/"
-printf '\xff\xd8\xff\xe0garbage that is no JPEG at all' >"$T/src2/a/zz_broken.jpg"
-expect_rc 0 "$PACKER" pack images -v "$T/src2" "$T/ds2"
-grep -q "zz_broken.jpg: stored as it is, not tiled" "$T/err" || fail "no word of the untiled file: $(cat "$T/err")"
-expect_rc 0 "$PACKER" verify "$T/ds2"
-last=$(( $(ls "$T/src2/a" | wc -l) - 1 ))
-expect_rc 1 "$PACKER" verify --decode "$T/ds2"
-grep -q "^sample $last: JPEG" "$T/out" || fail "verify --decode output: $(cat "$T/out")"
-[ "$(grep -c '^sample ' "$T/out")" = 1 ] || fail "more than one bad sample: $(cat "$T/out")"
+mkdir -p "$tmp/src2/a"
+cp "$tmp/src/class_000/"* "$tmp/src2/a/"
+printf '\xff\xd8\xff\xe0garbage that is no JPEG at all' >"$tmp/src2/a/zz_broken.jpg"
+expect_rc 0 "$packer" pack images -v "$tmp/src2" "$tmp/ds2"
+grep -q "zz_broken.jpg: stored as it is, not tiled" "$tmp/err" || fail "no word of the untiled file: $(cat "$tmp/err")"
+expect_rc 0 "$packer" verify "$tmp/ds2"
+last=$(( $(ls "$tmp/src2/a" | wc -l) - 1 ))
+expect_rc 1 "$packer" verify --decode "$tmp/ds2"
+grep -q "^sample $last: JPEG" "$tmp/out" || fail "verify --decode output: $(cat "$tmp/out")"
+[ "$(grep -c '^sample ' "$tmp/out")" = 1 ] || fail "more than one bad sample: $(cat "$tmp/out")"
 # A record whose label was changed (its payload and payload CRC intact):
 # version 2 records carry a CRC of their header, so verify reports header
 # damage for exactly that sample (it used to pass unnoticed).
-expect_rc 0 "$PACKER" pack images --force "$T/src" "$T/ds3"
+expect_rc 0 "$packer" pack images --force "$tmp/src" "$tmp/ds3"
 K=5
-$PY - "$T/ds3" $K <<'PYEOF' || fail "changing the label of sample $K"
+"$py" - "$tmp/ds3" $K <<'PYEOF' || fail "changing the label of sample $K"
 import lmdb, struct, sys
 env = lmdb.open(sys.argv[1], max_dbs=8, subdir=True)
 with env.begin(write=True) as txn:
@@ -60,8 +61,8 @@ with env.begin(write=True) as txn:
     txn.put(key, bytes(v), db=db)
 env.close()
 PYEOF
-rm -f "$T/ds3/lock.mdb"
-expect_rc 1 "$PACKER" verify "$T/ds3"
-grep -q "^sample $K: .*record header damaged" "$T/out" || fail "verify output: $(cat "$T/out")"
-[ "$(grep -c '^sample ' "$T/out")" = 1 ] || fail "more than one bad sample: $(cat "$T/out")"
+rm -f "$tmp/ds3/lock.mdb"
+expect_rc 1 "$packer" verify "$tmp/ds3"
+grep -q "^sample $K: .*record header damaged" "$tmp/out" || fail "verify output: $(cat "$tmp/out")"
+[ "$(grep -c '^sample ' "$tmp/out")" = 1 ] || fail "more than one bad sample: $(cat "$tmp/out")"
 echo "verify: ok"

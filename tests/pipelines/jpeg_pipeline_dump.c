@@ -41,7 +41,8 @@ int main(int argc, char **argv)
 	size_t len = fread(jpeg, 1, sizeof jpeg, f);
 	fclose(f);
 	if (len == sizeof jpeg) {
-		fprintf(stderr, "jpeg_pipeline_dump: %s is larger than %zu bytes\n", argv[1], sizeof jpeg);
+		fprintf(stderr, "jpeg_pipeline_dump: %s is larger than %zu bytes\n", argv[1],
+			sizeof jpeg);
 		return 1;
 	}
 
@@ -69,7 +70,8 @@ int main(int argc, char **argv)
 	 * (SOF0/1/2), which is enough for the test images. */
 	uint32_t iw = 0, ih = 0;
 	for (size_t i = 2; i + 9 < len; i++)
-		if (jpeg[i] == 0xff && (jpeg[i + 1] == 0xc0 || jpeg[i + 1] == 0xc1 || jpeg[i + 1] == 0xc2)) {
+		if (jpeg[i] == 0xff &&
+		    (jpeg[i + 1] == 0xc0 || jpeg[i + 1] == 0xc1 || jpeg[i + 1] == 0xc2)) {
 			ih = (uint32_t)jpeg[i + 5] << 8 | jpeg[i + 6];
 			iw = (uint32_t)jpeg[i + 7] << 8 | jpeg[i + 8];
 			break;

@@ -28,13 +28,17 @@ static inline void jpeg_synth_pixels(uint8_t *px, int w, int h, int channels, un
 			double noise = ((state >> 24) & 0xff) / 255.0 - 0.5;
 			double rgb[3] = {
 				60 + 120 * u + 50 * disk + 20 * stripe + 6 * noise,
-				40 + 100 * v + 70 * sin(3.1 * u + 1.3 * v) * (1 - disk) + 25 * stripe + 6 * noise,
+				40 + 100 * v + 70 * sin(3.1 * u + 1.3 * v) * (1 - disk) +
+					25 * stripe + 6 * noise,
 				90 + 80 * (1 - u) * v + 90 * disk * stripe + 6 * noise,
 			};
 			for (int c = 0; c < channels; c++) {
-				double val = channels == 1 ? (rgb[0] + rgb[1] + rgb[2]) / 3 : rgb[c];
+				double val =
+					channels == 1 ? (rgb[0] + rgb[1] + rgb[2]) / 3 : rgb[c];
 				px[((size_t)y * w + x) * channels + c] =
-					(uint8_t)(val < 0 ? 0 : val > 255 ? 255 : val + 0.5);
+					(uint8_t)(val < 0     ? 0
+						  : val > 255 ? 255
+							      : val + 0.5);
 			}
 		}
 }

@@ -43,8 +43,10 @@ static uint8_t *make(uint32_t frames, uint32_t dim, int f16, struct dsformat_sam
 					buf[i * 4 + b] = (uint8_t)(u >> (8 * b));
 			}
 		}
-	*s = (struct dsformat_sample){ .label = 3, .payload_len = (uint32_t)(frames * dim * elem),
-				       .frames = frames, .dim = dim,
+	*s = (struct dsformat_sample){ .label = 3,
+				       .payload_len = (uint32_t)(frames * dim * elem),
+				       .frames = frames,
+				       .dim = dim,
 				       .dtype = f16 ? DSFORMAT_DTYPE_F16 : DSFORMAT_DTYPE_F32 };
 	return buf;
 }
@@ -112,8 +114,9 @@ static void check_against_direct(struct feeder_stream_opts p, uint32_t frames, u
 			double want = expect(&p, frames, src, d, f16_in);
 			double got = out[(size_t)d * p.features.chunk_len + t];
 			CHECKF(fabs(got - want) <= 1e-4 * (1 + fabs(want)),
-			       "cmn %d cvn %d window %u frames %u: (d %u, t %u) = %f, want %f", p.features.cmn,
-			       p.features.cvn, p.features.cmn_window, frames, d, t, got, want);
+			       "cmn %d cvn %d window %u frames %u: (d %u, t %u) = %f, want %f",
+			       p.features.cmn, p.features.cvn, p.features.cmn_window, frames, d, t,
+			       got, want);
 		}
 	p.dtype = FEEDER_DTYPE_F16;
 	CHECK(features_pipeline_run(&p, &s, payload, key, out16, err, sizeof err) == 0);
@@ -133,7 +136,8 @@ int main(void)
 	/* Chunk bounds, determinism, spread of offsets, eval centring. */
 	proto_opts_features(&p, 50, 1);
 	CHECK(proto_opts_check(&p, err, sizeof err) == 0);
-	CHECK(p.features.cmn == FEEDER_FEAT_CMN_SLIDING && p.features.cmn_window == 300 && p.features.pad == FEEDER_FEAT_PAD_REPEAT);
+	CHECK(p.features.cmn == FEEDER_FEAT_CMN_SLIDING && p.features.cmn_window == 300 &&
+	      p.features.pad == FEEDER_FEAT_PAD_REPEAT);
 	uint8_t hit[151] = { 0 };
 	for (uint64_t key = 0; key < 3000; key++) {
 		uint32_t off = features_pipeline_offset(&p.features, 200, key);
@@ -145,9 +149,11 @@ int main(void)
 	for (int i = 0; i <= 150; i++)
 		distinct += hit[i];
 	CHECKF(distinct == 151, "only %d of 151 offsets drawn", distinct);
-	CHECK(features_pipeline_offset(&p.features, 50, 7) == 0 && features_pipeline_offset(&p.features, 10, 7) == 0);
+	CHECK(features_pipeline_offset(&p.features, 50, 7) == 0 &&
+	      features_pipeline_offset(&p.features, 10, 7) == 0);
 	p.features.train = 0;
-	CHECK(features_pipeline_offset(&p.features, 200, 1) == 75 && features_pipeline_offset(&p.features, 201, 9) == 75);
+	CHECK(features_pipeline_offset(&p.features, 200, 1) == 75 &&
+	      features_pipeline_offset(&p.features, 201, 9) == 75);
 
 	/* No normalization: the output is the chunk, transposed. */
 	proto_opts_features(&p, 40, 1);
@@ -174,7 +180,8 @@ int main(void)
 		float out[5 * 40];
 		memset(out, 0x5a, sizeof out);
 		p.features.pad = FEEDER_FEAT_PAD_SKIP;
-		CHECK(features_pipeline_run(&p, &s, payload, 3, out, err, sizeof err) == FEATURES_SKIPPED);
+		CHECK(features_pipeline_run(&p, &s, payload, 3, out, err, sizeof err) ==
+		      FEATURES_SKIPPED);
 		for (size_t i = 0; i < sizeof out; i++)
 			CHECK(((uint8_t *)out)[i] == 0x5a);
 		/* Exactly chunk_len frames is not short. */
@@ -192,12 +199,18 @@ int main(void)
 		uint32_t window, frames, chunk;
 		int f16_in;
 	} cases[] = {
-		{ FEEDER_FEAT_CMN_UTT, 0, 300, 500, 100, 0 },  { FEEDER_FEAT_CMN_UTT, 1, 300, 500, 100, 0 },
-		{ FEEDER_FEAT_CMN_SLIDING, 0, 300, 1000, 200, 0 }, { FEEDER_FEAT_CMN_SLIDING, 1, 300, 1000, 200, 0 },
-		{ FEEDER_FEAT_CMN_SLIDING, 0, 300, 150, 100, 0 }, { FEEDER_FEAT_CMN_SLIDING, 0, 301, 700, 300, 1 },
-		{ FEEDER_FEAT_CMN_SLIDING, 1, 7, 90, 60, 1 },     { FEEDER_FEAT_CMN_SLIDING, 0, 1, 50, 20, 0 },
-		{ FEEDER_FEAT_CMN_SLIDING, 0, 300, 30, 80, 0 },   { FEEDER_FEAT_CMN_UTT, 1, 300, 30, 80, 1 },
-		{ FEEDER_FEAT_CMN_NONE, 0, 300, 90, 37, 0 },      { FEEDER_FEAT_CMN_NONE, 0, 300, 20, 37, 1 },
+		{ FEEDER_FEAT_CMN_UTT, 0, 300, 500, 100, 0 },
+		{ FEEDER_FEAT_CMN_UTT, 1, 300, 500, 100, 0 },
+		{ FEEDER_FEAT_CMN_SLIDING, 0, 300, 1000, 200, 0 },
+		{ FEEDER_FEAT_CMN_SLIDING, 1, 300, 1000, 200, 0 },
+		{ FEEDER_FEAT_CMN_SLIDING, 0, 300, 150, 100, 0 },
+		{ FEEDER_FEAT_CMN_SLIDING, 0, 301, 700, 300, 1 },
+		{ FEEDER_FEAT_CMN_SLIDING, 1, 7, 90, 60, 1 },
+		{ FEEDER_FEAT_CMN_SLIDING, 0, 1, 50, 20, 0 },
+		{ FEEDER_FEAT_CMN_SLIDING, 0, 300, 30, 80, 0 },
+		{ FEEDER_FEAT_CMN_UTT, 1, 300, 30, 80, 1 },
+		{ FEEDER_FEAT_CMN_NONE, 0, 300, 90, 37, 0 },
+		{ FEEDER_FEAT_CMN_NONE, 0, 300, 20, 37, 1 },
 	};
 	/* Widths below, at and past the tiles of the transposed write (64
 	 * columns) and of the running sums (256). */
@@ -236,16 +249,20 @@ int main(void)
 		proto_opts_features(&p, 10, 1);
 		struct dsformat_sample bad = s;
 		bad.payload_len -= 4;
-		CHECK(features_pipeline_run(&p, &bad, payload, 0, out, err, sizeof err) == FEEDER_EFORMAT);
+		CHECK(features_pipeline_run(&p, &bad, payload, 0, out, err, sizeof err) ==
+		      FEEDER_EFORMAT);
 		bad = s;
 		bad.dim = 0;
-		CHECK(features_pipeline_run(&p, &bad, payload, 0, out, err, sizeof err) == FEEDER_EFORMAT);
+		CHECK(features_pipeline_run(&p, &bad, payload, 0, out, err, sizeof err) ==
+		      FEEDER_EFORMAT);
 		bad = s;
 		bad.frames = 0;
-		CHECK(features_pipeline_run(&p, &bad, payload, 0, out, err, sizeof err) == FEEDER_EFORMAT);
+		CHECK(features_pipeline_run(&p, &bad, payload, 0, out, err, sizeof err) ==
+		      FEEDER_EFORMAT);
 		bad = s;
 		bad.dtype = DSFORMAT_DTYPE_NONE;
-		CHECK(features_pipeline_run(&p, &bad, payload, 0, out, err, sizeof err) == FEEDER_EFORMAT);
+		CHECK(features_pipeline_run(&p, &bad, payload, 0, out, err, sizeof err) ==
+		      FEEDER_EFORMAT);
 		free(payload);
 	}
 	/* Bad params. */

@@ -36,8 +36,8 @@ int main(void)
 	half_to_float_n(f32, all, 0x10000);
 	for (uint32_t h = 0; h < 0x10000; h++) {
 		float want = half_to_float((uint16_t)h);
-		CHECKF(bits(f32[h]) == bits(want), "bulk %04x -> %08x, scalar %08x", h, bits(f32[h]),
-		       bits(want));
+		CHECKF(bits(f32[h]) == bits(want), "bulk %04x -> %08x, scalar %08x", h,
+		       bits(f32[h]), bits(want));
 	}
 	for (uint32_t i = 0; i < 0x10000; i++) {
 		uint32_t x = i * 0x9e3779b1u; /* spread over all float bit patterns */
@@ -46,8 +46,8 @@ int main(void)
 	half_from_float_n(back16, sweep, 0x10000);
 	for (uint32_t i = 0; i < 0x10000; i++) {
 		uint16_t want = half_from_float(sweep[i]);
-		CHECKF(back16[i] == want, "bulk %08x -> %04x, scalar %04x", bits(sweep[i]), back16[i],
-		       want);
+		CHECKF(back16[i] == want, "bulk %08x -> %04x, scalar %04x", bits(sweep[i]),
+		       back16[i], want);
 	}
 
 	/* Known values. */
@@ -64,7 +64,7 @@ int main(void)
 	CHECK(half_from_float(0x1.8p-24f) == 0x0002);      /* tie -> even (2) */
 	CHECK(half_from_float(0x1.000002p-25f) == 0x0001); /* just above the tie */
 	CHECK(half_from_float(0x1p-14f) == 0x0400);
-	CHECK(half_from_float(0x1.ffcp-15f) == 0x0400);    /* subnormal rounding carries to normal */
+	CHECK(half_from_float(0x1.ffcp-15f) == 0x0400); /* subnormal rounding carries to normal */
 	/* Ties between normal halves: 1 + 2^-11 lies between 1 and 1 + 2^-10. */
 	CHECK(half_from_float(1.0f + 0x1p-11f) == 0x3c00);
 	CHECK(half_from_float(1.0f + 3 * 0x1p-11f) == 0x3c02);

@@ -125,7 +125,8 @@ static void whole_image(const uint8_t *clean, size_t clen, const uint8_t *two, s
 	       (unsigned long long)jpeg_decoder_fallbacks(d));
 	CHECK(jpeg_decode_rgbx(d, clean, clen, 8, NULL, NULL, NULL, err, sizeof err) == 0);
 	rc = jpeg_decode_rgbx(d, nine, nlen, 8, NULL, NULL, NULL, err, sizeof err);
-	CHECKF(rc == FEEDER_EDECODE && strstr(err, "extraneous bytes"), "nine bytes: %d %s", rc, err);
+	CHECKF(rc == FEEDER_EDECODE && strstr(err, "extraneous bytes"), "nine bytes: %d %s", rc,
+	       err);
 	CHECK(jpeg_decoder_fallbacks(d) == 1);
 	jpeg_decoder_destroy(d);
 }
@@ -161,11 +162,14 @@ static void pipeline(const uint8_t *clean, size_t clen, const uint8_t *two, size
 			CHECK(jpeg_pipeline_run(w, &o, clean, clen, key, a, err, sizeof err) == 0);
 			CHECK(jpeg_worker_fallbacks(w) == samples);
 			int rc = jpeg_pipeline_run(w, &o, two, tlen, key, b, err, sizeof err);
-			CHECKF(rc == 0, "key %llu train %d: %s", (unsigned long long)key, train, err);
-			CHECKF(!memcmp(a, b, n), "key %llu train %d: other pixels than the clean file's",
+			CHECKF(rc == 0, "key %llu train %d: %s", (unsigned long long)key, train,
+			       err);
+			CHECKF(!memcmp(a, b, n),
+			       "key %llu train %d: other pixels than the clean file's",
 			       (unsigned long long)key, train);
 			samples++;
-			CHECKF(jpeg_worker_fallbacks(w) == samples, "fallbacks %llu after %llu samples",
+			CHECKF(jpeg_worker_fallbacks(w) == samples,
+			       "fallbacks %llu after %llu samples",
 			       (unsigned long long)jpeg_worker_fallbacks(w),
 			       (unsigned long long)samples);
 			rc = jpeg_pipeline_run(w, &o, nine, nlen, key, b, err, sizeof err);
@@ -192,7 +196,8 @@ static void default_crops(const uint8_t *clean, size_t clen, const uint8_t *two,
 		for (uint64_t key = 0; key < 16; key++) {
 			uint64_t before = jpeg_worker_fallbacks(w);
 			CHECK(jpeg_pipeline_run(w, &o, clean, clen, key, a, err, sizeof err) == 0);
-			CHECKF(jpeg_pipeline_run(w, &o, two, tlen, key, b, err, sizeof err) == 0, "%s", err);
+			CHECKF(jpeg_pipeline_run(w, &o, two, tlen, key, b, err, sizeof err) == 0,
+			       "%s", err);
 			CHECKF(!memcmp(a, b, n), "default crop, key %llu train %d: other pixels",
 			       (unsigned long long)key, train);
 			CHECK(jpeg_worker_fallbacks(w) - before <= 1);

@@ -132,10 +132,10 @@ struct how {
 };
 
 struct result {
-	int ok;          /* 1 decoded, 0 refused */
-	int installed;   /* jpeg_huff_install said 1 */
+	int ok;        /* 1 decoded, 0 refused */
+	int installed; /* jpeg_huff_install said 1 */
 	char msg[JMSG_LENGTH_MAX];
-	uint8_t *px;     /* rows of w RGBX pixels from row `first` on */
+	uint8_t *px; /* rows of w RGBX pixels from row `first` on */
 	uint32_t w, rows;
 };
 
@@ -180,7 +180,8 @@ static void decode(struct dec *d, const uint8_t *j, size_t len, const struct how
 	px = malloc((size_t)w * 4 * rows + 1);
 	CHECK(px);
 	while (ci->output_scanline < ci->output_height) {
-		JSAMPROW row = px + (size_t)(ci->output_scanline - (ci->output_height - rows)) * w * 4;
+		JSAMPROW row =
+			px + (size_t)(ci->output_scanline - (ci->output_height - rows)) * w * 4;
 		CHECK(jpeg_read_scanlines(ci, &row, 1) == 1);
 	}
 	jpeg_finish_decompress(ci);
@@ -288,16 +289,19 @@ static void damaged(struct dec *d, const uint8_t *j, size_t len, const char *nam
 		decode(d, b, blen, &how, 1, &r);
 		c->tried++;
 		if (a.ok && !r.ok) {
-			CHECKF(strstr(r.msg, "extraneous bytes") || strstr(r.msg, "bad Huffman code") ||
+			CHECKF(strstr(r.msg, "extraneous bytes") ||
+				       strstr(r.msg, "bad Huffman code") ||
 				       strstr(r.msg, "Premature end of JPEG file"),
-			       "%s damage %u: libjpeg decoded it, jpeg_huff said %s", name, i, r.msg);
+			       "%s damage %u: libjpeg decoded it, jpeg_huff said %s", name, i,
+			       r.msg);
 			c->stricter++;
 		} else if (a.ok) {
-			CHECKF(same(&a, &r), "%s damage %u: jpeg_huff decoded other pixels", name, i);
+			CHECKF(same(&a, &r), "%s damage %u: jpeg_huff decoded other pixels", name,
+			       i);
 			c->both_ok++;
 		} else if (r.ok) {
-			CHECKF(0, "%s damage %u: jpeg_huff decoded what libjpeg refused (%s)", name, i,
-			       a.msg);
+			CHECKF(0, "%s damage %u: jpeg_huff decoded what libjpeg refused (%s)", name,
+			       i, a.msg);
 		} else {
 			c->both_refused++;
 		}
@@ -321,11 +325,11 @@ static void pipeline_equal(const uint8_t *j, size_t len, const char *name)
 		CHECK(a && b);
 		for (uint64_t key = 0; key < 24; key++) {
 			jpeg_worker_set_huff(w, 0);
-			CHECKF(jpeg_pipeline_run(w, &o, j, len, key, a, err, sizeof err) == 0, "%s: %s",
-			       name, err);
+			CHECKF(jpeg_pipeline_run(w, &o, j, len, key, a, err, sizeof err) == 0,
+			       "%s: %s", name, err);
 			jpeg_worker_set_huff(w, 1);
-			CHECKF(jpeg_pipeline_run(w, &o, j, len, key, b, err, sizeof err) == 0, "%s: %s",
-			       name, err);
+			CHECKF(jpeg_pipeline_run(w, &o, j, len, key, b, err, sizeof err) == 0,
+			       "%s: %s", name, err);
 			CHECKF(!memcmp(a, b, n), "%s: pipeline output differs (key %llu, train %d)",
 			       name, (unsigned long long)key, train);
 		}

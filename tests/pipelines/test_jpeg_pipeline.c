@@ -61,7 +61,8 @@ static double mad_u8(const uint8_t *a, const uint8_t *b, size_t n)
 }
 
 /* Fast path vs reference in u8, f32 (mean 0, std 1: [0,1] units) and f16. */
-static void compare(const struct image *im, struct feeder_stream_opts p, uint64_t key, double *worst)
+static void compare(const struct image *im, struct feeder_stream_opts p, uint64_t key,
+		    double *worst)
 {
 	char err[256];
 	size_t n = (size_t)3 * p.jpeg.height * p.jpeg.width;
@@ -76,7 +77,8 @@ static void compare(const struct image *im, struct feeder_stream_opts p, uint64_
 	p.dtype = FEEDER_DTYPE_F32;
 	CHECKF(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, fast, err, sizeof err) == 0,
 	       "%s: %s", im->name, err);
-	CHECKF(jpeg_pipeline_reference(worker, &p, im->jpeg, im->len, key, ref, err, sizeof err) == 0,
+	CHECKF(jpeg_pipeline_reference(worker, &p, im->jpeg, im->len, key, ref, err, sizeof err) ==
+		       0,
 	       "%s: %s", im->name, err);
 	double m = mad_f32(fast, ref, n);
 	unsigned s = scale_for(&p, im, key);
@@ -91,7 +93,8 @@ static void compare(const struct image *im, struct feeder_stream_opts p, uint64_
 
 	p.dtype = FEEDER_DTYPE_U8;
 	CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, fast8, err, sizeof err) == 0);
-	CHECK(jpeg_pipeline_reference(worker, &p, im->jpeg, im->len, key, ref8, err, sizeof err) == 0);
+	CHECK(jpeg_pipeline_reference(worker, &p, im->jpeg, im->len, key, ref8, err, sizeof err) ==
+	      0);
 	double m8 = mad_u8(fast8, ref8, n);
 	CHECKF(m8 <= 2.0 / 255, "%s key=%llu: u8 MAD %.5f", im->name, (unsigned long long)key, m8);
 	/* u8 is the f32 result rounded. */
@@ -103,8 +106,8 @@ static void compare(const struct image *im, struct feeder_stream_opts p, uint64_
 	CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, fast16, err, sizeof err) == 0);
 	for (size_t i = 0; i < n; i++) {
 		float h = half_to_float(fast16[i]);
-		CHECKF(fabsf(h - fast[i]) <= fabsf(fast[i]) * 0x1p-11f + 0x1p-25f, "f16 %f vs f32 %f",
-		       h, fast[i]);
+		CHECKF(fabsf(h - fast[i]) <= fabsf(fast[i]) * 0x1p-11f + 0x1p-25f,
+		       "f16 %f vs f32 %f", h, fast[i]);
 	}
 	free(fast);
 	free(ref);
@@ -123,8 +126,10 @@ static void check_plan(void)
 		struct jpeg_crop c, c2;
 		jpeg_pipeline_plan(&p.jpeg, 640, 480, (uint64_t)k, &c);
 		jpeg_pipeline_plan(&p.jpeg, 640, 480, (uint64_t)k, &c2);
-		CHECK(c.x == c2.x && c.y == c2.y && c.w == c2.w && c.h == c2.h && c.flip == c2.flip);
-		CHECK(c.x == floor(c.x) && c.y == floor(c.y) && c.w == floor(c.w) && c.h == floor(c.h));
+		CHECK(c.x == c2.x && c.y == c2.y && c.w == c2.w && c.h == c2.h &&
+		      c.flip == c2.flip);
+		CHECK(c.x == floor(c.x) && c.y == floor(c.y) && c.w == floor(c.w) &&
+		      c.h == floor(c.h));
 		CHECK(c.w >= 1 && c.h >= 1 && c.x >= 0 && c.y >= 0);
 		CHECK(c.x + c.w <= 640 && c.y + c.h <= 480);
 		double frac = c.w * c.h / (640.0 * 480), ratio = c.w / c.h;
@@ -192,36 +197,45 @@ static void check_layout_flip_norm(const struct image *im)
 	p.jpeg.height = 48;
 	p.jpeg.width = 40;
 	size_t hw = 48 * 40, n = hw * 3;
-	float *nchw = malloc(n * 4), *nhwc = malloc(n * 4), *flip = malloc(n * 4), *again = malloc(n * 4);
+	float *nchw = malloc(n * 4), *nhwc = malloc(n * 4), *flip = malloc(n * 4),
+	      *again = malloc(n * 4);
 	uint8_t *u8 = malloc(n);
 	CHECK(nchw && nhwc && flip && again && u8);
 	for (uint64_t key = 0; key < 6; key++) {
 		p.jpeg.flip_p = 0;
 		p.layout = FEEDER_LAYOUT_NCHW;
-		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, nchw, err, sizeof err) == 0);
-		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, again, err, sizeof err) == 0);
+		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, nchw, err,
+					sizeof err) == 0);
+		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, again, err,
+					sizeof err) == 0);
 		CHECK(memcmp(nchw, again, n * 4) == 0); /* determinism */
 		p.layout = FEEDER_LAYOUT_NHWC;
-		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, nhwc, err, sizeof err) == 0);
+		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, nhwc, err,
+					sizeof err) == 0);
 		for (size_t c = 0; c < 3; c++)
 			for (size_t i = 0; i < hw; i++)
 				CHECK(nchw[c * hw + i] == nhwc[i * 3 + c]);
 		p.jpeg.flip_p = 1;
 		p.layout = FEEDER_LAYOUT_NCHW;
-		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, flip, err, sizeof err) == 0);
+		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, flip, err,
+					sizeof err) == 0);
 		for (size_t c = 0; c < 3; c++)
 			for (size_t y = 0; y < 48; y++)
 				for (size_t x = 0; x < 40; x++)
-					CHECK(flip[c * hw + y * 40 + x] == nchw[c * hw + y * 40 + 39 - x]);
+					CHECK(flip[c * hw + y * 40 + x] ==
+					      nchw[c * hw + y * 40 + 39 - x]);
 		/* Normalized output is (u8-equivalent/255 - mean) / std. */
 		p.jpeg.flip_p = 0;
 		p.dtype = FEEDER_DTYPE_U8;
-		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, u8, err, sizeof err) == 0);
+		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, u8, err, sizeof err) ==
+		      0);
 		p.dtype = FEEDER_DTYPE_F32;
 		for (size_t c = 0; c < 3; c++)
 			for (size_t i = 0; i < hw; i++) {
-				float want = (u8[c * hw + i] / 255.0f - p.jpeg.mean[c]) / p.jpeg.std[c];
-				CHECKF(fabsf(nchw[c * hw + i] - want) <= 0.5f / 255 / p.jpeg.std[c] + 1e-5f,
+				float want =
+					(u8[c * hw + i] / 255.0f - p.jpeg.mean[c]) / p.jpeg.std[c];
+				CHECKF(fabsf(nchw[c * hw + i] - want) <=
+					       0.5f / 255 / p.jpeg.std[c] + 1e-5f,
 				       "normalized %f, from u8 %f", nchw[c * hw + i], want);
 			}
 	}
@@ -240,7 +254,8 @@ static void check_layout_flip_norm(const struct image *im)
 	}
 	tjhandle tj = tjInitCompress();
 	unsigned char *jpeg = NULL;
-	CHECK(tj && tjCompress2(tj, flat, 64, 0, 64, TJPF_RGB, &jpeg, &len, TJSAMP_444, 100, 0) == 0);
+	CHECK(tj &&
+	      tjCompress2(tj, flat, 64, 0, 64, TJPF_RGB, &jpeg, &len, TJSAMP_444, 100, 0) == 0);
 	tjDestroy(tj);
 	const float want[3] = { (200 / 255.0f - 0.485f) / 0.229f, (100 / 255.0f - 0.456f) / 0.224f,
 				(50 / 255.0f - 0.406f) / 0.225f };
@@ -248,7 +263,8 @@ static void check_layout_flip_norm(const struct image *im)
 	for (size_t c = 0; c < 3; c++)
 		for (size_t i = 0; i < hw; i++)
 			CHECKF(fabsf(nchw[c * hw + i] - want[c]) <= 1.01f / 255 / p.jpeg.std[c],
-			       "flat colour channel %zu: %f, want %f", c, nchw[c * hw + i], want[c]);
+			       "flat colour channel %zu: %f, want %f", c, nchw[c * hw + i],
+			       want[c]);
 	tjFree(jpeg);
 	free(nchw);
 	free(nhwc);
@@ -271,11 +287,13 @@ static void check_fresh_worker(const struct image *im)
 	struct jpeg_worker *fresh;
 	CHECK(jpeg_worker_create(&fresh, err, sizeof err) == 0);
 	for (uint64_t key = 0; key < 4; key++) {
-		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, a, err, sizeof err) == 0);
-		CHECK(jpeg_pipeline_run(fresh, &p, im->jpeg, im->len, key, b, err, sizeof err) == 0);
+		CHECK(jpeg_pipeline_run(worker, &p, im->jpeg, im->len, key, a, err, sizeof err) ==
+		      0);
+		CHECK(jpeg_pipeline_run(fresh, &p, im->jpeg, im->len, key, b, err, sizeof err) ==
+		      0);
 		CHECK(memcmp(a, b, n) == 0);
-		CHECK(jpeg_pipeline_run(fresh, &p, im->jpeg, im->len / 3, key, b, err, sizeof err) ==
-		      FEEDER_EDECODE);
+		CHECK(jpeg_pipeline_run(fresh, &p, im->jpeg, im->len / 3, key, b, err,
+					sizeof err) == FEEDER_EDECODE);
 	}
 	jpeg_worker_destroy(fresh);
 	free(a);
@@ -298,9 +316,11 @@ static void check_tiny(void)
 			p.dtype = FEEDER_DTYPE_U8;
 			uint8_t out[3 * 32 * 32], ref[3 * 32 * 32];
 			for (uint64_t key = 0; key < 3; key++) {
-				CHECKF(jpeg_pipeline_run(worker, &p, jpeg, len, key, out, err, sizeof err) == 0,
+				CHECKF(jpeg_pipeline_run(worker, &p, jpeg, len, key, out, err,
+							 sizeof err) == 0,
 				       "%dx%d: %s", dims[i][0], dims[i][1], err);
-				CHECK(jpeg_pipeline_reference(worker, &p, jpeg, len, key, ref, err, sizeof err) == 0);
+				CHECK(jpeg_pipeline_reference(worker, &p, jpeg, len, key, ref, err,
+							      sizeof err) == 0);
 				CHECK(mad_u8(out, ref, sizeof out) <= 2.0 / 255);
 			}
 		}
@@ -317,8 +337,8 @@ static void expect_decode_error(const char *what, const uint8_t *buf, size_t len
 	float *out = malloc(jpeg_pipeline_sample_bytes(&p));
 	CHECK(out);
 	int rc = jpeg_pipeline_run(worker, &p, buf, len, 0, out, err, sizeof err);
-	CHECKF(rc == FEEDER_EDECODE && err[0] && (!want || strstr(err, want)), "%s: rc %d (%s)", what,
-	       rc, err);
+	CHECKF(rc == FEEDER_EDECODE && err[0] && (!want || strstr(err, want)), "%s: rc %d (%s)",
+	       what, rc, err);
 	rc = jpeg_pipeline_reference(worker, &p, buf, len, 0, out, err, sizeof err);
 	CHECKF(rc == FEEDER_EDECODE && err[0], "%s (reference): rc %d (%s)", what, rc, err);
 	free(out);
@@ -355,7 +375,8 @@ static void check_corrupt(const struct image *im)
 			copy[600 + (s >> 8) % (im->len - 600)] ^= (uint8_t)(1u << (s % 8));
 		}
 		char err[256];
-		int rc = jpeg_pipeline_run(worker, &p, copy, im->len, (uint64_t)t, out, err, sizeof err);
+		int rc = jpeg_pipeline_run(worker, &p, copy, im->len, (uint64_t)t, out, err,
+					   sizeof err);
 		CHECKF(rc == 0 || rc == FEEDER_EDECODE, "bit flips: rc %d", rc);
 	}
 	char err[256];
@@ -384,7 +405,8 @@ static void check_corrupt(const struct image *im)
 	memset(cmyk, 90, sizeof cmyk);
 	unsigned char *jpeg = NULL;
 	unsigned long len = 0;
-	CHECK(tj && tjCompress2(tj, cmyk, 32, 0, 32, TJPF_CMYK, &jpeg, &len, TJSAMP_444, 90, 0) == 0);
+	CHECK(tj &&
+	      tjCompress2(tj, cmyk, 32, 0, 32, TJPF_CMYK, &jpeg, &len, TJSAMP_444, 90, 0) == 0);
 	tjDestroy(tj);
 	expect_decode_error("CMYK", jpeg, len, "CMYK");
 	tjFree(jpeg);
@@ -446,7 +468,8 @@ int main(void)
 			for (int train = 0; train <= 1; train++) {
 				struct feeder_stream_opts p;
 				proto_opts_jpeg(&p, sizes[s], train);
-				if (sizes[s] > (uint32_t)images[i].w || sizes[s] > (uint32_t)images[i].h)
+				if (sizes[s] > (uint32_t)images[i].w ||
+				    sizes[s] > (uint32_t)images[i].h)
 					continue;
 				int keys = train ? 12 : 1; /* eval ignores the key */
 				for (int k = 0; k < keys; k++)
@@ -462,8 +485,9 @@ int main(void)
 	p.jpeg.train = 0;
 	compare(&images[1], p, 0, &worst);
 
-	fprintf(stderr, "worst MAD %.5f (limit %.5f); IDCT scales used: 1:%u 1/2:%u 1/4:%u 1/8:%u\n",
-		worst, 2.0 / 255, scale_seen[1], scale_seen[2], scale_seen[4], scale_seen[8]);
+	fprintf(stderr,
+		"worst MAD %.5f (limit %.5f); IDCT scales used: 1:%u 1/2:%u 1/4:%u 1/8:%u\n", worst,
+		2.0 / 255, scale_seen[1], scale_seen[2], scale_seen[4], scale_seen[8]);
 	CHECK(scale_seen[1] && scale_seen[2] && scale_seen[4] && scale_seen[8]);
 
 	check_layout_flip_norm(&images[1]);

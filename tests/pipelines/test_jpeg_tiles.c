@@ -92,8 +92,9 @@ static unsigned lossless(void)
 {
 	struct jpeg_tiler *t;
 	CHECKF(jpeg_tiler_create(&t, err, sizeof err) == 0, "%s", err);
-	const struct jpeg_tiles_policy pols[] = { { 1, 0 }, { 3, 0 }, { 0, JPEG_TILES_BYTES },
-						  { 0, 64 } };
+	const struct jpeg_tiles_policy pols[] = {
+		{ 1, 0 }, { 3, 0 }, { 0, JPEG_TILES_BYTES }, { 0, 64 }
+	};
 	unsigned checked = 0;
 	for (size_t i = 0; i < NSRC; i++) {
 		unsigned long len;
@@ -105,16 +106,18 @@ static unsigned lossless(void)
 			CHECKF(jpeg_tiles_transcode(t, j, len, &pols[k], &r, err, sizeof err) == 0,
 			       "%s: %s", sources[i].name, err);
 			struct jpeg_tiles ti;
-			CHECKF(jpeg_tiles_parse(r.data, r.len, &ti, err, sizeof err) == 0, "%s", err);
+			CHECKF(jpeg_tiles_parse(r.data, r.len, &ti, err, sizeof err) == 0, "%s",
+			       err);
 			CHECKF(ti.grid && ti.restart == r.restart && r.restart >= 1 &&
 				       ti.mcus_x % r.restart == 0,
-			       "%s: not a grid (restart %u, %u MCUs a row)", sources[i].name, ti.restart,
-			       ti.mcus_x);
+			       "%s: not a grid (restart %u, %u MCUs a row)", sources[i].name,
+			       ti.restart, ti.mcus_x);
 			if (pols[k].mcus)
 				CHECK(r.restart == jpeg_tiles_choose(ti.mcus_x, pols[k].mcus));
 			uint32_t w1, h1;
 			uint8_t *px1 = decode(r.data, r.len, &w1, &h1);
-			CHECKF(w1 == w0 && h1 == h0 && differing(px0, w0, 0, 0, px1, w1, 0, 0, w0, h0) == 0,
+			CHECKF(w1 == w0 && h1 == h0 &&
+				       differing(px0, w0, 0, 0, px1, w1, 0, 0, w0, h0) == 0,
 			       "%s: transcoded pixels differ", sources[i].name);
 			free(px1);
 			free(r.data);
@@ -130,10 +133,13 @@ static unsigned lossless(void)
 	jpeg_synth_pixels(px, w, h, 3, 9);
 	struct jpeg_tiles_result a, b;
 	const struct jpeg_tiles_policy none = { 0, 0 }, bytes = { 0, JPEG_TILES_BYTES };
-	CHECK(jpeg_tiles_encode(t, px, (size_t)w * 3, w, h, 3, 85, &none, &a, err, sizeof err) == 0);
-	CHECK(jpeg_tiles_encode(t, px, (size_t)w * 3, w, h, 3, 85, &bytes, &b, err, sizeof err) == 0);
+	CHECK(jpeg_tiles_encode(t, px, (size_t)w * 3, w, h, 3, 85, &none, &a, err, sizeof err) ==
+	      0);
+	CHECK(jpeg_tiles_encode(t, px, (size_t)w * 3, w, h, 3, 85, &bytes, &b, err, sizeof err) ==
+	      0);
 	struct jpeg_tiles ta, tb;
-	CHECK(jpeg_tiles_parse(a.data, a.len, &ta, err, sizeof err) == 0 && !ta.grid && ta.restart == 0);
+	CHECK(jpeg_tiles_parse(a.data, a.len, &ta, err, sizeof err) == 0 && !ta.grid &&
+	      ta.restart == 0);
 	CHECK(jpeg_tiles_parse(b.data, b.len, &tb, err, sizeof err) == 0 && tb.grid);
 	uint32_t aw, ah, bw, bh;
 	uint8_t *pa = decode(a.data, a.len, &aw, &ah), *pb = decode(b.data, b.len, &bw, &bh);
@@ -175,8 +181,8 @@ static unsigned cuts(const uint8_t *j, size_t len, const char *name, uint32_t *r
 		}
 		if (c0 == 0 && r0 == 0 && c1 == t.cols && r1 == t.mcus_y)
 			continue;
-		CHECKF(jpeg_tiles_cut(&t, j, len, c0, c1, r0, r1, &sub, err, sizeof err) == 0, "%s: %s",
-		       name, err);
+		CHECKF(jpeg_tiles_cut(&t, j, len, c0, c1, r0, r1, &sub, err, sizeof err) == 0,
+		       "%s: %s", name, err);
 		uint32_t sw, sh;
 		uint8_t *px = decode(sub.data, sub.len, &sw, &sh);
 		uint32_t ox = c0 * t.restart * t.mcu_w, oy = r0 * t.mcu_h;
@@ -187,10 +193,10 @@ static unsigned cuts(const uint8_t *j, size_t len, const char *name, uint32_t *r
 		uint32_t l = c0 ? t.mcu_w : 0, top = r0 ? t.mcu_h : 0;
 		uint32_t rgt = c1 < t.cols ? t.mcu_w : 0, bot = r1 < t.mcus_y ? t.mcu_h : 0;
 		if (sw > l + rgt && sh > top + bot) {
-			size_t d = differing(px, sw, l, top, whole, W, ox + l, oy + top, sw - l - rgt,
-					     sh - top - bot);
-			CHECKF(d == 0, "%s: %zu pixels of intervals %u..%u x rows %u..%u differ", name, d,
-			       c0, c1, r0, r1);
+			size_t d = differing(px, sw, l, top, whole, W, ox + l, oy + top,
+					     sw - l - rgt, sh - top - bot);
+			CHECKF(d == 0, "%s: %zu pixels of intervals %u..%u x rows %u..%u differ",
+			       name, d, c0, c1, r0, r1);
 		}
 		free(px);
 		n++;
@@ -218,27 +224,38 @@ static double pipeline(const uint8_t *tiled, size_t tlen, const uint8_t *plain, 
 				o.jpeg.train = (uint32_t)train;
 				o.jpeg.width = key % 3 ? 112 : 40; /* small outputs reach 1/8 */
 				o.jpeg.height = key % 3 ? 96 : 32;
-				o.dtype = dt == 0 ? FEEDER_DTYPE_U8 : dt == 1 ? FEEDER_DTYPE_F32 : FEEDER_DTYPE_F16;
+				o.dtype = dt == 0   ? FEEDER_DTYPE_U8
+					  : dt == 1 ? FEEDER_DTYPE_F32
+						    : FEEDER_DTYPE_F16;
 				o.layout = key % 2 ? FEEDER_LAYOUT_NHWC : FEEDER_LAYOUT_NCHW;
 				/* floats in [0,1] units (u8 is not normalized) */
 				for (int ch = 0; ch < 3; ch++) {
 					o.jpeg.mean[ch] = 0;
 					o.jpeg.std[ch] = 1;
 				}
-				CHECKF(jpeg_pipeline_run(w, &o, tiled, tlen, (uint64_t)key * 7919 + 3, a,
-							 err, sizeof err) == 0, "%s: %s", name, err);
-				CHECKF(jpeg_pipeline_reference(w, &o, tiled, tlen, (uint64_t)key * 7919 + 3,
-							       b, err, sizeof err) == 0, "%s: %s", name, err);
-				CHECKF(jpeg_pipeline_run(w, &o, plain, plen, (uint64_t)key * 7919 + 3, c,
-							 err, sizeof err) == 0, "%s: %s", name, err);
+				CHECKF(jpeg_pipeline_run(w, &o, tiled, tlen,
+							 (uint64_t)key * 7919 + 3, a, err,
+							 sizeof err) == 0,
+				       "%s: %s", name, err);
+				CHECKF(jpeg_pipeline_reference(w, &o, tiled, tlen,
+							       (uint64_t)key * 7919 + 3, b, err,
+							       sizeof err) == 0,
+				       "%s: %s", name, err);
+				CHECKF(jpeg_pipeline_run(w, &o, plain, plen,
+							 (uint64_t)key * 7919 + 3, c, err,
+							 sizeof err) == 0,
+				       "%s: %s", name, err);
 				size_t m = (size_t)3 * o.jpeg.width * o.jpeg.height;
 				double mad = 0, mx = 0;
 				for (size_t i = 0; i < m; i++) {
 					double x, y, z;
 					if (dt == 0) {
-						x = a[i]; y = b[i]; z = c[i];
+						x = a[i];
+						y = b[i];
+						z = c[i];
 					} else if (dt == 1) {
-						x = 255 * ((float *)a)[i]; y = 255 * ((float *)b)[i];
+						x = 255 * ((float *)a)[i];
+						y = 255 * ((float *)b)[i];
 						z = 255 * ((float *)c)[i];
 					} else {
 						x = 255 * half_to_float(((uint16_t *)a)[i]);
@@ -249,8 +266,9 @@ static double pipeline(const uint8_t *tiled, size_t tlen, const uint8_t *plain, 
 					mx = fabs(x - z) > mx ? fabs(x - z) : mx;
 				}
 				mad /= m * 255.0;
-				CHECKF(mad <= 2.0 / 255, "%s: key %d train %d dtype %d: MAD %.4f vs reference",
-				       name, key, train, dt, mad);
+				CHECKF(mad <= 2.0 / 255,
+				       "%s: key %d train %d dtype %d: MAD %.4f vs reference", name,
+				       key, train, dt, mad);
 				worst = mad > worst ? mad : worst;
 				*max_vs_plain = mx > *max_vs_plain ? mx : *max_vs_plain;
 			}
@@ -299,9 +317,10 @@ static void damaged(const uint8_t *j, size_t len, struct jpeg_worker *w)
 		for (int train = 0; train <= 1; train++)
 			for (uint64_t key = 0; key < 20; key++) {
 				o.jpeg.train = (uint32_t)train;
-				int rc = jpeg_pipeline_run(w, &o, bad, n, key, out, err, sizeof err);
-				CHECKF(rc == FEEDER_EDECODE, "marker %s: key %llu gave %d (%s)", what[k],
-				       (unsigned long long)key, rc, err);
+				int rc =
+					jpeg_pipeline_run(w, &o, bad, n, key, out, err, sizeof err);
+				CHECKF(rc == FEEDER_EDECODE, "marker %s: key %llu gave %d (%s)",
+				       what[k], (unsigned long long)key, rc, err);
 			}
 		printf("damaged tiling (marker %s): FEEDER_EDECODE: %s\n", what[k], err);
 	}
@@ -313,7 +332,8 @@ int main(void)
 	CHECKF(jpeg_decoder_create(&dec, err, sizeof err) == 0, "%s", err);
 	unsigned n = lossless();
 	printf("lossless: %u transcodes (10 sources x 4 policies) decode to the source's pixels; "
-	       "straight-to-tiles encode equals untiled encode\n", n);
+	       "straight-to-tiles encode equals untiled encode\n",
+	       n);
 
 	struct jpeg_tiler *t;
 	struct jpeg_worker *w;
@@ -336,11 +356,11 @@ int main(void)
 		 * reference and the untiled source never cut); a 40x24 image
 		 * is one interval wide and two MCUs high, so a crop and its
 		 * margin always need all of it */
-		CHECKF((cut > 0 || sources[i].w < 64) && cut <= 240, "%s: %llu samples cut", sources[i].name,
-		       (unsigned long long)cut);
+		CHECKF((cut > 0 || sources[i].w < 64) && cut <= 240, "%s: %llu samples cut",
+		       sources[i].name, (unsigned long long)cut);
 		printf("%-28s restart %u MCUs: %3llu of 240 samples from a sub-image; vs reference "
-		       "worst MAD %.4f; vs the untiled source max |diff| %.2f/255\n", sources[i].name,
-		       r.restart, (unsigned long long)cut, wm, vp);
+		       "worst MAD %.4f; vs the untiled source max |diff| %.2f/255\n",
+		       sources[i].name, r.restart, (unsigned long long)cut, wm, vp);
 		worst = wm > worst ? wm : worst;
 		vs_plain = vp > vs_plain ? vp : vs_plain;
 		if (i == 0)
@@ -350,7 +370,8 @@ int main(void)
 	}
 	printf("cut: %u sub-images equal the whole decode away from their cut edges\n", ncut);
 	printf("pipeline on tiled JPEGs: worst MAD vs reference %.4f (bound %.4f); max |diff| vs "
-	       "the untiled source %.2f/255\n", worst, 2.0 / 255, vs_plain);
+	       "the untiled source %.2f/255\n",
+	       worst, 2.0 / 255, vs_plain);
 	jpeg_worker_destroy(w);
 	jpeg_tiler_destroy(t);
 	jpeg_decoder_destroy(dec);

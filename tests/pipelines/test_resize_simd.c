@@ -155,8 +155,9 @@ static void compare(const struct rcase *c, int dtype, int layout, int n)
 {
 	void *p = run(c, RESIZE_IMPL_PORTABLE, dtype, layout, 0);
 	void *a = run(c, RESIZE_IMPL_AVX2, dtype, layout, 0);
-	float *raw = dtype == FEEDER_DTYPE_U8 ? run(c, RESIZE_IMPL_PORTABLE, FEEDER_DTYPE_F32, layout, 1)
-					   : NULL;
+	float *raw = dtype == FEEDER_DTYPE_U8
+			     ? run(c, RESIZE_IMPL_PORTABLE, FEEDER_DTYPE_F32, layout, 1)
+			     : NULL;
 	for (uint32_t y = 0; y < c->out_h; y++)
 		for (uint32_t x = 0; x < c->out_w; x++)
 			for (int ch = 0; ch < 3; ch++) {
@@ -170,8 +171,8 @@ static void compare(const struct rcase *c, int dtype, int layout, int n)
 					       n, layout, x, y, ch, va, vp);
 					CHECKF(fabs(vp - ve) <= 1e-4 * fmax(1, fabs(ve)) &&
 						       fabs(va - ve) <= 1e-4 * fmax(1, fabs(ve)),
-					       "case %d (%u,%u,%d): exact %.9g portable %.9g avx2 %.9g", n,
-					       x, y, ch, ve, vp, va);
+					       "case %d (%u,%u,%d): exact %.9g portable %.9g avx2 %.9g",
+					       n, x, y, ch, ve, vp, va);
 				} else if (dtype == FEEDER_DTYPE_F16) {
 					double vp = half_to_float(((uint16_t *)p)[i]);
 					double va = half_to_float(((uint16_t *)a)[i]);

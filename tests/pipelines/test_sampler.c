@@ -21,8 +21,8 @@ static void check_bijection(uint64_t n, uint64_t seed, uint64_t epoch)
 	CHECK(seen);
 	for (uint64_t k = 0; k < n; k++) {
 		uint64_t v = sampler_at(&s, k);
-		CHECKF(v < n, "n=%llu k=%llu -> %llu", (unsigned long long)n,
-		       (unsigned long long)k, (unsigned long long)v);
+		CHECKF(v < n, "n=%llu k=%llu -> %llu", (unsigned long long)n, (unsigned long long)k,
+		       (unsigned long long)v);
 		CHECKF(!seen[v], "n=%llu: %llu appears twice", (unsigned long long)n,
 		       (unsigned long long)v);
 		seen[v] = 1;
@@ -83,8 +83,9 @@ static void check_elastic(uint64_t n, uint32_t w1, uint32_t w2, uint32_t batch, 
 int main(void)
 {
 	char err[256];
-	static const uint64_t sizes[] = { 1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31, 97, 100, 101, 255,
-					  256, 257, 1000, 4093, 65521, 65536, 65537, 1000000 };
+	static const uint64_t sizes[] = { 1,   2,    3,    4,     5,     7,     8,      13,
+					  16,  17,   31,   97,    100,   101,   255,    256,
+					  257, 1000, 4093, 65521, 65536, 65537, 1000000 };
 	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
 		for (uint64_t seed = 0; seed < 3; seed++)
 			check_bijection(sizes[i], seed * 7919, seed + 1);
@@ -122,7 +123,8 @@ int main(void)
 			uint64_t total = 0, minlen = UINT64_MAX, maxlen = 0;
 			for (uint32_t r = 0; r < w; r++) {
 				struct sampler s;
-				CHECKF(sampler_init(&s, m, 9, 1, r, w, 1, err, sizeof err) == 0, "%s", err);
+				CHECKF(sampler_init(&s, m, 9, 1, r, w, 1, err, sizeof err) == 0,
+				       "%s", err);
 				uint64_t len = sampler_len(&s);
 				minlen = len < minlen ? len : minlen;
 				maxlen = len > maxlen ? len : maxlen;
@@ -136,8 +138,8 @@ int main(void)
 					CHECK(v == sampler_at(&all, r + k * w));
 				}
 			}
-			CHECKF(total == m, "n=%llu w=%u: ranks cover %llu", (unsigned long long)m, w,
-			       (unsigned long long)total);
+			CHECKF(total == m, "n=%llu w=%u: ranks cover %llu", (unsigned long long)m,
+			       w, (unsigned long long)total);
 			CHECK(maxlen - minlen <= 1);
 			free(seen);
 		}
@@ -176,7 +178,8 @@ int main(void)
 	CHECK(sampler_start(&st, 9, err, sizeof err) == 0 && sampler_len(&st) == 0);
 	CHECK(sampler_start(&st, 8, err, sizeof err) == 0 && sampler_len(&st) == 1);
 	err[0] = 0;
-	CHECK(sampler_start(&st, 11, err, sizeof err) == FEEDER_EINVAL && strstr(err, "past the 10"));
+	CHECK(sampler_start(&st, 11, err, sizeof err) == FEEDER_EINVAL &&
+	      strstr(err, "past the 10"));
 
 	/* Bad arguments are errors with a sentence. */
 	err[0] = 0;

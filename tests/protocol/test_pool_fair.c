@@ -46,15 +46,17 @@ int main(void)
 		unsigned long len;
 		uint8_t *jpg = jpeg_synth(24, 20, TJSAMP_420, 90, i, &len);
 		CHECK(jpg);
-		struct dsformat_sample s = { .label = i % 5, .payload_len = (uint32_t)len,
+		struct dsformat_sample s = { .label = i % 5,
+					     .payload_len = (uint32_t)len,
 					     .crc = crc32c(0, jpg, len) };
 		CHECK(dsstore_writer_put_sample(w, i, &s, jpg, err, sizeof(err)) == 0);
 		tjFree(jpg);
 	}
 	for (uint32_t c = 0; c < 5; c++)
 		CHECK(dsstore_writer_put_label(w, c, "class", err, sizeof(err)) == 0);
-	struct dsformat_header h = { .version = DSFORMAT_VERSION, .kind = DSFORMAT_KIND_JPEG,
-				     .samples = N, .classes = 5 };
+	struct dsformat_header h = {
+		.version = DSFORMAT_VERSION, .kind = DSFORMAT_KIND_JPEG, .samples = N, .classes = 5
+	};
 	CHECKF(dsstore_writer_finish(w, &h, err, sizeof(err)) == 0, "%s", err);
 
 	struct registry *reg;
@@ -128,7 +130,8 @@ int main(void)
 			const int32_t *labels = (const void *)(slot + g.labels_offset);
 			const uint64_t *indices = (const void *)(slot + g.indices_offset);
 			struct sampler order;
-			CHECK(sampler_init(&order, N, o->seed, r.epoch, 0, 1, 1, err, sizeof(err)) == 0);
+			CHECK(sampler_init(&order, N, o->seed, r.epoch, 0, 1, 1, err,
+					   sizeof(err)) == 0);
 			for (uint32_t i = 0; i < r.samples; i++) {
 				uint64_t idx = sampler_at(&order, r.batch_index * o->batch + i);
 				CHECK(indices[i] == idx && labels[i] == (int32_t)(idx % 5));
@@ -157,7 +160,8 @@ int main(void)
 	enum { HEAVY = 4 };
 	struct stream *hs[HEAVY], *ls;
 	for (int i = 0; i < HEAVY; i++)
-		CHECKF(stream_create(&hs[i], 10 + (uint32_t)i, d, &heavy, 4096, 2, err, sizeof(err)) == 0,
+		CHECKF(stream_create(&hs[i], 10 + (uint32_t)i, d, &heavy, 4096, 2, err,
+				     sizeof(err)) == 0,
 		       "%s", err);
 	CHECKF(stream_create(&ls, 20, d, &light, 4096, 2, err, sizeof(err)) == 0, "%s", err);
 	struct pool *p2;
@@ -202,12 +206,15 @@ int main(void)
 	}
 	double hs_ = h1 - h0, ls_ = l1 - l0;
 	double share = ls_ / (hs_ + ls_);
-	fprintf(stderr, "worker seconds over 1.5 s: heavy client %.3f (4 streams of 256x256 f32), "
+	fprintf(stderr,
+		"worker seconds over 1.5 s: heavy client %.3f (4 streams of 256x256 f32), "
 		"light client %.3f (1 stream of 16x16 u8, %llu samples): light share %.2f\n",
 		hs_, ls_, (unsigned long long)(light_samples1 - light_samples0), share);
 	CHECKF(hs_ + ls_ > 0.5, "the workers were barely busy (%.3f s)", hs_ + ls_);
-	CHECKF(share > 0.35 && share < 0.65, "the light client got %.0f %% of the worker time, "
-	       "not about half", share * 100);
+	CHECKF(share > 0.35 && share < 0.65,
+	       "the light client got %.0f %% of the worker time, "
+	       "not about half",
+	       share * 100);
 	pool_lock(p2);
 	for (int i = 0; i < HEAVY + 1; i++)
 		pool_remove(p2, all[i]);

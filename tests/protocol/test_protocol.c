@@ -47,8 +47,9 @@ static int sample_msgs(struct proto_msg *out)
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_WELCOME;
-	m.u.welcome = (struct proto_welcome){ .session = 9, .max_streams = 8, .max_slots = 16,
-					      .quota = 1ull << 33 };
+	m.u.welcome = (struct proto_welcome){
+		.session = 9, .max_streams = 8, .max_slots = 16, .quota = 1ull << 33
+	};
 	strcpy(m.u.welcome.agent, "feederd 0.1.0");
 	out[n++] = m;
 
@@ -61,24 +62,44 @@ static int sample_msgs(struct proto_msg *out)
 	m.u.open.opts.pipeline = FEEDER_PIPE_FEATURES;
 	m.u.open.opts.dtype = FEEDER_DTYPE_F32;
 	m.u.open.opts.layout = FEEDER_LAYOUT_NCHW;
-	m.u.open.opts.features = (struct feeder_features_opts){ .chunk_len = 200, .pad = FEEDER_FEAT_PAD_SKIP,
-		.cmn = FEEDER_FEAT_CMN_SLIDING, .cmn_window = 300, .cvn = 1, .train = 1 };
+	m.u.open.opts.features = (struct feeder_features_opts){ .chunk_len = 200,
+								.pad = FEEDER_FEAT_PAD_SKIP,
+								.cmn = FEEDER_FEAT_CMN_SLIDING,
+								.cmn_window = 300,
+								.cvn = 1,
+								.train = 1 };
 	out[n++] = m;
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_STREAM_OPENED;
-	m.u.opened = (struct proto_stream_opened){ .tag = 7, .stream = 3, .slots = 4, .batch = 32,
-		.slot_size = 1 << 20, .ring_size = PROTO_RING_HEADER + 4 * (1 << 20), .batches = 100,
-		.batches_per_epoch = 50, .samples = 1601, .classes = 10, .dtype = FEEDER_DTYPE_F16,
-		.layout = FEEDER_LAYOUT_NCHW, .ndim = 4, .shape = { 32, 3, 64, 64 },
-		.labels_offset = 64, .indices_offset = 192, .tensor_offset = 4096,
-		.tensor_bytes = 32 * 3 * 64 * 64 * 2 };
+	m.u.opened = (struct proto_stream_opened){ .tag = 7,
+						   .stream = 3,
+						   .slots = 4,
+						   .batch = 32,
+						   .slot_size = 1 << 20,
+						   .ring_size = PROTO_RING_HEADER + 4 * (1 << 20),
+						   .batches = 100,
+						   .batches_per_epoch = 50,
+						   .samples = 1601,
+						   .classes = 10,
+						   .dtype = FEEDER_DTYPE_F16,
+						   .layout = FEEDER_LAYOUT_NCHW,
+						   .ndim = 4,
+						   .shape = { 32, 3, 64, 64 },
+						   .labels_offset = 64,
+						   .indices_offset = 192,
+						   .tensor_offset = 4096,
+						   .tensor_bytes = 32 * 3 * 64 * 64 * 2 };
 	out[n++] = m;
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_BATCH_READY;
-	m.u.ready = (struct proto_batch_ready){ .stream = 3, .slot = 2, .epoch = 5,
-		.batch_index = 1ull << 40, .samples = 31, .replacements = 2 };
+	m.u.ready = (struct proto_batch_ready){ .stream = 3,
+						.slot = 2,
+						.epoch = 5,
+						.batch_index = 1ull << 40,
+						.samples = 31,
+						.replacements = 2 };
 	out[n++] = m;
 
 	memset(&m, 0, sizeof(m));
@@ -98,7 +119,9 @@ static int sample_msgs(struct proto_msg *out)
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_ERROR;
-	m.u.error = (struct proto_error){ .code = FEEDER_ENODATASET, .stream = 0, .tag = 7, .fatal = 1 };
+	m.u.error = (struct proto_error){
+		.code = FEEDER_ENODATASET, .stream = 0, .tag = 7, .fatal = 1
+	};
 	strcpy(m.u.error.message, "no dataset named 'x' in /srv/datasets");
 	out[n++] = m;
 
@@ -114,27 +137,50 @@ static int sample_msgs(struct proto_msg *out)
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_STATUS_REPLY;
-	m.u.status_reply = (struct feeder_status){ .uptime_ms = 123456, .clients = 2,
-		.streams = 3, .workers = 4, .datasets = 5, .memory_used = 6, .memory_limit = 7,
-		.batches = 8, .samples = 9, .replacements = 10, .decode_errors = 11,
-		.protocol_errors = 12, .samples_per_s = 1234.5 };
+	m.u.status_reply = (struct feeder_status){ .uptime_ms = 123456,
+						   .clients = 2,
+						   .streams = 3,
+						   .workers = 4,
+						   .datasets = 5,
+						   .memory_used = 6,
+						   .memory_limit = 7,
+						   .batches = 8,
+						   .samples = 9,
+						   .replacements = 10,
+						   .decode_errors = 11,
+						   .protocol_errors = 12,
+						   .samples_per_s = 1234.5 };
 	out[n++] = m;
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_DATASET_INFO;
-	m.u.dataset = (struct feeder_dataset_status){ .kind = 1, .classes = 1000, .samples = 1281167,
-		.feat_dim = 0, .streams = 2 };
+	m.u.dataset = (struct feeder_dataset_status){
+		.kind = 1, .classes = 1000, .samples = 1281167, .feat_dim = 0, .streams = 2
+	};
 	strcpy(m.u.dataset.name, "imagenet");
 	out[n++] = m;
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_STREAM_INFO;
-	m.u.stream = (struct feeder_stream_status){ .stream = 3, .session = 9, .pid = 100, .uid = 1000,
-		.pipeline = 1, .batch = 32, .slots = 4, .ready = 2, .epoch = 1, .batches_sent = 10,
-		.batches_total = 20, .samples = 320, .replacements = 1, .samples_per_s = 999.25,
-		.client_wait_us = 55, .ring_full_us = 66 };
+	m.u.stream = (struct feeder_stream_status){ .stream = 3,
+						    .session = 9,
+						    .pid = 100,
+						    .uid = 1000,
+						    .pipeline = 1,
+						    .batch = 32,
+						    .slots = 4,
+						    .ready = 2,
+						    .epoch = 1,
+						    .batches_sent = 10,
+						    .batches_total = 20,
+						    .samples = 320,
+						    .replacements = 1,
+						    .samples_per_s = 999.25,
+						    .client_wait_us = 55,
+						    .ring_full_us = 66 };
 	strcpy(m.u.stream.dataset, "imagenet");
-	strcpy(m.u.stream.settings, "wave fbank 80, chunk 200 train, cmn utt, noise=musan p=0.6 "
+	strcpy(m.u.stream.settings,
+	       "wave fbank 80, chunk 200 train, cmn utt, noise=musan p=0.6 "
 	       "snr 0..15/5..15/13..20 babble 3..7, rir=rirs p=0.6, speed p=0.5 labels=new, "
 	       "gain off, specaug p=0.6 t1x10 f1x8, dither 1, f32");
 	out[n++] = m;
@@ -155,7 +201,8 @@ static int enc(const struct proto_msg *m)
 
 static void expect(int got, int want, const char *what)
 {
-	CHECKF(got == want, "%s: got %d (%s), want %d; err '%s'", what, got, status_str(got), want, err);
+	CHECKF(got == want, "%s: got %d (%s), want %d; err '%s'", what, got, status_str(got), want,
+	       err);
 	CHECKF(want == 0 || strlen(err) > 10, "%s: no sentence in err", what);
 }
 
@@ -176,7 +223,8 @@ static void expect_opts(struct proto_msg m, int want, const char *field, const c
 	err[0] = 0;
 	int rc = proto_opts_check(&m.u.open.opts, err, sizeof(err));
 	expect(rc, want, what);
-	CHECKF(!want || !field || strstr(err, field), "%s: '%s' does not name %s", what, err, field);
+	CHECKF(!want || !field || strstr(err, field), "%s: '%s' does not name %s", what, err,
+	       field);
 }
 
 static void test_round_trips(void)
@@ -225,7 +273,8 @@ static void test_header_errors(void)
 	memcpy(buf, save, (size_t)n);
 
 	bytes_put_le16(buf + 4, PROTO_VERSION + 1);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EVERSION, "wrong version");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EVERSION,
+	       "wrong version");
 	CHECK(strstr(err, "version"));
 	memcpy(buf, save, (size_t)n);
 
@@ -240,12 +289,15 @@ static void test_header_errors(void)
 
 	/* A length field that disagrees with the type, or with what arrived. */
 	bytes_put_le32(buf + 8, bytes_le32(buf + 8) + 1);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "length field +1");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "length field +1");
 	bytes_put_le32(buf + 8, 0xffffffffu);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "length field huge");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "length field huge");
 	memcpy(buf, save, (size_t)n);
 	bytes_put_le32(buf + 12, 1);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "reserved header");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "reserved header");
 	memcpy(buf, save, (size_t)n);
 
 	/* Truncated anywhere, or with bytes appended. */
@@ -255,14 +307,17 @@ static void test_header_errors(void)
 		CHECKF(rc == FEEDER_EPROTO, "truncated to %d bytes: got %d", cut, rc);
 	}
 	memset(buf + n, 0, 8);
-	expect(proto_decode(buf, (size_t)n + 1, &d, err, sizeof(err)), FEEDER_EPROTO, "one byte extra");
-	expect(proto_decode(buf, PROTO_MAX_MESSAGE + 1, &d, err, sizeof(err)), FEEDER_EPROTO, "oversized");
+	expect(proto_decode(buf, (size_t)n + 1, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "one byte extra");
+	expect(proto_decode(buf, PROTO_MAX_MESSAGE + 1, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "oversized");
 	CHECK(strstr(err, "larger"));
 	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), 0, "the original");
 
 	/* Every type's payload length is below the limit. */
 	for (int t = 1; t <= PROTO_TYPE_MAX; t++)
-		CHECK(proto_payload_len(t) > 0 && proto_payload_len(t) + PROTO_HEADER_SIZE <= PROTO_MAX_MESSAGE);
+		CHECK(proto_payload_len(t) > 0 &&
+		      proto_payload_len(t) + PROTO_HEADER_SIZE <= PROTO_MAX_MESSAGE);
 	CHECK(proto_payload_len(0) == 0 && proto_payload_len(PROTO_TYPE_MAX + 1) == 0);
 	/* Encode refuses a buffer that is too small and an unknown type. */
 	CHECK(proto_encode(&m, buf, 20) == FEEDER_EINVAL);
@@ -281,14 +336,17 @@ static void test_strings(void)
 	memcpy(save, buf, (size_t)n);
 
 	memset(name, 'a', FEEDER_DATASET_MAX); /* no NUL at all */
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "name without NUL");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "name without NUL");
 	CHECK(strstr(err, "dataset"));
 	memcpy(buf, save, (size_t)n);
 	name[40] = 'x'; /* a hidden byte after the NUL */
 	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "junk after NUL");
 	memcpy(buf, save, (size_t)n);
 
-	const char *bad[] = { "", "../etc", "..", ".", ".hidden", "a/b", "a b", "x\xc3\xa9", "a\\b" };
+	const char *bad[] = {
+		"", "../etc", "..", ".", ".hidden", "a/b", "a b", "x\xc3\xa9", "a\\b"
+	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		m = open_msg();
 		strcpy(m.u.open.opts.dataset, bad[i]);
@@ -319,17 +377,21 @@ static void test_strings(void)
 	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), 0, "stream info");
 	CHECK(strcmp(d.u.stream.settings, all[si].u.stream.settings) == 0);
 	memset(set, 'a', FEEDER_SETTINGS_MAX);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "settings without NUL");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "settings without NUL");
 	CHECK(strstr(err, "settings"));
 	memcpy(buf, save, (size_t)n);
 	set[FEEDER_SETTINGS_MAX - 2] = 'x';
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "settings junk after NUL");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "settings junk after NUL");
 	memcpy(buf, save, (size_t)n);
 	set[4] = '\n';
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "settings newline");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "settings newline");
 	CHECK(strstr(err, "settings"));
 	set[4] = (char)0xc3;
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "settings non-ASCII");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "settings non-ASCII");
 	memcpy(buf, save, (size_t)n);
 	all[si].u.stream.settings[0] = 0; /* an empty line is allowed */
 	n = enc(&all[si]);
@@ -341,14 +403,19 @@ static void test_strings(void)
 	strcpy(e.u.error.message, "x");
 	n = enc(&e);
 	memset(buf + PROTO_HEADER_SIZE + 16, 'z', PROTO_TEXT_MAX);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "unterminated message");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "unterminated message");
 }
 
 static void test_open_fields(void)
 {
 	struct proto_msg m;
-#define BAD_OPEN(field, stmt) \
-	do { m = open_msg(); stmt; expect_opts(m, FEEDER_EINVAL, field, #stmt); } while (0)
+#define BAD_OPEN(field, stmt)                                                                      \
+	do {                                                                                       \
+		m = open_msg();                                                                    \
+		stmt;                                                                              \
+		expect_opts(m, FEEDER_EINVAL, field, #stmt);                                       \
+	} while (0)
 	BAD_OPEN("pipeline", m.u.open.opts.pipeline = 0);
 	BAD_OPEN("pipeline", m.u.open.opts.pipeline = 4);
 	BAD_OPEN("batch", m.u.open.opts.batch = 0);
@@ -375,7 +442,8 @@ static void test_open_fields(void)
 	BAD_OPEN("jpeg.train", m.u.open.opts.jpeg.train = 2);
 	BAD_OPEN("jpeg.scale_min", m.u.open.opts.jpeg.scale_min = 0);
 	BAD_OPEN("jpeg.scale_max", m.u.open.opts.jpeg.scale_max = 1.5f);
-	BAD_OPEN("jpeg.scale_min", m.u.open.opts.jpeg.scale_min = 0.9f; m.u.open.opts.jpeg.scale_max = 0.5f);
+	BAD_OPEN("jpeg.scale_min", m.u.open.opts.jpeg.scale_min = 0.9f;
+		 m.u.open.opts.jpeg.scale_max = 0.5f);
 	BAD_OPEN("jpeg.ratio_min", m.u.open.opts.jpeg.ratio_min = -1);
 	BAD_OPEN("jpeg.ratio_max", m.u.open.opts.jpeg.ratio_max = NAN);
 	BAD_OPEN("jpeg.flip_p", m.u.open.opts.jpeg.flip_p = 1.01f);
@@ -383,10 +451,15 @@ static void test_open_fields(void)
 	BAD_OPEN("jpeg.mean[2]", m.u.open.opts.jpeg.mean[2] = INFINITY);
 	BAD_OPEN("jpeg.std[0]", m.u.open.opts.jpeg.std[0] = 0);
 	/* wave streams: ranges, and the relations proto_opts_check adds. */
-#define BAD_WAVE(field, stmt) \
-	do { m = open_msg(); m.u.open.opts.pipeline = FEEDER_PIPE_WAVE; \
-	     m.u.open.opts.layout = FEEDER_LAYOUT_NCHW; m.u.open.opts.dtype = FEEDER_DTYPE_F32; stmt; \
-	     expect_opts(m, FEEDER_EINVAL, field, #stmt); } while (0)
+#define BAD_WAVE(field, stmt)                                                                      \
+	do {                                                                                       \
+		m = open_msg();                                                                    \
+		m.u.open.opts.pipeline = FEEDER_PIPE_WAVE;                                         \
+		m.u.open.opts.layout = FEEDER_LAYOUT_NCHW;                                         \
+		m.u.open.opts.dtype = FEEDER_DTYPE_F32;                                            \
+		stmt;                                                                              \
+		expect_opts(m, FEEDER_EINVAL, field, #stmt);                                       \
+	} while (0)
 	BAD_WAVE("wave.chunk_len", m.u.open.opts.wave.chunk_len = FEEDER_MAX_WAVE_CHUNK + 1);
 	BAD_WAVE("wave.features", m.u.open.opts.wave.features = 3);
 	BAD_WAVE("wave.bins", m.u.open.opts.wave.bins = 2);
@@ -401,7 +474,8 @@ static void test_open_fields(void)
 	BAD_WAVE("wave.gain_min_db", m.u.open.opts.wave.gain_min_db = 7);
 	BAD_WAVE("wave.speed_labels", m.u.open.opts.wave.speed_labels = 2);
 	BAD_WAVE("wave.dither", m.u.open.opts.wave.dither = NAN);
-	BAD_WAVE("wave.cvn", m.u.open.opts.wave.cvn = 1; m.u.open.opts.wave.cmn = FEEDER_FEAT_CMN_NONE);
+	BAD_WAVE("wave.cvn", m.u.open.opts.wave.cvn = 1;
+		 m.u.open.opts.wave.cmn = FEEDER_FEAT_CMN_NONE);
 	BAD_WAVE("u8", m.u.open.opts.dtype = FEEDER_DTYPE_U8);
 	/* The other pipeline's options are not read, so not checked. */
 	m = open_msg();
@@ -424,8 +498,12 @@ static void test_open_fields(void)
 	sample_msgs(all);
 	f = all[3];
 	CHECK(f.u.open.opts.pipeline == FEEDER_PIPE_FEATURES);
-#define BAD_FEAT(field, stmt) \
-	do { m = f; stmt; expect_opts(m, FEEDER_EINVAL, field, #stmt); } while (0)
+#define BAD_FEAT(field, stmt)                                                                      \
+	do {                                                                                       \
+		m = f;                                                                             \
+		stmt;                                                                              \
+		expect_opts(m, FEEDER_EINVAL, field, #stmt);                                       \
+	} while (0)
 	BAD_FEAT("u8", m.u.open.opts.dtype = FEEDER_DTYPE_U8);
 	BAD_FEAT("layout", m.u.open.opts.layout = FEEDER_LAYOUT_NHWC);
 	BAD_FEAT("features.chunk_len", m.u.open.opts.features.chunk_len = 0);
@@ -454,17 +532,20 @@ static void test_other_fields(void)
 
 	m = (struct proto_msg){ .type = PROTO_RELEASE };
 	n = enc(&m);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "release stream 0");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "release stream 0");
 
 	m = (struct proto_msg){ .type = PROTO_BATCH_READY };
 	m.u.ready = (struct proto_batch_ready){ .stream = 1, .samples = 2, .replacements = 3 };
 	n = enc(&m);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "replacements > samples");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "replacements > samples");
 
 	m = (struct proto_msg){ .type = PROTO_ERROR };
 	m.u.error.code = 5;
 	n = enc(&m);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "positive error code");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "positive error code");
 
 	struct proto_msg all[32];
 	sample_msgs(all);
@@ -472,37 +553,44 @@ static void test_other_fields(void)
 	CHECK(m.type == PROTO_STREAM_OPENED);
 	m.u.opened.ring_size += 4096;
 	n = enc(&m);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "ring size mismatch");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "ring size mismatch");
 	m = all[4];
 	m.u.opened.tensor_offset = 100;
 	n = enc(&m);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "unaligned tensor");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "unaligned tensor");
 	m = all[4];
 	m.u.opened.tensor_bytes = m.u.opened.slot_size;
 	n = enc(&m);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "tensor past slot");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "tensor past slot");
 	/* A device ring: the device table follows the slots, page aligned. */
 	m = all[4];
 	m.u.opened.memory = FEEDER_MEMORY_DEVICE;
 	m.u.opened.placement = FEEDER_PLACEMENT_GPU;
 	m.u.opened.device_table = m.u.opened.ring_size;
 	m.u.opened.ring_size += proto_device_table_size(4, PROTO_TENSOR_ALIGN);
-	CHECK(proto_device_table_size(4, 4096) == 4096 && proto_device_table_size(32, 4096) == 8192);
+	CHECK(proto_device_table_size(4, 4096) == 4096 &&
+	      proto_device_table_size(32, 4096) == 8192);
 	n = enc(&m);
 	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), 0, "device ring");
-	CHECK(d.u.opened.memory == FEEDER_MEMORY_DEVICE && d.u.opened.device_table == m.u.opened.device_table);
+	CHECK(d.u.opened.memory == FEEDER_MEMORY_DEVICE &&
+	      d.u.opened.device_table == m.u.opened.device_table);
 	struct proto_msg dev = m;
 	m.u.opened.device_table -= 4096; /* over the last slot */
 	n = enc(&m);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "table over slots");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "table over slots");
 	m = dev;
-	m.u.opened.ring_size -= 4096;    /* table cut short */
+	m.u.opened.ring_size -= 4096; /* table cut short */
 	n = enc(&m);
 	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "short table");
 	m = dev;
 	m.u.opened.memory = FEEDER_MEMORY_HOST; /* a host ring with a table */
 	n = enc(&m);
-	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO, "host ring, table");
+	expect(proto_decode(buf, (size_t)n, &d, err, sizeof(err)), FEEDER_EPROTO,
+	       "host ring, table");
 	m = dev;
 	m.u.opened.memory = 2;
 	n = enc(&m);
@@ -554,7 +642,8 @@ static void test_describe(void)
 	proto_opts_jpeg(&o, 224, 1);
 	proto_opts_describe(&o, line, sizeof line);
 	CHECKF(strcmp(line, "jpeg 224x224 train, scale 0.08..1 ratio 0.75..1.33, flip p=0.5, "
-			    "f32 NCHW") == 0, "jpeg train: '%s'", line);
+			    "f32 NCHW") == 0,
+	       "jpeg train: '%s'", line);
 	proto_opts_jpeg(&o, 160, 0);
 	o.dtype = FEEDER_DTYPE_U8;
 	o.layout = FEEDER_LAYOUT_NHWC;
@@ -570,8 +659,10 @@ static void test_describe(void)
 	proto_opts_default(&o);
 	o.pipeline = FEEDER_PIPE_WAVE;
 	proto_opts_describe(&o, line, sizeof line);
-	CHECKF(strcmp(line, "wave fbank 80, chunk 200 train, cmn utt, noise off, rir off, speed off, "
-			    "gain off, specaug off, dither off, f32") == 0, "wave default: '%s'", line);
+	CHECKF(strcmp(line,
+		      "wave fbank 80, chunk 200 train, cmn utt, noise off, rir off, speed off, "
+		      "gain off, specaug off, dither off, f32") == 0,
+	       "wave default: '%s'", line);
 	struct feeder_wave_opts *w = &o.wave;
 	strcpy(w->noise, "musan");
 	w->noise_p = 0.6f;
@@ -585,9 +676,10 @@ static void test_describe(void)
 	o.dtype = FEEDER_DTYPE_F16;
 	CHECK(proto_opts_check(&o, err, sizeof err) == 0);
 	proto_opts_describe(&o, line, sizeof line);
-	CHECKF(strcmp(line, "wave fbank 80, chunk 200 train, cmn utt, noise=musan p=0.6 snr "
-			    "0..15/5..15/13..20 babble 3..7, rir=rirs p=0.6, speed p=0.5 labels=new, "
-			    "gain p=0.25 -6..6 dB, specaug p=0.6 t1x10 f1x8, dither 1, f16") == 0,
+	CHECKF(strcmp(line,
+		      "wave fbank 80, chunk 200 train, cmn utt, noise=musan p=0.6 snr "
+		      "0..15/5..15/13..20 babble 3..7, rir=rirs p=0.6, speed p=0.5 labels=new, "
+		      "gain p=0.25 -6..6 dB, specaug p=0.6 t1x10 f1x8, dither 1, f16") == 0,
 	       "wave augmented: '%s'", line);
 	/* Eval applies none of it, and says so. */
 	w->train = 0;
@@ -595,7 +687,8 @@ static void test_describe(void)
 	w->cmn = FEEDER_FEAT_CMN_NONE;
 	proto_opts_describe(&o, line, sizeof line);
 	CHECKF(strcmp(line, "wave mfcc 30 ceps 80 bins, chunk 200 eval, cmn none, no augmentation, "
-			    "f16") == 0, "wave eval: '%s'", line);
+			    "f16") == 0,
+	       "wave eval: '%s'", line);
 	/* Long names: cut, ending in "...", and still a terminated string;
 	 * a short buffer too. */
 	w->train = 1;

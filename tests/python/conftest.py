@@ -1,82 +1,24 @@
 """conftest.py — fixtures of the Python client's tests: small datasets made
 with the project's own generators and packer, a real feederd on a temporary
-socket, and the C reference consumer (c_reference) that the Loader's batches
-are held to. Paths come from $FEEDER_BUILD, as for every other test.
+socket (both from tests/lib/python/feeder_testlib.py, which the benchmarks
+share), and the C reference consumer (c_reference) that the Loader's
+batches are held to. Paths come from $FEEDER_BUILD, as for every other test.
 """
 import os
 import shutil
-import socket as socketmod
 import struct
-import subprocess
+import sys
 import tempfile
 import time
 
 import numpy as np
 import pytest
 
-BUILD = os.environ.get("FEEDER_BUILD", "")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib", "python"))
+from feeder_testlib import (AudioMissing, Daemon, build_images, build_speech,  # noqa: E402,F401
+                            run, tool)
 
-
-def tool(rel):
-    path = os.path.join(BUILD, rel)
-    if not BUILD or not os.access(path, os.X_OK):
-        pytest.skip("%s is not built (FEEDER_BUILD=%r)" % (rel, BUILD))
-    return path
-
-
-def run(*argv):
-    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        raise RuntimeError("%s failed (%d): %s" % (" ".join(argv), r.returncode, r.stderr[-2000:]))
-    return r.stdout
-
-
-class Daemon:
-    """A feederd serving `datasets` on a socket in its own temporary dir
-    (extra: more command-line flags)."""
-
-    def __init__(self, datasets, workdir, *extra):
-        self.datasets = datasets
-        self.sock = os.path.join(workdir, "feederd.sock")
-        self.log = os.path.join(workdir, "feederd.log")
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                [tool("daemon/feederd"), "--config", "/dev/null", "--socket", self.sock,
-                 "--datasets", datasets, "--workers", "2", *extra],
-                stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("feederd exited at start: " + self.log_tail())
-            if os.path.exists(self.sock):
-                s = socketmod.socket(socketmod.AF_UNIX, socketmod.SOCK_SEQPACKET)
-                try:
-                    s.connect(self.sock)
-                    return
-                except OSError:
-                    pass
-                finally:
-                    s.close()
-            time.sleep(0.05)
-        raise RuntimeError("feederd did not listen within 10 s: " + self.log_tail())
-
-    def log_tail(self):
-        try:
-            with open(self.log) as f:
-                return "".join(f.readlines()[-20:])
-        except OSError:
-            return ""
-
-    def kill(self, sig=9):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            if sig in (9, 15):
-                self.proc.wait(10)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
+from feeder._lib import ffi, lib  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -92,33 +34,42 @@ def datasets(workdir):
     shorter side of 48 so that decoding is cheap on a shared machine."""
     ds = os.path.join(workdir, "datasets")
     os.makedirs(ds, exist_ok=True)
-    src = os.path.join(workdir, "src-imgs")
-    run(tool("tools/gen/gen-images"), "40", src, "--classes", "4", "--seed", "3", "--threads", "1")
-    run(tool("packer/packer"), "pack", "images", "--resize-shorter", "48", "--threads", "1",
-        src, os.path.join(ds, "imgs"))
+    build_images(os.path.join(ds, "imgs"), os.path.join(workdir, "src-imgs"))
     return ds
 
 
 def add_speech(datasets, workdir):
     """datasets/speech: 3 speakers x 4 synthetic utterances as fbank
-    features; returns False where packer has no audio support."""
+    features. Raises AudioMissing in a build without audio support, and
+    any other failure as it is."""
     dest = os.path.join(datasets, "speech")
-    if os.path.exists(dest):
-        return True
-    src = os.path.join(workdir, "src-speech")
-    run(tool("tools/gen/gen-speech"), "3", "4", src, "--seed", "5", "--min-dur", "1", "--max-dur", "2",
-        "--threads", "1")
-    r = subprocess.run([tool("packer/packer"), "pack", "audio", "--threads", "1", src, dest],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return r.returncode == 0
+    if not os.path.exists(dest):
+        build_speech(dest, os.path.join(workdir, "src-speech"))
+    return dest
 
 
 @pytest.fixture(scope="session")
 def daemon(datasets, workdir):
-    add_speech(datasets, workdir)
+    """feederd serving imgs and, where the build has audio support, speech
+    (daemon.no_audio is then None, else the reason)."""
+    try:
+        add_speech(datasets, workdir)
+        no_audio = None
+    except AudioMissing as e:
+        no_audio = str(e)
     d = Daemon(datasets, workdir)
+    d.no_audio = no_audio
     yield d
     d.stop()
+
+
+@pytest.fixture
+def speech(daemon):
+    """The session daemon, for a test of the speech dataset: skipped only in
+    a build without audio support."""
+    if daemon.no_audio:
+        pytest.skip("this build has no audio support: %s" % daemon.no_audio)
+    return daemon
 
 
 @pytest.fixture
@@ -136,15 +87,22 @@ def own_daemon(datasets):
     shutil.rmtree(d, ignore_errors=True)
 
 
-_NP = {"u8": np.uint8, "f16": np.float16, "f32": np.float32}
+_NP = {lib.FEEDER_DTYPE_U8: np.uint8, lib.FEEDER_DTYPE_F16: np.float16,
+       lib.FEEDER_DTYPE_F32: np.float32}
 
 
-def c_batches(sock, workdir, dtype="f32", **kv):
-    """Every batch the C client receives for the request: a list of dicts
-    with epoch, index, replacements, labels and data (shaped arrays)."""
+def c_batches(sock, workdir, **fields):
+    """Every batch the C client receives for the request: fields are fields
+    of struct feeder_stream_opts by their C path (batch=8, seed=3,
+    **{"jpeg.height": 32}), enums by their value (lib.FEEDER_*);
+    the rest keep libfeeder's defaults. A list of dicts with epoch, index,
+    replacements, labels and data (shaped arrays)."""
     out = os.path.join(workdir, "c-dump-%d.bin" % time.monotonic_ns())
-    args = ["%s=%s" % (k, v) for k, v in kv.items()] + ["dtype=" + dtype]
+    args = ["%s=%s" % kv for kv in fields.items()]
     run(tool("tests/python/c_reference"), "dump", sock, out, *args)
+    o = ffi.new("struct feeder_stream_opts *")
+    lib.feeder_stream_opts_init(o)
+    dtype = np.dtype(_NP[int(fields.get("dtype", o.dtype))])
     with open(out, "rb") as f:
         raw = f.read()
     os.unlink(out)
@@ -154,7 +112,7 @@ def c_batches(sock, workdir, dtype="f32", **kv):
         pos += 48
         labels = np.frombuffer(raw, np.int32, count, pos)
         pos += 4 * count
-        data = np.frombuffer(raw, _NP[dtype], nbytes // np.dtype(_NP[dtype]).itemsize, pos)
+        data = np.frombuffer(raw, dtype, nbytes // dtype.itemsize, pos)
         pos += nbytes
         batches.append({"epoch": epoch, "index": index, "replacements": repl,
                         "labels": labels, "data": data.reshape(s0, s1, s2, s3)})

@@ -89,7 +89,8 @@ def main():
 def train(a, rank, world):
     torch.manual_seed(0)  # the same initial model on every rank (DDP also broadcasts it)
     loader = feeder.Loader(a.dataset, a.batch, pipeline=feeder.Jpeg(16), socket=a.socket,
-                           dtype="float32", as_torch=True, drop_last=False, return_index=True)
+                           dtype="float32", as_torch=True, drop_last=False, return_index=True,
+                           shuffle=True)
     assert (loader.rank, loader.world_size) == (rank, world)
     model = torch.nn.parallel.DistributedDataParallel(
         torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 16 * 16, loader.classes)))

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # run_pytest.sh PYTHON NAME FILE — run one pytest file of the Python client as
 # one meson test, and write $FEEDER_BUILD/pytest-counts/NAME.json with
-# {"passed", "failed", "skipped"} so that tests/run counts each pytest case
-# (NAME must be the meson test's name). Exit 0 when nothing failed, 1 when
+# {"passed", "failed", "skipped", "skipped_gpu"} so that tests/run counts each
+# pytest case (NAME must be the meson test's name); skipped_gpu counts the
+# skips whose reason is the lack of a CUDA device, the only ones strict mode
+# (tests/run --strict) lets pass. Exit 0 when nothing failed, 1 when
 # something did, 77 when pytest or NumPy is missing or no case ran.
 # In a sanitizer build the ASan/UBSan runtimes are preloaded (sanitizer_env.sh).
 set -u
@@ -23,7 +25,7 @@ rc=$?
 "$py" - "$xml" "$counts/$name.json" <<'PY'
 import json, sys
 import xml.etree.ElementTree as ET
-p = f = s = 0
+p = f = s = g = 0
 try:
     root = ET.parse(sys.argv[1]).getroot()
     for ts in ([root] if root.tag == "testsuite" else root.iter("testsuite")):
@@ -31,9 +33,10 @@ try:
         fl = int(ts.get("failures", 0)) + int(ts.get("errors", 0))
         sk = int(ts.get("skipped", 0))
         p += n - fl - sk; f += fl; s += sk
+        g += sum("no CUDA device" in (e.get("message") or "") for e in ts.iter("skipped"))
 except (OSError, ET.ParseError):
     f = 1
-json.dump({"passed": p, "failed": f, "skipped": s}, open(sys.argv[2], "w"))
+json.dump({"passed": p, "failed": f, "skipped": s, "skipped_gpu": g}, open(sys.argv[2], "w"))
 PY
 rm -f "$xml"
 if [ $rc -eq 0 ] && grep -q '"passed": 0,.*"skipped": [1-9]' "$counts/$name.json"; then

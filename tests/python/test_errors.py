@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-feeder = pytest.importorskip("feeder")
+import feeder
 
 
 def test_missing_dataset(daemon):
@@ -30,12 +30,11 @@ def test_bad_dataset_name(daemon):
 @pytest.mark.parametrize("kw,words", [
     (dict(dtype="int7"), "dtype"),
     (dict(layout="CHWN"), "layout"),
-    (dict(batch_size=0), "batch_size"),
-    (dict(slots=0), "slots"),
-    (dict(rank=2, world_size=2), "rank"),
+    (dict(placement="tpu"), "placement"),
     (dict(pipeline="audio"), "pipeline"),
     (dict(on_error="ignore"), "on_error"),
     (dict(seed=-1), "seed"),
+    (dict(batch_size=-1), "batch_size"),
 ])
 def test_bad_option_in_python(daemon, kw, words):
     kw.setdefault("batch_size", 8)
@@ -43,6 +42,20 @@ def test_bad_option_in_python(daemon, kw, words):
         feeder.Loader("imgs", socket=daemon.sock, **kw)
     assert words in str(e.value)
     assert isinstance(e.value, ValueError)
+
+
+@pytest.mark.parametrize("kw,words", [
+    (dict(batch_size=0), "batch 0 is not within 1..65536"),
+    (dict(slots=0), "slots 0 is not within 1..256"),
+    (dict(rank=2, world_size=2), "rank 2 is not below world 2"),
+])
+def test_range_refused_by_daemon(daemon, kw, words):
+    """Ranges are the daemon's (proto_opts_check): its sentence names the
+    field and the range."""
+    kw.setdefault("batch_size", 8)
+    with pytest.raises(feeder.OptionError) as e:
+        feeder.Loader("imgs", socket=daemon.sock, **kw)
+    assert words in str(e.value) and e.value.code == feeder._lib.lib.FEEDER_EINVAL
 
 
 def test_bad_option_refused_by_daemon(daemon):

@@ -1,22 +1,39 @@
 """test_loader.py — feeder.Loader against a real feederd: the batches equal
 what the C client receives for the same request, views are zero-copy (their
 memory lies inside the mapped ring), state_dict resumes exactly,
-set_epoch changes the order, ranks split the epoch."""
+set_epoch changes the order, ranks split the epoch, and the defaults are
+DataLoader's where it has the option."""
+import os
+import struct
+
+import lmdb
 import numpy as np
 import pytest
 
+import feeder
 from conftest import c_batches
-
-feeder = pytest.importorskip("feeder")
+from feeder._lib import lib
 
 SIZE = 32
 
 
 def loader(daemon, **kw):
+    """The Loader most tests use: shuffled, full batches, float16 (the
+    defaults are tested by test_defaults_are_dataloaders)."""
     kw.setdefault("pipeline", feeder.Jpeg(SIZE))
     kw.setdefault("batch_size", 8)
     kw.setdefault("timeout", 20)
+    kw.setdefault("shuffle", True)
+    kw.setdefault("drop_last", True)
+    kw.setdefault("dtype", "float16")
     return feeder.Loader("imgs", socket=daemon.sock, **kw)
+
+
+def c_jpeg(daemon, workdir, size=SIZE, train=1, **fields):
+    """c_batches of imgs through the jpeg pipeline at size x size."""
+    fields.update({"dataset": "imgs", "jpeg.height": size, "jpeg.width": size,
+                   "jpeg.train": train})
+    return c_batches(daemon.sock, workdir, **fields)
 
 
 def epoch_of(ld):
@@ -38,17 +55,16 @@ def test_len_shape_dtype(daemon):
 
 CASES = [
     # (C dtype, Loader dtype, layout, train, batch, drop_last)
-    ("f16", "float16", "NCHW", 1, 8, True),
-    ("u8", "uint8", "NHWC", 0, 8, True),
-    ("f32", np.float32, "NCHW", 1, 6, False),
+    (lib.FEEDER_DTYPE_F16, "float16", "NCHW", 1, 8, True),
+    (lib.FEEDER_DTYPE_U8, "uint8", "NHWC", 0, 8, True),
+    (lib.FEEDER_DTYPE_F32, np.float32, "NCHW", 1, 6, False),
 ]
 
 
 @pytest.mark.parametrize("cdt,dt,layout,train,batch,drop", CASES)
 def test_equals_c_client(daemon, workdir, cdt, dt, layout, train, batch, drop):
-    ref = c_batches(daemon.sock, workdir, dtype=cdt, dataset="imgs", batch=batch, seed=11,
-                    epoch=2, size=SIZE, train=train, layout=layout.lower(),
-                    drop_last=int(drop))
+    ref = c_jpeg(daemon, workdir, train=train, dtype=cdt, batch=batch, seed=11, epoch=2,
+                 layout=getattr(lib, "FEEDER_LAYOUT_" + layout), drop_last=int(drop))
     ld = loader(daemon, batch_size=batch, seed=11, epoch=2, dtype=dt, layout=layout,
                 drop_last=drop, pipeline=feeder.Jpeg(SIZE, train=bool(train)))
     got = epoch_of(ld)
@@ -62,8 +78,7 @@ def test_equals_c_client(daemon, workdir, cdt, dt, layout, train, batch, drop):
 
 
 def test_copy_true_owns_equal_arrays(daemon, workdir):
-    ref = c_batches(daemon.sock, workdir, dtype="f16", dataset="imgs", batch=8, seed=4,
-                    size=SIZE, drop_last=1)
+    ref = c_jpeg(daemon, workdir, dtype=lib.FEEDER_DTYPE_F16, batch=8, seed=4, drop_last=1)
     ld = loader(daemon, seed=4, copy=True)
     ring = ld.ring
     got = list(ld)  # kept across batches: only owned arrays may be
@@ -171,19 +186,13 @@ def test_rank_split(daemon, monkeypatch):
     assert _samples(epoch_of(ld)) == parts[1]
 
 
-def test_features_equal_c_client(daemon, workdir):
-    try:
-        ld = feeder.Loader("speech", 4, pipeline=feeder.Features(chunk_len=40), dtype="float32",
-                           socket=daemon.sock, seed=3, timeout=20)
-    except feeder.DatasetError as e:
-        pytest.skip("no speech dataset (packer without audio): %s" % e)
-    except feeder.OptionError as e:
-        if "without the features pipeline" in str(e):
-            pytest.skip(str(e))
-        raise
+def test_features_equal_c_client(speech, workdir):
+    ld = feeder.Loader("speech", 4, pipeline=feeder.Features(chunk_len=40), dtype="float32",
+                       socket=speech.sock, seed=3, timeout=20, shuffle=True, drop_last=True)
     got = epoch_of(ld)
-    ref = c_batches(daemon.sock, workdir, dtype="f32", dataset="speech", pipeline="features",
-                    batch=4, seed=3, chunk=40, drop_last=1)
+    ref = c_batches(speech.sock, workdir, dtype=lib.FEEDER_DTYPE_F32, dataset="speech",
+                    pipeline=lib.FEEDER_PIPE_FEATURES, batch=4, seed=3,
+                    **{"features.chunk_len": 40}, drop_last=1)
     assert len(got) == len(ref) == len(ld) == 3
     for (d, lab), r in zip(got, ref):
         assert d.shape == (4, ld.shape[1], 40) and d.dtype == np.float32
@@ -194,9 +203,6 @@ def test_features_equal_c_client(daemon, workdir):
 def _dataset_labels_names(daemon):
     """Each record's label and name, read from the dataset's LMDB file with
     python3-lmdb (an independent reader)."""
-    lmdb = pytest.importorskip("lmdb")
-    import os
-    import struct
     env = lmdb.open(os.path.join(daemon.datasets, "imgs"), readonly=True, lock=False,
                     max_dbs=8, subdir=True)
     labels, names = {}, {}
@@ -318,3 +324,21 @@ def test_elastic_state_without_position_is_refused(daemon):
     with pytest.raises(feeder.OptionError) as e:
         other.load_state_dict(state)
     assert "past the 40 samples" in str(e.value)
+
+
+def test_defaults_are_dataloaders(daemon, workdir):
+    """Loader(dataset, batch_size) is DataLoader(dataset, batch_size)'s
+    epoch: in dataset order, with the last short batch; the rest is
+    libfeeder's defaults (float32, 4 slots), byte for byte the C client's
+    with shuffle off."""
+    ld = feeder.Loader("imgs", 6, pipeline=feeder.Jpeg(SIZE), socket=daemon.sock,
+                       return_index=True)
+    assert (ld.shuffle, ld.drop_last, ld.slots, ld.dtype) == (False, False, 4, np.float32)
+    got = [(d.copy(), lab.copy(), idx) for d, lab, idx in ld]
+    assert [len(lab) for _, lab, _ in got] == [6] * 6 + [4]
+    assert [i for _, _, idx in got for i in idx.tolist()] == list(range(40))
+    ref = c_jpeg(daemon, workdir, batch=6, shuffle=0)
+    assert len(ref) == len(got) == len(ld)
+    for (d, lab, _), r in zip(got, ref):
+        assert d.dtype == np.float32 and d.tobytes() == r["data"].tobytes()
+        assert np.array_equal(lab, r["labels"])

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # test_pip.sh — `pip install ./client/python`: into a fresh
 # virtual environment (with the system's site packages for NumPy and cffi:
-# no network here), then that environment's `import feeder` runs a Loader
+# no network here), from the source tree, which it leaves as it was (in a
+# git checkout, `git status --ignored client/python` is the same before and
+# after), with the cffi declarations generated from the headers; then that
+# environment's `import feeder` runs a Loader
 # against a real feederd with the library named by $FEEDER_LIBRARY, and
 # its batches (labels, indices, every pixel) equal those of the package
 # configured in the build tree. Without a loadable libfeeder, the import
 # fails with an ImportError that says where it looked.
-. "$FEEDER_SOURCE/tests/e2e/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 py=/usr/bin/python3
 $py -m venv --help >/dev/null 2>&1 || skip "python3 -m venv is missing (python3-venv)"
 $py -m pip --version >/dev/null 2>&1 || skip "pip is missing (python3-pip)"
@@ -14,15 +17,24 @@ lib=$build/client/libfeeder.so.0
 [ -e "$lib" ] || skip "$lib is not built"
 
 $py -m venv --system-site-packages "$tmp/venv" || fail "python3 -m venv"
-# from a copy: setuptools writes build/ and *.egg-info beside the sources
-mkdir -p "$tmp/pysrc"
-cp -r "$src/client/python/pyproject.toml" "$src/client/python/README.md" "$src/client/python/feeder" \
-	"$tmp/pysrc/" || fail "copying client/python"
+# straight from the source tree, which must be left as it was (setup.py
+# builds in a temporary directory and generates _cdef.py there)
+git_clean() { git -C "$src" status --porcelain --ignored -- client/python 2>/dev/null; }
+in_git=
+git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1 && in_git=1
+before=$(git_clean)
 "$tmp/venv/bin/python" -m pip install --no-build-isolation --no-deps --no-cache-dir --quiet \
-	"$tmp/pysrc" >"$tmp/pip.log" 2>&1 || fail "pip install: $(tail -5 "$tmp/pip.log")"
+	"$src/client/python" >"$tmp/pip.log" 2>&1 || fail "pip install: $(tail -5 "$tmp/pip.log")"
+if [ -n "$in_git" ]; then
+	after=$(git_clean)
+	left=$(diff <(echo "$before") <(echo "$after") | grep '^>' | head -5 | tr '\n' ' ')
+	[ "$before" = "$after" ] || fail "pip install left files in client/python: $left"
+fi
+ls "$tmp"/venv/lib/python3*/site-packages/feeder/_cdef.py >/dev/null 2>&1 \
+	|| fail "the installed package has no generated _cdef.py"
 
-make_dataset small 20 2 5
-start_daemon
+make_images small 20 2 5
+start_daemon || fail "$daemon_why"
 # after pip and the daemon: only the interpreters that load libfeeder need it
 . "$src/tests/python/sanitizer_env.sh"
 sanitizer_env "$lib"
@@ -66,4 +78,6 @@ if env -u PYTHONPATH FEEDER_LIBRARY="$tmp/nope/libfeeder.so.0" "$tmp/venv/bin/py
 fi
 grep -q "ImportError: feeder: cannot load libfeeder; tried $tmp/nope/libfeeder.so.0 (missing)" "$tmp/imp.err" \
 	|| fail "unclear ImportError: $(tail -2 "$tmp/imp.err")"
-echo "PASS: pip-installed feeder in a venv: 5 batches identical to the build tree's; ImportError: $(tail -1 "$tmp/imp.err")"
+tree="source tree not a git checkout: not checked"
+[ -n "$in_git" ] && tree="source tree left as it was"
+echo "PASS: pip-installed feeder in a venv ($tree): 5 batches identical to the build tree's; ImportError: $(tail -1 "$tmp/imp.err")"

@@ -16,9 +16,8 @@ import threading
 import numpy as np
 import pytest
 
+import feeder
 from conftest import Daemon, run, tool
-
-feeder = pytest.importorskip("feeder")
 
 N, BATCH, EPOCHS = 40, 4, 6
 

@@ -21,9 +21,9 @@ import wave as wavmod
 import numpy as np
 import pytest
 
+import feeder
 from conftest import Daemon, run, tool
 
-feeder = pytest.importorskip("feeder")
 sys.path.insert(0, os.path.join(os.environ.get("FEEDER_SOURCE", ""), "tests", "bench"))
 from feeder_lmdb import FeederLMDB  # noqa: E402
 
@@ -83,6 +83,7 @@ def loader(d, dataset="speech", batch=4, **wave):
     kw = {k: wave.pop(k) for k in ("seed", "epoch", "rank", "world_size", "shuffle", "dtype")
           if k in wave}
     kw.setdefault("dtype", "float32")
+    kw.setdefault("shuffle", True)
     return feeder.Loader(dataset, batch, pipeline=feeder.Wave(**wave), socket=d.sock,
                          drop_last=False, return_index=True, timeout=60, **kw)
 
@@ -102,8 +103,8 @@ def centred(d, dataset, index):
 def test_fbank_and_mfcc_match_torchaudio_kaldi(wave_daemon):
     # torchaudio computes in the waveform's precision: float64 makes it the
     # exact reference (its float32 run is itself ~1e-3 from it).
-    torch = pytest.importorskip("torch")
-    kaldi = pytest.importorskip("torchaudio.compliance.kaldi")
+    import torch
+    import torchaudio.compliance.kaldi as kaldi
     worst = {}
     for kind in ("fbank", "mfcc"):
         ld = loader(wave_daemon, train=False, features=kind, bins=80 if kind == "fbank" else 30,
@@ -296,7 +297,7 @@ import json, os, sys
 import feeder
 sock, state_path = sys.argv[1], sys.argv[2]
 ld = feeder.Loader("speech", 4, pipeline=feeder.Wave(**json.loads(sys.argv[3])), socket=sock,
-                   dtype="float32", drop_last=False, seed=3, timeout=60)
+                   dtype="float32", drop_last=False, seed=3, timeout=60, shuffle=True)
 for k, _ in enumerate(ld):
     with open(state_path + ".tmp", "w") as f:
         json.dump(ld.state_dict(), f)

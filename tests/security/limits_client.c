@@ -131,7 +131,8 @@ static int connect_raw(void)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	CHECK(strlen(sock_path) < sizeof(sa.sun_path));
 	memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
-	CHECKF(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect: %s", strerror(errno));
+	CHECKF(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect: %s",
+	       strerror(errno));
 	return fd;
 }
 
@@ -220,7 +221,8 @@ static int cmd_seals(void)
 	send_raw(fd, &m);
 	int mfd = -1;
 	CHECK(recv_raw(fd, &m, &mfd) == 0);
-	CHECKF(m.type == PROTO_STREAM_OPENED, "OPEN_STREAM answered with %s", proto_type_name(m.type));
+	CHECKF(m.type == PROTO_STREAM_OPENED, "OPEN_STREAM answered with %s",
+	       proto_type_name(m.type));
 	CHECKF(mfd >= 0, "STREAM_OPENED came without a descriptor");
 	struct proto_stream_opened info = m.u.opened;
 	struct stat st;
@@ -230,17 +232,20 @@ static int cmd_seals(void)
 	ssize_t tl = readlink(link, target, sizeof(target) - 1);
 	CHECK(tl > 0);
 	target[tl] = '\0';
-	CHECKF(strncmp(target, "/memfd:", 7) == 0, "the ring descriptor is %s, not a memfd", target);
+	CHECKF(strncmp(target, "/memfd:", 7) == 0, "the ring descriptor is %s, not a memfd",
+	       target);
 
 	int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 	int seals = fcntl(mfd, F_GET_SEALS);
 	CHECKF(seals >= 0 && (seals & want) == want, "seals 0x%x, want SHRINK|GROW|SEAL", seals);
 	errno = 0;
-	CHECKF(ftruncate(mfd, st.st_size - 4096) != 0 && errno == EPERM, "shrink: %s", strerror(errno));
+	CHECKF(ftruncate(mfd, st.st_size - 4096) != 0 && errno == EPERM, "shrink: %s",
+	       strerror(errno));
 	errno = 0;
 	CHECKF(ftruncate(mfd, 0) != 0 && errno == EPERM, "truncate to 0: %s", strerror(errno));
 	errno = 0;
-	CHECKF(ftruncate(mfd, st.st_size + 4096) != 0 && errno == EPERM, "grow: %s", strerror(errno));
+	CHECKF(ftruncate(mfd, st.st_size + 4096) != 0 && errno == EPERM, "grow: %s",
+	       strerror(errno));
 	errno = 0;
 	CHECKF(fallocate(mfd, 0, st.st_size, 4096) != 0 && errno == EPERM, "fallocate: %s",
 	       strerror(errno));
@@ -288,8 +293,8 @@ static int cmd_seals(void)
 		r.u.release.slot = m.u.ready.slot;
 		send_raw(fd, &r);
 	}
-	CHECKF(n == info.batches, "scribbled stream: %llu of %llu batches",
-	       (unsigned long long)n, (unsigned long long)info.batches);
+	CHECKF(n == info.batches, "scribbled stream: %llu of %llu batches", (unsigned long long)n,
+	       (unsigned long long)info.batches);
 	munmap(map, info.ring_size);
 	close(fd);
 	printf("scribbled ring: %llu batches still delivered; another client got all %llu of its own\n",
@@ -312,7 +317,8 @@ static int cmd_streams(unsigned max)
 	}
 	struct feeder_stream *extra;
 	int rc = try_open(f, &o, &extra);
-	CHECKF(rc == FEEDER_EQUOTA, "stream %u: %s, want FEEDER_EQUOTA", max + 1, feeder_strerror(rc));
+	CHECKF(rc == FEEDER_EQUOTA, "stream %u: %s, want FEEDER_EQUOTA", max + 1,
+	       feeder_strerror(rc));
 	CHECK(strstr(feeder_last_error(f), "limit") != NULL);
 	/* The earlier streams are untouched: each delivers all its batches. */
 	for (unsigned i = 0; i < max; i++) {
@@ -328,8 +334,8 @@ static int cmd_streams(unsigned max)
 		feeder_stream_close(s[i]);
 	free(s);
 	feeder_disconnect(f);
-	printf("streams: %u open and served, stream %u refused (EQUOTA), reopened after a close\n", max,
-	       max + 1);
+	printf("streams: %u open and served, stream %u refused (EQUOTA), reopened after a close\n",
+	       max, max + 1);
 	return 0;
 }
 
@@ -340,7 +346,8 @@ static int cmd_slots(unsigned max)
 	small_opts(&o, max + 1);
 	struct feeder_stream *s;
 	int rc = try_open(f, &o, &s);
-	CHECKF(rc == FEEDER_EQUOTA, "%u slots: %s, want FEEDER_EQUOTA", max + 1, feeder_strerror(rc));
+	CHECKF(rc == FEEDER_EQUOTA, "%u slots: %s, want FEEDER_EQUOTA", max + 1,
+	       feeder_strerror(rc));
 	o.slots = max;
 	CHECK(try_open(f, &o, &s) == 0);
 	struct feeder_stream_info info;
@@ -435,7 +442,8 @@ static int cmd_message(unsigned max)
 		       proto_type_name(m.type));
 		printf("  %zu-byte message: ERROR %d: %s\n", n, m.u.error.code, m.u.error.message);
 		if (over)
-			CHECK(strstr(m.u.error.message, "larger") || strstr(m.u.error.message, "size") ||
+			CHECK(strstr(m.u.error.message, "larger") ||
+			      strstr(m.u.error.message, "size") ||
 			      strstr(m.u.error.message, "long"));
 		CHECK(recv_raw(fd, &m, NULL) == FEEDER_ECLOSED);
 		close(fd);
@@ -445,7 +453,8 @@ static int cmd_message(unsigned max)
 	feeder_stream_close(s);
 	feeder_disconnect(f);
 	printf("message: %u bytes and %u bytes (malformed, oversized) each a fatal ERROR; "
-	       "another client streamed all %llu batches\n", max, max + 1, (unsigned long long)n);
+	       "another client streamed all %llu batches\n",
+	       max, max + 1, (unsigned long long)n);
 	return 0;
 }
 
@@ -480,8 +489,8 @@ static int open_name(const char *name, int *fatal, char *why, size_t whylen)
 
 static int cmd_names(int n, char **outside)
 {
-	const char *bad[] = { "../", "..", "../x", "/etc", "/", "a/../b", ".hidden", ".",
-			      "x/y", "uniq/../uniq" };
+	const char *bad[] = { "../",    "..",      "../x", "/etc", "/",
+			      "a/../b", ".hidden", ".",    "x/y",  "uniq/../uniq" };
 	char why[PROTO_TEXT_MAX];
 	int fatal = 0;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -499,7 +508,8 @@ static int cmd_names(int n, char **outside)
 	int code = open_name(dataset, &fatal, why, sizeof(why));
 	CHECKF(code == 0, "'%s': code %d: %s", dataset, code, why);
 	printf("names: %zu escaping names refused (EBADNAME), %d links out of the datasets not "
-	       "served (ENODATASET), '%s' served\n", sizeof(bad) / sizeof(bad[0]), n, dataset);
+	       "served (ENODATASET), '%s' served\n",
+	       sizeof(bad) / sizeof(bad[0]), n, dataset);
 	return 0;
 }
 
@@ -546,7 +556,7 @@ static atomic_uint_fast64_t steady_samples;
 static atomic_uint transient_refusals;
 
 struct steady {
-	uint32_t ref[65536];    /* CRC-32C of each sample's eval-mode pixels */
+	uint32_t ref[65536]; /* CRC-32C of each sample's eval-mode pixels */
 	uint64_t n;
 	struct feeder *f;
 	struct feeder_stream *s;
@@ -568,10 +578,12 @@ static void *steady_run(void *arg)
 		size_t one = b.bytes / b.count;
 		for (uint32_t i = 0; i < b.count; i++) {
 			int32_t l = b.labels[i];
-			CHECKF(l >= 0 && (uint64_t)l < st->n && !seen[l], "steady: label %d twice or out of range", l);
+			CHECKF(l >= 0 && (uint64_t)l < st->n && !seen[l],
+			       "steady: label %d twice or out of range", l);
 			seen[l] = 1;
 			CHECKF(crc32c(0, (const uint8_t *)b.data + i * one, one) == st->ref[l],
-			       "steady: sample %d of epoch %llu has other bytes", l, (unsigned long long)epoch);
+			       "steady: sample %d of epoch %llu has other bytes", l,
+			       (unsigned long long)epoch);
 		}
 		in_epoch += b.count;
 		atomic_fetch_add(&steady_samples, b.count);
@@ -589,7 +601,7 @@ static void *steady_run(void *arg)
 struct churner {
 	pthread_t t;
 	unsigned rounds;
-	pthread_barrier_t *hold;  /* NULL: churn; else connect, wait, wait, leave */
+	pthread_barrier_t *hold; /* NULL: churn; else connect, wait, wait, leave */
 	uint64_t batches;
 };
 
@@ -602,8 +614,8 @@ static struct feeder *connect_retry(void)
 			return f;
 		/* A disconnection the daemon has not seen yet still counts
 		 * against max_clients: that refusal is transient. */
-		CHECKF(rc == FEEDER_EQUOTA && tries < 500, "connect: %s (%s)", feeder_last_error(NULL),
-		       feeder_strerror(rc));
+		CHECKF(rc == FEEDER_EQUOTA && tries < 500, "connect: %s (%s)",
+		       feeder_last_error(NULL), feeder_strerror(rc));
 		atomic_fetch_add(&transient_refusals, 1);
 		usleep(2000);
 	}
@@ -670,8 +682,8 @@ static void wait_settled(int watch, unsigned clients, unsigned streams, uint64_t
 			return;
 		usleep(10000);
 	}
-	CHECKF(0, "the daemon still counts %u clients, %u streams, %llu bytes", r.clients, r.streams,
-	       (unsigned long long)r.memory_used);
+	CHECKF(0, "the daemon still counts %u clients, %u streams, %llu bytes", r.clients,
+	       r.streams, (unsigned long long)r.memory_used);
 }
 
 static int cmd_churn(unsigned clients, unsigned rounds, pid_t pid)
@@ -696,8 +708,9 @@ static int cmd_churn(unsigned clients, unsigned rounds, pid_t pid)
 			break;
 		CHECK(rc == 0);
 		for (uint32_t i = 0; i < b.count; i++)
-			st.ref[b.labels[i]] = crc32c(0, (const uint8_t *)b.data + i * (b.bytes / b.count),
-						     b.bytes / b.count);
+			st.ref[b.labels[i]] =
+				crc32c(0, (const uint8_t *)b.data + i * (b.bytes / b.count),
+				       b.bytes / b.count);
 		CHECK(feeder_batch_release(s, &b) == 0);
 	}
 	feeder_stream_close(s);

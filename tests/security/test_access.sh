@@ -7,7 +7,9 @@
 # allow_groups are served, and a user outside socket_group cannot even
 # connect (EACCES). Makes its own users and groups with useradd/groupadd and
 # removes them on exit; skipped when not root.
-source "$FEEDER_SOURCE/tests/security/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+limits=$build/tests/security/limits_client
+need_exe "$limits"
 [ "$(id -u)" -eq 0 ] || skip "creating test users needs root (running as uid $(id -u))"
 for t in useradd userdel groupadd groupdel setpriv; do
 	command -v $t >/dev/null || skip "$t is not installed"
@@ -21,7 +23,7 @@ cleanup_ids() {
 	for u in "${users[@]}"; do userdel "$u" >/dev/null 2>&1; done
 	for g in "${groups[@]}"; do groupdel "$g" >/dev/null 2>&1; done
 }
-trap 'cleanup_ids; cleanup' EXIT
+at_exit cleanup_ids
 add_group() { groupadd "$1" || fail "groupadd $1"; groups+=("$1"); }
 add_user() { # NAME PRIMARY [SUPPLEMENTARY]
 	useradd -M -N -d /nonexistent -s /usr/sbin/nologin -g "$2" ${3:+-G "$3"} "$1" \
@@ -36,7 +38,7 @@ add_user "$u_prim" "$okgrp" "$sockgrp"
 add_user "$u_supp" "$sockgrp" "$okgrp"
 add_user "$u_out" nogroup
 
-make_unique_dataset uniq 12
+make_images uniq 12 3 5 --unique --resize-shorter 48
 # Other users reach the socket through $tmp, and run a copy of the client
 # (the build tree may be private).
 chmod 0755 "$tmp"
@@ -45,7 +47,8 @@ cp "$limits" "$tmp/bin/"
 find "$build/client" -maxdepth 1 -name 'libfeeder.so*' ! -type d -exec cp -P {} "$tmp/bin/" \;
 chmod -R a+rX "$tmp/bin"
 
-start_daemon --socket-group "$sockgrp" --allow-users "$u_named" --allow-groups "$okgrp"
+start_daemon --socket-group "$sockgrp" --allow-users "$u_named" --allow-groups "$okgrp" \
+	|| fail "$daemon_why"
 got=$(stat -c '%a %G' "$sock")
 [ "$got" = "660 $sockgrp" ] || fail "socket is '$got', want '660 $sockgrp'"
 echo "socket: $got"
@@ -77,12 +80,12 @@ echo "$u_out (outside socket_group): $out"
 # root, the daemon's own user, is always served.
 "$limits" "$sock" connect uniq >/dev/null || fail "root was not served"
 daemon_alive
-stop_daemon
+stop_daemon || fail "$daemon_why"
 
 # Without allow lists every user who can open the socket is served.
-start_daemon --socket-group "$sockgrp"
+start_daemon --socket-group "$sockgrp" || fail "$daemon_why"
 expect_served "$u_denied" "no allow lists"
-stop_daemon
+stop_daemon || fail "$daemon_why"
 
 # A feederd that cannot give its socket the group asked for does not start
 # (here: run as a user outside that group).

@@ -6,12 +6,14 @@
 # served (ENODATASET), at start and after SIGHUP. A lock.mdb link is harmless
 # (datasets are opened with MDB_NOLOCK): its target is never created.
 # (test_daemon_wire's test_rescan covers links that stay inside.)
-source "$FEEDER_SOURCE/tests/security/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+limits=$build/tests/security/limits_client
+need_exe "$limits"
 # A dataset outside the served directory, and one inside it.
-make_unique_dataset secret 12
+make_images secret 12 3 5 --unique --resize-shorter 48
 mkdir -p "$tmp/outside"
 mv "$datasets/secret" "$tmp/outside/secret"
-make_unique_dataset uniq 12
+make_images uniq 12 3 5 --unique --resize-shorter 48
 
 ln -s "$tmp/outside/secret" "$datasets/linkdir"
 ln -s ../outside/secret "$datasets/rellink"
@@ -21,7 +23,7 @@ mkdir "$datasets/linklock"
 cp "$tmp/outside/secret/data.mdb" "$datasets/linklock/data.mdb"
 ln -s "$tmp/outside/secret/lock.mdb" "$datasets/linklock/lock.mdb"
 
-start_daemon
+start_daemon || fail "$daemon_why"
 "$limits" "$sock" names uniq linkdir rellink linkdata secret || fail "names at start"
 # Links made while the daemon runs are not picked up by a rescan either.
 ln -s "$tmp/outside/secret" "$datasets/latelink"

@@ -134,7 +134,8 @@ static int run_noread(double end)
 		}
 		close(fd);
 	}
-	printf("noread: %u connections, %lu requests whose replies were never read\n", rounds, sent);
+	printf("noread: %u connections, %lu requests whose replies were never read\n", rounds,
+	       sent);
 	return 0;
 }
 
@@ -166,7 +167,8 @@ static int run_keepfd(double end)
 			continue;
 		}
 		int mfd = -1;
-		if (recv_within(fd, &m, &mfd, 5000) != 0 || m.type != PROTO_STREAM_OPENED || mfd < 0) {
+		if (recv_within(fd, &m, &mfd, 5000) != 0 || m.type != PROTO_STREAM_OPENED ||
+		    mfd < 0) {
 			if (mfd >= 0)
 				close(mfd);
 			usleep(200000); /* refused (over quota?): try again later */
@@ -211,7 +213,8 @@ static int slots_intact(const uint8_t *ring, uint64_t slot_size)
 {
 	for (uint32_t i = 0; i < 2; i++) {
 		const struct proto_slot_header *h =
-			(const struct proto_slot_header *)(ring + PROTO_RING_HEADER + i * slot_size);
+			(const struct proto_slot_header *)(ring + PROTO_RING_HEADER +
+							   i * slot_size);
 		if (h->epoch != 0 || h->batch_index != i || h->samples == 0)
 			return 0;
 	}
@@ -253,7 +256,8 @@ static int run_keepheld(double end)
 		return 1;
 	}
 	usleep(500000); /* the daemon has dropped the connection */
-	printf("held: slot_size %llu, pages %llu\n", (unsigned long long)slot_size, memfd_bytes(mfd));
+	printf("held: slot_size %llu, pages %llu\n", (unsigned long long)slot_size,
+	       memfd_bytes(mfd));
 	while (now_s() < end)
 		usleep(50000);
 	int ok = slots_intact(ring, slot_size) && memfd_bytes(mfd) >= 2 * slot_size;

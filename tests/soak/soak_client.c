@@ -88,30 +88,60 @@ static void usage(void)
 static void parse(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
-		{ "socket", 1, 0, 's' },  { "dataset", 1, 0, 'd' }, { "record", 1, 0, 'r' },
-		{ "samples", 1, 0, 'n' }, { "batch", 1, 0, 'b' },   { "seed", 1, 0, 'S' },
-		{ "epochs", 1, 0, 'e' },  { "train", 1, 0, 't' },   { "size", 1, 0, 'z' },
-		{ "dtype", 1, 0, 'T' },   { "slots", 1, 0, 'k' },   { "delay-ms", 1, 0, 'w' },
+		{ "socket", 1, 0, 's' },      { "dataset", 1, 0, 'd' },   { "record", 1, 0, 'r' },
+		{ "samples", 1, 0, 'n' },     { "batch", 1, 0, 'b' },     { "seed", 1, 0, 'S' },
+		{ "epochs", 1, 0, 'e' },      { "train", 1, 0, 't' },     { "size", 1, 0, 'z' },
+		{ "dtype", 1, 0, 'T' },       { "slots", 1, 0, 'k' },     { "delay-ms", 1, 0, 'w' },
 		{ "max-batches", 1, 0, 'm' }, { "reconnect", 1, 0, 'R' }, { 0, 0, 0, 0 },
 	};
-	*a = (struct args){ .batch = 8, .epochs = 1000, .size = 32, .slots = 4, .train = 1,
+	*a = (struct args){ .batch = 8,
+			    .epochs = 1000,
+			    .size = 32,
+			    .slots = 4,
+			    .train = 1,
 			    .dtype = FEEDER_DTYPE_U8 };
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': a->socket = optarg; break;
-		case 'd': a->dataset = optarg; break;
-		case 'r': a->record = optarg; break;
-		case 'n': a->samples = strtoull(optarg, NULL, 10); break;
-		case 'b': a->batch = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'S': a->seed = strtoull(optarg, NULL, 10); break;
-		case 'e': a->epochs = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 't': a->train = atoi(optarg); break;
-		case 'z': a->size = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'k': a->slots = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'w': a->delay_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'm': a->max_batches = strtoull(optarg, NULL, 10); break;
-		case 'R': a->reconnect_ms = atoi(optarg); break;
+		case 's':
+			a->socket = optarg;
+			break;
+		case 'd':
+			a->dataset = optarg;
+			break;
+		case 'r':
+			a->record = optarg;
+			break;
+		case 'n':
+			a->samples = strtoull(optarg, NULL, 10);
+			break;
+		case 'b':
+			a->batch = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'S':
+			a->seed = strtoull(optarg, NULL, 10);
+			break;
+		case 'e':
+			a->epochs = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 't':
+			a->train = atoi(optarg);
+			break;
+		case 'z':
+			a->size = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'k':
+			a->slots = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'w':
+			a->delay_ms = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'm':
+			a->max_batches = strtoull(optarg, NULL, 10);
+			break;
+		case 'R':
+			a->reconnect_ms = atoi(optarg);
+			break;
 		case 'T':
 			a->dtype = strcmp(optarg, "u8") == 0    ? FEEDER_DTYPE_U8
 				   : strcmp(optarg, "f16") == 0 ? FEEDER_DTYPE_F16
@@ -120,7 +150,8 @@ static void parse(int argc, char **argv, struct args *a)
 			if (!a->dtype)
 				usage();
 			break;
-		default: usage();
+		default:
+			usage();
 		}
 	}
 	if (!a->socket || !a->dataset || !a->record || !a->samples || !a->batch || optind != argc)
@@ -197,14 +228,16 @@ int main(int argc, char **argv)
 					crc32c(0, (const uint8_t *)b.data + i * one, one));
 		len += snprintf(line + len, cap - (size_t)len, " end\n");
 		CHECK((size_t)len < cap);
-		CHECKF(write(out, line, (size_t)len) == len, "write %s: %s", a.record, strerror(errno));
+		CHECKF(write(out, line, (size_t)len) == len, "write %s: %s", a.record,
+		       strerror(errno));
 		CHECK(feeder_batch_release(s, &b) == 0);
 		if (++start == per_epoch) {
 			epoch++;
 			start = 0;
 		}
 		if (a.delay_ms) {
-			struct timespec ts = { a.delay_ms / 1000, (long)(a.delay_ms % 1000) * 1000000L };
+			struct timespec ts = { a.delay_ms / 1000,
+					       (long)(a.delay_ms % 1000) * 1000000L };
 			nanosleep(&ts, NULL);
 		}
 	}

@@ -9,30 +9,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(cond)                                                                  \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			exit(1);                                                     \
-		}                                                                    \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
-#define CHECKF(cond, ...)                                                            \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                \
-			fputc('\n', stderr);                                         \
-			exit(1);                                                     \
-		}                                                                    \
+#define CHECKF(cond, ...)                                                                          \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);   \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
-#define SKIP(...)                                                                    \
-	do {                                                                         \
-		fprintf(stderr, "SKIP: ");                                           \
-		fprintf(stderr, __VA_ARGS__);                                        \
-		fputc('\n', stderr);                                                 \
-		exit(77);                                                            \
+#define SKIP(...)                                                                                  \
+	do {                                                                                       \
+		fprintf(stderr, "SKIP: ");                                                         \
+		fprintf(stderr, __VA_ARGS__);                                                      \
+		fputc('\n', stderr);                                                               \
+		exit(77);                                                                          \
 	} while (0)
 
 /* Raw little-endian float32 files, for the modes in which a C test hands

@@ -11,7 +11,7 @@ int main(void)
 	CHECK(crc32c(0, "123456789", 9) == 0xe3069283u);
 	CHECK(crc32c_sw(0, "123456789", 9) == 0xe3069283u);
 	/* 32 zero bytes: the iSCSI test vector 8a9136aa. */
-	unsigned char z[32] = {0};
+	unsigned char z[32] = { 0 };
 	CHECK(crc32c(0, z, 32) == 0x8a9136aau);
 
 	unsigned char buf[1024 + 8];
@@ -26,11 +26,13 @@ int main(void)
 	static unsigned char big[3 * 8192 * 2 + 3 * 256 * 2 + 64];
 	for (size_t i = 0; i < sizeof(big); i++)
 		big[i] = (unsigned char)(i * 2654435761u >> 13);
-	static const size_t lens[] = { 767, 768, 769, 1536 + 5, 24575, 24576, 24577,
-				       49152 + 768 + 7, sizeof(big) - 8 };
+	static const size_t lens[] = {
+		767, 768, 769, 1536 + 5, 24575, 24576, 24577, 49152 + 768 + 7, sizeof(big) - 8
+	};
 	for (size_t off = 0; off < 8; off++)
 		for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
-			CHECKF(crc32c(0x1234u, big + off, lens[k]) == crc32c_sw(0x1234u, big + off, lens[k]),
+			CHECKF(crc32c(0x1234u, big + off, lens[k]) ==
+				       crc32c_sw(0x1234u, big + off, lens[k]),
 			       "off %zu len %zu", off, lens[k]);
 	/* crc32c_copy: the same CRC, and the bytes copied, no byte past them
 	 * written, at every alignment of source and destination. */
@@ -41,9 +43,12 @@ int main(void)
 				size_t n = lens[k];
 				memset(dst, 0xA5, sizeof dst);
 				uint32_t got = crc32c_copy(0x1234u, dst + doff, big + off, n);
-				CHECKF(got == crc32c_sw(0x1234u, big + off, n), "copy off %zu len %zu", off, n);
-				CHECKF(memcmp(dst + doff, big + off, n) == 0, "copy off %zu len %zu", off, n);
-				CHECKF(dst[doff + n] == 0xA5 && (doff == 0 || dst[doff - 1] == 0xA5),
+				CHECKF(got == crc32c_sw(0x1234u, big + off, n),
+				       "copy off %zu len %zu", off, n);
+				CHECKF(memcmp(dst + doff, big + off, n) == 0,
+				       "copy off %zu len %zu", off, n);
+				CHECKF(dst[doff + n] == 0xA5 &&
+					       (doff == 0 || dst[doff - 1] == 0xA5),
 				       "copy off %zu len %zu wrote outside", off, n);
 			}
 	for (size_t len = 0; len <= 1024; len += 1 + len / 7) {

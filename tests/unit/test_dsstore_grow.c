@@ -23,7 +23,8 @@ int main(void)
 		uint32_t len = LEN - (uint32_t)(i * 37 % 5000);
 		for (uint32_t j = 0; j < len; j++)
 			p[j] = (uint8_t)(i * 7 + j);
-		struct dsformat_sample s = { .label = (uint32_t)(i % 3), .payload_len = len,
+		struct dsformat_sample s = { .label = (uint32_t)(i % 3),
+					     .payload_len = len,
 					     .crc = crc32c(0, p, len) };
 		CHECKF(dsstore_writer_put_sample(w, i, &s, p, err, sizeof(err)) == 0, "%s", err);
 		char name[32];
@@ -33,17 +34,23 @@ int main(void)
 			CHECK(dsstore_writer_commit(w, err, sizeof(err)) == 0);
 	}
 	for (uint32_t c = 0; c < 3; c++)
-		CHECK(dsstore_writer_put_label(w, c, c == 0 ? "cat" : c == 1 ? "dog" : "eel", err, sizeof(err)) == 0);
+		CHECK(dsstore_writer_put_label(w, c,
+					       c == 0   ? "cat"
+					       : c == 1 ? "dog"
+							: "eel",
+					       err, sizeof(err)) == 0);
 	CHECK(dsstore_writer_grows(w) >= 5);
-	struct dsformat_header h = { .version = DSFORMAT_VERSION, .kind = DSFORMAT_KIND_JPEG,
-				     .samples = N, .classes = 3 };
+	struct dsformat_header h = {
+		.version = DSFORMAT_VERSION, .kind = DSFORMAT_KIND_JPEG, .samples = N, .classes = 3
+	};
 	CHECKF(dsstore_writer_finish(w, &h, err, sizeof(err)) == 0, "%s", err);
 
 	char path[300];
 	snprintf(path, sizeof(path), "%s/data.mdb", dir);
 	struct stat st;
 	CHECK(stat(path, &st) == 0);
-	CHECKF(st.st_size < (off_t)N * LEN * 11 / 10, "data file %lld bytes", (long long)st.st_size);
+	CHECKF(st.st_size < (off_t)N * LEN * 11 / 10, "data file %lld bytes",
+	       (long long)st.st_size);
 
 	struct dsstore *ds;
 	CHECKF(dsstore_open(dir, &ds, err, sizeof(err)) == 0, "%s", err);

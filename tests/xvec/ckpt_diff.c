@@ -38,7 +38,8 @@ int main(int argc, char **argv)
 	const float *pa = xvec_model_params(a, &na), *pb = xvec_model_params(b, &nb);
 	const float *ba = xvec_model_bn_stats(a, &sa), *bb = xvec_model_bn_stats(b, &sb);
 	if (na != nb || sa != sb) {
-		fprintf(stderr, "ckpt_diff: the models differ in shape (%zu and %zu parameters)\n", na, nb);
+		fprintf(stderr, "ckpt_diff: the models differ in shape (%zu and %zu parameters)\n",
+			na, nb);
 		return 1;
 	}
 	double worst = 0, top = 0, bn = 0;

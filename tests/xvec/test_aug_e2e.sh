@@ -13,25 +13,23 @@
 # seed 1 gives 38.9/24.7 %.) Also: the checkpoint records the wave input (eval
 # takes it, and refuses another), and --noise without --pipeline wave is a
 # usage error.
-source "$FEEDER_SOURCE/tests/e2e/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 xvec=$build/xvec/xvec
 [ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
 seed=${XVEC_AUG_SEED:-1}
-"$packer" pack audio --help 2>&1 | grep -q "without audio support" && skip "packer without audio support"
-"$build/tools/gen/gen-speech" 20 30 "$tmp/train" --seed "$seed" --threads 2 >/dev/null || fail "gen-speech train"
-"$build/tools/gen/gen-speech" 10 12 "$tmp/test" --seed $((seed + 100)) --threads 2 >/dev/null || fail "gen-speech test"
+threads=2
+make_speech train 20 30 "$seed" --store wave
+make_speech test 10 12 $((seed + 100)) --store wave
 for s in train test; do
 	k=$seed; [ $s = test ] && k=$((seed + 100))
 	"$build/tools/gen/gen-noise" --seed $k --count 6 --seconds 3:6 "$tmp/noise-$s" >/dev/null \
 		|| fail "gen-noise $s"
 	# gen-rir writes one folder of RIRs: pack its parent, one class.
 	"$build/tools/gen/gen-rir" --seed $k --count 12 "$tmp/rir-$s/rir" >/dev/null || fail "gen-rir $s"
+	pack_audio noise-$s "$tmp/noise-$s" --store wave
+	pack_audio rir-$s "$tmp/rir-$s" --store wave
 done
-for d in train test noise-train noise-test rir-train rir-test; do
-	"$packer" pack audio --store wave "$tmp/$d" "$datasets/$d" >"$tmp/pack-$d.log" 2>&1 \
-		|| fail "pack audio --store wave $d: $(tail -3 "$tmp/pack-$d.log")"
-done
-start_daemon
+start_daemon || fail "$daemon_why"
 common=(--socket "$sock" --pipeline wave --features mfcc --bins 30 --ceps 30 --batch 32
 	--width 128 --pool-width 256 --embed 64)
 train() {
@@ -73,5 +71,5 @@ if "$xvec" train --dataset train --socket "$sock" --out "$tmp/x" --noise noise-t
 else
 	[ $? = 2 ] || fail "--noise without --pipeline wave: not a usage error"
 fi
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "PASS: noisy+reverberant EER $aug_noisy (augmented) < $clean_noisy (clean)"

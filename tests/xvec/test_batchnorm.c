@@ -58,7 +58,8 @@ int main(void)
 		for (int c = 0; c < C; c++)
 			for (int t = 0; t < L; t++) {
 				int i = (b * C + c) * L + t;
-				float want = (r[i] - rm[c]) / sqrtf(rv[c] + 1e-5f) * gamma[c] + beta[c];
+				float want =
+					(r[i] - rm[c]) / sqrtf(rv[c] + 1e-5f) * gamma[c] + beta[c];
 				CHECK(fabsf(ye[i] - want) < 1e-5f * (1 + fabsf(want)));
 			}
 
@@ -114,7 +115,8 @@ int main(void)
 	 * the third another output than the batch of four did */
 	CHECK(xvec_model_forward(m, x, labels, MB, T, 1, &r1, err, sizeof(err)) == 0);
 	memcpy(probs, xvec_model_probs(m), sizeof(probs));
-	CHECK(xvec_model_forward(m, x + 2 * D * T, labels + 2, 2, T, 1, &r2, err, sizeof(err)) == 0);
+	CHECK(xvec_model_forward(m, x + 2 * D * T, labels + 2, 2, T, 1, &r2, err, sizeof(err)) ==
+	      0);
 	float diff = 0;
 	for (int s = 0; s < 5; s++)
 		diff += fabsf(xvec_model_probs(m)[s] - probs[2 * 5 + s]);

@@ -91,7 +91,8 @@ static void expect_reject(struct xvec_model *m, const char *path, int code, cons
 	rc = xvec_checkpoint_load(m, path, blob, sizeof(blob), NULL, err, sizeof(err));
 	printf("rejected (%d): %s\n", rc, err);
 	CHECKF(rc == code, "load returned %d (%s), want %d", rc, err, code);
-	CHECKF(strstr(err, word) && strstr(err, path), "message '%s' lacks '%s' or the path", err, word);
+	CHECKF(strstr(err, word) && strstr(err, path), "message '%s' lacks '%s' or the path", err,
+	       word);
 	CHECK(memcmp(copy, p, sizeof(float) * n) == 0 && xvec_model_step(m) == st);
 	free(copy);
 }
@@ -113,8 +114,8 @@ int main(void)
 	for (int k = 0; k < 3; k++)
 		step(a, k);
 	CHECKF(xvec_checkpoint_save(a, path, blob, sizeof(blob), err, sizeof(err)) == 0, "%s", err);
-	CHECKF(xvec_checkpoint_load(b, path, got, sizeof(got), &gotlen, err, sizeof(err)) == 0, "%s",
-	       err);
+	CHECKF(xvec_checkpoint_load(b, path, got, sizeof(got), &gotlen, err, sizeof(err)) == 0,
+	       "%s", err);
 	size_t n, nb;
 	xvec_model_params(a, &n);
 	xvec_model_bn_stats(a, &nb);
@@ -122,7 +123,8 @@ int main(void)
 	CHECK(memcmp(xvec_model_params(a, &n), xvec_model_params(b, &n), sizeof(float) * n) == 0);
 	CHECK(memcmp(xvec_model_adam(a)->m, xvec_model_adam(b)->m, sizeof(float) * n) == 0);
 	CHECK(memcmp(xvec_model_adam(a)->v, xvec_model_adam(b)->v, sizeof(float) * n) == 0);
-	CHECK(memcmp(xvec_model_bn_stats(a, &nb), xvec_model_bn_stats(b, &nb), sizeof(float) * nb) == 0);
+	CHECK(memcmp(xvec_model_bn_stats(a, &nb), xvec_model_bn_stats(b, &nb),
+		     sizeof(float) * nb) == 0);
 	CHECK(xvec_model_step(b) == 3 && xvec_model_options(b)->seed == 5);
 	/* nothing but the checkpoint is left in the directory */
 	DIR *dh = opendir(dir);

@@ -67,8 +67,8 @@ static void refused(struct xvec_model *m, const char *path, int peek_too, const 
 	if (peek_too) {
 		int rc = xvec_checkpoint_peek(path, &o, err, sizeof(err));
 		printf("peek: %d: %s\n", rc, err);
-		CHECKF(rc == FEEDER_ECORRUPT && strstr(err, word), "peek: %d '%s', want '%s'", rc, err,
-		       word);
+		CHECKF(rc == FEEDER_ECORRUPT && strstr(err, word), "peek: %d '%s', want '%s'", rc,
+		       err, word);
 	}
 	int rc = xvec_checkpoint_load(m, path, NULL, 0, NULL, err, sizeof(err));
 	printf("load: %d: %s\n", rc, err);

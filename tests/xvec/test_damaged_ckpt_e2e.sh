@@ -9,15 +9,12 @@
 # (refused at once, not waited on). Each damaged copy has its CRC made right (ckpt_patch.py), so
 # only the field checks can catch it; the undamaged checkpoint still resumes
 # and evaluates.
-source "$FEEDER_SOURCE/tests/e2e/lib.sh"
-source "$FEEDER_SOURCE/tests/find_python.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 xvec=$build/xvec/xvec
 [ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
-py=$(find_python) || skip "$py"
-patch_ckpt() { "$py" "$src/tests/xvec/ckpt_patch.py" "$tmp/good" "$tmp/$1" "${@:2}" || fail "ckpt_patch $*"; }
-"$build/tools/gen/gen-speech" 4 6 "$tmp/src" --seed 3 >/dev/null || fail "gen-speech"
-"$packer" pack audio "$tmp/src" "$datasets/sp" >/dev/null 2>&1 || fail "pack audio"
-start_daemon
+patch_ckpt() { "$py" "$here/ckpt_patch.py" "$tmp/good" "$tmp/$1" "${@:2}" || fail "ckpt_patch $*"; }
+make_speech sp 4 6 3
+start_daemon || fail "$daemon_why"
 model=(--socket "$sock" --batch 4 --chunk 40 --timeout-ms 20000)
 train=(train --dataset sp "${model[@]}" --width 16 --pool-width 24 --embed 12 --epochs 2)
 "$xvec" "${train[@]}" --out "$tmp/good" --stop-after 2 >"$tmp/good.log" 2>&1 \
@@ -98,5 +95,5 @@ grep -q "resuming from $tmp/good at epoch 0 batch 2" "$tmp/resume.log" \
 "$xvec" eval --dataset sp "${model[@]}" --checkpoint "$tmp/out" >"$tmp/eval.log" 2>&1 \
 	|| fail "evaluating: $(cat "$tmp/eval.log")"
 grep -q '^EER ' "$tmp/eval.log" || fail "eval printed no EER: $(cat "$tmp/eval.log")"
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "PASS: $refusals refusals of damaged checkpoints, one line each; the good one resumes and evaluates"

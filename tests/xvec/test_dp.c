@@ -60,8 +60,14 @@ static int sum_any(struct rank *k, void *v, size_t n, int dbl)
 	return 0;
 }
 
-static int sum_d(void *ctx, double *v, size_t n) { return sum_any(ctx, v, n, 1); }
-static int sum_f(void *ctx, float *v, size_t n) { return sum_any(ctx, v, n, 0); }
+static int sum_d(void *ctx, double *v, size_t n)
+{
+	return sum_any(ctx, v, n, 1);
+}
+static int sum_f(void *ctx, float *v, size_t n)
+{
+	return sum_any(ctx, v, n, 0);
+}
 
 static void options(struct xvec_options *o)
 {
@@ -132,10 +138,14 @@ static void train_dp(int sync_bn, int poison_rank, struct xvec_model **out0)
 	for (int r = 0; r < W; r++) {
 		struct xvec_options o;
 		options(&o);
-		ranks[r] = (struct rank){ .c = &c, .r = r, .sync_bn = sync_bn,
+		ranks[r] = (struct rank){ .c = &c,
+					  .r = r,
+					  .sync_bn = sync_bn,
 					  .poison_step = r == poison_rank ? 7 : -1 };
-		CHECKF(xvec_model_create(&ranks[r].m, &o, G / W, T, err, sizeof err) == 0, "%s", err);
-		CHECK(xvec_model_set_dp(ranks[r].m, r, W, sum_d, sum_f, &ranks[r], sync_bn, NULL) == 0);
+		CHECKF(xvec_model_create(&ranks[r].m, &o, G / W, T, err, sizeof err) == 0, "%s",
+		       err);
+		CHECK(xvec_model_set_dp(ranks[r].m, r, W, sum_d, sum_f, &ranks[r], sync_bn, NULL) ==
+		      0);
 		ranks[r].x = malloc(sizeof(float) * (G / W) * D * T);
 		ranks[r].labels = malloc(sizeof(int32_t) * (G / W));
 		CHECK(ranks[r].x && ranks[r].labels);
@@ -182,7 +192,8 @@ int main(void)
 	float *g_one = NULL;
 	for (int s = 0; s < STEPS; s++) {
 		CHECKF(xvec_model_train_step(one, gx + (size_t)s * G * D * T, glabels + s * G, G, T,
-					     NULL, err, sizeof err) == 0, "%s", err);
+					     NULL, err, sizeof err) == 0,
+		       "%s", err);
 		if (s == 0) {
 			size_t ng;
 			const float *g = xvec_model_grads(one, &ng);
@@ -220,7 +231,8 @@ int main(void)
 		gt = fmax(gt, fabs(g_one[i]));
 	}
 	printf("first step's gradient, averaged over 2 ranks vs one process: max |diff| %.3g of "
-	       "max |g| %.3g (%.3g relative)\n", gw, gt, gw / gt);
+	       "max |g| %.3g (%.3g relative)\n",
+	       gw, gt, gw / gt);
 	CHECKF(gw / gt <= 1e-5, "the averaged gradient differs by %.3g relative", gw / gt);
 	free(g_one);
 	free(grad0);
@@ -237,7 +249,8 @@ int main(void)
 	for (size_t i = 0; i < n1; i++)
 		d0 = fmax(d0, fabs((double)p1[i] - p2[i]));
 	printf("per-rank batch-norm: replicas bit-identical after every step; %.3g from one "
-	       "process's model\n", d0);
+	       "process's model\n",
+	       d0);
 	CHECK(d0 > 0);
 	xvec_model_destroy(two);
 

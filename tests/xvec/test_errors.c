@@ -22,13 +22,13 @@ static void options(struct xvec_options *o)
 	o->feat_dim = D, o->width = 16, o->pool_width = 24, o->embed = E, o->num_speakers = S;
 }
 
-#define REFUSED(call, code)                                                      \
-	do {                                                                     \
-		err[0] = 0;                                                      \
-		int rc_ = (call);                                                \
-		printf("%-60.60s -> %d: %s\n", #call, rc_, err);                 \
-		CHECKF(rc_ == (code), "returned %d, want %d", rc_, (code));      \
-		CHECK(err[0] != 0);                                              \
+#define REFUSED(call, code)                                                                        \
+	do {                                                                                       \
+		err[0] = 0;                                                                        \
+		int rc_ = (call);                                                                  \
+		printf("%-60.60s -> %d: %s\n", #call, rc_, err);                                   \
+		CHECKF(rc_ == (code), "returned %d, want %d", rc_, (code));                        \
+		CHECK(err[0] != 0);                                                                \
 	} while (0)
 
 int main(void)
@@ -78,7 +78,8 @@ int main(void)
 	CHECK(memcmp(mc, xvec_model_adam(m)->m, sizeof(float) * n) == 0);
 	CHECK(xvec_model_step(m) == 1);
 	x[77] = 0.5f;
-	CHECK(xvec_model_train_step(m, x, labels, B, T, &r, err, sizeof(err)) == 0 && isfinite(r.loss));
+	CHECK(xvec_model_train_step(m, x, labels, B, T, &r, err, sizeof(err)) == 0 &&
+	      isfinite(r.loss));
 	CHECK(xvec_model_step(m) == 2);
 
 	/* longer utterances for evaluation need a reserve first; the x-vector of

@@ -93,7 +93,8 @@ static void check_relu_bn(int B, int C, int L)
 	memcpy(yd, ad, sizeof(double) * n);
 	ref_relu_bn(yd, B, C, L, gd, bed);
 	for (size_t i = 0; i < n; i++)
-		CHECKF(fabs(y[i] - yd[i]) < 1e-4 * (1 + fabs(yd[i])), "bn forward %zu: %g vs %g", i, y[i], yd[i]);
+		CHECKF(fabs(y[i] - yd[i]) < 1e-4 * (1 + fabs(yd[i])), "bn forward %zu: %g vs %g", i,
+		       y[i], yd[i]);
 	tdnn_relu_bn_backward(r, B, C, L, g, mean, is, R, da, dg, dbe);
 
 	double *vars[3] = { ad, gd, bed };

@@ -45,7 +45,8 @@ static void run(float noise, float dropout)
 	double loss = ref_forward(&ref, xd, labels, B, T, 1);
 	CHECKF(fabs(res.loss - loss) < 1e-4 * (1 + fabs(loss)), "loss float %.9g vs double %.9g",
 	       res.loss, loss);
-	printf("noise %.2f dropout %.2f: loss %.6f (double %.6f)\n", noise, dropout, res.loss, loss);
+	printf("noise %.2f dropout %.2f: loss %.6f (double %.6f)\n", noise, dropout, res.loss,
+	       loss);
 
 	for (int i = 0; i < B * D * T; i++) {
 		double keep = xd[i], lp, lm;

@@ -49,7 +49,8 @@ int main(void)
 	for (int s = 0; s < STEPS; s++) {
 		for (int i = 0; i < B; i++)
 			labels[i] = utterance((uint64_t)s * B + i, x + (size_t)i * D * T);
-		CHECKF(xvec_model_train_step(m, x, labels, B, T, &r, err, sizeof(err)) == 0, "%s", err);
+		CHECKF(xvec_model_train_step(m, x, labels, B, T, &r, err, sizeof(err)) == 0, "%s",
+		       err);
 		if (s >= STEPS - 25)
 			acc += r.accuracy / 25.0;
 		if (s % 50 == 0 || s == STEPS - 1)

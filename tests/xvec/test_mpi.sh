@@ -23,7 +23,7 @@
 #     hang) with one line per rank naming it: node 2's ranks say the daemon
 #     went away (or, one with a batch still in its ring, that another rank
 #     failed), ranks 0 and 1 that another rank failed.
-source "$FEEDER_SOURCE/tests/e2e/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 xvec=$build/xvec/xvec
 diff_tool=$build/tests/xvec/ckpt_diff
 [ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
@@ -40,10 +40,8 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMP_NUM_THREADS=1
 # still caught here.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
-"$build/tools/gen/gen-speech" 8 8 "$tmp/src" --seed 3 >/dev/null || fail "gen-speech"
-"$packer" pack audio "$tmp/src" "$datasets/speech" --features mfcc --ceps 20 >/dev/null 2>&1 \
-	|| fail "pack audio"
-start_daemon
+make_speech speech 8 8 3 --features mfcc --ceps 20
+start_daemon || fail "$daemon_why"
 model=(--dataset speech --width 32 --pool-width 48 --embed 16 --chunk 40 --epochs 100
 	--noise-eps 0.1 --dropout 0 --log-every 5)
 
@@ -81,14 +79,12 @@ grep -q "batch-norm per rank" "$tmp/perrank.log" || fail "per-rank batch-norm no
 node2=$tmp/node2
 mkdir -p "$node2/datasets"
 cp -r "$datasets/speech" "$node2/datasets/"
-"$feederd" --config /dev/null --socket "$node2/feederd.sock" --datasets "$node2/datasets" \
-	--workers 1 --log-level info >"$node2/feederd.log" 2>&1 &
-node2_pid=$!
+node1_pid=$daemon_pid
+sock=$node2/feederd.sock datasets=$node2/datasets daemon_log=$node2/feederd.log \
+	start_daemon --workers 1 --log-level info || fail "node 2: $daemon_why"
+node2_pid=$daemon_pid
 bg_pids+=("$node2_pid")
-for _ in $(seq 200); do
-	"$feederctl" --socket "$node2/feederd.sock" --timeout 1000 status >/dev/null 2>&1 && break
-	sleep 0.05
-done
+daemon_pid=$node1_pid
 # Each rank uses its node's socket, as FEEDER_SOCKET does on a real node.
 cat >"$tmp/node.sh" <<EOF
 #!/bin/sh
@@ -124,19 +120,18 @@ for w in 1 4; do
 done
 
 # 3. Node 2's daemon dies mid-run.
-"${mpi[@]}" -np 4 "$tmp/node.sh" "$xvec" train "${model[@]}" --batch 8 --epochs 100000 \
-	--log-every 1 --out "$tmp/killed" >"$tmp/killed.log" 2>&1 &
-job=$!
-bg_pids+=("$job")
-for _ in $(seq 600); do
-	[ "$(grep -c '^step ' "$tmp/killed.log")" -ge 3 ] && break
+spawn "$tmp/killed.log" "${mpi[@]}" -np 4 "$tmp/node.sh" "$xvec" train "${model[@]}" --batch 8 \
+	--epochs 100000 --log-every 1 --out "$tmp/killed"
+job=$spawned
+stepped() {
 	kill -0 "$job" 2>/dev/null || { cat "$tmp/killed.log"; fail "the job ended before the kill"; }
-	sleep 0.1
-done
+	[ "$(grep -c '^step ' "$tmp/killed.log")" -ge 3 ]
+}
+wait_until 60 stepped
 kill -9 "$node2_pid"
 t0=$(date +%s)
-for _ in $(seq 1200); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$job" 2>/dev/null && { cat "$tmp/killed.log"; fail "the job still runs 120 s after the daemon died"; }
+wait_until 120 exited "$job" \
+	|| { cat "$tmp/killed.log"; fail "the job still runs 120 s after the daemon died"; }
 wait "$job" && fail "the job succeeded without a daemon"
 echo "killed daemon: the job ended $(( $(date +%s) - t0 )) s later; its lines:"
 grep '^xvec: rank' "$tmp/killed.log"
@@ -151,5 +146,5 @@ for r in 0 1; do
 	grep -E "^xvec: rank $r of 4: (training: )?stopping: another rank failed" "$tmp/killed.log" >/dev/null \
 		|| fail "rank $r does not say another rank failed"
 done
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "ok: xvec under mpirun"

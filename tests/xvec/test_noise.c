@@ -45,8 +45,8 @@ int main(void)
 		within += fabsf(a[i]) < eps;
 	}
 	double mean = s / N, var = ss / N - mean * mean;
-	printf("noise eps %.2f: mean %.5f, variance %.5f (want %.5f), within 1 sd %.4f\n", eps, mean,
-	       var, eps * eps, (double)within / N);
+	printf("noise eps %.2f: mean %.5f, variance %.5f (want %.5f), within 1 sd %.4f\n", eps,
+	       mean, var, eps * eps, (double)within / N);
 	CHECKF(fabs(mean) < 0.01, "mean %g", mean);
 	CHECKF(fabs(var / (eps * eps) - 1) < 0.03, "variance %g, want %g", var, eps * eps);
 	CHECKF(fabs((double)within / N - 0.6827) < 0.01, "fraction within one sd %g",

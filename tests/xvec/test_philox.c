@@ -65,8 +65,8 @@ int main(void)
 		CHECKF(fabs(z[k] - want) < 1e-4 * (1.0 + fabs(want)), "normal %llu: %g vs %g",
 		       (unsigned long long)i, z[k], want);
 		float one = philox_normal(seed, sub, i);
-		CHECKF(fabs(z[k] - one) < 1e-6 * (1.0 + fabs(one)), "normal %llu: bulk %.9g, one %.9g",
-		       (unsigned long long)i, z[k], one);
+		CHECKF(fabs(z[k] - one) < 1e-6 * (1.0 + fabs(one)),
+		       "normal %llu: bulk %.9g, one %.9g", (unsigned long long)i, z[k], one);
 		CHECKF(fabs(one - want) < 1e-4 * (1.0 + fabs(want)), "normal %llu: %g vs %g",
 		       (unsigned long long)i, one, want);
 	}

@@ -5,14 +5,9 @@
 # finite (a diverged loss written as nan or inf) are left out of their curve
 # and counted on stderr, never written as coordinates; a log whose steps are
 # too large for their spacing to show still draws, in bounded time.
-set -u
-build=${FEEDER_BUILD:?FEEDER_BUILD must name the build directory}
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 xvec=$build/xvec/xvec
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
 [ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 line() { # step loss accuracy wait
 	echo "{\"step\": $1, \"epoch\": 0, \"batch\": $1, \"loss\": $2, \"accuracy\": $3, \"samples_per_s\": 100.0, \"data_wait\": $4, \"lr\": 0.001}"
 }

@@ -16,10 +16,17 @@
 
 static struct xvec_position good(void)
 {
-	return (struct xvec_position){ .epoch = 1, .next_batch = 2, .batch = 4, .chunk = 40,
-				       .seed = 7, .world = 2, .start_sample = 3,
-				       .pipeline = FEEDER_PIPE_WAVE, .features = FEEDER_WAVE_MFCC,
-				       .bins = 40, .ceps = 20 };
+	return (struct xvec_position){ .epoch = 1,
+				       .next_batch = 2,
+				       .batch = 4,
+				       .chunk = 40,
+				       .seed = 7,
+				       .world = 2,
+				       .start_sample = 3,
+				       .pipeline = FEEDER_PIPE_WAVE,
+				       .features = FEEDER_WAVE_MFCC,
+				       .bins = 40,
+				       .ceps = 20 };
 }
 
 /* Decoding buf must fail naming word. */

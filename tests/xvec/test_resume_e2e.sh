@@ -3,12 +3,11 @@
 # sequence of an uninterrupted run: the checkpoint holds weights, Adam state,
 # step, BN statistics and the stream position (epoch, batch), and the daemon's
 # stream at (seed, epoch, start batch) yields exactly the tail of the epoch.
-source "$FEEDER_SOURCE/tests/e2e/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 xvec=$build/xvec/xvec
 [ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
-"$build/tools/gen/gen-speech" 4 10 "$tmp/src" --seed 5 >/dev/null || fail "gen-speech"
-"$packer" pack audio "$tmp/src" "$datasets/sp" >/dev/null 2>&1 || fail "pack audio"
-start_daemon
+make_speech sp 4 10 5
+start_daemon || fail "$daemon_why"
 args=(--dataset sp --socket "$sock" --batch 8 --chunk 40 --width 16 --pool-width 24 --embed 12
 	--epochs 3 --lr 0.01 --noise-eps 0.2 --dropout 0.1 --log-every 1)
 "$xvec" train "${args[@]}" --out "$tmp/full" >"$tmp/full.log" || fail "uninterrupted run"
@@ -21,5 +20,5 @@ steps=$(wc -l <"$tmp/full.loss")
 diff "$tmp/full.loss" "$tmp/split.loss" || fail "resumed loss sequence differs from the uninterrupted one"
 cmp -s "$tmp/full" "$tmp/part" || fail "final checkpoints differ"
 grep -q 'resuming from' "$tmp/b.log" || fail "second run did not resume"
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "PASS: $steps steps, identical losses and identical final checkpoint after resuming at step 7"

@@ -95,23 +95,28 @@ static void shape(int mode, int D, int W, int P, int E, int S, int B, int T, int
 		worst = e > worst ? e : worst;
 	}
 	printf("%s, D %d W %d P %d E %d S %d, batch %d x %d: rounded vs fp32 reference: loss %.3g, "
-	       "worst tensor %.3g\n", mode == TDNN_ROUND_TF32 ? "tf32" : "bf16", D, W, P, E, S, B, T,
+	       "worst tensor %.3g\n",
+	       mode == TDNN_ROUND_TF32 ? "tf32" : "bf16", D, W, P, E, S, B, T,
 	       fabs(l1 - l0) / fabs(l0), worst);
 	struct xvec_sens tl, apart;
 	CHECK(xvec_sens_tolerances(m, x, labels, B, D, T, S, mode, &tl, &apart) == 0);
 	if (mode == TDNN_ROUND_TF32)
 		printf("  truncating vs rounding reference: loss %.3g, probabilities %.3g, input "
-		       "gradient %.3g, parameter gradients %.3g\n", apart.loss, apart.probs,
-		       apart.dx, apart.grads);
+		       "gradient %.3g, parameter gradients %.3g\n",
+		       apart.loss, apart.probs, apart.dx, apart.grads);
 	printf("  tolerances (3 x the change for a %.1e input move%s): loss %.3g, probabilities "
 	       "%.3g, input gradient %.3g, parameter gradients %.3g\n",
 	       (double)xvec_sens_scale(mode), mode == TDNN_ROUND_TF32 ? ", plus that distance" : "",
 	       tl.loss, tl.probs, tl.dx, tl.grads);
-	CHECKF(tl.loss < 1e-2 && tl.probs < 1.0, "tolerances %g, %g: the device test would not "
-	       "tell a wrong forward pass", tl.loss, tl.probs);
+	CHECKF(tl.loss < 1e-2 && tl.probs < 1.0,
+	       "tolerances %g, %g: the device test would not "
+	       "tell a wrong forward pass",
+	       tl.loss, tl.probs);
 	if (assert_grads)
-		CHECKF(tl.grads < 1.0 && tl.dx < 1.0, "tolerances %g, %g: the device test would not "
-		       "tell a wrong result", tl.grads, tl.dx);
+		CHECKF(tl.grads < 1.0 && tl.dx < 1.0,
+		       "tolerances %g, %g: the device test would not "
+		       "tell a wrong result",
+		       tl.grads, tl.dx);
 	else
 		printf("  (gradients not compared at this shape on the device: as sensitive as "
 		       "that)\n");

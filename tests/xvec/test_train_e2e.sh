@@ -3,16 +3,12 @@
 # audio -> a real feederd -> `xvec train` (CPU) -> `xvec eval` on held-out
 # speakers. Learning: training accuracy well above chance (1/20) and held-out
 # EER below 20 %. Also: `--device cuda` fails with a clear reason here.
-source "$FEEDER_SOURCE/tests/e2e/lib.sh"
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 xvec=$build/xvec/xvec
 [ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
-"$build/tools/gen/gen-speech" 20 30 "$tmp/train" --seed 1 >/dev/null || fail "gen-speech train"
-"$build/tools/gen/gen-speech" 10 12 "$tmp/test" --seed 2 >/dev/null || fail "gen-speech test"
-for s in train test; do
-	"$packer" pack audio "$tmp/$s" "$datasets/speech-$s" --features mfcc --ceps 30 >/dev/null 2>&1 \
-		|| fail "pack audio $s"
-done
-start_daemon
+make_speech speech-train 20 30 1 --features mfcc --ceps 30
+make_speech speech-test 10 12 2 --features mfcc --ceps 30
+start_daemon || fail "$daemon_why"
 common=(--socket "$sock" --batch 32 --width 128 --pool-width 256 --embed 64)
 "$xvec" train --dataset speech-train "${common[@]}" --epochs 12 --chunk 100 --lr 0.003 \
 	--noise-eps 0.1 --log-every 9 --out "$tmp/ckpt" --log "$tmp/train.jsonl" >"$tmp/train.log" 2>&1 \
@@ -43,7 +39,7 @@ grep -q 'cuda' "$tmp/cuda.err" || fail "--device cuda error does not say why: $(
 # where eval --json puts the EER; xvec plot draws the log's three curves.
 "$xvec" plot "$tmp/train.jsonl" --out "$tmp/train.svg" >/dev/null 2>"$tmp/plot.err" \
 	|| fail "xvec plot: $(cat "$tmp/plot.err")"
-/usr/bin/python3 - "$tmp/train.jsonl" "$tmp/train.log" "$tmp/det.svg" "$eer" "$tmp/train.svg" <<'PY' \
+"$py" - "$tmp/train.jsonl" "$tmp/train.log" "$tmp/det.svg" "$eer" "$tmp/train.svg" <<'PY' \
 	|| fail "log and plots"
 import json, sys, xml.etree.ElementTree as ET
 jl, log, det, eer, plot = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5]
@@ -86,5 +82,5 @@ print(f"{len(rows)} log lines match; DET EER marker {c.get('data-eer')} = eval {
 PY
 if "$xvec" plot "$tmp/nope.jsonl" --out "$tmp/x.svg" 2>"$tmp/plot.err"; then fail "plot of a missing log"; fi
 grep -q "nope.jsonl" "$tmp/plot.err" || fail "plot error does not name the file: $(cat "$tmp/plot.err")"
-stop_daemon
+stop_daemon || fail "$daemon_why"
 echo "PASS: final train acc $acc, held-out EER $eer"

@@ -51,7 +51,8 @@ int main(void)
 	CHECK(verify_eer(t1, 0, n1, 2, &eer, err, sizeof(err)) == FEEDER_EINVAL);
 	const float tn[] = { NAN };
 	CHECK(verify_eer(tn, 1, n1, 2, &eer, err, sizeof(err)) == FEEDER_EINVAL);
-	CHECK(verify_min_dcf(t1, 2, n1, 2, 1.5, 1, 1, &dcf, NULL, err, sizeof(err)) == FEEDER_EINVAL);
+	CHECK(verify_min_dcf(t1, 2, n1, 2, 1.5, 1, 1, &dcf, NULL, err, sizeof(err)) ==
+	      FEEDER_EINVAL);
 
 	/* cosine */
 	const float a[] = { 1, 0, 0 }, b[] = { 0, 2, 0 }, c[] = { 3, 0, 0 }, d[] = { -1, -1, 0 };

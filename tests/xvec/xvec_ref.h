@@ -179,7 +179,8 @@ static inline double ref_forward(const struct ref_model *r, const double *x, con
 		snprintf(name, sizeof(name), "bn%d.beta", l + 1), be = ref_param(r, name);
 		ref_tdnn(in, B, D, Tin, ctx[l], nctx[l], W, bias, H, y);
 		ref_relu_bn(y, B, H, Tout, g, be);
-		ref_dropout(y, (size_t)B * H * Tout, o->dropout, o->seed, tdnn_dropout_subseq(step, l));
+		ref_dropout(y, (size_t)B * H * Tout, o->dropout, o->seed,
+			    tdnn_dropout_subseq(step, l));
 		free(in);
 		in = y;
 		D = H;
@@ -190,7 +191,8 @@ static inline double ref_forward(const struct ref_model *r, const double *x, con
 		for (size_t i = 0; i < (size_t)B * P * Tin; i++)
 			in[i] += (double)o->noise_eps * philox_normal(o->seed, step, i);
 	double *pool = malloc(sizeof(double) * (size_t)B * 2 * P);
-	double *a6 = malloc(sizeof(double) * (size_t)B * E), *a7 = malloc(sizeof(double) * (size_t)B * E);
+	double *a6 = malloc(sizeof(double) * (size_t)B * E),
+	       *a7 = malloc(sizeof(double) * (size_t)B * E);
 	double *z = malloc(sizeof(double) * (size_t)B * S);
 
 	ref_pool(in, B, P, Tin, pool);

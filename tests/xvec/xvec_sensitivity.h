@@ -65,10 +65,10 @@ static inline double sens_normerr(const float *a, const float *b, size_t n)
 }
 
 struct xvec_sens {
-	double loss;          /* relative change of the loss */
-	double probs;         /* of the probabilities (max |change| / max |p|) */
-	double dx;            /* of the input gradient (norm of the change / norm) */
-	double grads;         /* of all parameter gradients together (likewise) */
+	double loss;  /* relative change of the loss */
+	double probs; /* of the probabilities (max |change| / max |p|) */
+	double dx;    /* of the input gradient (norm of the change / norm) */
+	double grads; /* of all parameter gradients together (likewise) */
 };
 
 /* One training pass of m in rounding mode on x: loss, gradients (copied
@@ -165,7 +165,7 @@ static inline int xvec_sensitivity(struct xvec_model *m, const float *x, const i
 	for (uint64_t seed = 1; rc == 0 && seed <= XVEC_SENS_SEEDS; seed++) {
 		for (size_t i = 0; i < b.nx; i++)
 			b.xp[i] = x[i] * (1.0f + (float)(philox_uniform(seed + 100, 7, i) - 0.5) *
-						     2 * xvec_sens_scale(mode));
+							 2 * xvec_sens_scale(mode));
 		rc = sens_bufs_pass(&b, 1, m, b.xp, labels, B, T, S, mode);
 		if (rc == 0)
 			sens_bufs_apart(&b, out);
@@ -176,9 +176,9 @@ static inline int xvec_sensitivity(struct xvec_model *m, const float *x, const i
 
 /* How far the reference in mode b is from the one in mode a on batch x
  * (fields as struct xvec_sens; m as for xvec_sensitivity). */
-static inline int xvec_sens_modes_apart(struct xvec_model *m, const float *x,
-					const int32_t *labels, int B, int D, int T, int S,
-					int a, int b, struct xvec_sens *out)
+static inline int xvec_sens_modes_apart(struct xvec_model *m, const float *x, const int32_t *labels,
+					int B, int D, int T, int S, int a, int b,
+					struct xvec_sens *out)
 {
 	struct sens_bufs bf;
 	memset(out, 0, sizeof(*out));
@@ -219,9 +219,9 @@ static inline double sens_max(double a, double b)
  * truncating reference, which is itself some distance from the rounding
  * one; the tolerance is the larger sensitivity's plus that distance (into
  * *apart as well where apart is not NULL; zero in the other modes). */
-static inline int xvec_sens_tolerances(struct xvec_model *m, const float *x,
-				       const int32_t *labels, int B, int D, int T, int S, int mode,
-				       struct xvec_sens *tol, struct xvec_sens *apart_out)
+static inline int xvec_sens_tolerances(struct xvec_model *m, const float *x, const int32_t *labels,
+				       int B, int D, int T, int S, int mode, struct xvec_sens *tol,
+				       struct xvec_sens *apart_out)
 {
 	struct xvec_sens s, s2, apart = { 0, 0, 0, 0 };
 	if (xvec_sensitivity(m, x, labels, B, D, T, S, mode, &s))

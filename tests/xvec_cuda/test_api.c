@@ -21,9 +21,12 @@ int main(void)
 	char err[256], why[256];
 	int p = -1;
 
-	CHECK(xvec_cuda_parse_precision("fp32", &p, err, sizeof(err)) == 0 && p == XVEC_PRECISION_FP32);
-	CHECK(xvec_cuda_parse_precision("tf32", &p, err, sizeof(err)) == 0 && p == XVEC_PRECISION_TF32);
-	CHECK(xvec_cuda_parse_precision("bf16", &p, err, sizeof(err)) == 0 && p == XVEC_PRECISION_BF16);
+	CHECK(xvec_cuda_parse_precision("fp32", &p, err, sizeof(err)) == 0 &&
+	      p == XVEC_PRECISION_FP32);
+	CHECK(xvec_cuda_parse_precision("tf32", &p, err, sizeof(err)) == 0 &&
+	      p == XVEC_PRECISION_TF32);
+	CHECK(xvec_cuda_parse_precision("bf16", &p, err, sizeof(err)) == 0 &&
+	      p == XVEC_PRECISION_BF16);
 	CHECK(xvec_cuda_parse_precision("fp16", &p, err, sizeof(err)) == FEEDER_EINVAL);
 	CHECK(strstr(err, "fp16") != NULL);
 	CHECK(!strcmp(xvec_cuda_precision_name(XVEC_PRECISION_BF16), "bf16"));
@@ -32,7 +35,8 @@ int main(void)
 	o.num_speakers = 3, o.width = 8, o.pool_width = 8, o.embed = 4;
 	CHECKF(xvec_model_create(&m, &o, 1, XVEC_CONTEXT + 1, err, sizeof(err)) == 0, "%s", err);
 	xvec_cuda_config_default(&cfg);
-	CHECK(xvec_cuda_create(&g, m, &cfg, 0, 100, err, sizeof(err)) == FEEDER_EINVAL && g == NULL);
+	CHECK(xvec_cuda_create(&g, m, &cfg, 0, 100, err, sizeof(err)) == FEEDER_EINVAL &&
+	      g == NULL);
 	CHECK(xvec_cuda_create(&g, m, &cfg, 4, XVEC_CONTEXT, err, sizeof(err)) == FEEDER_EINVAL);
 	cfg.precision = 7;
 	CHECK(xvec_cuda_create(&g, m, &cfg, 4, 100, err, sizeof(err)) == FEEDER_EINVAL);

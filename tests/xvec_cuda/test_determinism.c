@@ -31,7 +31,8 @@ static void options(struct xvec_options *o)
 {
 	xvec_options_default(o);
 	o->feat_dim = D, o->width = 24, o->pool_width = 32, o->embed = 12, o->num_speakers = SPK;
-	o->dropout = 0.1f, o->noise_eps = 0.2f, o->seed = 21, o->lr = 3e-3f, o->weight_decay = 1e-2f;
+	o->dropout = 0.1f, o->noise_eps = 0.2f, o->seed = 21, o->lr = 3e-3f,
+	o->weight_decay = 1e-2f;
 }
 
 /* Steps [from, to) on g, losses into loss[]. */
@@ -66,8 +67,10 @@ static void test_nonfinite(void)
 
 	options(&o);
 	CHECKF(xvec_model_create(&m, &o, 1, XVEC_CONTEXT + 1, err, sizeof(err)) == 0, "%s", err);
-	CHECKF(xvec_model_create(&before, &o, 1, XVEC_CONTEXT + 1, err, sizeof(err)) == 0, "%s", err);
-	CHECKF(xvec_model_create(&after, &o, 1, XVEC_CONTEXT + 1, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(xvec_model_create(&before, &o, 1, XVEC_CONTEXT + 1, err, sizeof(err)) == 0, "%s",
+	       err);
+	CHECKF(xvec_model_create(&after, &o, 1, XVEC_CONTEXT + 1, err, sizeof(err)) == 0, "%s",
+	       err);
 	CHECKF(xvec_cuda_create(&g, m, NULL, B, T, err, sizeof(err)) == 0, "%s", err);
 	float *d_x = ct_upload(x[0], sizeof(x[0]));
 	int32_t *d_l = ct_upload(labels[0], sizeof(labels[0]));
@@ -88,7 +91,8 @@ static void test_nonfinite(void)
 		     sizeof(float) * np) == 0);
 	CHECK(memcmp(xvec_model_bn_stats(before, &nb), xvec_model_bn_stats(after, &nb),
 		     sizeof(float) * nb) == 0);
-	CHECK(memcmp(xvec_model_adam(before)->m, xvec_model_adam(after)->m, sizeof(float) * np) == 0);
+	CHECK(memcmp(xvec_model_adam(before)->m, xvec_model_adam(after)->m, sizeof(float) * np) ==
+	      0);
 	xvec_cuda_destroy(g);
 	xvec_model_destroy(m);
 	xvec_model_destroy(before);
@@ -113,7 +117,8 @@ int main(void)
 	}
 	options(&o);
 	CHECKF(xvec_model_create(&m, &o, B, T, err, sizeof(err)) == 0, "%s", err);
-	CHECKF(xvec_model_create(&mirror, &o, 1, XVEC_CONTEXT + 1, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(xvec_model_create(&mirror, &o, 1, XVEC_CONTEXT + 1, err, sizeof(err)) == 0, "%s",
+	       err);
 	CHECKF(xvec_cuda_create(&a, m, NULL, B, T, err, sizeof(err)) == 0, "%s", err);
 	CHECKF(xvec_cuda_create(&b, m, NULL, B, T, err, sizeof(err)) == 0, "%s", err);
 	steps(a, 0, STEPS, la);
@@ -133,12 +138,14 @@ int main(void)
 	for (int s = 0; s < STEPS; s++) {
 		struct xvec_result rp;
 		for (int i = 0; i < B * D * T; i++)
-			xp[i] = x[s][i] * (1.0f + (float)(philox_uniform(77, (uint64_t)s, (uint64_t)i) -
-							  0.5) * 2e-6f);
-		CHECKF(xvec_model_train_step(m, x[s], labels[s], B, T, &r, err, sizeof(err)) == 0, "%s",
-		       err);
-		CHECKF(xvec_model_train_step(mp, xp, labels[s], B, T, &rp, err, sizeof(err)) == 0, "%s",
-		       err);
+			xp[i] = x[s][i] *
+				(1.0f +
+				 (float)(philox_uniform(77, (uint64_t)s, (uint64_t)i) - 0.5) *
+					 2e-6f);
+		CHECKF(xvec_model_train_step(m, x[s], labels[s], B, T, &r, err, sizeof(err)) == 0,
+		       "%s", err);
+		CHECKF(xvec_model_train_step(mp, xp, labels[s], B, T, &rp, err, sizeof(err)) == 0,
+		       "%s", err);
 		lcpu[s] = r.loss;
 		double d = fabs(rp.loss - r.loss) / fabs(r.loss);
 		worst = d > worst ? d : worst;
@@ -148,12 +155,12 @@ int main(void)
 		tol = 3 * worst;
 	printf("CPU loss moves by up to %.3g for a 1e-6 input move: tolerance %.3g\n", worst, tol);
 	for (int s = 0; s < STEPS; s++) {
-		printf("step %d: gpu %.9f  again %.9f  resumed %.9f  cpu %.9f\n", s, la[s], lb[s], lc[s],
-		       lcpu[s]);
+		printf("step %d: gpu %.9f  again %.9f  resumed %.9f  cpu %.9f\n", s, la[s], lb[s],
+		       lc[s], lcpu[s]);
 		CHECK(memcmp(&la[s], &lb[s], sizeof(double)) == 0);
 		CHECK(memcmp(&la[s], &lc[s], sizeof(double)) == 0);
-		CHECKF(fabs(la[s] - lcpu[s]) <= tol * fabs(lcpu[s]), "step %d: gpu %g cpu %g", s, la[s],
-		       lcpu[s]);
+		CHECKF(fabs(la[s] - lcpu[s]) <= tol * fabs(lcpu[s]), "step %d: gpu %g cpu %g", s,
+		       la[s], lcpu[s]);
 	}
 	xvec_cuda_destroy(a);
 	xvec_cuda_destroy(b);

@@ -18,37 +18,14 @@
 # Skips (77) first thing when there is no CUDA device, before building any
 # data; then, with the reason, where the build lacks the audio libraries
 # (packer cannot pack speech) or no Python has numpy.
-set -u
-build=${FEEDER_BUILD:?FEEDER_BUILD must name the build directory}
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
 bench=$build/tests/xvec_cuda
-if ! why=$("$bench/xvec_gpu_bench" --probe 2>&1); then
-	echo "SKIP: ${why#xvec_gpu_bench: }"
-	exit 77
-fi
-for exe in "$build/daemon/feederd" "$build/packer/packer" "$build/tools/gen/gen-speech"; do
-	[ -x "$exe" ] || { echo "SKIP: $exe is not built"; exit 77; }
-done
-if "$build/packer/packer" pack audio 2>&1 | grep -q "built without audio support"; then
-	echo "SKIP: packer was built without the audio libraries (FFTW, libsndfile, libsoxr)"
-	exit 77
-fi
-. "${FEEDER_SOURCE:?FEEDER_SOURCE must name the source directory}/tests/find_python.sh"
-py=$(find_python numpy) || { echo "SKIP: $py"; exit 77; }
-tmp=$(mktemp -d)
-daemon=
-trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; [ -s "$tmp/feederd.log" ] && tail -n 20 "$tmp/feederd.log"; exit 1; }
+why=$("$bench/xvec_gpu_bench" --probe 2>&1) || skip "${why#xvec_gpu_bench: }"
+need_python numpy
+make_speech speech 6 5 3 --features mfcc --ceps 30
+start_daemon --workers "$(nproc)" --log-level warning || fail "$daemon_why"
 
-"$build/tools/gen/gen-speech" 6 5 "$tmp/speech" --seed 3 --threads 1 >/dev/null 2>&1 || fail "gen-speech"
-"$build/packer/packer" pack audio "$tmp/speech" "$tmp/datasets/speech" --features mfcc --ceps 30 \
-	>/dev/null 2>"$tmp/pack.log" || fail "packer: $(cat "$tmp/pack.log")"
-"$build/daemon/feederd" --config /dev/null --socket "$tmp/s.sock" --datasets "$tmp/datasets" \
-	--log-level warning 2>"$tmp/feederd.log" &
-daemon=$!
-for _ in $(seq 100); do [ -S "$tmp/s.sock" ] && break; sleep 0.05; done
-[ -S "$tmp/s.sock" ] || fail "feederd did not start"
-
-out=$("$bench/xvec_feed_bench" --dataset speech --socket "$tmp/s.sock" --batch 8 --chunk 40 \
+out=$("$bench/xvec_feed_bench" --dataset speech --socket "$sock" --batch 8 --chunk 40 \
 	--steps 30 --log 10 --width 32 --pool 48 --embed 16 --eps 0.1 2>"$tmp/bench.log" | tail -n 1) \
 	|| fail "xvec_feed_bench: $(tail -n 5 "$tmp/bench.log")"
 echo "$out"
@@ -61,7 +38,7 @@ assert 0.0 <= r["gpu_wait_fraction"] <= 1.0 and r["gpu_span_ms"] > 0, r
 PY
 
 # Content: the host path, byte for byte.
-common=(--dataset speech --socket "$tmp/s.sock" --batch 8 --chunk 40 --steps 12 --log 6 --width 32
+common=(--dataset speech --socket "$sock" --batch 8 --chunk 40 --steps 12 --log 6 --width 32
 	--pool 48 --embed 16)
 "$bench/xvec_feed_bench" "${common[@]}" --dump-host "$tmp/ref.bin" >/dev/null 2>"$tmp/bench.log" \
 	|| fail "host reference: $(tail -n 5 "$tmp/bench.log")"
@@ -81,13 +58,8 @@ cmp -s "$tmp/ref.bin" "$tmp/pageable.bin" || fail "batches copied from pageable 
 echo "pageable copies: 12 batches identical to the stream's"
 
 # The device ring: feederd preprocesses on GPU 0 and shares the batches.
-kill "$daemon"; wait "$daemon" 2>/dev/null; daemon=
-rm -f "$tmp/s.sock"
-"$build/daemon/feederd" --config /dev/null --socket "$tmp/s.sock" --datasets "$tmp/datasets" \
-	--gpu 0 --log-level warning 2>"$tmp/feederd.log" &
-daemon=$!
-for _ in $(seq 100); do [ -S "$tmp/s.sock" ] && break; sleep 0.05; done
-[ -S "$tmp/s.sock" ] || fail "feederd --gpu 0 did not start"
+stop_daemon 10
+start_daemon --workers "$(nproc)" --log-level warning --gpu 0 || fail "feederd --gpu 0: $daemon_why"
 "$bench/xvec_feed_bench" "${common[@]}" --placement gpu --dump "$tmp/dev.bin" >"$tmp/dev.json" \
 	2>"$tmp/bench.log" || fail "device ring: $(tail -n 5 "$tmp/bench.log")"
 grep -q '"memory": "device"' "$tmp/dev.json" || fail "no device ring: $(cat "$tmp/dev.json")"

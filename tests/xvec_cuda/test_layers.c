@@ -53,7 +53,8 @@ static void test_layout_and_splice(void)
 	float *x = rnd((size_t)B * D * T, 1, 1, 0), *xc = malloc(sizeof(float) * B * D * T);
 
 	ct_to_cbt(x, B, D, T, xc);
-	float *dX = ct_upload(x, sizeof(float) * B * D * T), *dY = ct_upload(NULL, sizeof(float) * B * D * T);
+	float *dX = ct_upload(x, sizeof(float) * B * D * T),
+	      *dY = ct_upload(NULL, sizeof(float) * B * D * T);
 	tdnn_cuda_to_cbt(dX, B, D, T, dY, 0);
 	float *y = dl(dY, (size_t)B * D * T);
 	CHECK(memcmp(y, xc, sizeof(float) * B * D * T) == 0);
@@ -70,7 +71,8 @@ static void test_layout_and_splice(void)
 		for (int d = 0; d < D; d++)
 			for (int b = 0; b < B; b++)
 				for (int t = 0; t < Tp; t++)
-					CHECK(S[((size_t)k * D + d) * B * Tp + (size_t)b * Tp + t] ==
+					CHECK(S[((size_t)k * D + d) * B * Tp + (size_t)b * Tp +
+						t] ==
 					      xc[((size_t)d * B + b) * T + t + left + off[k]]);
 	float *s = rnd(ns, 2, 1, 0);
 	CHECK(cudaMemcpy(dS, s, sizeof(float) * ns, cudaMemcpyHostToDevice) == cudaSuccess);
@@ -92,7 +94,8 @@ static void test_relu_bn(int cm, int B, int C, int L, float p)
 {
 	size_t n = (size_t)B * C * L;
 	uint64_t seed = 5, subseq = tdnn_dropout_subseq(3, 1);
-	float *a = rnd(n, 10, 1.0f, 0.3f), *bias = rnd(C, 11, 0.2f, 0), *gamma = rnd(C, 12, 0.1f, 1);
+	float *a = rnd(n, 10, 1.0f, 0.3f), *bias = rnd(C, 11, 0.2f, 0),
+	      *gamma = rnd(C, 12, 0.1f, 1);
 	float *beta = rnd(C, 13, 0.1f, 0), *dy = rnd(n, 14, 1, 0);
 	float rm[64], rv[64], mean[64], invstd[64], dg[64] = { 0 }, dbe[64] = { 0 }, db[64] = { 0 };
 	float *ab = malloc(sizeof(float) * n), *r = malloc(sizeof(float) * n);
@@ -107,9 +110,11 @@ static void test_relu_bn(int cm, int B, int C, int L, float p)
 	for (int b = 0; b < B; b++)
 		for (int c = 0; c < C; c++)
 			for (int t = 0; t < L; t++)
-				ab[((size_t)b * C + c) * L + t] = a[((size_t)b * C + c) * L + t] + bias[c];
+				ab[((size_t)b * C + c) * L + t] =
+					a[((size_t)b * C + c) * L + t] + bias[c];
 	float *d_a, *d_y, *d_rm, *d_rv, *d_mean, *d_is, *d_dy;
-	float *d_bias = ct_upload(bias, sizeof(float) * C), *d_g = ct_upload(gamma, sizeof(float) * C);
+	float *d_bias = ct_upload(bias, sizeof(float) * C),
+	      *d_g = ct_upload(gamma, sizeof(float) * C);
 	float *d_be = ct_upload(beta, sizeof(float) * C);
 	if (cm) {
 		ct_to_cbt(a, B, C, L, tmp);
@@ -156,14 +161,16 @@ static void test_relu_bn(int cm, int B, int C, int L, float p)
 	CHECK(cudaMemcpy(d_is, invstd, sizeof(float) * C, cudaMemcpyHostToDevice) == cudaSuccess);
 	if (cm) {
 		ct_to_cbt(r, B, C, L, tmp);
-		CHECK(cudaMemcpy(d_a, tmp, sizeof(float) * n, cudaMemcpyHostToDevice) == cudaSuccess);
+		CHECK(cudaMemcpy(d_a, tmp, sizeof(float) * n, cudaMemcpyHostToDevice) ==
+		      cudaSuccess);
 		ct_to_cbt(dy, B, C, L, tmp);
 		d_dy = ct_upload(tmp, sizeof(float) * n);
 	} else {
 		CHECK(cudaMemcpy(d_a, r, sizeof(float) * n, cudaMemcpyHostToDevice) == cudaSuccess);
 		d_dy = ct_upload(dy, sizeof(float) * n);
 	}
-	float *d_dg = ct_upload(NULL, sizeof(float) * C), *d_dbe = ct_upload(NULL, sizeof(float) * C);
+	float *d_dg = ct_upload(NULL, sizeof(float) * C),
+	      *d_dbe = ct_upload(NULL, sizeof(float) * C);
 	float *d_db = ct_upload(NULL, sizeof(float) * C);
 	memcpy(da, dy, sizeof(float) * n);
 	tdnn_dropout_backward(da, n, p, seed, subseq);
@@ -239,7 +246,8 @@ static void test_softmax(void)
 	double loss = tdnn_softmax_xent(zb, labels, B, S, probs, dz, &correct);
 	float *d_z = ct_upload(z, sizeof(float) * B * S), *d_b = ct_upload(bias, sizeof(float) * S);
 	int32_t *d_l = ct_upload(labels, sizeof(labels));
-	float *d_p = ct_upload(NULL, sizeof(float) * B * S), *d_dz = ct_upload(NULL, sizeof(float) * B * S);
+	float *d_p = ct_upload(NULL, sizeof(float) * B * S),
+	      *d_dz = ct_upload(NULL, sizeof(float) * B * S);
 	double *d_rl = ct_upload(NULL, sizeof(double) * B);
 	int *d_ok = ct_upload(NULL, sizeof(int) * B);
 	struct tdnn_cuda_acc *d_acc = ct_upload(NULL, sizeof(acc));
@@ -253,7 +261,7 @@ static void test_softmax(void)
 	       acc.last_correct, correct);
 	CHECK(fabs(acc.last_loss - loss) <= 1e-9 * fabs(loss) + 1e-12);
 	CHECK(acc.last_correct == correct && correct >= 1 && acc.steps == 1 && !acc.bad_label);
-	labels[2] = S;                        /* out of range: flagged, not fatal */
+	labels[2] = S; /* out of range: flagged, not fatal */
 	CHECK(cudaMemcpy(d_l, labels, sizeof(labels), cudaMemcpyHostToDevice) == cudaSuccess);
 	tdnn_cuda_softmax_xent(d_z, d_b, d_l, B, S, d_p, d_dz, d_rl, d_ok, d_acc, 0);
 	ct_download(&acc, d_acc, sizeof(acc));
@@ -272,7 +280,8 @@ static void test_adam(void)
 	float *d_p = ct_upload(p, sizeof(float) * N), *d_g = ct_upload(NULL, sizeof(float) * N);
 	float *d_m = ct_upload(NULL, sizeof(float) * N), *d_v = ct_upload(NULL, sizeof(float) * N);
 
-	CHECKF(adam_init(&a, N, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(adam_init(&a, N, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, err, sizeof(err)) == 0, "%s",
+	       err);
 	CHECK(cudaMemset(d_m, 0, sizeof(float) * N) == cudaSuccess);
 	CHECK(cudaMemset(d_v, 0, sizeof(float) * N) == cudaSuccess);
 	for (int s = 0; s < STEPS; s++) {
@@ -307,7 +316,7 @@ int main(void)
 	test_layout_and_splice();
 	test_relu_bn(1, 5, 7, 13, 0.0f);
 	test_relu_bn(1, 5, 7, 13, 0.3f);
-	test_relu_bn(1, 3, 40, 300, 0.1f);   /* channels longer than a block */
+	test_relu_bn(1, 3, 40, 300, 0.1f); /* channels longer than a block */
 	test_relu_bn(0, 9, 11, 1, 0.0f);
 	test_pool(0.0f);
 	test_pool(0.25f);

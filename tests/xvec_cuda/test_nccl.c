@@ -67,7 +67,7 @@ static void batch(uint64_t step, int first, int stride, int n, float *x, int32_t
 }
 
 struct run {
-	struct xvec_model *m;    /* the host mirror */
+	struct xvec_model *m; /* the host mirror */
 	struct xvec_cuda *g;
 	float *d_x;
 	int32_t *d_l;
@@ -81,7 +81,7 @@ static void run_open(struct run *r, int device, int rows)
 	options(&o);
 	CHECKF(xvec_model_create(&r->m, &o, 1, XVEC_CONTEXT + 1, err, sizeof(err)) == 0, "%s", err);
 	xvec_cuda_config_default(&cfg);
-	cfg.device = device;  /* fp32, the splice strategy: the same GEMMs everywhere */
+	cfg.device = device; /* fp32, the splice strategy: the same GEMMs everywhere */
 	CHECKF(xvec_cuda_create(&r->g, r->m, &cfg, rows, T, err, sizeof(err)) == 0, "%s", err);
 	r->d_x = ct_upload(NULL, sizeof(float) * rows * D * T);
 	r->d_l = ct_upload(NULL, sizeof(int32_t) * rows);
@@ -110,8 +110,8 @@ static void run_steps(struct run *r, int first, int stride, int n, float *grads0
 		CHECK(cudaMemcpyAsync(r->d_l, labels, sizeof(int32_t) * n, cudaMemcpyHostToDevice,
 				      st) == cudaSuccess);
 		CHECK(cudaStreamSynchronize(st) == cudaSuccess);
-		CHECKF(xvec_cuda_train_step(r->g, r->d_x, r->d_l, n, T, err, sizeof(err)) == 0, "%s",
-		       err);
+		CHECKF(xvec_cuda_train_step(r->g, r->d_x, r->d_l, n, T, err, sizeof(err)) == 0,
+		       "%s", err);
 		if (s == 0 && grads0) {
 			size_t np;
 			xvec_model_params(r->m, &np);
@@ -129,8 +129,12 @@ static void run_steps(struct run *r, int first, int stride, int n, float *grads0
 
 static struct xvec_cuda_dp dp_over(struct xvec_nccl *c, int rank, int world)
 {
-	struct xvec_cuda_dp dp = { .rank = rank, .world = world, .sync_bn = 1,
-				   .sum_f = xvec_nccl_sum_f, .sum_d = xvec_nccl_sum_d, .ctx = c };
+	struct xvec_cuda_dp dp = { .rank = rank,
+				   .world = world,
+				   .sync_bn = 1,
+				   .sum_f = xvec_nccl_sum_f,
+				   .sum_d = xvec_nccl_sum_d,
+				   .ctx = c };
 	return dp;
 }
 
@@ -388,15 +392,22 @@ static void compare(const char *dir, int world)
 		CHECK(n == nbn);
 	}
 	for (int r = 1; r < world; r++) {
-		CHECKF(memcmp(p[r], p[0], sizeof(float) * np) == 0, "(i) rank %d's parameters differ "
-		       "from rank 0's", r);
-		CHECKF(memcmp(bn[r], bn[0], sizeof(float) * nbn) == 0, "(iii) rank %d's running "
-		       "statistics differ from rank 0's", r);
-		CHECKF(memcmp(gr[r], gr[0], sizeof(float) * np) == 0, "rank %d's averaged gradient "
-		       "differs from rank 0's", r);
+		CHECKF(memcmp(p[r], p[0], sizeof(float) * np) == 0,
+		       "(i) rank %d's parameters differ "
+		       "from rank 0's",
+		       r);
+		CHECKF(memcmp(bn[r], bn[0], sizeof(float) * nbn) == 0,
+		       "(iii) rank %d's running "
+		       "statistics differ from rank 0's",
+		       r);
+		CHECKF(memcmp(gr[r], gr[0], sizeof(float) * np) == 0,
+		       "rank %d's averaged gradient "
+		       "differs from rank 0's",
+		       r);
 	}
 	printf("(i), (iii): parameters, running statistics and gradients bit-identical on %d "
-	       "ranks\n", world);
+	       "ranks\n",
+	       world);
 	char *keep = calloc(np, 1);
 	CHECK(keep);
 	for (int k = 0; k < xvec_model_num_tensors(m0); k++) {
@@ -419,12 +430,14 @@ static void compare(const char *dir, int world)
 	double bn_tol = 1e-3 * bn_max + TDNN_BN_MOMENTUM * STEPS * bound;
 	printf("(ii) against one process on the global batch of %d: first gradient norm rel err "
 	       "%.3g (tolerance 1e-3), parameter change rel err %.3g (0.05, biases ahead of batch "
-	       "norm aside), largest parameter difference %.3g (Adam's bound %.3g)\n", world * B,
-	       eg, ep, emax, bound);
+	       "norm aside), largest parameter difference %.3g (Adam's bound %.3g)\n",
+	       world * B, eg, ep, emax, bound);
 	printf("(iii) running statistics differ by %.3g at most (tolerance %.3g)\n", ebn, bn_tol);
 	CHECKF(eg <= 1e-3, "(ii) the averaged gradient is %g from the global batch's", eg);
-	CHECKF(ep <= 0.05 && emax <= bound, "(ii) the parameters are %g (largest %g) from the "
-	       "reference's", ep, emax);
+	CHECKF(ep <= 0.05 && emax <= bound,
+	       "(ii) the parameters are %g (largest %g) from the "
+	       "reference's",
+	       ep, emax);
 	CHECKF(ebn <= bn_tol, "(iii) the synced statistics are %g from the global batch's", ebn);
 	for (int r = 0; r < world; r++) {
 		free(p[r]);

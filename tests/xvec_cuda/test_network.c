@@ -38,8 +38,8 @@
 #include <string.h>
 
 struct tol {
-	double loss, tensor;  /* fp32; forward results in the rounded modes */
-	double grads, dx;     /* rounded modes: norm-relative, whole vectors; < 0: not compared */
+	double loss, tensor; /* fp32; forward results in the rounded modes */
+	double grads, dx;    /* rounded modes: norm-relative, whole vectors; < 0: not compared */
 };
 
 static void expect(const char *what, const float *gpu, const float *cpu, size_t n, double tol)
@@ -74,8 +74,10 @@ static void run(int precision, int strategy, float dropout, float eps, int D, in
 
 	printf("%s, %s, dropout %.1f, eps %.2f, D %d W %d P %d E %d S %d, batch %d x %d\n",
 	       xvec_cuda_precision_name(precision),
-	       strategy == 2 ? "autotuned" : strategy ? "offset" : "splice", dropout, eps, D,
-	       W, P, E, S, B, T);
+	       strategy == 2 ? "autotuned"
+	       : strategy    ? "offset"
+			     : "splice",
+	       dropout, eps, D, W, P, E, S, B, T);
 	xvec_options_default(&o);
 	o.feat_dim = D, o.width = W, o.pool_width = P, o.embed = E, o.num_speakers = S;
 	o.dropout = dropout, o.noise_eps = eps, o.seed = 3;
@@ -103,15 +105,15 @@ static void run(int precision, int strategy, float dropout, float eps, int D, in
 		struct xvec_model *m3;
 		struct xvec_sens sn;
 		CHECKF(xvec_model_create(&m3, &o, B, T, err, sizeof(err)) == 0, "%s", err);
-		CHECK(xvec_sens_tolerances(m3, x, labels, B, D, T, S, precision, &sn,
-					   NULL) == 0);
+		CHECK(xvec_sens_tolerances(m3, x, labels, B, D, T, S, precision, &sn, NULL) == 0);
 		xvec_model_destroy(m3);
 		tl.loss = sn.loss;
 		tl.tensor = sn.probs;
 		tl.grads = compare_grads ? sn.grads : -1;
 		tl.dx = compare_grads ? sn.dx : -1;
 		printf("  derived tolerances: loss %.3g, forward tensors %.3g, gradients %.3g, "
-		       "input gradient %.3g\n", tl.loss, tl.tensor, tl.grads, tl.dx);
+		       "input gradient %.3g\n",
+		       tl.loss, tl.tensor, tl.grads, tl.dx);
 	}
 	/* training forward + backward (the reference rounding as the GPU does) */
 	tdnn_set_gemm_rounding(precision);
@@ -119,8 +121,10 @@ static void run(int precision, int strategy, float dropout, float eps, int D, in
 	CHECKF(xvec_model_backward(m, x, labels, B, T, dxc, err, sizeof(err)) == 0, "%s", err);
 	CHECKF(xvec_cuda_forward(g, d_x, d_l, B, T, 1, &rg, err, sizeof(err)) == 0, "%s", err);
 	CHECKF(xvec_cuda_backward(g, d_x, d_l, B, T, d_dx, err, sizeof(err)) == 0, "%s", err);
-	printf("  loss gpu %.7f cpu %.7f, correct %d / %d\n", rg.loss, rc.loss, rg.correct, rc.correct);
-	CHECKF(fabs(rg.loss - rc.loss) <= tl.loss * fabs(rc.loss), "loss %g vs %g", rg.loss, rc.loss);
+	printf("  loss gpu %.7f cpu %.7f, correct %d / %d\n", rg.loss, rc.loss, rg.correct,
+	       rc.correct);
+	CHECKF(fabs(rg.loss - rc.loss) <= tl.loss * fabs(rc.loss), "loss %g vs %g", rg.loss,
+	       rc.loss);
 
 	float *probs = malloc(sizeof(float) * B * S);
 	CHECKF(xvec_cuda_probs(g, probs, B, err, sizeof(err)) == 0, "%s", err);

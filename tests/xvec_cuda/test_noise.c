@@ -40,7 +40,8 @@ static void test_numbers(void)
 	philox_normals(42, 7, 0, N, c);
 	same = 0;
 	for (int i = 0; i < N; i++) {
-		double e = fabs((double)h[i] - c[i]) / (fabs((double)c[i]) > 1 ? fabs((double)c[i]) : 1);
+		double e = fabs((double)h[i] - c[i]) /
+			   (fabs((double)c[i]) > 1 ? fabs((double)c[i]) : 1);
 
 		same += h[i] == c[i];
 		if (e > maxd)
@@ -51,7 +52,8 @@ static void test_numbers(void)
 	}
 	double mean = s / N, var = ss / N - mean * mean;
 	printf("normals: %zu of %d bit-identical, max relative difference %.3g; mean %.5f var %.5f "
-	       "P(|z|>3) %.5f (normal: 0.00270)\n", same, N, maxd, mean, var, tails / N);
+	       "P(|z|>3) %.5f (normal: 0.00270)\n",
+	       same, N, maxd, mean, var, tails / N);
 	CHECKF(maxd < 4e-6, "normals differ from philox.c by %g", maxd);
 	CHECK(fabs(mean) < 0.005 && fabs(var - 1) < 0.01 && fabs(tails / N - 0.0027) < 0.0005);
 	cudaFree(d);
@@ -65,7 +67,8 @@ static void test_pool_noise(void)
 	const float eps = 0.5f;
 	float *x = calloc(n, sizeof(float)), out[B * 2 * C], dout[B * 2 * C];
 	float *d_x = ct_upload(x, sizeof(float) * n), *d_out = ct_upload(NULL, sizeof(out));
-	float *d_dout, *d_dx = ct_upload(NULL, sizeof(float) * n), *d_z = ct_upload(NULL, sizeof(float) * n);
+	float *d_dout, *d_dx = ct_upload(NULL, sizeof(float) * n),
+		       *d_z = ct_upload(NULL, sizeof(float) * n);
 	double ms = 0, sds = 0;
 
 	tdnn_cuda_pool_forward(d_x, B, C, T, eps, 5, 9, d_out, 0);
@@ -84,7 +87,7 @@ static void test_pool_noise(void)
 	for (int i = 0; i < B * 2 * C; i++)
 		dout[i] = (i % (2 * C)) < C ? 0.0f : 1.0f;
 	d_dout = ct_upload(dout, sizeof(dout));
-	philox_normals(1, 1, 0, n, x);         /* a non-zero input this time */
+	philox_normals(1, 1, 0, n, x); /* a non-zero input this time */
 	ct_copy_to(d_x, x, sizeof(float) * n);
 	tdnn_cuda_pool_forward(d_x, B, C, T, eps, 5, 9, d_out, 0);
 	tdnn_cuda_pool_backward(d_x, B, C, T, eps, 5, 9, d_out, d_dout, d_dx, 0);
@@ -98,8 +101,8 @@ static void test_pool_noise(void)
 	for (int c = 0; c < C; c++)
 		for (int b = 0; b < B; b++)
 			for (int t = 0; t < T; t++) {
-				size_t i = ((size_t)c * B + b) * T + t;         /* device (C, B, T) */
-				size_t k = ((size_t)b * C + c) * T + t;         /* CPU index */
+				size_t i = ((size_t)c * B + b) * T + t; /* device (C, B, T) */
+				size_t k = ((size_t)b * C + c) * T + t; /* CPU index */
 				float m = out[b * 2 * C + c], sd = out[b * 2 * C + C + c];
 				double v = m + (double)dx[i] * T * sd;
 				double want = x[i] + (double)eps * z[k];
@@ -138,7 +141,8 @@ static double eval_or_train(float eps, int training)
 		labels[i] = i % 4;
 	float *d_x = ct_upload(x, sizeof(x));
 	int32_t *d_l = ct_upload(labels, sizeof(labels));
-	CHECKF(xvec_cuda_forward(g, d_x, d_l, B, T, training, &r, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(xvec_cuda_forward(g, d_x, d_l, B, T, training, &r, err, sizeof(err)) == 0, "%s",
+	       err);
 	xvec_cuda_destroy(g);
 	xvec_model_destroy(m);
 	cudaFree(d_x), cudaFree(d_l);

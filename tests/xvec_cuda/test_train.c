@@ -65,8 +65,8 @@ static void train(int precision)
 		CHECKF(xvec_cuda_train_step(g, d_x, d_l, B, T, err, sizeof(err)) == 0, "%s", err);
 		if (s % 50 == 0 || s == STEPS - 26) {
 			CHECKF(xvec_cuda_metrics(g, &mt, 1, err, sizeof(err)) == 0, "%s", err);
-			printf("step %3d: loss %.4f (mean of %lld steps) accuracy %.3f\n", s, mt.loss,
-			       mt.steps, mt.accuracy);
+			printf("step %3d: loss %.4f (mean of %lld steps) accuracy %.3f\n", s,
+			       mt.loss, mt.steps, mt.accuracy);
 		}
 	}
 	CHECKF(xvec_cuda_metrics(g, &mt, 1, err, sizeof(err)) == 0, "%s", err);
@@ -97,7 +97,8 @@ static void train(int precision)
 				non[nn++] = s;
 		}
 	CHECK(verify_eer(tar, nt, non, nn, &eer, err, sizeof(err)) == 0);
-	printf("x-vector cosine scoring: %zu target / %zu non-target pairs, EER %.3f\n", nt, nn, eer);
+	printf("x-vector cosine scoring: %zu target / %zu non-target pairs, EER %.3f\n", nt, nn,
+	       eer);
 	CHECKF(eer < 0.2, "EER %.3f", eer);
 
 	xvec_cuda_destroy(g);

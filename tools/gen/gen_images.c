@@ -19,12 +19,12 @@
  * whatever the thread count or scheduling (libm's sinf/cosf may differ across
  * systems). Classes differ weakly: each has a dominant hue and a preferred
  * shape, enough for a small model to learn something. */
+#include "gen_util.h"
 #include "status.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -97,21 +97,22 @@ struct gen_opts {
 /* One worker's scratch space, sized once for the largest possible image. */
 struct gen_canvas {
 	int w, h;
-	float *rgb;      /* w*h*3, linear 0..255 working colour */
-	float *fine;     /* w*h detail texture (cells of 2-16 px), roughly -1..1 */
-	float *coarse;   /* w*h low-frequency variation, roughly -1..1 */
-	uint8_t *out;    /* w*h*3 final 8-bit RGB */
-	float *lattice;  /* one octave's random lattice */
-	float *rowv;     /* one lattice row blended for the current y */
-	int *xi;         /* lattice column of each x */
-	float *xw;       /* smoothstep weight of each x */
-	float *noise;    /* one row of final values before quantizing */
+	float *rgb;     /* w*h*3, linear 0..255 working colour */
+	float *fine;    /* w*h detail texture (cells of 2-16 px), roughly -1..1 */
+	float *coarse;  /* w*h low-frequency variation, roughly -1..1 */
+	uint8_t *out;   /* w*h*3 final 8-bit RGB */
+	float *lattice; /* one octave's random lattice */
+	float *rowv;    /* one lattice row blended for the current y */
+	int *xi;        /* lattice column of each x */
+	float *xw;      /* smoothstep weight of each x */
+	float *noise;   /* one row of final values before quantizing */
 	int quality;
 };
 
 static int gen_canvas_init(struct gen_canvas *c, char *err, size_t errlen)
 {
-	size_t cells = (size_t)(GEN_LONG_MAX / GEN_MIN_CELL + 4) * (size_t)(GEN_LONG_MAX / GEN_MIN_CELL + 4);
+	size_t cells = (size_t)(GEN_LONG_MAX / GEN_MIN_CELL + 4) *
+		       (size_t)(GEN_LONG_MAX / GEN_MIN_CELL + 4);
 
 	memset(c, 0, sizeof(*c));
 	c->rgb = malloc(sizeof(float) * 3 * GEN_PIXELS_MAX);
@@ -123,7 +124,8 @@ static int gen_canvas_init(struct gen_canvas *c, char *err, size_t errlen)
 	c->xi = malloc(sizeof(int) * GEN_LONG_MAX);
 	c->xw = malloc(sizeof(float) * GEN_LONG_MAX);
 	c->noise = malloc(sizeof(float) * 3 * GEN_LONG_MAX);
-	if (!c->rgb || !c->fine || !c->coarse || !c->out || !c->lattice || !c->rowv || !c->xi || !c->xw || !c->noise)
+	if (!c->rgb || !c->fine || !c->coarse || !c->out || !c->lattice || !c->rowv || !c->xi ||
+	    !c->xw || !c->noise)
 		return status_fail(err, errlen, -ENOMEM, "out of memory for an image canvas");
 	return 0;
 }
@@ -149,7 +151,8 @@ static float gen_smooth(float t)
 /* Adds amp * (value noise with lattice spacing `cell`) to dst. The lattice
  * is offset randomly so that octaves do not share grid lines, and each row
  * blends two lattice rows once so the per-pixel work is one lerp. */
-static void gen_noise_octave(struct gen_canvas *c, float *dst, struct gen_rng *r, float cell, float amp)
+static void gen_noise_octave(struct gen_canvas *c, float *dst, struct gen_rng *r, float cell,
+			     float amp)
 {
 	float inv = 1.0f / cell;
 	float ox = gen_rng_range(r, 0.0f, cell), oy = gen_rng_range(r, 0.0f, cell);
@@ -182,8 +185,8 @@ static void gen_noise_octave(struct gen_canvas *c, float *dst, struct gen_rng *r
 /* Fractal noise: octaves from `cell0` down to GEN_MIN_CELL, each half the
  * spacing and `persist` times the amplitude of the one before; scaled so
  * the sum stays within about -1..1. */
-static void gen_noise_fractal(struct gen_canvas *c, float *dst, struct gen_rng *r, float cell0, float persist,
-	int max_octaves)
+static void gen_noise_fractal(struct gen_canvas *c, float *dst, struct gen_rng *r, float cell0,
+			      float persist, int max_octaves)
 {
 	float amp = 1.0f, total = 0.0f, cell = cell0;
 	int octaves = 0;
@@ -205,37 +208,52 @@ static void gen_hsv(float h, float s, float v, float rgb[3])
 	float r, g, b;
 
 	switch (sector % 6) {
-	case 0: r = v, g = t, b = p; break;
-	case 1: r = q, g = v, b = p; break;
-	case 2: r = p, g = v, b = t; break;
-	case 3: r = p, g = q, b = v; break;
-	case 4: r = t, g = p, b = v; break;
-	default: r = v, g = p, b = q; break;
+	case 0:
+		r = v, g = t, b = p;
+		break;
+	case 1:
+		r = q, g = v, b = p;
+		break;
+	case 2:
+		r = p, g = v, b = t;
+		break;
+	case 3:
+		r = p, g = q, b = v;
+		break;
+	case 4:
+		r = t, g = p, b = v;
+		break;
+	default:
+		r = v, g = p, b = q;
+		break;
 	}
 	rgb[0] = r * 255.0f, rgb[1] = g * 255.0f, rgb[2] = b * 255.0f;
 }
 
 struct gen_shape {
 	bool ellipse;
-	float cx, cy, a, b;       /* centre and radii (polygons: of the circumscribing ellipse) */
-	float cosr, sinr;         /* rotation */
+	float cx, cy, a, b; /* centre and radii (polygons: of the circumscribing ellipse) */
+	float cosr, sinr;   /* rotation */
 	int nverts;
-	float nx[GEN_MAX_VERTS], ny[GEN_MAX_VERTS], nc[GEN_MAX_VERTS]; /* polygon edges: n.p <= c inside */
-	float soft, inv_soft;     /* edge width, px */
-	float inv_a2, inv_b2, q_in, q_out; /* ellipse: 1/a^2, 1/b^2 and the sure-inside/outside bounds of q */
+	float nx[GEN_MAX_VERTS], ny[GEN_MAX_VERTS],
+		nc[GEN_MAX_VERTS]; /* polygon edges: n.p <= c inside */
+	float soft, inv_soft;      /* edge width, px */
+	float inv_a2, inv_b2, q_in,
+		q_out; /* ellipse: 1/a^2, 1/b^2 and the sure-inside/outside bounds of q */
 	float opacity;
 	float col[3];
-	float gx, gy;             /* shading gradient per px */
+	float gx, gy; /* shading gradient per px */
 	float tex_fine, tex_coarse;
-	bool flip_x, flip_y;      /* how this shape reads the detail texture */
+	bool flip_x, flip_y;                    /* how this shape reads the detail texture */
 	float stripe_amp, stripe_kx, stripe_ky; /* warped stripes (wood, fabric); amp 0 for none */
 };
 
-static void gen_shape_make(struct gen_shape *s, struct gen_rng *r, int w, int h, float size, float depth,
-	float class_hue, bool prefer_ellipse)
+static void gen_shape_make(struct gen_shape *s, struct gen_rng *r, int w, int h, float size,
+			   float depth, float class_hue, bool prefer_ellipse)
 {
 	float rot = gen_rng_range(r, 0.0f, 6.2831853f);
-	float hue = gen_rng_unit(r) < 0.5f ? class_hue + gen_rng_range(r, -0.04f, 0.04f) : gen_rng_unit(r);
+	float hue = gen_rng_unit(r) < 0.5f ? class_hue + gen_rng_range(r, -0.04f, 0.04f)
+					   : gen_rng_unit(r);
 	float shade = gen_rng_range(r, 0.0f, 0.6f), shade_dir = gen_rng_range(r, 0.0f, 6.2831853f);
 
 	s->ellipse = gen_rng_unit(r) < (prefer_ellipse ? 0.75f : 0.25f);
@@ -259,7 +277,8 @@ static void gen_shape_make(struct gen_shape *s, struct gen_rng *r, int w, int h,
 	s->tex_fine = gen_rng_range(r, 0.2f, 1.2f) * (view & 4 ? -1.0f : 1.0f);
 	s->stripe_amp = 0.0f;
 	if (gen_rng_unit(r) < 0.3f) {
-		float period = gen_rng_range(r, 3.0f, 24.0f), dir = gen_rng_range(r, 0.0f, 6.2831853f);
+		float period = gen_rng_range(r, 3.0f, 24.0f),
+		      dir = gen_rng_range(r, 0.0f, 6.2831853f);
 		s->stripe_amp = gen_rng_range(r, 0.05f, 0.25f);
 		s->stripe_kx = 6.2831853f / period * cosf(dir);
 		s->stripe_ky = 6.2831853f / period * sinf(dir);
@@ -347,7 +366,8 @@ static void gen_shape_paint(struct gen_canvas *c, const struct gen_shape *s)
 	x1 = x1 > c->w ? c->w : x1, y1 = y1 > c->h ? c->h : y1;
 	for (int y = y0; y < y1; y++) {
 		int ty = s->flip_y ? c->h - 1 - y : y;
-		const float *fine = c->fine + (size_t)ty * c->w, *coarse = c->coarse + (size_t)y * c->w;
+		const float *fine = c->fine + (size_t)ty * c->w,
+			    *coarse = c->coarse + (size_t)y * c->w;
 		float *px = c->rgb + (size_t)y * c->w * 3;
 
 		for (int x = x0; x < x1; x++) {
@@ -357,11 +377,13 @@ static void gen_shape_paint(struct gen_canvas *c, const struct gen_shape *s)
 			if (cover <= 0.0f)
 				continue;
 			float alpha = cover * s->opacity;
-			float light = 1.0f + s->gx * ((float)x - s->cx) + s->gy * ((float)y - s->cy) +
-				s->tex_fine * fine[tx] + s->tex_coarse * coarse[x];
+			float light = 1.0f + s->gx * ((float)x - s->cx) +
+				      s->gy * ((float)y - s->cy) + s->tex_fine * fine[tx] +
+				      s->tex_coarse * coarse[x];
 			if (s->stripe_amp > 0.0f)
 				light += s->stripe_amp *
-					sinf(s->stripe_kx * (float)x + s->stripe_ky * (float)y + 5.0f * coarse[x]);
+					 sinf(s->stripe_kx * (float)x + s->stripe_ky * (float)y +
+					      5.0f * coarse[x]);
 			float *p = px + (size_t)x * 3;
 			for (int k = 0; k < 3; k++)
 				p[k] += alpha * (s->col[k] * light - p[k]);
@@ -370,14 +392,18 @@ static void gen_shape_paint(struct gen_canvas *c, const struct gen_shape *s)
 }
 
 /* Paints image `index` into c->out and picks its size and quality. */
-static void gen_render(struct gen_canvas *c, const struct gen_opts *o, uint64_t index, uint32_t label)
+/* Over 100 lines: one random stream draws every choice in a fixed order, and that order is the image. */
+static void gen_render(struct gen_canvas *c, const struct gen_opts *o, uint64_t index,
+		       uint32_t label)
 {
-	struct gen_rng r = {.s = o->seed * 0x2545f4914f6cdd1dull ^ (index + 1) * 0x9e3779b97f4a7c15ull};
+	struct gen_rng r = { .s = o->seed * 0x2545f4914f6cdd1dull ^
+				  (index + 1) * 0x9e3779b97f4a7c15ull };
 	int shorter = GEN_SHORT_MIN + (int)gen_rng_below(&r, GEN_SHORT_MAX - GEN_SHORT_MIN + 1);
 	/* Most photos are landscape, and 4:3 (or 3:4) is the commonest shape. */
 	bool landscape = gen_rng_unit(&r) < 0.75f;
-	float ratio = gen_rng_unit(&r) < 0.5f ? 4.0f / 3.0f
-		: gen_rng_range(&r, 1.0f, landscape ? 16.0f / 9.0f : 4.0f / 3.0f);
+	float ratio = gen_rng_unit(&r) < 0.5f
+			      ? 4.0f / 3.0f
+			      : gen_rng_range(&r, 1.0f, landscape ? 16.0f / 9.0f : 4.0f / 3.0f);
 	int longer = (int)floorf((float)shorter * ratio);
 	float class_hue = (float)label / (float)o->classes + 0.03f;
 	bool prefer_ellipse = label % 2 == 0;
@@ -387,12 +413,14 @@ static void gen_render(struct gen_canvas *c, const struct gen_opts *o, uint64_t 
 		longer = shorter;
 	c->w = landscape ? longer : shorter;
 	c->h = landscape ? shorter : longer;
-	c->quality = GEN_QUALITY_MIN + (int)gen_rng_below(&r, GEN_QUALITY_MAX - GEN_QUALITY_MIN + 1);
+	c->quality =
+		GEN_QUALITY_MIN + (int)gen_rng_below(&r, GEN_QUALITY_MAX - GEN_QUALITY_MIN + 1);
 
 	int w = c->w, h = c->h;
 	float persist = gen_rng_range(&r, 0.8f, 1.0f);
 	gen_noise_fractal(c, c->fine, &r, gen_rng_range(&r, 6.0f, 16.0f), persist, 16);
-	gen_noise_fractal(c, c->coarse, &r, (float)shorter * gen_rng_range(&r, 0.5f, 0.9f), 0.5f, 3);
+	gen_noise_fractal(c, c->coarse, &r, (float)shorter * gen_rng_range(&r, 0.5f, 0.9f), 0.5f,
+			  3);
 
 	/* Background: two colours split at a soft horizon, lit from one side. */
 	float top[3], bottom[3];
@@ -416,8 +444,8 @@ static void gen_render(struct gen_canvas *c, const struct gen_opts *o, uint64_t 
 		const float *fine = c->fine + (size_t)y * w, *coarse = c->coarse + (size_t)y * w;
 		float *px = c->rgb + (size_t)y * w * 3;
 		for (int x = 0; x < w; x++) {
-			float light = 1.0f + lx * (float)(x - w / 2) + ly * (float)(y - h / 2) + bg_fine * fine[x] +
-				bg_coarse * coarse[x];
+			float light = 1.0f + lx * (float)(x - w / 2) + ly * (float)(y - h / 2) +
+				      bg_fine * fine[x] + bg_coarse * coarse[x];
 			for (int k = 0; k < 3; k++)
 				px[x * 3 + k] = base[k] * light;
 		}
@@ -428,7 +456,8 @@ static void gen_render(struct gen_canvas *c, const struct gen_opts *o, uint64_t 
 	for (int i = 0; i < nshapes; i++) {
 		struct gen_shape s;
 		float depth = 1.0f - (float)i / (float)(nshapes - 1);
-		float size = (float)shorter * (0.07f + 0.33f * depth * gen_rng_range(&r, 0.6f, 1.0f));
+		float size =
+			(float)shorter * (0.07f + 0.33f * depth * gen_rng_range(&r, 0.6f, 1.0f));
 
 		gen_shape_make(&s, &r, w, h, size, depth * depth, class_hue, prefer_ellipse);
 		gen_shape_paint(c, &s);
@@ -463,11 +492,14 @@ static void gen_render(struct gen_canvas *c, const struct gen_opts *o, uint64_t 
 			float gain = 1.0f - vig * (dx * dx + dy2) * inv_r2;
 			/* Sums of two uniform bytes: triangular, zero-mean noise
 			 * (std about 104), shared by the channels and per channel. */
-			float luma = (float)((int)(bits & 0xff) + (int)((bits >> 8) & 0xff) - 255) * luma_scale;
+			float luma = (float)((int)(bits & 0xff) + (int)((bits >> 8) & 0xff) - 255) *
+				     luma_scale;
 			for (int k = 0; k < 3; k++) {
 				int sh = 16 + 16 * k;
-				float n = (float)((int)((bits >> sh) & 0xff) + (int)((bits >> (sh + 8)) & 0xff) - 255);
-				noise[x * 3 + k] = px[x * 3 + k] * gain + luma + n * chroma_scale + 0.5f;
+				float n = (float)((int)((bits >> sh) & 0xff) +
+						  (int)((bits >> (sh + 8)) & 0xff) - 255);
+				noise[x * 3 + k] =
+					px[x * 3 + k] * gain + luma + n * chroma_scale + 0.5f;
 			}
 		}
 		/* Written as compares so that they compile to min/max, not calls. */
@@ -502,12 +534,14 @@ static void gen_fail(struct gen_shared *sh, const char *msg)
 	pthread_mutex_unlock(&sh->lock);
 }
 
-static int gen_write_file(const char *path, const unsigned char *buf, size_t len, char *err, size_t errlen)
+static int gen_write_file(const char *path, const unsigned char *buf, size_t len, char *err,
+			  size_t errlen)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
 	if (fd < 0)
-		return status_fail(err, errlen, -errno, "cannot create %s: %s", path, strerror(errno));
+		return status_fail(err, errlen, -errno, "cannot create %s: %s", path,
+				   strerror(errno));
 	while (len > 0) {
 		ssize_t n = write(fd, buf, len);
 		if (n < 0 && errno == EINTR)
@@ -515,12 +549,14 @@ static int gen_write_file(const char *path, const unsigned char *buf, size_t len
 		if (n <= 0) {
 			int e = n < 0 ? errno : EIO;
 			close(fd);
-			return status_fail(err, errlen, -e, "cannot write %s: %s", path, strerror(e));
+			return status_fail(err, errlen, -e, "cannot write %s: %s", path,
+					   strerror(e));
 		}
 		buf += n, len -= (size_t)n;
 	}
 	if (close(fd) != 0)
-		return status_fail(err, errlen, -errno, "cannot write %s: %s", path, strerror(errno));
+		return status_fail(err, errlen, -errno, "cannot write %s: %s", path,
+				   strerror(errno));
 	return 0;
 }
 
@@ -553,14 +589,16 @@ static void *gen_worker_main(void *arg)
 			break;
 		label = (uint32_t)(i % o->classes);
 		gen_render(&c, o, i, label);
-		if (tjCompress2(tj, c.out, c.w, 0, c.h, TJPF_RGB, &jpeg, &size, TJSAMP_420, c.quality,
-			    TJFLAG_NOREALLOC) != 0) {
-			snprintf(err, sizeof(err), "cannot compress image %" PRIu64 ": %s", i, tjGetErrorStr2(tj));
+		if (tjCompress2(tj, c.out, c.w, 0, c.h, TJPF_RGB, &jpeg, &size, TJSAMP_420,
+				c.quality, TJFLAG_NOREALLOC) != 0) {
+			snprintf(err, sizeof(err), "cannot compress image %" PRIu64 ": %s", i,
+				 tjGetErrorStr2(tj));
 			gen_fail(sh, err);
 			break;
 		}
-		if (snprintf(path, sizeof(path), "%s/class_%0*" PRIu32 "/img_%0*" PRIu64 ".jpg", o->dir,
-			    o->class_width, label, o->index_width, i) >= (int)sizeof(path)) {
+		if (snprintf(path, sizeof(path), "%s/class_%0*" PRIu32 "/img_%0*" PRIu64 ".jpg",
+			     o->dir, o->class_width, label, o->index_width,
+			     i) >= (int)sizeof(path)) {
 			gen_fail(sh, "output path too long");
 			break;
 		}
@@ -581,52 +619,12 @@ out:
 	return NULL;
 }
 
-/* Parses a whole decimal number in [lo, hi]; anything else is a usage error. */
-static int gen_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 static int gen_digits(uint64_t v)
 {
 	int d = 1;
 	while (v >= 10)
 		v /= 10, d++;
 	return d;
-}
-
-/* mkdir -p for DIR; an existing directory is fine. */
-static int gen_mkdirs(const char *dir, char *err, size_t errlen)
-{
-	char path[PATH_MAX];
-	size_t len = strlen(dir);
-
-	if (len == 0 || len >= sizeof(path))
-		return status_fail(err, errlen, -ENAMETOOLONG, "output directory name is empty or too long");
-	memcpy(path, dir, len + 1);
-	for (size_t i = 1; i <= len; i++) {
-		if (path[i] != '/' && path[i] != '\0')
-			continue;
-		char saved = path[i];
-		path[i] = '\0';
-		if (mkdir(path, 0755) != 0 && errno != EEXIST)
-			return status_fail(err, errlen, -errno, "cannot create directory %s: %s", path, strerror(errno));
-		path[i] = saved;
-	}
-	struct stat st;
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-		return status_fail(err, errlen, -ENOTDIR, "%s is not a directory", dir);
-	return 0;
 }
 
 /* 1 when dir exists and holds anything, 0 when it is empty or missing,
@@ -648,98 +646,89 @@ static int gen_dir_busy(const char *dir)
 	return busy;
 }
 
-static int gen_usage_error(const char *fmt, const char *arg)
+#define PROG "gen-images"
+
+/* The command line into o; 0 to go on, else the exit status (1: --help
+ * done, 2: bad usage, said). */
+static int gen_parse_args(int argc, char **argv, struct gen_opts *o)
 {
-	fprintf(stderr, "gen-images: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "; %s\n", gen_usage);
-	return 2;
+	int help = 0, force = 0;
+	char *ops[2];
+	struct argtab tab[] = {
+		ARGTAB_INT("classes", 0, &o->classes, 1, 100000, "K", "class folders (default 10)"),
+		ARGTAB_FUNC("seed", 0, &o->seed, gen_arg_seed, "S", "the images' seed (default 0)"),
+		ARGTAB_INT("threads", 0, &o->threads, 1, 1024, "T",
+			   "encoder threads (default: CPUs)"),
+		ARGTAB_FLAG("force", 0, &force, "write into DIR even when it is not empty"),
+		ARGTAB_FLAG("help", 'h', &help, "this text"),
+		ARGTAB_END,
+	};
+	int rc = gen_args_parse(PROG, gen_usage, tab, &help, argc, argv, ops, 2, "N and DIR");
+	if (rc)
+		return rc;
+	o->force = force;
+	unsigned long long count;
+	if (argtab_parse_uint(ops[0], 1, 100000000, &count) < 0)
+		return gen_usage_error(PROG, gen_usage,
+				       "N wants a number from 1 to 100000000, not '%s'", ops[0]);
+	o->count = count;
+	o->dir = ops[1];
+	if (o->classes > o->count)
+		return gen_usage_error(
+			PROG, gen_usage,
+			"--classes is larger than N, which would leave empty class folders");
+	if (o->threads > o->count)
+		o->threads = (unsigned)o->count;
+	o->class_width = gen_digits(o->classes - 1) < 3 ? 3 : gen_digits(o->classes - 1);
+	o->index_width = gen_digits(o->count - 1) < 6 ? 6 : gen_digits(o->count - 1);
+	return 0;
 }
 
-int main(int argc, char **argv)
+/* DIR and its class folders, refusing a DIR in use without --force. 0, or
+ * the exit status (said). */
+static int gen_make_dirs(const struct gen_opts *o)
 {
-	static const struct option longopts[] = {
-		{"classes", required_argument, NULL, 'k'},
-		{"seed", required_argument, NULL, 's'},
-		{"threads", required_argument, NULL, 't'},
-		{"force", no_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	struct gen_opts o = {.classes = 10, .seed = 0, .force = false};
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	uint64_t v;
-	int opt;
-
-	o.threads = ncpu > 0 ? (unsigned)ncpu : 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'k':
-			if (gen_parse_u64(optarg, 1, 100000, &v) < 0)
-				return gen_usage_error("--classes wants a number from 1 to 100000, not '%s'", optarg);
-			o.classes = (uint32_t)v;
-			break;
-		case 's':
-			if (gen_parse_u64(optarg, 0, UINT64_MAX, &v) < 0)
-				return gen_usage_error("--seed wants a non-negative integer, not '%s'", optarg);
-			o.seed = v;
-			break;
-		case 't':
-			if (gen_parse_u64(optarg, 1, 1024, &v) < 0)
-				return gen_usage_error("--threads wants a number from 1 to 1024, not '%s'", optarg);
-			o.threads = (unsigned)v;
-			break;
-		case 'f':
-			o.force = true;
-			break;
-		case 'h':
-			printf("%s\n", gen_usage);
-			return 0;
-		case ':':
-			return gen_usage_error("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return gen_usage_error("unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (argc - optind != 2)
-		return gen_usage_error("expected N and DIR%s", "");
-	if (gen_parse_u64(argv[optind], 1, 100000000, &o.count) < 0)
-		return gen_usage_error("N wants a number from 1 to 100000000, not '%s'", argv[optind]);
-	o.dir = argv[optind + 1];
-	if (o.classes > o.count)
-		return gen_usage_error("--classes is larger than N, which would leave empty class folders%s", "");
-	if (o.threads > o.count)
-		o.threads = (unsigned)o.count;
-	o.class_width = gen_digits(o.classes - 1) < 3 ? 3 : gen_digits(o.classes - 1);
-	o.index_width = gen_digits(o.count - 1) < 6 ? 6 : gen_digits(o.count - 1);
-
-	int busy = gen_dir_busy(o.dir);
+	int busy = gen_dir_busy(o->dir);
 	if (busy < 0) {
-		fprintf(stderr, "gen-images: cannot use %s as the output directory: %s\n", o.dir, strerror(-busy));
+		fprintf(stderr, "gen-images: cannot use %s as the output directory: %s\n", o->dir,
+			strerror(-busy));
 		return 2;
 	}
-	if (busy && !o.force) {
-		fprintf(stderr, "gen-images: %s exists and is not empty (use --force to write into it)\n", o.dir);
+	if (busy && !o->force) {
+		fprintf(stderr,
+			"gen-images: %s exists and is not empty (use --force to write into it)\n",
+			o->dir);
 		return 2;
 	}
 	char err[512], path[PATH_MAX];
-	if (gen_mkdirs(o.dir, err, sizeof(err)) < 0) {
+	if (gen_mkdirs(o->dir, err, sizeof(err)) < 0) {
 		fprintf(stderr, "gen-images: %s\n", err);
 		return 1;
 	}
-	for (uint32_t k = 0; k < o.classes; k++) {
-		snprintf(path, sizeof(path), "%s/class_%0*" PRIu32, o.dir, o.class_width, k);
+	for (uint32_t k = 0; k < o->classes; k++) {
+		snprintf(path, sizeof(path), "%s/class_%0*" PRIu32, o->dir, o->class_width, k);
 		if (gen_mkdirs(path, err, sizeof(err)) < 0) {
 			fprintf(stderr, "gen-images: %s\n", err);
 			return 1;
 		}
 	}
+	return 0;
+}
 
-	struct gen_shared sh = {.opts = &o};
-	struct gen_worker *workers = calloc(o.threads, sizeof(*workers));
+/* What the workers wrote, all together. */
+struct gen_totals {
+	uint64_t images, bytes, min_bytes, max_bytes;
+	double secs;
+};
+
+/* Run the workers over all the images. 0, or 1 (said). */
+static int gen_run_workers(const struct gen_opts *o, struct gen_totals *t)
+{
+	struct gen_shared sh = { .opts = o };
+	struct gen_worker *workers = calloc(o->threads, sizeof(*workers));
 	struct timespec t0, t1;
 	unsigned started = 0;
+	char err[512];
 
 	if (!workers) {
 		fprintf(stderr, "gen-images: out of memory\n");
@@ -749,10 +738,10 @@ int main(int argc, char **argv)
 	atomic_init(&sh.failed, false);
 	pthread_mutex_init(&sh.lock, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (unsigned t = 0; t < o.threads; t++) {
-		workers[t].sh = &sh;
-		workers[t].min_bytes = UINT64_MAX;
-		int e = pthread_create(&workers[t].thread, NULL, gen_worker_main, &workers[t]);
+	for (unsigned k = 0; k < o->threads; k++) {
+		workers[k].sh = &sh;
+		workers[k].min_bytes = UINT64_MAX;
+		int e = pthread_create(&workers[k].thread, NULL, gen_worker_main, &workers[k]);
 		if (e != 0) {
 			snprintf(err, sizeof(err), "cannot start a worker thread: %s", strerror(e));
 			gen_fail(&sh, err);
@@ -760,13 +749,15 @@ int main(int argc, char **argv)
 		}
 		started++;
 	}
-	uint64_t images = 0, bytes = 0, min_bytes = UINT64_MAX, max_bytes = 0;
-	for (unsigned t = 0; t < started; t++) {
-		pthread_join(workers[t].thread, NULL);
-		images += workers[t].images;
-		bytes += workers[t].bytes;
-		min_bytes = workers[t].min_bytes < min_bytes ? workers[t].min_bytes : min_bytes;
-		max_bytes = workers[t].max_bytes > max_bytes ? workers[t].max_bytes : max_bytes;
+	*t = (struct gen_totals){ .min_bytes = UINT64_MAX };
+	for (unsigned k = 0; k < started; k++) {
+		pthread_join(workers[k].thread, NULL);
+		t->images += workers[k].images;
+		t->bytes += workers[k].bytes;
+		t->min_bytes =
+			workers[k].min_bytes < t->min_bytes ? workers[k].min_bytes : t->min_bytes;
+		t->max_bytes =
+			workers[k].max_bytes > t->max_bytes ? workers[k].max_bytes : t->max_bytes;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	free(workers);
@@ -775,10 +766,26 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gen-images: %s\n", sh.err);
 		return 1;
 	}
-	double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-	printf("gen-images: %" PRIu64 " images, %" PRIu32 " classes, %.1f MB (mean %.1f KB, min %.1f KB, max %.1f KB) "
+	t->secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct gen_opts o = { .classes = 10, .seed = 0, .force = false };
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	struct gen_totals t;
+
+	o.threads = ncpu > 0 ? (unsigned)ncpu : 1;
+	int rc = gen_parse_args(argc, argv, &o);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	if ((rc = gen_make_dirs(&o)) || (rc = gen_run_workers(&o, &t)))
+		return rc;
+	printf("gen-images: %" PRIu64 " images, %" PRIu32
+	       " classes, %.1f MB (mean %.1f KB, min %.1f KB, max %.1f KB) "
 	       "in %.2f s with %u threads -> %s\n",
-		images, o.classes, (double)bytes / 1e6, (double)bytes / 1e3 / (double)images, (double)min_bytes / 1e3,
-		(double)max_bytes / 1e3, secs, o.threads, o.dir);
+	       t.images, o.classes, (double)t.bytes / 1e6, (double)t.bytes / 1e3 / (double)t.images,
+	       (double)t.min_bytes / 1e3, (double)t.max_bytes / 1e3, t.secs, o.threads, o.dir);
 	return 0;
 }

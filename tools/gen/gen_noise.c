@@ -24,7 +24,6 @@
  * Every file is a pure function of (seed, category, index), whatever the
  * thread count; peaks are drawn between -8 and -4 dBFS. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,21 +40,21 @@
 #define MAX_COUNT 10000 /* names keep four digits */
 #define MIN_SECONDS 0.1
 #define MAX_SECONDS 600.0
-#define NOTE_LEN 160     /* bytes of one ANNOTATIONS line */
+#define NOTE_LEN 160 /* bytes of one ANNOTATIONS line */
 
 /* Key domains (detrand_key's "epoch" argument). gen-speech draws its
  * speakers from epoch 1 and its utterances from epochs 2 and up (fewer than
  * 1002), so these constants keep babble speakers apart from any corpus it
  * writes. */
-#define DOMAIN_FILE 0x67656e2d6e6f6900ull  /* + category */
+#define DOMAIN_FILE 0x67656e2d6e6f6900ull /* + category */
 #define DOMAIN_SPEAKER 0x626162626c650001ull
 #define DOMAIN_UTTERANCE 0x626162626c650002ull
 
 enum { CAT_NOISE, CAT_MUSIC, CAT_SPEECH, NCAT };
-static const char *const cat_name[NCAT] = {"noise", "music", "speech"};
+static const char *const cat_name[NCAT] = { "noise", "music", "speech" };
 
 enum { K_WHITE, K_PINK, K_BROWN, K_HUM, K_FAN, K_BAND, NKINDS };
-static const char *const kind_name[NKINDS] = {"white", "pink", "brown", "hum", "fan", "band"};
+static const char *const kind_name[NKINDS] = { "white", "pink", "brown", "hum", "fan", "band" };
 
 static const char usage[] =
 	"usage: gen-noise [--seed N] [--rate HZ] [--count N] [--seconds MIN:MAX] "
@@ -66,8 +65,8 @@ struct job {
 	uint64_t seed;
 	int rate, count;
 	double min_s, max_s;
-	char *notes;          /* NCAT * count lines of NOTE_LEN, one per file */
-	double *seconds;      /* per file, summed at the end */
+	char *notes;     /* NCAT * count lines of NOTE_LEN, one per file */
+	double *seconds; /* per file, summed at the end */
 };
 
 /* A direct-form-I biquad. */
@@ -90,15 +89,21 @@ static double biquad_run(struct biquad *q, double x)
 static void biquad_bandpass(struct biquad *q, double f0, double qf, double fs)
 {
 	double w = 2.0 * M_PI * f0 / fs, al = sin(w) / (2.0 * qf), a0 = 1.0 + al;
-	*q = (struct biquad){.b0 = al / a0, .b1 = 0.0, .b2 = -al / a0,
-			     .a1 = -2.0 * cos(w) / a0, .a2 = (1.0 - al) / a0};
+	*q = (struct biquad){ .b0 = al / a0,
+			      .b1 = 0.0,
+			      .b2 = -al / a0,
+			      .a1 = -2.0 * cos(w) / a0,
+			      .a2 = (1.0 - al) / a0 };
 }
 
 static void biquad_highpass(struct biquad *q, double f0, double qf, double fs)
 {
 	double w = 2.0 * M_PI * f0 / fs, al = sin(w) / (2.0 * qf), c = cos(w), a0 = 1.0 + al;
-	*q = (struct biquad){.b0 = (1.0 + c) / 2.0 / a0, .b1 = -(1.0 + c) / a0,
-			     .b2 = (1.0 + c) / 2.0 / a0, .a1 = -2.0 * c / a0, .a2 = (1.0 - al) / a0};
+	*q = (struct biquad){ .b0 = (1.0 + c) / 2.0 / a0,
+			      .b1 = -(1.0 + c) / a0,
+			      .b2 = (1.0 + c) / 2.0 / a0,
+			      .a1 = -2.0 * c / a0,
+			      .a2 = (1.0 - al) / a0 };
 }
 
 /* 1/f noise: white noise through first-order pole-zero sections, three per
@@ -139,22 +144,27 @@ static double pink_run(struct pink *pk, double x)
 /* Fill x[0..n) with one noise file of `kind`; the filters first run on half
  * a second of input that is thrown away, so that the file starts in their
  * steady state. What was drawn goes to note. */
-static void render_noise(int kind, struct detrand *r, float *x, size_t n, double fs,
-			 char *note, size_t notelen)
+static void render_noise(int kind, struct detrand *r, float *x, size_t n, double fs, char *note,
+			 size_t notelen)
 {
 	const size_t warm = (size_t)(0.5 * fs);
 	struct pink pk;
-	struct biquad bp = {0}, bp2 = {0};
+	struct biquad bp = { 0 }, bp2 = { 0 };
 	char what[80] = "";
 	double leak = exp(-2.0 * M_PI * 8.0 / fs), brown = 0.0;
 	double mains = 0, blade = 0, flutter = 0, depth = 0, center = 0, qf = 0, mod = 0;
-	double hamp[12] = {0}, hph[12] = {0}, mph = detrand_between(r, 0.0, 2.0 * M_PI);
+	double hamp[12] = { 0 }, hph[12] = { 0 }, mph = detrand_between(r, 0.0, 2.0 * M_PI);
 
 	pink_init(&pk, fs);
 	switch (kind) {
-	case K_WHITE: break;
-	case K_PINK: snprintf(what, sizeof(what), "slope=-10dB/decade"); break;
-	case K_BROWN: snprintf(what, sizeof(what), "slope=-20dB/decade corner=8Hz"); break;
+	case K_WHITE:
+		break;
+	case K_PINK:
+		snprintf(what, sizeof(what), "slope=-10dB/decade");
+		break;
+	case K_BROWN:
+		snprintf(what, sizeof(what), "slope=-20dB/decade corner=8Hz");
+		break;
 	case K_HUM:
 		/* Mains hum: the fundamental, a strong second harmonic (magnetostriction)
 		 * and odd harmonics falling off, each with its own level. */
@@ -162,7 +172,10 @@ static void render_noise(int kind, struct detrand *r, float *x, size_t n, double
 		for (int k = 1; k <= 12; k++) {
 			if (k * mains >= 0.45 * fs)
 				break;
-			hamp[k - 1] = pow(k, -1.1) * (k == 2 ? 2.0 : k % 2 ? 1.0 : 0.4) *
+			hamp[k - 1] = pow(k, -1.1) *
+				      (k == 2  ? 2.0
+				       : k % 2 ? 1.0
+					       : 0.4) *
 				      pow(10.0, detrand_between(r, -6.0, 3.0) / 20.0);
 			hph[k - 1] = detrand_between(r, 0.0, 2.0 * M_PI);
 		}
@@ -212,7 +225,8 @@ static void render_noise(int kind, struct detrand *r, float *x, size_t n, double
 			y = 0.01 * pink_run(&pk, w);
 			for (int k = 0; k < 12; k++)
 				if (hamp[k] > 0.0)
-					y += hamp[k] * sin(2.0 * M_PI * (k + 1) * mains * t + hph[k]);
+					y += hamp[k] *
+					     sin(2.0 * M_PI * (k + 1) * mains * t + hph[k]);
 			y *= 1.0 + 0.1 * sin(2.0 * M_PI * mod * t + mph);
 			break;
 		case K_FAN:
@@ -242,8 +256,8 @@ static double midi_hz(double m)
 
 struct timbre {
 	int harmonics;
-	double rolloff;   /* harmonic k at k^-rolloff */
-	double even;      /* extra gain of even harmonics (hollow when small) */
+	double rolloff; /* harmonic k at k^-rolloff */
+	double even;    /* extra gain of even harmonics (hollow when small) */
 	double attack, decay, sustain, release; /* seconds, seconds, level, seconds */
 };
 
@@ -267,7 +281,8 @@ static void add_note(float *x, size_t n, double fs, double t0, double dur, int m
 		if (t < tb->attack)
 			env = t / tb->attack;
 		else
-			env = tb->sustain + (1.0 - tb->sustain) * exp(-(t - tb->attack) / tb->decay);
+			env = tb->sustain +
+			      (1.0 - tb->sustain) * exp(-(t - tb->attack) / tb->decay);
 		if (t > dur)
 			env *= fmax(0.0, 1.0 - (t - dur) / tb->release);
 		for (int k = 0; k < nh; k++)
@@ -301,25 +316,34 @@ static void add_hat(float *x, size_t n, double fs, double t0, double amp, struct
 static void render_music(struct detrand *r, float *x, size_t n, double fs, char *note,
 			 size_t notelen)
 {
-	static const int major[7] = {0, 2, 4, 5, 7, 9, 11}, minor[7] = {0, 2, 3, 5, 7, 8, 10};
-	static const int progs[4][4] = {{0, 4, 5, 3}, {0, 3, 4, 0}, {5, 3, 0, 4}, {1, 4, 0, 5}};
+	static const int major[7] = { 0, 2, 4, 5, 7, 9, 11 }, minor[7] = { 0, 2, 3, 5, 7, 8, 10 };
+	static const int progs[4][4] = {
+		{ 0, 4, 5, 3 }, { 0, 3, 4, 0 }, { 5, 3, 0, 4 }, { 1, 4, 0, 5 }
+	};
 	int is_minor = detrand_uniform(r) < 0.5;
 	const int *scale = is_minor ? minor : major;
 	int root = (int)detrand_range(r, 45, 56), prog = (int)detrand_range(r, 0, 3);
 	int drums = detrand_uniform(r) < 0.7, deg = (int)detrand_range(r, 7, 11);
 	double bpm = detrand_between(r, 80.0, 150.0), beat = 60.0 / bpm, dur = (double)n / fs;
-	struct timbre pad = {6, detrand_between(r, 1.3, 2.0), detrand_between(r, 0.5, 1.0), 0.08, 0.5, 0.7,
-			     0.25};
-	struct timbre bass = {8, detrand_between(r, 1.0, 1.6), detrand_between(r, 0.6, 1.0), 0.005, 0.25,
-			      0.3, 0.08};
-	struct timbre lead = {(int)detrand_range(r, 4, 10), detrand_between(r, 0.8, 1.5),
-			      detrand_between(r, 0.3, 1.0), 0.01, 0.15, 0.6, 0.05};
-	static const char *const names[12] = {"A", "A#", "B", "C", "C#", "D", "D#", "E", "F",
-					      "F#", "G", "G#"};
+	struct timbre pad = {
+		6, detrand_between(r, 1.3, 2.0), detrand_between(r, 0.5, 1.0), 0.08, 0.5, 0.7, 0.25
+	};
+	struct timbre bass = {
+		8,   detrand_between(r, 1.0, 1.6), detrand_between(r, 0.6, 1.0), 0.005, 0.25, 0.3,
+		0.08
+	};
+	struct timbre lead = { (int)detrand_range(r, 4, 10),
+			       detrand_between(r, 0.8, 1.5),
+			       detrand_between(r, 0.3, 1.0),
+			       0.01,
+			       0.15,
+			       0.6,
+			       0.05 };
+	static const char *const names[12] = { "A",  "A#", "B", "C",  "C#", "D",
+					       "D#", "E",  "F", "F#", "G",  "G#" };
 
 	/* Scale degree d (any integer, 7 per octave) as a MIDI note over root. */
-#define DEGREE(d) (root + 12 * ((d) >= 0 ? (d) / 7 : -((6 - (d)) / 7)) + \
-		   scale[(((d) % 7) + 7) % 7])
+#define DEGREE(d) (root + 12 * ((d) >= 0 ? (d) / 7 : -((6 - (d)) / 7)) + scale[(((d) % 7) + 7) % 7])
 	for (int bar = 0; bar * 4 * beat < dur; bar++) {
 		double tb = bar * 4 * beat;
 		int chord = progs[prog][bar % 4];
@@ -367,7 +391,8 @@ static void resample(const int16_t *in, size_t nin, float *out, size_t nout, dou
 		long j0 = (long)ceil(t - half), j1 = (long)floor(t + half);
 
 		for (long j = j0 < 0 ? 0 : j0; j <= j1 && j < (long)nin; j++) {
-			double d = j - t, s = d == 0.0 ? 1.0 : sin(M_PI * cut * d) / (M_PI * cut * d);
+			double d = j - t,
+			       s = d == 0.0 ? 1.0 : sin(M_PI * cut * d) / (M_PI * cut * d);
 			y += in[j] * cut * s * 0.5 * (1.0 + cos(M_PI * d / half));
 		}
 		out[i] = (float)y;
@@ -477,65 +502,51 @@ static int write_annotations(const struct job *j, char *err, size_t errlen)
 	return 0;
 }
 
-static int bad_usage(const char *why)
+#define PROG "gen-noise"
+
+/* The command line into j; 0 to go on, else the exit status (1: --help
+ * done, 2: bad usage, said). */
+static int parse_args(int argc, char **argv, struct job *j, int *threads)
 {
-	fprintf(stderr, "gen-noise: %s; %s\n", why, usage);
-	return 2;
+	int help = 0;
+	char *ops[1];
+	struct gen_range seconds = {
+		.lo = MIN_SECONDS, .hi = MAX_SECONDS, .min = j->min_s, .max = j->max_s
+	};
+	struct argtab tab[] = {
+		ARGTAB_FUNC("seed", 0, &j->seed, gen_arg_seed, "N",
+			    "the corpus's seed (default 1)"),
+		ARGTAB_INT("rate", 0, &j->rate, 8000, 48000, "HZ", "sample rate (default 16000)"),
+		ARGTAB_INT("count", 0, &j->count, 1, MAX_COUNT, "N",
+			   "files of each category (default 10)"),
+		ARGTAB_FUNC("seconds", 0, &seconds, gen_arg_range, "MIN:MAX",
+			    "each file's length is drawn from this range (default 3:8)"),
+		ARGTAB_INT("threads", 0, threads, 1, 64, "N",
+			   "render threads (default: CPUs, at most 8)"),
+		ARGTAB_FLAG("help", 'h', &help, "this text"),
+		ARGTAB_END,
+	};
+	int rc = gen_args_parse(PROG, usage, tab, &help, argc, argv, ops, 1, "DEST");
+	if (rc)
+		return rc;
+	j->min_s = seconds.min;
+	j->max_s = seconds.max;
+	j->dest = ops[0];
+	if (strlen(j->dest) > 3000)
+		return gen_usage_error(PROG, usage, "DEST is too long");
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"seed", required_argument, NULL, 's'},
-		{"rate", required_argument, NULL, 'r'},
-		{"count", required_argument, NULL, 'c'},
-		{"seconds", required_argument, NULL, 'S'},
-		{"threads", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{0, 0, 0, 0},
-	};
-	struct job j = {.seed = 1, .rate = 16000, .count = 10, .min_s = 3.0, .max_s = 8.0};
-	int threads = gen_default_threads(), c, rc = 0;
+	struct job j = { .seed = 1, .rate = 16000, .count = 10, .min_s = 3.0, .max_s = 8.0 };
+	int threads = gen_default_threads(), rc;
 	struct timespec t0, t1;
 	double total = 0.0;
 	char err[512];
-
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			if (gen_parse_seed(optarg, &j.seed))
-				return bad_usage("--seed needs an unsigned integer");
-			break;
-		case 'r':
-			if (gen_parse_int(optarg, 8000, 48000, &j.rate))
-				return bad_usage("--rate needs hertz from 8000 to 48000");
-			break;
-		case 'c':
-			if (gen_parse_int(optarg, 1, MAX_COUNT, &j.count))
-				return bad_usage("--count needs an integer from 1 to 10000");
-			break;
-		case 'S':
-			if (gen_parse_range(optarg, MIN_SECONDS, MAX_SECONDS, &j.min_s, &j.max_s))
-				return bad_usage("--seconds needs MIN:MAX, "
-						 "0.1 <= MIN <= MAX <= 600");
-			break;
-		case 't':
-			if (gen_parse_int(optarg, 1, 64, &threads))
-				return bad_usage("--threads needs an integer from 1 to 64");
-			break;
-		case 'h':
-			printf("%s\n", usage);
-			return 0;
-		default:
-			return bad_usage(optopt ? "an option is missing its value" : "unknown option");
-		}
-	}
-	if (argc - optind != 1)
-		return bad_usage("expected DEST");
-	j.dest = argv[optind];
-	if (strlen(j.dest) > 3000)
-		return bad_usage("DEST is too long");
+	rc = parse_args(argc, argv, &j, &threads);
+	if (rc)
+		return rc == 1 ? 0 : rc;
 
 	j.notes = calloc((size_t)NCAT * j.count, NOTE_LEN);
 	j.seconds = calloc((size_t)NCAT * j.count, sizeof(*j.seconds));
@@ -560,7 +571,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < NCAT * j.count; i++)
 		total += j.seconds[i];
 	printf("gen-noise: wrote %d noise, %d music and %d speech files (%.1f min of audio at "
-	       "%d Hz) to %s in %.2f s\n", j.count, j.count, j.count, total / 60.0, j.rate, j.dest,
+	       "%d Hz) to %s in %.2f s\n",
+	       j.count, j.count, j.count, total / 60.0, j.rate, j.dest,
 	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
 out:
 	free(j.notes);

@@ -35,7 +35,6 @@
  * Every file is a pure function of (seed, index), whatever the thread
  * count. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,13 +47,13 @@
 #include "status.h"
 #include "wav_write.h"
 
-#define MAX_COUNT 10000    /* names keep four digits */
-#define SOUND_SPEED 343.0  /* m/s */
+#define MAX_COUNT 10000   /* names keep four digits */
+#define SOUND_SPEED 343.0 /* m/s */
 #define MAX_LEN_S 1.5
 #define PEAK 0.9
-#define BIN_S 0.001        /* calibration histogram: 1 ms bins */
-#define TAPS 16            /* fractional-delay kernel length */
-#define FRACS 256          /* kernel table: fractional positions per sample */
+#define BIN_S 0.001 /* calibration histogram: 1 ms bins */
+#define TAPS 16     /* fractional-delay kernel length */
+#define FRACS 256   /* kernel table: fractional positions per sample */
 #define ROOM_TRIES 200
 #define ROW_LEN 320
 #define DOMAIN_RIR 0x67656e2d72697200ull
@@ -67,9 +66,9 @@ struct job {
 	uint64_t seed;
 	int rate, count;
 	double rt60_min, rt60_max;
-	const float *kernel;  /* FRACS + 1 rows of TAPS taps */
-	char *rows;           /* count rows of ROW_LEN: rirs.tsv lines */
-	double *worst;        /* per file: |measured / target - 1| */
+	const float *kernel; /* FRACS + 1 rows of TAPS taps */
+	char *rows;          /* count rows of ROW_LEN: rirs.tsv lines */
+	double *worst;       /* per file: |measured / target - 1| */
 };
 
 /* One axis of the image lattice: the receiver-to-image offset along it and
@@ -81,8 +80,8 @@ struct axis_img {
 
 struct room {
 	double dim[3], src[3], rcv[3];
-	double len_s;          /* response length */
-	int n;                 /* samples */
+	double len_s; /* response length */
+	int n;        /* samples */
 	struct axis_img *ax[3];
 	int nax[3];
 	int max_refl;
@@ -124,7 +123,7 @@ static int axis_images(double L, double s, double r, double reach, struct axis_i
 		for (int q = 0; q < 2; q++) {
 			double off = (1 - 2 * q) * s + 2.0 * n * L - r;
 			if (fabs(off) <= reach)
-				a[c++] = (struct axis_img){off, abs(n - q) + abs(n)};
+				a[c++] = (struct axis_img){ off, abs(n - q) + abs(n) };
 		}
 	*out = a;
 	*count = c;
@@ -228,7 +227,7 @@ static void walk_images(const struct room *rm, const struct walk *w)
 
 static void build_hist(const struct room *rm, float *hist, int nbins, int stride)
 {
-	struct walk w = {.hist = hist, .nbins = nbins, .stride = stride};
+	struct walk w = { .hist = hist, .nbins = nbins, .stride = stride };
 	walk_images(rm, &w);
 }
 
@@ -280,12 +279,13 @@ static double distance(const struct room *rm)
  * the direct path lands on a sample: a direct path between two samples would
  * spread over both at about two thirds of its height, and a strong early
  * reflection that happens to fall on a sample could then top it. */
-static void render(const struct room *rm, double alpha, double fs, const float *kernel,
-		   double *h, double *pw)
+static void render(const struct room *rm, double alpha, double fs, const float *kernel, double *h,
+		   double *pw)
 {
 	double beta = sqrt(1.0 - alpha), tau0 = distance(rm) / SOUND_SPEED * fs;
-	struct walk w = {.h = h, .fs = fs, .shift = round(tau0) - tau0, .pw = pw,
-			 .kernel = kernel};
+	struct walk w = {
+		.h = h, .fs = fs, .shift = round(tau0) - tau0, .pw = pw, .kernel = kernel
+	};
 
 	pw[0] = 1.0;
 	for (int k = 1; k <= rm->max_refl; k++)
@@ -336,8 +336,8 @@ static void work_free(struct work *w)
 /* Draw a room for `target` and find the alpha whose binned decay meets it.
  * Returns 0 with rm, w->hist and *alpha set, 1 when this room cannot meet
  * the target (draw again), or -ENOMEM. */
-static int try_room(struct room *rm, struct work *w, struct detrand *r, double target,
-		    double fs, double *alpha, double *alpha_sabine, double *t_sabine)
+static int try_room(struct room *rm, struct work *w, struct detrand *r, double target, double fs,
+		    double *alpha, double *alpha_sabine, double *t_sabine)
 {
 	double V, S, reach, inv = 0.0;
 	int rc;
@@ -353,7 +353,8 @@ static int try_room(struct room *rm, struct work *w, struct detrand *r, double t
 	rm->n = (int)ceil(rm->len_s * fs);
 	reach = rm->len_s * SOUND_SPEED;
 	for (int d = 0; d < 3; d++) {
-		rc = axis_images(rm->dim[d], rm->src[d], rm->rcv[d], reach, &rm->ax[d], &rm->nax[d]);
+		rc = axis_images(rm->dim[d], rm->src[d], rm->rcv[d], reach, &rm->ax[d],
+				 &rm->nax[d]);
 		if (rc < 0)
 			return rc;
 		inv += 1.0 / rm->dim[d];
@@ -380,8 +381,8 @@ static int try_room(struct room *rm, struct work *w, struct detrand *r, double t
  * quarter), so the rendered T20 steers: the binned bisection is re-aimed by
  * the ratio seen until one render falls on each side of the target, then
  * regula falsi on log T20 between the two closes in. */
-static double render_calibrated(const struct room *rm, struct work *w, double alpha,
-				double target, double fs, const float *kernel, double *off)
+static double render_calibrated(const struct room *rm, struct work *w, double alpha, double target,
+				double fs, const float *kernel, double *off)
 {
 	double aim = target, best_err = INFINITY, best_alpha = alpha;
 	double a_long = 0.0, t_long = 0.0, a_short = 0.0, t_short = 0.0;
@@ -410,8 +411,8 @@ static double render_calibrated(const struct room *rm, struct work *w, double al
 			t_short = t;
 		}
 		if (t_long > 0.0 && t_short > 0.0) {
-			alpha = a_long + (a_short - a_long) * log(t_long / target) /
-						 log(t_long / t_short);
+			alpha = a_long +
+				(a_short - a_long) * log(t_long / target) / log(t_long / t_short);
 		} else {
 			aim *= target / t;
 			alpha = solve_alpha(w->hist, w->nbins, w->stride, aim, w->e, w->edc, w->pw);
@@ -431,8 +432,8 @@ static int render_one(void *ctx, int index, char *err, size_t errlen)
 	const double fs = j->rate;
 	const size_t most = (size_t)ceil(MAX_LEN_S * fs) + 1;
 	struct detrand r;
-	struct room rm = {0};
-	struct work w = {0};
+	struct room rm = { 0 };
+	struct work w = { 0 };
 	double target, alpha = 0.0, alpha_sabine = 0.0, t_sabine = 0.0, measured, d0 = 0.0;
 	int rc = 1, direct = 0;
 	char path[4096];
@@ -529,65 +530,48 @@ static int write_table(const struct job *j, char *err, size_t errlen)
 	return gen_text_commit(f, tmp, path, err, errlen);
 }
 
-static int bad_usage(const char *why)
+#define PROG "gen-rir"
+
+/* The command line into j; 0 to go on, else the exit status (1: --help
+ * done, 2: bad usage, said). */
+static int parse_args(int argc, char **argv, struct job *j, int *threads)
 {
-	fprintf(stderr, "gen-rir: %s; %s\n", why, usage);
-	return 2;
+	int help = 0;
+	char *ops[1];
+	struct gen_range rt60 = { .lo = 0.1, .hi = 1.2, .min = j->rt60_min, .max = j->rt60_max };
+	struct argtab tab[] = {
+		ARGTAB_FUNC("seed", 0, &j->seed, gen_arg_seed, "N", "the set's seed (default 1)"),
+		ARGTAB_INT("rate", 0, &j->rate, 8000, 48000, "HZ", "sample rate (default 16000)"),
+		ARGTAB_INT("count", 0, &j->count, 1, MAX_COUNT, "N", "responses (default 10)"),
+		ARGTAB_FUNC("rt60", 0, &rt60, gen_arg_range, "MIN:MAX",
+			    "each room's target RT60 in seconds is drawn from this\n"
+			    "range (default 0.2:0.9)"),
+		ARGTAB_INT("threads", 0, threads, 1, 64, "N",
+			   "render threads (default: CPUs, at most 8)"),
+		ARGTAB_FLAG("help", 'h', &help, "this text"),
+		ARGTAB_END,
+	};
+	int rc = gen_args_parse(PROG, usage, tab, &help, argc, argv, ops, 1, "DEST");
+	if (rc)
+		return rc;
+	j->rt60_min = rt60.min;
+	j->rt60_max = rt60.max;
+	j->dest = ops[0];
+	if (strlen(j->dest) > 3000)
+		return gen_usage_error(PROG, usage, "DEST is too long");
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"seed", required_argument, NULL, 's'},
-		{"rate", required_argument, NULL, 'r'},
-		{"count", required_argument, NULL, 'c'},
-		{"rt60", required_argument, NULL, 'T'},
-		{"threads", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{0, 0, 0, 0},
-	};
-	struct job j = {.seed = 1, .rate = 16000, .count = 10, .rt60_min = 0.2, .rt60_max = 0.9};
-	int threads = gen_default_threads(), c, rc = 0, worst = 0;
+	struct job j = { .seed = 1, .rate = 16000, .count = 10, .rt60_min = 0.2, .rt60_max = 0.9 };
+	int threads = gen_default_threads(), rc, worst = 0;
 	struct timespec t0, t1;
 	float *kernel = NULL;
 	char err[512];
-
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			if (gen_parse_seed(optarg, &j.seed))
-				return bad_usage("--seed needs an unsigned integer");
-			break;
-		case 'r':
-			if (gen_parse_int(optarg, 8000, 48000, &j.rate))
-				return bad_usage("--rate needs hertz from 8000 to 48000");
-			break;
-		case 'c':
-			if (gen_parse_int(optarg, 1, MAX_COUNT, &j.count))
-				return bad_usage("--count needs an integer from 1 to 10000");
-			break;
-		case 'T':
-			if (gen_parse_range(optarg, 0.1, 1.2, &j.rt60_min, &j.rt60_max))
-				return bad_usage("--rt60 needs MIN:MAX seconds, "
-						 "0.1 <= MIN <= MAX <= 1.2");
-			break;
-		case 't':
-			if (gen_parse_int(optarg, 1, 64, &threads))
-				return bad_usage("--threads needs an integer from 1 to 64");
-			break;
-		case 'h':
-			printf("%s\n", usage);
-			return 0;
-		default:
-			return bad_usage(optopt ? "an option is missing its value" : "unknown option");
-		}
-	}
-	if (argc - optind != 1)
-		return bad_usage("expected DEST");
-	j.dest = argv[optind];
-	if (strlen(j.dest) > 3000)
-		return bad_usage("DEST is too long");
+	rc = parse_args(argc, argv, &j, &threads);
+	if (rc)
+		return rc == 1 ? 0 : rc;
 
 	kernel = kernel_table();
 	j.rows = calloc((size_t)j.count, ROW_LEN);
@@ -611,8 +595,8 @@ int main(int argc, char **argv)
 		if (j.worst[i] > j.worst[worst])
 			worst = i;
 	printf("gen-rir: wrote %d responses to %s in %.2f s; RT60 off its target by at most "
-	       "%.1f %% (rir_%04d)\n", j.count, j.dest,
-	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9,
+	       "%.1f %% (rir_%04d)\n",
+	       j.count, j.dest, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9,
 	       100.0 * j.worst[worst], worst);
 out:
 	free(kernel);

@@ -24,7 +24,6 @@
  * segment over their whole file (ending on the last whole 10 ms). One
  * wav.scp entry, the first, is a pipe ("cat FILE |"), as Kaldi allows. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,7 +43,7 @@
 #define MAX_COUNT 1000 /* names keep three digits */
 #define MAX_DUR 60.0
 #define MIN_DUR 0.1
-#define REC_MAX_UTTS 4           /* utterances per recording, at most */
+#define REC_MAX_UTTS 4                       /* utterances per recording, at most */
 #define REC_GAP (SPEECH_SYNTH_RATE * 3 / 10) /* silence before each, samples */
 #define CENTI (SPEECH_SYNTH_RATE / 100)      /* samples in 10 ms */
 
@@ -57,7 +56,7 @@ struct job {
 	uint64_t seed;
 	int speakers, utts;
 	double min_dur, max_dur;
-	size_t *samples;    /* per utterance index: its length */
+	size_t *samples; /* per utterance index: its length */
 };
 
 static uint64_t speaker_key(uint64_t seed, int spk)
@@ -120,8 +119,9 @@ static int write_traits(const struct job *j, char *err, size_t errlen)
 	for (int s = 0; s < j->speakers; s++) {
 		struct speech_synth_speaker v;
 		speech_synth_speaker(&v, speaker_key(j->seed, s));
-		fprintf(f, "spk_%03d\t%.2f\t%.3f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.3f\t"
-			   "%.3f\t%.3f\t%.3f\t%.3f\n",
+		fprintf(f,
+			"spk_%03d\t%.2f\t%.3f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.3f\t"
+			"%.3f\t%.3f\t%.3f\t%.3f\n",
 			s, v.f0_hz, v.f0_range_st, v.jitter, v.shimmer, v.vtl_scale,
 			v.formant_dev[0], v.formant_dev[1], v.formant_dev[2], v.formant_dev[3],
 			v.bw_scale, v.tilt, v.open_quotient, v.rate, v.breathiness);
@@ -157,7 +157,8 @@ static int read_utterance(const char *path, int16_t *out, size_t n, char *err, s
 		return rc;
 	f = fopen(path, "rb");
 	if (!f)
-		return status_fail(err, errlen, -errno, "cannot open %s: %s", path, strerror(errno));
+		return status_fail(err, errlen, -errno, "cannot open %s: %s", path,
+				   strerror(errno));
 	if (fread(got, 1, sizeof(got), f) != sizeof(got) || memcmp(got, want, sizeof(got)) != 0) {
 		fclose(f);
 		return status_fail(err, errlen, FEEDER_EFORMAT,
@@ -194,7 +195,8 @@ static int write_recording(const struct job *j, const char *kdir, int spk, size_
 		len += REC_GAP + round_centi(j->samples[spk * j->utts + u]);
 	pcm = calloc(len, sizeof(*pcm));
 	if (!pcm)
-		return status_fail(err, errlen, -ENOMEM, "no memory for a %zu-sample recording", len);
+		return status_fail(err, errlen, -ENOMEM, "no memory for a %zu-sample recording",
+				   len);
 	for (int u = first; u < j->utts && rc == 0; u++) {
 		size_t n = j->samples[spk * j->utts + u];
 
@@ -215,8 +217,8 @@ static int write_recording(const struct job *j, const char *kdir, int spk, size_
 }
 
 enum { K_WAV, K_SEGMENTS, K_UTT2SPK, K_SPK2UTT, K_UTT2DUR, K_RECO2DUR, K_FILES };
-static const char *const kaldi_name[K_FILES] = {"wav.scp", "segments", "utt2spk", "spk2utt",
-						"utt2dur", "reco2dur"};
+static const char *const kaldi_name[K_FILES] = { "wav.scp", "segments", "utt2spk",
+						 "spk2utt", "utt2dur",  "reco2dur" };
 
 /* Times as Kaldi writes them: seconds with two decimals, from samples that
  * are whole centiseconds (or are cut down to them). */
@@ -227,7 +229,7 @@ static int write_kaldi(const struct job *j, const char *kdir_arg, char *err, siz
 {
 	char *corpus = NULL, *kdir = NULL, path[K_FILES][4096], tmp[K_FILES][4200];
 	size_t start[REC_MAX_UTTS], end[REC_MAX_UTTS], rec_len = 0;
-	FILE *f[K_FILES] = {0};
+	FILE *f[K_FILES] = { 0 };
 	int first = rec_first(j->utts), rc;
 
 	snprintf(path[0], sizeof(path[0]), "%s/wav", kdir_arg);
@@ -246,7 +248,8 @@ static int write_kaldi(const struct job *j, const char *kdir_arg, char *err, siz
 	    strlen(kdir) > 3000) {
 		rc = status_fail(err, errlen, FEEDER_EINVAL,
 				 "%s or %s has white space in its absolute path or is too long; a "
-				 "Kaldi wav.scp cannot name it", j->dir, kdir_arg);
+				 "Kaldi wav.scp cannot name it",
+				 j->dir, kdir_arg);
 		goto out;
 	}
 	for (int k = 0; k < K_FILES; k++) {
@@ -275,11 +278,11 @@ static int write_kaldi(const struct job *j, const char *kdir_arg, char *err, siz
 			if (u < first) {
 				snprintf(rec, sizeof(rec), "spk_%03d-utt_%03d", s, u);
 				if (s == 0 && u == 0)
-					fprintf(f[K_WAV], "%s cat %s/spk_%03d/utt_%03d.wav |\n", rec,
-						corpus, s, u);
+					fprintf(f[K_WAV], "%s cat %s/spk_%03d/utt_%03d.wav |\n",
+						rec, corpus, s, u);
 				else
-					fprintf(f[K_WAV], "%s %s/spk_%03d/utt_%03d.wav\n", rec, corpus, s,
-						u);
+					fprintf(f[K_WAV], "%s %s/spk_%03d/utt_%03d.wav\n", rec,
+						corpus, s, u);
 				fprintf(f[K_RECO2DUR], "%s %.9g\n", rec,
 					(double)n / SPEECH_SYNTH_RATE);
 			} else {
@@ -291,7 +294,8 @@ static int write_kaldi(const struct job *j, const char *kdir_arg, char *err, siz
 				rec, CS_ARG(a), CS_ARG(b));
 			fprintf(f[K_UTT2SPK], "spk_%03d-utt_%03d spk_%03d\n", s, u, s);
 			fprintf(f[K_SPK2UTT], " spk_%03d-utt_%03d", s, u);
-			fprintf(f[K_UTT2DUR], "spk_%03d-utt_%03d " CS_FMT "\n", s, u, CS_ARG(b - a));
+			fprintf(f[K_UTT2DUR], "spk_%03d-utt_%03d " CS_FMT "\n", s, u,
+				CS_ARG(b - a));
 		}
 		fprintf(f[K_SPK2UTT], "\n");
 	}
@@ -312,85 +316,59 @@ out:
 	return rc;
 }
 
-static int parse_dur(const char *s, double *out)
-{
-	char *end;
-	double v;
+#define PROG "gen-speech"
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= MIN_DUR && v <= MAX_DUR))
-		return -1;
-	*out = v;
+/* The command line into j; 0 to go on, else the exit status (1: --help
+ * done, 2: bad usage, said). */
+static int parse_args(int argc, char **argv, struct job *j, int *threads, const char **kaldi)
+{
+	int help = 0;
+	char *ops[3];
+	struct argtab tab[] = {
+		ARGTAB_FUNC("seed", 0, &j->seed, gen_arg_seed, "S",
+			    "the corpus's seed (default 1)"),
+		ARGTAB_REAL("min-dur", 0, &j->min_dur, MIN_DUR, MAX_DUR, "SEC",
+			    "shortest utterance (default 2)"),
+		ARGTAB_REAL("max-dur", 0, &j->max_dur, MIN_DUR, MAX_DUR, "SEC",
+			    "longest utterance (default 4)"),
+		ARGTAB_INT("threads", 0, threads, 1, 64, "N",
+			   "render threads (default: CPUs, at most 8)"),
+		ARGTAB_STRING("kaldi", 0, kaldi, "KDIR", "also write a Kaldi data directory there"),
+		ARGTAB_FLAG("help", 'h', &help, "this text"),
+		ARGTAB_END,
+	};
+	int rc = gen_args_parse(PROG, usage, tab, &help, argc, argv, ops, 3, "SPEAKERS UTTS DIR");
+	if (rc)
+		return rc;
+	unsigned long long speakers, utts;
+	if (argtab_parse_uint(ops[0], 1, MAX_COUNT, &speakers))
+		return gen_usage_error(PROG, usage, "SPEAKERS must be an integer from 1 to %d",
+				       MAX_COUNT);
+	if (argtab_parse_uint(ops[1], 1, MAX_COUNT, &utts))
+		return gen_usage_error(PROG, usage, "UTTS must be an integer from 1 to %d",
+				       MAX_COUNT);
+	if (j->min_dur > j->max_dur)
+		return gen_usage_error(PROG, usage, "--min-dur must not exceed --max-dur");
+	if (*kaldi && strlen(*kaldi) > 3000)
+		return gen_usage_error(PROG, usage, "--kaldi DIR is too long");
+	j->speakers = (int)speakers;
+	j->utts = (int)utts;
+	j->dir = ops[2];
+	if (strlen(j->dir) > 3000)
+		return gen_usage_error(PROG, usage, "DIR is too long");
 	return 0;
-}
-
-static int bad_usage(const char *why)
-{
-	fprintf(stderr, "gen-speech: %s; %s\n", why, usage);
-	return 2;
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"seed", required_argument, NULL, 's'},
-		{"min-dur", required_argument, NULL, 'm'},
-		{"max-dur", required_argument, NULL, 'M'},
-		{"threads", required_argument, NULL, 't'},
-		{"kaldi", required_argument, NULL, 'k'},
-		{"help", no_argument, NULL, 'h'},
-		{0, 0, 0, 0},
-	};
-	struct job j = {.seed = 1, .min_dur = 2.0, .max_dur = 4.0};
+	struct job j = { .seed = 1, .min_dur = 2.0, .max_dur = 4.0 };
 	int threads = gen_default_threads();
 	struct timespec t0, t1;
 	const char *kaldi = NULL;
 	char err[512];
-	int c;
-
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			if (gen_parse_seed(optarg, &j.seed))
-				return bad_usage("--seed needs an unsigned integer");
-			break;
-		case 'm':
-			if (parse_dur(optarg, &j.min_dur))
-				return bad_usage("--min-dur needs seconds between 0.1 and 60");
-			break;
-		case 'M':
-			if (parse_dur(optarg, &j.max_dur))
-				return bad_usage("--max-dur needs seconds between 0.1 and 60");
-			break;
-		case 't':
-			if (gen_parse_int(optarg, 1, 64, &threads))
-				return bad_usage("--threads needs an integer from 1 to 64");
-			break;
-		case 'k':
-			kaldi = optarg;
-			if (strlen(kaldi) > 3000)
-				return bad_usage("--kaldi DIR is too long");
-			break;
-		case 'h':
-			printf("%s\n", usage);
-			return 0;
-		default:
-			return bad_usage(optopt ? "an option is missing its value" : "unknown option");
-		}
-	}
-	if (argc - optind != 3)
-		return bad_usage("expected SPEAKERS UTTS DIR");
-	if (gen_parse_int(argv[optind], 1, MAX_COUNT, &j.speakers))
-		return bad_usage("SPEAKERS must be an integer from 1 to 1000");
-	if (gen_parse_int(argv[optind + 1], 1, MAX_COUNT, &j.utts))
-		return bad_usage("UTTS must be an integer from 1 to 1000");
-	if (j.min_dur > j.max_dur)
-		return bad_usage("--min-dur must not exceed --max-dur");
-	j.dir = argv[optind + 2];
-	if (strlen(j.dir) > 3000)
-		return bad_usage("DIR is too long");
+	int rc = parse_args(argc, argv, &j, &threads, &kaldi);
+	if (rc)
+		return rc == 1 ? 0 : rc;
 
 	for (int s = 0; s < j.speakers; s++) {
 		char path[4096];
@@ -402,7 +380,8 @@ int main(int argc, char **argv)
 		goto fail;
 	j.samples = calloc((size_t)j.speakers * j.utts, sizeof(*j.samples));
 	if (!j.samples) {
-		snprintf(err, sizeof(err), "no memory for %d utterance lengths", j.speakers * j.utts);
+		snprintf(err, sizeof(err), "no memory for %d utterance lengths",
+			 j.speakers * j.utts);
 		goto fail;
 	}
 
@@ -416,7 +395,8 @@ int main(int argc, char **argv)
 		goto fail;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("gen-speech: wrote %d utterances of %d speakers (%.1f min of audio) to %s%s%s "
-	       "in %.2f s\n", j.speakers * j.utts, j.speakers, seconds / 60.0, j.dir,
+	       "in %.2f s\n",
+	       j.speakers * j.utts, j.speakers, seconds / 60.0, j.dir,
 	       kaldi ? " and a Kaldi data directory to " : "", kaldi ? kaldi : "",
 	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
 	free(j.samples);

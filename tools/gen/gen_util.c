@@ -1,9 +1,11 @@
-/* gen_util.c — shared plumbing of gen-noise and gen-rir (see gen_util.h). */
+/* gen_util.c — shared plumbing of the generators (see gen_util.h). */
 #include "gen_util.h"
 
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,49 +15,60 @@
 
 #define MAX_THREADS 64
 
-int gen_parse_int(const char *s, int lo, int hi, int *out)
+int gen_usage_error(const char *prog, const char *usage, const char *fmt, ...)
 {
-	char *end;
-	long v;
+	char why[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s: %s; %s\n", prog, why, usage);
+	return 2;
+}
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -1;
-	*out = (int)v;
+int gen_args_parse(const char *prog, const char *usage, struct argtab *tab, const int *help,
+		   int argc, char **argv, char **ops, int nops, const char *what)
+{
+	char err[512];
+	int n;
+	if (argtab_parse(tab, argc, argv, ops, nops, &n, err, sizeof err))
+		return gen_usage_error(prog, usage, "%s", err);
+	if (*help) {
+		printf("%s\n\n", usage);
+		argtab_help(stdout, tab);
+		return 1;
+	}
+	if (n != nops)
+		return gen_usage_error(prog, usage, "expected %s", what);
 	return 0;
 }
 
-int gen_parse_seed(const char *s, uint64_t *out)
+int gen_arg_seed(const char *arg, void *dst, char *err, size_t errlen)
 {
 	char *end;
-	unsigned long long v;
-
 	errno = 0;
-	v = strtoull(s, &end, 0);
+	unsigned long long v = strtoull(arg, &end, 0);
 	/* strtoull accepts "-1" as 2^64-1; a seed is never negative. */
-	if (errno || end == s || *end || s[0] == '-')
-		return -1;
-	*out = v;
+	if (errno || end == arg || *end || arg[0] == '-' || arg[0] == ' ')
+		return status_fail(err, errlen, -EINVAL, "is not an unsigned 64-bit integer");
+	*(uint64_t *)dst = v;
 	return 0;
 }
 
-int gen_parse_range(const char *s, double lo, double hi, double *min, double *max)
+int gen_arg_range(const char *arg, void *dst, char *err, size_t errlen)
 {
+	struct gen_range *r = dst;
 	char *end, *end2;
-	double a, b;
-
 	errno = 0;
-	a = strtod(s, &end);
-	if (errno || end == s || *end != ':')
-		return -1;
-	b = strtod(end + 1, &end2);
-	if (errno || end2 == end + 1 || *end2)
-		return -1;
-	if (!(a >= lo && a <= b && b <= hi))
-		return -1;
-	*min = a;
-	*max = b;
+	double a = strtod(arg, &end);
+	int ok = !errno && end != arg && *end == ':';
+	double b = ok ? strtod(end + 1, &end2) : 0;
+	ok = ok && !errno && end2 != end + 1 && !*end2 && a >= r->lo && a <= b && b <= r->hi;
+	if (!ok)
+		return status_fail(err, errlen, -EINVAL,
+				   "is not MIN:MAX with %g <= MIN <= MAX <= %g", r->lo, r->hi);
+	r->min = a;
+	r->max = b;
 	return 0;
 }
 
@@ -139,7 +152,7 @@ static void *queue_worker(void *arg)
 
 int gen_run(int count, int threads, gen_job_fn fn, void *ctx, char *err, size_t errlen)
 {
-	struct queue q = {.count = count, .fn = fn, .ctx = ctx};
+	struct queue q = { .count = count, .fn = fn, .ctx = ctx };
 	pthread_t tid[MAX_THREADS];
 	int started = 0;
 

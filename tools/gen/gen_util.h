@@ -1,5 +1,5 @@
 /* gen_util.h — the plumbing that the audio generators (gen-speech, gen-noise,
- * gen-rir) share: command-line value parsing, mkdir -p, a work queue that
+ * gen-rir; gen-images its command line and mkdir) share: the command line, mkdir -p, a work queue that
  * renders file i of N on a few threads, float-to-PCM conversion at a chosen
  * peak, Gaussian draws from detrand and atomic text files. Every file a
  * generator writes is a pure function of (seed, index), so the queue's order
@@ -11,14 +11,31 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "argtab.h"
 #include "detrand.h"
 
-/* Parse an integer in [lo, hi], an unsigned 64-bit seed, or a "MIN:MAX"
- * pair of reals with lo <= MIN <= MAX <= hi. Return 0, or -1 when s is not
- * one (the caller prints its usage line). */
-int gen_parse_int(const char *s, int lo, int hi, int *out);
-int gen_parse_seed(const char *s, uint64_t *out);
-int gen_parse_range(const char *s, double lo, double hi, double *min, double *max);
+/* The command line of a generator, described by tab (proto/argtab.h):
+ * exactly nops operands into ops, named by what ("SPEAKERS UTTS DIR") when
+ * they are not. Returns 0 to go on; 1 after --help (help
+ * is tab's --help flag), with the usage line and the option list printed;
+ * 2 after a mistake, printed by gen_usage_error. */
+int gen_args_parse(const char *prog, const char *usage, struct argtab *tab, const int *help,
+		   int argc, char **argv, char **ops, int nops, const char *what);
+
+/* "PROG: <message>; <usage>" on stderr, one line. Returns 2, the exit
+ * status of bad usage. */
+int gen_usage_error(const char *prog, const char *usage, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ARGTAB_FUNC parsers: an unsigned 64-bit seed (decimal, 0x hex or 0
+ * octal) into a uint64_t, and "MIN:MAX" into a struct gen_range whose lo
+ * and hi bound it (lo <= MIN <= MAX <= hi). */
+struct gen_range {
+	double lo, hi;   /* set by the caller */
+	double min, max; /* the option's value */
+};
+int gen_arg_seed(const char *arg, void *dst, char *err, size_t errlen);
+int gen_arg_range(const char *arg, void *dst, char *err, size_t errlen);
 
 /* Create path and the directories above it, like mkdir -p. Returns 0 or a
  * negative errno with a sentence in err. */

@@ -29,13 +29,13 @@ enum seg_kind { SEG_PAUSE, SEG_VOWEL, SEG_NASAL, SEG_FRIC, SEG_ASP, SEG_CLOSURE,
 
 struct seg {
 	int kind;
-	size_t start, len;            /* in samples */
+	size_t start, len;             /* in samples */
 	double f[NFORM], f_end[NFORM]; /* cascade formant targets at start and end (diphthongs) */
 	double bw[NFORM];
-	double av, ah, af;            /* voicing, aspiration and frication amplitude targets */
-	double ff[2], fb[2], fg[2];   /* frication resonances: frequency, bandwidth, gain */
-	double accent;                /* pitch accent height, semitones (vowels) */
-	int phrase;                   /* intonation phrase: pauses start a new one */
+	double av, ah, af;          /* voicing, aspiration and frication amplitude targets */
+	double ff[2], fb[2], fg[2]; /* frication resonances: frequency, bandwidth, gain */
+	double accent;              /* pitch accent height, semitones (vowels) */
+	int phrase;                 /* intonation phrase: pauses start a new one */
 };
 
 struct plan {
@@ -47,34 +47,36 @@ struct plan {
 
 /* Peterson & Barney (1952) adult male averages of F1–F3 (Hz). */
 static const double vowel_ref[][3] = {
-	{270, 2290, 3010}, /* i */
-	{390, 1990, 2550}, /* ɪ */
-	{530, 1840, 2480}, /* ɛ */
-	{660, 1720, 2410}, /* æ */
-	{730, 1090, 2440}, /* ɑ */
-	{570, 840, 2410},  /* ɔ */
-	{440, 1020, 2240}, /* ʊ */
-	{300, 870, 2240},  /* u */
-	{640, 1190, 2390}, /* ʌ */
-	{490, 1350, 1690}, /* ɝ */
+	{ 270, 2290, 3010 }, /* i */
+	{ 390, 1990, 2550 }, /* ɪ */
+	{ 530, 1840, 2480 }, /* ɛ */
+	{ 660, 1720, 2410 }, /* æ */
+	{ 730, 1090, 2440 }, /* ɑ */
+	{ 570, 840, 2410 },  /* ɔ */
+	{ 440, 1020, 2240 }, /* ʊ */
+	{ 300, 870, 2240 },  /* u */
+	{ 640, 1190, 2390 }, /* ʌ */
+	{ 490, 1350, 1690 }, /* ɝ */
 };
 #define NVOWELS (sizeof(vowel_ref) / sizeof(vowel_ref[0]))
-static const double nasal_ref[][3] = { {280, 1000, 2200} /* m */, {280, 1500, 2500} /* n */ };
-static const double f45_ref[2] = {3350, 4400};
-static const double bw_ref[NFORM] = {70, 100, 150, 250, 320};
+static const double nasal_ref[][3] = { { 280, 1000, 2200 } /* m */, { 280, 1500, 2500 } /* n */ };
+static const double f45_ref[2] = { 3350, 4400 };
+static const double bw_ref[NFORM] = { 70, 100, 150, 250, 320 };
 
 /* Frication noise shapes: two resonances (Hz, bandwidth Hz, relative gain). */
-struct fric_shape { double f1, b1, g1, f2, b2, g2; };
+struct fric_shape {
+	double f1, b1, g1, f2, b2, g2;
+};
 static const struct fric_shape fric_ref[] = {
-	{4800, 900, 1.0, 6800, 1400, 0.6},  /* s */
-	{2600, 500, 1.0, 4000, 1200, 0.7},  /* ʃ */
-	{1700, 2500, 0.3, 5500, 3000, 0.4}, /* f */
-	{3800, 2500, 0.3, 6200, 2000, 0.4}, /* θ */
+	{ 4800, 900, 1.0, 6800, 1400, 0.6 },  /* s */
+	{ 2600, 500, 1.0, 4000, 1200, 0.7 },  /* ʃ */
+	{ 1700, 2500, 0.3, 5500, 3000, 0.4 }, /* f */
+	{ 3800, 2500, 0.3, 6200, 2000, 0.4 }, /* θ */
 };
 static const struct fric_shape burst_ref[] = {
-	{900, 1500, 0.5, 2500, 2000, 0.2},  /* p b */
-	{4200, 1500, 1.0, 6000, 1500, 0.5}, /* t d */
-	{2000, 600, 1.0, 3500, 1200, 0.4},  /* k g */
+	{ 900, 1500, 0.5, 2500, 2000, 0.2 },  /* p b */
+	{ 4200, 1500, 1.0, 6000, 1500, 0.5 }, /* t d */
+	{ 2000, 600, 1.0, 3500, 1200, 0.4 },  /* k g */
 };
 #define NFRICS (sizeof(fric_ref) / sizeof(fric_ref[0]))
 #define NBURSTS (sizeof(burst_ref) / sizeof(burst_ref[0]))
@@ -195,8 +197,7 @@ static int add_consonant(struct plan *p, struct detrand *r, double rate, double 
 		if (!s)
 			return oom;
 		copy_formants(s, f, bw);
-		set_fric(s, &fric_ref[detrand_range(r, 0, NFRICS - 1)], tract,
-			 voiced ? 0.6 : 1.0);
+		set_fric(s, &fric_ref[detrand_range(r, 0, NFRICS - 1)], tract, voiced ? 0.6 : 1.0);
 		s->av = voiced ? 0.3 : 0.0;
 	} else if (c < 0.5 && onset) { /* /h/ */
 		s = plan_add(p, SEG_ASP, detrand_between(r, 0.05, 0.09) / rate, &oom);
@@ -241,10 +242,11 @@ static int add_consonant(struct plan *p, struct detrand *r, double rate, double 
 }
 
 /* Plan the segments of an utterance of `samples` samples. */
-static int plan_utterance(struct plan *p, const struct speech_synth_speaker *spk,
-			  struct detrand *r, size_t samples, double rate, double tract)
+static int plan_utterance(struct plan *p, const struct speech_synth_speaker *spk, struct detrand *r,
+			  size_t samples, double rate, double tract)
 {
-	double lead = detrand_between(r, 0.08, 0.25) * FS, trail = detrand_between(r, 0.08, 0.25) * FS;
+	double lead = detrand_between(r, 0.08, 0.25) * FS,
+	       trail = detrand_between(r, 0.08, 0.25) * FS;
 	double scale[NFORM];
 	int oom = 0;
 
@@ -271,7 +273,8 @@ static int plan_utterance(struct plan *p, const struct speech_synth_speaker *spk
 		bw[0] += 120.0 * spk->breathiness; /* an open glottis damps F1 */
 		if (detrand_uniform(r) < 0.65 && add_consonant(p, r, rate, tract, f, bw, 1))
 			break;
-		v = plan_add(p, SEG_VOWEL, detrand_between(r, 0.08, 0.2) * (stressed ? 1.35 : 1.0) / rate, &oom);
+		v = plan_add(p, SEG_VOWEL,
+			     detrand_between(r, 0.08, 0.2) * (stressed ? 1.35 : 1.0) / rate, &oom);
 		if (!v)
 			break;
 		copy_formants(v, f, bw);
@@ -379,7 +382,7 @@ static inline double reson_run(struct reson *q, double x)
  * proportion for every speaker. */
 static double voice_rms(const struct speech_synth_speaker *spk, double f0, double tract)
 {
-	struct reson casc[NFORM] = {{0}};
+	struct reson casc[NFORM] = { { 0 } };
 	double ph = 0.0, src = 0.0, sum2 = 0.0;
 	const int warm = SPEECH_SYNTH_RATE / 50, n = SPEECH_SYNTH_RATE / 10;
 
@@ -402,18 +405,73 @@ static double voice_rms(const struct speech_synth_speaker *spk, double f0, doubl
 	return sqrt(sum2 / n);
 }
 
-int speech_synth_utterance(const struct speech_synth_speaker *spk, uint64_t key,
-			   int16_t *out, size_t samples, char *err, size_t errlen)
+/* The tract's formants one block further towards segment s's, at x of its
+ * length (a is the glide's step). */
+static void glide_formants(const struct seg *s, double x, double a, double cf[NFORM],
+			   double cbw[NFORM], struct reson casc[NFORM])
+{
+	for (int j = 0; j < NFORM; j++) {
+		double tf = s->f[j] + (s->f_end[j] - s->f[j]) * x;
+		cf[j] += (tf - cf[j]) * a;
+		cbw[j] += (s->bw[j] - cbw[j]) * a;
+		reson_set(&casc[j], cf[j], cbw[j]);
+	}
+}
+
+/* The formants the tract starts from: the first segment after the
+ * opening pause, or a neutral tract for a plan of pauses only. */
+static void start_formants(const struct plan *p, double tract, double cf[NFORM], double cbw[NFORM])
+{
+	for (int j = 0; j < NFORM; j++) {
+		cf[j] = p->segs[1 < p->n ? 1 : 0].f[j];
+		cbw[j] = p->segs[1 < p->n ? 1 : 0].bw[j];
+		if (cf[j] <= 0.0) {
+			cf[j] = (500.0 + 1000.0 * j) * tract;
+			cbw[j] = bw_ref[j];
+		}
+	}
+}
+
+/* The channel: a mild random tilt, then the level and background noise;
+ * buf (the tract's output) to 16-bit PCM in out. */
+static void add_channel(struct detrand *r, float *buf, int16_t *out, size_t samples, double chan,
+			double level_db, double snr_db, double ncol)
+{
+	double sum2 = 0, peak = 0, prev = 0, nstate = 0;
+	for (size_t i = 0; i < samples; i++) {
+		double y = buf[i] - chan * prev;
+		prev = buf[i];
+		buf[i] = (float)y;
+		sum2 += y * y;
+		if (fabs(y) > peak)
+			peak = fabs(y);
+	}
+	double gain = sum2 > 0.0 ? pow(10.0, level_db / 20.0) / sqrt(sum2 / samples) : 0.0;
+	if (peak * gain > 0.9)
+		gain = 0.9 / peak;
+	double nlev = pow(10.0, level_db / 20.0) * pow(10.0, -snr_db / 20.0) *
+		      sqrt((1.0 + ncol) / (1.0 - ncol));
+	for (size_t i = 0; i < samples; i++) {
+		nstate = (1.0 - ncol) * noise(r) + ncol * nstate;
+		double y = (buf[i] * gain + nlev * nstate) * 32767.0;
+		y = y > 32767.0 ? 32767.0 : y < -32768.0 ? -32768.0 : y;
+		out[i] = (int16_t)lrint(y);
+	}
+}
+
+/* Over 100 lines: the block loop carries a dozen filter and envelope states from block to block. */
+int speech_synth_utterance(const struct speech_synth_speaker *spk, uint64_t key, int16_t *out,
+			   size_t samples, char *err, size_t errlen)
 {
 	struct detrand r;
-	struct plan p = {0};
-	struct reson casc[NFORM] = {{0}}, fric[2] = {{0}};
+	struct plan p = { 0 };
+	struct reson casc[NFORM] = { { 0 } }, fric[2] = { { 0 } };
 	size_t nblocks, k = 0, i;
 	double *track = NULL;
 	float *buf = NULL;
 	double f0, tract, rate, breath, level_db, snr_db, chan, ncol;
 	double cf[NFORM], cbw[NFORM], cav = 0, cah = 0, caf = 0;
-	double vnorm, ph = 0, pf, pamp = 1, src = 0, sum2 = 0, peak = 0, gain, nlev, nstate = 0, prev = 0;
+	double vnorm, ph = 0, pf, pamp = 1, src = 0;
 	const double a_form = 1.0 - exp(-BLOCK / (FS * 0.018));
 	const double a_amp = 1.0 - exp(-BLOCK / (FS * 0.008));
 	const double a_fric = 1.0 - exp(-BLOCK / (FS * 0.003));
@@ -448,14 +506,7 @@ int speech_synth_utterance(const struct speech_synth_speaker *spk, uint64_t key,
 	}
 	f0_contour(&p, spk, &r, f0, track, nblocks);
 
-	for (int j = 0; j < NFORM; j++) {
-		cf[j] = p.segs[1 < p.n ? 1 : 0].f[j];
-		cbw[j] = p.segs[1 < p.n ? 1 : 0].bw[j];
-		if (cf[j] <= 0.0) { /* a plan of pauses only: any neutral tract */
-			cf[j] = (500.0 + 1000.0 * j) * tract;
-			cbw[j] = bw_ref[j];
-		}
-	}
+	start_formants(&p, tract, cf, cbw);
 	vnorm = voice_rms(spk, f0, tract);
 	vnorm = vnorm > 0.0 ? 0.25 / vnorm : 0.0;
 	pf = track[0];
@@ -468,14 +519,8 @@ int speech_synth_utterance(const struct speech_synth_speaker *spk, uint64_t key,
 			k++;
 		s = &p.segs[k];
 		x = s->len ? (double)(t0 - s->start) / (double)s->len : 0.0;
-		if (s->kind != SEG_PAUSE) {
-			for (int j = 0; j < NFORM; j++) {
-				double tf = s->f[j] + (s->f_end[j] - s->f[j]) * x;
-				cf[j] += (tf - cf[j]) * a_form;
-				cbw[j] += (s->bw[j] - cbw[j]) * a_form;
-				reson_set(&casc[j], cf[j], cbw[j]);
-			}
-		}
+		if (s->kind != SEG_PAUSE)
+			glide_formants(s, x, a_form, cf, cbw, casc);
 		cav += (s->av - cav) * a_amp;
 		cah += (s->ah - cah) * a_amp;
 		caf += (s->af - caf) * a_fric;
@@ -496,7 +541,8 @@ int speech_synth_utterance(const struct speech_synth_speaker *spk, uint64_t key,
 			if (tau < 1.0) /* derivative of the KLGLOTT88 flow tau^2 - tau^3 */
 				g = (2.0 * tau - 3.0 * tau * tau) * pamp;
 			src = (1.0 - spk->tilt) * g + spk->tilt * src;
-			v = vnorm * cav * src + n1 * (0.05 * cah + 0.04 * breath * cav * (tau < 1.0 ? 1.0 : 0.4));
+			v = vnorm * cav * src +
+			    n1 * (0.05 * cah + 0.04 * breath * cav * (tau < 1.0 ? 1.0 : 0.4));
 			y = v;
 			for (int j = 0; j < NFORM; j++)
 				y = reson_run(&casc[j], y);
@@ -509,27 +555,7 @@ int speech_synth_utterance(const struct speech_synth_speaker *spk, uint64_t key,
 		}
 	}
 
-	/* The channel: a mild random tilt, then the level and background noise. */
-	for (i = 0; i < samples; i++) {
-		double y = buf[i] - chan * prev;
-		prev = buf[i];
-		buf[i] = (float)y;
-		sum2 += y * y;
-		if (fabs(y) > peak)
-			peak = fabs(y);
-	}
-	gain = sum2 > 0.0 ? pow(10.0, level_db / 20.0) / sqrt(sum2 / samples) : 0.0;
-	if (peak * gain > 0.9)
-		gain = 0.9 / peak;
-	nlev = pow(10.0, level_db / 20.0) * pow(10.0, -snr_db / 20.0) *
-	       sqrt((1.0 + ncol) / (1.0 - ncol));
-	for (i = 0; i < samples; i++) {
-		double y;
-		nstate = (1.0 - ncol) * noise(&r) + ncol * nstate;
-		y = (buf[i] * gain + nlev * nstate) * 32767.0;
-		y = y > 32767.0 ? 32767.0 : y < -32768.0 ? -32768.0 : y;
-		out[i] = (int16_t)lrint(y);
-	}
+	add_channel(&r, buf, out, samples, chan, level_db, snr_db, ncol);
 	rc = 0;
 out:
 	free(p.segs);

@@ -41,7 +41,7 @@ void speech_synth_speaker(struct speech_synth_speaker *spk, uint64_t key);
  * into out (caller-owned, `samples` long) as 16-bit PCM. The phone
  * sequence, intonation, level and noise come from key. Returns 0, or
  * -ENOMEM / FEEDER_EINVAL with a sentence in err. */
-int speech_synth_utterance(const struct speech_synth_speaker *spk, uint64_t key,
-			   int16_t *out, size_t samples, char *err, size_t errlen);
+int speech_synth_utterance(const struct speech_synth_speaker *spk, uint64_t key, int16_t *out,
+			   size_t samples, char *err, size_t errlen);
 
 #endif

@@ -13,10 +13,10 @@
 /* A GEMM shape that autotune has timed, and how it runs from then on. */
 struct xc_tuned {
 	int ta, tb, M, N, K, lda, ldb, ldc;
-	uint32_t align;                      /* of the operands it was tuned with */
-	int use_lt;                          /* 0: cublasGemmEx */
+	uint32_t align; /* of the operands it was tuned with */
+	int use_lt;     /* 0: cublasGemmEx */
 	cublasLtMatmulDesc_t desc;
-	cublasLtMatrixLayout_t la, lb, lc;   /* cuBLASLt's A (our B), B (our A), C = D */
+	cublasLtMatrixLayout_t la, lb, lc; /* cuBLASLt's A (our B), B (our A), C = D */
 	cublasLtMatmulAlgo_t algo;
 };
 
@@ -24,7 +24,7 @@ struct gemm_cuda {
 	int precision;
 	cudaStream_t stream;
 	cublasHandle_t blas;
-	void *bf[2];                                /* bf16 GEMM operands */
+	void *bf[2]; /* bf16 GEMM operands */
 	size_t bf_cap[2];
 	/* autotuned single GEMMs */
 	cublasLtHandle_t lt;
@@ -32,10 +32,9 @@ struct gemm_cuda {
 	struct xc_tuned tuned[XC_TUNED_MAX];
 	int ntuned, tuning;
 	FILE *log;
-	float *check, *diff;                        /* reference result, float[2] */
+	float *check, *diff; /* reference result, float[2] */
 	size_t check_cap;
 };
-
 
 /* Elements a row-major operand spans: batch entries `stride` apart, each
  * rows x cols with leading dimension ld. */
@@ -51,7 +50,8 @@ static int xc_bf16(struct gemm_cuda *g, int k, const float *src, size_t n, const
 	if (n > g->bf_cap[k]) {
 		/* grows only while the first steps meet their largest operands;
 		 * GEMMs queued earlier may still read the old copy */
-		XC_CUDA(cudaStreamSynchronize(g->stream), "finish the GEMMs before a bf16 scratch grows");
+		XC_CUDA(cudaStreamSynchronize(g->stream),
+			"finish the GEMMs before a bf16 scratch grows");
 		cudaFree(g->bf[k]);
 		g->bf[k] = NULL;
 		g->bf_cap[k] = 0;
@@ -110,13 +110,14 @@ static int xc_lt_run(struct gemm_cuda *g, struct xc_tuned *t, const void *a, con
 		     float beta, float *C, char *err, size_t errlen)
 {
 	float alpha = 1.0f;
-	cublasStatus_t st = cublasLtMatmul(g->lt, t->desc, &alpha, b, t->la, a, t->lb, &beta, C,
-					   t->lc, C, t->lc, &t->algo, g->lt_ws, XC_LT_WORKSPACE,
-					   g->stream);
+	cublasStatus_t st =
+		cublasLtMatmul(g->lt, t->desc, &alpha, b, t->la, a, t->lb, &beta, C, t->lc, C,
+			       t->lc, &t->algo, g->lt_ws, XC_LT_WORKSPACE, g->stream);
 
 	if (st != CUBLAS_STATUS_SUCCESS)
-		return status_fail(err, errlen, -EIO, "x-vector cuda: cuBLASLt GEMM %d x %d x %d: %s",
-				   t->M, t->N, t->K, cublasGetStatusString(st));
+		return status_fail(err, errlen, -EIO,
+				   "x-vector cuda: cuBLASLt GEMM %d x %d x %d: %s", t->M, t->N,
+				   t->K, cublasGetStatusString(st));
 	return 0;
 }
 
@@ -130,7 +131,8 @@ static int xc_time_gemm(struct gemm_cuda *g, struct xc_tuned *t, int lt, const v
 	float alpha = 1.0f, beta = 0.0f;
 
 	*ms = -1.0f;
-	cublasOperation_t oa = t->ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = t->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+	cublasOperation_t oa = t->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+			  ob = t->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
 	cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
 
 	XC_CUDA(cudaEventCreate(&e0), "create an event");
@@ -142,11 +144,13 @@ static int xc_time_gemm(struct gemm_cuda *g, struct xc_tuned *t, int lt, const v
 		if (i == 1)
 			cudaEventRecord(e0, g->stream);
 		if (lt)
-			st = cublasLtMatmul(g->lt, t->desc, &alpha, b, t->la, a, t->lb, &beta, C, t->lc,
-					    C, t->lc, &t->algo, g->lt_ws, XC_LT_WORKSPACE, g->stream);
+			st = cublasLtMatmul(g->lt, t->desc, &alpha, b, t->la, a, t->lb, &beta, C,
+					    t->lc, C, t->lc, &t->algo, g->lt_ws, XC_LT_WORKSPACE,
+					    g->stream);
 		else
-			st = cublasGemmEx(g->blas, ob, oa, t->N, t->M, t->K, &alpha, b, ty, ldb, a, ty,
-					  lda, &beta, C, CUDA_R_32F, t->ldc, ct, CUBLAS_GEMM_DEFAULT);
+			st = cublasGemmEx(g->blas, ob, oa, t->N, t->M, t->K, &alpha, b, ty, ldb, a,
+					  ty, lda, &beta, C, CUDA_R_32F, t->ldc, ct,
+					  CUBLAS_GEMM_DEFAULT);
 	}
 	cudaEventRecord(e1, g->stream);
 	cudaError_t e = cudaEventSynchronize(e1);
@@ -185,16 +189,19 @@ static int xc_lt_pref(cublasLtMatmulPreference_t *pref, uint32_t align)
 {
 	uint64_t ws = XC_LT_WORKSPACE;
 	const cublasLtMatmulPreferenceAttributes_t al[] = {
-		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
 	};
 
 	if (cublasLtMatmulPreferenceCreate(pref) != CUBLAS_STATUS_SUCCESS) {
 		*pref = NULL;
 		return -1;
 	}
-	int ok = cublasLtMatmulPreferenceSetAttribute(*pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-						      &ws, sizeof(ws)) == CUBLAS_STATUS_SUCCESS;
+	int ok = cublasLtMatmulPreferenceSetAttribute(*pref,
+						      CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+						      sizeof(ws)) == CUBLAS_STATUS_SUCCESS;
 	for (size_t i = 0; ok && i < sizeof(al) / sizeof(al[0]); i++)
 		ok = cublasLtMatmulPreferenceSetAttribute(*pref, al[i], &align, sizeof(align)) ==
 		     CUBLAS_STATUS_SUCCESS;
@@ -210,9 +217,11 @@ static int xc_lt_pref(cublasLtMatmulPreference_t *pref, uint32_t align)
  * XC_LT_ALGOS into res; *nres is 0 where cuBLASLt cannot describe the
  * product (t's descriptors are then freed with t). */
 static void xc_lt_candidates(struct gemm_cuda *g, struct xc_tuned *t, cudaDataType_t ty,
-			     cublasComputeType_t ct, cublasLtMatmulHeuristicResult_t *res, int *nres)
+			     cublasComputeType_t ct, cublasLtMatmulHeuristicResult_t *res,
+			     int *nres)
 {
-	cublasOperation_t oa = t->ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = t->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+	cublasOperation_t oa = t->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+			  ob = t->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
 	cublasLtMatmulPreference_t pref;
 	int M = t->M, N = t->N, K = t->K;
 
@@ -285,9 +294,9 @@ static int xc_check_reserve(struct gemm_cuda *g, size_t nC, char *err, size_t er
  * b already in the GEMM's input type), record the fastest correct one, and
  * leave cublasGemmEx's result in C. On an error the shape is left to
  * cublasGemmEx, with nothing of cuBLASLt's held. */
-static int xc_tune(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, const void *a,
-		   int lda, const void *b, int ldb, cudaDataType_t ty, cublasComputeType_t ct,
-		   float *C, int ldc, uint32_t align, char *err, size_t errlen)
+static int xc_tune(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, const void *a, int lda,
+		   const void *b, int ldb, cudaDataType_t ty, cublasComputeType_t ct, float *C,
+		   int ldc, uint32_t align, char *err, size_t errlen)
 {
 	struct xc_tuned *t = &g->tuned[g->ntuned];
 	size_t nC = (size_t)(M - 1) * ldc + N;
@@ -296,17 +305,20 @@ static int xc_tune(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, con
 	int nres = 0, best = -1, rejected = 0, rc;
 
 	if (g->ntuned == XC_TUNED_MAX)
-		return status_fail(err, errlen, -EIO, "x-vector cuda: more than %d GEMM shapes to tune",
-				   XC_TUNED_MAX);
+		return status_fail(err, errlen, -EIO,
+				   "x-vector cuda: more than %d GEMM shapes to tune", XC_TUNED_MAX);
 	memset(t, 0, sizeof(*t));
-	t->ta = ta, t->tb = tb, t->M = M, t->N = N, t->K = K, t->lda = lda, t->ldb = ldb, t->ldc = ldc;
+	t->ta = ta, t->tb = tb, t->M = M, t->N = N, t->K = K, t->lda = lda, t->ldb = ldb,
+	t->ldc = ldc;
 	t->align = align;
 	g->ntuned++;
 	XC_TRY(xc_check_reserve(g, nC, err, errlen));
 	XC_TRY(xc_time_gemm(g, t, 0, a, lda, b, ldb, ty, ct, C, &base_ms, err, errlen));
 	if (base_ms < 0.0f)
-		return status_fail(err, errlen, -EIO, "x-vector cuda: GEMM %d x %d x %d failed", M, N, K);
-	XC_CUDA(cudaMemcpyAsync(g->check, C, sizeof(float) * nC, cudaMemcpyDeviceToDevice, g->stream),
+		return status_fail(err, errlen, -EIO, "x-vector cuda: GEMM %d x %d x %d failed", M,
+				   N, K);
+	XC_CUDA(cudaMemcpyAsync(g->check, C, sizeof(float) * nC, cudaMemcpyDeviceToDevice,
+				g->stream),
 		"keep a reference GEMM result");
 	best_ms = base_ms;
 	xc_lt_candidates(g, t, ty, ct, res, &nres);
@@ -320,12 +332,15 @@ static int xc_tune(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, con
 	if (rc)
 		return rc;
 	if (g->log)
-		fprintf(g->log, "xvec autotune: GEMM %d x %d x %d (%s%s, %s, %u-byte aligned): "
+		fprintf(g->log,
+			"xvec autotune: GEMM %d x %d x %d (%s%s, %s, %u-byte aligned): "
 			"cublasGemmEx %.3f ms, cuBLASLt %d candidates (%d rejected by the check) -> "
-			"%s %.3f ms\n", M, N, K, ta ? "T" : "N", tb ? "T" : "N",
+			"%s %.3f ms\n",
+			M, N, K, ta ? "T" : "N", tb ? "T" : "N",
 			xvec_cuda_precision_name(g->precision), align, base_ms, nres, rejected,
 			best >= 0 ? "cuBLASLt" : "cublasGemmEx", best_ms);
-	XC_CUDA(cudaMemcpyAsync(C, g->check, sizeof(float) * nC, cudaMemcpyDeviceToDevice, g->stream),
+	XC_CUDA(cudaMemcpyAsync(C, g->check, sizeof(float) * nC, cudaMemcpyDeviceToDevice,
+				g->stream),
 		"restore the reference GEMM result");
 	return 0;
 }
@@ -349,7 +364,7 @@ int gemm_cuda_run_bf16(struct gemm_cuda *g, int ta, int tb, int M, int N, int K,
 	 * speed, and training does not need one or the other. The device tests
 	 * bound a run by references of both kinds (tests/xvec/xvec_sensitivity.h). */
 	cublasComputeType_t ct = g->precision == XVEC_PRECISION_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-								      : CUBLAS_COMPUTE_32F;
+								     : CUBLAS_COMPUTE_32F;
 	cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
 	float alpha = 1.0f;
 	cublasStatus_t st;
@@ -374,30 +389,30 @@ int gemm_cuda_run_bf16(struct gemm_cuda *g, int ta, int tb, int M, int N, int K,
 		struct xc_tuned *t = xc_tuned_find(g, ta, tb, M, N, K, lda, ldb, ldc, align);
 
 		if (!t && g->tuning && beta == 0.0f)
-			return xc_tune(g, ta, tb, M, N, K, a, lda, b, ldb, ty, ct, C, ldc, align, err,
-				       errlen);
+			return xc_tune(g, ta, tb, M, N, K, a, lda, b, ldb, ty, ct, C, ldc, align,
+				       err, errlen);
 		if (t && t->use_lt)
 			return xc_lt_run(g, t, a, b, beta, C, err, errlen);
-		st = cublasGemmEx(g->blas, ob, oa, N, M, K, &alpha, b, ty, ldb, a, ty, lda, &beta, C,
-				  CUDA_R_32F, ldc, ct, CUBLAS_GEMM_DEFAULT);
+		st = cublasGemmEx(g->blas, ob, oa, N, M, K, &alpha, b, ty, ldb, a, ty, lda, &beta,
+				  C, CUDA_R_32F, ldc, ct, CUBLAS_GEMM_DEFAULT);
 	} else
-		st = cublasGemmStridedBatchedEx(g->blas, ob, oa, N, M, K, &alpha, b, ty, ldb, sB, a, ty,
-						lda, sA, &beta, C, CUDA_R_32F, ldc, sC, batch, ct,
-						CUBLAS_GEMM_DEFAULT);
+		st = cublasGemmStridedBatchedEx(g->blas, ob, oa, N, M, K, &alpha, b, ty, ldb, sB, a,
+						ty, lda, sA, &beta, C, CUDA_R_32F, ldc, sC, batch,
+						ct, CUBLAS_GEMM_DEFAULT);
 	if (st != CUBLAS_STATUS_SUCCESS)
-		return status_fail(err, errlen, -EIO, "x-vector cuda: GEMM %d x %d x %d (batch %d): %s",
-				   M, N, K, batch, cublasGetStatusString(st));
+		return status_fail(err, errlen, -EIO,
+				   "x-vector cuda: GEMM %d x %d x %d (batch %d): %s", M, N, K,
+				   batch, cublasGetStatusString(st));
 	return 0;
 }
 
-int gemm_cuda_run(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, const float *A,
-		  int lda, long long sA, const float *Bm, int ldb, long long sB, float beta,
-		  float *C, int ldc, long long sC, int batch, char *err, size_t errlen)
+int gemm_cuda_run(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, const float *A, int lda,
+		  long long sA, const float *Bm, int ldb, long long sB, float beta, float *C,
+		  int ldc, long long sC, int batch, char *err, size_t errlen)
 {
 	return gemm_cuda_run_bf16(g, ta, tb, M, N, K, A, 0, lda, sA, Bm, 0, ldb, sB, beta, C, ldc,
 				  sC, batch, err, errlen);
 }
-
 
 int gemm_cuda_create(struct gemm_cuda **out, cudaStream_t stream, int precision, FILE *log,
 		     char *err, size_t errlen)
@@ -415,7 +430,8 @@ int gemm_cuda_create(struct gemm_cuda **out, cudaStream_t stream, int precision,
 	}
 	if (cublasSetStream(g->blas, stream) != CUBLAS_STATUS_SUCCESS) {
 		gemm_cuda_destroy(g);
-		return status_fail(err, errlen, -EIO, "x-vector cuda: cannot set the cuBLAS stream");
+		return status_fail(err, errlen, -EIO,
+				   "x-vector cuda: cannot set the cuBLAS stream");
 	}
 	*out = g;
 	return 0;

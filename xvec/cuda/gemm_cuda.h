@@ -44,9 +44,9 @@ void gemm_cuda_destroy(struct gemm_cuda *g);
 /* Row-major C (M x N, ldc) = op(A) (M x K) op(B) (K x N) + beta C, for
  * `batch` entries strideA/B/C apart (stride 0: shared). ta/tb: the operand
  * is stored transposed. */
-int gemm_cuda_run(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, const float *A,
-		  int lda, long long sA, const float *Bm, int ldb, long long sB, float beta,
-		  float *C, int ldc, long long sC, int batch, char *err, size_t errlen);
+int gemm_cuda_run(struct gemm_cuda *g, int ta, int tb, int M, int N, int K, const float *A, int lda,
+		  long long sA, const float *Bm, int ldb, long long sB, float beta, float *C,
+		  int ldc, long long sC, int batch, char *err, size_t errlen);
 
 /* gemm_cuda_run with operands that may already be bfloat16 (a_bf16, b_bf16:
  * A or Bm points to bfloat16 values, strides and leading dimensions in

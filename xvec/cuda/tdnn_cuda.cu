@@ -136,7 +136,7 @@ __global__ static void tc_to_cbt(const float *x, int B, int C, int T, float *out
 
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x) {
-		size_t t = i % T, row = i / T;       /* i indexes out (C, B, T) */
+		size_t t = i % T, row = i / T; /* i indexes out (C, B, T) */
 		size_t b = row % B, c = row / B;
 
 		out[i] = x[(b * C + c) * T + t];
@@ -149,7 +149,7 @@ __global__ static void tc_from_cbt(const float *x, int B, int C, int T, float *o
 
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x) {
-		size_t t = i % T, row = i / T;       /* i indexes out (B, C, T) */
+		size_t t = i % T, row = i / T; /* i indexes out (B, C, T) */
 		size_t c = row % C, b = row / C;
 
 		out[i] = x[(c * B + b) * T + t];
@@ -199,8 +199,7 @@ __device__ inline __nv_bfloat16 tc_out<__nv_bfloat16>(float v)
 }
 
 template <typename Out>
-__global__ static void tc_splice(const float *x, int D, int B, int T, struct tc_context ctx,
-				 Out *S)
+__global__ static void tc_splice(const float *x, int D, int B, int T, struct tc_context ctx, Out *S)
 {
 	size_t cols = (size_t)B * ctx.tp, n = (size_t)ctx.k * D * cols;
 
@@ -241,8 +240,8 @@ extern "C" void tdnn_cuda_splice(const float *x, int D, int B, int T, const int 
 {
 	struct tc_context c = tc_make_context(off, K, T);
 
-	tc_splice<float><<<tc_blocks((size_t)c.k * D * B * c.tp), TC_THREADS, 0, stream>>>(x, D, B, T,
-											 c, S);
+	tc_splice<float><<<tc_blocks((size_t)c.k * D * B * c.tp), TC_THREADS, 0, stream>>>(x, D, B,
+											   T, c, S);
 }
 
 extern "C" void tdnn_cuda_splice_bf16(const float *x, int D, int B, int T, const int *off, int K,
@@ -291,8 +290,7 @@ __device__ static inline uint64_t tc_cpu_index(int c, size_t j, int C, int L,
  * block must call each (they synchronize). */
 
 /* r = relu(a + bias) in place; the block's sum of r. */
-__device__ static double tc_bn_relu_sum(float *a, const float *bias, int c, size_t N, int C,
-					int cm)
+__device__ static double tc_bn_relu_sum(float *a, const float *bias, int c, size_t N, int C, int cm)
 {
 	float bi = bias ? bias[c] : 0.0f;
 	double s = 0.0, unused = 0.0;
@@ -365,8 +363,8 @@ __global__ static void tc_relu_bn_train(float *a, const float *bias, int B, int 
 	float m = (float)(s / (double)N);
 	double ss = tc_bn_ss(a, c, N, C, cm, m);
 
-	tc_bn_finish(a, c, N, C, L, cm, m, ss, (double)N, gamma, beta, rmean, rvar, mean, invstd,
-		     y, p, seed, subseq, rw);
+	tc_bn_finish(a, c, N, C, L, cm, m, ss, (double)N, gamma, beta, rmean, rvar, mean, invstd, y,
+		     p, seed, subseq, rw);
 }
 
 /* Sync batch norm in three kernels around two sums over the ranks, with
@@ -403,8 +401,8 @@ __global__ static void tc_bn_sync_finish(const float *r, int B, int C, int L, in
 {
 	int c = blockIdx.x;
 
-	tc_bn_finish(r, c, (size_t)B * L, C, L, cm, (float)(s[c] / s[C]), s[C + 1 + c], s[C],
-		     gamma, beta, rmean, rvar, mean, invstd, y, p, seed, subseq, rw);
+	tc_bn_finish(r, c, (size_t)B * L, C, L, cm, (float)(s[c] / s[C]), s[C + 1 + c], s[C], gamma,
+		     beta, rmean, rvar, mean, invstd, y, p, seed, subseq, rw);
 }
 
 __global__ static void tc_relu_bn_eval(const float *a, const float *bias, int B, int C, int L,
@@ -453,8 +451,8 @@ __device__ static void tc_bn_dsums(const float *r, int c, size_t N, int C, int L
 
 /* Then da in place of dy, through the ReLU, from the sums s1, s2 over Nf
  * values; the block's sum of da (the bias gradient). */
-__device__ static double tc_bn_da(const float *r, int c, size_t N, int C, int cm, float m,
-				  float is, float gamma, float Nf, float s1, float s2, float *dy)
+__device__ static double tc_bn_da(const float *r, int c, size_t N, int C, int cm, float m, float is,
+				  float gamma, float Nf, float s1, float s2, float *dy)
 {
 	float k = gamma * is / Nf;
 	double sb = 0.0, unused = 0.0;
@@ -488,8 +486,8 @@ __global__ static void tc_relu_bn_backward(const float *r, int B, int C, int L, 
 		dbeta[c] = (float)sdy;
 		dgamma[c] = (float)sdyx;
 	}
-	double sb = tc_bn_da(r, c, N, C, cm, m, is, gamma[c], (float)N, (float)sdy, (float)sdyx,
-			     dy);
+	double sb =
+		tc_bn_da(r, c, N, C, cm, m, is, gamma[c], (float)N, (float)sdy, (float)sdyx, dy);
 	if (threadIdx.x == 0 && dbias)
 		dbias[c] = (float)sb;
 }
@@ -542,15 +540,15 @@ extern "C" void tdnn_cuda_relu_bn_train(float *a, const float *bias, int B, int 
 }
 
 extern "C" void tdnn_cuda_relu_bn_train_dp(float *a, const float *bias, int B, int C, int L,
-					   int channel_major, const float *gamma,
-					   const float *beta, float *running_mean,
-					   float *running_var, float *mean, float *invstd, float *y,
-					   float p, uint64_t seed, uint64_t subseq,
-					   struct tdnn_cuda_rows rows, cudaStream_t stream)
+					   int channel_major, const float *gamma, const float *beta,
+					   float *running_mean, float *running_var, float *mean,
+					   float *invstd, float *y, float p, uint64_t seed,
+					   uint64_t subseq, struct tdnn_cuda_rows rows,
+					   cudaStream_t stream)
 {
 	tc_relu_bn_train<<<C, TC_THREADS, 0, stream>>>(a, bias, B, C, L, channel_major, gamma, beta,
-							running_mean, running_var, mean, invstd, y,
-							p, seed, subseq, rows);
+						       running_mean, running_var, mean, invstd, y,
+						       p, seed, subseq, rows);
 }
 
 extern "C" void tdnn_cuda_bn_sync_sum(float *a, const float *bias, int B, int C, int L,
@@ -566,15 +564,15 @@ extern "C" void tdnn_cuda_bn_sync_ss(const float *r, int B, int C, int L, int ch
 }
 
 extern "C" void tdnn_cuda_bn_sync_finish(const float *r, int B, int C, int L, int channel_major,
-					 const float *gamma, const float *beta,
-					 float *running_mean, float *running_var, float *mean,
-					 float *invstd, float *y, float p, uint64_t seed,
-					 uint64_t subseq, struct tdnn_cuda_rows rows,
-					 const double *s, cudaStream_t stream)
+					 const float *gamma, const float *beta, float *running_mean,
+					 float *running_var, float *mean, float *invstd, float *y,
+					 float p, uint64_t seed, uint64_t subseq,
+					 struct tdnn_cuda_rows rows, const double *s,
+					 cudaStream_t stream)
 {
 	tc_bn_sync_finish<<<C, TC_THREADS, 0, stream>>>(r, B, C, L, channel_major, gamma, beta,
-							 running_mean, running_var, mean, invstd,
-							 y, p, seed, subseq, rows, s);
+							running_mean, running_var, mean, invstd, y,
+							p, seed, subseq, rows, s);
 }
 
 extern "C" void tdnn_cuda_relu_bn_eval(const float *a, const float *bias, int B, int C, int L,
@@ -586,11 +584,11 @@ extern "C" void tdnn_cuda_relu_bn_eval(const float *a, const float *bias, int B,
 		a, bias, B, C, L, channel_major, gamma, beta, running_mean, running_var, y);
 }
 
-extern "C" void tdnn_cuda_relu_bn_backward(const float *r, int B, int C, int L,
-					   int channel_major, const float *gamma,
-					   const float *mean, const float *invstd, float *dy,
-					   float *dgamma, float *dbeta, float *dbias, float p,
-					   uint64_t seed, uint64_t subseq, cudaStream_t stream)
+extern "C" void tdnn_cuda_relu_bn_backward(const float *r, int B, int C, int L, int channel_major,
+					   const float *gamma, const float *mean,
+					   const float *invstd, float *dy, float *dgamma,
+					   float *dbeta, float *dbias, float p, uint64_t seed,
+					   uint64_t subseq, cudaStream_t stream)
 {
 	tdnn_cuda_relu_bn_backward_dp(r, B, C, L, channel_major, gamma, mean, invstd, dy, dgamma,
 				      dbeta, dbias, p, seed, subseq, tc_one, stream);
@@ -604,8 +602,8 @@ extern "C" void tdnn_cuda_relu_bn_backward_dp(const float *r, int B, int C, int 
 					      struct tdnn_cuda_rows rows, cudaStream_t stream)
 {
 	tc_relu_bn_backward<<<C, TC_THREADS, 0, stream>>>(r, B, C, L, channel_major, gamma, mean,
-							   invstd, dy, dgamma, dbeta, dbias, p, seed,
-							   subseq, rows);
+							  invstd, dy, dgamma, dbeta, dbias, p, seed,
+							  subseq, rows);
 }
 
 extern "C" void tdnn_cuda_bn_sync_dsums(const float *r, int B, int C, int L, int channel_major,
@@ -615,7 +613,7 @@ extern "C" void tdnn_cuda_bn_sync_dsums(const float *r, int B, int C, int L, int
 					cudaStream_t stream)
 {
 	tc_bn_sync_dsums<<<C, TC_THREADS, 0, stream>>>(r, B, C, L, channel_major, mean, invstd, dy,
-							dgamma, dbeta, p, seed, subseq, rows, s);
+						       dgamma, dbeta, p, seed, subseq, rows, s);
 }
 
 extern "C" void tdnn_cuda_bn_sync_da(const float *r, int B, int C, int L, int channel_major,
@@ -623,7 +621,7 @@ extern "C" void tdnn_cuda_bn_sync_da(const float *r, int B, int C, int L, int ch
 				     float *dy, float *dbias, const double *s, cudaStream_t stream)
 {
 	tc_bn_sync_da<<<C, TC_THREADS, 0, stream>>>(r, B, C, L, channel_major, gamma, mean, invstd,
-						     dy, dbias, s);
+						    dy, dbias, s);
 }
 
 /* ---- noise + statistics pooling -------------------------------------- */
@@ -695,7 +693,7 @@ extern "C" void tdnn_cuda_pool_forward_dp(const float *x, int B, int C, int T, f
 	unsigned blocks = (unsigned)((n + TC_WARPS_PER_BLOCK - 1) / TC_WARPS_PER_BLOCK);
 
 	tc_pool_forward<<<blocks, TC_THREADS, 0, stream>>>(x, B, C, T, eps, seed, subseq, rows,
-							    out);
+							   out);
 }
 
 extern "C" void tdnn_cuda_pool_backward(const float *x, int B, int C, int T, float eps,
@@ -773,8 +771,8 @@ __global__ static void tc_softmax_xent(const float *logits, const float *bias,
 			float v = smx[tid + o];
 			int a = sarg[tid + o];
 
-			if (a < S && (sarg[tid] == S || v > smx[tid] ||
-				      (v == smx[tid] && a < sarg[tid]))) {
+			if (a < S &&
+			    (sarg[tid] == S || v > smx[tid] || (v == smx[tid] && a < sarg[tid]))) {
 				smx[tid] = v;
 				sarg[tid] = a;
 			}
@@ -836,7 +834,7 @@ extern "C" void tdnn_cuda_softmax_xent(const float *logits, const float *bias,
 				       struct tdnn_cuda_acc *acc, cudaStream_t stream)
 {
 	tc_softmax_xent<<<B, TC_THREADS, 0, stream>>>(logits, bias, labels, B, S, probs, dlogits,
-						       row_loss, row_ok, acc);
+						      row_loss, row_ok, acc);
 	if (acc)
 		tc_accumulate<<<1, TC_THREADS, 0, stream>>>(row_loss, row_ok, B, acc);
 }
@@ -917,8 +915,8 @@ extern "C" void tdnn_cuda_adam(float *p, const float *g, float *m, float *v, siz
 			       const struct tdnn_cuda_acc *guard, cudaStream_t stream)
 {
 	tc_adam<<<tc_blocks(n), TC_THREADS, 0, stream>>>(p, g, m, v, n, n_decay, step, inv_sqrt_bc2,
-							  beta1, beta2, eps, decay, use_decay,
-							  guard);
+							 beta1, beta2, eps, decay, use_decay,
+							 guard);
 }
 
 __global__ static void tc_guard_step(float *bn, const float *bn_saved, size_t n,
@@ -964,7 +962,7 @@ extern "C" void tdnn_cuda_max_diff(const float *a, const float *b, int rows, int
 				   float *out, cudaStream_t stream)
 {
 	tc_max_diff<<<tc_blocks((size_t)rows * cols), TC_THREADS, 0, stream>>>(a, b, rows, cols, ld,
-									      out);
+									       out);
 }
 
 __global__ static void tc_to_bf16(const float *x, size_t n, __nv_bfloat16 *out)

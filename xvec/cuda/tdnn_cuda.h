@@ -36,15 +36,15 @@ extern "C" {
 /* Training loss and accuracy, accumulated on the device so that a training
  * step never waits for the host; read with one copy per logging interval. */
 struct tdnn_cuda_acc {
-	double loss_sum;       /* sum over steps of the mean batch loss */
-	double last_loss;      /* mean loss of the last batch */
-	long long correct;     /* rows whose arg-max was the label */
-	long long rows;        /* rows seen */
-	long long steps;       /* batches seen */
+	double loss_sum;   /* sum over steps of the mean batch loss */
+	double last_loss;  /* mean loss of the last batch */
+	long long correct; /* rows whose arg-max was the label */
+	long long rows;    /* rows seen */
+	long long steps;   /* batches seen */
 	int last_correct, last_rows;
-	int bad_label;         /* 1 once a label outside [0, S) was seen */
+	int bad_label; /* 1 once a label outside [0, S) was seen */
 	int pad;
-	long long skipped;     /* training steps skipped for a non-finite loss */
+	long long skipped; /* training steps skipped for a non-finite loss */
 };
 
 /* Data parallel (tdnn.h's struct tdnn_dp): this process's local row b is row
@@ -85,11 +85,11 @@ void tdnn_cuda_relu_bn_train(float *a, const float *bias, int B, int C, int L, i
 			     float *running_var, float *mean, float *invstd, float *y, float p,
 			     uint64_t seed, uint64_t subseq, cudaStream_t stream);
 
-void tdnn_cuda_relu_bn_train_dp(float *a, const float *bias, int B, int C, int L,
-				int channel_major, const float *gamma, const float *beta,
-				float *running_mean, float *running_var, float *mean,
-				float *invstd, float *y, float p, uint64_t seed, uint64_t subseq,
-				struct tdnn_cuda_rows rows, cudaStream_t stream);
+void tdnn_cuda_relu_bn_train_dp(float *a, const float *bias, int B, int C, int L, int channel_major,
+				const float *gamma, const float *beta, float *running_mean,
+				float *running_var, float *mean, float *invstd, float *y, float p,
+				uint64_t seed, uint64_t subseq, struct tdnn_cuda_rows rows,
+				cudaStream_t stream);
 
 /* tdnn_cuda_relu_bn_train as sync batch-norm over the ranks (tdnn.c's
  * tdnn_relu_bn_train_dp with sync_bn): three launches with a sum over the

@@ -55,8 +55,9 @@ int xvec_cuda_parse_precision(const char *s, int *precision, char *err, size_t e
 
 const char *xvec_cuda_precision_name(int precision)
 {
-	return precision == XVEC_PRECISION_TF32 ? "tf32" :
-	       precision == XVEC_PRECISION_BF16 ? "bf16" : "fp32";
+	return precision == XVEC_PRECISION_TF32   ? "tf32"
+	       : precision == XVEC_PRECISION_BF16 ? "bf16"
+						  : "fp32";
 }
 
 /* ---- GEMM ------------------------------------------------------------- */
@@ -144,12 +145,12 @@ static int xc_frame_forward(struct xvec_cuda *g, int l, const float *in, int B, 
 	int left = tdnn_context_left(off, K), Tp = Tin - left - tdnn_context_right(off, K);
 
 	if (K == 1)
-		return xc_gemm_op(g, 0, 0, H, B * Tin, D, xc_weight(g, l, 0), D, 0, xc_f32(in), B * Tin,
-				  0, 0.0f, out, B * Tin, 0, 1, err, errlen);
+		return xc_gemm_op(g, 0, 0, H, B * Tin, D, xc_weight(g, l, 0), D, 0, xc_f32(in),
+				  B * Tin, 0, 0.0f, out, B * Tin, 0, 1, err, errlen);
 	if (strategy == XC_SPLICE) {
 		struct xc_op S = xc_splice(g, l, in, B, Tin);
-		return xc_gemm_op(g, 0, 0, H, B * Tp, K * D, xc_weight(g, l, 0), K * D, 0, S, B * Tp, 0,
-				  0.0f, out, B * Tp, 0, 1, err, errlen);
+		return xc_gemm_op(g, 0, 0, H, B * Tp, K * D, xc_weight(g, l, 0), K * D, 0, S,
+				  B * Tp, 0, 0.0f, out, B * Tp, 0, 1, err, errlen);
 	}
 	const void *x = xc_once(g, in, (size_t)D * B * Tin, g->bfa);
 	for (int k = 0; k < K; k++) {
@@ -171,11 +172,11 @@ static int xc_frame_dx(struct xvec_cuda *g, int l, const float *dA, int B, int T
 	int left = tdnn_context_left(off, K), Tp = Tin - left - tdnn_context_right(off, K);
 
 	if (K == 1)
-		return xc_gemm_op(g, 1, 0, D, B * Tin, H, xc_weight(g, l, 0), D, 0, xc_f32(dA), B * Tin,
-				  0, 0.0f, dx, B * Tin, 0, 1, err, errlen);
+		return xc_gemm_op(g, 1, 0, D, B * Tin, H, xc_weight(g, l, 0), D, 0, xc_f32(dA),
+				  B * Tin, 0, 0.0f, dx, B * Tin, 0, 1, err, errlen);
 	if (strategy == XC_SPLICE) {
-		XC_TRY(xc_gemm_op(g, 1, 0, K * D, B * Tp, H, xc_weight(g, l, 0), K * D, 0, xc_f32(dA),
-				  B * Tp, 0, 0.0f, g->dS, B * Tp, 0, 1, err, errlen));
+		XC_TRY(xc_gemm_op(g, 1, 0, K * D, B * Tp, H, xc_weight(g, l, 0), K * D, 0,
+				  xc_f32(dA), B * Tp, 0, 0.0f, g->dS, B * Tp, 0, 1, err, errlen));
 		tdnn_cuda_unsplice(g->dS, D, B, Tin, off, K, dx, g->stream);
 		return 0;
 	}
@@ -185,13 +186,14 @@ static int xc_frame_dx(struct xvec_cuda *g, int l, const float *dA, int B, int T
 	struct xc_op dAop = g->params_bf16 ? xc_bf((const uint16_t *)d, 0) : xc_f32(dA);
 	for (int k = 0; k < K; k++)
 		XC_TRY(xc_gemm_op(g, 1, 0, D, Tp, H, xc_weight(g, l, (size_t)k * D), K * D, 0, dAop,
-				  B * Tp, Tp, 1.0f, dx + left + off[k], B * Tin, Tin, B, err, errlen));
+				  B * Tp, Tp, 1.0f, dx + left + off[k], B * Tin, Tin, B, err,
+				  errlen));
 	return 0;
 }
 
 /* dW of frame layer l from dA (H, B*T') and its input in (D, B*Tin). */
-static int xc_frame_dw(struct xvec_cuda *g, int l, const float *in, const float *dA, int B,
-		       int Tin, char *err, size_t errlen)
+static int xc_frame_dw(struct xvec_cuda *g, int l, const float *in, const float *dA, int B, int Tin,
+		       char *err, size_t errlen)
 {
 	int D = xc_frame_in(&g->o, l), H = xc_channels(&g->o, l), K = xc_nctx[l];
 	const int *off = xc_ctx[l];
@@ -199,7 +201,8 @@ static int xc_frame_dw(struct xvec_cuda *g, int l, const float *in, const float 
 	struct xc_op S = xc_f32(in);
 
 	if (K > 1)
-		S = g->fwd_strategy[l] != XC_SPLICE ? xc_splice(g, l, in, B, Tin) : xc_spliced(g, l);
+		S = g->fwd_strategy[l] != XC_SPLICE ? xc_splice(g, l, in, B, Tin)
+						    : xc_spliced(g, l);
 	return xc_gemm_op(g, 0, 1, H, K * D, B * Tp, xc_f32(dA), B * Tp, 0, S, B * Tp, 0, 0.0f,
 			  g->grads + g->off_w[l], K * D, 0, 1, err, errlen);
 }
@@ -208,8 +211,8 @@ static int xc_frame_dw(struct xvec_cuda *g, int l, const float *in, const float 
 static int xc_dense_forward(struct xvec_cuda *g, int w, const float *x, int B, int nin, int nout,
 			    float *y, char *err, size_t errlen)
 {
-	return xc_gemm_op(g, 0, 1, B, nout, nin, xc_f32(x), nin, 0, xc_weight(g, w, 0), nin, 0, 0.0f,
-			  y, nout, 0, 1, err, errlen);
+	return xc_gemm_op(g, 0, 1, B, nout, nin, xc_f32(x), nin, 0, xc_weight(g, w, 0), nin, 0,
+			  0.0f, y, nout, 0, 1, err, errlen);
 }
 
 /* dW = dy^T x and dx (may be NULL) = dy W. */
@@ -219,8 +222,8 @@ static int xc_dense_backward(struct xvec_cuda *g, int w, const float *x, const f
 	XC_TRY(xc_gemm(g, 1, 0, nout, nin, B, dy, nout, 0, x, nin, 0, 0.0f, g->grads + g->off_w[w],
 		       nin, 0, 1, err, errlen));
 	if (dx)
-		XC_TRY(xc_gemm_op(g, 0, 0, B, nin, nout, xc_f32(dy), nout, 0, xc_weight(g, w, 0), nin,
-				  0, 0.0f, dx, nin, 0, 1, err, errlen));
+		XC_TRY(xc_gemm_op(g, 0, 0, B, nin, nout, xc_f32(dy), nout, 0, xc_weight(g, w, 0),
+				  nin, 0, 0.0f, dx, nin, 0, 1, err, errlen));
 	return 0;
 }
 
@@ -280,18 +283,18 @@ static int xc_autotune(struct xvec_cuda *g, FILE *log, char *err, size_t errlen)
 				if (dir == 1 && l == 0)
 					continue; /* the input layer's dx is only for tests */
 				for (int s = 0; s < 2; s++)
-					XC_TRY(xc_time(g, l, dir, s, dir ? g->gA : in, B,
-						       Tin, dir ? g->gB : g->r[l], &ms[s], err,
-						       errlen));
+					XC_TRY(xc_time(g, l, dir, s, dir ? g->gA : in, B, Tin,
+						       dir ? g->gB : g->r[l], &ms[s], err, errlen));
 				int best = ms[XC_OFFSET] < ms[XC_SPLICE] ? XC_OFFSET : XC_SPLICE;
 				if (dir == 0)
 					g->fwd_strategy[l] = best;
 				else
 					g->dx_strategy[l] = best;
 				if (log)
-					fprintf(log, "xvec autotune: frame%d %s (%s, batch %d x %d): "
-						"splice %.3f ms, offset %.3f ms -> %s\n", l + 1,
-						dir ? "input gradient" : "forward",
+					fprintf(log,
+						"xvec autotune: frame%d %s (%s, batch %d x %d): "
+						"splice %.3f ms, offset %.3f ms -> %s\n",
+						l + 1, dir ? "input gradient" : "forward",
 						xvec_cuda_precision_name(g->precision), B, T,
 						ms[XC_SPLICE], ms[XC_OFFSET], names[best]);
 			}
@@ -319,13 +322,15 @@ static int xc_autotune_gemms(struct xvec_cuda *g, char *err, size_t errlen)
 	if (cudaMalloc((void **)&x, sizeof(float) * nx) != cudaSuccess ||
 	    cudaMalloc((void **)&labels, sizeof(int32_t) * B) != cudaSuccess ||
 	    cudaMalloc((void **)&bn, sizeof(float) * g->nbn) != cudaSuccess)
-		rc = status_fail(err, errlen, -ENOMEM, "x-vector cuda: cannot allocate for GEMM autotune");
+		rc = status_fail(err, errlen, -ENOMEM,
+				 "x-vector cuda: cannot allocate for GEMM autotune");
 	if (!rc) {
 		tdnn_cuda_normals(x, nx, g->o.seed, (uint64_t)1 << 62, 0, g->stream);
 		if (cudaMemsetAsync(labels, 0, sizeof(int32_t) * B, g->stream) != cudaSuccess ||
 		    cudaMemcpyAsync(bn, g->bn, sizeof(float) * g->nbn, cudaMemcpyDeviceToDevice,
 				    g->stream) != cudaSuccess)
-			rc = status_fail(err, errlen, -EIO, "x-vector cuda: cannot prepare GEMM autotune");
+			rc = status_fail(err, errlen, -EIO,
+					 "x-vector cuda: cannot prepare GEMM autotune");
 	}
 	if (!rc) {
 		gemm_cuda_set_tuning(g->gemm, 1);
@@ -335,10 +340,11 @@ static int xc_autotune_gemms(struct xvec_cuda *g, char *err, size_t errlen)
 		gemm_cuda_set_tuning(g->gemm, 0);
 		g->fwd_batch = 0;
 	}
-	if (!rc && (cudaMemcpyAsync(g->bn, bn, sizeof(float) * g->nbn, cudaMemcpyDeviceToDevice,
-				    g->stream) != cudaSuccess ||
-		    cudaMemsetAsync(g->acc, 0, sizeof(struct tdnn_cuda_acc), g->stream) != cudaSuccess ||
-		    cudaStreamSynchronize(g->stream) != cudaSuccess))
+	if (!rc &&
+	    (cudaMemcpyAsync(g->bn, bn, sizeof(float) * g->nbn, cudaMemcpyDeviceToDevice,
+			     g->stream) != cudaSuccess ||
+	     cudaMemsetAsync(g->acc, 0, sizeof(struct tdnn_cuda_acc), g->stream) != cudaSuccess ||
+	     cudaStreamSynchronize(g->stream) != cudaSuccess))
 		rc = status_fail(err, errlen, -EIO, "x-vector cuda: GEMM autotune failed: %s",
 				 cudaGetErrorString(cudaGetLastError()));
 	if (g->stream)
@@ -368,16 +374,18 @@ static int xc_dp_sum_d(struct xvec_cuda *g, double *v, size_t n, char *err, size
 	int rc = g->dp.sum_d(g->dp.ctx, v, n, g->stream);
 
 	if (rc)
-		return status_fail(err, errlen, rc, "x-vector cuda: summing batch-norm statistics "
-				   "over %d ranks failed (%d)", g->dp.world, rc);
+		return status_fail(err, errlen, rc,
+				   "x-vector cuda: summing batch-norm statistics "
+				   "over %d ranks failed (%d)",
+				   g->dp.world, rc);
 	return 0;
 }
 
 /* Training-mode ReLU + batch norm + dropout of BN layer l (channel-major
  * frame layer, or a segment layer with L 1): fused, or as sync batch-norm
  * with the statistics summed over the ranks. */
-static int xc_bn_train(struct xvec_cuda *g, int l, int B, int L, int cm, float p,
-		       uint64_t subseq, char *err, size_t errlen)
+static int xc_bn_train(struct xvec_cuda *g, int l, int B, int L, int cm, float p, uint64_t subseq,
+		       char *err, size_t errlen)
 {
 	const float *pr = g->params;
 	int C = xc_channels(&g->o, l);
@@ -412,8 +420,8 @@ static int xc_bn_backward(struct xvec_cuda *g, int l, int B, int L, int cm, floa
 	cudaStream_t st = g->stream;
 
 	if (!xc_sync_bn(g)) {
-		tdnn_cuda_relu_bn_backward_dp(g->r[l], B, C, L, cm, pr + g->off_gamma[l], g->mean[l],
-					      g->invstd[l], dy, gr + g->off_gamma[l],
+		tdnn_cuda_relu_bn_backward_dp(g->r[l], B, C, L, cm, pr + g->off_gamma[l],
+					      g->mean[l], g->invstd[l], dy, gr + g->off_gamma[l],
 					      gr + g->off_beta[l], gr + g->off_b[l], p, g->o.seed,
 					      subseq, xc_rows(g), st);
 		return 0;
@@ -452,11 +460,15 @@ static int xc_dp_reduce(struct xvec_cuda *g, char *err, size_t errlen)
 	xc_dp_harvest(g, k);
 	XC_CUDA(cudaEventRecord(g->dp_ev[k][0], g->stream), "time the gradient sum");
 	if ((rc = g->dp.sum_d(g->dp.ctx, &g->acc->last_loss, 1, g->stream)))
-		return status_fail(err, errlen, rc, "x-vector cuda: summing the loss over %d ranks "
-				   "failed (%d)", g->dp.world, rc);
+		return status_fail(err, errlen, rc,
+				   "x-vector cuda: summing the loss over %d ranks "
+				   "failed (%d)",
+				   g->dp.world, rc);
 	if ((rc = g->dp.sum_f(g->dp.ctx, g->grads, g->nparams, g->stream)))
-		return status_fail(err, errlen, rc, "x-vector cuda: averaging the gradients over %d "
-				   "ranks failed (%d)", g->dp.world, rc);
+		return status_fail(err, errlen, rc,
+				   "x-vector cuda: averaging the gradients over %d "
+				   "ranks failed (%d)",
+				   g->dp.world, rc);
 	tdnn_cuda_scale(g->grads, g->nparams, 1.0f / (float)g->dp.world, g->stream);
 	XC_CUDA(cudaEventRecord(g->dp_ev[k][1], g->stream), "time the gradient sum");
 	g->dp_timing[k] = 1;
@@ -475,8 +487,7 @@ static void xc_dp_free(struct xvec_cuda *g)
 	g->dp_buf = NULL;
 }
 
-int xvec_cuda_set_dp(struct xvec_cuda *g, const struct xvec_cuda_dp *dp, char *err,
-		     size_t errlen)
+int xvec_cuda_set_dp(struct xvec_cuda *g, const struct xvec_cuda_dp *dp, char *err, size_t errlen)
 {
 	if (g->stream)
 		cudaStreamSynchronize(g->stream); /* no step still uses the old settings */
@@ -486,8 +497,10 @@ int xvec_cuda_set_dp(struct xvec_cuda *g, const struct xvec_cuda_dp *dp, char *e
 	if (!dp || (dp->world <= 1 && !dp->sum_f && !dp->sum_d))
 		return 0;
 	if (dp->world < 1 || dp->rank < 0 || dp->rank >= dp->world || !dp->sum_f || !dp->sum_d)
-		return status_fail(err, errlen, FEEDER_EINVAL, "x-vector cuda: rank %d of %d, or "
-				   "no sums, for data parallelism", dp->rank, dp->world);
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "x-vector cuda: rank %d of %d, or "
+				   "no sums, for data parallelism",
+				   dp->rank, dp->world);
 	int most = g->o.pool_width > g->o.width ? g->o.pool_width : g->o.width;
 	most = g->o.embed > most ? g->o.embed : most;
 	int failed = 0;
@@ -497,7 +510,8 @@ int xvec_cuda_set_dp(struct xvec_cuda *g, const struct xvec_cuda_dp *dp, char *e
 			failed = cudaEventCreate(&g->dp_ev[k][e]) != cudaSuccess;
 	if (failed) {
 		xc_dp_free(g);
-		return status_fail(err, errlen, -ENOMEM, "x-vector cuda: cannot allocate for data "
+		return status_fail(err, errlen, -ENOMEM,
+				   "x-vector cuda: cannot allocate for data "
 				   "parallelism");
 	}
 	g->dp = *dp;
@@ -514,8 +528,8 @@ double xvec_cuda_reduce_s(struct xvec_cuda *g)
 /* ---- create ----------------------------------------------------------- */
 
 int xvec_cuda_create(struct xvec_cuda **out, struct xvec_model *m,
-		     const struct xvec_cuda_config *cfg, int max_batch, int max_frames,
-		     char *err, size_t errlen)
+		     const struct xvec_cuda_config *cfg, int max_batch, int max_frames, char *err,
+		     size_t errlen)
 {
 	struct xvec_cuda_config def;
 	struct xvec_cuda *g;
@@ -528,12 +542,14 @@ int xvec_cuda_create(struct xvec_cuda **out, struct xvec_model *m,
 		cfg = &def;
 	}
 	if (cfg->precision < XVEC_PRECISION_FP32 || cfg->precision > XVEC_PRECISION_BF16)
-		return status_fail(err, errlen, FEEDER_EINVAL, "x-vector cuda: precision %d is unknown",
-				   cfg->precision);
-	if (max_batch < 1 || max_frames <= XVEC_CONTEXT)
 		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "x-vector cuda: need a batch of at least 1 and more than %d frames "
-				   "(got %d x %d)", XVEC_CONTEXT, max_batch, max_frames);
+				   "x-vector cuda: precision %d is unknown", cfg->precision);
+	if (max_batch < 1 || max_frames <= XVEC_CONTEXT)
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"x-vector cuda: need a batch of at least 1 and more than %d frames "
+			"(got %d x %d)",
+			XVEC_CONTEXT, max_batch, max_frames);
 	if (cuda_info_devices(NULL, why, sizeof(why)) < 1)
 		return status_fail(err, errlen, FEEDER_ENODEV, "x-vector cuda: %s", why);
 	XC_CUDA(cudaSetDevice(cfg->device), "select the device");
@@ -565,9 +581,10 @@ int xvec_cuda_create(struct xvec_cuda **out, struct xvec_model *m,
 		if (g->precision == XVEC_PRECISION_BF16)
 			xc_alloc(&g->params_bf16, sizeof(uint16_t) * g->nparams, &failed);
 		if (failed)
-			rc = status_fail(err, errlen, -ENOMEM,
-					 "x-vector cuda: cannot allocate %zu parameters on the device",
-					 g->nparams);
+			rc = status_fail(
+				err, errlen, -ENOMEM,
+				"x-vector cuda: cannot allocate %zu parameters on the device",
+				g->nparams);
 	}
 	if (!rc && (cudaMemset(g->acc, 0, sizeof(struct tdnn_cuda_acc)) != cudaSuccess ||
 		    cudaMemset(g->grads, 0, sizeof(float) * g->nparams) != cudaSuccess))
@@ -625,8 +642,8 @@ static int xc_check_batch(const struct xvec_cuda *g, int B, int T, char *err, si
 	if (B < 1 || T <= XVEC_CONTEXT || B > g->cap_batch || T > g->cap_frames)
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "x-vector cuda: a batch of %d x %d frames does not fit (at most "
-				   "%d x %d, and more than %d frames)", B, T, g->cap_batch,
-				   g->cap_frames, XVEC_CONTEXT);
+				   "%d x %d, and more than %d frames)",
+				   B, T, g->cap_batch, g->cap_frames, XVEC_CONTEXT);
 	return 0;
 }
 
@@ -635,7 +652,8 @@ static int xc_launched(char *err, size_t errlen)
 	cudaError_t e = cudaGetLastError();
 
 	if (e != cudaSuccess)
-		return status_fail(err, errlen, -EIO, "x-vector cuda: a kernel failed to launch: %s",
+		return status_fail(err, errlen, -EIO,
+				   "x-vector cuda: a kernel failed to launch: %s",
 				   cudaGetErrorString(e));
 	return 0;
 }
@@ -656,7 +674,8 @@ static int xc_run_forward(struct xvec_cuda *g, const float *x, const int32_t *la
 		int H = xc_channels(o, l), Tout = xc_frames_after(T, l);
 		float *rs = g->bn + g->bn_off[l];
 
-		XC_TRY(xc_frame_forward(g, l, in, B, Tin, g->r[l], g->fwd_strategy[l], err, errlen));
+		XC_TRY(xc_frame_forward(g, l, in, B, Tin, g->r[l], g->fwd_strategy[l], err,
+					errlen));
 		if (training)
 			XC_TRY(xc_bn_train(g, l, B, Tout, 1, o->dropout,
 					   tdnn_dropout_subseq(g->step, l), err, errlen));
@@ -710,8 +729,7 @@ static int xc_last_result(struct xvec_cuda *g, struct tdnn_cuda_acc *acc, int B,
 }
 
 int xvec_cuda_forward(struct xvec_cuda *g, const float *x, const int32_t *labels, int batch,
-		      int frames, int training, struct xvec_result *res, char *err,
-		      size_t errlen)
+		      int frames, int training, struct xvec_result *res, char *err, size_t errlen)
 {
 	XC_TRY(xc_check_batch(g, batch, frames, err, errlen));
 	g->fwd_batch = 0;
@@ -746,7 +764,8 @@ int xvec_cuda_backward(struct xvec_cuda *g, const float *x, const int32_t *label
 	float *gr = g->grads;
 
 	if (!labels)
-		return status_fail(err, errlen, FEEDER_EINVAL, "x-vector cuda: backward needs labels");
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "x-vector cuda: backward needs labels");
 	XC_TRY(xc_check_batch(g, batch, frames, err, errlen));
 	if (g->fwd_batch != batch || g->fwd_frames != frames || !g->fwd_training || g->fwd_x != x ||
 	    g->fwd_labels != labels)
@@ -780,7 +799,8 @@ int xvec_cuda_backward(struct xvec_cuda *g, const float *x, const int32_t *label
 				      tdnn_dropout_subseq(g->step, l), err, errlen));
 		XC_TRY(xc_frame_dw(g, l, in, dy, B, Tin, err, errlen));
 		if (l > 0 || dx)
-			XC_TRY(xc_frame_dx(g, l, dy, B, Tin, other, g->dx_strategy[l], err, errlen));
+			XC_TRY(xc_frame_dx(g, l, dy, B, Tin, other, g->dx_strategy[l], err,
+					   errlen));
 		float *t = dy;
 		dy = other;
 		other = t;
@@ -796,11 +816,13 @@ int xvec_cuda_train_step(struct xvec_cuda *g, const float *x, const int32_t *lab
 	const struct xvec_options *o = &g->o;
 
 	if (!labels)
-		return status_fail(err, errlen, FEEDER_EINVAL, "x-vector cuda: training needs labels");
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "x-vector cuda: training needs labels");
 	/* a non-finite loss skips the update (as xvec_model_train_step does),
 	 * decided on the device so that the host need not wait for the loss */
 	XC_CUDA(cudaMemcpyAsync(g->bn_saved, g->bn, sizeof(float) * g->nbn,
-				cudaMemcpyDeviceToDevice, g->stream), "save the running statistics");
+				cudaMemcpyDeviceToDevice, g->stream),
+		"save the running statistics");
 	XC_TRY(xvec_cuda_forward(g, x, labels, batch, frames, 1, NULL, err, errlen));
 	XC_TRY(xvec_cuda_backward(g, x, labels, batch, frames, NULL, err, errlen));
 	XC_TRY(xc_dp_reduce(g, err, errlen));
@@ -815,8 +837,8 @@ int xvec_cuda_train_step(struct xvec_cuda *g, const float *x, const int32_t *lab
 	float decay = 1.0f - g->lr * o->weight_decay;
 
 	tdnn_cuda_adam(g->params, g->grads, g->adam_m, g->adam_v, g->nparams, g->ndecay, step,
-		       inv_sqrt_bc2, o->beta1, o->beta2, o->adam_eps, decay,
-		       o->weight_decay > 0.0f, g->acc, g->stream);
+		       inv_sqrt_bc2, o->beta1, o->beta2, o->adam_eps, decay, o->weight_decay > 0.0f,
+		       g->acc, g->stream);
 	xc_refresh_bf16(g);
 	g->step = t;
 	g->fwd_batch = 0;
@@ -831,7 +853,8 @@ int xvec_cuda_metrics(struct xvec_cuda *g, struct xvec_cuda_metrics *mt, int res
 	XC_CUDA(cudaMemcpyAsync(&h, g->acc, sizeof(h), cudaMemcpyDeviceToHost, g->stream),
 		"read the training metrics");
 	if (reset)
-		XC_CUDA(cudaMemsetAsync(g->acc, 0, sizeof(h), g->stream), "reset the training metrics");
+		XC_CUDA(cudaMemsetAsync(g->acc, 0, sizeof(h), g->stream),
+			"reset the training metrics");
 	XC_CUDA(cudaStreamSynchronize(g->stream), "wait for the training steps");
 	memset(mt, 0, sizeof(*mt));
 	mt->steps = h.steps;
@@ -845,9 +868,11 @@ int xvec_cuda_metrics(struct xvec_cuda *g, struct xvec_cuda_metrics *mt, int res
 				   "x-vector cuda: a training label was not in [0, %d)",
 				   g->o.num_speakers);
 	if (h.skipped)
-		return status_fail(err, errlen, -EDOM,
-				   "x-vector cuda: the loss was not finite in %lld of the last %lld "
-				   "steps; those updates were skipped", h.skipped, h.steps);
+		return status_fail(
+			err, errlen, -EDOM,
+			"x-vector cuda: the loss was not finite in %lld of the last %lld "
+			"steps; those updates were skipped",
+			h.skipped, h.steps);
 	return 0;
 }
 
@@ -870,7 +895,8 @@ int xvec_cuda_embed(struct xvec_cuda *g, const float *x, int batch, int frames, 
 	/* the x-vector is the affine output with its bias, before the ReLU */
 	tdnn_cuda_add_bias(g->r[5], g->params + g->off_b[5], batch, E, g->s1, g->stream);
 	XC_CUDA(cudaMemcpyAsync(out, g->s1, sizeof(float) * (size_t)batch * E,
-				cudaMemcpyDeviceToHost, g->stream), "copy the x-vectors");
+				cudaMemcpyDeviceToHost, g->stream),
+		"copy the x-vectors");
 	XC_CUDA(cudaStreamSynchronize(g->stream), "wait for the x-vectors");
 	return 0;
 }
@@ -878,10 +904,11 @@ int xvec_cuda_embed(struct xvec_cuda *g, const float *x, int batch, int frames, 
 int xvec_cuda_probs(struct xvec_cuda *g, float *out, int batch, char *err, size_t errlen)
 {
 	if (batch < 1 || batch > g->cap_batch)
-		return status_fail(err, errlen, FEEDER_EINVAL, "x-vector cuda: batch %d out of range",
-				   batch);
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "x-vector cuda: batch %d out of range", batch);
 	XC_CUDA(cudaMemcpyAsync(out, g->probs, sizeof(float) * (size_t)batch * g->o.num_speakers,
-				cudaMemcpyDeviceToHost, g->stream), "copy the probabilities");
+				cudaMemcpyDeviceToHost, g->stream),
+		"copy the probabilities");
 	XC_CUDA(cudaStreamSynchronize(g->stream), "wait for the probabilities");
 	return 0;
 }
@@ -892,7 +919,8 @@ int xvec_cuda_grads(struct xvec_cuda *g, float *out, size_t n, char *err, size_t
 		return status_fail(err, errlen, FEEDER_EINVAL,
 				   "x-vector cuda: %zu gradients asked for, the model has %zu", n,
 				   g->nparams);
-	XC_CUDA(cudaMemcpyAsync(out, g->grads, sizeof(float) * n, cudaMemcpyDeviceToHost, g->stream),
+	XC_CUDA(cudaMemcpyAsync(out, g->grads, sizeof(float) * n, cudaMemcpyDeviceToHost,
+				g->stream),
 		"copy the gradients");
 	XC_CUDA(cudaStreamSynchronize(g->stream), "wait for the gradients");
 	return 0;

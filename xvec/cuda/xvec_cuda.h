@@ -54,11 +54,11 @@ enum xvec_precision {
 };
 
 struct xvec_cuda_config {
-	int precision;      /* enum xvec_precision (fp32) */
-	int autotune;       /* time GEMM strategies and algorithms at create (0) */
-	int strategy;       /* without autotune: 0 splice, 1 offset (see xvec_cuda.cu) (0) */
-	FILE *log;          /* where autotune prints its choices; NULL: silent */
-	int device;         /* CUDA device ordinal (0) */
+	int precision; /* enum xvec_precision (fp32) */
+	int autotune;  /* time GEMM strategies and algorithms at create (0) */
+	int strategy;  /* without autotune: 0 splice, 1 offset (see xvec_cuda.cu) (0) */
+	FILE *log;     /* where autotune prints its choices; NULL: silent */
+	int device;    /* CUDA device ordinal (0) */
 };
 
 void xvec_cuda_config_default(struct xvec_cuda_config *c);
@@ -69,12 +69,12 @@ const char *xvec_cuda_precision_name(int precision);
 
 /* Training metrics accumulated on the device since the last reset. */
 struct xvec_cuda_metrics {
-	long long steps;    /* training steps */
-	double loss;        /* mean of the steps' mean losses */
-	double accuracy;    /* correct / rows over those steps */
-	double last_loss;   /* the last step's mean loss */
+	long long steps;  /* training steps */
+	double loss;      /* mean of the steps' mean losses */
+	double accuracy;  /* correct / rows over those steps */
+	double last_loss; /* the last step's mean loss */
 	float last_accuracy;
-	long long skipped;  /* steps whose loss was not finite: no update made */
+	long long skipped; /* steps whose loss was not finite: no update made */
 };
 
 struct xvec_cuda;
@@ -88,8 +88,8 @@ struct xvec_cuda;
  * whose result matches (choices printed to cfg->log; the model's state is
  * unchanged). FEEDER_ENODEV when there is no usable device. */
 int xvec_cuda_create(struct xvec_cuda **out, struct xvec_model *m,
-		     const struct xvec_cuda_config *cfg, int max_batch, int max_frames,
-		     char *err, size_t errlen);
+		     const struct xvec_cuda_config *cfg, int max_batch, int max_frames, char *err,
+		     size_t errlen);
 
 void xvec_cuda_destroy(struct xvec_cuda *g);
 
@@ -110,8 +110,7 @@ int xvec_cuda_train_step(struct xvec_cuda *g, const float *x, const int32_t *lab
  * NULL the call waits for the result (loss and accuracy); otherwise it only
  * enqueues. In training mode it keeps what xvec_cuda_backward needs. */
 int xvec_cuda_forward(struct xvec_cuda *g, const float *x, const int32_t *labels, int batch,
-		      int frames, int training, struct xvec_result *res, char *err,
-		      size_t errlen);
+		      int frames, int training, struct xvec_result *res, char *err, size_t errlen);
 
 /* Gradients of the last training forward pass, which must have had the same
  * x, labels, batch and frames (as xvec_model_backward). dx (device, may be
@@ -174,8 +173,7 @@ struct xvec_cuda_dp {
 	int (*sum_d)(void *ctx, double *v, size_t n, cudaStream_t stream);
 	void *ctx;
 };
-int xvec_cuda_set_dp(struct xvec_cuda *g, const struct xvec_cuda_dp *dp, char *err,
-		     size_t errlen);
+int xvec_cuda_set_dp(struct xvec_cuda *g, const struct xvec_cuda_dp *dp, char *err, size_t errlen);
 
 /* Device seconds spent in the gradient sums since create (timed with
  * events; waits for the steps still timing). 0 without data parallelism. */

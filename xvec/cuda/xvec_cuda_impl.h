@@ -22,7 +22,7 @@ extern "C" {
 }
 
 enum { XC_SPLICE = 0, XC_OFFSET = 1 };
-#define XC_SEG_LAYERS 3       /* seg6, seg7, out: weights 5..7 */
+#define XC_SEG_LAYERS 3 /* seg6, seg7, out: weights 5..7 */
 #define XC_WEIGHTS (XVEC_FRAME_LAYERS + XC_SEG_LAYERS)
 
 /* The frame-layer contexts of xvec_model.c. */
@@ -37,13 +37,13 @@ struct xvec_cuda {
 	struct xvec_options o;
 	int precision, device;
 	cudaStream_t stream;
-	struct gemm_cuda *gemm;                     /* every matrix product */
+	struct gemm_cuda *gemm; /* every matrix product */
 
 	/* training state, laid out as the host mirror's arrays */
 	float *params, *grads, *adam_m, *adam_v, *bn;
-	uint16_t *params_bf16;                      /* bf16: the weights rounded, refreshed
+	uint16_t *params_bf16; /* bf16: the weights rounded, refreshed
 						       after every change of params */
-	float *bn_saved;                            /* bn before the current step */
+	float *bn_saved;       /* bn before the current step */
 	size_t nparams, ndecay, nbn;
 	size_t off_w[XC_WEIGHTS], off_b[XC_WEIGHTS];
 	size_t off_gamma[XVEC_BN_LAYERS], off_beta[XVEC_BN_LAYERS];
@@ -55,12 +55,12 @@ struct xvec_cuda {
 
 	/* workspace for up to cap_batch x cap_frames */
 	int cap_batch, cap_frames;
-	float *x0;                                  /* input, (D, B, T) */
+	float *x0; /* input, (D, B, T) */
 	float *r[XVEC_BN_LAYERS], *y[XVEC_BN_LAYERS];
 	float *mean[XVEC_BN_LAYERS], *invstd[XVEC_BN_LAYERS];
-	float *S[XVEC_FRAME_LAYERS];                /* spliced inputs of context layers */
-	float *gA, *gB, *dS;                        /* frame-level gradients */
-	uint16_t *bfa, *bfb;                        /* bf16: an input and a gradient
+	float *S[XVEC_FRAME_LAYERS]; /* spliced inputs of context layers */
+	float *gA, *gB, *dS;         /* frame-level gradients */
+	uint16_t *bfa, *bfb;         /* bf16: an input and a gradient
 						       rounded once for K offset GEMMs */
 	float *pool, *logits, *probs, *dz, *s1, *s2;
 	double *row_loss;
@@ -70,9 +70,9 @@ struct xvec_cuda {
 
 	/* data parallelism (xvec_cuda_set_dp): world 1 when none */
 	struct xvec_cuda_dp dp;
-	double *dp_buf;                             /* sync batch-norm sums, 2 * widest + 1 */
-	cudaEvent_t dp_ev[2][2];                    /* two steps' gradient-sum start and end */
-	int dp_timing[2];                           /* that pair was recorded, not yet read */
+	double *dp_buf;          /* sync batch-norm sums, 2 * widest + 1 */
+	cudaEvent_t dp_ev[2][2]; /* two steps' gradient-sum start and end */
+	int dp_timing[2];        /* that pair was recorded, not yet read */
 	double dp_reduce_s;
 
 	/* what the last forward pass was, for backward */
@@ -81,21 +81,20 @@ struct xvec_cuda {
 	const int32_t *fwd_labels;
 };
 
-#define XC_CUDA(call, what)                                                              \
-	do {                                                                             \
-		cudaError_t e_ = (call);                                                 \
-		if (e_ != cudaSuccess)                                                   \
-			return status_fail(err, errlen, -EIO, "x-vector cuda: %s: %s", (what), \
-					   cudaGetErrorString(e_));                        \
+#define XC_CUDA(call, what)                                                                        \
+	do {                                                                                       \
+		cudaError_t e_ = (call);                                                           \
+		if (e_ != cudaSuccess)                                                             \
+			return status_fail(err, errlen, -EIO, "x-vector cuda: %s: %s", (what),     \
+					   cudaGetErrorString(e_));                                \
 	} while (0)
 
-#define XC_TRY(call)                  \
-	do {                          \
-		int rc_ = (call);     \
-		if (rc_)              \
-			return rc_;   \
+#define XC_TRY(call)                                                                               \
+	do {                                                                                       \
+		int rc_ = (call);                                                                  \
+		if (rc_)                                                                           \
+			return rc_;                                                                \
 	} while (0)
-
 
 static inline int xc_channels(const struct xvec_options *o, int l)
 {
@@ -110,7 +109,8 @@ static inline int xc_frame_in(const struct xvec_options *o, int l)
 static inline int xc_frames_after(int T, int l)
 {
 	for (int i = 0; i <= l; i++)
-		T -= tdnn_context_left(xc_ctx[i], xc_nctx[i]) + tdnn_context_right(xc_ctx[i], xc_nctx[i]);
+		T -= tdnn_context_left(xc_ctx[i], xc_nctx[i]) +
+		     tdnn_context_right(xc_ctx[i], xc_nctx[i]);
 	return T;
 }
 

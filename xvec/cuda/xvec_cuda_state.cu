@@ -19,8 +19,8 @@ void xc_free_workspace(struct xvec_cuda *g)
 		cudaFree(g->S[l]);
 		g->S[l] = NULL;
 	}
-	float **bufs[] = { &g->x0, &g->gA, &g->gB, &g->dS, &g->pool, &g->logits, &g->probs, &g->dz,
-			   &g->s1, &g->s2 };
+	float **bufs[] = { &g->x0,     &g->gA,    &g->gB, &g->dS, &g->pool,
+			   &g->logits, &g->probs, &g->dz, &g->s1, &g->s2 };
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {
 		cudaFree(*bufs[i]);
 		*bufs[i] = NULL;
@@ -54,7 +54,8 @@ int xc_alloc_workspace(struct xvec_cuda *g, int B, int T, char *err, size_t errl
 	xc_alloc(&g->x0, sizeof(float) * gmax, &failed);
 	for (int l = 0; l < XVEC_BN_LAYERS; l++) {
 		int C = xc_channels(o, l);
-		size_t n = l < XVEC_FRAME_LAYERS ? (size_t)C * B * xc_frames_after(T, l) : (size_t)B * C;
+		size_t n = l < XVEC_FRAME_LAYERS ? (size_t)C * B * xc_frames_after(T, l)
+						 : (size_t)B * C;
 
 		if (l < XVEC_FRAME_LAYERS && n > gmax)
 			gmax = n;
@@ -63,7 +64,8 @@ int xc_alloc_workspace(struct xvec_cuda *g, int B, int T, char *err, size_t errl
 		xc_alloc(&g->mean[l], sizeof(float) * C, &failed);
 		xc_alloc(&g->invstd[l], sizeof(float) * C, &failed);
 		if (l < XVEC_FRAME_LAYERS && xc_nctx[l] > 1) {
-			size_t ns = (size_t)xc_nctx[l] * xc_frame_in(o, l) * B * xc_frames_after(T, l);
+			size_t ns =
+				(size_t)xc_nctx[l] * xc_frame_in(o, l) * B * xc_frames_after(T, l);
 
 			xc_alloc(&g->S[l], sizeof(float) * ns, &failed);
 			if (ns > dsmax)
@@ -91,9 +93,11 @@ int xc_alloc_workspace(struct xvec_cuda *g, int B, int T, char *err, size_t errl
 	}
 	if (failed) {
 		xc_free_workspace(g);
-		return status_fail(err, errlen, -ENOMEM,
-				   "x-vector cuda: cannot allocate device memory for batches of %d x %d "
-				   "frames", B, T);
+		return status_fail(
+			err, errlen, -ENOMEM,
+			"x-vector cuda: cannot allocate device memory for batches of %d x %d "
+			"frames",
+			B, T);
 	}
 	g->cap_batch = B;
 	g->cap_frames = T;
@@ -148,9 +152,10 @@ int xc_layout(struct xvec_cuda *g, struct xvec_model *m, char *err, size_t errle
 		XC_TRY(xc_offset(m, base, name, &g->off_beta[l], err, errlen));
 		g->bn_off[l] = xvec_model_bn_offset(m, l, &ch);
 		if (ch != xc_channels(&g->o, l))
-			return status_fail(err, errlen, FEEDER_EINVAL,
-					   "x-vector cuda: batch norm %d has %d channels, expected %d",
-					   l + 1, ch, xc_channels(&g->o, l));
+			return status_fail(
+				err, errlen, FEEDER_EINVAL,
+				"x-vector cuda: batch norm %d has %d channels, expected %d", l + 1,
+				ch, xc_channels(&g->o, l));
 	}
 	return 0;
 }
@@ -165,8 +170,9 @@ int xc_check_mirror(struct xvec_cuda *g, struct xvec_model *m, char *err, size_t
 	if (o->feat_dim != g->o.feat_dim || o->width != g->o.width ||
 	    o->pool_width != g->o.pool_width || o->embed != g->o.embed ||
 	    o->num_speakers != g->o.num_speakers || n != g->nparams || nb != g->nbn)
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "x-vector cuda: the host model's sizes differ from the device model's");
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"x-vector cuda: the host model's sizes differ from the device model's");
 	return 0;
 }
 
@@ -179,7 +185,8 @@ int xvec_cuda_from_model(struct xvec_cuda *g, struct xvec_model *m, char *err, s
 
 	XC_TRY(xc_check_mirror(g, m, err, errlen));
 	XC_CUDA(cudaStreamSynchronize(g->stream), "wait for the device");
-	XC_CUDA(cudaMemcpy(g->params, p, sizeof(float) * n, cudaMemcpyHostToDevice), "copy parameters");
+	XC_CUDA(cudaMemcpy(g->params, p, sizeof(float) * n, cudaMemcpyHostToDevice),
+		"copy parameters");
 	XC_CUDA(cudaMemcpy(g->adam_m, a->m, sizeof(float) * n, cudaMemcpyHostToDevice),
 		"copy Adam moments");
 	XC_CUDA(cudaMemcpy(g->adam_v, a->v, sizeof(float) * n, cudaMemcpyHostToDevice),
@@ -206,7 +213,8 @@ int xvec_cuda_to_model(struct xvec_cuda *g, struct xvec_model *m, char *err, siz
 
 	XC_TRY(xc_check_mirror(g, m, err, errlen));
 	XC_CUDA(cudaStreamSynchronize(g->stream), "wait for the device");
-	XC_CUDA(cudaMemcpy(p, g->params, sizeof(float) * n, cudaMemcpyDeviceToHost), "copy parameters");
+	XC_CUDA(cudaMemcpy(p, g->params, sizeof(float) * n, cudaMemcpyDeviceToHost),
+		"copy parameters");
 	XC_CUDA(cudaMemcpy(a->m, g->adam_m, sizeof(float) * n, cudaMemcpyDeviceToHost),
 		"copy Adam moments");
 	XC_CUDA(cudaMemcpy(a->v, g->adam_v, sizeof(float) * n, cudaMemcpyDeviceToHost),
@@ -217,4 +225,3 @@ int xvec_cuda_to_model(struct xvec_cuda *g, struct xvec_model *m, char *err, siz
 	xvec_model_set_seed(m, g->o.seed);
 	return 0;
 }
-

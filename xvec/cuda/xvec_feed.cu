@@ -31,9 +31,9 @@ struct xf_buf {
 	int32_t *labels;
 	cudaEvent_t copied, consumed, end, ready;
 	struct feeder_batch hb;
-	int held;                /* hb's slot not yet released */
-	int loaded;              /* copy issued, batch not yet handed out */
-	int in_use;              /* handed out; its reader's end not yet marked */
+	int held;   /* hb's slot not yet released */
+	int loaded; /* copy issued, batch not yet handed out */
+	int in_use; /* handed out; its reader's end not yet marked */
 	int consumed_recorded, end_recorded, pending;
 	struct xvec_feed_batch meta;
 };
@@ -42,7 +42,7 @@ struct xvec_feed {
 	struct feeder_stream *s;
 	cudaStream_t compute, copy;
 	struct xf_buf buf[2];
-	int cur;                 /* buffer handed out last, -1 before the first */
+	int cur; /* buffer handed out last, -1 before the first */
 	int ended;
 	int max_batch, feat_dim, frames;
 	cudaEvent_t first, now;
@@ -51,12 +51,12 @@ struct xvec_feed {
 	double wait_ms;
 };
 
-#define XF_CUDA(call, what)                                                              \
-	do {                                                                             \
-		cudaError_t e_ = (call);                                                 \
-		if (e_ != cudaSuccess)                                                   \
-			return status_fail(err, errlen, -EIO, "x-vector feed: %s: %s", (what), \
-					   cudaGetErrorString(e_));                        \
+#define XF_CUDA(call, what)                                                                        \
+	do {                                                                                       \
+		cudaError_t e_ = (call);                                                           \
+		if (e_ != cudaSuccess)                                                             \
+			return status_fail(err, errlen, -EIO, "x-vector feed: %s: %s", (what),     \
+					   cudaGetErrorString(e_));                                \
 	} while (0)
 
 /* Give back every slot whose copy has completed. */
@@ -74,7 +74,8 @@ static int xf_release_done(struct xvec_feed *f, char *err, size_t errlen)
 		int rc = feeder_batch_release(f->s, &b->hb);
 		b->held = 0;
 		if (rc && rc != FEEDER_ECLOSED)
-			return status_fail(err, errlen, rc, "x-vector feed: cannot release a slot: %s",
+			return status_fail(err, errlen, rc,
+					   "x-vector feed: cannot release a slot: %s",
 					   feeder_strerror(rc));
 	}
 	return 0;
@@ -106,16 +107,19 @@ static int xf_issue(struct xvec_feed *f, int i, int timeout_ms, char *err, size_
 		rc = feeder_batch_release(f->s, &b->hb);
 		b->held = 0;
 		if (rc && rc != FEEDER_ECLOSED)
-			return status_fail(err, errlen, rc, "x-vector feed: cannot release a slot: %s",
+			return status_fail(err, errlen, rc,
+					   "x-vector feed: cannot release a slot: %s",
 					   feeder_strerror(rc));
 	}
 	rc = feeder_stream_next(f->s, timeout_ms, &b->hb);
 	if (rc == FEEDER_EEND) {
 		f->ended = 1;
-		return status_fail(err, errlen, rc, "x-vector feed: the stream has no more batches");
+		return status_fail(err, errlen, rc,
+				   "x-vector feed: the stream has no more batches");
 	}
 	if (rc)
-		return status_fail(err, errlen, rc, "x-vector feed: no batch: %s", feeder_strerror(rc));
+		return status_fail(err, errlen, rc, "x-vector feed: no batch: %s",
+				   feeder_strerror(rc));
 	const struct feeder_batch *h = &b->hb;
 	size_t floats = (size_t)h->count * f->feat_dim * f->frames;
 	if (h->dtype != FEEDER_DTYPE_F32 || h->ndim < 3 || h->shape[1] != (uint32_t)f->feat_dim ||
@@ -124,21 +128,25 @@ static int xf_issue(struct xvec_feed *f, int i, int timeout_ms, char *err, size_
 		uint32_t count = h->count, d = h->shape[1], t = h->shape[2];
 
 		feeder_batch_release(f->s, &b->hb);
-		return status_fail(err, errlen, FEEDER_EINVAL,
-				   "x-vector feed: a batch of %u x %u x %u is not float32 %d x %d x %d",
-				   count, d, t, f->max_batch, f->feat_dim, f->frames);
+		return status_fail(
+			err, errlen, FEEDER_EINVAL,
+			"x-vector feed: a batch of %u x %u x %u is not float32 %d x %d x %d", count,
+			d, t, f->max_batch, f->feat_dim, f->frames);
 	}
 	b->held = 1;
 	if (b->consumed_recorded)
-		XF_CUDA(cudaStreamWaitEvent(f->copy, b->consumed, 0), "order a copy after its reader");
+		XF_CUDA(cudaStreamWaitEvent(f->copy, b->consumed, 0),
+			"order a copy after its reader");
 	if (h->memory == FEEDER_MEMORY_DEVICE) {
 		/* feederd wrote the batch into GPU memory shared with us: the
 		 * copy stream waits for that write on the GPU, the copy stays on
 		 * the device, and the slot goes back ordered after the copy. */
 		rc = feeder_batch_wait(f->s, h, f->copy);
 		if (rc)
-			return status_fail(err, errlen, rc, "x-vector feed: waiting for a device batch "
-					   "failed: %s", feeder_strerror(rc));
+			return status_fail(err, errlen, rc,
+					   "x-vector feed: waiting for a device batch "
+					   "failed: %s",
+					   feeder_strerror(rc));
 		XF_CUDA(cudaMemcpyAsync(b->x, h->data, h->bytes, cudaMemcpyDeviceToDevice, f->copy),
 			"copy a device batch");
 	} else {
@@ -146,7 +154,8 @@ static int xf_issue(struct xvec_feed *f, int i, int timeout_ms, char *err, size_
 			"copy a batch to the device");
 	}
 	XF_CUDA(cudaMemcpyAsync(b->labels, h->labels, sizeof(int32_t) * h->count,
-				cudaMemcpyHostToDevice, f->copy), "copy labels to the device");
+				cudaMemcpyHostToDevice, f->copy),
+		"copy labels to the device");
 	XF_CUDA(cudaEventRecord(b->copied, f->copy), "record a copy");
 	b->loaded = 1;
 	b->meta.x = b->x;
@@ -183,7 +192,8 @@ static void xf_pin(struct feeder_stream *s)
 	int rc = test ? FEEDER_ENODEV : feeder_stream_pin(s);
 
 	if (rc)
-		fprintf(stderr, "x-vector feed: warning: the stream's ring is not registered with "
+		fprintf(stderr,
+			"x-vector feed: warning: the stream's ring is not registered with "
 			"CUDA (%s): copying batches from pageable memory, more slowly\n",
 			test ? "FEEDER_TEST_NO_PIN=1" : feeder_strerror(rc));
 }
@@ -222,13 +232,15 @@ int xvec_feed_create(struct xvec_feed **out, struct feeder_stream *s, cudaStream
 		    cudaMalloc((void **)&b->labels, sizeof(int32_t) * max_batch) != cudaSuccess ||
 		    cudaEventCreateWithFlags(&b->copied, cudaEventDisableTiming) != cudaSuccess ||
 		    cudaEventCreateWithFlags(&b->consumed, cudaEventDisableTiming) != cudaSuccess ||
-		    cudaEventCreate(&b->end) != cudaSuccess || cudaEventCreate(&b->ready) != cudaSuccess)
-			rc = status_fail(err, errlen, -ENOMEM,
-					 "x-vector feed: cannot allocate device buffers of %zu bytes",
-					 bytes);
+		    cudaEventCreate(&b->end) != cudaSuccess ||
+		    cudaEventCreate(&b->ready) != cudaSuccess)
+			rc = status_fail(
+				err, errlen, -ENOMEM,
+				"x-vector feed: cannot allocate device buffers of %zu bytes",
+				bytes);
 	}
-	if (!rc && (cudaEventCreate(&f->first) != cudaSuccess ||
-		    cudaEventCreate(&f->now) != cudaSuccess))
+	if (!rc &&
+	    (cudaEventCreate(&f->first) != cudaSuccess || cudaEventCreate(&f->now) != cudaSuccess))
 		rc = status_fail(err, errlen, -EIO, "x-vector feed: cannot create events");
 	if (rc) {
 		xvec_feed_destroy(f);

@@ -42,17 +42,17 @@ struct xvec_feed;
 
 /* A batch on the device, valid until the next xvec_feed_next. */
 struct xvec_feed_batch {
-	const float *x;           /* (batch, feat_dim, frames) float32, device */
-	const int32_t *labels;    /* batch, device */
+	const float *x;        /* (batch, feat_dim, frames) float32, device */
+	const int32_t *labels; /* batch, device */
 	int batch, feat_dim, frames;
-	uint64_t epoch, index;    /* as libfeeder numbered it */
+	uint64_t epoch, index; /* as libfeeder numbered it */
 };
 
 struct xvec_feed_stats {
-	uint64_t batches;         /* handed out */
-	double wait_ms;           /* compute stream waiting for data */
-	double span_ms;           /* compute stream time from the first batch to now */
-	double wait_fraction;     /* wait_ms / span_ms (0 before two batches) */
+	uint64_t batches;     /* handed out */
+	double wait_ms;       /* compute stream waiting for data */
+	double span_ms;       /* compute stream time from the first batch to now */
+	double wait_fraction; /* wait_ms / span_ms (0 before two batches) */
 };
 
 /* Pin s's ring (feeder_stream_pin; where CUDA refuses, one warning line on

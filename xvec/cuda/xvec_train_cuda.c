@@ -23,7 +23,7 @@ struct cuda_trainer {
 	struct xvec_model *m;
 	struct xvec_cuda *g;
 	struct xvec_feed *feed;
-	struct xvec_nccl *nccl;   /* data parallel: the ranks' communicator */
+	struct xvec_nccl *nccl; /* data parallel: the ranks' communicator */
 	int timeout_ms, device;
 	FILE *log;
 	struct xvec_feed_stats st;
@@ -70,7 +70,8 @@ static int cuda_step(struct xvec_trainer *base, struct xvec_step *out, char *err
 	if ((rc = xvec_cuda_train_step(t->g, b.x, b.labels, b.batch, b.frames, err, errlen)) ||
 	    (rc = xvec_feed_prefetch(t->feed, t->timeout_ms, err, errlen)))
 		return rc;
-	if (base->check_replicas && world_of(base) > 1 && (rc = cuda_check_replicas(t, err, errlen)))
+	if (base->check_replicas && world_of(base) > 1 &&
+	    (rc = cuda_check_replicas(t, err, errlen)))
 		return rc;
 	out->epoch = b.epoch;
 	out->batch_index = b.index;
@@ -78,8 +79,8 @@ static int cuda_step(struct xvec_trainer *base, struct xvec_step *out, char *err
 	return 0;
 }
 
-static int cuda_interval(struct xvec_trainer *base, double dt, struct xvec_interval *iv,
-			 char *err, size_t errlen)
+static int cuda_interval(struct xvec_trainer *base, double dt, struct xvec_interval *iv, char *err,
+			 size_t errlen)
 {
 	(void)dt;
 	struct cuda_trainer *t = (struct cuda_trainer *)base;
@@ -87,8 +88,10 @@ static int cuda_interval(struct xvec_trainer *base, double dt, struct xvec_inter
 	memset(&mt, 0, sizeof mt); /* left as it was when the device fails */
 	int rc = xvec_cuda_metrics(t->g, &mt, 1, err, errlen);
 	if (rc == -EDOM)
-		rc = status_fail(err, errlen, -EDOM, "loss became non-finite by step %llu (lower "
-				 "--lr?)", (unsigned long long)xvec_cuda_step(t->g));
+		rc = status_fail(err, errlen, -EDOM,
+				 "loss became non-finite by step %llu (lower "
+				 "--lr?)",
+				 (unsigned long long)xvec_cuda_step(t->g));
 	if (!rc)
 		rc = xvec_feed_stats(t->feed, &t->st, err, errlen);
 	iv->loss = mt.loss;
@@ -102,12 +105,15 @@ static int cuda_interval(struct xvec_trainer *base, double dt, struct xvec_inter
 	 * even after its own failure, so that none waits for it. */
 	double v[3] = { mt.loss, mt.accuracy, rc ? 1.0 : 0.0 }, w = iv->wait_fraction;
 	if (xvec_dist_sum_d(base->dist, v, 3) || xvec_dist_max(base->dist, &w, 1))
-		return rc ? rc : status_fail(err, errlen, -EIO, "gathering the interval's figures "
-					     "failed (MPI)");
+		return rc ? rc
+			  : status_fail(err, errlen, -EIO,
+					"gathering the interval's figures "
+					"failed (MPI)");
 	if (rc)
 		return rc;
 	if (v[2] > 0)
-		return status_fail(err, errlen, -ECANCELED, "stopping: another rank failed (its own "
+		return status_fail(err, errlen, -ECANCELED,
+				   "stopping: another rank failed (its own "
 				   "line says why)");
 	iv->loss = v[0] / world;
 	iv->accuracy = v[1] / world;
@@ -183,12 +189,18 @@ static int all_ok(struct xvec_dist *d, int rc, const char *what, char *err, size
 {
 	long v = rc ? 0 : 1;
 	if (xvec_dist_min(d, &v, 1))
-		return rc ? rc : status_fail(err, errlen, -EIO, "agreeing with the other ranks on "
-					     "%s failed (MPI)", what);
+		return rc ? rc
+			  : status_fail(err, errlen, -EIO,
+					"agreeing with the other ranks on "
+					"%s failed (MPI)",
+					what);
 	if (rc)
 		return rc;
-	return v ? 0 : status_fail(err, errlen, -ECANCELED, "stopping: another rank failed %s "
-				   "(its own line says why)", what);
+	return v ? 0
+		 : status_fail(err, errlen, -ECANCELED,
+			       "stopping: another rank failed %s "
+			       "(its own line says why)",
+			       what);
 }
 
 /* Rank 0's unique id to every rank: a flag byte (rank 0 made one) and the id. */
@@ -203,12 +215,15 @@ static int share_id(struct xvec_dist *d, struct xvec_nccl_id *id, char *err, siz
 		memcpy(msg + 1, id->bytes, sizeof id->bytes);
 	}
 	if (xvec_dist_bcast(d, msg, sizeof msg, 0))
-		return rc ? rc : status_fail(err, errlen, -EIO, "sending the NCCL id to the ranks "
-					     "failed (MPI)");
+		return rc ? rc
+			  : status_fail(err, errlen, -EIO,
+					"sending the NCCL id to the ranks "
+					"failed (MPI)");
 	if (rc)
 		return rc;
 	if (!msg[0])
-		return status_fail(err, errlen, -ECANCELED, "stopping: rank 0 could not make the "
+		return status_fail(err, errlen, -ECANCELED,
+				   "stopping: rank 0 could not make the "
 				   "NCCL id (its own line says why)");
 	memcpy(id->bytes, msg + 1, sizeof id->bytes);
 	return 0;
@@ -226,8 +241,11 @@ int xvec_trainer_cuda_join(struct xvec_trainer *base, struct xvec_dist *d, int s
 	rc = xvec_nccl_create(&t->nccl, &id, d->rank, d->world, t->device, err, errlen);
 	if ((rc = all_ok(d, rc, "to make its NCCL communicator", err, errlen)))
 		goto fail;
-	struct xvec_cuda_dp dp = { .rank = d->rank, .world = d->world, .sync_bn = sync_bn,
-				   .sum_f = xvec_nccl_sum_f, .sum_d = xvec_nccl_sum_d,
+	struct xvec_cuda_dp dp = { .rank = d->rank,
+				   .world = d->world,
+				   .sync_bn = sync_bn,
+				   .sum_f = xvec_nccl_sum_f,
+				   .sum_d = xvec_nccl_sum_d,
 				   .ctx = t->nccl };
 	rc = xvec_cuda_set_dp(t->g, &dp, err, errlen);
 	if ((rc = all_ok(d, rc, "to set up data parallelism on its GPU", err, errlen)))

@@ -2,7 +2,8 @@
 straight from the daemon's shared memory into NumPy or PyTorch.
 
     import feeder
-    loader = feeder.Loader("imagenet", 256, pipeline=feeder.Jpeg(224), as_torch=True)
+    loader = feeder.Loader("imagenet", 256, pipeline=feeder.Jpeg(224), shuffle=True,
+                           as_torch=True)
     for epoch in range(epochs):
         loader.set_epoch(epoch)
         for images, labels in loader:

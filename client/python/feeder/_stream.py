@@ -19,23 +19,34 @@ ring of its own (the cached slot views are rebuilt when a slot's address
 changes).
 """
 import time
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ._lib import ffi, lib
+from ._lib import enum_choices, ffi, lib
 from .errors import DaemonTimeoutError, error_from, last_error
 
-NUMPY_DTYPE = {
-    lib.FEEDER_DTYPE_U8: np.dtype(np.uint8),
-    lib.FEEDER_DTYPE_F16: np.dtype(np.float16),
-    lib.FEEDER_DTYPE_F32: np.dtype(np.float32),
-}
+
+def _numpy_dtypes() -> Dict[int, np.dtype]:
+    """enum feeder_dtype as NumPy dtypes: FEEDER_DTYPE_U8 is uint8, _F16
+    float16, _F32 float32 (a letter for the kind, then the bits)."""
+    kinds = {"u": "uint", "i": "int", "f": "float"}
+    out = {}
+    for name, code in enum_choices("enum feeder_dtype", "FEEDER_DTYPE_").items():
+        try:
+            out[code] = np.dtype(kinds[name[0]] + name[1:])
+        except (KeyError, TypeError):
+            pass  # a dtype NumPy lacks: a stream of it is refused below
+    return out
+
+
+NUMPY_DTYPE = _numpy_dtypes()
 _LABEL_DTYPE = np.dtype(np.int32)
 # feeder_stream_next waits in slices this long, so that Ctrl-C interrupts a wait.
 _SLICE_MS = 200
 
 
-def _ms(seconds):
+def _ms(seconds: Optional[float]) -> int:
     """libfeeder's timeout_ms for a timeout in seconds (None: forever)."""
     if seconds is None:
         return -1
@@ -98,7 +109,8 @@ class Stream:
     """A connection with one open stream. opts is a filled
     struct feeder_stream_opts."""
 
-    def __init__(self, socket, opts, connect_timeout, timeout, ndim=4, reconnect=0):
+    def __init__(self, socket: Optional[str], opts, connect_timeout: Optional[float],
+                 timeout: Optional[float], ndim: int = 4, reconnect: Optional[float] = 0) -> None:
         self._owner = _Owner()
         self._conn = ffi.NULL
         self._s = ffi.NULL
@@ -148,42 +160,42 @@ class Stream:
         return info
 
     @property
-    def ring_address(self):
+    def ring_address(self) -> int:
         """Address of the current ring (a reconnect maps a new one)."""
         return int(ffi.cast("uintptr_t", self._info().ring))
 
     @property
-    def ring_size(self):
+    def ring_size(self) -> int:
         return self._info().ring_size
 
     @property
-    def memory(self):
+    def memory(self) -> int:
         """lib.FEEDER_MEMORY_HOST or _DEVICE: where this stream's batches are."""
         return self._info().memory
 
-    def wait_on(self, b, cuda_stream):
+    def wait_on(self, b, cuda_stream: int) -> None:
         """feeder_batch_wait: cuda_stream (an int handle) waits for b."""
         rc = lib.feeder_batch_wait(self._s, b, ffi.cast("void *", cuda_stream))
         if rc:
             raise error_from(rc, last_error(self._conn))
 
-    def release_on(self, b, cuda_stream):
+    def release_on(self, b, cuda_stream: int) -> None:
         """feeder_batch_release_on: b's slot goes back after cuda_stream's work."""
         rc = lib.feeder_batch_release_on(self._s, b, ffi.cast("void *", cuda_stream))
         if rc and rc != lib.FEEDER_ECLOSED:
             raise error_from(rc, last_error(self._conn))
 
-    def device_view(self, b):
+    def device_view(self, b) -> "_DeviceSlot":
         """An object with __cuda_array_interface__ over a device batch."""
         return _DeviceSlot(int(ffi.cast("uintptr_t", b.data)),
                            (b.count,) + self._sample_shape, self._typestr, self._owner)
 
-    def indices(self, b):
+    def indices(self, b) -> np.ndarray:
         """The dataset index of each sample of batch b: an owned uint64 array."""
         addr = int(ffi.cast("uintptr_t", b.indices))
         return np.asarray(_SlotMemory(self._owner, addr, (b.count,), "<u8")).copy()
 
-    def names(self, b):
+    def names(self, b) -> List[str]:
         """The name of each sample of batch b (the stream was opened with
         names): a list of str, "" where the dataset keeps none."""
         if b.names == ffi.NULL:
@@ -193,16 +205,16 @@ class Stream:
         return [raw[i * size:(i + 1) * size].split(b"\0", 1)[0].decode("utf-8", "replace")
                 for i in range(b.count)]
 
-    def views_labels(self, b):
+    def views_labels(self, b) -> np.ndarray:
         """The labels of batch b (host memory) as a NumPy array, no copy."""
         laddr = int(ffi.cast("uintptr_t", b.labels))
         return np.asarray(_SlotMemory(self._owner, laddr, (b.count,), _LABEL_DTYPE.str))
 
     @property
-    def reconnects(self):
+    def reconnects(self) -> int:
         return lib.feeder_get_reconnects(self._conn)
 
-    def next(self, timeout):
+    def next(self, timeout: Optional[float]):
         """The next batch (a struct feeder_batch cdata), or None after the
         last one. Raises the matching FeederError, or DaemonTimeoutError when
         nothing arrives within timeout seconds (None: wait forever)."""
@@ -227,24 +239,24 @@ class Stream:
             return None
         raise error_from(rc, last_error(self._conn))
 
-    def release(self, b):
+    def release(self, b) -> None:
         """Give b's slot back. A daemon that is gone needs nothing back."""
         rc = lib.feeder_batch_release(self._s, b)
         if rc and rc != lib.FEEDER_ECLOSED:
             raise error_from(rc, last_error(self._conn))
 
-    def pin(self):
+    def pin(self) -> int:
         """feeder_stream_pin: 0 or libfeeder's code (FEEDER_ENODEV without CUDA)."""
         rc = lib.feeder_stream_pin(self._s)
         if rc and rc != lib.FEEDER_ENODEV:
             raise error_from(rc, last_error(self._conn))
         return rc
 
-    def on_close(self, fn):
+    def on_close(self, fn: Callable[[], None]) -> None:
         """Call fn() before the ring is unmapped (e.g. to unregister it)."""
         self._owner.closers.append(fn)
 
-    def views(self, b):
+    def views(self, b) -> Tuple[np.ndarray, np.ndarray]:
         """(data, labels) NumPy arrays over batch b's slot, no copy. Each
         slot's full-batch arrays are made once; a batch gets slices of them
         (a new array object each time, about a microsecond)."""
@@ -259,7 +271,7 @@ class Stream:
             full = self._slot_views[b.slot] = (addr, data, labels)
         return full[1][:count], full[2][:count]
 
-    def close(self):
+    def close(self) -> None:
         """Unmap and disconnect now: only for a Stream no view has seen
         (the normal end is _Owner's finalizer)."""
         self._s = ffi.NULL

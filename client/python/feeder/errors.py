@@ -16,6 +16,7 @@ is gone" separately from "that dataset does not exist":
                                      from the daemon or checked here first
 """
 import errno as _errno
+from typing import Any
 
 from ._lib import ffi, lib
 
@@ -25,7 +26,7 @@ class FeederError(Exception):
     code (a negated errno or a FEEDER_E* value, 0 for checks made in Python)
     and .message the sentence explaining it."""
 
-    def __init__(self, message, code=0):
+    def __init__(self, message: str, code: int = 0) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -72,17 +73,17 @@ for _e in (_errno.ENOENT, _errno.ECONNREFUSED, _errno.EACCES, _errno.ECONNRESET,
     _CLASS_OF[-_e] = DaemonConnectionError
 
 
-def strerror(code):
+def strerror(code: int) -> str:
     """libfeeder's short phrase for a code."""
     return ffi.string(lib.feeder_strerror(code)).decode("utf-8", "replace")
 
 
-def error_from(code, sentence):
+def error_from(code: int, sentence: str) -> FeederError:
     """The exception for a libfeeder code and its sentence (which may be "")."""
     sentence = sentence or strerror(code)
     return _CLASS_OF.get(code, FeederError)(sentence, code)
 
 
-def last_error(conn):
+def last_error(conn: Any) -> str:
     """feeder_last_error(conn) as str (conn may be ffi.NULL)."""
     return ffi.string(lib.feeder_last_error(conn)).decode("utf-8", "replace")

@@ -22,23 +22,21 @@ option fails there and the daemon starts decoding before the first batch is
 asked for.
 """
 import os
+from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
-from ._lib import ffi, lib
-from ._stream import Stream
+from ._lib import enum_choices, ffi, lib
+from ._stream import NUMPY_DTYPE, Stream
 from .errors import OptionError, ProtocolError, error_from
-from .pipelines import as_pipeline
+from .pipelines import Features, Jpeg, PipelineLike, Wave, as_pipeline
 
-_DTYPES = {
-    "uint8": lib.FEEDER_DTYPE_U8,
-    "float16": lib.FEEDER_DTYPE_F16,
-    "float32": lib.FEEDER_DTYPE_F32,
-}
-_LAYOUTS = {"nchw": lib.FEEDER_LAYOUT_NCHW, "nhwc": lib.FEEDER_LAYOUT_NHWC}
-_ON_ERROR = {"replace": lib.FEEDER_ON_ERROR_REPLACE, "fail": lib.FEEDER_ON_ERROR_FAIL}
-_PLACEMENTS = {"cpu": lib.FEEDER_PLACEMENT_CPU, "gpu": lib.FEEDER_PLACEMENT_GPU,
-               "auto": lib.FEEDER_PLACEMENT_AUTO}
+# The names each option takes are the C enums' (feeder_types.h).
+_DTYPES = enum_choices("enum feeder_dtype", "FEEDER_DTYPE_")      # u8, f16, f32
+_NUMPY_CODES = {dt.name: code for code, dt in NUMPY_DTYPE.items()}  # uint8, float16, ...
+_LAYOUTS = enum_choices("enum feeder_layout", "FEEDER_LAYOUT_")
+_ON_ERROR = enum_choices("enum feeder_on_error", "FEEDER_ON_ERROR_")
+_PLACEMENTS = enum_choices("enum feeder_placement", "FEEDER_PLACEMENT_")
 # A stream runs on into the following epochs, so that a loop that calls
 # set_epoch(e + 1) finds that epoch's first batches already decoded, as
 # feeder-bench's single long stream does (no refill stall at each epoch). A
@@ -46,25 +44,37 @@ _PLACEMENTS = {"cpu": lib.FEEDER_PLACEMENT_CPU, "gpu": lib.FEEDER_PLACEMENT_GPU,
 _EPOCHS_AHEAD = 1000
 _STATE_KEYS = ("seed", "epoch", "next_batch", "dataset", "batch_size", "rank", "world_size")
 
+DTypeLike = Any  # a name ("float16", "f16"), a NumPy dtype or a torch dtype
+Batch = Tuple[Any, ...]  # (data, labels[, index][, names])
 
-def _dtype_code(dtype):
+
+def _dtype_code(dtype: DTypeLike) -> int:
     """A libfeeder dtype from a name, a NumPy dtype or a torch dtype."""
     if isinstance(dtype, str) or type(dtype).__module__.startswith("torch"):
         name = str(dtype).replace("torch.", "")
-        name = {"half": "float16", "float": "float32", "f16": "float16", "f32": "float32",
-                "u8": "uint8"}.get(name, name)
+        name = {"half": "float16", "float": "float32"}.get(name, name)
+        if name.lower() in _DTYPES:  # libfeeder's own names: u8, f16, f32
+            return _DTYPES[name.lower()]
     else:
         name = dtype
     try:
         name = np.dtype(name).name
     except TypeError:
         pass
-    if name not in _DTYPES:
-        raise OptionError("dtype must be uint8, float16 or float32, not %r" % (dtype,))
-    return _DTYPES[name]
+    if name not in _NUMPY_CODES:
+        raise OptionError("dtype must be one of %s (or %s, or the NumPy or torch dtype), not %r"
+                          % (", ".join(sorted(_NUMPY_CODES)), ", ".join(sorted(_DTYPES)), dtype))
+    return _NUMPY_CODES[name]
 
 
-def _env_int(name, default):
+def _choice(name: str, value: Any, table: Dict[str, int]) -> int:
+    key = str(value).lower()
+    if key not in table:
+        raise OptionError("%s must be one of %s, not %r" % (name, ", ".join(sorted(table)), value))
+    return table[key]
+
+
+def _env_int(name: str, default: int) -> int:
     v = os.environ.get(name)
     if v is None or v == "":
         return default
@@ -74,7 +84,7 @@ def _env_int(name, default):
         raise OptionError("environment variable %s=%r is not an integer" % (name, v)) from None
 
 
-def _dist_rank_world():
+def _dist_rank_world() -> Optional[Tuple[int, int]]:
     """(rank, world size) of torch.distributed's default group when a
     trainer has initialized it (without importing torch otherwise)."""
     import sys
@@ -87,77 +97,104 @@ def _dist_rank_world():
     return None
 
 
-def _nonneg_int(name, v):
+def _name_of(table: Dict[str, int], value: int) -> str:
+    return next((k for k, v in table.items() if v == value), str(value))
+
+
+def _nonneg_int(name: str, v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
         raise OptionError("%s must be a non-negative integer, not %r" % (name, v))
     return int(v)
 
 
 class Loader:
-    """Batches of a feederd dataset for a training loop.
+    """Batches of a feederd dataset for a training loop, in place of
+    torch.utils.data.DataLoader (with its Dataset, transforms, sampler and
+    workers: all of that is the request to the daemon).
 
     dataset: name of a dataset the daemon serves. batch_size: samples per
-    batch. pipeline: feeder.Jpeg(...), feeder.Features(...), "jpeg" or
-    "features". seed, epoch: the shuffle (and augmentation) is a pure function
-    of both. rank, world_size: this process's share of each epoch (every
+    batch. pipeline: feeder.Jpeg(...), feeder.Features(...),
+    feeder.Wave(...), or "jpeg", "features", "wave" for their defaults.
+    shuffle: each epoch in a seeded random order (True), or in dataset order
+    (False, the default, as DataLoader's; ranks still split it). seed,
+    epoch: the order and the augmentation are a pure function of both.
+    rank, world_size: this process's share of each epoch (every
     world_size-th sample); default torch.distributed's rank and world size
     when its default group is initialized, else $RANK / $WORLD_SIZE as
-    torchrun sets them, else 0 of 1. drop_last: drop the epoch's last short batch. slots: batches
-    prefetched in shared memory. dtype: "uint8", "float16" or "float32" (or the
-    numpy/torch dtype); layout: "NCHW" or "NHWC" (images). socket: the daemon's
-    socket (default $FEEDER_SOCKET, else /run/feeder/feederd.sock).
-    on_error: "replace" a corrupt sample by the next valid one, or "fail" the
-    epoch with DatasetError.
+    torchrun sets them, else 0 of 1. drop_last: drop the epoch's last short
+    batch (default False, as DataLoader's).
 
-    as_torch: yield torch.Tensors (torch.from_numpy, still zero-copy) instead
-    of NumPy arrays. copy: yield owned copies instead of views of the slot.
-    device: None (host memory) or "cuda"/"cuda:N": yield device tensors,
-    copied from the pinned ring on a side CUDA stream while the trainer
-    computes on the previous batch. timeout: seconds to wait for a batch (or
-    the stream) before DaemonTimeoutError; None waits forever.
-    connect_timeout: seconds to keep retrying a daemon that is not up yet.
-    placement: where feederd preprocesses: "cpu" (its worker threads), "gpu"
-    (its GPU, feederd --gpu N) or "auto" (whichever its first batches show
-    to be faster). With placement="gpu" and device="cuda" on the daemon's GPU,
+    These options, left at None, keep libfeeder's defaults
+    (feeder_stream_opts_init, documented in feeder_types.h): slots (batches
+    prefetched in shared memory; 4); dtype (float32; "uint8", "float16",
+    "float32", libfeeder's "u8", "f16", "f32", or the NumPy or torch dtype);
+    layout ("NCHW"; "NHWC" for images); on_error ("replace" a corrupt
+    sample by the next valid one, or "fail" the epoch with DatasetError);
+    placement (where feederd preprocesses: "cpu", its worker threads; "gpu",
+    its GPU, feederd --gpu N; "auto", whichever its first batches show to
+    be faster. With placement="gpu" and device="cuda" on the daemon's GPU,
     batches are delivered in device memory (CUDA IPC), with no copy at all;
-    otherwise through the pinned host ring as usual.
-    reconnect: seconds to keep trying a daemon that went away mid-stream (it
-    crashed or was restarted): the stream is reopened at the batch after the
-    last one delivered, so iteration goes on with exactly the batches an
-    undisturbed run would have had. 0 (the default) raises DaemonGoneError
-    instead; None keeps trying forever. loader.reconnects counts them.
+    otherwise through the pinned host ring). The Loader reads the values in
+    force back (loader.slots, loader.dtype, ...).
 
-    shuffle: each epoch in a seeded random order (True), or in dataset order
-    (False, as DataLoader(shuffle=False) for evaluation; still split across
-    ranks). return_index: also yield each sample's dataset index (a uint64
-    array; int64 tensor with as_torch), the record actually delivered.
-    return_names: also yield each sample's name as the dataset keeps it (a
-    list of str, "" where it keeps none; utterance ids, file names). A batch
-    is then (data, labels[, index][, names]).
+    socket: the daemon's socket (default $FEEDER_SOCKET, else
+    /run/feeder/feederd.sock). as_torch: yield torch.Tensors
+    (torch.from_numpy, still zero-copy) instead of NumPy arrays. copy: yield
+    owned copies instead of views of the slot. device: None (host memory) or
+    "cuda"/"cuda:N": yield device tensors, copied from the pinned ring on a
+    side CUDA stream while the trainer computes on the previous batch.
+    timeout: seconds to wait for a batch (or the stream) before
+    DaemonTimeoutError; None waits forever. connect_timeout: seconds to keep
+    retrying a daemon that is not up yet. reconnect: seconds to keep trying
+    a daemon that went away mid-stream (it crashed or was restarted): the
+    stream is reopened at the batch after the last one delivered, so
+    iteration goes on with exactly the batches an undisturbed run would
+    have had. 0 (the default) raises DaemonConnectionError instead; None
+    keeps trying forever. loader.reconnects counts them. return_index: also
+    yield each sample's dataset index (a uint64 array; int64 tensor with
+    as_torch), the record actually delivered. return_names: also yield each
+    sample's name as the dataset keeps it (a list of str, "" where it keeps
+    none; utterance ids, file names). A batch is then (data, labels[,
+    index][, names]).
+
+    Where it differs from DataLoader: batch_size has no default (DataLoader:
+    1); the order is seeded (seed=0, not torch's generator), so two runs
+    see the same batches unless seed differs; there is no num_workers,
+    collate_fn, sampler or pin_memory (the daemon's workers, the pipeline
+    and device= do that); labels are int32 (use labels.long() for torch
+    losses); timeout is 60 s (DataLoader: 0, wait forever; here None); the
+    stream runs on into the next epoch (as persistent_workers=True), so
+    set_epoch(e + 1) finds its first batches decoded already. Where it
+    differs from libfeeder's defaults: shuffle (C: 1) is False like
+    DataLoader's; drop_last is False in both.
 
     A view (copy=False, no device) is valid until the next batch is asked
     for: the slot then goes back to the daemon and is overwritten. Keep a
     batch longer with copy=True or arr.copy(). Memory stays mapped while any
     view exists, so a stale view reads old data but never faults.
-    Labels are int32 (use labels.long() for torch losses).
 
     len(loader) is the number of batches of an epoch for this rank;
     loader.samples, loader.classes and loader.shape (of a full batch) come
-    from the daemon. After an epoch the stream runs on into the next one, so
-    that set_epoch(e + 1) finds its first batches decoded already. A Loader is
-    used by one thread at a time.
+    from the daemon. Options out of range are refused by the daemon, whose
+    sentence names the field (OptionError). A Loader is used by one thread
+    at a time.
     """
 
-    def __init__(self, dataset, batch_size, pipeline="jpeg", seed=0, epoch=0, rank=None,
-                 world_size=None, drop_last=True, slots=4, dtype="float16", layout="NCHW",
-                 socket=None, on_error="replace", as_torch=False, copy=False, device=None,
-                 timeout=60.0, connect_timeout=10.0, reconnect=0, placement="cpu",
-                 shuffle=True, return_index=False, return_names=False):
+    def __init__(self, dataset: str, batch_size: int, pipeline: PipelineLike = "jpeg",
+                 seed: int = 0, epoch: int = 0, rank: Optional[int] = None,
+                 world_size: Optional[int] = None, drop_last: bool = False,
+                 slots: Optional[int] = None, dtype: Optional[DTypeLike] = None,
+                 layout: Optional[str] = None, socket: Optional[str] = None,
+                 on_error: Optional[str] = None, as_torch: bool = False, copy: bool = False,
+                 device: Optional[str] = None, timeout: Optional[float] = 60.0,
+                 connect_timeout: Optional[float] = 10.0, reconnect: Optional[float] = 0,
+                 placement: Optional[str] = None, shuffle: bool = False,
+                 return_index: bool = False, return_names: bool = False) -> None:
         if not isinstance(dataset, str) or not dataset:
             raise OptionError("dataset must be a non-empty name, not %r" % (dataset,))
         self.dataset = dataset
         self.batch_size = _nonneg_int("batch_size", batch_size)
-        self.pipeline = as_pipeline(pipeline)
+        self.pipeline: Union[Jpeg, Features, Wave] = as_pipeline(pipeline)
         self.seed = _nonneg_int("seed", seed)
         self.epoch = _nonneg_int("epoch", epoch)
         # Unset rank / world_size come from torch.distributed's default
@@ -173,27 +210,20 @@ class Loader:
         self.shuffle = bool(shuffle)
         self.return_index = bool(return_index)
         self.return_names = bool(return_names)
-        self.slots = _nonneg_int("slots", slots)
-        if not 1 <= self.batch_size <= 65536:
-            raise OptionError("batch_size %d is not within 1..65536" % self.batch_size)
-        if not 1 <= self.slots <= 256:
-            raise OptionError("slots %d is not within 1..256" % self.slots)
-        if self.world_size < 1 or self.rank >= self.world_size:
-            raise OptionError("rank %d of world_size %d is not valid (0 <= rank < world_size)"
-                              % (self.rank, self.world_size))
-        self._dtype = _dtype_code(dtype)
-        key = str(layout).lower()
-        if key not in _LAYOUTS:
-            raise OptionError("layout must be 'NCHW' or 'NHWC', not %r" % (layout,))
-        self._layout = _LAYOUTS[key]
-        key = str(on_error).lower()
-        if key not in _ON_ERROR:
-            raise OptionError("on_error must be 'replace' or 'fail', not %r" % (on_error,))
-        self._on_error = _ON_ERROR[key]
-        key = str(placement).lower()
-        if key not in _PLACEMENTS:
-            raise OptionError("placement must be 'cpu', 'gpu' or 'auto', not %r" % (placement,))
-        self.placement = key
+        # The options libfeeder has defaults for: given ones are checked for
+        # their kind here, ranges by the daemon; the values in force are read
+        # back from the request.
+        self._given = {}
+        if slots is not None:
+            self._given["slots"] = _nonneg_int("slots", slots)
+        if dtype is not None:
+            self._given["dtype"] = _dtype_code(dtype)
+        if layout is not None:
+            self._given["layout"] = _choice("layout", layout, _LAYOUTS)
+        if on_error is not None:
+            self._given["on_error"] = _choice("on_error", on_error, _ON_ERROR)
+        if placement is not None:
+            self._given["placement"] = _choice("placement", placement, _PLACEMENTS)
         self.socket = socket
         self.as_torch = bool(as_torch)
         self.copy = bool(copy)
@@ -206,6 +236,17 @@ class Loader:
         self.reconnect = reconnect
         self._reconnects = 0   # of streams already let go
         self._copier = None
+        self.next_batch = 0
+        # The epoch (if any) that starts at a sample position: a resume with
+        # another world size; it applies to that epoch's one pass only.
+        self._start_epoch: Optional[int] = None
+        self._start_sample = 0
+        o = self._opts(self.epoch, 0)
+        self.slots: int = o.slots
+        self.dtype: np.dtype = NUMPY_DTYPE[o.dtype]
+        self.layout: str = _name_of(_LAYOUTS, o.layout).upper()
+        self.on_error: str = _name_of(_ON_ERROR, o.on_error)
+        self.placement: str = _name_of(_PLACEMENTS, o.placement)
         if device is not None:
             from ._cuda import DeviceCopier
             self._copier = DeviceCopier(device)
@@ -218,29 +259,25 @@ class Loader:
             except ImportError:
                 raise OptionError("as_torch=True needs PyTorch, which is not installed") from None
             self._torch = torch
-        self.next_batch = 0
-        # The epoch (if any) that starts at a sample position: a resume with
-        # another world size; it applies to that epoch's one pass only.
-        self._start_epoch = None
-        self._start_sample = 0
         self.replacements = 0  # corrupt samples the daemon replaced, over the Loader's life
         self._iter_id = 0
-        self._stream = None    # the stream of the running (or next) epoch
+        self._stream: Optional[Stream] = None    # the stream of the running (or next) epoch
         self._stream = self._open(self.epoch, 0)
-        self._batches_per_epoch = self._stream.batches_per_epoch
-        self.samples = self._stream.samples
-        self.classes = self._stream.classes
-        self.shape = self._stream.shape  # of a full batch, e.g. (B, 3, H, W)
+        self._batches_per_epoch: int = self._stream.batches_per_epoch
+        self.samples: int = self._stream.samples
+        self.classes: int = self._stream.classes
+        self.shape: Tuple[int, ...] = self._stream.shape  # of a full batch, e.g. (B, 3, H, W)
 
     # ---- the request --------------------------------------------------
 
-    def _opts(self, epoch, start):
+    def _opts(self, epoch: int, start: int) -> Any:
         o = ffi.new("struct feeder_stream_opts *")
         lib.feeder_stream_opts_init(o)
         rc = lib.feeder_stream_opts_set_dataset(o, self.dataset.encode())
         if rc:
-            raise error_from(rc, "dataset name %r is not allowed (1..63 characters of "
-                             "A-Z a-z 0-9 . _ -, not starting with '.')" % self.dataset)
+            raise error_from(rc, "dataset name %r is not allowed (1..%d characters of "
+                             "A-Z a-z 0-9 . _ -, not starting with '.')"
+                             % (self.dataset, lib.FEEDER_DATASET_MAX - 1))
         try:
             self.pipeline.fill(o)
             o.batch = self.batch_size
@@ -252,11 +289,8 @@ class Loader:
             o.rank = self.rank
             o.world = self.world_size
             o.drop_last = int(self.drop_last)
-            o.slots = self.slots
-            o.dtype = self._dtype
-            o.layout = self._layout
-            o.on_error = self._on_error
-            o.placement = _PLACEMENTS[self.placement]
+            for k, v in self._given.items():
+                setattr(o, k, v)
             o.device_batches = int(self._copier is not None)
             o.shuffle = int(self.shuffle)
             o.names = int(self.return_names)
@@ -264,7 +298,7 @@ class Loader:
             raise OptionError("option out of range for feederd: %s" % e) from None
         return o
 
-    def _open(self, epoch, start):
+    def _open(self, epoch: int, start: int) -> Stream:
         o = self._opts(epoch, start)
         s = Stream(self.socket, o, self.connect_timeout, self.timeout,
                    ndim=3 if self.pipeline.kind == "features" else 4, reconnect=self.reconnect)
@@ -277,14 +311,14 @@ class Loader:
 
     # ---- the DataLoader surface ----------------------------------------
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Batches of one epoch for this rank."""
         return self._batches_per_epoch
 
-    def _start_of(self, epoch):
+    def _start_of(self, epoch: int) -> int:
         return self._start_sample if epoch == self._start_epoch else 0
 
-    def _epoch_batches(self, epoch):
+    def _epoch_batches(self, epoch: int) -> int:
         """This rank's batches in epoch: a full epoch's, or fewer in an epoch
         resumed at a sample position."""
         start = self._start_of(epoch)
@@ -294,7 +328,7 @@ class Loader:
         share = (left - self.rank + self.world_size - 1) // self.world_size if left > self.rank else 0
         return share // self.batch_size if self.drop_last else -(-share // self.batch_size)
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Use epoch's order from the next iteration on. Setting the epoch
         the Loader is already at keeps its position (so a trainer may call
         load_state_dict and then set_epoch with the same epoch)."""
@@ -305,7 +339,7 @@ class Loader:
             self._start_epoch = None
             self._start_sample = 0
 
-    def sample_position(self):
+    def sample_position(self) -> int:
         """Samples of the current epoch that all ranks together have taken,
         if every rank is at this one's batch (data-parallel steps)."""
         start = self._start_of(self.epoch)
@@ -313,7 +347,7 @@ class Loader:
             return self.samples
         return min(self.samples, start + self.next_batch * self.batch_size * self.world_size)
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         """What resumes this Loader exactly: seed, epoch and the next batch
         (the one after the last handed out), plus the request's shape so
         that a mismatched resume is refused; start_sample and
@@ -325,7 +359,7 @@ class Loader:
                 "start_sample": self._start_of(self.epoch),
                 "sample_position": self.sample_position()}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
         missing = [k for k in _STATE_KEYS if k not in state]
         if missing:
             raise OptionError("Loader state lacks %s" % ", ".join(missing))
@@ -364,37 +398,37 @@ class Loader:
                               "(a state of another dataset or batch size?)" % (next_batch, bpe))
         self.next_batch = next_batch
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Batch]:
         self._iter_id += 1
         if self._copier:
             return self._iter_device(self._iter_id)
         return self._iter_host(self._iter_id)
 
-    def close(self):
+    def close(self) -> None:
         """Let go of the stream. Views still alive keep its memory mapped
         until they are dropped; the connection closes with the last one."""
         self._iter_id += 1
         self._drop_stream()
 
-    def _drop_stream(self):
+    def _drop_stream(self) -> None:
         if self._stream is not None:
             self._reconnects += self._stream.reconnects
         self._stream = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Loader":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     @property
-    def reconnects(self):
+    def reconnects(self) -> int:
         """Times the Loader's streams reconnected to a restarted daemon."""
         s = self._stream
         return self._reconnects + (0 if s is None else s.reconnects)
 
     @property
-    def ring(self):
+    def ring(self) -> Optional[Tuple[int, int]]:
         """(address, size) of the current stream's shared-memory ring, or
         None: for checking that views are zero-copy."""
         s = self._stream

@@ -7,11 +7,21 @@ struct feeder_stream_opts; a field left at None keeps libfeeder's default
 (documented in client/feeder.h), so the defaults live in one place. Ranges
 are checked by the daemon, which answers with a sentence naming the field.
 """
+from typing import Dict, Optional, Sequence, Tuple, Union
+
+from ._lib import enum_choices, ffi, lib
 from .errors import OptionError
-from ._lib import lib
+
+# The names each choice takes are the C enums' (feeder_types.h).
+_PAD = enum_choices("enum feeder_feat_pad", "FEEDER_FEAT_PAD_")           # repeat, skip
+_CMN = enum_choices("enum feeder_feat_cmn", "FEEDER_FEAT_CMN_")           # none, utt, sliding
+_WAVE_FEATURES = enum_choices("enum feeder_wave_features", "FEEDER_WAVE_")  # fbank, mfcc
+_SPEED_LABELS = enum_choices("enum feeder_speed_labels", "FEEDER_SPEED_")  # same, new
+
+Pair = Tuple[float, float]
 
 
-def _pair(name, value):
+def _pair(name: str, value: Sequence[float]) -> Pair:
     try:
         a, b = value
         return float(a), float(b)
@@ -19,7 +29,7 @@ def _pair(name, value):
         raise OptionError("%s must be a pair of numbers (low, high), not %r" % (name, value)) from None
 
 
-def _choice(name, value, table):
+def _choice(name: str, value: str, table: Dict[str, int]) -> int:
     key = str(value).lower()
     if key not in table:
         raise OptionError("%s must be one of %s, not %r" % (name, ", ".join(sorted(table)), value))
@@ -36,8 +46,11 @@ class Jpeg:
 
     kind = "jpeg"
 
-    def __init__(self, size=224, train=True, scale=None, ratio=None, flip_p=None,
-                 resize_ratio=None, mean=None, std=None):
+    def __init__(self, size: Union[int, Tuple[int, int]] = 224, train: bool = True,
+                 scale: Optional[Pair] = None, ratio: Optional[Pair] = None,
+                 flip_p: Optional[float] = None, resize_ratio: Optional[float] = None,
+                 mean: Optional[Sequence[float]] = None,
+                 std: Optional[Sequence[float]] = None) -> None:
         if isinstance(size, int):
             size = (size, size)
         try:
@@ -53,7 +66,7 @@ class Jpeg:
         self.std = None if std is None else self._triple("std", std)
 
     @staticmethod
-    def _triple(name, value):
+    def _triple(name: str, value: Sequence[float]) -> list:
         try:
             out = [float(v) for v in value]
         except (TypeError, ValueError):
@@ -62,7 +75,8 @@ class Jpeg:
             raise OptionError("Jpeg %s must be three numbers (R, G, B), not %r" % (name, value))
         return out
 
-    def fill(self, o):
+    def fill(self, o) -> None:
+        """Write these options into a struct feeder_stream_opts (cdata)."""
         o.pipeline = lib.FEEDER_PIPE_JPEG
         j = o.jpeg
         j.height, j.width = self.height, self.width
@@ -80,7 +94,7 @@ class Jpeg:
         if self.std is not None:
             j.std = self.std
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Jpeg(size=(%d, %d), train=%r)" % (self.height, self.width, self.train)
 
 
@@ -94,19 +108,19 @@ class Features:
     centered one."""
 
     kind = "features"
-    _PAD = {"repeat": lib.FEEDER_FEAT_PAD_REPEAT, "skip": lib.FEEDER_FEAT_PAD_SKIP}
-    _CMN = {"none": lib.FEEDER_FEAT_CMN_NONE, "utt": lib.FEEDER_FEAT_CMN_UTT,
-            "sliding": lib.FEEDER_FEAT_CMN_SLIDING}
 
-    def __init__(self, chunk_len=None, pad=None, cmn=None, cmn_window=None, cvn=None, train=True):
+    def __init__(self, chunk_len: Optional[int] = None, pad: Optional[str] = None,
+                 cmn: Optional[str] = None, cmn_window: Optional[int] = None,
+                 cvn: Optional[bool] = None, train: bool = True) -> None:
         self.chunk_len = None if chunk_len is None else int(chunk_len)
-        self.pad = None if pad is None else _choice("Features pad", pad, self._PAD)
-        self.cmn = None if cmn is None else _choice("Features cmn", cmn, self._CMN)
+        self.pad = None if pad is None else _choice("Features pad", pad, _PAD)
+        self.cmn = None if cmn is None else _choice("Features cmn", cmn, _CMN)
         self.cmn_window = None if cmn_window is None else int(cmn_window)
         self.cvn = None if cvn is None else bool(cvn)
         self.train = bool(train)
 
-    def fill(self, o):
+    def fill(self, o) -> None:
+        """Write these options into a struct feeder_stream_opts (cdata)."""
         o.pipeline = lib.FEEDER_PIPE_FEATURES
         f = o.features
         if self.chunk_len is not None:
@@ -121,7 +135,7 @@ class Features:
             f.cvn = int(self.cvn)
         f.train = int(self.train)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Features(chunk_len=%r, train=%r)" % (self.chunk_len, self.train)
 
 
@@ -143,8 +157,6 @@ class Wave:
     take the daemon's defaults (feeder_types.h)."""
 
     kind = "features"
-    _FEATURES = {"fbank": lib.FEEDER_WAVE_FBANK, "mfcc": lib.FEEDER_WAVE_MFCC}
-    _SPEED_LABELS = {"same": lib.FEEDER_SPEED_SAME, "new": lib.FEEDER_SPEED_NEW}
     _NUMBERS = ("chunk_len", "bins", "ceps", "dither", "cmn_window", "noise_p", "reverb_p",
                 "speed_p", "gain_p", "specaug_p", "time_masks", "time_mask_max", "freq_masks",
                 "freq_mask_max")
@@ -154,16 +166,25 @@ class Wave:
                "babble": ("babble_min", "babble_max"),
                "gain_db": ("gain_min_db", "gain_max_db")}
 
-    def __init__(self, chunk_len=None, train=True, features=None, bins=None, ceps=None,
-                 dither=None, pad=None, cmn=None, cmn_window=None, cvn=None, noise=None,
-                 noise_p=None, snr_noise=None, snr_music=None, snr_babble=None, babble=None,
-                 rir=None, reverb_p=None, speed_p=None, speed_labels=None, gain_p=None,
-                 gain_db=None, specaug_p=None, time_masks=None, time_mask_max=None,
-                 freq_masks=None, freq_mask_max=None):
+    def __init__(self, chunk_len: Optional[int] = None, train: bool = True,
+                 features: Optional[str] = None, bins: Optional[int] = None,
+                 ceps: Optional[int] = None, dither: Optional[float] = None,
+                 pad: Optional[str] = None, cmn: Optional[str] = None,
+                 cmn_window: Optional[int] = None, cvn: Optional[bool] = None,
+                 noise: Optional[str] = None, noise_p: Optional[float] = None,
+                 snr_noise: Optional[Pair] = None, snr_music: Optional[Pair] = None,
+                 snr_babble: Optional[Pair] = None, babble: Optional[Tuple[int, int]] = None,
+                 rir: Optional[str] = None, reverb_p: Optional[float] = None,
+                 speed_p: Optional[float] = None, speed_labels: Optional[str] = None,
+                 gain_p: Optional[float] = None, gain_db: Optional[Pair] = None,
+                 specaug_p: Optional[float] = None, time_masks: Optional[int] = None,
+                 time_mask_max: Optional[int] = None, freq_masks: Optional[int] = None,
+                 freq_mask_max: Optional[int] = None) -> None:
         self.train = bool(train)
         self.opts = {}
         given = dict(locals())
-        floats = ("dither", "noise_p", "reverb_p", "speed_p", "gain_p", "specaug_p")
+        fields = dict(ffi.typeof("struct feeder_wave_opts").fields)
+        floats = {k for k, f in fields.items() if f.type.cname == "float"}
         for k in self._NUMBERS:
             if given[k] is not None:
                 try:
@@ -175,25 +196,27 @@ class Wave:
                 a, b = _pair("Wave " + k, given[k])
                 self.opts[lo], self.opts[hi] = (int(a), int(b)) if k == "babble" else (a, b)
         if features is not None:
-            self.opts["features"] = _choice("Wave features", features, self._FEATURES)
+            self.opts["features"] = _choice("Wave features", features, _WAVE_FEATURES)
         if speed_labels is not None:
             self.opts["speed_labels"] = _choice("Wave speed_labels", speed_labels,
-                                                self._SPEED_LABELS)
+                                                _SPEED_LABELS)
         if pad is not None:
-            self.opts["pad"] = _choice("Wave pad", pad, Features._PAD)
+            self.opts["pad"] = _choice("Wave pad", pad, _PAD)
         if cmn is not None:
-            self.opts["cmn"] = _choice("Wave cmn", cmn, Features._CMN)
+            self.opts["cmn"] = _choice("Wave cmn", cmn, _CMN)
         if cvn is not None:
             self.opts["cvn"] = int(bool(cvn))
         self.names = {}
         for k, v in (("noise", noise), ("rir", rir)):
             if v is not None:
                 b = str(v).encode()
-                if not 0 < len(b) < 64:
-                    raise OptionError("Wave %s: a dataset name of 1 to 63 bytes, not %r" % (k, v))
+                if not 0 < len(b) < lib.FEEDER_DATASET_MAX:
+                    raise OptionError("Wave %s: a dataset name of 1 to %d bytes, not %r"
+                                      % (k, lib.FEEDER_DATASET_MAX - 1, v))
                 self.names[k] = b
 
-    def fill(self, o):
+    def fill(self, o) -> None:
+        """Write these options into a struct feeder_stream_opts (cdata)."""
         o.pipeline = lib.FEEDER_PIPE_WAVE
         w = o.wave
         for k, v in self.opts.items():
@@ -202,21 +225,25 @@ class Wave:
             setattr(w, k, b)
         w.train = int(self.train)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Wave(train=%r, %s)" % (self.train, ", ".join(
             "%s=%r" % kv for kv in sorted(list(self.opts.items()) + list(self.names.items()))))
 
 
-def as_pipeline(p):
+PipelineLike = Union["Jpeg", "Features", "Wave", str]
+
+
+def as_pipeline(p: PipelineLike) -> Union["Jpeg", "Features", "Wave"]:
     """A Jpeg, Features or Wave from what the Loader was given."""
     if isinstance(p, (Jpeg, Features, Wave)):
         return p
     if isinstance(p, str):
-        if p.lower() == "jpeg":
-            return Jpeg()
-        if p.lower() == "features":
-            return Features()
-        if p.lower() == "wave":
-            return Wave()
+        # the names of enum feeder_pipeline, each with its class's defaults
+        kinds = enum_choices("enum feeder_pipeline", "FEEDER_PIPE_")
+        classes = {lib.FEEDER_PIPE_JPEG: Jpeg, lib.FEEDER_PIPE_FEATURES: Features,
+                   lib.FEEDER_PIPE_WAVE: Wave}
+        code = kinds.get(p.lower())
+        if code in classes:
+            return classes[code]()
     raise OptionError("pipeline must be feeder.Jpeg(...), feeder.Features(...), "
                       "feeder.Wave(...), 'jpeg', 'features' or 'wave', not %r" % (p,))

@@ -1,8 +1,10 @@
-# find_python.sh — sourced by test and benchmark scripts: which Python 3 to
-# run their numeric checks and PyTorch peers with. Debian's /usr/bin/python3
-# has the python3-* packages here, but on a GPU machine the interpreter with
-# numpy and a CUDA PyTorch is usually another one (first on PATH, or in a
-# virtual environment), and /usr/bin/python3 there may have neither.
+# find_python.sh — which Python 3 a shell test or benchmark runs its numeric
+# checks and PyTorch peers with; sourced by tests/lib/lib.sh (the shell test
+# fixture) and by tests/gpu/run, which needs it without the fixture.
+# Debian's /usr/bin/python3 has the python3-* packages here, but on a GPU
+# machine the interpreter with numpy and a CUDA PyTorch is usually another
+# one (first on PATH, or in a virtual environment), and /usr/bin/python3
+# there may have neither.
 #
 #   py=$(find_python numpy) || skip "$py"
 #   py=$(find_python numpy torch)
