@@ -10,6 +10,8 @@
  * See config.h for the precedence rules and the error format. */
 #include "config.h"
 
+#include "argtab.h"
+
 #include "protocol.h"
 #include "status.h"
 
@@ -218,52 +220,6 @@ static const char *flag_name(const struct key *k, char *buf, size_t len)
 	return buf;
 }
 
-int config_parse_size(const char *s, uint64_t *out)
-{
-	if (!isdigit((unsigned char)s[0]))
-		return FEEDER_EINVAL;
-	errno = 0;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return FEEDER_EINVAL;
-	unsigned shift = 0;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		shift = 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		shift = 30;
-		end++;
-		break;
-	case 't':
-	case 'T':
-		shift = 40;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (shift && end[0] == 'i' && end[1] == 'B')
-		end += 2;
-	else if (end[0] == 'B')
-		end++;
-	if (*end != '\0')
-		return FEEDER_EINVAL;
-	if (shift && v > (UINT64_MAX >> shift))
-		return FEEDER_EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 static int parse_ll(const char *s, long long *out)
 {
 	if (!*s)
@@ -389,8 +345,9 @@ static int apply_number(struct config *cfg, const struct key *k, const char *val
 		return 0;
 	}
 	if (k->type == KEY_SIZE) {
-		uint64_t sz;
-		if (config_parse_size(val, &sz) || sz < (uint64_t)k->min || sz > (uint64_t)k->max)
+		unsigned long long sz;
+		if (argtab_parse_size(val, (unsigned long long)k->min, (unsigned long long)k->max,
+				      &sz))
 			return status_fail(err, errlen, FEEDER_EINVAL,
 					   "%s: '%s' is not a size from %lld to %lld bytes "
 					   "(a number with an optional K, M, G or T suffix)",

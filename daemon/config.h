@@ -120,10 +120,6 @@ int config_load(int argc, char *const argv[], struct config *cfg, char *err, siz
 int config_parse_text(struct config *cfg, const char *name, const char *text, char *err,
 		      size_t errlen);
 
-/* Parse a size ("1048576", "64K", "4G", "1.5GiB" is rejected: integers only).
- * Returns 0 or FEEDER_EINVAL. */
-int config_parse_size(const char *s, uint64_t *out);
-
 /* Name of a syslog level ("err", "info", ...); "?" if out of range. */
 const char *config_log_level_name(int level);
 

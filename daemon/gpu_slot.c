@@ -25,6 +25,8 @@ struct gpu_slot {
 static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t reap_cond = PTHREAD_COND_INITIALIZER;
 static struct gpu_slot *reap_list;
+static int reaping;                                           /* the reaper holds a list */
+static pthread_cond_t reaped_cond = PTHREAD_COND_INITIALIZER; /* ...and let it go */
 static int reaper_state; /* 0 not started, 1 running, -1 could not start */
 
 int gpu_slot_create(struct gpu_slot **out, int device, const struct feeder_stream_opts *o,
@@ -86,6 +88,7 @@ static void *reaper(void *arg)
 			pthread_cond_wait(&reap_cond, &reap_lock);
 		struct gpu_slot *list = reap_list;
 		reap_list = NULL;
+		reaping = 1;
 		pthread_mutex_unlock(&reap_lock);
 		while (list) {
 			struct gpu_slot *next = list->next;
@@ -93,6 +96,8 @@ static void *reaper(void *arg)
 			list = next;
 		}
 		pthread_mutex_lock(&reap_lock);
+		reaping = 0;
+		pthread_cond_broadcast(&reaped_cond);
 	}
 	return NULL;
 }
@@ -134,6 +139,14 @@ void gpu_slot_retire(struct gpu_slot *g)
 	pthread_mutex_unlock(&reap_lock);
 	if (!queued)
 		gpu_slot_destroy(g);
+}
+
+void gpu_slot_reap_wait(void)
+{
+	pthread_mutex_lock(&reap_lock);
+	while (reaper_state == 1 && (reap_list || reaping))
+		pthread_cond_wait(&reaped_cond, &reap_lock);
+	pthread_mutex_unlock(&reap_lock);
 }
 
 int gpu_slot_begin(struct gpu_slot *g, char *err, size_t errlen)

@@ -44,6 +44,9 @@ void gpu_slot_destroy(struct gpu_slot *g);
  * thread cannot be started, the caller does now). No batch of g may be in
  * flight or staging. NULL is a no-op. */
 void gpu_slot_retire(struct gpu_slot *g);
+/* Wait until every retired context is freed: at shutdown, once no stream
+ * is left to retire one, so that feederd exits with its memory given back. */
+void gpu_slot_reap_wait(void);
 
 /* Empty the staging for a new batch (no batch may be in flight). */
 int gpu_slot_begin(struct gpu_slot *g, char *err, size_t errlen);

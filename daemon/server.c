@@ -678,6 +678,7 @@ void server_destroy(struct server *srv)
 	free(srv->kept);
 	while (srv->retained)
 		retained_free(srv, srv->retained);
+	gpu_slot_reap_wait();
 	metrics_stop(srv->metrics);
 	free(srv->series);
 	registry_close(srv->reg);

@@ -135,14 +135,15 @@ static int gpu_setup(struct stream *s, const struct stream_gpu *gpu, char *err, 
 	return 0;
 }
 
-/* Give the contexts no batch holds to gpu_slot_retire (freeing them
- * synchronises the device: not on this thread). A held one is used by its
- * batch's workers only, so the pool lock the caller holds (or a stream no
- * worker is on) is all the exclusion needed. */
-static void retire_contexts(struct stream *s)
+/* Give the contexts no batch holds (all of them with held_too: a stream no
+ * worker is on, where a batch left unfinished still marks its own) to
+ * gpu_slot_retire (freeing them synchronises the device: not on this
+ * thread). A held one is used by its batch's workers only, so the pool lock
+ * the caller holds is all the exclusion needed. */
+static void retire_contexts(struct stream *s, int held_too)
 {
 	for (uint32_t i = 0; i < s->ngctx; i++)
-		if (!s->gctx[i].busy && s->gctx[i].g) {
+		if ((held_too || !s->gctx[i].busy) && s->gctx[i].g) {
 			gpu_slot_retire(s->gctx[i].g);
 			s->gctx[i].g = NULL;
 		}
@@ -343,7 +344,7 @@ void stream_destroy(struct stream *s)
 	if (!s)
 		return;
 	if (s->gctx) {
-		retire_contexts(s); /* none is held: no worker is on the stream */
+		retire_contexts(s, 1); /* no worker is on the stream */
 		free(s->gctx);
 		pthread_mutex_destroy(&s->gpu_lock);
 	}
@@ -440,7 +441,7 @@ unsigned stream_refill(struct stream *s)
 			/* placement=auto chose the CPU: the contexts (pinned
 			 * memory, large) are of no more use. */
 			if (!s->deciding && !sl->on_gpu)
-				retire_contexts(s);
+				retire_contexts(s, 0);
 		}
 		sl->fills++;
 		started++;

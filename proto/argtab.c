@@ -2,6 +2,7 @@
  * their --help list (see argtab.h). */
 #include "argtab.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -32,8 +33,24 @@ static int takes_value(const struct argtab *r)
 
 /* ---- numbers ---- */
 
-/* A whole decimal number, with a K, M or G suffix where suffix is set,
- * in [min, max]. */
+/* The binary shift of a size suffix at *end (K, M, G or T, any case, then
+ * optionally "iB"; or a bare "B"), moving *end past it. */
+static unsigned size_suffix(char **end)
+{
+	static const char units[] = "kmgt";
+	const char *u = **end ? strchr(units, tolower((unsigned char)**end)) : NULL;
+	unsigned shift = u ? 10 * (unsigned)(u - units + 1) : 0;
+	if (shift)
+		(*end)++;
+	if (shift && (*end)[0] == 'i' && (*end)[1] == 'B')
+		*end += 2;
+	else if (**end == 'B')
+		(*end)++;
+	return shift;
+}
+
+/* A whole decimal number, with a size suffix where suffix is set, in
+ * [min, max]. */
 static int parse_ull(const char *s, int suffix, unsigned long long min, unsigned long long max,
 		     unsigned long long *out)
 {
@@ -42,15 +59,7 @@ static int parse_ull(const char *s, int suffix, unsigned long long min, unsigned
 		return -EINVAL;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 10);
-	unsigned shift = 0;
-	if (suffix && (*end == 'K' || *end == 'k'))
-		shift = 10;
-	else if (suffix && (*end == 'M' || *end == 'm'))
-		shift = 20;
-	else if (suffix && (*end == 'G' || *end == 'g'))
-		shift = 30;
-	if (shift)
-		end++;
+	unsigned shift = suffix ? size_suffix(&end) : 0;
 	if (errno || *end || v > (max >> shift))
 		return -EINVAL;
 	v <<= shift;

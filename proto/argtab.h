@@ -155,8 +155,10 @@ const struct argtab *argtab_find(const struct argtab *tab, const char *name);
 int argtab_given(const struct argtab *tab, const char *name);
 
 /* The value parsers behind ARGTAB_INT (unsigned) and ARGTAB_SIZE, for
- * operands and programs' own kinds. s must be all of a decimal number (for
- * a size, optionally followed by K, M or G: KiB, MiB, GiB), in [min, max].
+ * operands, programs' own kinds and feederd's configuration. s must be all of
+ * a decimal number (for a size, optionally followed by K, M, G or T, any
+ * case, for KiB to TiB, each optionally written KiB or KB; or B), in
+ * [min, max].
  * 0 or -EINVAL. */
 int argtab_parse_uint(const char *s, unsigned long long min, unsigned long long max,
 		      unsigned long long *out);

@@ -8,12 +8,14 @@
  * defaults; this header is installed beside feeder.h, which includes it),
  * OPEN_STREAM carries it (proto/protocol.h), and feederd's pipelines read it
  * as it arrived (daemon/jpeg_pipeline.h, daemon/features_pipeline.h). The
- * Python client mirrors it (client/python/feeder/_lib.py, checked by
- * tests/python/test_layout.py).
+ * Python client's cffi declarations are generated from this header at build
+ * time (client/python/gen_cdef.py; tests/python/test_layout.py compares them
+ * with the C compiler's layout).
  *
  * Adding an option means: a field here, its line in walk_opts() in
- * proto/protocol.c (encoding, default and range in one place), the pipeline
- * that reads it, and the Python wrapper. See ARCHITECTURE.md.
+ * proto/protocol.c (encoding, default and range in one place), and the
+ * pipeline that reads it; a keyword in client/python/feeder/pipelines.py
+ * only where Python should name it. See ARCHITECTURE.md.
  *
  * Enum fields are uint32_t so that the struct has the same meaning on the
  * wire, in C and through cffi; only the fixed-width types below are used. */

@@ -2,6 +2,7 @@
  * a file and from a flag, the error lines for unknown keys, flags and bad
  * values, the precedence flag > FEEDER_SOCKET > file > default, and what
  * "auto" becomes. */
+#include "argtab.h"
 #include "config.h"
 #include "protocol.h"
 
@@ -9,6 +10,7 @@
 #include "status.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,18 +349,18 @@ static void test_check_only(void)
 
 static void test_sizes(void)
 {
-	uint64_t v;
-	CHECK(config_parse_size("0", &v) == 0 && v == 0);
-	CHECK(config_parse_size("1k", &v) == 0 && v == 1024);
-	CHECK(config_parse_size("3MiB", &v) == 0 && v == 3 << 20);
-	CHECK(config_parse_size("5GB", &v) == 0 && v == 5ULL << 30);
-	CHECK(config_parse_size("2T", &v) == 0 && v == 2ULL << 40);
-	CHECK(config_parse_size("17B", &v) == 0 && v == 17);
-	CHECK(config_parse_size("", &v) == FEEDER_EINVAL);
-	CHECK(config_parse_size("-1", &v) == FEEDER_EINVAL);
-	CHECK(config_parse_size(" 1", &v) == FEEDER_EINVAL);
-	CHECK(config_parse_size("1 G", &v) == FEEDER_EINVAL);
-	CHECK(config_parse_size("16777216T", &v) == FEEDER_EINVAL);
+	unsigned long long v;
+	CHECK(argtab_parse_size("0", 0, ULLONG_MAX, &v) == 0 && v == 0);
+	CHECK(argtab_parse_size("1k", 0, ULLONG_MAX, &v) == 0 && v == 1024);
+	CHECK(argtab_parse_size("3MiB", 0, ULLONG_MAX, &v) == 0 && v == 3 << 20);
+	CHECK(argtab_parse_size("5GB", 0, ULLONG_MAX, &v) == 0 && v == 5ULL << 30);
+	CHECK(argtab_parse_size("2T", 0, ULLONG_MAX, &v) == 0 && v == 2ULL << 40);
+	CHECK(argtab_parse_size("17B", 0, ULLONG_MAX, &v) == 0 && v == 17);
+	CHECK(argtab_parse_size("", 0, ULLONG_MAX, &v) == -EINVAL);
+	CHECK(argtab_parse_size("-1", 0, ULLONG_MAX, &v) == -EINVAL);
+	CHECK(argtab_parse_size(" 1", 0, ULLONG_MAX, &v) == -EINVAL);
+	CHECK(argtab_parse_size("1 G", 0, ULLONG_MAX, &v) == -EINVAL);
+	CHECK(argtab_parse_size("16777216T", 0, ULLONG_MAX, &v) == -EINVAL);
 	CHECK(strcmp(config_log_level_name(3), "err") == 0);
 	CHECK(strcmp(config_log_level_name(9), "?") == 0);
 }
