@@ -7,6 +7,7 @@
 #include "fbank.h"
 #include "features_pipeline.h"
 #include "pcm.h"
+#include "probit.h"
 #include "reverb.h"
 #include "speed.h"
 #include "status.h"
@@ -156,36 +157,10 @@ static int worker_fbank(const struct feeder_wave_opts *w, struct fbank **out, ch
 static float dither_q[DITHER_TABLE];
 static pthread_once_t dither_once = PTHREAD_ONCE_INIT;
 
-/* The normal quantile function (Acklam's rational approximation, relative
- * error below 1.2e-9). */
-static double normal_quantile(double p)
-{
-	static const double a[] = { -3.969683028665376e+01, 2.209460984245205e+02,
-				    -2.759285104469687e+02, 1.383577518672690e+02,
-				    -3.066479806614716e+01, 2.506628277459239e+00 };
-	static const double b[] = { -5.447609879822406e+01, 1.615858368580409e+02,
-				    -1.556989798598866e+02, 6.680131188771972e+01,
-				    -1.328068155288572e+01 };
-	static const double c[] = { -7.784894002430293e-03, -3.223964580411365e-01,
-				    -2.400758277161838e+00, -2.549732539343734e+00,
-				    4.374664141464968e+00,  2.938163982698783e+00 };
-	static const double d[] = { 7.784695709041462e-03, 3.224671290700398e-01,
-				    2.445134137142996e+00, 3.754408661907416e+00 };
-	if (p < 0.02425 || p > 1 - 0.02425) {
-		double q = sqrt(-2 * log(p < 0.5 ? p : 1 - p));
-		double x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-			   ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
-		return p < 0.5 ? x : -x;
-	}
-	double q = p - 0.5, r = q * q;
-	return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
-	       (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
-}
-
 static void dither_init(void)
 {
 	for (int k = 0; k < DITHER_TABLE; k++)
-		dither_q[k] = (float)normal_quantile((k + 0.5) / DITHER_TABLE);
+		dither_q[k] = (float)probit((k + 0.5) / DITHER_TABLE);
 }
 
 static void add_dither(struct detrand *r, float *x, size_t n, float scale)

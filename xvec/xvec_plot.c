@@ -3,6 +3,7 @@
  * by rsvg-convert. */
 #include "xvec_plot.h"
 
+#include "probit.h"
 #include "status.h"
 
 #include <errno.h>
@@ -12,44 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-double xvec_probit(double p)
-{
-	static const double a[] = { -3.969683028665376e+01, 2.209460984245205e+02,
-				    -2.759285104469687e+02, 1.383577518672690e+02,
-				    -3.066479806614716e+01, 2.506628277459239e+00 };
-	static const double b[] = { -5.447609879822406e+01, 1.615858368580409e+02,
-				    -1.556989798598866e+02, 6.680131188771972e+01,
-				    -1.328068155288572e+01 };
-	static const double c[] = { -7.784894002430293e-03, -3.223964580411365e-01,
-				    -2.400758277161838e+00, -2.549732539343734e+00,
-				    4.374664141464968e+00,  2.938163982698783e+00 };
-	static const double d[] = { 7.784695709041462e-03, 3.224671290700398e-01,
-				    2.445134137142996e+00, 3.754408661907416e+00 };
-	double q, r, x;
-	if (p <= 0)
-		return -INFINITY;
-	if (p >= 1)
-		return INFINITY;
-	if (p < 0.02425) {
-		q = sqrt(-2 * log(p));
-		x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-		    ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
-	} else if (p > 1 - 0.02425) {
-		q = sqrt(-2 * log(1 - p));
-		x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-		    ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
-	} else {
-		q = p - 0.5;
-		r = q * q;
-		x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
-		    (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
-	}
-	/* one Halley step against erfc: full double precision */
-	double e = 0.5 * erfc(-x / sqrt(2)) - p;
-	double u = e * sqrt(2 * M_PI) * exp(x * x / 2);
-	return x - u / (1 + x * u / 2);
-}
 
 /* ---- DET --------------------------------------------------------------- */
 
@@ -64,12 +27,12 @@ double xvec_probit(double p)
 
 static double det_pos(double p, double lo, double hi)
 {
-	double zmin = xvec_probit(DET_PMIN), zmax = xvec_probit(DET_PMAX);
+	double zmin = probit(DET_PMIN), zmax = probit(DET_PMAX);
 	if (p < DET_PMIN)
 		p = DET_PMIN;
 	if (p > DET_PMAX)
 		p = DET_PMAX;
-	return lo + (hi - lo) * (xvec_probit(p) - zmin) / (zmax - zmin);
+	return lo + (hi - lo) * (probit(p) - zmin) / (zmax - zmin);
 }
 
 static double det_x(double pfa)

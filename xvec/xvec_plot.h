@@ -30,8 +30,4 @@ int xvec_plot_log(FILE *out, const char *path, size_t *skipped, char *err, size_
 int xvec_plot_save(const char *path, int (*draw)(FILE *out, void *ctx, char *err, size_t errlen),
 		   void *ctx, char *err, size_t errlen);
 
-/* The normal deviate of probability p in (0, 1) (the inverse of the
- * standard normal CDF; Acklam's rational approximation, refined). */
-double xvec_probit(double p);
-
 #endif
