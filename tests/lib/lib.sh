@@ -324,5 +324,6 @@ metrics_port() {
 	[ -n "$port" ] || fail "no 'serving /metrics' line in the log"
 }
 
-# sanitized: feederd is built with AddressSanitizer.
-sanitized() { ldd "$feederd" 2>/dev/null | grep -q libasan; }
+# sanitized [asan|tsan]: feederd is built with AddressSanitizer (or the
+# sanitizer named).
+sanitized() { ldd "$feederd" 2>/dev/null | grep -q "lib${1:-asan}"; }
