@@ -1,14 +1,19 @@
-# bench_run.sh — sourced by the GPU benchmark scripts (xvec_gpu.sh,
-# xvec_quality.sh, gpu_pipeline.sh), on top of the shell test fixture
-# (tests/lib/lib.sh: src, build, the work folder $tmp and its $datasets,
-# the daemon): where the logs are, and one way to run a step, so that each
-# script can run unattended on a bare machine with a fixed time budget and
-# still say what it did.
+# bench_run.sh — sourced by the benchmark scripts, on top of the shell test
+# fixture (tests/lib/lib.sh: src, build, the work folder $tmp and its
+# $datasets, the daemon). The GPU ones (xvec_gpu.sh, xvec_quality.sh,
+# gpu_pipeline.sh) run unattended on a bare machine with a fixed time budget
+# and still say what they did: each step through bench_run, the markdown
+# table on stdout, progress on stderr, the exit status of bench_exit; they
+# read FEEDER_BUILD (the build tree or an unpacked bundle mirroring it:
+# nothing here builds or installs anything for them), LOGDIR and DRY (0/1)
+# besides their own variables. The ones run by hand here start with
+# bench_build.
 #
 #   bench_init NAME      LOGDIR (kept; default a new /tmp/NAME.XXXXXX; several
 #                        scripts may share one: every file is named NAME.*)
-#   bench_probe          sets gpu (the CUDA device's name) or gpu_why (why
-#                        there is none), and DRY (1 without a device)
+#   bench_probe [TOOL FLAG]   sets gpu (the CUDA device's name) or gpu_why
+#                        (why there is none), and DRY (1 without a device,
+#                        unless set), from xvec_gpu_bench --probe or TOOL FLAG
 #   bench_run STEP SECONDS CMD...
 #                        runs CMD under timeout: stdout to NAME.STEP.out,
 #                        stderr to NAME.STEP.log, the command line to
@@ -26,8 +31,10 @@
 #   bench_daemon_gpu STEP ARGS...   the same with --gpu 0 where there is a
 #                        device, falling back to none (daemon_gpu_why says why)
 #   bench_exit           1 if a step failed, 77 if none ran, else 0
-# The programs come from $build only (an unpacked bundle mirrors the build
-# tree): nothing here builds or installs anything.
+#   bench_build [PACKAGES]   Debian PACKAGES installed (tools/install-deps),
+#                        the build set up where it is not and brought up to
+#                        date, FEEDER_BUILD exported, cores and threads (the
+#                        generators' and packer's) all cores, in the sources
 
 # shellcheck source=../lib/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"
@@ -45,15 +52,14 @@ bench_init() {
 	echo "$bench_name: logs in $LOGDIR" >&2
 }
 
-# Sets gpu (the device's name) or gpu_why (why there is none) and DRY (1
-# without a device, unless set), from xvec_gpu_bench --probe.
 bench_probe() {
-	local probe=$build/tests/xvec_cuda/xvec_gpu_bench
+	local probe=${1:-$build/tests/xvec_cuda/xvec_gpu_bench}
 	gpu='' gpu_why=''
 	if [ ! -x "$probe" ]; then
 		gpu_why="this build has no CUDA tools ($probe)"
-	elif ! gpu=$(timeout 60 "$probe" --probe 2>&1); then
-		gpu_why=${gpu#xvec_gpu_bench: }
+	elif ! gpu=$(timeout 60 "$probe" "${2:---probe}" 2>&1); then
+		# the tool says "xvec_gpu_bench: WHY" or "SKIP: WHY"
+		gpu_why=${gpu#*: }
 		gpu=
 	fi
 	DRY=${DRY:-$([ -n "$gpu_why" ] && echo 1 || echo 0)}
@@ -106,10 +112,8 @@ bench_daemon() {
 	return 1
 }
 
-# bench_daemon with --gpu 0 unless $gpu_why says there is no device; if
-# that daemon does not start, one without the GPU (STEP_cpu), so that the CPU
-# rows still run. daemon_gpu_why is empty when the GPU daemon runs, else why
-# the GPU rows cannot.
+# Where the --gpu 0 daemon does not start, one without the GPU (STEP_cpu),
+# so that the CPU rows still run.
 bench_daemon_gpu() {
 	local step=$1
 	shift
@@ -124,6 +128,16 @@ bench_daemon_gpu() {
 
 bench_daemon_stop() {
 	stop_daemon 10 || :
+}
+
+bench_build() {
+	cd "$src" || exit 1
+	export FEEDER_BUILD=$build
+	cores=$(nproc)
+	threads=$cores
+	[ -z "${1:-}" ] || FEEDER_DEPS_EXTRA=$1 tools/install-deps
+	[ -f "$build/build.ninja" ] || meson setup "$build" -Dwerror=true >/dev/null
+	ninja -C "$build" >/dev/null
 }
 
 bench_exit() {

@@ -7,13 +7,10 @@
 # FEEDERD=/path/to/feederd compares another build of the daemon (e.g. an
 # older commit's) with the same clients.
 set -euo pipefail
-. "$(dirname "$0")/../lib/lib.sh"
-cd "$src"
+. "$(dirname "$0")/bench_run.sh"
 N=${1:-2000}
 feederd=${FEEDERD:-$feederd}
-threads=$(nproc)
-[ -f "$build/build.ninja" ] || meson setup "$build" -Dwerror=true >/dev/null
-ninja -C "$build" >/dev/null
+bench_build
 imgs=/tmp/feeder-bench-images-$N
 [ -d "$imgs" ] || gen_images "$imgs" "$N" 10 7
 pack_images images "$imgs"

@@ -57,6 +57,14 @@ class FeederLMDB:
         label, plen, _crc, frames, dim, dtype = SAMPLE_HDR.unpack_from(v)
         return label, v[self.hdr_bytes:self.hdr_bytes + plen], frames, dim, dtype
 
+    def labels(self):
+        """{label id: class name} (the "labels" database)."""
+        if self.env is None:
+            self._open()
+        db = self.env.open_db(b"labels", create=False)
+        with self.env.begin() as txn:
+            return {struct.unpack(">I", k)[0]: v.decode() for k, v in txn.cursor(db)}
+
     def features(self, index):
         label, payload, frames, dim, dtype = self.get(index)
         arr = np.frombuffer(payload, dtype=np.float16 if dtype == 1 else np.float32)

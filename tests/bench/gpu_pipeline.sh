@@ -20,27 +20,17 @@
 #
 # Without a CUDA device the gpu columns and rows read "skipped: <reason>" and
 # the cpu ones run at small sizes (DRY=1, chosen automatically: the CI dry
-# run). Prints markdown tables on stdout, progress on stderr. Exit 0 when
-# everything that could run ran, 1 when a step failed, 77 when nothing could.
-# Environment: FEEDER_BUILD (the build tree or an unpacked bundle mirroring
-# it), LOGDIR (kept), DRY (0/1), THREADS (default "4 <all cores>"; "2" when
-# DRY), BATCHES (batches per measurement, 20; 2 when DRY), BATCH (256; 32
-# when DRY), FEEDER_PYTHON; time budgets in seconds T_DATA (120), T_BENCH
-# (90 each), T_FEED (60 each).
+# run). Environment (besides bench_run.sh's): THREADS (default "4 <all
+# cores>"; "2" when DRY), BATCHES (batches per measurement, 20; 2 when DRY),
+# BATCH (256; 32 when DRY), FEEDER_PYTHON; time budgets in seconds T_DATA
+# (120), T_BENCH (90 each), T_FEED (60 each).
 set -uo pipefail
 # shellcheck source=tests/bench/bench_run.sh
 . "$(dirname "$0")/bench_run.sh"
 bench_init gpu_pipeline
 cores=$(nproc)
 tool=$build/tests/gpu/gpu_pipeline_bench
-
-gpu_why=
-if [ ! -x "$tool" ]; then
-	gpu_why="this build has no CUDA tools ($tool)"
-elif ! why=$(timeout 60 "$tool" --check-device 2>&1); then
-	gpu_why=${why#SKIP: }
-fi
-DRY=${DRY:-$([ -n "$gpu_why" ] && echo 1 || echo 0)}
+bench_probe "$tool" --check-device
 if [ "$DRY" = 1 ]; then
 	N=${1:-64} THREADS=${THREADS:-2} BATCHES=${BATCHES:-2} BATCH=${BATCH:-32}
 else
@@ -57,22 +47,21 @@ bench_run gen_images "${T_DATA:-120}" "$build/tools/gen/gen-images" "$N" "$tmp/s
 		"$tmp/src" "$datasets/imgs" && data_ok=1
 rm -rf "$tmp/src"
 
-# The pipeline alone, per thread count.
+# The pipeline alone, per thread count (the cpu mode only without a device;
+# no tool: gpu_why says why).
 run=(--batch "$BATCH" --batches "$BATCHES" --json)
+why=$([ "$data_ok" != 1 ] && echo "no dataset" || echo "$gpu_why")
 for t in $THREADS; do
 	if [ "$data_ok" != 1 ] || [ ! -x "$tool" ]; then
-		why=$([ "$data_ok" != 1 ] && echo "no dataset" || echo "$gpu_why")
 		bench_skip "bench_t$t" "$why"
-		bench_skip "bench_host_t$t" "$why"
-		continue
-	fi
-	if [ -n "$gpu_why" ]; then
-		bench_run "bench_t$t" "${T_BENCH:-90}" "$tool" "$datasets/imgs" --threads "$t" \
-			"${run[@]}" --mode cpu
-		bench_skip "bench_host_t$t" "$gpu_why"
 	else
+		# shellcheck disable=SC2086 # ${gpu_why:+...} is two words or none
 		bench_run "bench_t$t" "${T_BENCH:-90}" "$tool" "$datasets/imgs" --threads "$t" \
-			"${run[@]}"
+			"${run[@]}" ${gpu_why:+--mode cpu}
+	fi
+	if [ -n "$why" ]; then
+		bench_skip "bench_host_t$t" "$why"
+	else
 		bench_run "bench_host_t$t" "${T_BENCH:-90}" "$tool" "$datasets/imgs" \
 			--threads "$t" "${run[@]}" --mode gpu --host
 	fi

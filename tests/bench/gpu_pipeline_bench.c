@@ -23,6 +23,8 @@
  * CUDA runtime's threads count too) per 1,000 images; two warm-up batches
  * are not counted. Exits 77 when gpu mode is asked for and there is no
  * device. */
+#define BENCH_NAME "gpu_pipeline_bench"
+#include "bench_common.h"
 #include "protocol.h"
 #include "dsstore.h"
 #include "gpu_pipeline.h"
@@ -31,11 +33,7 @@
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #define WARMUP 2
 
@@ -62,13 +60,6 @@ struct bench {
 	int failed;             /* atomic: a worker hit an error */
 	char err[320];          /* its sentence */
 };
-
-static double wall(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static double cpu_seconds(void)
 {
@@ -145,66 +136,54 @@ struct result {
 	uint32_t cpu_finished;
 };
 
-static int start_threads(struct bench *b, pthread_t *t, void *(*fn)(void *))
+static void start_threads(struct bench *b, pthread_t *t, void *(*fn)(void *))
 {
 	for (uint32_t i = 0; i < b->threads; i++)
-		if (pthread_create(&t[i], NULL, fn, b)) {
-			fprintf(stderr, "gpu_pipeline_bench: cannot start thread %u\n", i);
-			exit(1);
-		}
-	return 0;
+		if (pthread_create(&t[i], NULL, fn, b))
+			bench_fail("cannot start thread %u", i);
 }
 
-static int run_cpu(struct bench *b, struct result *r)
+/* The cpu workers over batches batches, from sample 0. */
+static void cpu_pass(struct bench *b, uint32_t batches)
+{
+	pthread_t t[b->threads];
+	b->next = 0;
+	b->total = (uint64_t)batches * b->batch;
+	start_threads(b, t, cpu_worker);
+	for (uint32_t i = 0; i < b->threads; i++)
+		pthread_join(t[i], NULL);
+}
+
+static void run_cpu(struct bench *b, struct result *r)
 {
 	size_t sb = jpeg_pipeline_sample_bytes(&b->p);
 	b->out = malloc(sb * b->batch);
-	if (!b->out) {
-		fprintf(stderr, "gpu_pipeline_bench: out of memory\n");
-		return 1;
-	}
-	pthread_t t[b->threads];
-	/* warm-up: page in the dataset and the output */
-	b->next = 0;
-	b->total = (uint64_t)WARMUP * b->batch;
-	start_threads(b, t, cpu_worker);
-	for (uint32_t i = 0; i < b->threads; i++)
-		pthread_join(t[i], NULL);
-	b->next = 0;
-	b->total = (uint64_t)b->batches * b->batch;
-	double w0 = wall(), c0 = cpu_seconds();
-	start_threads(b, t, cpu_worker);
-	for (uint32_t i = 0; i < b->threads; i++)
-		pthread_join(t[i], NULL);
-	double w1 = wall(), c1 = cpu_seconds();
+	if (!b->out)
+		bench_fail("out of memory");
+	cpu_pass(b, WARMUP); /* page in the dataset and the output */
+	double w0 = bench_clock(CLOCK_MONOTONIC), c0 = cpu_seconds();
+	cpu_pass(b, b->batches);
+	double w1 = bench_clock(CLOCK_MONOTONIC), c1 = cpu_seconds();
 	free(b->out);
-	if (b->failed) {
-		fprintf(stderr, "gpu_pipeline_bench: %s\n", b->err);
-		return 1;
-	}
+	if (b->failed)
+		bench_fail("%s", b->err);
 	r->images_per_s = b->total / (w1 - w0);
 	r->core_s_per_1000 = (c1 - c0) / b->total * 1000;
 	r->cpu_finished = 0;
-	return 0;
 }
 
-static int run_gpu(struct bench *b, struct result *r)
+static void run_gpu(struct bench *b, struct result *r)
 {
 	char err[256];
 	for (int i = 0; i < 2; i++)
 		if (gpu_pipeline_create_jpeg(&b->g[i], 0, &b->p, b->batch, b->staging, err,
-					     sizeof err)) {
-			fprintf(stderr, "gpu_pipeline_bench: %s\n", err);
-			return 1;
-		}
+					     sizeof err))
+			bench_fail("%s", err);
 	size_t sb = gpu_pipeline_sample_bytes(b->g[0]);
 	void *host[2] = { NULL, NULL };
 	for (int i = 0; b->host && i < 2; i++)
-		if (cudaMallocHost(&host[i], sb * b->batch) != cudaSuccess) {
-			fprintf(stderr,
-				"gpu_pipeline_bench: no pinned memory for the host batches\n");
-			return 1;
-		}
+		if (cudaMallocHost(&host[i], sb * b->batch) != cudaSuccess)
+			bench_fail("no pinned memory for the host batches");
 	uint32_t total = b->batches + WARMUP;
 	uint32_t measured = b->batches;
 	b->batches = total; /* the workers' loop count */
@@ -220,7 +199,7 @@ static int run_gpu(struct bench *b, struct result *r)
 			/* the warm-up batches must be finished before timing */
 			for (int i = 0; i < 2 && !rc; i++)
 				rc = gpu_pipeline_wait(b->g[i], err, sizeof err);
-			w0 = wall();
+			w0 = bench_clock(CLOCK_MONOTONIC);
 			c0 = cpu_seconds();
 		}
 		struct gpu_pipeline *g = b->g[k % 2];
@@ -240,7 +219,7 @@ static int run_gpu(struct bench *b, struct result *r)
 	}
 	for (int i = 0; i < 2 && !rc; i++)
 		rc = gpu_pipeline_wait(b->g[i], err, sizeof err);
-	double w1 = wall(), c1 = cpu_seconds();
+	double w1 = bench_clock(CLOCK_MONOTONIC), c1 = cpu_seconds();
 	for (uint32_t i = 0; i < b->threads; i++)
 		pthread_join(t[i], NULL);
 	pthread_barrier_destroy(&b->start);
@@ -251,123 +230,80 @@ static int run_gpu(struct bench *b, struct result *r)
 		if (host[i])
 			cudaFreeHost(host[i]);
 	}
-	if (rc || b->failed) {
-		fprintf(stderr, "gpu_pipeline_bench: %s\n", rc ? err : b->err);
-		return 1;
-	}
+	if (rc || b->failed)
+		bench_fail("%s", rc ? err : b->err);
 	uint64_t images = (uint64_t)measured * b->batch;
 	r->images_per_s = images / (w1 - w0);
 	r->core_s_per_1000 = (c1 - c0) / images * 1000;
 	r->cpu_finished = cpu_finished;
-	return 0;
-}
-
-static int usage(void)
-{
-	fprintf(stderr, "usage: gpu_pipeline_bench DATASET [--threads T] [--batch B] [--size S] "
-			"[--dtype u8|f16|f32] [--batches N] [--mode cpu|gpu|both] [--host] "
-			"[--staging BYTES] [--json]\n");
-	return 2;
 }
 
 int main(int argc, char **argv)
 {
 	struct bench b = { .threads = 4, .batch = 256, .batches = 20 };
 	uint32_t size = 224;
-	int dtype = FEEDER_DTYPE_F16, json = 0, do_cpu = 1, do_gpu = 1;
-	const char *dir = NULL;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--host")) {
-			b.host = 1;
-			continue;
-		}
-		if (!strcmp(a, "--json")) {
-			json = 1;
-			continue;
-		}
-		if (!strcmp(a, "--check-device")) {
-			char why[256];
-			if (gpu_pipeline_devices(why, sizeof why) < 1) {
-				printf("SKIP: %s\n", why);
-				return 77;
-			}
-			return 0;
-		}
-		if (a[0] != '-') {
-			dir = a;
-			continue;
-		}
-		if (i + 1 >= argc)
-			return usage();
-		const char *v = argv[++i];
-		if (!strcmp(a, "--threads"))
-			b.threads = (uint32_t)atoi(v);
-		else if (!strcmp(a, "--batch"))
-			b.batch = (uint32_t)atoi(v);
-		else if (!strcmp(a, "--size"))
-			size = (uint32_t)atoi(v);
-		else if (!strcmp(a, "--batches"))
-			b.batches = (uint32_t)atoi(v);
-		else if (!strcmp(a, "--staging"))
-			b.staging = (size_t)strtoull(v, NULL, 10);
-		else if (!strcmp(a, "--dtype"))
-			dtype = !strcmp(v, "u8")    ? FEEDER_DTYPE_U8
-				: !strcmp(v, "f32") ? FEEDER_DTYPE_F32
-						    : FEEDER_DTYPE_F16;
-		else if (!strcmp(a, "--mode")) {
-			do_cpu = strcmp(v, "gpu") != 0;
-			do_gpu = strcmp(v, "cpu") != 0;
-		} else
-			return usage();
-	}
-	if (!dir || b.threads < 1 || b.threads > 256 || b.batch < 1 || b.batches < 1 || size < 1)
-		return usage();
+	int json = 0, check = 0;
+	const char *dir = NULL, *dn = "f16", *mode = "both";
+	const struct bench_opt opts[] = {
+		{ "--threads", 'u', &b.threads }, { "--batch", 'u', &b.batch },
+		{ "--size", 'u', &size },         { "--batches", 'u', &b.batches },
+		{ "--staging", 'U', &b.staging }, { "--dtype", 's', &dn },
+		{ "--mode", 's', &mode },         { "--host", '1', &b.host },
+		{ "--json", '1', &json },         { "--check-device", '1', &check }
+	};
+	bench_parse(argc, argv, opts, &dir);
 	char err[256];
+	if (check) {
+		if (gpu_pipeline_devices(err, sizeof err) < 1) {
+			printf("SKIP: %s\n", err);
+			return 77;
+		}
+		return 0;
+	}
+	if (!dir || b.threads < 1 || b.threads > 256 || b.batch < 1 || b.batches < 1 || size < 1) {
+		fprintf(stderr,
+			"usage: gpu_pipeline_bench DATASET [--threads T] [--batch B] "
+			"[--size S] [--dtype u8|f16|f32] [--batches N] [--mode cpu|gpu|both] "
+			"[--host] [--staging BYTES] [--json]\n");
+		return 2;
+	}
+	if (strcmp(dn, "u8") && strcmp(dn, "f32"))
+		dn = "f16";
+	int dtype = !strcmp(dn, "u8")    ? FEEDER_DTYPE_U8
+		    : !strcmp(dn, "f32") ? FEEDER_DTYPE_F32
+					 : FEEDER_DTYPE_F16;
+	int do_cpu = strcmp(mode, "gpu") != 0, do_gpu = strcmp(mode, "cpu") != 0;
 	if (do_gpu && gpu_pipeline_devices(err, sizeof err) < 1) {
 		fprintf(stderr, "SKIP: %s\n", err);
 		return 77;
 	}
 	struct dsstore *ds;
 	struct dsstore_txn *txn;
-	if (dsstore_open(dir, &ds, err, sizeof err) ||
-	    dsstore_txn_begin(ds, &txn, err, sizeof err)) {
-		fprintf(stderr, "gpu_pipeline_bench: %s\n", err);
-		return 1;
-	}
+	if (dsstore_open(dir, &ds, err, sizeof err) || dsstore_txn_begin(ds, &txn, err, sizeof err))
+		bench_fail("%s", err);
 	const struct dsformat_header *h = dsstore_header(ds);
-	if (h->kind != DSFORMAT_KIND_JPEG || h->samples == 0) {
-		fprintf(stderr, "gpu_pipeline_bench: %s is not a non-empty jpeg dataset\n", dir);
-		return 1;
-	}
+	if (h->kind != DSFORMAT_KIND_JPEG || h->samples == 0)
+		bench_fail("%s is not a non-empty jpeg dataset", dir);
 	/* Pointers into the map stay valid while txn is open; every thread
 	 * reads them. */
 	b.nsamples = h->samples;
 	b.samples = calloc(b.nsamples, sizeof *b.samples);
-	if (!b.samples) {
-		fprintf(stderr, "gpu_pipeline_bench: out of memory\n");
-		return 1;
-	}
+	if (!b.samples)
+		bench_fail("out of memory");
 	for (uint64_t i = 0; i < b.nsamples; i++) {
 		struct dsformat_sample s;
-		if (dsstore_get_sample(txn, i, &s, &b.samples[i].jpeg, err, sizeof err)) {
-			fprintf(stderr, "gpu_pipeline_bench: sample %llu: %s\n",
-				(unsigned long long)i, err);
-			return 1;
-		}
+		if (dsstore_get_sample(txn, i, &s, &b.samples[i].jpeg, err, sizeof err))
+			bench_fail("sample %llu: %s", (unsigned long long)i, err);
 		b.samples[i].len = s.payload_len;
 	}
 	proto_opts_jpeg(&b.p, size, 1);
 	b.p.dtype = dtype;
 
 	struct result cpu = { 0 }, gpu = { 0 };
-	if (do_cpu && run_cpu(&b, &cpu))
-		return 1;
-	if (do_gpu && run_gpu(&b, &gpu))
-		return 1;
-	const char *dn = dtype == FEEDER_DTYPE_U8    ? "u8"
-			 : dtype == FEEDER_DTYPE_F32 ? "f32"
-						     : "f16";
+	if (do_cpu)
+		run_cpu(&b, &cpu);
+	if (do_gpu)
+		run_gpu(&b, &gpu);
 	if (json) {
 		printf("{\"threads\": %u, \"batch\": %u, \"size\": %u, \"dtype\": \"%s\", "
 		       "\"batches\": %u, \"host_copy\": %s",

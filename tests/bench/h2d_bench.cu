@@ -12,11 +12,10 @@
  * that a neighbour's burst on the link does not decide the ratio.
  * Usage: h2d_bench [--bytes N] [--chunk N] [--iters N] [--rounds N]. Exits 77
  * with the reason when there is no CUDA device. */
+#define BENCH_NAME "h2d_bench"
+#include "bench_common.h"
 #include <cuda_runtime.h>
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -24,18 +23,17 @@ extern "C" {
 #include "cuda_info.h"
 }
 
-static int h2d_fail(const char *what, cudaError_t e)
+static void h2d_check(const char *what, cudaError_t e)
 {
-	fprintf(stderr, "h2d_bench: %s: %s\n", what, cudaGetErrorString(e));
-	return 1;
+	if (e != cudaSuccess)
+		bench_fail("%s: %s", what, cudaGetErrorString(e));
 }
 
 /* GB/s of `iters` chunk copies from src (bytes long) to dst. */
-static int h2d_time(const char *src, size_t bytes, size_t chunk, int iters, void *dst,
-		    cudaStream_t st, double *gbs)
+static void h2d_time(const char *src, size_t bytes, size_t chunk, int iters, void *dst,
+		     cudaStream_t st, double *gbs)
 {
 	cudaEvent_t e0, e1;
-	cudaError_t e;
 	size_t nchunks = bytes / chunk;
 	float ms;
 
@@ -44,38 +42,30 @@ static int h2d_time(const char *src, size_t bytes, size_t chunk, int iters, void
 	for (int i = -3; i < iters; i++) {
 		if (i == 0)
 			cudaEventRecord(e0, st);
-		e = cudaMemcpyAsync(dst, src + (size_t)((i + 3) % nchunks) * chunk, chunk,
-				    cudaMemcpyHostToDevice, st);
-		if (e != cudaSuccess)
-			return h2d_fail("cudaMemcpyAsync", e);
+		h2d_check("cudaMemcpyAsync",
+			  cudaMemcpyAsync(dst, src + (size_t)((i + 3) % nchunks) * chunk, chunk,
+					  cudaMemcpyHostToDevice, st));
 	}
 	cudaEventRecord(e1, st);
-	e = cudaEventSynchronize(e1);
-	if (e != cudaSuccess)
-		return h2d_fail("copy", e);
+	h2d_check("copy", cudaEventSynchronize(e1));
 	cudaEventElapsedTime(&ms, e0, e1);
 	*gbs = (double)chunk * iters / (ms * 1e-3) / 1e9;
 	cudaEventDestroy(e0);
 	cudaEventDestroy(e1);
-	return 0;
 }
 
 /* The best GB/s of each source over `rounds` rounds in which they take turns. */
-static int h2d_best(const char *alloc, const char *ring, const char *heap, size_t bytes,
-		    size_t chunk, int iters, int rounds, void *dst, cudaStream_t st,
-		    double *g_alloc, double *g_ring, double *g_heap)
+static void h2d_best(const char *const *src, size_t bytes, size_t chunk, int iters, int rounds,
+		     void *dst, cudaStream_t st, double *best)
 {
-	const char *src[3] = { alloc, ring, heap };
-	double *best[3] = { g_alloc, g_ring, g_heap }, g;
+	double g;
 
 	for (int r = 0; r < rounds; r++)
 		for (int k = 0; k < 3; k++) {
-			if (h2d_time(src[k], bytes, chunk, iters, dst, st, &g))
-				return 1;
-			if (g > *best[k])
-				*best[k] = g;
+			h2d_time(src[k], bytes, chunk, iters, dst, st, &g);
+			if (g > best[k])
+				best[k] = g;
 		}
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -85,63 +75,37 @@ int main(int argc, char **argv)
 	struct cuda_info_device dev;
 	char why[256];
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--bytes"))
-			bytes = strtoull(argv[i + 1], NULL, 10);
-		else if (!strcmp(argv[i], "--chunk"))
-			chunk = strtoull(argv[i + 1], NULL, 10);
-		else if (!strcmp(argv[i], "--iters"))
-			iters = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--rounds"))
-			rounds = atoi(argv[i + 1]);
-		else {
-			fprintf(stderr, "usage: h2d_bench [--bytes N] [--chunk N] [--iters N] "
-					"[--rounds N]\n");
-			return 2;
-		}
-	}
-	if (chunk < 1 || bytes < chunk || iters < 1 || rounds < 1) {
-		fprintf(stderr,
-			"h2d_bench: need 1 <= chunk <= bytes, iters >= 1 and rounds >= 1\n");
-		return 2;
-	}
-	if (cuda_info_devices(&dev, why, sizeof(why)) < 1) {
-		fprintf(stderr, "h2d_bench: %s\n", why);
-		return 77;
-	}
+	const struct bench_opt opts[] = { { "--bytes", 'U', &bytes },
+					  { "--chunk", 'U', &chunk },
+					  { "--iters", 'i', &iters },
+					  { "--rounds", 'i', &rounds } };
+
+	bench_parse(argc, argv, opts, NULL);
+	if (chunk < 1 || bytes < chunk || iters < 1 || rounds < 1)
+		bench_exit(2, "need 1 <= chunk <= bytes, iters >= 1 and rounds >= 1");
+	if (cuda_info_devices(&dev, why, sizeof(why)) < 1)
+		bench_exit(77, "%s", why);
 
 	void *dst, *hostalloc, *heap = malloc(bytes);
 	cudaStream_t st;
-	cudaError_t e;
 	int fd = memfd_create("h2d_bench_ring", MFD_CLOEXEC);
-	if (!heap || fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
-		fprintf(stderr, "h2d_bench: cannot make a %zu-byte memfd: %s\n", bytes,
-			strerror(errno));
-		return 1;
-	}
+	if (!heap || fd < 0 || ftruncate(fd, (off_t)bytes) != 0)
+		bench_fail("cannot make a %zu-byte memfd: %s", bytes, strerror(errno));
 	void *ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (ring == MAP_FAILED) {
-		fprintf(stderr, "h2d_bench: mmap: %s\n", strerror(errno));
-		return 1;
-	}
+	if (ring == MAP_FAILED)
+		bench_fail("mmap: %s", strerror(errno));
 	memset(ring, 1, bytes);
 	memset(heap, 1, bytes);
-	if ((e = cudaStreamCreate(&st)) != cudaSuccess)
-		return h2d_fail("cudaStreamCreate", e);
-	if ((e = cudaMalloc(&dst, chunk)) != cudaSuccess)
-		return h2d_fail("cudaMalloc", e);
-	if ((e = cudaHostAlloc(&hostalloc, bytes, cudaHostAllocDefault)) != cudaSuccess)
-		return h2d_fail("cudaHostAlloc", e);
+	h2d_check("cudaStreamCreate", cudaStreamCreate(&st));
+	h2d_check("cudaMalloc", cudaMalloc(&dst, chunk));
+	h2d_check("cudaHostAlloc", cudaHostAlloc(&hostalloc, bytes, cudaHostAllocDefault));
 	memset(hostalloc, 1, bytes);
-	if ((e = cudaHostRegister(ring, bytes,
-				  cudaHostRegisterPortable | cudaHostRegisterMapped)) !=
-	    cudaSuccess)
-		return h2d_fail("cudaHostRegister", e);
+	h2d_check("cudaHostRegister",
+		  cudaHostRegister(ring, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped));
 
-	double g_alloc = 0, g_ring = 0, g_heap = 0;
-	if (h2d_best((const char *)hostalloc, (const char *)ring, (const char *)heap, bytes, chunk,
-		     iters, rounds, dst, st, &g_alloc, &g_ring, &g_heap))
-		return 1;
+	const char *src[3] = { (const char *)hostalloc, (const char *)ring, (const char *)heap };
+	double g[3] = { 0, 0, 0 }, &g_alloc = g[0], &g_ring = g[1], &g_heap = g[2];
+	h2d_best(src, bytes, chunk, iters, rounds, dst, st, g);
 	printf("device: %s\n", dev.name);
 	printf("chunk %zu bytes x %d copies, buffer %zu bytes, best of %d rounds\n", chunk, iters,
 	       bytes, rounds);

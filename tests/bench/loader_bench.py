@@ -50,13 +50,9 @@ class _TimedLib:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", required=True)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--dtype", default="float16")
-    ap.add_argument("--layout", default="NCHW")
-    ap.add_argument("--batches", type=int, default=100)
-    ap.add_argument("--slots", type=int, default=4)
-    ap.add_argument("--seed", type=int, default=0)
+    for k, v in dict(batch=32, size=224, dtype="float16", layout="NCHW", batches=100, slots=4,
+                     seed=0).items():
+        ap.add_argument("--" + k, type=type(v), default=v)
     ap.add_argument("--eval", action="store_true", help="resize + center crop instead of train")
     ap.add_argument("--socket", default=None)
     a = ap.parse_args()
@@ -85,21 +81,19 @@ def run(a, feeder, timed):
     in_next_ns = 0
     first_ns = first_images = None
     epoch = 0
-    while n < a.batches:
+    while True:
         it = iter(loader)
         while n < a.batches:
             t = clock()
-            try:
-                data, labels = next(it)
-            except StopIteration:
-                in_next_ns += clock() - t
-                break
+            batch = next(it, None)
             in_next_ns += clock() - t
+            if batch is None:
+                break
             n += 1
-            images += len(labels)
+            images += len(batch[1])
             if first_ns is None:
-                first_ns, first_images = clock(), len(labels)
-        else:
+                first_ns, first_images = clock(), len(batch[1])
+        if n >= a.batches:
             break
         epoch += 1
         loader.set_epoch(epoch)

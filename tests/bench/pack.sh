@@ -40,22 +40,13 @@ BYTES=$(find "$IMG" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
 mkdir -p "$OUT"
 
 now() { date +%s.%N; }
-# run NAME CMD...: time CMD, append "NAME seconds" to the results.
 RESULTS=()
-run() {
-	local name=$1 t0 t1
-	shift
-	t0=$(now)
-	"$@"
-	t1=$(now)
-	RESULTS+=("$name|$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')")
-	echo "  $name: $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f s", b - a}')" >&2
-}
 # best NAME K SETUP CMD...: the fastest of K timed runs of CMD (SETUP, untimed,
-# before each): the two rows the packer's ratio compares (warm read, packing
-# into tmpfs) are memory-bound, and on this shared VM one run in three may
-# take twice as long (the kernel's copies slow down, not our code: sys time
-# doubles); the best of three compares like with like.
+# before each), appended as "NAME|seconds" to the results: the two rows the
+# packer's ratio compares (warm read, packing into tmpfs) are memory-bound,
+# and on this shared VM one run in three may take twice as long (the kernel's
+# copies slow down, not our code: sys time doubles); the best of three
+# compares like with like. run NAME CMD...: one timed run.
 best() {
 	local name=$1 k=$2 setup=$3 t0 t1 b="" i
 	shift 3
@@ -67,8 +58,9 @@ best() {
 		b=$(awk -v a="$t0" -v c="$t1" -v b="$b" 'BEGIN {d = c - a; printf "%.3f", (b == "" || d < b) ? d : b}')
 	done
 	RESULTS+=("$name|$b")
-	echo "  $name: best of $k, $b s" >&2
+	echo "  $name: $([ "$k" = 1 ] || echo "best of $k, ")$b s" >&2
 }
+run() { best "$1" 1 : "${@:2}"; }
 read_all() { find "$IMG" -type f -print0 | xargs -0 cat >/dev/null; }
 read_par() { find "$IMG" -type f -print0 | xargs -0 -P 32 -n 64 cat >/dev/null; }
 drop_caches() { sync && echo 3 2>/dev/null >/proc/sys/vm/drop_caches; }

@@ -13,11 +13,9 @@
  *
  * --dir DIR takes up to 64 JPEGs found under DIR (e.g. gen-images output or
  * real photos) instead of the synthetic ones; the full decode then decodes
- * each at its own size.
- *
- *   pipeline_bench [--width W --height H --size S --dtype u8|f16|f32 --seconds T
- *                   --resize auto|portable --dir DIR]
- */
+ * each at its own size. Options: the usage line in main. */
+#define BENCH_NAME "pipeline_bench"
+#include "bench_common.h"
 #include "protocol.h"
 #include "jpeg_pipeline.h"
 #include "jpeg_synth.h"
@@ -25,21 +23,13 @@
 #include "resize.h"
 
 #include <ftw.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #define NIMG_MAX 64
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: steadier on a shared machine */
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+/* Rates are of thread CPU time: steadier on a shared machine. */
+#define now() bench_clock(CLOCK_THREAD_CPUTIME_ID)
 
 struct bench {
 	uint8_t *jpeg[NIMG_MAX];
@@ -59,10 +49,8 @@ static int take_jpeg(const char *path, const struct stat *st, int type, struct F
 		return loading->n == NIMG_MAX;
 	FILE *fp = fopen(path, "rb");
 	uint8_t *b = fp ? malloc((size_t)st->st_size) : NULL;
-	if (!b || fread(b, 1, (size_t)st->st_size, fp) != (size_t)st->st_size) {
-		fprintf(stderr, "pipeline_bench: cannot read %s\n", path);
-		exit(1);
-	}
+	if (!b || fread(b, 1, (size_t)st->st_size, fp) != (size_t)st->st_size)
+		bench_fail("cannot read %s", path);
 	fclose(fp);
 	tjhandle tj = tjInitDecompress();
 	int w, h, ss, cs;
@@ -96,10 +84,8 @@ static double rate_pipeline(const struct bench *b, struct jpeg_worker *w,
 	uint64_t n = 0;
 	do {
 		for (int i = 0; i < b->n; i++, n++)
-			if (fn(w, p, b->jpeg[i], b->len[i], n, out, err, sizeof err)) {
-				fprintf(stderr, "pipeline_bench: %s\n", err);
-				exit(1);
-			}
+			if (fn(w, p, b->jpeg[i], b->len[i], n, out, err, sizeof err))
+				bench_fail("%s", err);
 		t = now() - t0;
 	} while (t < b->seconds);
 	jpeg_worker_take_times(w, &ds, &ts);
@@ -112,18 +98,14 @@ static double rate_full_decode(const struct bench *b)
 {
 	tjhandle tj = tjInitDecompress();
 	uint8_t *px = malloc((size_t)b->w * b->h * 3);
-	if (!tj || !px) {
-		fprintf(stderr, "pipeline_bench: out of memory\n");
-		exit(1);
-	}
+	if (!tj || !px)
+		bench_fail("out of memory");
 	double t0 = now(), t;
 	uint64_t n = 0;
 	do {
 		for (int i = 0; i < b->n; i++, n++)
-			if (tjDecompress2(tj, b->jpeg[i], b->len[i], px, 0, 0, 0, TJPF_RGB, 0)) {
-				fprintf(stderr, "pipeline_bench: %s\n", tjGetErrorStr2(tj));
-				exit(1);
-			}
+			if (tjDecompress2(tj, b->jpeg[i], b->len[i], px, 0, 0, 0, TJPF_RGB, 0))
+				bench_fail("%s", tjGetErrorStr2(tj));
 		t = now() - t0;
 	} while (t < b->seconds);
 	tjDestroy(tj);
@@ -131,73 +113,62 @@ static double rate_full_decode(const struct bench *b)
 	return n / t;
 }
 
+/* A row of the table: images/s of fn on b, against the full decode of the
+ * plain images, and the stage times. */
+static void row(const char *label, const struct bench *b, struct jpeg_worker *w,
+		const struct feeder_stream_opts *p, void *out, double full)
+{
+	double r = rate_pipeline(b, w, p, jpeg_pipeline_run, out);
+	printf("%-28s%8.0f images/s (%.2fx full decode; decode %.3f ms, transform %.3f ms)\n",
+	       label, r, r / full, last_decode_ms, last_transform_ms);
+}
+
 int main(int argc, char **argv)
 {
 	struct bench b = { .w = 500, .h = 375, .seconds = 1.0 };
-	const char *dir = NULL;
+	const char *dir = NULL, *dtype_name = "f16", *resize = "auto";
 	uint32_t size = 224;
-	int dtype = FEEDER_DTYPE_F16;
-	int impl = RESIZE_IMPL_AUTO;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!v) {
-			fprintf(stderr, "pipeline_bench: %s needs a value\n", a);
-			return 2;
-		}
-		i++;
-		if (!strcmp(a, "--width"))
-			b.w = atoi(v);
-		else if (!strcmp(a, "--height"))
-			b.h = atoi(v);
-		else if (!strcmp(a, "--size"))
-			size = (uint32_t)atoi(v);
-		else if (!strcmp(a, "--seconds"))
-			b.seconds = atof(v);
-		else if (!strcmp(a, "--dtype"))
-			dtype = !strcmp(v, "u8")    ? FEEDER_DTYPE_U8
-				: !strcmp(v, "f32") ? FEEDER_DTYPE_F32
-						    : FEEDER_DTYPE_F16;
-		else if (!strcmp(a, "--dir"))
-			dir = v;
-		else if (!strcmp(a, "--resize") && (!strcmp(v, "auto") || !strcmp(v, "portable")))
-			impl = !strcmp(v, "auto") ? RESIZE_IMPL_AUTO : RESIZE_IMPL_PORTABLE;
-		else {
-			fprintf(stderr,
-				"usage: pipeline_bench [--width W --height H --size S "
-				"--dtype u8|f16|f32 --seconds T --resize auto|portable --dir DIR]\n");
-			return 2;
-		}
-	}
-	if (b.w < 16 || b.h < 16 || size < 1 || size > (uint32_t)(b.w < b.h ? b.w : b.h) ||
-	    !(b.seconds > 0)) {
-		fprintf(stderr, "pipeline_bench: need 16 <= size <= image sides and seconds > 0\n");
+	const struct bench_opt opts[] = {
+		{ "--width", 'i', &b.w },        { "--height", 'i', &b.h },
+		{ "--size", 'u', &size },        { "--seconds", 'd', &b.seconds },
+		{ "--dtype", 's', &dtype_name }, { "--dir", 's', &dir },
+		{ "--resize", 's', &resize }
+	};
+	bench_parse(argc, argv, opts, NULL);
+	if (strcmp(resize, "auto") && strcmp(resize, "portable")) {
+		fprintf(stderr,
+			"usage: pipeline_bench [--width W --height H --size S "
+			"--dtype u8|f16|f32 --seconds T --resize auto|portable --dir DIR]\n");
 		return 2;
 	}
+	if (strcmp(dtype_name, "u8") && strcmp(dtype_name, "f32"))
+		dtype_name = "f16";
+	int dtype = !strcmp(dtype_name, "u8")    ? FEEDER_DTYPE_U8
+		    : !strcmp(dtype_name, "f32") ? FEEDER_DTYPE_F32
+						 : FEEDER_DTYPE_F16;
+	int impl = !strcmp(resize, "auto") ? RESIZE_IMPL_AUTO : RESIZE_IMPL_PORTABLE;
+	if (b.w < 16 || b.h < 16 || size < 1 || size > (uint32_t)(b.w < b.h ? b.w : b.h) ||
+	    !(b.seconds > 0))
+		bench_exit(2, "need 16 <= size <= image sides and seconds > 0");
 	if (dir) {
 		b.w = b.h = 0;
 		loading = &b;
-		if (nftw(dir, take_jpeg, 16, FTW_PHYS) < 0 || b.n == 0) {
-			fprintf(stderr, "pipeline_bench: no JPEGs under %s\n", dir);
-			return 1;
-		}
+		if (nftw(dir, take_jpeg, 16, FTW_PHYS) < 0 || b.n == 0)
+			bench_fail("no JPEGs under %s", dir);
 	} else {
 		b.n = 8;
 		for (int i = 0; i < b.n; i++) {
 			b.jpeg[i] =
 				jpeg_synth(b.w, b.h, TJSAMP_420, 90, (unsigned)i + 1, &b.len[i]);
-			if (!b.jpeg[i]) {
-				fprintf(stderr, "pipeline_bench: could not make test images\n");
-				return 1;
-			}
+			if (!b.jpeg[i])
+				bench_fail("could not make test images");
 		}
 	}
 	resize_select(impl);
 	char err[256];
 	struct jpeg_worker *w;
-	if (jpeg_worker_create(&w, err, sizeof err)) {
-		fprintf(stderr, "pipeline_bench: %s\n", err);
-		return 1;
-	}
+	if (jpeg_worker_create(&w, err, sizeof err))
+		bench_fail("%s", err);
 	struct feeder_stream_opts train, eval;
 	proto_opts_jpeg(&train, size, 1);
 	proto_opts_jpeg(&eval, size, 0);
@@ -214,10 +185,8 @@ int main(int argc, char **argv)
 		return 1;
 	for (int i = 0; i < b.n; i++) {
 		struct jpeg_tiles_result r;
-		if (jpeg_tiles_transcode(tiler, b.jpeg[i], b.len[i], &pol, &r, err, sizeof err)) {
-			fprintf(stderr, "pipeline_bench: transcode: %s\n", err);
-			return 1;
-		}
+		if (jpeg_tiles_transcode(tiler, b.jpeg[i], b.len[i], &pol, &r, err, sizeof err))
+			bench_fail("transcode: %s", err);
 		tb.jpeg[i] = r.data;
 		tb.len[i] = r.len;
 		restart = r.restart;
@@ -225,58 +194,28 @@ int main(int argc, char **argv)
 		tiled_bytes += r.len;
 	}
 	jpeg_tiler_destroy(tiler);
-	double ms[6][2];
-	double full = rate_full_decode(&b);
-	double tr = rate_pipeline(&b, w, &train, jpeg_pipeline_run, out);
-	ms[0][0] = last_decode_ms, ms[0][1] = last_transform_ms;
-	double ev = rate_pipeline(&b, w, &eval, jpeg_pipeline_run, out);
-	ms[1][0] = last_decode_ms, ms[1][1] = last_transform_ms;
-	double ref = rate_pipeline(&b, w, &train, jpeg_pipeline_reference, out);
-	double tfull = rate_full_decode(&tb);
-	double ttr = rate_pipeline(&tb, w, &train, jpeg_pipeline_run, out);
-	ms[2][0] = last_decode_ms, ms[2][1] = last_transform_ms;
-	double tev = rate_pipeline(&tb, w, &eval, jpeg_pipeline_run, out);
-	ms[3][0] = last_decode_ms, ms[3][1] = last_transform_ms;
-	/* the same two with libjpeg's own Huffman decoder (jpeg_huff.h) */
-	jpeg_worker_set_huff(w, 0);
-	double ltr = rate_pipeline(&tb, w, &train, jpeg_pipeline_run, out);
-	ms[4][0] = last_decode_ms, ms[4][1] = last_transform_ms;
-	double lev = rate_pipeline(&tb, w, &eval, jpeg_pipeline_run, out);
-	ms[5][0] = last_decode_ms, ms[5][1] = last_transform_ms;
-	jpeg_worker_set_huff(w, 1);
 	if (dir)
 		printf("%d JPEGs from %s (up to %dx%d)", b.n, dir, b.w, b.h);
 	else
 		printf("8 synthetic images %dx%d 4:2:0 q90", b.w, b.h);
-	printf(", output %ux%u %s, one thread, resize %s\n", size, size,
-	       dtype == FEEDER_DTYPE_U8    ? "u8"
-	       : dtype == FEEDER_DTYPE_F32 ? "f32"
-					   : "f16",
-	       impl == RESIZE_IMPL_PORTABLE ? "portable" : "auto");
-	printf("full-size tjDecompress2     %8.0f images/s\n", full);
-	printf("jpeg_pipeline_run train     %8.0f images/s (%.2fx full decode; decode %.3f ms, "
-	       "transform %.3f ms)\n",
-	       tr, tr / full, ms[0][0], ms[0][1]);
-	printf("jpeg_pipeline_run eval      %8.0f images/s (%.2fx full decode; decode %.3f ms, "
-	       "transform %.3f ms)\n",
-	       ev, ev / full, ms[1][0], ms[1][1]);
-	printf("jpeg_pipeline_reference     %8.0f images/s\n", ref);
+	printf(", output %ux%u %s, one thread, resize %s\n", size, size, dtype_name, resize);
+	double full = rate_full_decode(&b);
+	printf("%-28s%8.0f images/s\n", "full-size tjDecompress2", full);
+	row("jpeg_pipeline_run train", &b, w, &train, out, full);
+	row("jpeg_pipeline_run eval", &b, w, &eval, out, full);
+	printf("%-28s%8.0f images/s\n", "jpeg_pipeline_reference",
+	       rate_pipeline(&b, w, &train, jpeg_pipeline_reference, out));
 	printf("tiled (restart %u MCUs, %+.1f %% bytes):\n", restart,
 	       100.0 * ((double)tiled_bytes / plain_bytes - 1));
-	printf("  full-size tjDecompress2   %8.0f images/s\n", tfull);
-	printf("  jpeg_pipeline_run train   %8.0f images/s (%.2fx full decode; decode %.3f ms, "
-	       "transform %.3f ms)\n",
-	       ttr, ttr / full, ms[2][0], ms[2][1]);
-	printf("  jpeg_pipeline_run eval    %8.0f images/s (%.2fx full decode; decode %.3f ms, "
-	       "transform %.3f ms)\n",
-	       tev, tev / full, ms[3][0], ms[3][1]);
+	printf("%-28s%8.0f images/s\n", "  full-size tjDecompress2", rate_full_decode(&tb));
+	row("  jpeg_pipeline_run train", &tb, w, &train, out, full);
+	row("  jpeg_pipeline_run eval", &tb, w, &eval, out, full);
+	/* the same two with libjpeg's own Huffman decoder (jpeg_huff.h) */
 	printf("  the same with libjpeg's Huffman decoder:\n");
-	printf("  jpeg_pipeline_run train   %8.0f images/s (%.2fx full decode; decode %.3f ms, "
-	       "transform %.3f ms)\n",
-	       ltr, ltr / full, ms[4][0], ms[4][1]);
-	printf("  jpeg_pipeline_run eval    %8.0f images/s (%.2fx full decode; decode %.3f ms, "
-	       "transform %.3f ms)\n",
-	       lev, lev / full, ms[5][0], ms[5][1]);
+	jpeg_worker_set_huff(w, 0);
+	row("  jpeg_pipeline_run train", &tb, w, &train, out, full);
+	row("  jpeg_pipeline_run eval", &tb, w, &eval, out, full);
+	jpeg_worker_set_huff(w, 1);
 	for (int i = 0; i < b.n; i++)
 		free(tb.jpeg[i]);
 	free(out);

@@ -11,13 +11,10 @@
 # (0.6), dither 1, SpecAugment (0.6: one time mask of up to 10 frames, one
 # frequency mask of up to 8 bins). The options are written once, in
 # speech_aug_torch.py (AUG), and used by both sides.
-#   PyTorch  a DataLoader (num_workers = cores) over a Dataset that reads the
-#            LMDBs with python3-lmdb and augments with torchaudio (sox speed,
-#            kaldi.fbank) and scipy (fftconvolve), as the wespeaker / Kaldi
-#            recipes do (speech_aug_torch.py peer);
-#   Feeder   feederd --workers cores serving the same datasets, consumed by
-#            feeder.Loader(pipeline=feeder.Wave(...), dtype float32) in one
-#            Python process (speech_aug_torch.py feeder).
+#   PyTorch  speech_aug_torch.py peer: a DataLoader (num_workers = cores)
+#            augmenting as the wespeaker / Kaldi recipes do (torchaudio, scipy);
+#   Feeder   speech_aug_torch.py feeder: feederd --workers cores serving the
+#            same datasets, read by feeder.Loader in one Python process.
 # Each side is timed over CHUNKS chunks (default 1280) after a warm-up that
 # drains its prefetch; ROUNDS rounds (default 3) alternate the sides, with
 # and without augmentation (fbank + CMN only), and the best of each is kept.
@@ -29,17 +26,11 @@
 # gen-noise --count 5 (5 noise, 5 music, 5 speech files of 3-8 s), gen-rir
 # --count 10. About 2 minutes on 2 cores with the defaults.
 set -euo pipefail
-. "$(dirname "$0")/../lib/lib.sh"
-cd "$src"
+. "$(dirname "$0")/bench_run.sh"
 CHUNKS=${1:-1280}
 ROUNDS=${2:-3}
 BATCH=32
-export FEEDER_BUILD=$build
-cores=$(nproc)
-threads=$cores
-FEEDER_DEPS_EXTRA="python3-torch python3-torchaudio python3-scipy" tools/install-deps
-[ -f "$build/build.ninja" ] || meson setup "$build" -Dwerror=true >/dev/null
-ninja -C "$build" >/dev/null
+bench_build "python3-torch python3-torchaudio python3-scipy"
 [ -x "$build/tools/gen/gen-rir" ] || skip "speech_aug.sh: built without the audio libraries (have_audio)"
 need_python torch torchaudio scipy lmdb numpy cffi
 
@@ -51,20 +42,9 @@ pack_audio speech "$tmp/speech" --store wave
 pack_audio noise "$tmp/noise" --store wave
 pack_audio rir "$tmp/rirs" --store wave
 
-# The stage harness: built by Meson where tests/bench is a subdir of the
-# build (tests/bench/meson.build), else compiled here against the build's
-# static libraries (the same objects feederd links).
+# The stage harness (tests/bench/meson.build: built wherever audio is).
 harness=$build/tests/bench/wave_stage_bench
-if [ ! -x "$harness" ]; then
-  harness=$tmp/wave_stage_bench
-  # shellcheck disable=SC2046
-  cc -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Iproto -Imedia -Idaemon -I"$build" \
-    tests/bench/wave_stage_bench.c "$build/daemon/libfeeder_pipeline.a" \
-    "$build/media/libfeeder_features.a" "$build/media/libfeeder_media.a" \
-    "$build/proto/libfeeder_proto.a" \
-    $(pkg-config --libs lmdb fftw3f fftw3 sndfile soxr libturbojpeg libjpeg) -lm -lpthread \
-    -o "$harness"
-fi
+need_exe "$harness"
 
 start_daemon --workers "$cores" --log-level warning || fail "$daemon_why"
 peer=("$py" tests/bench/speech_aug_torch.py)
@@ -76,8 +56,7 @@ for round in $(seq "$ROUNDS"); do
   for aug in 1 0; do
     p=$("${peer[@]}" peer "$ds" --aug $aug --workers "$cores" "${common[@]}")
     f=$("${peer[@]}" feeder "$ds" --aug $aug --socket "$sock" "${common[@]}")
-    echo "round $round aug $aug: pytorch $p" >&2
-    echo "round $round aug $aug: feeder $f" >&2
+    printf '%s\n' "round $round aug $aug: pytorch $p" "round $round aug $aug: feeder $f" >&2
     printf '%s\t%s\t%s\n' "$aug" "$p" "$f" >>"$results"
   done
 done
@@ -89,10 +68,8 @@ hs1=$("$harness" --datasets "$ds" --aug 1 --json)
 hs0=$("$harness" --datasets "$ds" --aug 0 --json)
 ps1=$("${peer[@]}" stages "$ds" --aug 1 --chunks 300 --batch "$BATCH")
 ps0=$("${peer[@]}" stages "$ds" --aug 0 --chunks 300 --batch "$BATCH")
-echo "wave_stage_bench: $hs1" >&2
-echo "wave_stage_bench: $hs0" >&2
-echo "pytorch stages: $ps1" >&2
-echo "pytorch stages: $ps0" >&2
+printf 'wave_stage_bench: %s\n' "$hs1" "$hs0" >&2
+printf 'pytorch stages: %s\n' "$ps1" "$ps0" >&2
 
 "$py" - "$results" "$hs1" "$hs0" "$ps1" "$ps0" "$cores" "$CHUNKS" "$ROUNDS" "$BATCH" <<'PY'
 import json, sys

@@ -46,7 +46,6 @@ import argparse
 import json
 import math
 import os
-import struct
 import sys
 import time
 
@@ -68,17 +67,6 @@ AUG = dict(noise_p=0.6, reverb_p=0.6, speed_p=0.5, specaug_p=0.6, dither=1.0,
            babble=(3, 7), time_masks=1, time_mask_max=10, freq_masks=1, freq_mask_max=8)
 CATEGORIES = ("noise", "music", "speech")  # MUSAN's folders; speech makes babble
 SNR_KEY = {"noise": "snr_noise", "music": "snr_music", "speech": "snr_babble"}
-
-
-def class_names(path):
-    """{label id: class name} of a dataset (its "labels" database)."""
-    import lmdb
-    env = lmdb.open(path, readonly=True, lock=False, readahead=False, max_dbs=8)
-    db = env.open_db(b"labels", create=False)
-    with env.begin() as txn:
-        names = {struct.unpack(">I", k)[0]: v.decode() for k, v in txn.cursor(db)}
-    env.close()
-    return names
 
 
 def sox_works():
@@ -134,7 +122,7 @@ class SpeechAug:
         self.rir = FeederLMDB(os.path.join(root, "rir")) if aug else None
         self.cats = {}
         if aug:
-            names = class_names(os.path.join(root, "noise"))
+            names = self.noise.labels()
             by_label = {}
             for i in range(len(self.noise)):
                 by_label.setdefault(self.noise.get(i)[0], []).append(i)
@@ -160,8 +148,6 @@ class SpeechAug:
         import torch
         import torchaudio
         t = torch.from_numpy(x)[None]
-        if self._speed_sox is None:
-            self._speed_sox = sox_works()
         if self._speed_sox:
             y, _ = torchaudio.sox_effects.apply_effects_tensor(
                 t, RATE, [["speed", str(f)], ["rate", str(RATE)]])
@@ -244,11 +230,15 @@ class SpeechAug:
         return out, label
 
 
-def utterance_order(n, count, seed):
-    """count utterance indices: passes over the n utterances, each reshuffled."""
-    rng = np.random.default_rng(seed)
+def speech_aug(a, count, seed=0):
+    """The peer's Dataset of count items: passes over the utterances, each
+    reshuffled; the speed perturbation decided here (before any fork)."""
+    n = len(FeederLMDB(os.path.join(a.datasets, "speech")))
+    rng = np.random.default_rng(a.seed)
     passes = [rng.permutation(n) for _ in range((count + n - 1) // n)]
-    return np.concatenate(passes)[:count]
+    ds = SpeechAug(a.datasets, a.aug, np.concatenate(passes)[:count], seed)
+    ds._speed_sox = sox_works()
+    return ds
 
 
 def _worker_init(_):
@@ -260,11 +250,8 @@ def _worker_init(_):
 def peer(a):
     import torch
     from torch.utils.data import DataLoader
-    n = len(FeederLMDB(os.path.join(a.datasets, "speech")))
     warm = max(a.warmup, 2 * a.workers + 2)  # beyond the workers' prefetch
-    order = utterance_order(n, (warm + a.chunks // a.batch + 1) * a.batch, a.seed)
-    ds = SpeechAug(a.datasets, a.aug, order)
-    ds._speed_sox = sox_works()  # decided before the workers fork
+    ds = speech_aug(a, (warm + a.chunks // a.batch + 1) * a.batch)
     dl = DataLoader(ds, batch_size=a.batch, num_workers=a.workers, drop_last=True,
                     worker_init_fn=_worker_init, prefetch_factor=2)
     it = iter(dl)
@@ -285,11 +272,8 @@ def peer(a):
 def stages(a):
     import torch
     torch.set_num_threads(1)  # as in a DataLoader worker
-    n = len(FeederLMDB(os.path.join(a.datasets, "speech")))
     warm = 20
-    order = utterance_order(n, warm + a.chunks, a.seed)
-    ds = SpeechAug(a.datasets, a.aug, order, seed=7)
-    ds._speed_sox = sox_works()
+    ds = speech_aug(a, warm + a.chunks, seed=7)
     for i in range(warm):
         ds[i]
     ds.timer = Timer(True)
@@ -314,12 +298,7 @@ def stages(a):
 
 def feeder_side(a):
     import feeder
-    opts = {}
-    if a.aug:
-        opts = {k: v for k, v in AUG.items()}
-        opts.update(noise="noise", rir="rir")
-    else:
-        opts = dict(dither=0.0)
+    opts = dict(AUG, noise="noise", rir="rir") if a.aug else dict(dither=0.0)
     pipe = feeder.Wave(chunk_len=CHUNK, train=True, features="fbank", bins=BINS, cmn="utt",
                        **opts)
     ld = feeder.Loader("speech", a.batch, pipeline=pipe, seed=a.seed, dtype="float32",
@@ -350,13 +329,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", choices=("peer", "stages", "feeder"))
     ap.add_argument("datasets")
-    ap.add_argument("--aug", type=int, default=1)
-    ap.add_argument("--chunks", type=int, default=1280)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--workers", type=int, default=os.cpu_count())
+    for k, v in dict(aug=1, chunks=1280, batch=32, workers=os.cpu_count(), slots=4,
+                     seed=1).items():
+        ap.add_argument("--" + k, type=int, default=v)
     ap.add_argument("--warmup", type=int, default=4, help="batches not timed")
-    ap.add_argument("--slots", type=int, default=4)
-    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--socket", default=None)
     a = ap.parse_args()
     {"peer": peer, "stages": stages, "feeder": feeder_side}[a.mode](a)

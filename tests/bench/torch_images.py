@@ -43,10 +43,8 @@ class LMDBImages(Dataset):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dataset")
-    ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--batches", type=int, default=20)
-    ap.add_argument("--workers", type=int, default=os.cpu_count())
+    for k, v in dict(batch=256, size=224, batches=20, workers=os.cpu_count()).items():
+        ap.add_argument("--" + k, type=int, default=v)
     a = ap.parse_args()
     torch.set_num_threads(1)
     ds = LMDBImages(a.dataset, a.size)

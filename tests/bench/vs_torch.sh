@@ -20,19 +20,13 @@
 # unix socket and scrapes /metrics every second during the whole run (the
 # cost of the reporting).
 set -euo pipefail
-. "$(dirname "$0")/../lib/lib.sh"
-cd "$src"
+. "$(dirname "$0")/bench_run.sh"
 N=${1:-5000}
 BATCHES=${2:-15}
 # Every side times BATCHES batches after its first one (start-up: worker
 # fork or connect, stream open, the first batch), as torch_images.py does.
 consumed=$((BATCHES + 1))
-export FEEDER_BUILD=$build
-cores=$(nproc)
-threads=$cores
-FEEDER_DEPS_EXTRA="python3-torch python3-torchvision" tools/install-deps
-[ -f "$build/build.ninja" ] || meson setup "$build" -Dwerror=true >/dev/null
-ninja -C "$build" >/dev/null
+bench_build "python3-torch python3-torchvision"
 need_python torch torchvision PIL lmdb numpy cffi
 
 imgs=/tmp/feeder-bench-images-$N
@@ -68,9 +62,13 @@ topper=$!
 # dataset's LMDB pages it touched (page cache, shared and reclaimable); the
 # rings are RssShmem.
 rss() { awk '/^RssAnon/ {a = $2} /^RssFile/ {f = $2} END {print a, f}' "/proc/$daemon_pid/status"; }
+# stream DATASET [ARG...]: feeder-bench's JSON for $consumed batches of 256
+stream() {
+  "$build/tools/feeder-bench" --dataset "$1" --batch 256 --size 224 --dtype f16 "${@:2}" \
+    --batches "$consumed" --datasets "$datasets" --json
+}
 read -r anon0 file0 < <(rss)
-fb=$("$build/tools/feeder-bench" --dataset images --batch 256 --size 224 --dtype f16 \
-  --batches "$consumed" --datasets "$datasets" --json)
+fb=$(stream images)
 read -r anon1 file1 < <(rss)
 # feeder_stream_next when the batch is already waiting: a consumer slower than the
 # daemon (50 ms of simulated compute per batch of 32), so the ring is full
@@ -78,12 +76,9 @@ read -r anon1 file1 < <(rss)
 fr=$("$build/tools/feeder-bench" --dataset images --batch 32 --size 224 --dtype f16 \
   --batches 150 --hold-us 50000 --json)
 wait $topper || true
-fe=$("$build/tools/feeder-bench" --dataset images --batch 256 --size 224 --dtype f16 --eval \
-  --batches "$consumed" --datasets "$datasets" --json)
-fu=$("$build/tools/feeder-bench" --dataset images_untiled --batch 256 --size 224 --dtype f16 \
-  --batches "$consumed" --datasets "$datasets" --json)
-fue=$("$build/tools/feeder-bench" --dataset images_untiled --batch 256 --size 224 --dtype f16 --eval \
-  --batches "$consumed" --datasets "$datasets" --json)
+fe=$(stream images --eval)
+fu=$(stream images_untiled)
+fue=$(stream images_untiled --eval)
 echo "feeder-bench eval: $fe" >&2
 echo "feeder-bench untiled: $fu" >&2
 echo "feeder-bench untiled eval: $fue" >&2

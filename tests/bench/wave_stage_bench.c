@@ -11,11 +11,8 @@
  * chunk (the cut from the record), speed, reverb, noise (with gain and
  * dither), features (fbank + CMN + conversion), specaug.
  *
- * The stream options are the benchmark's (the PyTorch peer's in
- * speech_aug_torch.py): train, chunk_len 200, fbank 80 bins, CMN over the
- * chunk, f32, and with --aug 1 noise_p 0.6, reverb_p 0.6, speed_p 0.5,
- * specaug_p 0.6 (one time mask up to 10 frames, one frequency mask up to 8
- * bins), dither 1; with --aug 0 none of them (and dither 0).
+ * The stream options (set in main) are those of the PyTorch peer,
+ * speech_aug_torch.py's AUG; --aug 0 leaves out every augmentation.
  *
  * Each of --repeats runs does --warmup chunks, then --chunks timed chunks
  * (sample i of the run: record (i * 7919) mod count, key detrand_key(seed,
@@ -24,12 +21,9 @@
  * stage and chunks/s/core. The pipeline times its stages on the wall clock,
  * which a busy machine inflates where it preempts the thread: each chunk's
  * stages are scaled by that chunk's CPU/wall ratio (1 on a quiet machine),
- * so that they sum to its CPU time.
- *
- *   wave_stage_bench --datasets DIR [--speech NAME --noise NAME --rir NAME]
- *                    [--aug 0|1] [--chunks N] [--warmup N] [--repeats R]
- *                    [--seed S] [--json]
- */
+ * so that they sum to its CPU time. Options: the usage line in main. */
+#define BENCH_NAME "wave_stage_bench"
+#include "bench_common.h"
 #include "crc32c.h"
 #include "detrand.h"
 #include "dsformat.h"
@@ -40,18 +34,6 @@
 #include "wave_pipeline.h"
 
 #include <errno.h>
-#include <getopt.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-static double clock_s(clockid_t c)
-{
-	struct timespec ts;
-	clock_gettime(c, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* One opened dataset and the copy of its last record read. */
 struct src {
@@ -132,36 +114,27 @@ static int aux_read(void *ctx, uint64_t index, size_t offset, size_t n, float *o
 	return aux_record(ctx, index, offset, n, out, NULL, err, errlen);
 }
 
-static int src_open(struct src *s, const char *dir, const char *name)
+static void src_open(struct src *s, const char *dir, const char *name)
 {
 	char path[4096], err[256];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	s->name = name;
-	int rc = dsstore_open(path, &s->ds, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "wave_stage_bench: %s: %s\n", path, err);
-		return rc;
-	}
+	if (dsstore_open(path, &s->ds, err, sizeof(err)))
+		bench_fail("%s: %s", path, err);
 	s->hdr = *dsstore_header(s->ds);
-	if (s->hdr.kind != DSFORMAT_KIND_WAVE || s->hdr.samples == 0) {
-		fprintf(stderr, "wave_stage_bench: %s is not a non-empty wave dataset\n", path);
-		return -1;
-	}
-	return 0;
+	if (s->hdr.kind != DSFORMAT_KIND_WAVE || s->hdr.samples == 0)
+		bench_fail("%s is not a non-empty wave dataset", path);
 }
 
 /* The noise dataset's records per category (daemon/stream_task.c's
  * index_noise). */
-static int index_noise(struct src *s, struct wave_sources *ws)
+static void index_noise(struct src *s, struct wave_sources *ws)
 {
 	char err[256];
 	int64_t cat_of[WAVE_CATEGORIES] = { -1, -1, -1 };
 	struct dsstore_txn *txn = NULL;
-	int rc = dsstore_txn_begin(s->ds, &txn, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "wave_stage_bench: %s: %s\n", s->name, err);
-		return rc;
-	}
+	if (dsstore_txn_begin(s->ds, &txn, err, sizeof(err)))
+		bench_fail("%s: %s", s->name, err);
 	for (uint32_t k = 0; k < s->hdr.classes; k++) {
 		const char *name;
 		size_t len;
@@ -183,7 +156,6 @@ static int index_noise(struct src *s, struct wave_sources *ws)
 				ws->cat[c][ws->ncat[c]++] = i;
 	}
 	dsstore_txn_end(txn);
-	return 0;
 }
 
 struct result {
@@ -192,74 +164,33 @@ struct result {
 	unsigned chunks;
 };
 
-static void usage(void)
-{
-	fprintf(stderr, "usage: wave_stage_bench --datasets DIR [--speech NAME --noise NAME "
-			"--rir NAME] [--aug 0|1] [--chunks N] [--warmup N] [--repeats R] "
-			"[--seed S] [--json]\n");
-	exit(2);
-}
-
 int main(int argc, char **argv)
 {
 	const char *dir = NULL, *speech = "speech", *noise = "noise", *rir = "rir";
 	int aug = 1, json = 0;
-	unsigned chunks = 300, warmup = 30, repeats = 5;
+	uint32_t chunks = 300, warmup = 30, repeats = 5;
 	uint64_t seed = 1;
-	static const struct option lo[] = { { "datasets", required_argument, NULL, 'd' },
-					    { "speech", required_argument, NULL, 's' },
-					    { "noise", required_argument, NULL, 'n' },
-					    { "rir", required_argument, NULL, 'r' },
-					    { "aug", required_argument, NULL, 'a' },
-					    { "chunks", required_argument, NULL, 'c' },
-					    { "warmup", required_argument, NULL, 'w' },
-					    { "repeats", required_argument, NULL, 'R' },
-					    { "seed", required_argument, NULL, 'S' },
-					    { "json", no_argument, NULL, 'j' },
-					    { NULL, 0, NULL, 0 } };
-	int c;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (c) {
-		case 'd':
-			dir = optarg;
-			break;
-		case 's':
-			speech = optarg;
-			break;
-		case 'n':
-			noise = optarg;
-			break;
-		case 'r':
-			rir = optarg;
-			break;
-		case 'a':
-			aug = atoi(optarg) != 0;
-			break;
-		case 'c':
-			chunks = (unsigned)strtoul(optarg, NULL, 10);
-			break;
-		case 'w':
-			warmup = (unsigned)strtoul(optarg, NULL, 10);
-			break;
-		case 'R':
-			repeats = (unsigned)strtoul(optarg, NULL, 10);
-			break;
-		case 'S':
-			seed = strtoull(optarg, NULL, 10);
-			break;
-		case 'j':
-			json = 1;
-			break;
-		default:
-			usage();
-		}
+	const struct bench_opt opts[] = {
+		{ "--datasets", 's', &dir },  { "--speech", 's', &speech },
+		{ "--noise", 's', &noise },   { "--rir", 's', &rir },
+		{ "--aug", 'i', &aug },       { "--chunks", 'u', &chunks },
+		{ "--warmup", 'u', &warmup }, { "--repeats", 'u', &repeats },
+		{ "--seed", 'U', &seed },     { "--json", '1', &json }
+	};
+	bench_parse(argc, argv, opts, NULL);
+	if (!dir || chunks == 0 || repeats == 0) {
+		fprintf(stderr,
+			"usage: wave_stage_bench --datasets DIR [--speech NAME --noise NAME "
+			"--rir NAME] [--aug 0|1] [--chunks N] [--warmup N] [--repeats R] "
+			"[--seed S] [--json]\n");
+		return 2;
 	}
-	if (!dir || optind != argc || chunks == 0 || repeats == 0)
-		usage();
+	aug = aug != 0;
 
 	struct src sp = { 0 }, ns = { 0 }, rs = { 0 };
-	if (src_open(&sp, dir, speech) || src_open(&ns, dir, noise) || src_open(&rs, dir, rir))
-		return 1;
+	src_open(&sp, dir, speech);
+	src_open(&ns, dir, noise);
+	src_open(&rs, dir, rir);
 	struct wave_sources ws = { 0 };
 	ns.verified = calloc(ns.hdr.samples + 1, 1);
 	rs.verified = calloc(rs.hdr.samples + 1, 1);
@@ -275,8 +206,7 @@ int main(int argc, char **argv)
 				       .ctx = &rs,
 				       .key = 2,
 				       .count = rs.hdr.samples };
-	if (index_noise(&ns, &ws))
-		return 1;
+	index_noise(&ns, &ws);
 
 	struct feeder_stream_opts o;
 	proto_opts_default(&o);
@@ -300,10 +230,8 @@ int main(int argc, char **argv)
 		o.wave.dither = 1.0f;
 	}
 	char err[512];
-	if (proto_opts_check(&o, err, sizeof(err))) {
-		fprintf(stderr, "wave_stage_bench: options: %s\n", err);
-		return 1;
-	}
+	if (proto_opts_check(&o, err, sizeof(err)))
+		bench_fail("options: %s", err);
 	float *out = malloc((size_t)o.wave.bins * o.wave.chunk_len * sizeof(float));
 	if (!out)
 		return 1;
@@ -318,20 +246,19 @@ int main(int argc, char **argv)
 			struct dsformat_sample smp;
 			struct wave_times t;
 			wave_pipeline_take_times(&t);
-			double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID), w0 = clock_s(CLOCK_MONOTONIC);
+			double c0 = bench_clock(CLOCK_THREAD_CPUTIME_ID),
+			       w0 = bench_clock(CLOCK_MONOTONIC);
 			int rc = src_read(&sp, index, &smp, err, sizeof(err));
-			double w1 = clock_s(CLOCK_MONOTONIC);
+			double w1 = bench_clock(CLOCK_MONOTONIC);
 			int32_t label;
 			if (rc == 0)
 				rc = wave_pipeline_run(&o, &ws, &smp, sp.buf,
 						       detrand_key(seed, rep, i), sp.hdr.classes,
 						       out, &label, err, sizeof(err));
-			double c2 = clock_s(CLOCK_THREAD_CPUTIME_ID), w2 = clock_s(CLOCK_MONOTONIC);
-			if (rc < 0) {
-				fprintf(stderr, "wave_stage_bench: record %llu: %s\n",
-					(unsigned long long)index, err);
-				return 1;
-			}
+			double c2 = bench_clock(CLOCK_THREAD_CPUTIME_ID),
+			       w2 = bench_clock(CLOCK_MONOTONIC);
+			if (rc < 0)
+				bench_fail("record %llu: %s", (unsigned long long)index, err);
 			if (rc == WAVE_SKIPPED)
 				skipped++;
 			wave_pipeline_take_times(&t);
@@ -384,5 +311,7 @@ int main(int argc, char **argv)
 		free(ws.cat[c2]);
 	dsstore_close(sp.ds), dsstore_close(ns.ds), dsstore_close(rs.ds);
 	free(sp.buf), free(ns.buf), free(rs.buf);
+	free(ns.verified);
+	free(rs.verified);
 	return 0;
 }

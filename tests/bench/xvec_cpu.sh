@@ -8,15 +8,9 @@
 # Paper widths (512/1500/512), 30-dim MFCC, batch 32, chunk 200, noise 0.1.
 # Also trains the small quickstart model to report the held-out EER.
 set -euo pipefail
-. "$(dirname "$0")/../lib/lib.sh"
-cd "$src"
+. "$(dirname "$0")/bench_run.sh"
 STEPS=${1:-12}
-export FEEDER_BUILD=$build
-cores=$(nproc)
-threads=$cores
-FEEDER_DEPS_EXTRA="python3-torch" tools/install-deps
-[ -f "$build/build.ninja" ] || meson setup "$build" -Dwerror=true >/dev/null
-ninja -C "$build" >/dev/null
+bench_build python3-torch
 need_python torch numpy lmdb
 make_speech sp-train 40 30 1 --features mfcc --ceps 30
 make_speech sp-test 10 12 2 --features mfcc --ceps 30

@@ -21,6 +21,8 @@
  *   [--dump-host FILE]     no training: read --steps batches on the host
  *                          (feeder_stream_next) and write them the same way
  * Exits 77 with the reason when there is no CUDA device. */
+#define BENCH_NAME "xvec_feed_bench"
+#include "bench_common.h"
 #include "cuda_info.h"
 #include "feeder.h"
 #include "xvec_cuda.h"
@@ -28,11 +30,7 @@
 #include "xvec_model.h"
 
 #include <cuda_runtime.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+#include <errno.h>
 
 /* One batch in the dump: epoch, index, count (u64 each), labels, floats. */
 static int dump_batch(FILE *out, uint64_t epoch, uint64_t index, uint64_t count,
@@ -43,88 +41,46 @@ static int dump_batch(FILE *out, uint64_t epoch, uint64_t index, uint64_t count,
 	       fwrite(x, 4, floats, out) != floats;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int main(int argc, char **argv)
 {
-	const char *dataset = NULL, *sock = NULL, *precision = "fp32";
+	const char *dataset = NULL, *sock = NULL, *precision = "fp32", *where = "cpu";
 	const char *dump = NULL, *dump_host = NULL;
-	int placement = FEEDER_PLACEMENT_CPU;
 	int batch = 128, chunk = 200, steps = 200, warmup = 0, log_every = 50;
-	int width = 512, pool = 1500, embed = 512;
-	float eps = 0.0f;
 	char err[512], why[256];
 	struct cuda_info_device dev;
+	struct xvec_options o; /* paper widths, no noise */
+	xvec_options_default(&o);
+	const struct bench_opt opts[] = {
+		{ "--dataset", 's', &dataset },     { "--socket", 's', &sock },
+		{ "--batch", 'i', &batch },         { "--chunk", 'i', &chunk },
+		{ "--steps", 'i', &steps },         { "--warmup", 'i', &warmup },
+		{ "--precision", 's', &precision }, { "--eps", 'f', &o.noise_eps },
+		{ "--log", 'i', &log_every },       { "--width", 'i', &o.width },
+		{ "--pool", 'i', &o.pool_width },   { "--embed", 'i', &o.embed },
+		{ "--dump", 's', &dump },           { "--dump-host", 's', &dump_host },
+		{ "--placement", 's', &where }
+	};
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		const char *a = argv[i], *v = argv[i + 1];
-
-		if (!strcmp(a, "--dataset"))
-			dataset = v;
-		else if (!strcmp(a, "--socket"))
-			sock = v;
-		else if (!strcmp(a, "--batch"))
-			batch = atoi(v);
-		else if (!strcmp(a, "--chunk"))
-			chunk = atoi(v);
-		else if (!strcmp(a, "--steps"))
-			steps = atoi(v);
-		else if (!strcmp(a, "--warmup"))
-			warmup = atoi(v);
-		else if (!strcmp(a, "--precision"))
-			precision = v;
-		else if (!strcmp(a, "--eps"))
-			eps = strtof(v, NULL);
-		else if (!strcmp(a, "--log"))
-			log_every = atoi(v);
-		else if (!strcmp(a, "--width"))
-			width = atoi(v);
-		else if (!strcmp(a, "--pool"))
-			pool = atoi(v);
-		else if (!strcmp(a, "--embed"))
-			embed = atoi(v);
-		else if (!strcmp(a, "--dump"))
-			dump = v;
-		else if (!strcmp(a, "--dump-host"))
-			dump_host = v;
-		else if (!strcmp(a, "--placement") && !strcmp(v, "cpu"))
-			placement = FEEDER_PLACEMENT_CPU;
-		else if (!strcmp(a, "--placement") && !strcmp(v, "gpu"))
-			placement = FEEDER_PLACEMENT_GPU;
-		else {
-			fprintf(stderr, "xvec_feed_bench: unknown option %s\n", a);
-			return 2;
-		}
-	}
+	bench_parse(argc, argv, opts, NULL);
+	if (strcmp(where, "cpu") && strcmp(where, "gpu"))
+		bench_exit(2, "unknown option --placement");
+	int placement = !strcmp(where, "gpu") ? FEEDER_PLACEMENT_GPU : FEEDER_PLACEMENT_CPU;
 	if (!dataset || batch < 1 || chunk <= XVEC_CONTEXT || steps < 2 || warmup < 0 ||
-	    log_every < 1) {
-		fprintf(stderr,
-			"usage: xvec_feed_bench --dataset NAME [--socket PATH] [--batch N] "
-			"[--chunk N>%d] [--steps N>1] [--warmup N] [--precision P] [--eps X] "
-			"[--log N]\n",
+	    log_every < 1)
+		bench_exit(
+			2,
+			"need --dataset, batch >= 1, chunk > %d, steps > 1, warmup >= 0 and log >= 1",
 			XVEC_CONTEXT);
-		return 2;
-	}
-	if (cuda_info_devices(&dev, why, sizeof(why)) < 1) {
-		fprintf(stderr, "xvec_feed_bench: %s\n", why);
-		return 77;
-	}
+	if (cuda_info_devices(&dev, why, sizeof(why)) < 1)
+		bench_exit(77, "%s", why);
 
 	struct feeder *f;
 	struct feeder_stream *s;
 	struct feeder_stream_opts so;
 	struct feeder_stream_info info;
 	int rc = feeder_connect(sock, 10000, &f);
-	if (rc) {
-		fprintf(stderr, "xvec_feed_bench: %s\n", feeder_last_error(NULL));
-		return 1;
-	}
+	if (rc)
+		bench_fail("%s", feeder_last_error(NULL));
 	feeder_stream_opts_init(&so);
 	snprintf(so.dataset, sizeof so.dataset, "%s", dataset);
 	so.pipeline = FEEDER_PIPE_FEATURES;
@@ -138,49 +94,37 @@ int main(int argc, char **argv)
 	so.placement = (uint32_t)placement;
 	so.device_batches = placement == FEEDER_PLACEMENT_GPU && !dump_host;
 	rc = feeder_stream_open(f, &so, 30000, &s);
-	if (rc) {
-		fprintf(stderr, "xvec_feed_bench: %s\n", feeder_last_error(f));
-		return 1;
-	}
+	if (rc)
+		bench_fail("%s", feeder_last_error(f));
 	feeder_stream_info(s, &info);
 	if (dump_host) {
 		/* The reference: the same stream read on the host. */
 		FILE *out = fopen(dump_host, "wb");
-		if (!out) {
-			perror(dump_host);
-			return 1;
-		}
+		if (!out)
+			bench_fail("%s: %s", dump_host, strerror(errno));
 		for (int k = 0; k < steps; k++) {
 			struct feeder_batch hb;
 			rc = feeder_stream_next(s, 60000, &hb);
 			if (rc || dump_batch(out, hb.epoch, hb.batch_index, hb.count, hb.labels,
-					     hb.data, hb.bytes / 4)) {
-				fprintf(stderr, "xvec_feed_bench: batch %d: %s\n", k,
-					rc ? feeder_strerror(rc) : "write failed");
-				return 1;
-			}
+					     hb.data, hb.bytes / 4))
+				bench_fail("batch %d: %s", k,
+					   rc ? feeder_strerror(rc) : "write failed");
 			feeder_batch_release(s, &hb);
 		}
-		if (fclose(out) != 0) {
-			perror(dump_host);
-			return 1;
-		}
+		if (fclose(out) != 0)
+			bench_fail("%s: %s", dump_host, strerror(errno));
 		printf("{\"dumped\": %d, \"memory\": \"host\"}\n", steps);
 		feeder_stream_close(s);
 		feeder_disconnect(f);
 		return 0;
 	}
 
-	struct xvec_options o;
 	struct xvec_cuda_config cfg;
 	struct xvec_model *m;
 	struct xvec_cuda *g;
 	struct xvec_feed *fd;
-	xvec_options_default(&o);
 	o.feat_dim = (int)info.shape[1];
 	o.num_speakers = info.classes >= 2 ? (int)info.classes : 2;
-	o.noise_eps = eps;
-	o.width = width, o.pool_width = pool, o.embed = embed;
 	xvec_cuda_config_default(&cfg);
 	cfg.log = stderr;
 	cfg.autotune = 1;
@@ -188,32 +132,26 @@ int main(int argc, char **argv)
 	    xvec_model_create(&m, &o, 1, XVEC_CONTEXT + 1, err, sizeof(err)) ||
 	    xvec_cuda_create(&g, m, &cfg, batch, chunk, err, sizeof(err)) ||
 	    xvec_feed_create(&fd, s, xvec_cuda_stream(g), batch, o.feat_dim, chunk, err,
-			     sizeof(err))) {
-		fprintf(stderr, "xvec_feed_bench: %s\n", err);
-		return 1;
-	}
+			     sizeof(err)))
+		bench_fail("%s", err);
 
 	FILE *out = dump ? fopen(dump, "wb") : NULL;
-	if (dump && !out) {
-		perror(dump);
-		return 1;
-	}
+	if (dump && !out)
+		bench_fail("%s: %s", dump, strerror(errno));
 	size_t cap = (size_t)batch * o.feat_dim * chunk;
 	float *hx = dump ? malloc(sizeof(float) * cap) : NULL;
 	int32_t *hl = dump ? malloc(sizeof(int32_t) * batch) : NULL;
 	struct xvec_feed_batch b;
 	struct xvec_cuda_metrics mt;
 	struct xvec_feed_stats st, st0 = { 0 };
-	double t0 = now_s();
+	double t0 = bench_clock(CLOCK_MONOTONIC);
 	long long samples = 0;
 	int done = 0;
 	for (; done < warmup + steps; done++) {
 		if (done == warmup && warmup > 0) {
-			if (xvec_feed_stats(fd, &st0, err, sizeof(err))) {
-				fprintf(stderr, "xvec_feed_bench: %s\n", err);
-				return 1;
-			}
-			t0 = now_s();
+			if (xvec_feed_stats(fd, &st0, err, sizeof(err)))
+				bench_fail("%s", err);
+			t0 = bench_clock(CLOCK_MONOTONIC);
 			samples = 0;
 		}
 		rc = xvec_feed_next(fd, 60000, &b, err, sizeof(err));
@@ -228,10 +166,8 @@ int main(int argc, char **argv)
 			    cudaMemcpyAsync(hl, b.labels, 4 * (size_t)b.batch,
 					    cudaMemcpyDeviceToHost, cs) != cudaSuccess ||
 			    cudaStreamSynchronize(cs) != cudaSuccess ||
-			    dump_batch(out, b.epoch, b.index, (uint64_t)b.batch, hl, hx, n)) {
-				fprintf(stderr, "xvec_feed_bench: dumping batch %d failed\n", done);
-				return 1;
-			}
+			    dump_batch(out, b.epoch, b.index, (uint64_t)b.batch, hl, hx, n))
+				bench_fail("dumping batch %d failed", done);
 		}
 		if (!rc)
 			rc = xvec_cuda_train_step(g, b.x, b.labels, b.batch, b.frames, err,
@@ -244,26 +180,20 @@ int main(int argc, char **argv)
 				fprintf(stderr, "step %d: loss %.4f accuracy %.3f\n", done + 1,
 					mt.loss, mt.accuracy);
 		}
-		if (rc) {
-			fprintf(stderr, "xvec_feed_bench: %s\n", err);
-			return 1;
-		}
+		if (rc)
+			bench_fail("%s", err);
 		samples += b.batch;
 	}
 	if (xvec_feed_stats(fd, &st, err, sizeof(err)) ||
-	    xvec_cuda_metrics(g, &mt, 0, err, sizeof(err))) {
-		fprintf(stderr, "xvec_feed_bench: %s\n", err);
-		return 1;
-	}
-	double dt = now_s() - t0;
+	    xvec_cuda_metrics(g, &mt, 0, err, sizeof(err)))
+		bench_fail("%s", err);
+	double dt = bench_clock(CLOCK_MONOTONIC) - t0;
 	st.wait_ms -= st0.wait_ms;
 	st.span_ms -= st0.span_ms;
 	st.wait_fraction = st.span_ms > 0 ? st.wait_ms / st.span_ms : 0;
 	done = done > warmup ? done - warmup : 0;
-	if (out && fclose(out) != 0) {
-		perror(dump);
-		return 1;
-	}
+	if (out && fclose(out) != 0)
+		bench_fail("%s: %s", dump, strerror(errno));
 	free(hx);
 	free(hl);
 	printf("{\"device\": \"%s\", \"precision\": \"%s\", \"steps\": %d, \"samples_per_s\": %.1f, "

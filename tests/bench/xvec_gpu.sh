@@ -26,13 +26,9 @@
 # Without a CUDA device (or without PyTorch with CUDA) those rows read
 # "skipped: <reason>" and the CPU parts run at small sizes (DRY=1, chosen
 # automatically), in well under a minute: the CI dry run.
-# Prints the markdown table for BENCHMARKS.md on stdout, progress on stderr.
-# Exit 0 when everything that could run ran, 1 when a step failed, 77 when
-# nothing could run.
-# Environment: FEEDER_BUILD (the build tree or an unpacked bundle mirroring
-# it), LOGDIR (kept: logs, outputs, commands), DRY (0/1), STEPS (timed steps
-# per config, 320), BLOCKS (8), SPEAKERS (1000), FEED_STEPS (300), CPU_STEPS
-# (4), TORCH_COMPILE, TORCH_CONTRAST (1: also PyTorch without noise and with
+# Environment (besides bench_run.sh's): STEPS (timed steps per config,
+# 320), BLOCKS (8), SPEAKERS (1000), FEED_STEPS (300), CPU_STEPS (4),
+# TORCH_COMPILE, TORCH_CONTRAST (1: also PyTorch without noise and with
 # noise made on the CPU), FEEDER_PYTHON; time budgets in seconds T_DATA
 # (120), T_XVEC (90 each), T_TORCH (180), T_CPU (120), T_FEED (90 each),
 # T_H2D (60).

@@ -23,6 +23,8 @@
  * --steps is the number of timed steps per noise level, cut into --blocks
  * blocks. --probe only checks for a device. Exits 77 with the reason when
  * there is no CUDA device. */
+#define BENCH_NAME "xvec_gpu_bench"
+#include "bench_common.h"
 #include "cuda_info.h"
 #include "philox.h"
 #include "xvec_cuda.h"
@@ -30,10 +32,6 @@
 
 #include <cuda_runtime_api.h>
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 enum { NBATCH = 4, MAX_BLOCKS = 256 };
 
@@ -51,84 +49,43 @@ struct bench_data {
 	int32_t *labels[NBATCH];
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* 0, 2 for a usage error (the sentence is printed). */
-static int parse_args(int argc, char **argv, struct bench_args *a)
+/* Exits 2 on a usage error, saying what is wrong. */
+static void parse_args(int argc, char **argv, struct bench_args *a)
 {
 	xvec_options_default(&a->o);
 	a->o.num_speakers = 1000;
 	xvec_cuda_config_default(&a->cfg);
 	a->B = 128, a->T = 200, a->steps = 50, a->blocks = 1, a->warmup = 10;
 	a->precision = "fp32";
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(s, "--autotune")) {
-			a->cfg.autotune = 1;
-			continue;
-		}
-		if (!strcmp(s, "--probe")) {
-			a->probe = 1;
-			continue;
-		}
-		if (!v) {
-			fprintf(stderr, "xvec_gpu_bench: %s needs a value\n", s);
-			return 2;
-		}
-		i++;
-		if (!strcmp(s, "--batch"))
-			a->B = atoi(v);
-		else if (!strcmp(s, "--frames"))
-			a->T = atoi(v);
-		else if (!strcmp(s, "--feat"))
-			a->o.feat_dim = atoi(v);
-		else if (!strcmp(s, "--width"))
-			a->o.width = atoi(v);
-		else if (!strcmp(s, "--pool"))
-			a->o.pool_width = atoi(v);
-		else if (!strcmp(s, "--embed"))
-			a->o.embed = atoi(v);
-		else if (!strcmp(s, "--speakers"))
-			a->o.num_speakers = atoi(v);
-		else if (!strcmp(s, "--eps"))
-			a->o.noise_eps = strtof(v, NULL);
-		else if (!strcmp(s, "--eps2"))
-			a->eps2 = strtof(v, NULL), a->alternate = 1;
-		else if (!strcmp(s, "--dropout"))
-			a->o.dropout = strtof(v, NULL);
-		else if (!strcmp(s, "--precision"))
-			a->precision = v;
-		else if (!strcmp(s, "--steps"))
-			a->steps = atoi(v);
-		else if (!strcmp(s, "--blocks"))
-			a->blocks = atoi(v);
-		else if (!strcmp(s, "--warmup"))
-			a->warmup = atoi(v);
-		else {
-			fprintf(stderr, "xvec_gpu_bench: unknown option %s\n", s);
-			return 2;
-		}
-	}
+	a->eps2 = NAN;
+	const struct bench_opt opts[] = { { "--batch", 'i', &a->B },
+					  { "--frames", 'i', &a->T },
+					  { "--feat", 'i', &a->o.feat_dim },
+					  { "--width", 'i', &a->o.width },
+					  { "--pool", 'i', &a->o.pool_width },
+					  { "--embed", 'i', &a->o.embed },
+					  { "--speakers", 'i', &a->o.num_speakers },
+					  { "--eps", 'f', &a->o.noise_eps },
+					  { "--eps2", 'f', &a->eps2 },
+					  { "--dropout", 'f', &a->o.dropout },
+					  { "--precision", 's', &a->precision },
+					  { "--steps", 'i', &a->steps },
+					  { "--blocks", 'i', &a->blocks },
+					  { "--warmup", 'i', &a->warmup },
+					  { "--autotune", '1', &a->cfg.autotune },
+					  { "--probe", '1', &a->probe } };
+	bench_parse(argc, argv, opts, NULL);
+	a->alternate = !isnan(a->eps2);
 	if (a->steps < 1 || a->warmup < 0 || a->B < 1 || a->blocks < 1 || a->blocks > MAX_BLOCKS ||
-	    a->blocks > a->steps || (a->alternate && a->blocks < 2)) {
-		fprintf(stderr,
-			"xvec_gpu_bench: need steps, batch >= 1, 1 <= blocks <= steps "
-			"(<= %d), and blocks >= 2 with --eps2\n",
-			MAX_BLOCKS);
-		return 2;
-	}
-	return 0;
+	    a->blocks > a->steps || (a->alternate && a->blocks < 2))
+		bench_exit(2,
+			   "need steps, batch >= 1, 1 <= blocks <= steps (<= %d), and blocks >= 2 "
+			   "with --eps2",
+			   MAX_BLOCKS);
 }
 
 /* NBATCH random batches with labels cycling over the speakers. */
-static int upload(const struct bench_args *a, struct bench_data *d)
+static void upload(const struct bench_args *a, struct bench_data *d)
 {
 	size_t nx = (size_t)a->B * a->o.feat_dim * a->T;
 	float *x = malloc(sizeof(float) * nx);
@@ -149,42 +106,34 @@ static int upload(const struct bench_args *a, struct bench_data *d)
 	free(x);
 	free(labels);
 	if (rc)
-		fprintf(stderr, "xvec_gpu_bench: cannot upload the batches\n");
-	return rc;
+		bench_fail("cannot upload the batches");
 }
 
 /* The device idle: every stream the trainer may use, not only its own. */
-static int idle(const char *when)
+static void idle(const char *when)
 {
 	cudaError_t e = cudaDeviceSynchronize();
 
 	if (e != cudaSuccess)
-		fprintf(stderr, "xvec_gpu_bench: the device failed %s: %s\n", when,
-			cudaGetErrorString(e));
-	return e != cudaSuccess;
+		bench_fail("the device failed %s: %s", when, cudaGetErrorString(e));
 }
 
 /* Wall seconds of n training steps, from an idle device to an idle device. */
-static int run_block(struct xvec_cuda *g, const struct bench_args *a, const struct bench_data *d,
-		     int n, long *step, double *seconds)
+static void run_block(struct xvec_cuda *g, const struct bench_args *a, const struct bench_data *d,
+		      int n, long *step, double *seconds)
 {
 	char err[512];
 
-	if (idle("before a block"))
-		return 1;
-	double t0 = now_s();
+	idle("before a block");
+	double t0 = bench_clock(CLOCK_MONOTONIC);
 	for (int s = 0; s < n; s++, (*step)++) {
 		int k = (int)(*step % NBATCH);
 
-		if (xvec_cuda_train_step(g, d->x[k], d->labels[k], a->B, a->T, err, sizeof(err))) {
-			fprintf(stderr, "xvec_gpu_bench: %s\n", err);
-			return 1;
-		}
+		if (xvec_cuda_train_step(g, d->x[k], d->labels[k], a->B, a->T, err, sizeof(err)))
+			bench_fail("%s", err);
 	}
-	if (idle("in a block"))
-		return 1;
-	*seconds = now_s() - t0;
-	return 0;
+	idle("in a block");
+	*seconds = bench_clock(CLOCK_MONOTONIC) - t0;
 }
 
 /* Mean and sample standard deviation of v[0..n). */
@@ -229,14 +178,14 @@ static void print_cost(const double *sa, const double *sb, int n)
 }
 
 /* The timed blocks; sa[i] (eps) and sb[i] (eps2) are the seconds of pair i. */
-static int run_blocks(struct xvec_cuda *g, const struct bench_args *a, const struct bench_data *d,
-		      int block_steps, double *sa, double *sb)
+static void run_blocks(struct xvec_cuda *g, const struct bench_args *a, const struct bench_data *d,
+		       int block_steps, double *sa, double *sb)
 {
 	long step = 0;
 	double warm;
 
-	if (a->warmup && run_block(g, a, d, a->warmup, &step, &warm))
-		return 1;
+	if (a->warmup)
+		run_block(g, a, d, a->warmup, &step, &warm);
 	for (int i = 0; i < a->blocks; i++) {
 		/* ABBA: pair i runs eps first when i is even, eps2 first when odd */
 		int second_first = a->alternate && (i & 1);
@@ -245,11 +194,9 @@ static int run_blocks(struct xvec_cuda *g, const struct bench_args *a, const str
 			int use2 = h ^ second_first;
 
 			xvec_cuda_set_noise_eps(g, use2 ? a->eps2 : a->o.noise_eps);
-			if (run_block(g, a, d, block_steps, &step, use2 ? &sb[i] : &sa[i]))
-				return 1;
+			run_block(g, a, d, block_steps, &step, use2 ? &sb[i] : &sa[i]);
 		}
 	}
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -263,33 +210,24 @@ int main(int argc, char **argv)
 	char err[512], why[256];
 	double sa[MAX_BLOCKS], sb[MAX_BLOCKS];
 
-	if (parse_args(argc, argv, &a))
-		return 2;
-	if (cuda_info_devices(&dev, why, sizeof(why)) < 1) {
-		fprintf(stderr, "xvec_gpu_bench: %s\n", why);
-		return 77;
-	}
+	parse_args(argc, argv, &a);
+	if (cuda_info_devices(&dev, why, sizeof(why)) < 1)
+		bench_exit(77, "%s", why);
 	if (a.probe) {
 		printf("%s\n", dev.name);
 		return 0;
 	}
-	if (xvec_cuda_parse_precision(a.precision, &a.cfg.precision, err, sizeof(err))) {
-		fprintf(stderr, "xvec_gpu_bench: %s\n", err);
-		return 2;
-	}
+	if (xvec_cuda_parse_precision(a.precision, &a.cfg.precision, err, sizeof(err)))
+		bench_exit(2, "%s", err);
 	a.cfg.log = stderr;
 	if (xvec_model_create(&m, &a.o, 1, XVEC_CONTEXT + 1, err, sizeof(err)) ||
-	    xvec_cuda_create(&g, m, &a.cfg, a.B, a.T, err, sizeof(err))) {
-		fprintf(stderr, "xvec_gpu_bench: %s\n", err);
-		return 1;
-	}
+	    xvec_cuda_create(&g, m, &a.cfg, a.B, a.T, err, sizeof(err)))
+		bench_fail("%s", err);
 	int block_steps = (a.steps + a.blocks - 1) / a.blocks;
-	if (upload(&a, &d) || run_blocks(g, &a, &d, block_steps, sa, sb))
-		return 1;
-	if (xvec_cuda_metrics(g, &mt, 1, err, sizeof(err))) {
-		fprintf(stderr, "xvec_gpu_bench: %s\n", err);
-		return 1;
-	}
+	upload(&a, &d);
+	run_blocks(g, &a, &d, block_steps, sa, sb);
+	if (xvec_cuda_metrics(g, &mt, 1, err, sizeof(err)))
+		bench_fail("%s", err);
 	printf("{\"device\": \"%s\", \"precision\": \"%s\", \"batch\": %d, \"frames\": %d, "
 	       "\"blocks\": %d, \"block_steps\": %d, \"steps\": %d, \"eps\": %g",
 	       dev.name, xvec_cuda_precision_name(a.cfg.precision), a.B, a.T, a.blocks, block_steps,

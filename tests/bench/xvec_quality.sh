@@ -14,11 +14,8 @@
 # Without a CUDA device the cuda row reads "skipped: <reason>" and the CPU
 # row runs for 1 epoch (DRY=1, chosen automatically: the CI dry run; its
 # EER says only that the path works).
-# Prints a markdown table on stdout, progress on stderr. Exit 0 when
-# everything that could run ran, 1 when a step failed, 77 when nothing could.
-# Environment: FEEDER_BUILD (the build tree or an unpacked bundle mirroring
-# it), LOGDIR (kept), DRY (0/1), EPOCHS (12; 1 when DRY), time budgets in
-# seconds T_DATA (60), T_TRAIN (120 each), T_EVAL (60 each).
+# Environment (besides bench_run.sh's): EPOCHS (12; 1 when DRY), time
+# budgets in seconds T_DATA (60), T_TRAIN (120 each), T_EVAL (60 each).
 set -uo pipefail
 # shellcheck source=tests/bench/bench_run.sh
 . "$(dirname "$0")/bench_run.sh"

@@ -80,15 +80,9 @@ class XVector(nn.Module):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dataset")
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--chunk", type=int, default=200)
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--width", type=int, default=512)
-    ap.add_argument("--pool-width", type=int, default=1500)
-    ap.add_argument("--embed", type=int, default=512)
-    ap.add_argument("--noise-eps", type=float, default=0.1)
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--workers", type=int, default=1)
+    for k, v in dict(batch=64, chunk=200, steps=20, width=512, pool_width=1500, embed=512,
+                     noise_eps=0.1, threads=os.cpu_count() or 1, workers=1).items():
+        ap.add_argument("--" + k.replace("_", "-"), type=type(v), default=v)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)

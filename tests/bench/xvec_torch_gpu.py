@@ -118,19 +118,12 @@ class Run:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--chunk", type=int, default=200)
-    ap.add_argument("--feat", type=int, default=30)
-    ap.add_argument("--speakers", type=int, default=1000)
-    ap.add_argument("--width", type=int, default=512)
-    ap.add_argument("--pool-width", type=int, default=1500)
-    ap.add_argument("--embed", type=int, default=512)
-    ap.add_argument("--eps", type=float, default=0.1)
+    for k, v in dict(batch=128, chunk=200, feat=30, speakers=1000, width=512, pool_width=1500,
+                     embed=512, eps=0.1, blocks=6, warmup=15).items():
+        ap.add_argument("--" + k.replace("_", "-"), type=type(v), default=v)
     ap.add_argument("--configs", default="fp32,tf32,amp",
                     help="comma-separated: " + ", ".join(CONFIGS))
     ap.add_argument("--steps", type=int, default=300, help="timed steps per config")
-    ap.add_argument("--blocks", type=int, default=6)
-    ap.add_argument("--warmup", type=int, default=15)
     a = ap.parse_args()
     names = a.configs.split(",")
     bad = [n for n in names if n not in CONFIGS]

@@ -13,27 +13,25 @@ unset FEEDER_SOCKET
 # expect_error EXIT NEEDLE ARGS...: exit status EXIT, one stderr line with NEEDLE.
 expect_error() {
 	local want=$1 needle=$2; shift 2
-	"$feederd" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
-	[ $rc -eq "$want" ] || fail "feederd $* exited $rc, expected $want: $(cat "$tmp/err")"
+	expect_rc "$want" "$feederd" "$@"
 	[ "$(wc -l < "$tmp/err")" -eq 1 ] || fail "feederd $*: not one line: $(cat "$tmp/err")"
 	grep -qF -- "$needle" "$tmp/err" || fail "feederd $*: '$needle' not in: $(cat "$tmp/err")"
-	echo "exit $rc: $(cat "$tmp/err")"
+	echo "exit $want: $(cat "$tmp/err")"
 }
 
 printf '[feederd]\nworkers = 3\ndatasets = %s\nsocket = %s/file.sock\n' "$tmp/ds" "$tmp" > "$tmp/good.conf"
-"$feederd" --config "$tmp/good.conf" --check-config > "$tmp/out" 2>"$tmp/err" || fail "good config: $(cat "$tmp/err")"
+expect_rc 0 "$feederd" --config "$tmp/good.conf" --check-config
 grep -qx 'workers = 3' "$tmp/out" || fail "printed config lacks workers = 3: $(cat "$tmp/out")"
 grep -qx "socket = $tmp/file.sock" "$tmp/out" || fail "file socket not used"
 
-FEEDER_SOCKET=$tmp/env.sock "$feederd" --config "$tmp/good.conf" --check-config > "$tmp/out" || fail "env"
+FEEDER_SOCKET=$tmp/env.sock expect_rc 0 "$feederd" --config "$tmp/good.conf" --check-config
 grep -qx "socket = $tmp/env.sock" "$tmp/out" || fail "FEEDER_SOCKET did not override the file"
-FEEDER_SOCKET=$tmp/env.sock "$feederd" --config "$tmp/good.conf" --socket "$tmp/flag.sock" \
-	--check-config > "$tmp/out" || fail "flag"
+FEEDER_SOCKET=$tmp/env.sock expect_rc 0 "$feederd" --config "$tmp/good.conf" \
+	--socket "$tmp/flag.sock" --check-config
 grep -qx "socket = $tmp/flag.sock" "$tmp/out" || fail "--socket did not override FEEDER_SOCKET"
 
 # The shipped example is valid and says the defaults.
-"$feederd" --config "$src/dist/feederd.conf" --datasets "$tmp/ds" --check-config > "$tmp/out" \
-	2>"$tmp/err" || fail "dist/feederd.conf: $(cat "$tmp/err")"
+expect_rc 0 "$feederd" --config "$src/dist/feederd.conf" --datasets "$tmp/ds" --check-config
 grep -qx 'memory_limit = 4294967296' "$tmp/out" || fail "example: $(cat "$tmp/out")"
 grep -qx 'socket = /run/feeder/feederd.sock' "$tmp/out" || fail "example socket"
 # Every key it mentions, uncommented, is a valid setting whose printed value
@@ -60,15 +58,13 @@ expect_error 2 "$tmp/missing.conf" --config "$tmp/missing.conf" --check-config
 # /metrics on every interface, or on an address that is not loopback, is
 # visible from other machines: a warning on stderr (the check still passes).
 for spec in '*:9477' '0.0.0.0:9477' '[::]:9477' '192.0.2.7:9477'; do
-	"$feederd" --config "$tmp/good.conf" --metrics-listen "$spec" --check-config >/dev/null \
-		2>"$tmp/err" || fail "--metrics-listen $spec: $(cat "$tmp/err")"
+	expect_rc 0 "$feederd" --config "$tmp/good.conf" --metrics-listen "$spec" --check-config
 	grep -q "^feederd: warning: metrics_listen = .* visible from other machines" "$tmp/err" \
 		|| fail "no warning for --metrics-listen $spec: '$(cat "$tmp/err")'"
 done
 echo "warned: $(cat "$tmp/err")"
 for spec in 127.0.0.1:9477 '[::1]:9477' localhost:9477 "$tmp/metrics.sock"; do
-	"$feederd" --config "$tmp/good.conf" --metrics-listen "$spec" --check-config >/dev/null \
-		2>"$tmp/err" || fail "--metrics-listen $spec: $(cat "$tmp/err")"
+	expect_rc 0 "$feederd" --config "$tmp/good.conf" --metrics-listen "$spec" --check-config
 	[ -s "$tmp/err" ] && fail "--metrics-listen $spec: a warning: $(cat "$tmp/err")"
 done
 "$feederd" --help | grep -q -- '--memory-limit' || fail "--help lacks --memory-limit"

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 static char tmpdir[] = "/tmp/feeder-config-______";
+/* The error line of the last load. */
+static char err[512];
 
 static void write_file(const char *path, const char *text)
 {
@@ -28,36 +30,49 @@ static void write_file(const char *path, const char *text)
 	CHECK(fclose(f) == 0);
 }
 
+/* tmpdir/name (one of four buffers in turn), written with text unless NULL. */
+static char *tmp_file(const char *name, const char *text)
+{
+	static char paths[4][256];
+	static unsigned turn;
+	char *path = paths[turn++ % 4];
+	snprintf(path, sizeof(paths[0]), "%s/%s", tmpdir, name);
+	if (text)
+		write_file(path, text);
+	return path;
+}
+
 /* config_load with a NULL-terminated list of arguments after "feederd". */
-static int load(struct config *cfg, char *err, size_t errlen, ...)
+static int load(struct config *cfg, ...)
 {
 	char *argv[32];
 	int argc = 0;
 	argv[argc++] = "feederd";
 	va_list ap;
-	va_start(ap, errlen);
+	va_start(ap, cfg);
 	char *a;
 	while ((a = va_arg(ap, char *)) != NULL && argc < 31)
 		argv[argc++] = a;
 	va_end(ap);
 	argv[argc] = NULL;
-	return config_load(argc, argv, cfg, err, errlen);
+	err[0] = 0;
+	return config_load(argc, argv, cfg, err, sizeof err);
 }
 
-static void test_defaults(const char *missing)
+/* load, which must succeed. */
+#define LOAD_OK(cfg, ...) CHECKF(load(cfg, __VA_ARGS__, NULL) == 0, "%s", err)
+
+static void test_defaults(void)
 {
 	struct config c;
-	char err[512] = "";
 	/* A missing file given explicitly is an error naming it. */
-	int rc = load(&c, err, sizeof err, "--config", missing, NULL);
+	char *missing = tmp_file("missing.conf", NULL);
+	int rc = load(&c, "--config", missing, NULL);
 	CHECKF(rc == -ENOENT, "rc %d", rc);
 	CHECKF(strstr(err, missing) && strstr(err, "No such file"), "err '%s'", err);
 	/* Defaults through an empty file. */
-	char empty[256];
-	snprintf(empty, sizeof empty, "%s/empty.conf", tmpdir);
-	write_file(empty, "");
-	rc = load(&c, err, sizeof err, "--config", empty, NULL);
-	CHECKF(rc == 0, "%s", err);
+	char *empty = tmp_file("empty.conf", "");
+	LOAD_OK(&c, "--config", empty);
 	CHECK(strcmp(c.socket_path, FEEDER_DEFAULT_SOCKET) == 0);
 	CHECK(strcmp(c.datasets_dir, CONFIG_DEFAULT_DATASETS) == 0);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -76,30 +91,26 @@ static void test_defaults(const char *missing)
 
 static void test_every_key_file(void)
 {
-	char path[256];
-	snprintf(path, sizeof path, "%s/all.conf", tmpdir);
-	write_file(path, "# every key\n"
-			 "[feederd]\n"
-			 "socket = /tmp/x.sock\n"
-			 "  datasets=/srv/data  \n"
-			 "\n"
-			 "; another comment\n"
-			 "workers = 3\n"
-			 "memory_limit = 2G\n"
-			 "max_clients = 9\n"
-			 "log_level = debug\n"
-			 "client_quota = 512MiB\n"
-			 "max_streams_per_client = 5\n"
-			 "max_slots = 7\n"
-			 "max_message = 1K\n"
-			 "socket_group = 0\n"
-			 "allow_users = root, 1234\n"
-			 "allow_groups = 0,55\n"
-			 "gpu = 2\r\n");
+	char *path = tmp_file("all.conf", "# every key\n"
+					  "[feederd]\n"
+					  "socket = /tmp/x.sock\n"
+					  "  datasets=/srv/data  \n"
+					  "\n"
+					  "; another comment\n"
+					  "workers = 3\n"
+					  "memory_limit = 2G\n"
+					  "max_clients = 9\n"
+					  "log_level = debug\n"
+					  "client_quota = 512MiB\n"
+					  "max_streams_per_client = 5\n"
+					  "max_slots = 7\n"
+					  "max_message = 1K\n"
+					  "socket_group = 0\n"
+					  "allow_users = root, 1234\n"
+					  "allow_groups = 0,55\n"
+					  "gpu = 2\r\n");
 	struct config c;
-	char err[512] = "";
-	int rc = load(&c, err, sizeof err, "--config", path, NULL);
-	CHECKF(rc == 0, "%s", err);
+	LOAD_OK(&c, "--config", path);
 	CHECK(strcmp(c.socket_path, "/tmp/x.sock") == 0);
 	CHECK(strcmp(c.datasets_dir, "/srv/data") == 0);
 	CHECK(c.workers == 3);
@@ -117,15 +128,13 @@ static void test_every_key_file(void)
 
 	/* What --check-config prints is itself a valid config that loads to the
 	 * same values. */
-	char printed[256];
-	snprintf(printed, sizeof printed, "%s/printed.conf", tmpdir);
+	char *printed = tmp_file("printed.conf", NULL);
 	FILE *f = fopen(printed, "w");
 	CHECK(f);
 	config_print(&c, f);
 	CHECK(fclose(f) == 0);
 	struct config d;
-	rc = load(&d, err, sizeof err, "--config", printed, NULL);
-	CHECKF(rc == 0, "%s", err);
+	LOAD_OK(&d, "--config", printed);
 	CHECK(strcmp(d.socket_path, c.socket_path) == 0 && d.workers == c.workers);
 	CHECK(d.memory_limit == c.memory_limit && d.client_quota == c.client_quota);
 	CHECK(d.log_level == c.log_level && d.gpu == c.gpu && d.max_message == c.max_message);
@@ -134,16 +143,12 @@ static void test_every_key_file(void)
 
 static void test_every_flag(void)
 {
-	char empty[256];
-	snprintf(empty, sizeof empty, "%s/empty.conf", tmpdir);
 	struct config c;
-	char err[512] = "";
-	int rc = load(&c, err, sizeof err, "--config", empty, "--socket", "/tmp/f.sock",
-		      "--datasets=/d", "--workers", "2", "--memory-limit", "64M", "--max-clients=4",
-		      "--log-level", "3", "--client-quota", "16777216", "--max-streams-per-client",
-		      "2", "--max-slots", "3", "--max-message", "768", "--socket-group", "0",
-		      "--allow-users", "0", "--allow-groups", "0", "--gpu", "-1", NULL);
-	CHECKF(rc == 0, "%s", err);
+	LOAD_OK(&c, "--config", tmp_file("empty.conf", NULL), "--socket", "/tmp/f.sock",
+		"--datasets=/d", "--workers", "2", "--memory-limit", "64M", "--max-clients=4",
+		"--log-level", "3", "--client-quota", "16777216", "--max-streams-per-client", "2",
+		"--max-slots", "3", "--max-message", "768", "--socket-group", "0", "--allow-users",
+		"0", "--allow-groups", "0", "--gpu", "-1");
 	CHECK(strcmp(c.socket_path, "/tmp/f.sock") == 0 && strcmp(c.datasets_dir, "/d") == 0);
 	CHECK(c.workers == 2 && c.memory_limit == 64 << 20 && c.max_clients == 4);
 	CHECK(c.log_level == LOG_ERR && c.client_quota == 16 << 20);
@@ -151,8 +156,8 @@ static void test_every_flag(void)
 	CHECK(c.socket_gid == 0 && c.n_allow_uids == 1 && c.n_allow_gids == 1 && c.gpu == -1);
 }
 
-/* rc must be FEEDER_EINVAL and err must contain every needle. */
-static void expect_error(int rc, const char *err, const char *n1, const char *n2)
+/* rc is FEEDER_EINVAL, and err one line with n1 (and n2 unless NULL). */
+static void expect_error(int rc, const char *n1, const char *n2)
 {
 	CHECKF(rc == FEEDER_EINVAL, "rc %d err '%s'", rc, err);
 	CHECKF(strstr(err, n1), "'%s' not in '%s'", n1, err);
@@ -163,25 +168,13 @@ static void expect_error(int rc, const char *err, const char *n1, const char *n2
 
 static void test_errors(void)
 {
-	char path[256];
-	snprintf(path, sizeof path, "%s/bad.conf", tmpdir);
+	char *path = tmp_file("bad.conf", NULL);
 	struct config c;
-	char err[512];
-	int rc;
-
-	write_file(path, "workers = 2\n\n# c\nwrokers = 3\n");
-	rc = load(&c, err, sizeof err, "--config", path, NULL);
-	expect_error(rc, err, ":4: unknown key 'wrokers'", path);
-
-	write_file(path, "[server]\n");
-	rc = load(&c, err, sizeof err, "--config", path, NULL);
-	expect_error(rc, err, ":1: unknown section '[server]'", NULL);
-
-	write_file(path, "workers\n");
-	rc = load(&c, err, sizeof err, "--config", path, NULL);
-	expect_error(rc, err, ":1: expected 'key = value'", NULL);
-
-	static const char *const bad[][2] = {
+	/* A file, and what its error says (and where: ":1:" unless told). */
+	const char *const bad[][3] = {
+		{ "workers = 2\n\n# c\nwrokers = 3\n", ":4: unknown key 'wrokers'", path },
+		{ "[server]\n", ":1: unknown section '[server]'" },
+		{ "workers\n", ":1: expected 'key = value'" },
 		{ "workers = 0\n", "'0' is not a number from 1 to 1024" },
 		{ "workers = 4x\n", "'4x'" },
 		{ "workers = -3\n", "'-3'" },
@@ -213,78 +206,70 @@ static void test_errors(void)
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		write_file(path, bad[i][0]);
-		rc = load(&c, err, sizeof err, "--config", path, NULL);
-		expect_error(rc, err, bad[i][1], ":1:");
+		expect_error(load(&c, "--config", path, NULL), bad[i][1],
+			     bad[i][2] ? bad[i][2] : ":1:");
 	}
 
-	rc = load(&c, err, sizeof err, "--config", path, "--wrokers", "3", NULL);
-	expect_error(rc, err, "unknown flag '--wrokers'", NULL);
-	rc = load(&c, err, sizeof err, "--config", path, "extra", NULL);
-	expect_error(rc, err, "unexpected argument 'extra'", NULL);
+	/* Flags after --config with an empty file, and what their error says. */
 	write_file(path, "");
-	rc = load(&c, err, sizeof err, "--config", path, "--workers", NULL);
-	expect_error(rc, err, "--workers needs a value", NULL);
-	rc = load(&c, err, sizeof err, "--config", path, "--workers", "many", NULL);
-	expect_error(rc, err, "command line: --workers: 'many'", NULL);
-	rc = load(&c, err, sizeof err, "--config", path, "--memory-limit", "64M", "--client-quota",
-		  "128M", NULL);
-	expect_error(rc, err, "client_quota", "larger than memory_limit");
-	rc = load(&c, err, sizeof err, "--config", path, "--max-clients", "8",
-		  "--reserved-connections", "8", NULL);
-	expect_error(rc, err, "reserved_connections (8) leaves none", NULL);
+	const char *const flags[][6] = {
+		{ "unknown flag '--wrokers'", NULL, "--wrokers", "3" },
+		{ "unknown flag '--work'", NULL, "--work", "3" }, /* not a prefix of a flag */
+		{ "unexpected argument 'extra'", NULL, "extra" },
+		{ "--workers needs a value", NULL, "--workers" },
+		{ "command line: --workers: 'many'", NULL, "--workers", "many" },
+		{ "client_quota", "larger than memory_limit", "--memory-limit", "64M",
+		  "--client-quota", "128M" },
+		{ "reserved_connections (8) leaves none", NULL, "--max-clients", "8",
+		  "--reserved-connections", "8" },
+	};
+	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+		const char *const *f = flags[i];
+		expect_error(load(&c, "--config", path, f[2], f[3], f[4], f[5], NULL), f[0], f[1]);
+	}
 	/* A FIFO (or anything but a regular file or /dev/null) is refused
 	 * without waiting for a writer (it used to hang). */
-	char fifo[256];
-	snprintf(fifo, sizeof fifo, "%s/fifo.conf", tmpdir);
+	char *fifo = tmp_file("fifo.conf", NULL);
 	CHECK(mkfifo(fifo, 0600) == 0);
-	rc = load(&c, err, sizeof err, "--config", fifo, NULL);
-	expect_error(rc, err, "is not a regular file (a FIFO)", NULL);
-	rc = load(&c, err, sizeof err, "--config", tmpdir, NULL);
-	expect_error(rc, err, "is not a regular file (a directory)", NULL);
-	rc = load(&c, err, sizeof err, "--config", "/dev/null", NULL);
-	CHECKF(rc == 0, "/dev/null: %s", err);
+	expect_error(load(&c, "--config", fifo, NULL), "is not a regular file (a FIFO)", NULL);
+	expect_error(load(&c, "--config", tmpdir, NULL), "is not a regular file (a directory)",
+		     NULL);
+	LOAD_OK(&c, "--config", "/dev/null");
 	/* A prefix of a flag is not that flag. */
-	rc = load(&c, err, sizeof err, "--config", path, "--work", "3", NULL);
-	expect_error(rc, err, "unknown flag '--work'", NULL);
+	expect_error(load(&c, "--config", path, "--work", "3", NULL), "unknown flag '--work'",
+		     NULL);
 }
 
 static void test_precedence(void)
 {
-	char path[256];
-	snprintf(path, sizeof path, "%s/prec.conf", tmpdir);
-	write_file(path, "socket = /tmp/file.sock\nworkers = 5\nlog_level = warning\n");
+	char *path = tmp_file("prec.conf",
+			      "socket = /tmp/file.sock\nworkers = 5\nlog_level = warning\n");
 	struct config c;
-	char err[512] = "";
 
 	unsetenv("FEEDER_SOCKET");
-	int rc = load(&c, err, sizeof err, "--config", path, NULL);
-	CHECKF(rc == 0, "%s", err);
+	LOAD_OK(&c, "--config", path);
 	CHECK(strcmp(c.socket_path, "/tmp/file.sock") == 0);
 	CHECK(c.workers == 5 && c.log_level == LOG_WARNING);
 	CHECK(c.max_clients == 64); /* default where the file is silent */
 
 	setenv("FEEDER_SOCKET", "/tmp/env.sock", 1);
-	rc = load(&c, err, sizeof err, "--config", path, NULL);
-	CHECKF(rc == 0, "%s", err);
+	LOAD_OK(&c, "--config", path);
 	CHECK(strcmp(c.socket_path, "/tmp/env.sock") == 0);
 
 	/* The flag wins over both, wherever it stands relative to --config. */
-	rc = load(&c, err, sizeof err, "--socket", "/tmp/flag.sock", "--workers", "1", "--config",
-		  path, NULL);
-	CHECKF(rc == 0, "%s", err);
+	LOAD_OK(&c, "--socket", "/tmp/flag.sock", "--workers", "1", "--config", path);
 	CHECK(strcmp(c.socket_path, "/tmp/flag.sock") == 0 && c.workers == 1);
 	CHECK(c.log_level == LOG_WARNING);
 
 	/* A later flag overrides an earlier one. */
-	rc = load(&c, err, sizeof err, "--config", path, "--workers", "2", "--workers=7", NULL);
-	CHECKF(rc == 0 && c.workers == 7, "%s", err);
+	LOAD_OK(&c, "--config", path, "--workers", "2", "--workers=7");
+	CHECK(c.workers == 7);
 
 	setenv("FEEDER_SOCKET",
 	       "relative/too/long/yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
 	       "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy",
 	       1);
-	rc = load(&c, err, sizeof err, "--config", path, NULL);
-	expect_error(rc, err, "environment: FEEDER_SOCKET", "longer than");
+	expect_error(load(&c, "--config", path, NULL), "environment: FEEDER_SOCKET", "longer than");
 	unsetenv("FEEDER_SOCKET");
 }
 
@@ -293,23 +278,19 @@ static void test_precedence(void)
  * changes it, and an explicit value in a file yields to a flag's "auto". */
 static void test_auto(void)
 {
-	char path[256];
-	snprintf(path, sizeof path, "%s/auto.conf", tmpdir);
-	write_file(path, "workers = 3\nclient_quota = auto\nreserved_connections = 2\n");
+	char *path = tmp_file("auto.conf",
+			      "workers = 3\nclient_quota = auto\nreserved_connections = 2\n");
 	struct config c;
-	char err[512] = "";
-	int rc = load(&c, err, sizeof err, "--config", path, "--memory-limit", "64M", "--workers",
-		      "auto", "--reserved-connections", "auto", "--max-clients", "8", NULL);
-	CHECKF(rc == 0, "%s", err);
+	LOAD_OK(&c, "--config", path, "--memory-limit", "64M", "--workers", "auto",
+		"--reserved-connections", "auto", "--max-clients", "8");
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	CHECKF(c.workers == (unsigned)n, "workers %u cores %ld", c.workers, n);
 	CHECKF(c.client_quota == 64 << 20, "client_quota %llu", (unsigned long long)c.client_quota);
 	CHECKF(c.reserved_connections == 2, "reserved %u", c.reserved_connections);
-	rc = load(&c, err, sizeof err, "--config", path, "--max-clients", "100", NULL);
-	CHECKF(rc == 0 && c.reserved_connections == 2 && c.workers == 3, "%s", err);
-	rc = load(&c, err, sizeof err, "--config", "/dev/null", "--max-clients", "100", NULL);
-	CHECKF(rc == 0 && c.reserved_connections == 4, "reserved %u %s", c.reserved_connections,
-	       err);
+	LOAD_OK(&c, "--config", path, "--max-clients", "100");
+	CHECK(c.reserved_connections == 2 && c.workers == 3);
+	LOAD_OK(&c, "--config", "/dev/null", "--max-clients", "100");
+	CHECKF(c.reserved_connections == 4, "reserved %u", c.reserved_connections);
 
 	/* Before config_load resolves them they print as "auto", which parses
 	 * back to "auto". */
@@ -326,7 +307,7 @@ static void test_auto(void)
 	struct config d;
 	config_defaults(&d);
 	d.workers = 1;
-	rc = config_parse_text(&d, "printed", text, err, sizeof err);
+	int rc = config_parse_text(&d, "printed", text, err, sizeof err);
 	CHECKF(rc == 0, "%s", err);
 	CHECK(memcmp(&c, &d, sizeof c) == 0);
 	free(text);
@@ -334,16 +315,13 @@ static void test_auto(void)
 
 static void test_check_only(void)
 {
-	char path[256], dir[256];
-	snprintf(path, sizeof path, "%s/check.conf", tmpdir);
-	snprintf(dir, sizeof dir, "%s/datasets", tmpdir);
+	char *path = tmp_file("check.conf", "datasets = /nonexistent/feeder/datasets\n");
+	char *dir = tmp_file("datasets", NULL);
 	CHECK(mkdir(dir, 0700) == 0);
 	struct config c;
-	char err[512] = "";
-	write_file(path, "datasets = /nonexistent/feeder/datasets\n");
-	int rc = load(&c, err, sizeof err, "--config", path, "--check-config", NULL);
+	int rc = load(&c, "--config", path, "--check-config", NULL);
 	CHECKF(rc == -ENOENT && strstr(err, "/nonexistent/feeder/datasets"), "rc %d '%s'", rc, err);
-	rc = load(&c, err, sizeof err, "--config", path, "--check-config", "--datasets", dir, NULL);
+	rc = load(&c, "--config", path, "--check-config", "--datasets", dir, NULL);
 	CHECKF(rc == 0 && c.check_only == 1, "rc %d '%s'", rc, err);
 }
 
@@ -370,9 +348,7 @@ int main(void)
 	/* mkdtemp's template: six capital X after the prefix. */
 	memset(tmpdir + strlen(tmpdir) - 6, 'X', 6);
 	CHECK(mkdtemp(tmpdir));
-	char missing[300];
-	snprintf(missing, sizeof missing, "%s/missing.conf", tmpdir);
-	test_defaults(missing);
+	test_defaults();
 	test_every_key_file();
 	test_every_flag();
 	test_errors();
@@ -382,7 +358,5 @@ int main(void)
 	test_sizes();
 	char cmd[400];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		return 1;
-	return 0;
+	return system(cmd) == 0 ? 0 : 1;
 }

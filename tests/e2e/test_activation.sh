@@ -12,8 +12,7 @@ make_images imgs 8 2 8
 daemon_wrap=("$act" --seqpacket -l "$sock")
 start_daemon --socket "$tmp/configured.sock" --workers 1 \
 	|| fail "no answer through the activated socket: $daemon_why"
-"$feederctl" --socket "$sock" --timeout 10000 status --json > "$tmp/status.json" \
-	|| fail "no answer through the activated socket"
+daemon_alive # (its status in $tmp/status.json)
 [ "$(json_get "$tmp/status.json" datasets)" = 1 ] || fail "status: $(cat "$tmp/status.json")"
 [ -e "$tmp/configured.sock" ] && fail "feederd bound its configured socket despite activation"
 run_client epoch imgs 3 || fail "streaming through the activated socket"

@@ -59,9 +59,8 @@ int main(void)
 			      FEEDER_EDECODE,  FEEDER_EQUOTA,   FEEDER_ENODATASET, FEEDER_EBADNAME,
 			      FEEDER_EINVAL,   FEEDER_ECLOSED,  FEEDER_ETIMEDOUT,  FEEDER_EEND,
 			      FEEDER_ENODEV,   FEEDER_EDENIED,  FEEDER_ESTREAM };
-	const size_t nc = sizeof codes / sizeof codes[0];
 	const char *unknown = feeder_strerror(-99999);
-	for (size_t i = 0; i < nc; i++) {
+	for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
 		const char *s = feeder_strerror(codes[i]);
 		CHECKF(s && *s && strcmp(s, unknown) != 0, "code %d has no name", codes[i]);
 		for (size_t j = 0; j < i; j++)
@@ -92,9 +91,7 @@ int main(void)
 	CHECK(o.jpeg.scale_min > 0.079f && o.jpeg.scale_min < 0.081f && o.jpeg.flip_p == 0.5f);
 	CHECK(o.jpeg.mean[0] > 0.484f && o.jpeg.mean[0] < 0.486f && o.jpeg.std[2] > 0.224f);
 
-	/* mkdtemp's template: six capital X after the prefix. */
-	char dir[] = "/tmp/feeder-api-______";
-	memset(dir + strlen(dir) - 6, 'X', 6);
+	char dir[] = "/tmp/feeder-api-XXXXXX";
 	CHECK(mkdtemp(dir));
 	char missing[256], path[256];
 	snprintf(missing, sizeof missing, "%s/missing.sock", dir);
@@ -116,9 +113,8 @@ int main(void)
 	double took = now_s() - t0;
 	CHECKF(rc == -ENOENT && took >= 0.18 && took < 2.0, "rc %d after %.3f s", rc, took);
 
-	char longp[200];
+	char longp[200] = { 0 };
 	memset(longp, 'x', sizeof longp - 1);
-	longp[sizeof longp - 1] = '\0';
 	CHECK(feeder_connect(longp, 0, &f) == -ENAMETOOLONG);
 
 	/* A listener that never answers HELLO. */

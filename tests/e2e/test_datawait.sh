@@ -10,8 +10,6 @@
 # logged for the second and not the first, naming the stream, its pid and
 # the stage that dominates. `feederctl top --once` shows both streams.
 . "$FEEDER_SOURCE/tests/lib/lib.sh"
-dw=$build/tests/e2e/datawait_client
-need_exe "$dw"
 
 make_images small 24 2 5
 # full-size photos: decoding them is the slow part
@@ -21,11 +19,11 @@ start_daemon --workers 1 --log-level info --starvation-warn 10 --starvation-afte
 	|| fail "$daemon_why"
 
 # The fed trainer: 9 ms of compute per batch of 4 tiny samples.
-"$dw" "$sock" small 400 9 16 4 > "$tmp/fed.json" 2>"$tmp/fed.err" || fail "fed client: $(cat "$tmp/fed.err")"
+run_client datawait small 400 9 16 4 > "$tmp/fed.json" 2>"$tmp/fed.err" || fail "fed client: $(cat "$tmp/fed.err")"
 # The starved one: no compute, big decodes on one worker, for several seconds
 # (about 8 with the tiled dataset): the warning must come while the worker
 # is busy, not in the stream's last second, when its work is done.
-"$dw" "$sock" big 1500 0 224 8 > "$tmp/starved.json" 2>"$tmp/starved.err" &
+run_client datawait big 1500 0 224 8 > "$tmp/starved.json" 2>"$tmp/starved.err" &
 sp=$!
 bg_pids+=("$sp")
 # While it runs: top shows it.
@@ -33,13 +31,11 @@ sleep 3
 "$feederctl" --socket "$sock" top --once > "$tmp/top.txt" 2>&1 || fail "top --once: $(cat "$tmp/top.txt")"
 "$feederctl" --socket "$sock" streams --json > "$tmp/streams.json" 2>&1 || fail "streams --json: $(cat "$tmp/streams.json")"
 wait $sp || fail "starved client: $(cat "$tmp/starved.err")"
-cat "$tmp/fed.json" "$tmp/starved.json"
-asan=0
-sanitized && asan=1
-"$py" - "$tmp/fed.json" "$tmp/starved.json" "$tmp/top_stage" $asan <<'PY' || fail "data-wait figures"
-import json, sys
-sanitized = sys.argv[4] == "1"
-fed, starved = (json.load(open(p)) for p in sys.argv[1:3])
+cat "$tmp/fed.json" "$tmp/starved.json" "$tmp/top.txt"
+"$py" - "$tmp" "$(sanitized && echo 1)" <<'PY' || fail "data-wait figures"
+import json, re, sys
+tmp, sanitized = sys.argv[1], sys.argv[2] == "1"
+fed, starved = (json.load(open(f"{tmp}/{n}.json")) for n in ("fed", "starved"))
 for r in (fed, starved):
     assert r["trainer_reports"] == 1, r
     assert abs(r["client_share"] - r["daemon_share_total"]) <= 0.05, r
@@ -53,34 +49,16 @@ s = starved["stage_seconds"]
 if not sanitized:
     assert s[1] == max(s), s
 names = ["reading records", "decoding", "resampling and converting", "computing features", "the GPU"]
-open(sys.argv[3], "w").write(names[s.index(max(s))])
+open(f"{tmp}/top_stage", "w").write(names[s.index(max(s))])
 print(f"fed: client {fed['client_share']:.3f} daemon {fed['daemon_share_total']:.3f}; "
       f"starved: client {starved['client_share']:.3f} daemon {starved['daemon_share_total']:.3f}")
-PY
-grep -q "the trainer waited" "$tmp/feederd.log" || fail "no starvation warning for the starved stream"
-n=$(grep -c "the trainer waited" "$tmp/feederd.log")
-[ "$n" = 1 ] || fail "$n starvation warnings, want exactly 1 (the starved stream's)"
-grep "the trainer waited" "$tmp/feederd.log" | grep -q "dataset 'big'" || fail "the warning is not about 'big'"
-top_stage=$(cat "$tmp/top_stage")
-grep "the trainer waited" "$tmp/feederd.log" | grep -q "% of the stream's work is $top_stage" \
-	|| fail "the warning does not name the top stage ($top_stage)"
-# one worker, all of it on this stream: more workers would help
-grep "the trainer waited" "$tmp/feederd.log" | grep -q "more workers" || fail "the warning does not say more workers would help"
-grep "the trainer waited" "$tmp/feederd.log"
-grep -q "big" "$tmp/top.txt" && grep -q "WAIT10S" "$tmp/top.txt" || fail "top --once: $(cat "$tmp/top.txt")"
-# the starved stream's line in top: its wait share over 10 s is high
-"$py" - "$tmp/top.txt" <<'PY' || fail "top --once figures: $(cat "$tmp/top.txt")"
-import re, sys
-lines = open(sys.argv[1]).read().splitlines()
-row = next(l for l in lines if " big " in l)
-# WAIT10S then WAITALL, each "N %"
+# the starved stream's line in top --once: WAIT10S then WAITALL, each "N %", high
+top = open(f"{tmp}/top.txt").read()
+row = next(l for l in top.splitlines() if " big " in l)
 m = re.search(r"\s(\d+(?:\.\d+)?) %\s+(\d+(?:\.\d+)?) %", row)
-assert m and float(m.group(1)) > 50 and float(m.group(2)) > 50, row
-PY
+assert "WAIT10S" in top and m and float(m.group(1)) > 50 and float(m.group(2)) > 50, row
 # feederctl streams --json, taken 3 s in: the same figures for scripts
-"$py" - "$tmp/streams.json" <<'PY' || fail "streams --json figures: $(cat "$tmp/streams.json")"
-import json, sys
-s = [x for x in json.load(open(sys.argv[1]))["streams"] if x["dataset"] == "big"]
+s = [x for x in json.load(open(f"{tmp}/streams.json"))["streams"] if x["dataset"] == "big"]
 assert len(s) == 1, s
 s = s[0]
 assert s["trainer_reports"] and s["wait_share_10s"] > 0.5, s
@@ -89,5 +67,13 @@ assert abs(s["batches_per_s"] * s["batch"] - s["samples_per_s"]) < 0.05 * s["sam
 assert s["bytes_per_s"] > s["samples_per_s"] * 224 * 224 * 3 * 4 * 0.5, s
 assert 0 <= s["ready"] <= s["slots"] and 0 <= s["filling"] <= s["slots"], s
 PY
-cat "$tmp/top.txt"
+warn=$(grep "the trainer waited" "$daemon_log") || fail "no starvation warning for the starved stream"
+echo "$warn"
+n=$(wc -l <<<"$warn")
+[ "$n" = 1 ] || fail "$n starvation warnings, want exactly 1 (the starved stream's)"
+grep -q "dataset 'big'" <<<"$warn" || fail "the warning is not about 'big'"
+top_stage=$(cat "$tmp/top_stage")
+grep -q "% of the stream's work is $top_stage" <<<"$warn" || fail "the warning does not name the top stage ($top_stage)"
+# one worker, all of it on this stream: more workers would help
+grep -q "more workers" <<<"$warn" || fail "the warning does not say more workers would help"
 echo "PASS"

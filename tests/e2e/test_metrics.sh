@@ -9,12 +9,10 @@
 . "$FEEDER_SOURCE/tests/lib/lib.sh"
 py=$(find_python prometheus_client) \
 	|| skip "python3-prometheus-client is not installed (tools/install-deps installs it): $py"
-dw=$build/tests/e2e/datawait_client
-need_exe "$dw"
 make_images small 24 2 5
 start_metrics_daemon
 
-spawn "$tmp/dw.err" "$dw" "$sock" small 100000 5 16 4
+spawn_client "$tmp/dw.err" datawait small 100000 5 16 4
 dwp=$spawned
 
 "$py" - "$port" "$sock" "$feederctl" "$dwp" <<'PY' || fail "metrics checks"
@@ -43,20 +41,18 @@ def batches_sent():
 
 time.sleep(1.5)
 a = scrape(); time.sleep(1.2); b = scrape(); time.sleep(1.2); c = scrape()
+ds = ",dataset=small,pipeline=jpeg"
+s, streams = "feeder_dataset_samples_total" + ds, "feeder_dataset_streams" + ds
 for k in ("feeder_up", "feeder_samples_total", "feeder_batches_total", "feeder_workers_busy_ratio",
-          "feeder_worker_seconds_total,stage=decode", "feeder_ring_memory_bytes",
-          "feeder_dataset_samples_total,dataset=small,pipeline=jpeg",
-          "feeder_trainer_wait_seconds_total,dataset=small,pipeline=jpeg",
-          "feeder_trainer_compute_seconds_total,dataset=small,pipeline=jpeg",
-          "feeder_dataset_streams,dataset=small,pipeline=jpeg"):
+          "feeder_worker_seconds_total,stage=decode", "feeder_ring_memory_bytes", s, streams,
+          "feeder_trainer_wait_seconds_total" + ds, "feeder_trainer_compute_seconds_total" + ds):
     assert k in c, (k, sorted(c))
 for k, (t, v) in c.items():
     if t == "counter":
         assert a.get(k, (t, 0))[1] <= b.get(k, (t, 0))[1] <= v, (k, a.get(k), b.get(k), v)
-s = "feeder_dataset_samples_total,dataset=small,pipeline=jpeg"
 assert a[s][1] < b[s][1] < c[s][1], (a[s], b[s], c[s])
-assert c["feeder_dataset_streams,dataset=small,pipeline=jpeg"][1] == 1
-assert c["feeder_trainer_compute_seconds_total,dataset=small,pipeline=jpeg"][1] > 0
+assert c[streams][1] == 1
+assert c["feeder_trainer_compute_seconds_total" + ds][1] > 0
 print(f"3 scrapes: samples {a[s][1]:.0f} -> {b[s][1]:.0f} -> {c[s][1]:.0f}, counters monotonic")
 
 for path, method, want in (("/", "GET", 404), ("/metrics", "POST", 405)):
@@ -75,20 +71,17 @@ for _ in range(40):
         idle.append(socket.create_connection(("127.0.0.1", int(port)), timeout=5))
     except OSError:
         break  # refused: the listener's limit
-big = socket.create_connection(("127.0.0.1", int(port)), timeout=10)
-big.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n")
-try:
-    reply = big.recv(200)
-except (ConnectionResetError, socket.timeout):
-    reply = b""
-assert not reply.startswith(b"HTTP/1.1 200"), reply
-junk = socket.create_connection(("127.0.0.1", int(port)), timeout=10)
-junk.sendall(b"\x00\x01garbage\r\n\r\n")
-try:
-    jr = junk.recv(200)
-except (ConnectionResetError, socket.timeout):
-    jr = b""
-assert not jr.startswith(b"HTTP/1.1 200"), jr
+def abuse(request):  # not served; the connection, and the first bytes of the answer
+    c = socket.create_connection(("127.0.0.1", int(port)), timeout=10)
+    c.sendall(request)
+    try:
+        answer = c.recv(200)
+    except (ConnectionResetError, socket.timeout):
+        answer = b""
+    assert not answer.startswith(b"HTTP/1.1 200"), answer
+    return c, answer
+big, reply = abuse(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n")
+junk, jr = abuse(b"\x00\x01garbage\r\n\r\n")
 b1, t1 = batches_sent(), time.time(); time.sleep(2); during = (batches_sent() - b1) / (time.time() - t1)
 print(f"stream: {base:.0f} batches/s before, {during:.0f} during the abuse "
       f"({len(idle)} idle connections held, big headers: {reply[:30]!r}, garbage: {jr[:30]!r})")
@@ -103,7 +96,7 @@ os.kill(dwp, signal.SIGTERM)
 time.sleep(2.5)
 e = scrape()
 assert e[s][1] >= d[s][1], (d[s], e[s])
-assert e["feeder_dataset_streams,dataset=small,pipeline=jpeg"][1] == 0, e
+assert e[streams][1] == 0, e
 print(f"after the stream ended: samples {e[s][1]:.0f} (was {d[s][1]:.0f}), 0 streams")
 PY
 stop_daemon || fail "$daemon_why"
@@ -116,12 +109,7 @@ import socket, sys
 from prometheus_client.parser import text_string_to_metric_families
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1])
 s.sendall(b"GET /metrics HTTP/1.1\r\nHost: feederd\r\nConnection: close\r\n\r\n")
-data = b""
-while True:
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    data += chunk
+data = b"".join(iter(lambda: s.recv(65536), b""))  # to the end
 head, _, body = data.partition(b"\r\n\r\n")
 assert head.startswith(b"HTTP/1.1 200"), head
 names = {f.name for f in text_string_to_metric_families(body.decode())}

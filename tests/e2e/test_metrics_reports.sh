@@ -10,18 +10,14 @@
 # the three streams' wall time, while they run and after they end (when
 # their totals move into the dataset's), instead of wrapping around 2^64.
 . "$FEEDER_SOURCE/tests/lib/lib.sh"
-rc_client=$build/tests/e2e/report_client
-need_exe "$rc_client"
 make_images small 24 2 5
 start_metrics_daemon
 
 t0=$(date +%s.%N)
-i=0
-for report in "9223372036854775808 0" "18446744073709551615 18446744073709551615" \
-	"100000000 300000000"; do
+reports=("9223372036854775808 0" "18446744073709551615 18446744073709551615" "100000000 300000000")
+for i in 0 1 2; do
 	# shellcheck disable=SC2086 # two numbers
-	spawn "$tmp/client$i.out" "$rc_client" "$sock" small $report 20 2500
-	i=$((i + 1))
+	spawn_client "$tmp/client$i.out" report small ${reports[i]} 20 2500
 done
 for i in 0 1 2; do wait_for "$tmp/client$i.out" ready "${bg_pids[$i]}"; done
 "$feederctl" --socket "$sock" streams --json >"$tmp/streams.json" || fail "feederctl streams"
@@ -43,11 +39,10 @@ for p in "${bg_pids[@]}"; do wait "$p" || fail "a report client failed: $(cat "$
 bg_pids=()
 sleep 1.5 # a tick or so: the ended streams' totals are the dataset's now
 after=$(scrape) || fail "scrape"
-elapsed=$("$py" -c "import sys, time; print(time.time() - float(sys.argv[1]))" "$t0")
-"$py" - "$tmp/streams.json" "$elapsed" "$during" "$after" <<'PY' || fail "the reports were counted as sent"
-import json, sys
+"$py" - "$tmp/streams.json" "$t0" "$during" "$after" <<'PY' || fail "the reports were counted as sent"
+import json, sys, time
 streams = json.load(open(sys.argv[1]))["streams"]
-elapsed, during, after = float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+elapsed, during, after = time.time() - float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 assert len(streams) == 3, streams
 for s in streams:
     total = (s["trainer_wait_us"] + s["trainer_compute_us"]) / 1e6

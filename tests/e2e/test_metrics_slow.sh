@@ -9,33 +9,29 @@
 # root only, the rest of the test runs anyway.
 . "$FEEDER_SOURCE/tests/lib/lib.sh"
 
-# slowloris.py TARGET SECONDS [SOURCE]: the 16 slow senders; prints the
-# longest a connection lived, and how many it opened.
-cat > "$tmp/slowloris.py" <<'PY'
+# http.py slow TARGET SECONDS [SOURCE]: the 16 slow senders; prints the
+# longest a connection lived, and how many it opened. http.py scrape TARGET:
+# 10 scrapes 0.3 s apart; prints how many got 200.
+cat > "$tmp/http.py" <<'PY'
 import socket, sys, threading, time
-target, seconds = sys.argv[1], float(sys.argv[2])
-source = sys.argv[3] if len(sys.argv) > 3 else None
-end = time.time() + seconds
-longest, opened, lock = 0.0, 0, threading.Lock()
+mode, target = sys.argv[1], sys.argv[2]
 
-def connect():
+def connect(source=None, timeout=None):
     if target.startswith("/"):
         s = socket.socket(socket.AF_UNIX)
+        s.settimeout(timeout)
         s.connect(target)
-    else:
-        host, port = target.rsplit(":", 1)
-        s = socket.socket()
-        s.bind((source, 0))
-        s.connect((host, int(port)))
-    s.settimeout(0.4)
-    return s
+        return s
+    host, port = target.rsplit(":", 1)
+    return socket.create_connection((host, int(port)), timeout, (source, 0) if source else None)
 
 def sender():
     global longest, opened
     request = b"GET /metrics HTTP/1.1\r\nHost: feederd\r\n" + b"X-Slow: 1\r\n" * 10000
     while time.time() < end:
         try:
-            s = connect()
+            s = connect(source)
+            s.settimeout(0.4)
         except OSError:
             time.sleep(0.05)
             continue
@@ -62,34 +58,23 @@ def sender():
             with lock:
                 longest = max(longest, lived)
 
-threads = [threading.Thread(target=sender) for _ in range(16)]
-for t in threads:
-    t.start()
-for t in threads:
-    t.join()
-print(f"{longest:.1f} {opened}")
-PY
-
-# scrape.py TARGET: 10 scrapes 0.3 s apart; prints how many got 200.
-cat > "$tmp/scrape.py" <<'PY'
-import socket, sys, time
-target, served = sys.argv[1], 0
+if mode == "slow":
+    end = time.time() + float(sys.argv[3])
+    source = sys.argv[4] if len(sys.argv) > 4 else None
+    longest, opened, lock = 0.0, 0, threading.Lock()
+    threads = [threading.Thread(target=sender) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(f"{longest:.1f} {opened}")
+    sys.exit(0)
+served = 0
 for _ in range(10):
     try:
-        if target.startswith("/"):
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(2)
-            s.connect(target)
-        else:
-            host, port = target.rsplit(":", 1)
-            s = socket.create_connection((host, int(port)), timeout=2)
+        s = connect(timeout=2)
         s.sendall(b"GET /metrics HTTP/1.1\r\nHost: feederd\r\nConnection: close\r\n\r\n")
-        reply = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            reply += chunk
+        reply = b"".join(iter(lambda: s.recv(65536), b""))  # to the end
         if reply.startswith(b"HTTP/1.1 200") and b"feeder_up 1" in reply:
             served += 1
         else:
@@ -105,12 +90,12 @@ PY
 # the scraper after 1 s of it; checks both.
 attack() {
 	local target=$1; shift
-	spawn "$tmp/slow.out" "$@" "$py" "$tmp/slowloris.py" "$target" 6.5 ${from:+"$from"}
+	spawn "$tmp/slow.out" "$@" "$py" "$tmp/http.py" slow "$target" 6.5 ${from:+"$from"}
 	local sp=$spawned
 	sleep 1
 	local served
-	served=$("$py" "$tmp/scrape.py" "$target" 2>"$tmp/scrape.err") || fail "scrape.py: $served"
-	wait $sp || fail "slowloris.py: $(cat "$tmp/slow.out")"
+	served=$("$py" "$tmp/http.py" scrape "$target" 2>"$tmp/scrape.err") || fail "scrape: $served"
+	wait $sp || fail "slow senders: $(cat "$tmp/slow.out")"
 	read -r longest opened <"$tmp/slow.out"
 	echo "$target: scraper served $served of 10; slow senders opened $opened connections," \
 		"the longest cut after $longest s"

@@ -7,7 +7,7 @@
 make_images imgs 8 2 6
 notify=$tmp/notify.sock
 "$py" - "$notify" "$tmp/notify.log" <<'PY' &
-import socket, sys, time
+import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
 s.settimeout(15)
@@ -16,9 +16,7 @@ with open(sys.argv[2], "w", buffering=1) as log:
     try:
         while True:
             msg = s.recv(4096).decode(errors="replace")
-            for line in msg.split("\n"):
-                if line:
-                    log.write(line + "\n")
+            log.write("".join(line + "\n" for line in msg.split("\n") if line))
             if "STOPPING=1" in msg:
                 break
     except socket.timeout:
@@ -46,7 +44,6 @@ grep -q '^STATUS=.' "$tmp/notify.log" || fail "no STATUS= line"
 grep -q '^STOPPING=1' "$tmp/notify.log" || fail "no STOPPING=1"
 pings=$(grep -c '^WATCHDOG=1' "$tmp/notify.log")
 [ "$pings" -ge 2 ] || fail "only $pings WATCHDOG=1 pings in 1 s with WatchdogSec=0.4s"
-ready_line=$(grep -n '^READY=1' "$tmp/notify.log" | head -1 | cut -d: -f1)
-stop_line=$(grep -n '^STOPPING=1' "$tmp/notify.log" | head -1 | cut -d: -f1)
-[ "$ready_line" -lt "$stop_line" ] || fail "STOPPING=1 came before READY=1"
+grep -m1 -e '^READY=1' -e '^STOPPING=1' "$tmp/notify.log" | grep -q '^READY=1' \
+	|| fail "STOPPING=1 came before READY=1"
 echo "ok: READY=1, STATUS=, $pings watchdog pings, STOPPING=1"

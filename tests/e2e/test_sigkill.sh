@@ -5,7 +5,7 @@
 . "$FEEDER_SOURCE/tests/lib/lib.sh"
 make_images imgs 24 3 3
 start_daemon || fail "$daemon_why"
-spawn_client "$tmp/steady.log" until-closed imgs
+spawn_client "$tmp/steady.log" survive imgs 1000000000 closed
 steady=$spawned
 wait_for "$tmp/steady.log" STREAMING "$steady"
 "$feederctl" --socket "$sock" status --json > "$tmp/before.json" || fail "feederctl status"

@@ -9,7 +9,7 @@
 . "$FEEDER_SOURCE/tests/lib/lib.sh"
 make_images imgs 24 3 4
 start_daemon --shutdown-drain 10 || fail "$daemon_why"
-spawn_client "$tmp/client.log" until-closed imgs
+spawn_client "$tmp/client.log" survive imgs 1000000000 closed
 wait_for "$tmp/client.log" STREAMING "$spawned"
 start=$(date +%s.%N)
 stop_daemon || fail "$daemon_why"

@@ -12,33 +12,16 @@ start_daemon || fail "$daemon_why"
 "$feederctl" --socket "$sock" status > "$tmp/status.txt" || fail "feederctl status"
 grep -q 'workers *2' "$tmp/status.txt" || fail "status table: $(cat "$tmp/status.txt")"
 "$feederctl" --socket "$sock" datasets --json > "$tmp/ds.json" || fail "feederctl datasets"
-"$py" - "$tmp/ds.json" <<'PY' || fail "datasets JSON: $(cat "$tmp/ds.json")"
-import json, sys
-d = json.load(open(sys.argv[1]))["datasets"]
-assert [x["name"] for x in d] == ["imgs"], d
-assert d[0]["samples"] == 16 and d[0]["classes"] == 2 and d[0]["kind"] == "jpeg", d
-PY
 "$feederctl" --socket "$sock" datasets | grep -q '^imgs *jpeg *16 ' || fail "datasets table"
 
 spawn_client "$tmp/hold.log" hold imgs
 wait_for "$tmp/hold.log" HOLDING "$spawned"
 "$feederctl" --socket "$sock" streams --json > "$tmp/streams.json" || fail "feederctl streams"
-"$py" - "$tmp/streams.json" <<'PY' || fail "streams JSON: $(cat "$tmp/streams.json")"
-import json, sys
-s = json.load(open(sys.argv[1]))["streams"]
-assert len(s) == 1, s
-s = s[0]
-assert s["dataset"] == "imgs" and s["pipeline"] == "jpeg" and s["batch"] == 4 and s["slots"] == 3, s
-assert s["batches_sent"] >= 3 and s["samples"] >= 12, s
-for k in ("samples_per_s", "replacements", "client_wait_us", "pid", "uid"):
-    assert k in s, k
-want = "jpeg 64x64 train, scale 0.08..1 ratio 0.75..1.33, flip p=0.5, f32 NCHW"
-assert s["settings"] == want, s["settings"]
-PY
 "$feederctl" --socket "$sock" streams > "$tmp/streams.txt" || fail "feederctl streams"
 grep -q ' imgs ' "$tmp/streams.txt" || fail "streams table: $(cat "$tmp/streams.txt")"
 # The settings on the line under the stream's row.
-grep -A1 ' imgs ' "$tmp/streams.txt" | grep -qx ' *jpeg 64x64 train, scale 0.08..1 ratio 0.75..1.33, flip p=0.5, f32 NCHW' \
+settings="jpeg 64x64 train, scale 0.08..1 ratio 0.75..1.33, flip p=0.5, f32 NCHW"
+grep -A1 ' imgs ' "$tmp/streams.txt" | grep -qx " *$settings" \
 	|| fail "streams table lacks the settings line: $(cat "$tmp/streams.txt")"
 grep -q "stream [0-9]* opened: 'imgs' .*; jpeg 64x64 train, scale" "$tmp/feederd.log" \
 	|| fail "the daemon's log does not name the stream's settings"
@@ -47,9 +30,21 @@ kill -9 "${bg_pids[0]}"; wait "${bg_pids[0]}" 2>/dev/null; bg_pids=()
 "$bench" --socket "$sock" --datasets "$datasets" --dataset imgs --batch 4 --size 32 \
 	--dtype f16 --batches 6 --streams 2 --json > "$tmp/bench.json" 2>"$tmp/bench.err" \
 	|| fail "feeder-bench: $(cat "$tmp/bench.err")"
-"$py" - "$tmp/bench.json" <<'PY' || fail "bench JSON: $(cat "$tmp/bench.json")"
+cat "$tmp/ds.json" "$tmp/streams.json" "$tmp/bench.json"
+"$py" - "$tmp" "$settings" <<'PY' || fail "the JSON of feederctl datasets, streams or feeder-bench"
 import json, sys
-b = json.load(open(sys.argv[1]))
+d = json.load(open(f"{sys.argv[1]}/ds.json"))["datasets"]
+assert [x["name"] for x in d] == ["imgs"], d
+assert d[0]["samples"] == 16 and d[0]["classes"] == 2 and d[0]["kind"] == "jpeg", d
+s = json.load(open(f"{sys.argv[1]}/streams.json"))["streams"]
+assert len(s) == 1, s
+s = s[0]
+assert s["dataset"] == "imgs" and s["pipeline"] == "jpeg" and s["batch"] == 4 and s["slots"] == 3, s
+assert s["batches_sent"] >= 3 and s["samples"] >= 12, s
+for k in ("samples_per_s", "replacements", "client_wait_us", "pid", "uid"):
+    assert k in s, k
+assert s["settings"] == sys.argv[2], s["settings"]
+b = json.load(open(f"{sys.argv[1]}/bench.json"))
 for k in ("images_per_s", "mb_per_s", "wait_mean_us", "wait_p99_us", "ceiling_images_per_s"):
     assert isinstance(b[k], (int, float)), k
 assert b["batches"] == 12 and b["images"] == 48, b
@@ -63,7 +58,6 @@ assert b["workers"] == 2, b
 # f16 32x32: 3*32*32*2 bytes per image
 assert b["bytes"] == 48 * 3 * 32 * 32 * 2, b
 PY
-cat "$tmp/bench.json"
 "$feederctl" --socket /nonexistent/feederd.sock status 2>"$tmp/err.txt" && fail "feederctl reached a missing socket"
 grep -q 'cannot connect' "$tmp/err.txt" || fail "feederctl error: $(cat "$tmp/err.txt")"
 stop_daemon || fail "$daemon_why"

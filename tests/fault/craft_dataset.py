@@ -51,19 +51,18 @@ if at < 4 or data.find(node, at + 1) >= 0:
 start = at - 4
 dsize = struct.unpack_from("<I", data, start)[0]
 pgno = struct.unpack_from("<Q", data, at + len(node))[0]
+rec = pgno * psize + PAGE_HDR  # the record's header, at the start of its first page
 if mode == "overlong":
     big = 0x7FFFFF00
     struct.pack_into("<I", data, start, big)
-    rec = pgno * psize + PAGE_HDR
     struct.pack_into("<I", data, rec + 4, big - HDR)
-    struct.pack_into("<I", data, rec + 28, crc32c(bytes(data[rec:rec + 28])))
 elif mode == "flags" and len(sys.argv) == 6:
-    rec = pgno * psize + PAGE_HDR
     struct.pack_into("<HI", data, rec + 22, int(sys.argv[4], 0), int(sys.argv[5], 0))
-    struct.pack_into("<I", data, rec + 28, crc32c(bytes(data[rec:rec + 28])))
 elif mode == "badpage":
     struct.pack_into("<Q", data, at + len(node), len(data) // psize + 1000)
 else:
     sys.exit("unknown mode " + mode)
+if mode != "badpage":  # only what was changed is wrong: the header's CRC is right
+    struct.pack_into("<I", data, rec + 28, crc32c(bytes(data[rec:rec + 28])))
 open(path, "r+b").write(data)
 print("record %d: %s (was %d bytes on page %d)" % (index, mode, dsize, pgno))

@@ -44,19 +44,16 @@ else
 fi
 run_client epoch lenient 1 >"$tmp/epoch.log" 2>&1 || fail "epoch: $(cat "$tmp/epoch.log")"
 grep -q "unusable" "$tmp/feederd.log" && fail "feederd replaced a sample: $(grep unusable "$tmp/feederd.log")"
-count=
-if [ -n "$port" ]; then
-	# published once a tick: wait for the epoch's count
-	for _ in $(seq 40); do
-		count=$("$py" -c 'import sys, urllib.request
+# published once a tick: wait for the epoch's count
+fallbacks_one() {
+	count=$("$py" -c 'import sys, urllib.request
 for l in urllib.request.urlopen(sys.argv[1], timeout=5).read().decode().splitlines():
     if l.startswith("feeder_jpeg_fallbacks_total "): print(int(float(l.split()[1])))' \
-			"http://127.0.0.1:$port/metrics") || fail "scraping /metrics"
-		[ "$count" = 1 ] && break
-		sleep 0.05
-	done
-	[ "$count" = 1 ] || fail "feeder_jpeg_fallbacks_total is '$count', not 1"
-fi
+		"http://127.0.0.1:$port/metrics") || fail "scraping /metrics"
+	[ "$count" = 1 ]
+}
+count=
+[ -z "$port" ] || wait_until 2 fallbacks_one || fail "feeder_jpeg_fallbacks_total is '$count', not 1"
 daemon_alive
 stop_daemon || fail "$daemon_why"
 echo "ok: lenient JPEG ($made): verify --decode passed and counted it; feederd delivered it with" \

@@ -6,6 +6,7 @@
 # and a new stream's every sample (labels and pixels) matches the new files
 # on disk. A stream on another dataset delivers correct batches throughout.
 . "$FEEDER_SOURCE/tests/lib/lib.sh"
+. "$here/victim.sh"
 make_images x 24 3 3
 make_images x2 32 4 9
 mv "$datasets/x2" "$tmp/x2"
@@ -16,26 +17,14 @@ start_daemon || fail "$daemon_why"
 # replaces x; it must end with the "replaced" sentence.
 replace_during_stream() {
 	local round=$1; shift
-	spawn_client "$tmp/victim$round.log" survive x 100000
-	local vpid=$spawned
-	wait_for "$tmp/victim$round.log" STREAMING "$vpid"
-	spawn_client "$tmp/other$round.log" epoch other "$round"
-	local gpid=$spawned
-	"$@" || fail "replacing x: $*"
-	wait_client "$vpid" "$tmp/victim$round.log" 10
-	wait_client "$gpid" "$tmp/other$round.log" 20
-	bg_pids=()
-	[ "$(survive_field "$tmp/victim$round.log" result)" = error ] \
+	victim_run "$round" x 100000 other "$round" 10 "$@"
+	[ "$result" = error ] \
 		|| fail "round $round: the old stream did not end: $(cat "$tmp/victim$round.log")"
-	local msg
-	msg=$(survive_field "$tmp/victim$round.log" message)
 	# rm -rf and mv leave x missing for a moment: a check that falls
 	# there rightly says "removed".
-	case "$msg" in
-	*"dataset 'x' was replaced in $datasets"*) ;;
-	*"dataset 'x' was removed from $datasets"*) [ "$round" = 1 ] || fail "round $round: $msg" ;;
-	*) fail "round $round: the old stream ended with: $msg" ;;
-	esac
+	[[ $msg == *"dataset 'x' was replaced in $datasets"* ]] ||
+		[[ $round = 1 && $msg == *"dataset 'x' was removed from $datasets"* ]] ||
+		fail "round $round: the old stream ended with: $msg"
 	echo "round $round: $(survive_field "$tmp/victim$round.log" batches) batches, then: $msg"
 }
 

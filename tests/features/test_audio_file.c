@@ -7,16 +7,14 @@
  * asked is the one kept; a tone keeps its frequency through resampling;
  * and damaged input gets a sentence: truncated, not audio, a missing
  * channel, too long for the bound. */
-#include "check.h"
-
 #include "audio_file.h"
 #include "resample.h"
+#include "signals.h"
 #include "status.h"
 
-#include <math.h>
 #include <sndfile.h>
-#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define N16 8000 /* 0.5 s at 16 kHz */
 
@@ -39,57 +37,19 @@ static void make_signal(void)
 	}
 }
 
-/* Write frames x channels to memory through libsndfile in `format`.
- * Channel c > 0 carries the signal divided by c + 1. */
+/* A file of n frames x channels as libsndfile writes it in `format`,
+ * read back into memory. Channel c > 0 carries the signal divided by c + 1. */
 struct mem {
 	uint8_t *p;
-	sf_count_t len, cap, pos;
+	size_t len;
 };
-
-static sf_count_t m_len(void *u)
-{
-	return ((struct mem *)u)->len;
-}
-static sf_count_t m_tell(void *u)
-{
-	return ((struct mem *)u)->pos;
-}
-static sf_count_t m_seek(sf_count_t off, int whence, void *u)
-{
-	struct mem *m = u;
-	m->pos = whence == SEEK_SET ? off : whence == SEEK_CUR ? m->pos + off : m->len + off;
-	return m->pos;
-}
-static sf_count_t m_read(void *dst, sf_count_t n, void *u)
-{
-	struct mem *m = u;
-	if (n > m->len - m->pos)
-		n = m->len - m->pos;
-	memcpy(dst, m->p + m->pos, (size_t)n);
-	m->pos += n;
-	return n;
-}
-static sf_count_t m_write(const void *src, sf_count_t n, void *u)
-{
-	struct mem *m = u;
-	if (m->pos + n > m->cap) {
-		m->cap = 2 * (m->pos + n);
-		m->p = realloc(m->p, (size_t)m->cap);
-		CHECK(m->p != NULL);
-	}
-	memcpy(m->p + m->pos, src, (size_t)n);
-	m->pos += n;
-	if (m->pos > m->len)
-		m->len = m->pos;
-	return n;
-}
 
 static struct mem encode(int format, int rate, int channels, const int16_t *x, size_t n)
 {
-	struct mem m = { 0 };
-	SF_VIRTUAL_IO io = { m_len, m_seek, m_read, m_write, m_tell };
+	FILE *f = tmpfile();
+	CHECK(f != NULL);
 	SF_INFO si = { .samplerate = rate, .channels = channels, .format = format };
-	SNDFILE *sf = sf_open_virtual(&io, SFM_WRITE, &si, &m);
+	SNDFILE *sf = sf_open_fd(fileno(f), SFM_WRITE, &si, 0);
 	CHECKF(sf != NULL, "cannot write format %x: %s", format, sf_strerror(NULL));
 	/* Integers go in as shorts (exact in any PCM width); a float file gets
 	 * the normalised values a float WAV holds (sample / 32768). */
@@ -106,6 +66,10 @@ static struct mem encode(int format, int rate, int channels, const int16_t *x, s
 	else
 		CHECK(sf_writef_short(sf, frame, (sf_count_t)n) == (sf_count_t)n);
 	CHECK(sf_close(sf) == 0);
+	struct mem m = { .len = (size_t)lseek(fileno(f), 0, SEEK_END) };
+	m.p = malloc(m.len);
+	CHECK(m.p != NULL && pread(fileno(f), m.p, m.len, 0) == (ssize_t)m.len);
+	fclose(f);
 	free(frame);
 	free(fl);
 	return m;
@@ -116,7 +80,7 @@ static float *decode(const struct mem *m, uint32_t channel, uint32_t rate, size_
 {
 	float *x;
 	char err[256];
-	int rc = audio_file_decode(m->p, (size_t)m->len, channel, rate, 1u << 24, &x, n, info, err,
+	int rc = audio_file_decode(m->p, m->len, channel, rate, 1u << 24, &x, n, info, err,
 				   sizeof(err));
 	CHECKF(rc == 0, "%s", err);
 	return x;
@@ -205,10 +169,7 @@ int main(void)
 	free(m.p);
 
 	/* Resampling keeps a tone's frequency: zero crossings of 1 kHz. */
-	float *tone = malloc(44100 * sizeof(float)), *t16;
-	CHECK(tone != NULL);
-	for (size_t i = 0; i < 44100; i++)
-		tone[i] = (float)(10000.0 * sin(2.0 * M_PI * 1000.0 * (double)i / 44100.0));
+	float *tone = sig_tone(44100, 1000.0, 44100.0, 10000.0), *t16;
 	CHECK(resample_float(tone, 44100, 44100, 16000, &t16, &n, err, sizeof(err)) == 0);
 	CHECK(n == 16000);
 	int cross = 0;
@@ -236,10 +197,10 @@ int main(void)
 
 	/* Damage. */
 	m = encode(SF_FORMAT_WAV | SF_FORMAT_PCM_16, 16000, 1, speech, N16);
-	expect_error(m.p, (size_t)m.len - 1000, 0, 1u << 24, FEEDER_EFORMAT,
+	expect_error(m.p, m.len - 1000, 0, 1u << 24, FEEDER_EFORMAT,
 		     "truncated: the data chunk declares 16000 bytes, 15000 are present");
-	expect_error(m.p, (size_t)m.len, 1, 1u << 24, FEEDER_EFORMAT, "1 channel, channel 2 asked");
-	expect_error(m.p, (size_t)m.len, 0, 1000, FEEDER_EQUOTA, "over the limit of 1000");
+	expect_error(m.p, m.len, 1, 1u << 24, FEEDER_EFORMAT, "1 channel, channel 2 asked");
+	expect_error(m.p, m.len, 0, 1000, FEEDER_EQUOTA, "over the limit of 1000");
 	expect_error("hello, this is text, not audio", 30, 0, 1u << 24, FEEDER_EFORMAT,
 		     "not an audio file libsndfile reads");
 	expect_error(m.p, 20, 0, 1u << 24, FEEDER_EFORMAT,
@@ -254,7 +215,7 @@ int main(void)
 		     "chunk 'LIST' at byte 36 declares 4294901765 bytes, 20 remain (damaged)");
 	free(m.p);
 	m = encode(SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, speech, N16);
-	expect_error(m.p, (size_t)m.len / 2, 0, 1u << 24, FEEDER_EFORMAT, "FLAC");
+	expect_error(m.p, m.len / 2, 0, 1u << 24, FEEDER_EFORMAT, "FLAC");
 	free(m.p);
 
 	/* The sniff: the containers by their first bytes, text refused. */

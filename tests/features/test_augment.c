@@ -3,37 +3,14 @@
  * odd offset, cut from a long recording, wrapping at its end, and for an
  * offset past the end; the noise added is the segment the header defines;
  * silent signal or noise leave x alone; babble is the sum of its segments
- * at one SNR; gain; SpecAugment masks set exactly their cells, clipped at
- * the edges. `test_augment mix X NOISE OFFSET SNR OUT` runs
+ * at one SNR; gain. `test_augment mix X NOISE OFFSET SNR OUT` runs
  * augment_add_noise on raw float32 files for the numpy reference in
  * tests/python/test_dsp_numpy.py. */
 #include "augment.h"
-#include "check.h"
+#include "signals.h"
 
-#include <math.h>
 #include <stdio.h>
-#include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
-
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static double uniform(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 9007199254740992.0;
-}
-
-static float *noise(size_t n, double amp)
-{
-	float *x = malloc((n ? n : 1) * sizeof(float));
-	CHECK(x != NULL);
-	for (size_t i = 0; i < n; i++)
-		x[i] = (float)((uniform() * 2.0 - 1.0) * amp);
-	return x;
-}
 
 static double worst_db = 0.0;
 
@@ -66,20 +43,10 @@ static void check_added(const float *before, const float *after, const double *v
 	       "%s: the added noise is not the segment (residual %.3g of %.3g)", what, resid, ed);
 }
 
-/* v[i] = noise[(offset + i) mod m], as augment.h defines it. */
-static double *looped(const float *nz, size_t m, size_t offset, size_t n)
-{
-	double *v = malloc(n * sizeof(double));
-	CHECK(v != NULL);
-	for (size_t i = 0; i < n; i++)
-		v[i] = nz[(offset + i) % m];
-	return v;
-}
-
 static void test_noise(void)
 {
 	const size_t n = 32000;
-	float *x = noise(n, 6000.0), *y = malloc(n * sizeof(float));
+	float *x = sig_noise(n, 6000.0), *y = malloc(n * sizeof(float));
 	CHECK(y != NULL);
 	static const struct {
 		size_t m, offset;
@@ -95,17 +62,20 @@ static void test_noise(void)
 	};
 	static const double snrs[] = { -5.0, 0.0, 7.3, 13.0, 20.0, 35.0 };
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		float *nz = noise(cases[c].m, 3000.0);
-		double *v = looped(nz, cases[c].m, cases[c].offset, n);
+		float *nz = sig_noise(cases[c].m, 3000.0);
+		double ev = 0.0, *v = malloc(n * sizeof(double));
+		CHECK(v != NULL);
+		/* v[i] = noise[(offset + i) mod m], as augment.h defines it. */
+		for (size_t i = 0; i < n; i++) {
+			v[i] = nz[(cases[c].offset + i) % cases[c].m];
+			ev += v[i] * v[i];
+		}
 		for (size_t s = 0; s < sizeof(snrs) / sizeof(snrs[0]); s++) {
 			memcpy(y, x, n * sizeof(float));
 			augment_add_noise(y, n, nz, cases[c].m, cases[c].offset, snrs[s]);
 			check_added(x, y, v, n, snrs[s], cases[c].what);
 		}
 		/* augment_noise_energy is the energy of that segment. */
-		double ev = 0.0;
-		for (size_t i = 0; i < n; i++)
-			ev += v[i] * v[i];
 		double got = augment_noise_energy(nz, cases[c].m, cases[c].offset, n);
 		CHECKF(fabs(got - ev) <= 1e-9 * ev, "%s: noise energy %.10g, not %.10g",
 		       cases[c].what, got, ev);
@@ -120,7 +90,8 @@ static void test_noise(void)
 static void test_noise_silent(void)
 {
 	const size_t n = 1000;
-	float *x = noise(n, 100.0), *y = malloc(n * sizeof(float)), *z = calloc(n, sizeof(float));
+	float *x = sig_noise(n, 100.0), *y = malloc(n * sizeof(float)),
+	      *z = calloc(n, sizeof(float));
 	CHECK(y && z);
 	memcpy(y, x, n * sizeof(float));
 	augment_add_noise(y, n, z, n, 0, 10.0);
@@ -137,7 +108,6 @@ static void test_noise_silent(void)
 	free(z);
 }
 
-/* With a reference energy: the SNR is against it, not against x as it is. */
 /* Babble as the wave pipeline makes it: the recordings accumulated, each
  * looped or cut from its offset, then the sum added at one SNR. */
 static void test_babble(void)
@@ -145,7 +115,7 @@ static void test_babble(void)
 	const size_t n = 32000;
 	static const size_t lens[] = { 50000, 9000, 32000, 123457, 2001, 40000, 31999 };
 	static const size_t offs[] = { 49999, 0, 5, 100000, 1999, 9, 31998 };
-	float *x = noise(n, 4000.0), *z = malloc(n * sizeof(float));
+	float *x = sig_noise(n, 4000.0), *z = malloc(n * sizeof(float));
 	float *scratch = malloc(n * sizeof(float));
 	double *v = calloc(n, sizeof(double));
 	CHECK(z && scratch && v);
@@ -153,7 +123,7 @@ static void test_babble(void)
 	for (int k = 3; k <= 7; k++) {
 		memset(v, 0, n * sizeof(double));
 		for (int i = 0; i < k; i++) {
-			rec[i] = noise(lens[i], 1000.0 * (i + 1));
+			rec[i] = sig_noise(lens[i], 1000.0 * (i + 1));
 			for (size_t t = 0; t < n; t++)
 				v[t] += rec[i][(offs[i] + t) % lens[i]];
 		}
@@ -176,7 +146,7 @@ static void test_babble(void)
 static void test_gain(void)
 {
 	const size_t n = 1000;
-	float *x = noise(n, 3000.0), *y = malloc(n * sizeof(float));
+	float *x = sig_noise(n, 3000.0), *y = malloc(n * sizeof(float));
 	CHECK(y != NULL);
 	static const double gains[] = { -20.0, -6.0, 0.0, 3.5, 6.0 };
 	for (int g = 0; g < 5; g++) {
@@ -197,7 +167,6 @@ static void test_gain(void)
 	free(y);
 }
 
-/* Every cell: value where the mask covers it, its old content elsewhere. */
 /* test_augment mix X NOISE OFFSET SNR OUT: augment_add_noise on raw
  * float32 files, for tests/python/test_dsp_numpy.py's numpy reference. */
 static int mix_files(char **argv)

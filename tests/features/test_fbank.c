@@ -2,22 +2,11 @@
  * bin where a pure tone peaks, the log floor on silence, and one frame of
  * noise against an independent double-precision evaluation of the recipe
  * (naive DFT, filters computed here from the Kaldi formulas). */
-#include "check.h"
 #include "fbank.h"
+#include "signals.h"
 
 #include <float.h>
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
-
-static float *tone(size_t n, double hz, double amp)
-{
-	float *x = malloc(n * sizeof(float));
-	CHECK(x != NULL);
-	for (size_t i = 0; i < n; i++)
-		x[i] = (float)(amp * sin(2.0 * M_PI * hz * (double)i / FBANK_RATE));
-	return x;
-}
 
 static struct fbank *make(int kind, int bins, int window)
 {
@@ -27,8 +16,7 @@ static struct fbank *make(int kind, int bins, int window)
 	o.window = window;
 	struct fbank *fb;
 	char err[256];
-	int rc = fbank_create(&o, &fb, err, sizeof(err));
-	CHECKF(rc == 0, "%s", err);
+	CHECKF(fbank_create(&o, &fb, err, sizeof(err)) == 0, "%s", err);
 	return fb;
 }
 
@@ -75,7 +63,7 @@ static void reference_frame(const float *x, int bins, double *out)
 
 static void check_peak(struct fbank *fb, double hz)
 {
-	float *x = tone(FBANK_RATE / 2, hz, 8000.0), *f;
+	float *x = sig_tone(FBANK_RATE / 2, hz, FBANK_RATE, 8000.0), *f;
 	uint32_t frames, dim;
 	char err[256];
 	CHECK(fbank_compute(fb, x, FBANK_RATE / 2, &f, &frames, &dim, err, sizeof(err)) == 0);
@@ -126,19 +114,18 @@ int main(void)
 {
 	check_log();
 	/* Frame counts: 1 + (n - 400) / 160, or 0 below one window. */
-	CHECK(fbank_frames(0) == 0);
-	CHECK(fbank_frames(399) == 0);
-	CHECK(fbank_frames(400) == 1);
-	CHECK(fbank_frames(559) == 1);
-	CHECK(fbank_frames(560) == 2);
-	CHECK(fbank_frames(16000) == 98);
+	static const size_t frame_counts[][2] = { { 0, 0 },   { 399, 0 }, { 400, 1 },
+						  { 559, 1 }, { 560, 2 }, { 16000, 98 } };
+	for (int i = 0; i < 6; i++)
+		CHECKF(fbank_frames(frame_counts[i][0]) == frame_counts[i][1], "%zu samples",
+		       frame_counts[i][0]);
 
 	struct fbank *fb = make(FBANK_KIND_FBANK, 40, FBANK_WINDOW_POVEY);
 	CHECK(fbank_dim(fb) == 40);
 	char err[256];
 	float *f;
 	uint32_t frames, dim;
-	float *x = tone(FBANK_RATE, 1000.0, 8000.0);
+	float *x = sig_tone(FBANK_RATE, 1000.0, FBANK_RATE, 8000.0);
 	CHECK(fbank_compute(fb, x, FBANK_RATE, &f, &frames, &dim, err, sizeof(err)) == 0);
 	CHECK(frames == 98 && dim == 40);
 	for (size_t i = 0; i < (size_t)frames * dim; i++)

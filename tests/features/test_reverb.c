@@ -4,42 +4,17 @@
  * energy), for chunk and RIR lengths from 1 sample to 2 s and 1.5 s, RIRs
  * longer than the chunk, direct paths at the start, inside and at the end;
  * in place; the cache's hit path against its miss path (same bytes), slots
- * replaced and reused; the limits. `test_reverb bench` prints the time of
- * one reverb_apply for a 2 s chunk and RIRs of 0.25, 1 and 1.5 s;
- * `test_reverb apply X RIR OUT` runs reverb_apply on raw float32 files for
- * the numpy reference in tests/python/test_dsp_numpy.py. */
-#include "check.h"
+ * replaced and reused; the limits. `test_reverb apply X RIR OUT` runs
+ * reverb_apply on raw float32 files for the numpy reference in
+ * tests/python/test_dsp_numpy.py. */
 #include "reverb.h"
+#include "signals.h"
 #include "status.h"
 
-#include <math.h>
-#include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_N 32000
 #define MAX_RIR 24000
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static double uniform(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / 9007199254740992.0;
-}
-
-/* Speech-like level: uniform noise at int16 scale. */
-static float *signal(size_t n)
-{
-	float *x = malloc((n ? n : 1) * sizeof(float));
-	CHECK(x != NULL);
-	for (size_t i = 0; i < n; i++)
-		x[i] = (float)((uniform() * 2.0 - 1.0) * 8000.0);
-	return x;
-}
 
 /* An RIR: decaying noise with its largest tap (0.9) at d. */
 static float *make_rir(size_t len, size_t d)
@@ -47,7 +22,8 @@ static float *make_rir(size_t len, size_t d)
 	float *h = malloc(len * sizeof(float));
 	CHECK(h != NULL);
 	for (size_t k = 0; k < len; k++)
-		h[k] = (float)((uniform() * 2.0 - 1.0) * 0.5 * exp(-3.0 * (double)k / (double)len));
+		h[k] = (float)((sig_uniform() * 2.0 - 1.0) * 0.5 *
+			       exp(-3.0 * (double)k / (double)len));
 	h[d] = 0.9f;
 	return h;
 }
@@ -83,33 +59,35 @@ static double *reference(const float *x, size_t n, const float *h, size_t len)
 	return y;
 }
 
-static double rel_error(const float *y, const double *ref, size_t n)
+static double worst_seen = 0.0;
+
+/* y[0..n) is x reverberated by h (within 1e-4 of the output's peak). */
+static void check_ref(const float *y, const float *x, size_t n, const float *h, size_t len,
+		      const char *what)
 {
-	double peak = 0.0, worst = 0.0;
+	double *ref = reference(x, n, h, len), peak = 0.0, worst = 0.0;
 	for (size_t t = 0; t < n; t++) {
 		peak = fmax(peak, fabs(ref[t]));
 		worst = fmax(worst, fabs(y[t] - ref[t]));
 	}
-	return peak > 0.0 ? worst / peak : worst;
+	double e = peak > 0.0 ? worst / peak : worst;
+	CHECKF(e <= 1e-4, "%s: n %zu, rir %zu: max error %.3g of the output's peak", what, n, len,
+	       e);
+	worst_seen = fmax(worst_seen, e);
+	free(ref);
 }
 
-static double worst_seen = 0.0;
-
-/* Apply through r (key) and check against the reference; returns y. */
-static float *check_case(struct reverb *r, uint64_t key, size_t n, size_t len, size_t d)
+/* Apply through r (key) and check against the reference. */
+static void check_case(struct reverb *r, uint64_t key, size_t n, size_t len, size_t d)
 {
-	float *x = signal(n), *h = make_rir(len, d);
+	float *x = sig_noise(n, 8000.0), *h = make_rir(len, d);
 	float *y = malloc((n ? n : 1) * sizeof(float));
 	CHECK(y != NULL);
 	char err[256] = "";
-	int rc = reverb_apply(r, key, h, len, x, n, y, err, sizeof(err));
-	CHECKF(rc == 0, "n %zu rir %zu: %s", n, len, err);
-	double *ref = reference(x, n, h, len);
-	double e = rel_error(y, ref, n);
-	CHECKF(e <= 1e-4, "n %zu, rir %zu, direct path %zu: max error %.3g of the output's peak", n,
-	       len, d, e);
-	if (e > worst_seen)
-		worst_seen = e;
+	CHECKF(reverb_apply(r, key, h, len, x, n, y, err, sizeof(err)) == 0, "%s", err);
+	char what[64];
+	snprintf(what, sizeof(what), "direct path at %zu", d);
+	check_ref(y, x, n, h, len, what);
 
 	/* In place, through a fresh reverberator (the miss path): same bytes. */
 	struct reverb *r2;
@@ -117,21 +95,18 @@ static float *check_case(struct reverb *r, uint64_t key, size_t n, size_t len, s
 	float *x2 = malloc((n ? n : 1) * sizeof(float));
 	CHECK(x2 != NULL);
 	memcpy(x2, x, n * sizeof(float));
-	rc = reverb_apply(r2, key, h, len, x2, n, x2, err, sizeof(err));
-	CHECKF(rc == 0, "%s", err);
+	CHECKF(reverb_apply(r2, key, h, len, x2, n, x2, err, sizeof(err)) == 0, "%s", err);
 	CHECKF(memcmp(x2, y, n * sizeof(float)) == 0,
 	       "n %zu rir %zu: in place differs from out of place", n, len);
 	/* Again through r2, now from its cache (the hit path): same bytes. */
-	rc = reverb_apply(r2, key, h, len, x, n, x2, err, sizeof(err));
-	CHECKF(rc == 0, "%s", err);
+	CHECKF(reverb_apply(r2, key, h, len, x, n, x2, err, sizeof(err)) == 0, "%s", err);
 	CHECKF(memcmp(x2, y, n * sizeof(float)) == 0, "n %zu rir %zu: the cache hit differs", n,
 	       len);
 	free(x2);
 	reverb_destroy(r2);
 	free(x);
 	free(h);
-	free(ref);
-	return y;
+	free(y);
 }
 
 static void test_cases(void)
@@ -149,10 +124,8 @@ static void test_cases(void)
 		{ 5, 9, 2 },           { 31999, 1, 0 },
 		{ 12345, 678, 300 },   { 32000, 2, 1 },
 	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		float *y = check_case(r, 1000 + i, cases[i].n, cases[i].len, cases[i].d);
-		free(y);
-	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		check_case(r, 1000 + i, cases[i].n, cases[i].len, cases[i].d);
 	reverb_destroy(r);
 }
 
@@ -166,7 +139,7 @@ static void test_cache(void)
 	char err[256];
 	CHECK(reverb_create(MAX_N, MAX_RIR, &r, err, sizeof(err)) == 0);
 	const size_t n = 32000, len = 8000;
-	float *x = signal(n), *h = make_rir(len, 100);
+	float *x = sig_noise(n, 8000.0), *h = make_rir(len, 100);
 	float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
 	CHECK(a && b);
 	CHECK(reverb_apply(r, 42, h, len, x, n, a, err, sizeof(err)) == 0);
@@ -183,10 +156,7 @@ static void test_cache(void)
 	/* A shorter chunk with the cached key: another FFT size. */
 	const size_t n2 = 3000;
 	CHECK(reverb_apply(r, 42, h, len, x, n2, b, err, sizeof(err)) == 0);
-	double *ref = reference(x, n2, h, len);
-	double e = rel_error(b, ref, n2);
-	CHECKF(e <= 1e-4, "same key, chunk of %zu: max error %.3g", n2, e);
-	free(ref);
+	check_ref(b, x, n2, h, len, "same key, a shorter chunk");
 	/* And back: the bytes of the first. */
 	CHECK(reverb_apply(r, 42, h, len, x, n, b, err, sizeof(err)) == 0);
 	CHECKF(memcmp(a, b, n * sizeof(float)) == 0, "back at the first length the result differs");
@@ -196,10 +166,7 @@ static void test_cache(void)
 	float *h3 = make_rir(len3, 100);
 	CHECK(reverb_fft_size(n, len3, 100) == reverb_fft_size(n, len, 100));
 	CHECK(reverb_apply(r, 42, h3, len3, x, n, b, err, sizeof(err)) == 0);
-	ref = reference(x, n, h3, len3);
-	e = rel_error(b, ref, n);
-	CHECKF(e <= 1e-4, "key reused with another length: max error %.3g", e);
-	free(ref);
+	check_ref(b, x, n, h3, len3, "key reused with another length");
 	free(h3);
 	free(x);
 	free(h);
@@ -245,48 +212,6 @@ static void test_edges(void)
 	CHECK(reverb_fft_size(1, 1, 0) == 1);
 }
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static void bench(void)
-{
-	struct reverb *r;
-	char err[256];
-	CHECK(reverb_create(MAX_N, MAX_RIR, &r, err, sizeof(err)) == 0);
-	const size_t n = 32000;
-	static const size_t lens[] = { 4000, 16000, 24000 };
-	float *x = signal(n), *y = malloc(n * sizeof(float));
-	CHECK(y != NULL);
-	for (size_t i = 0; i < 3; i++) {
-		float *h = make_rir(lens[i], 20);
-		double t0 = now();
-		CHECK(reverb_apply(r, i, h, lens[i], x, n, y, err, sizeof(err)) == 0);
-		double first = now() - t0;
-		const int reps = 300;
-		t0 = now();
-		for (int k = 0; k < reps; k++)
-			CHECK(reverb_apply(r, i, h, lens[i], x, n, y, err, sizeof(err)) == 0);
-		double hit = (now() - t0) / reps;
-		/* Misses with the plan made: a fresh key each time. */
-		t0 = now();
-		for (int k = 0; k < reps; k++)
-			CHECK(reverb_apply(r, 1000000 + (uint64_t)k, h, lens[i], x, n, y, err,
-					   sizeof(err)) == 0);
-		double miss = (now() - t0) / reps;
-		printf("reverb n=%zu rir=%zu fft=%zu: first call (plans) %.2f ms, cache hit %.3f ms, miss %.3f ms\n",
-		       n, lens[i], reverb_fft_size(n, lens[i], 20), first * 1e3, hit * 1e3,
-		       miss * 1e3);
-		free(h);
-	}
-	free(x);
-	free(y);
-	reverb_destroy(r);
-}
-
 /* test_reverb apply X RIR OUT: reverb_apply on raw float32 files, for
  * tests/python/test_dsp_numpy.py's numpy reference. */
 static int apply_files(const char *xpath, const char *hpath, const char *ypath)
@@ -309,10 +234,6 @@ static int apply_files(const char *xpath, const char *hpath, const char *ypath)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "bench") == 0) {
-		bench();
-		return 0;
-	}
 	if (argc == 5 && strcmp(argv[1], "apply") == 0)
 		return apply_files(argv[2], argv[3], argv[4]);
 	test_cases();

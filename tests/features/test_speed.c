@@ -5,27 +5,15 @@
  * same call gives the same bytes whether its resampler is fresh, reused or
  * made again after being replaced; factors out of range and short outputs
  * are refused; resample_float keeps a tone's frequency and amplitude from
- * 44.1, 48 and 8 kHz to 16 kHz. `test_speed bench` prints timings. */
-#include "check.h"
+ * 44.1, 48 and 8 kHz to 16 kHz. */
 #include "resample.h"
+#include "signals.h"
 #include "speed.h"
 #include "status.h"
 
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define RATE 16000.0
-
-static float *tone(size_t n, double hz, double rate, double amp)
-{
-	float *x = malloc((n ? n : 1) * sizeof(float));
-	CHECK(x != NULL);
-	for (size_t i = 0; i < n; i++)
-		x[i] = (float)(amp * sin(2.0 * M_PI * hz * (double)i / rate));
-	return x;
-}
 
 /* Magnitude of the Hann-windowed DFT of x at hz. */
 static double dft_at(const float *x, size_t n, double hz, double rate)
@@ -54,13 +42,25 @@ static double peak_hz(const float *x, size_t n, double lo, double hi, double rat
 	return best;
 }
 
-/* RMS of x[a..b) (away from the edges, where the filters see silence). */
-static double rms(const float *x, size_t a, size_t b)
+/* y[0..n) at 16 kHz is amp sin(2 pi hz t / RATE): its spectrum peaks
+ * within 1 % of hz (searched in lo..hi Hz), and away from the edges (where
+ * the filters see silence) its RMS is within 1 % of the tone's and no
+ * sample is off the ideal tone by over 1 % of amp (not delayed either). */
+static void check_tone(const float *y, size_t n, double hz, double amp, double lo, double hi,
+		       size_t edge, const char *what)
 {
-	double e = 0.0;
-	for (size_t i = a; i < b; i++)
-		e += (double)x[i] * x[i];
-	return sqrt(e / (double)(b - a));
+	double f = peak_hz(y, n, lo, hi, RATE);
+	CHECKF(fabs(f - hz) <= 0.01 * hz, "%s: the tone peaks at %.2f Hz, not %.1f", what, f, hz);
+	double e = 0.0, worst = 0.0, want = amp / sqrt(2.0);
+	for (size_t t = edge; t < n - edge; t++) {
+		e += (double)y[t] * y[t];
+		worst = fmax(worst, fabs(y[t] - amp * sin(2.0 * M_PI * hz * (double)t / RATE)));
+	}
+	double level = sqrt(e / (double)(n - 2 * edge));
+	CHECKF(fabs(level - want) <= 0.01 * want, "%s: RMS %.1f, not %.1f", what, level, want);
+	CHECKF(worst <= 0.01 * amp, "%s: off the ideal tone by %.1f", what, worst);
+	printf("%s: %zu samples, peak %.2f Hz (want %.1f), RMS %.2f (want %.2f), max dev %.2f\n",
+	       what, n, f, hz, level, want, worst);
 }
 
 static void test_lengths(struct speed *s)
@@ -74,7 +74,7 @@ static void test_lengths(struct speed *s)
 	for (size_t fi = 0; fi < 5; fi++)
 		for (size_t li = 0; li < 6; li++) {
 			size_t n = lens[li];
-			float *x = tone(n, 440.0, RATE, 10000.0);
+			float *x = sig_tone(n, 440.0, RATE, 10000.0);
 			size_t got = 0;
 			int rc = speed_perturb(s, factors[fi], x, n, y, 50000, &got, err,
 					       sizeof(err));
@@ -93,31 +93,15 @@ static void test_lengths(struct speed *s)
 static void test_tone(struct speed *s)
 {
 	const size_t n = 35200;
-	float *x = tone(n, 440.0, RATE, 10000.0);
-	float *y = malloc(50000 * sizeof(float));
+	float *x = sig_tone(n, 440.0, RATE, 10000.0), *y = malloc(50000 * sizeof(float));
 	CHECK(y != NULL);
-	char err[256];
+	char err[256], what[32];
 	static const float factors[] = { 1.1f, 0.9f };
 	for (int i = 0; i < 2; i++) {
 		size_t got = 0;
 		CHECK(speed_perturb(s, factors[i], x, n, y, 50000, &got, err, sizeof(err)) == 0);
-		double want = 440.0 * factors[i];
-		double hz = peak_hz(y, got, 350.0, 550.0, RATE);
-		CHECKF(fabs(hz - want) <= 0.01 * want,
-		       "speed %g: the tone peaks at %.2f Hz, not %.1f", (double)factors[i], hz,
-		       want);
-		double level = rms(y, 2000, got - 2000), in_level = 10000.0 / sqrt(2.0);
-		CHECKF(fabs(level - in_level) <= 0.01 * in_level, "speed %g: RMS %.1f, input %.1f",
-		       (double)factors[i], level, in_level);
-		/* Not delayed: sample t is the input at t * f. */
-		double worst = 0.0;
-		for (size_t t = 2000; t < got - 2000; t++)
-			worst = fmax(worst, fabs(y[t] - 10000.0 * sin(2.0 * M_PI * want *
-								      (double)t / RATE)));
-		CHECKF(worst <= 100.0, "speed %g: off the ideal tone by %.1f", (double)factors[i],
-		       worst);
-		printf("speed %.1f: peak %.2f Hz (want %.1f), RMS %.2f (input %.2f), max dev %.2f\n",
-		       (double)factors[i], hz, want, level, in_level, worst);
+		snprintf(what, sizeof(what), "speed %.1f", (double)factors[i]);
+		check_tone(y, got, 440.0 * factors[i], 10000.0, 350.0, 550.0, 2000, what);
 	}
 	free(x);
 	free(y);
@@ -129,7 +113,7 @@ static void test_identity_and_determinism(void)
 	char err[256];
 	CHECK(speed_create(&s, err, sizeof(err)) == 0);
 	const size_t n = 20000;
-	float *x = tone(n, 300.0, RATE, 5000.0);
+	float *x = sig_tone(n, 300.0, RATE, 5000.0);
 	for (size_t i = 0; i < n; i++)
 		x[i] += (float)((i * 7919) % 211) - 105.0f;
 	float *a = malloc(30000 * sizeof(float)), *b = malloc(30000 * sizeof(float));
@@ -172,87 +156,24 @@ static void test_identity_and_determinism(void)
 static void test_resample(void)
 {
 	static const double rates[] = { 44100.0, 48000.0, 8000.0 };
-	char err[256];
+	char err[256], what[32];
 	for (int i = 0; i < 3; i++) {
-		const double in_rate = rates[i], hz = 1000.0, amp = 10000.0;
-		const size_t n = (size_t)(2.0 * in_rate);
-		float *x = tone(n, hz, in_rate, amp), *y = NULL;
+		const size_t n = (size_t)(2.0 * rates[i]);
+		float *x = sig_tone(n, 1000.0, rates[i], 10000.0), *y = NULL;
 		size_t got = 0;
-		int rc = resample_float(x, n, in_rate, RATE, &y, &got, err, sizeof(err));
-		CHECKF(rc == 0, "%s", err);
-		CHECKF(got == (size_t)llround((double)n * RATE / in_rate), "%g Hz: %zu samples",
-		       in_rate, got);
-		double f = peak_hz(y, got, 900.0, 1100.0, RATE);
-		CHECKF(fabs(f - hz) <= 0.01 * hz, "%g Hz to 16 kHz: the tone peaks at %.2f Hz",
-		       in_rate, f);
-		double level = rms(y, 1000, got - 1000), want = amp / sqrt(2.0);
-		CHECKF(fabs(level - want) <= 0.01 * want, "%g Hz to 16 kHz: RMS %.1f, not %.1f",
-		       in_rate, level, want);
-		/* No delay: the resampled tone is in phase with the ideal one. */
-		double worst = 0.0;
-		for (size_t t = 1000; t < got - 1000; t++)
-			worst = fmax(worst,
-				     fabs(y[t] - amp * sin(2.0 * M_PI * hz * (double)t / RATE)));
-		CHECKF(worst <= 0.01 * amp, "%g Hz to 16 kHz: off the ideal tone by %.1f", in_rate,
-		       worst);
-		printf("resample %g -> 16000: %zu -> %zu samples, peak %.2f Hz, RMS %.2f (want %.2f), max dev %.2f\n",
-		       in_rate, n, got, f, level, want, worst);
+		CHECKF(resample_float(x, n, rates[i], RATE, &y, &got, err, sizeof(err)) == 0, "%s",
+		       err);
+		CHECKF(got == (size_t)llround((double)n * RATE / rates[i]), "%g Hz: %zu samples",
+		       rates[i], got);
+		snprintf(what, sizeof(what), "resample %g -> 16000", rates[i]);
+		check_tone(y, got, 1000.0, 10000.0, 900.0, 1100.0, 1000, what);
 		free(x);
 		free(y);
 	}
 }
 
-static double now(void)
+int main(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static void bench(void)
-{
-	struct speed *s;
-	char err[256];
-	CHECK(speed_create(&s, err, sizeof(err)) == 0);
-	const size_t n = 35200;
-	float *x = tone(n, 440.0, RATE, 10000.0), *y = malloc(50000 * sizeof(float));
-	CHECK(y != NULL);
-	static const float factors[] = { 0.9f, 1.1f, 1.0f };
-	for (int i = 0; i < 3; i++) {
-		size_t got;
-		double t0 = now();
-		CHECK(speed_perturb(s, factors[i], x, n, y, 50000, &got, err, sizeof(err)) == 0);
-		double first = now() - t0;
-		const int reps = 200;
-		t0 = now();
-		for (int k = 0; k < reps; k++)
-			CHECK(speed_perturb(s, factors[i], x, n, y, 50000, &got, err,
-					    sizeof(err)) == 0);
-		printf("speed_perturb n=%zu f=%.1f: first %.3f ms, then %.3f ms\n", n,
-		       (double)factors[i], first * 1e3, (now() - t0) / reps * 1e3);
-	}
-	free(x);
-	x = tone(88200, 440.0, 44100.0, 10000.0);
-	const int reps = 50;
-	double t0 = now();
-	for (int k = 0; k < reps; k++) {
-		float *r = NULL;
-		size_t got;
-		CHECK(resample_float(x, 88200, 44100.0, RATE, &r, &got, err, sizeof(err)) == 0);
-		free(r);
-	}
-	printf("resample_float 2 s at 44.1 kHz to 16 kHz: %.3f ms\n", (now() - t0) / reps * 1e3);
-	free(x);
-	free(y);
-	speed_destroy(s);
-}
-
-int main(int argc, char **argv)
-{
-	if (argc > 1 && strcmp(argv[1], "bench") == 0) {
-		bench();
-		return 0;
-	}
 	struct speed *s;
 	char err[256];
 	CHECKF(speed_create(&s, err, sizeof(err)) == 0, "%s", err);

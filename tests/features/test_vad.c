@@ -2,22 +2,18 @@
  * silent stretch between two tones: of the 48 frames that lie wholly in the
  * silence, all but the 2 next to the tone on each side (context 2) go, and
  * the frames that remain are exactly the rows computed without VAD. */
-#include "check.h"
 #include "fbank.h"
+#include "signals.h"
 
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 static void run(int kind)
 {
 	/* 1.0 s tone, 0.5 s digital silence, 1.0 s tone. */
 	const size_t n = 40000;
-	float *x = calloc(n, sizeof(float));
-	CHECK(x != NULL);
-	for (size_t i = 0; i < n; i++)
-		if (i < 16000 || i >= 24000)
-			x[i] = (float)(3000.0 * sin(2.0 * M_PI * 440.0 * (double)i / FBANK_RATE));
+	float *x = sig_tone(n, 440.0, FBANK_RATE, 3000.0),
+	      *steady = sig_tone(n, 440.0, FBANK_RATE, 3000.0);
+	memset(x + 16000, 0, 8000 * sizeof(float));
 
 	struct fbank_opts o;
 	fbank_opts_default(&o, kind);
@@ -48,11 +44,10 @@ static void run(int kind)
 	CHECK(fbank_compute(vad, x, n, &b, &fb, &db, err, sizeof(err)) == 0);
 	CHECK(fb == 0 && b == NULL);
 	/* A steady tone: every frame is voiced. */
-	for (size_t i = 0; i < n; i++)
-		x[i] = (float)(3000.0 * sin(2.0 * M_PI * 440.0 * (double)i / FBANK_RATE));
-	CHECK(fbank_compute(vad, x, n, &b, &fb, &db, err, sizeof(err)) == 0);
+	CHECK(fbank_compute(vad, steady, n, &b, &fb, &db, err, sizeof(err)) == 0);
 	CHECK(fb == 248);
 	free(b);
+	free(steady);
 
 	fbank_destroy(plain);
 	fbank_destroy(vad);

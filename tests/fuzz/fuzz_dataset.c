@@ -16,7 +16,6 @@
 #include "status.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -42,15 +41,9 @@ static void write_input(const uint8_t *data, size_t size)
 	}
 	char path[96];
 	snprintf(path, sizeof(path), "%s/data.mdb", dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	FUZZ_CHECK(fd >= 0, "%s: %s", path, strerror(errno));
-	size_t done = 0;
-	while (done < size) {
-		ssize_t n = write(fd, data + done, size - done);
-		FUZZ_CHECK(n > 0, "write %s: %s", path, strerror(errno));
-		done += (size_t)n;
-	}
-	close(fd);
+	FILE *f = fopen(path, "wbe");
+	FUZZ_CHECK(f && fwrite(data, 1, size, f) == size && fclose(f) == 0, "write %s: %s", path,
+		   strerror(errno));
 }
 
 static int code_ok(int rc)

@@ -60,45 +60,24 @@ static int moderate(const struct dsformat_sample *s, const uint8_t *payload)
 }
 
 /* The datasets a record may come from (feat_dim, dtype), 8 classes each. */
-static const struct dsformat_header headers[] = {
-	{ .version = 1,
-	  .kind = DSFORMAT_KIND_FEATURES,
-	  .samples = 1,
-	  .classes = 8,
-	  .feat_dim = 4,
-	  .dtype = DSFORMAT_DTYPE_F32 },
-	{ .version = 1,
-	  .kind = DSFORMAT_KIND_FEATURES,
-	  .samples = 1,
-	  .classes = 8,
-	  .feat_dim = 2,
-	  .dtype = DSFORMAT_DTYPE_F16 },
-	{ .version = 1,
-	  .kind = DSFORMAT_KIND_FEATURES,
-	  .samples = 1,
-	  .classes = 8,
-	  .feat_dim = 3,
-	  .dtype = DSFORMAT_DTYPE_F32 },
-	{ .version = 1,
-	  .kind = DSFORMAT_KIND_FEATURES,
-	  .samples = 1,
-	  .classes = 8,
-	  .feat_dim = 8,
-	  .dtype = DSFORMAT_DTYPE_F16 },
-	{ .version = 1,
-	  .kind = DSFORMAT_KIND_FEATURES,
-	  .samples = 1,
-	  .classes = 8,
-	  .feat_dim = 1,
-	  .dtype = DSFORMAT_DTYPE_F32 },
+static const struct {
+	uint32_t feat_dim, dtype;
+} datasets[] = {
+	{ 4, DSFORMAT_DTYPE_F32 }, { 2, DSFORMAT_DTYPE_F16 }, { 3, DSFORMAT_DTYPE_F32 },
+	{ 8, DSFORMAT_DTYPE_F16 }, { 1, DSFORMAT_DTYPE_F32 },
 };
-#define N_HEADERS (sizeof(headers) / sizeof(headers[0]))
+#define N_DATASETS (sizeof(datasets) / sizeof(datasets[0]))
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size == 0)
 		return 0;
-	const struct dsformat_header *h = &headers[data[0] % N_HEADERS];
+	const struct dsformat_header h = { .version = 1,
+					   .kind = DSFORMAT_KIND_FEATURES,
+					   .samples = 1,
+					   .classes = 8,
+					   .feat_dim = datasets[data[0] % N_DATASETS].feat_dim,
+					   .dtype = datasets[data[0] % N_DATASETS].dtype };
 	/* An exact-size copy of the record, so ASan sees any overread. */
 	size_t n = size - 1;
 	uint8_t *rec = malloc(n ? n : 1);
@@ -113,16 +92,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	err[0] = '\0';
-	int rc = dsformat_sample_check(h, &s, err, sizeof(err));
+	int rc = dsformat_sample_check(&h, &s, err, sizeof(err));
 	if (rc != 0) {
 		FUZZ_CHECK(rc == FEEDER_ECORRUPT, "code %d", rc);
 		FUZZ_CHECK_ERR(err, sizeof(err));
 		free(rec);
 		return 0;
 	}
-	FUZZ_CHECK(s.dim == h->feat_dim && s.dtype == h->dtype && s.label < h->classes,
+	FUZZ_CHECK(s.dim == h.feat_dim && s.dtype == h.dtype && s.label < h.classes,
 		   "record %ux%u dtype %u label %u passed the check of a dim %u dtype %u dataset",
-		   s.frames, s.dim, s.dtype, s.label, h->feat_dim, h->dtype);
+		   s.frames, s.dim, s.dtype, s.label, h.feat_dim, h.dtype);
 	int finite_in = s.dtype != DSFORMAT_DTYPE_NONE && moderate(&s, payload);
 	uint64_t key = 1469598103934665603ull;
 	for (size_t i = 0; i < n; i++)
@@ -140,7 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(proto_opts_check(&p, err, sizeof(err)) == 0, "param set %zu: %s", k,
 			   err);
 		/* Sized by the dataset header, as a batch slot is. */
-		size_t bytes = features_pipeline_sample_bytes(&p, h->feat_dim);
+		size_t bytes = features_pipeline_sample_bytes(&p, h.feat_dim);
 		void *out = malloc(bytes);
 		if (!out)
 			break;

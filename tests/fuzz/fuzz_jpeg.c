@@ -68,25 +68,19 @@ static void params_of(const struct pset *s, struct feeder_stream_opts *p)
 	}
 }
 
-/* Channel of output element i for layout and size. */
-static int channel_of(const struct feeder_stream_opts *p, size_t i)
-{
-	size_t plane = (size_t)p->jpeg.height * p->jpeg.width;
-	return p->layout == FEEDER_LAYOUT_NHWC ? (int)(i % 3) : (int)(i / plane);
-}
-
 static void check_output(const struct feeder_stream_opts *p, const void *out, size_t bytes)
 {
 	if (p->dtype == FEEDER_DTYPE_U8)
 		return; /* every byte value is a pixel value */
 	size_t n = bytes / (p->dtype == FEEDER_DTYPE_F16 ? 2 : 4);
+	size_t plane = (size_t)p->jpeg.height * p->jpeg.width;
 	for (size_t i = 0; i < n; i++) {
 		float v;
 		if (p->dtype == FEEDER_DTYPE_F16)
 			v = half_to_float(((const uint16_t *)out)[i]);
 		else
 			v = ((const float *)out)[i];
-		int c = channel_of(p, i);
+		int c = p->layout == FEEDER_LAYOUT_NHWC ? (int)(i % 3) : (int)(i / plane);
 		float lo = (0.0f - p->jpeg.mean[c]) / p->jpeg.std[c],
 		      hi = (1.0f - p->jpeg.mean[c]) / p->jpeg.std[c];
 		/* f16 rounds to 11 significant bits; allow that and float noise. */

@@ -15,9 +15,7 @@ h=${1:?usage: fuzz_test.sh HARNESS SECONDS}
 secs=${2:?usage: fuzz_test.sh HARNESS SECONDS}
 src=${FEEDER_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
 bld=${FEEDER_BUILD:-$src/build}
-"$src/tests/fuzz/build.sh" "$h"
-rc=$?
-[ $rc = 0 ] || exit $rc
+"$src/tests/fuzz/build.sh" "$h" || exit
 
 corpus=$bld/fuzz/corpus/$h
 art=$bld/fuzz/artifacts/$h

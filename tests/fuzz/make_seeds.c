@@ -11,7 +11,6 @@
 #include "protocol.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static const char *outdir;
@@ -41,28 +40,33 @@ static int put_msg(const char *name, const struct proto_msg *m)
 	return write_file("protocol", name, buf, (size_t)n);
 }
 
+/* A message of the type, every other field 0. */
+static struct proto_msg msg(uint32_t type)
+{
+	struct proto_msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = type;
+	return m;
+}
+
 static int protocol_seeds(void)
 {
 	struct proto_msg m;
 	int rc = 0;
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_HELLO;
-	m.u.hello.pid = 4242;
-	snprintf(m.u.hello.agent, sizeof(m.u.hello.agent), "libfeeder 0.1.0");
+	m = msg(PROTO_HELLO);
+	m.u.hello = (struct proto_hello){ .pid = 4242, .agent = "libfeeder 0.1.0" };
 	rc |= put_msg("hello", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_WELCOME;
-	m.u.welcome.session = 7;
-	m.u.welcome.max_streams = 8;
-	m.u.welcome.max_slots = 64;
-	m.u.welcome.quota = 1ull << 32;
-	snprintf(m.u.welcome.agent, sizeof(m.u.welcome.agent), "feederd 0.1.0");
+	m = msg(PROTO_WELCOME);
+	m.u.welcome = (struct proto_welcome){ .session = 7,
+					      .max_streams = 8,
+					      .max_slots = 64,
+					      .quota = 1ull << 32,
+					      .agent = "feederd 0.1.0" };
 	rc |= put_msg("welcome", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_OPEN_STREAM;
+	m = msg(PROTO_OPEN_STREAM);
 	proto_opts_jpeg(&m.u.open.opts, 224, 1);
 	m.u.open.tag = 1;
 	m.u.open.opts.batch = 32;
@@ -103,8 +107,7 @@ static int protocol_seeds(void)
 	m.u.open.opts.shuffle = 0;
 	rc |= put_msg("open_stream_gpu", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_STREAM_OPENED;
+	m = msg(PROTO_STREAM_OPENED);
 	struct proto_stream_opened *o = &m.u.opened;
 	o->tag = 1;
 	o->stream = 5;
@@ -134,8 +137,7 @@ static int protocol_seeds(void)
 	o->ring_size += proto_device_table_size(o->slots, PROTO_TENSOR_ALIGN);
 	rc |= put_msg("stream_opened_device", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_BATCH_READY;
+	m = msg(PROTO_BATCH_READY);
 	m.u.ready = (struct proto_batch_ready){ .stream = 5,
 						.slot = 3,
 						.epoch = 2,
@@ -144,43 +146,35 @@ static int protocol_seeds(void)
 						.replacements = 1 };
 	rc |= put_msg("batch_ready", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_RELEASE;
+	m = msg(PROTO_RELEASE);
 	m.u.release = (struct proto_release){
 		.stream = 5, .slot = 3, .wait_us = 120000, .compute_us = 880000
 	};
 	rc |= put_msg("release", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_CLOSE_STREAM;
+	m = msg(PROTO_CLOSE_STREAM);
 	m.u.close.stream = 5;
 	rc |= put_msg("close_stream", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_STREAM_END;
+	m = msg(PROTO_STREAM_END);
 	m.u.end = (struct proto_stream_end){ .stream = 5, .reason = 1, .batches_sent = 7 };
 	rc |= put_msg("stream_end", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_ERROR;
-	m.u.error.code = -22;
-	m.u.error.tag = 2;
-	m.u.error.fatal = 1;
-	snprintf(m.u.error.message, sizeof(m.u.error.message),
-		 "OPEN_STREAM: dataset 'nope' is not served");
+	m = msg(PROTO_ERROR);
+	m.u.error = (struct proto_error){ .code = -22,
+					  .tag = 2,
+					  .fatal = 1,
+					  .message = "OPEN_STREAM: dataset 'nope' is not served" };
 	rc |= put_msg("error", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_GOODBYE;
+	m = msg(PROTO_GOODBYE);
 	rc |= put_msg("goodbye", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_STATUS;
+	m = msg(PROTO_STATUS);
 	m.u.status.what = PROTO_STATUS_STREAMS;
 	rc |= put_msg("status", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_STATUS_REPLY;
+	m = msg(PROTO_STATUS_REPLY);
 	struct feeder_status *r = &m.u.status_reply;
 	r->uptime_ms = 123456;
 	r->clients = 2;
@@ -199,8 +193,7 @@ static int protocol_seeds(void)
 	r->stage_s[FEEDER_STAGE_DECODE] = 20.25;
 	rc |= put_msg("status_reply", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_DATASET_INFO;
+	m = msg(PROTO_DATASET_INFO);
 	snprintf(m.u.dataset.name, sizeof(m.u.dataset.name), "speech");
 	m.u.dataset.kind = 2;
 	m.u.dataset.classes = 10;
@@ -209,8 +202,7 @@ static int protocol_seeds(void)
 	m.u.dataset.streams = 1;
 	rc |= put_msg("dataset_info", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_STREAM_INFO;
+	m = msg(PROTO_STREAM_INFO);
 	struct feeder_stream_status *s = &m.u.stream;
 	s->stream = 5;
 	s->session = 7;
@@ -241,8 +233,7 @@ static int protocol_seeds(void)
 		 "0.75..1.33, flip p=0.5, f32 NCHW");
 	rc |= put_msg("stream_info", &m);
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_LIST_END;
+	m = msg(PROTO_LIST_END);
 	m.u.list_end.count = 1;
 	rc |= put_msg("list_end", &m);
 	return rc;
@@ -251,14 +242,10 @@ static int protocol_seeds(void)
 /* The dsformat harness reads a selector byte, then the record. */
 static int put_record(const char *name, uint8_t selector, const uint8_t *rec, size_t n)
 {
-	uint8_t *buf = malloc(n + 1);
-	if (!buf)
-		return -1;
+	uint8_t buf[n + 1];
 	buf[0] = selector;
 	memcpy(buf + 1, rec, n);
-	int rc = write_file("dsformat", name, buf, n + 1);
-	free(buf);
-	return rc;
+	return write_file("dsformat", name, buf, n + 1);
 }
 
 static int dsformat_seeds(void)
@@ -271,14 +258,12 @@ static int dsformat_seeds(void)
 				     .classes = 10 };
 	snprintf(h.packer_version, sizeof(h.packer_version), "0.1.0");
 	snprintf(h.options, sizeof(h.options), "pack images --resize 256 --jobs 2");
-	memset(hdr, 0, sizeof(hdr));
 	dsformat_header_encode(&h, hdr);
 	rc |= put_record("header_jpeg", 0, hdr, sizeof(hdr));
 	h.kind = DSFORMAT_KIND_FEATURES;
 	h.feat_dim = 30;
 	h.dtype = DSFORMAT_DTYPE_F16;
 	snprintf(h.options, sizeof(h.options), "pack audio --features mfcc --num-ceps 30");
-	memset(hdr, 0, sizeof(hdr));
 	dsformat_header_encode(&h, hdr);
 	rc |= put_record("header_features", 0, hdr, sizeof(hdr));
 

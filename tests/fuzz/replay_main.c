@@ -18,47 +18,25 @@
 static int replay_file(const char *path)
 {
 	FILE *f = fopen(path, "rb");
-	if (!f) {
+	struct stat st;
+	if (!f || fstat(fileno(f), &st) != 0) {
 		fprintf(stderr, "replay: %s: %s\n", path, strerror(errno));
+		if (f)
+			fclose(f);
 		return -1;
 	}
-	uint8_t *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len == cap) {
-			size_t ncap = cap ? cap * 2 : 4096;
-			uint8_t *nb = realloc(buf, ncap);
-			if (!nb) {
-				fprintf(stderr, "replay: %s: out of memory\n", path);
-				free(buf);
-				fclose(f);
-				return -1;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		size_t got = fread(buf + len, 1, cap - len, f);
-		len += got;
-		if (got == 0)
-			break;
-	}
-	int bad = ferror(f);
+	/* Exactly the file's size, so that a sanitizer build sees overreads. */
+	size_t len = (size_t)st.st_size;
+	uint8_t *buf = malloc(len ? len : 1);
+	int bad = !buf || fread(buf, 1, len, f) != len;
 	fclose(f);
 	if (bad) {
-		fprintf(stderr, "replay: %s: read error\n", path);
+		fprintf(stderr, "replay: %s: %s\n", path, buf ? "read error" : "out of memory");
 		free(buf);
 		return -1;
 	}
-	/* An exact-size copy, so that a sanitizer build sees overreads. */
-	uint8_t *exact = malloc(len ? len : 1);
-	if (!exact) {
-		free(buf);
-		return -1;
-	}
-	memcpy(exact, buf, len);
+	LLVMFuzzerTestOneInput(buf, len);
 	free(buf);
-	LLVMFuzzerTestOneInput(exact, len);
-	free(exact);
 	return 0;
 }
 
@@ -68,40 +46,21 @@ static int is_dir(const char *path)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Replay every regular file in dir, in name order; returns files replayed or -1. */
+/* Replay every regular file in dir but hidden ones, in name order; returns
+ * files replayed or -1. */
 static long replay_dir(const char *dir)
 {
-	DIR *d = opendir(dir);
-	if (!d) {
+	struct dirent **names;
+	int n = scandir(dir, &names, NULL, alphasort);
+	if (n < 0) {
 		fprintf(stderr, "replay: %s: %s\n", dir, strerror(errno));
 		return -1;
 	}
-	char **names = NULL;
-	size_t n = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		char **nn = realloc(names, (n + 1) * sizeof(*names));
-		if (!nn || !(nn[n] = strdup(e->d_name))) {
-			names = nn ? nn : names;
-			break;
-		}
-		names = nn;
-		n++;
-	}
-	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_names);
 	long count = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++) {
 		char path[4096];
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (!is_dir(path)) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+		if (names[i]->d_name[0] != '.' && !is_dir(path)) {
 			if (replay_file(path) != 0)
 				count = -1;
 			else if (count >= 0)
@@ -118,13 +77,12 @@ int main(int argc, char **argv)
 	long total = 0;
 	for (int i = 1; i < argc; i++) {
 		long n;
-		if (is_dir(argv[i])) {
+		if (is_dir(argv[i]))
 			n = replay_dir(argv[i]);
-		} else if (access(argv[i], F_OK) != 0 && errno == ENOENT) {
+		else if (access(argv[i], F_OK) != 0 && errno == ENOENT)
 			n = 0; /* a harness without regressions has no folder yet */
-		} else {
+		else
 			n = replay_file(argv[i]) == 0 ? 1 : -1;
-		}
 		if (n < 0)
 			return 1;
 		printf("replay: %s: %ld inputs\n", argv[i], n);

@@ -10,23 +10,14 @@ need_python PIL
 
 # Usage errors: exit 2 with a single line on stderr.
 expect_usage() {
-	local out rc
-	out="$("$gen" "$@" 2>&1 >/dev/null)"
-	rc=$?
-	[[ $rc -eq 2 ]] || fail "gen-images $* exited $rc, expected 2"
-	[[ $(printf '%s\n' "$out" | wc -l) -eq 1 ]] || fail "gen-images $* printed more than one line: $out"
+	expect_rc 2 "$gen" "$@"
+	[[ $(grep -c '' "$tmp/err") -eq 1 ]] || fail "gen-images $* printed more than one line: $(cat "$tmp/err")"
 }
-expect_usage
-expect_usage 5
-expect_usage abc "$tmp/x"
-expect_usage 0 "$tmp/x"
-expect_usage 5 "$tmp/x" --classes 0
-expect_usage 5 "$tmp/x" --classes 6
-expect_usage 5 "$tmp/x" --seed -1
-expect_usage 5 "$tmp/x" --seed 12x
-expect_usage 5 "$tmp/x" --threads 0
-expect_usage 5 "$tmp/x" --bogus
-expect_usage 5 "$tmp/x" --classes
+for args in "" 5 "abc $tmp/x" "0 $tmp/x" "5 $tmp/x --classes 0" "5 $tmp/x --classes 6" \
+	"5 $tmp/x --seed -1" "5 $tmp/x --seed 12x" "5 $tmp/x --threads 0" "5 $tmp/x --bogus" \
+	"5 $tmp/x --classes"; do
+	expect_usage $args
+done
 [[ ! -e "$tmp/x" ]] || fail "a usage error created the output directory"
 
 # The wrapper says clearly when the binary is not built.

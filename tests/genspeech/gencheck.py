@@ -1,10 +1,13 @@
 """gencheck.py — what the generator tests share: finding a built generator
 (FEEDER_BUILD, else ./build of this checkout, as the tools/gen/gen-* wrappers
-do), running it through its wrapper, reading a WAV file with every header
-field checked against the canonical 44-byte PCM header that wav_write
-writes, the Schroeder decay measure, and main() that runs a pytest file as
-one meson test (exit 0 pass, 1 fail, 77 skip when NumPy, SciPy, pytest or
-the generator is missing)."""
+do), running it through its wrapper, the checks every generator passes
+(bad arguments refused with one usage line; output byte-identical for a
+seed whatever the thread count, other for another seed), reading a WAV file
+with every header field checked against the canonical 44-byte PCM header
+that wav_write writes, the Schroeder decay measure, and main() that runs a
+pytest file as one meson test (exit 0 pass, 1 fail, 77 skip when a Python
+module it needs or the generator is missing)."""
+import csv
 import os
 import struct
 import subprocess
@@ -25,6 +28,58 @@ def run(name, *args, timeout=300):
     """Run tools/gen/NAME (the source-tree wrapper) with args."""
     return subprocess.run([os.path.join(SOURCE, "tools", "gen", name), *map(str, args)],
                           capture_output=True, text=True, timeout=timeout)
+
+
+def need(*names):
+    """Skip the calling test module unless each generator is built."""
+    import pytest
+    for g in names:
+        if not exe(g):
+            pytest.skip(f"{g} is not built", allow_module_level=True)
+
+
+def assert_usage(name, bad):
+    """tools/gen/NAME with the arguments bad exits 2 with one usage line."""
+    p = run(name, *bad)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "usage" in p.stderr, \
+        f"{bad}: exit {p.returncode}, stderr {p.stderr!r}"
+
+
+def seed_runs(base, name, *args, seed):
+    """tools/gen/NAME args --seed seed into base/a and (with --threads 1)
+    base/b, and with seed + 1 into base/c: the folders by those names."""
+    dirs = {}
+    for d, extra in (("a", [seed]), ("b", [seed, "--threads", 1]), ("c", [seed + 1])):
+        dirs[d] = os.path.join(base, d)
+        p = run(name, *args, "--seed", *extra, dirs[d])
+        assert p.returncode == 0, f"{name} {d}: exit {p.returncode}: {p.stderr}"
+        assert "wrote" in p.stdout, f"{name} {d} did not say what it wrote: {p.stdout!r}"
+    return dirs
+
+
+def files(top):
+    """Every file under top, by its path relative to top, sorted."""
+    return sorted(os.path.relpath(os.path.join(d, f), top) for d, _, fs in os.walk(top) for f in fs)
+
+
+def tsv(path):
+    """The rows of a tab-separated file with a header line, as dicts."""
+    with open(path) as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def assert_deterministic(dirs, seed):
+    """Every file of seed_runs' a is byte-identical in b (another thread
+    count) and, for a WAV file, different in c (another seed)."""
+    a = dirs["a"]
+    assert files(a), f"{a} is empty"
+    for f in files(a):
+        data = open(os.path.join(a, f), "rb").read()
+        assert data == open(os.path.join(dirs["b"], f), "rb").read(), \
+            f"{f}: differs between 1 thread and many with the same seed"
+        if f.endswith(".wav"):
+            assert data != open(os.path.join(dirs["c"], f), "rb").read(), \
+                f"{f}: identical for seeds {seed} and {seed + 1}"
 
 
 def read_wav(path, rate=None):
@@ -59,15 +114,17 @@ def schroeder_t(x, fs, top=-5.0, bottom=-25.0):
     return -60.0 / slope
 
 
-def main(test_file, generators):
-    """Run test_file under pytest as one meson test."""
+def main(test_file, generators, modules=("numpy", "scipy")):
+    """Run test_file (which imports modules and pytest) under pytest as one
+    meson test."""
+    import importlib
     try:
-        import numpy  # noqa: F401
-        import scipy  # noqa: F401
-        import pytest
+        for m in (*modules, "pytest"):
+            importlib.import_module(m)
     except ImportError as e:
         print(f"SKIP: {sys.executable} lacks {e.name}", file=sys.stderr)
         return 77
+    import pytest
     for g in generators:
         if not exe(g):
             print(f"SKIP: {os.path.join(BUILD, 'tools', 'gen', g)} is not built", file=sys.stderr)

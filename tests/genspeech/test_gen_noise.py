@@ -11,8 +11,7 @@ babble speakers are not gen-speech's training speakers for the same seed."""
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gencheck  # noqa: E402
+import gencheck  # its folder is sys.path[0], for the script and for pytest
 
 if __name__ == "__main__":
     sys.exit(gencheck.main(__file__, ["gen-noise", "gen-speech"]))
@@ -21,8 +20,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from scipy.signal import find_peaks, welch  # noqa: E402
 
-if not gencheck.exe("gen-noise"):
-    pytest.skip("gen-noise is not built", allow_module_level=True)
+gencheck.need("gen-noise")
 
 COUNT, SEED, FS = 6, 5, 16000
 CATS = ("noise", "music", "speech")
@@ -30,15 +28,8 @@ CATS = ("noise", "music", "speech")
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
-    base = tmp_path_factory.mktemp("gen_noise")
-    dirs = {}
-    for name, args in (("a", ["--seed", SEED]), ("b", ["--seed", SEED, "--threads", 1]),
-                       ("c", ["--seed", SEED + 1])):
-        dirs[name] = str(base / name)
-        p = gencheck.run("gen-noise", "--count", COUNT, "--seconds", "2:3", *args, dirs[name])
-        assert p.returncode == 0, f"gen-noise {args}: exit {p.returncode}: {p.stderr}"
-        assert "wrote" in p.stdout
-    return dirs
+    return gencheck.seed_runs(str(tmp_path_factory.mktemp("gen_noise")), "gen-noise", "--count",
+                              COUNT, "--seconds", "2:3", seed=SEED)
 
 
 def notes(d, cat):
@@ -56,9 +47,7 @@ def kinds(d):
                                  ["--seconds", "2", "d"], ["--rate", 1000, "d"],
                                  ["--seed", "-1", "d"], ["--bogus", "d"], [], ["d", "e"]])
 def test_bad_arguments(bad):
-    p = gencheck.run("gen-noise", *bad)
-    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "usage" in p.stderr, \
-        f"{bad}: exit {p.returncode}, stderr {p.stderr!r}"
+    gencheck.assert_usage("gen-noise", bad)
 
 
 def test_every_category_has_its_files(out):
@@ -88,14 +77,7 @@ def test_wav_headers_durations_and_levels(out):
 
 
 def test_deterministic(out):
-    for cat in CATS:
-        for f in sorted(os.listdir(os.path.join(out["a"], cat))):
-            a = open(os.path.join(out["a"], cat, f), "rb").read()
-            assert a == open(os.path.join(out["b"], cat, f), "rb").read(), \
-                f"{cat}/{f}: differs between 1 thread and many with the same seed"
-            if f.endswith(".wav"):
-                assert a != open(os.path.join(out["c"], cat, f), "rb").read(), \
-                    f"{cat}/{f}: identical for seeds {SEED} and {SEED + 1}"
+    gencheck.assert_deterministic(out, SEED)
 
 
 def test_rate(tmp_path):
@@ -161,10 +143,8 @@ def test_babble_speech(out, tmp_path):
     p = gencheck.run("gen-speech", 50, 1, tmp_path / "train", "--seed", SEED,
                      "--min-dur", 0.2, "--max-dur", 0.2)
     assert p.returncode == 0, p.stderr
-    rows = open(tmp_path / "train" / "speakers.tsv").read().splitlines()
-    head = rows[0].split("\t")
     train = {(round(float(r["f0_hz"]), 1), round(float(r["vtl_scale"]), 3))
-             for r in (dict(zip(head, l.split("\t"))) for l in rows[1:])}
+             for r in gencheck.tsv(tmp_path / "train" / "speakers.tsv")}
     babble = set()
     for fields in notes(out["a"], "speech").values():
         kv = dict(f.split("=") for f in fields if "=" in f)

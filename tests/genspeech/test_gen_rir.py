@@ -8,12 +8,10 @@ thread count and different output for another seed, the RT60 of every
 response measured here by Schroeder backward integration (T20: the -5 to
 -25 dB fit, times 3) within 20 % of its target, and the direct path as the
 peak at the delay the room's geometry gives."""
-import csv
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gencheck  # noqa: E402
+import gencheck  # its folder is sys.path[0], for the script and for pytest
 
 if __name__ == "__main__":
     sys.exit(gencheck.main(__file__, ["gen-rir"]))
@@ -21,8 +19,7 @@ if __name__ == "__main__":
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-if not gencheck.exe("gen-rir"):
-    pytest.skip("gen-rir is not built", allow_module_level=True)
+gencheck.need("gen-rir")
 
 COUNT, SEED = 12, 7
 # (name, rate, --rt60, extra arguments)
@@ -46,8 +43,7 @@ def out(tmp_path_factory):
 
 
 def table(d):
-    with open(os.path.join(d, "rirs.tsv")) as f:
-        return list(csv.DictReader(f, delimiter="\t"))
+    return gencheck.tsv(os.path.join(d, "rirs.tsv"))
 
 
 def triple(s, sep=","):
@@ -59,9 +55,7 @@ def triple(s, sep=","):
                                  ["--rate", 1000, "d"], ["--seed", "x", "d"], ["--bogus", "d"],
                                  []])
 def test_bad_arguments(bad):
-    p = gencheck.run("gen-rir", *bad)
-    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "usage" in p.stderr, \
-        f"{bad}: exit {p.returncode}, stderr {p.stderr!r}"
+    gencheck.assert_usage("gen-rir", bad)
 
 
 def test_table_describes_the_files(out):
@@ -93,14 +87,7 @@ def test_wav_headers_lengths_and_peak(out):
 
 
 def test_deterministic(out):
-    a, b, c = out["a"][0], out["b"][0], out["c"][0]
-    for f in sorted(os.listdir(a)):
-        data = open(os.path.join(a, f), "rb").read()
-        assert data == open(os.path.join(b, f), "rb").read(), \
-            f"{f}: differs between 1 thread and many with the same seed"
-        if f.endswith(".wav"):
-            assert data != open(os.path.join(c, f), "rb").read(), \
-                f"{f}: identical for seeds {SEED} and {SEED + 1}"
+    gencheck.assert_deterministic({k: out[k][0] for k in "abc"}, SEED)
 
 
 def test_rt60_within_20_percent(out):

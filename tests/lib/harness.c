@@ -2,8 +2,8 @@
  * build's feederd started on its socket and stopped with SIGTERM, the small
  * datasets the C tests stream, and the raw-wire helpers. Used by the wire
  * test (tests/protocol/test_daemon_wire.c), the libfeeder client-level tests
- * (tests/e2e/e2e_client.c) and report_client.c; the shell tests have the
- * same fixture in tests/lib/lib.sh. */
+ * (tests/e2e/e2e_client.c) and the security and soak clients; the shell
+ * tests have the same fixture in tests/lib/lib.sh. */
 #include "harness.h"
 
 #include "check.h"
@@ -421,11 +421,19 @@ int harness_connect_raw(const char *path)
 	return fd;
 }
 
-int harness_recv(int fd, struct proto_msg *m, int *mfd)
+int harness_recv_within(int fd, struct proto_msg *m, int *mfd, int ms)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
-	CHECKF(poll(&p, 1, 10000) == 1, "no message from feederd within 10 s");
+	if (poll(&p, 1, ms) != 1)
+		return 1;
 	return sockmsg_recv_msg(fd, m, mfd, harness_err, sizeof(harness_err));
+}
+
+int harness_recv(int fd, struct proto_msg *m, int *mfd)
+{
+	int rc = harness_recv_within(fd, m, mfd, 10000);
+	CHECKF(rc != 1, "no message from feederd within 10 s");
+	return rc;
 }
 
 void harness_send(int fd, const struct proto_msg *m)

@@ -75,6 +75,8 @@ int harness_connect_raw(const char *path);
 /* One message within 10 s (fails if none comes): 0 or the negative code of
  * sockmsg_recv_msg, whose sentence is in harness_err. */
 int harness_recv(int fd, struct proto_msg *m, int *mfd);
+/* The same within ms milliseconds, and 1 if none came. */
+int harness_recv_within(int fd, struct proto_msg *m, int *mfd, int ms);
 void harness_send(int fd, const struct proto_msg *m);
 /* Connect and say HELLO as agent; the fd once WELCOME came. */
 int harness_hello(const char *path, const char *agent, struct proto_welcome *welcome);

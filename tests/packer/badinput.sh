@@ -5,14 +5,12 @@
 # non-regular files are skipped with a warning naming them, or fatal with
 # --strict; --force replaces DEST; --help and --version work; the read
 # commands reject bad arguments the same way.
-. "$FEEDER_SOURCE/tests/lib/lib.sh"
-one_line() { [ "$(wc -l <"$tmp/err")" = 1 ] || fail "expected one line on stderr: $(cat "$tmp/err")"; }
-has() { grep -q -- "$1" "$tmp/err" || fail "stderr lacks '$1': $(cat "$tmp/err")"; }
+. "$FEEDER_SOURCE/tests/packer/fixture.sh"
 
 expect_rc 0 "$packer" --help
-grep -q "usage: packer" "$tmp/out" || fail "--help text"
+out_has "usage: packer"
 expect_rc 0 "$packer" --version
-grep -Eq "^packer [0-9]+\.[0-9]+" "$tmp/out" || fail "--version text"
+out_has -E "^packer [0-9]+\.[0-9]+"
 expect_rc 2 "$packer"; one_line; has "missing command"; has "--help"
 expect_rc 2 "$packer" frobnicate; one_line; has "unknown command 'frobnicate'"
 expect_rc 2 "$packer" --bogus; one_line; has "unknown option '--bogus'"
@@ -28,7 +26,7 @@ expect_rc 2 "$packer" pack images --resize-shorter abc "$tmp/src" "$tmp/ds"; one
 expect_rc 2 "$packer" pack images --quality 101 --resize-shorter 8 "$tmp/src" "$tmp/ds"; one_line
 expect_rc 2 "$packer" pack images --list; one_line; has "needs an argument"
 expect_rc 2 "$packer" pack images "$tmp/missing" "$tmp/ds"; one_line; has "missing"
-[ -e "$tmp/ds" ] && fail "DEST created by a usage error"
+no_dest "$tmp/ds"
 
 # Empty sources.
 mkdir "$tmp/empty"
@@ -37,8 +35,7 @@ mkdir "$tmp/empty/a" "$tmp/empty/b"
 expect_rc 2 "$packer" pack images "$tmp/empty" "$tmp/ds"; one_line; has "no files"
 echo "not an image" >"$tmp/empty/a/x.jpg"
 expect_rc 2 "$packer" pack images "$tmp/empty" "$tmp/ds"; has "none of the 1 files"
-[ -e "$tmp/ds" ] && fail "DEST created from an empty source"
-compgen -G "$tmp/ds.tmp-*" >/dev/null && fail "temporary directory left by a failed pack"
+no_dest "$tmp/ds"
 
 # Non-JPEG files and a FIFO are skipped with a warning naming each.
 echo "hello" >"$tmp/src/class_001/notes.txt"
@@ -48,17 +45,14 @@ expect_rc 0 "$packer" pack images "$tmp/src" "$tmp/ds"
 has "warning: .*class_001/notes.txt: not a JPEG file, skipped"
 has "warning: .*class_002/random.jpg: not a JPEG file, skipped"
 has "warning: .*class_000/pipe.jpg: not a regular file, skipped"
-expect_rc 0 "$packer" inspect --json "$tmp/ds"
-grep -q '"samples":12,"classes":3' "$tmp/out" || fail "skipped files were packed: $(cat "$tmp/out")"
+inspect_has "$tmp/ds" '"samples":12,"classes":3'
 
 # Existing DEST: refused without --force, replaced with it.
 expect_rc 2 "$packer" pack images "$tmp/src" "$tmp/ds"; one_line; has "already exists"
-rm "$tmp/src/class_000/pipe.jpg"
-rm "$tmp/src/class_000/"img_000000.jpg
+rm "$tmp/src/class_000/pipe.jpg" "$tmp/src/class_000/img_000000.jpg"
 expect_rc 0 "$packer" pack images --force "$tmp/src" "$tmp/ds"
-expect_rc 0 "$packer" inspect --json "$tmp/ds"
-grep -q '"samples":11,' "$tmp/out" || fail "--force did not replace DEST: $(cat "$tmp/out")"
-ls -a "$tmp" | grep -q 'ds.tmp-' && fail "temporary directory left after --force"
+inspect_has "$tmp/ds" '"samples":11,'
+compgen -G "$tmp/ds.tmp-*" >/dev/null && fail "temporary directory left after --force"
 # --force replaces only datasets: never a tree or a folder of other files.
 mkdir -p "$tmp/tree/sub" && echo keep >"$tmp/tree/sub/file" && echo keep >"$tmp/tree/file"
 expect_rc 2 "$packer" pack images --force "$tmp/src" "$tmp/tree"; one_line; has "not a dataset"
@@ -70,8 +64,7 @@ compgen -G "$tmp/tree.tmp-*" >/dev/null && fail "temporary directory left by a r
 # --strict: the first bad file is fatal, nothing is left behind.
 expect_rc 2 "$packer" pack images --strict "$tmp/src" "$tmp/ds3"; one_line
 has "class_001/notes.txt: not a JPEG file (--strict)"
-[ -e "$tmp/ds3" ] && fail "--strict left DEST"
-compgen -G "$tmp/ds3.tmp-*" >/dev/null && fail "--strict left a temporary directory"
+no_dest "$tmp/ds3"
 
 # A class folder whose name is not UTF-8 (Latin-1 "é") would be a label,
 # and the label table is UTF-8: refused, naming the folder.
@@ -79,7 +72,7 @@ gen_images "$tmp/l1" 4 2 2
 mv "$tmp/l1/class_001" "$tmp/l1/caf"$'\xe9'
 expect_rc 2 "$packer" pack images "$tmp/l1" "$tmp/dsl1"; one_line
 has "folder name is not UTF-8 (byte 0xe9 at column 4)"
-[ -e "$tmp/dsl1" ] && fail "DEST created for a non-UTF-8 class"
+no_dest "$tmp/dsl1"
 
 # pack audio without the audio module is a clear error.
 if ! "$packer" pack audio --help >/dev/null 2>&1; then

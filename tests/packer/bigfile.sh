@@ -11,38 +11,24 @@
 #     bytes, again without being read whole;
 #   - --max-file-size 1M skips a real 1.5 MB JPEG (fatal under --strict);
 #     a malformed size is a usage error.
-. "$FEEDER_SOURCE/tests/lib/lib.sh"
+. "$FEEDER_SOURCE/tests/packer/fixture.sh"
 need_python lmdb numpy PIL
 gen_images "$tmp/src" 6 2 4
 truncate -s 60M "$tmp/src/class_000/fake1.jpg" "$tmp/src/class_000/fake2.jpg" "$tmp/src/class_001/fake3.jpg" ||
 	fail truncate
 truncate -s 700M "$tmp/src/class_001/big.jpg" || fail truncate
-timed=()
-if [ -x /usr/bin/time ] && ! ldd "$packer" | grep -q libasan; then
-	timed=(/usr/bin/time -f "%M" -o "$tmp/maxrss")
-fi
-peak_ok() { # peak RSS under 100 MB, where measured
-	[ -s "$tmp/maxrss" ] || return 0
-	local kb
-	kb=$(tail -1 "$tmp/maxrss")
-	[ "$kb" -lt 100000 ] || fail "$1: peak memory $kb KB"
-}
 
-"${timed[@]}" "$packer" pack images "$tmp/src" "$tmp/ds" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; fail "pack images"; }
+expect_rc 0 "${timed[@]}" "$packer" pack images "$tmp/src" "$tmp/ds"
 for f in class_000/fake1.jpg class_000/fake2.jpg class_001/fake3.jpg; do
-	grep -q "warning: .*$f: not a JPEG file, skipped" "$tmp/err" || fail "$f: $(cat "$tmp/err")"
+	has "warning: .*$f: not a JPEG file, skipped"
 done
-grep -q "warning: .*class_001/big.jpg: larger than the 64 MiB limit (--max-file-size), skipped" "$tmp/err" ||
-	fail "big.jpg: $(cat "$tmp/err")"
-peak_ok "pack images"
-expect_rc 0 "$packer" inspect --json "$tmp/ds"
-grep -q '"samples":6,' "$tmp/out" || fail "$(cat "$tmp/out")"
+has "warning: .*class_001/big.jpg: larger than the 64 MiB limit (--max-file-size), skipped"
+peak_below 100000 "pack images"
+inspect_has "$tmp/ds" '"samples":6,'
 
-rm -f "$tmp/maxrss"
-"${timed[@]}" "$packer" pack images --max-file-size 1G "$tmp/src" "$tmp/ds2" >"$tmp/out" 2>"$tmp/err" ||
-	{ cat "$tmp/err" >&2; fail "pack images --max-file-size 1G"; }
-grep -q "warning: .*class_001/big.jpg: not a JPEG file, skipped" "$tmp/err" || fail "1G: $(cat "$tmp/err")"
-peak_ok "pack images --max-file-size 1G"
+expect_rc 0 "${timed[@]}" "$packer" pack images --max-file-size 1G "$tmp/src" "$tmp/ds2"
+has "warning: .*class_001/big.jpg: not a JPEG file, skipped"
+peak_below 100000 "pack images --max-file-size 1G"
 
 rm "$tmp"/src/class_00?/fake?.jpg "$tmp/src/class_001/big.jpg"
 "$py" - "$tmp/src/class_000/large.jpg" <<'PYEOF' || fail "making a large JPEG"
@@ -55,15 +41,12 @@ PYEOF
 size=$(stat -c %s "$tmp/src/class_000/large.jpg")
 [ "$size" -gt $((1 << 20)) ] || fail "large.jpg is only $size bytes"
 expect_rc 0 "$packer" pack images --max-file-size 1M "$tmp/src" "$tmp/ds3"
-grep -q "warning: .*class_000/large.jpg: larger than the 1 MiB limit (--max-file-size), skipped" "$tmp/err" ||
-	fail "--max-file-size 1M: $(cat "$tmp/err")"
+has "warning: .*class_000/large.jpg: larger than the 1 MiB limit (--max-file-size), skipped"
 expect_rc 2 "$packer" pack images --strict --max-file-size 1M "$tmp/src" "$tmp/ds4"
-grep -q "class_000/large.jpg: larger than the 1 MiB limit (--max-file-size) (--strict)" "$tmp/err" ||
-	fail "--strict: $(cat "$tmp/err")"
+has "class_000/large.jpg: larger than the 1 MiB limit (--max-file-size) (--strict)"
 expect_rc 0 "$packer" pack images --max-file-size 2M "$tmp/src" "$tmp/ds5"
-expect_rc 0 "$packer" inspect --json "$tmp/ds5"
-grep -q '"samples":7,' "$tmp/out" || fail "--max-file-size 2M: $(cat "$tmp/out")"
+inspect_has "$tmp/ds5" '"samples":7,'
 expect_rc 2 "$packer" pack images --max-file-size 12X "$tmp/src" "$tmp/ds6"
-grep -q "max-file-size '12X'" "$tmp/err" || fail "$(cat "$tmp/err")"
+has "max-file-size '12X'"
 expect_rc 2 "$packer" pack images --max-file-size 2G "$tmp/src" "$tmp/ds6"
 echo "bigfile: ok"

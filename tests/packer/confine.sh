@@ -5,7 +5,7 @@
 # SRC, symbolic links included: one that does not is a one-line error
 # naming the list's line (a tree's file by its path), exit 2, no DEST. An
 # entry that only passes through ".." or a link and stays inside is fine.
-. "$FEEDER_SOURCE/tests/lib/lib.sh"
+. "$FEEDER_SOURCE/tests/packer/fixture.sh"
 gen_images "$tmp/src" 6 2 4
 gen_images "$tmp/ext" 2 1 5
 cd "$tmp/src" && files=(class_00*/*.jpg) && cd - >/dev/null
@@ -19,38 +19,31 @@ list() { # lines after the two inside entries
 # Without --confine an absolute path and a ".." path are packed as named.
 list "$tmp/ext/${outs[0]}" "../ext/${outs[1]}"
 expect_rc 0 "$packer" pack images --restart none --list "$tmp/list.txt" "$tmp/src" "$tmp/ds"
-"$packer" cat "$tmp/ds" 2 | cmp -s - "$tmp/ext/${outs[0]}" || fail "absolute entry: other bytes"
-"$packer" cat "$tmp/ds" 3 | cmp -s - "$tmp/ext/${outs[1]}" || fail "'..' entry: other bytes"
+payload_is "$tmp/ds" 2 "$tmp/ext/${outs[0]}"
+payload_is "$tmp/ds" 3 "$tmp/ext/${outs[1]}"
 
 # --confine: each way out is refused by its line; both reading paths
 # (files stored as they are, and tiled by worker threads).
-n=0
 for bad in "$tmp/ext/${outs[0]}" "../ext/${outs[1]}" "class_000/escape.jpg" "class_001/../../ext/${outs[0]}"; do
 	list class_000/inside.jpg "$bad"
 	for mode in "--restart none" "--restart auto"; do
-		expect_rc 2 "$packer" pack images $mode --confine --list "$tmp/list.txt" "$tmp/src" "$tmp/c$n"
-		grep -q "list.txt:4: '$bad' resolves outside $tmp/src (--confine)" "$tmp/err" \
-			|| fail "$mode --confine, line 4 '$bad': $(cat "$tmp/err")"
-		[ "$(wc -l <"$tmp/err")" = 1 ] || fail "more than one line: $(cat "$tmp/err")"
-		[ ! -e "$tmp/c$n" ] || fail "a dataset was left behind"
-		n=$((n + 1))
+		expect_rc 2 "$packer" pack images $mode --confine --list "$tmp/list.txt" "$tmp/src" "$tmp/c"
+		has "list.txt:4: '$bad' resolves outside $tmp/src (--confine)"
+		one_line
+		no_dest "$tmp/c"
 	done
 done
 
 # Inside SRC through ".." and a link: packed, the bytes of the files meant.
 list class_000/inside.jpg
 expect_rc 0 "$packer" pack images --restart none --confine --list "$tmp/list.txt" "$tmp/src" "$tmp/in"
-for i in 0 1 2; do
-	want=$(sed -n "$((i + 1))p" <<<"${files[0]}
-${files[4]}
-${files[5]}")
-	"$packer" cat "$tmp/in" $i | cmp -s - "$tmp/src/$want" || fail "confined entry $i: other bytes"
-done
+payload_is "$tmp/in" 0 "$tmp/src/${files[0]}"
+payload_is "$tmp/in" 1 "$tmp/src/${files[4]}"
+payload_is "$tmp/in" 2 "$tmp/src/${files[5]}"
 
 # A tree: its link out is named by its path.
 expect_rc 2 "$packer" pack images --confine "$tmp/src" "$tmp/tree"
-grep -q "$tmp/src/class_000/escape.jpg: resolves outside $tmp/src (--confine)" "$tmp/err" \
-	|| fail "tree --confine: $(cat "$tmp/err")"
+has "$tmp/src/class_000/escape.jpg: resolves outside $tmp/src (--confine)"
 rm "$tmp/src/class_000/escape.jpg"
 expect_rc 0 "$packer" pack images --confine "$tmp/src" "$tmp/tree"
 echo "confine: ok"

@@ -1,8 +1,8 @@
 #!/bin/bash
-# corrupt_jpeg.sh — JPEGs that libjpeg decodes only with warnings (issue
-# 13.11): a truncated file, one whose header claims more rows than its data
-# holds, one with junk before its EOI marker, and a small truncated one (no
-# larger than the resize target, so it would be kept byte for byte). libjpeg
+# corrupt_jpeg.sh — JPEGs that libjpeg decodes only with warnings: a
+# truncated file, one whose header claims more rows than its data holds,
+# one with junk before its EOI marker, and a small truncated one (no larger
+# than the resize target, so it would be kept byte for byte). libjpeg
 # fills what is missing with grey and carries on; feederd treats any warning
 # as an error, so packer must too:
 #   - `pack --resize-shorter` skips each with a warning naming the file and
@@ -10,7 +10,7 @@
 #     fails naming the first under --strict;
 #   - packed as they are, `verify --decode` reports exactly those samples,
 #     by index, and exits 1.
-. "$FEEDER_SOURCE/tests/lib/lib.sh"
+. "$FEEDER_SOURCE/tests/packer/fixture.sh"
 need_python lmdb numpy PIL
 "$py" "$here/mkimages.py" 6 "$tmp/src" --classes 2 --min-side 120 --max-side 200 --seed 8 || fail mkimages
 "$py" - "$tmp/src/class_001" <<'PYEOF' || fail "making the broken files"
@@ -40,23 +40,21 @@ bad="trunc.jpg tall.jpg junk.jpg small_trunc.jpg"
 
 expect_rc 0 "$packer" pack images --resize-shorter 64 "$tmp/src" "$tmp/ds"
 for f in $bad; do
-	grep -q "warning: .*class_001/$f: JPEG: .*, skipped" "$tmp/err" || fail "$f not skipped by name: $(cat "$tmp/err")"
+	has "warning: .*class_001/$f: JPEG: .*, skipped"
 done
-expect_rc 0 "$packer" inspect --json "$tmp/ds"
-grep -q '"samples":6,' "$tmp/out" || fail "a broken file was stored: $(cat "$tmp/out")"
+inspect_has "$tmp/ds" '"samples":6,'
 expect_rc 0 "$packer" verify --decode "$tmp/ds"
 
 expect_rc 2 "$packer" pack images --strict --resize-shorter 64 "$tmp/src" "$tmp/ds2"
-grep -q "class_001/junk.jpg: JPEG: .*(--strict)" "$tmp/err" || fail "--strict: $(cat "$tmp/err")"
-[ -e "$tmp/ds2" ] && fail "--strict left DEST"
+has "class_001/junk.jpg: JPEG: .*(--strict)"
+no_dest "$tmp/ds2"
 
 expect_rc 0 "$packer" pack images "$tmp/src" "$tmp/ds3"
 expect_rc 1 "$packer" verify --decode "$tmp/ds3"
 "$py" "$here/dsread.py" "$tmp/ds3" >"$tmp/ds3.json" || fail dsread
 for f in $bad; do
-	k=$("$py" -c "import json,sys; print([s['index'] for s in json.load(open(sys.argv[1]))['samples'] if s['name'].endswith('/$f')][0])" "$tmp/ds3.json")
-	grep -q "^sample $k: JPEG: " "$tmp/out" || fail "verify does not report $f (sample $k): $(cat "$tmp/out")"
+	out_has "^sample $(index_of "$tmp/ds3.json" "/$f"): JPEG: "
 done
-[ "$(grep -c '^sample ' "$tmp/out")" = 4 ] || fail "verify reports other samples: $(cat "$tmp/out")"
-grep -q "10 samples.* 4 bad" "$tmp/out" || fail "summary: $(cat "$tmp/out")"
+bad_samples 4
+out_has "10 samples.* 4 bad"
 echo "corrupt_jpeg: ok"

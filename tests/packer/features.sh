@@ -5,7 +5,7 @@
 # verify passes, then names the sample whose matrix holds an infinity (with
 # its CRC made consistent, so only the finiteness check can catch it) and
 # the sample whose header claims the wrong number of frames.
-. "$FEEDER_SOURCE/tests/lib/lib.sh"
+. "$FEEDER_SOURCE/tests/packer/fixture.sh"
 need_python lmdb numpy PIL
 need_exe "$genspeech"
 need_audio
@@ -26,8 +26,8 @@ assert j["bytes"] == sum(s["len"] for s in ds["samples"]) == 2 * ds["header"]["f
 assert j["histogram"] == [3, 3, 3], j["histogram"]
 PYEOF
 expect_rc 0 "$packer" inspect "$tmp/ds"
-grep -q "^features: *feat_dim [0-9]*, dtype f16" "$tmp/out" || fail "text inspect: $(cat "$tmp/out")"
-grep -q "^duration: " "$tmp/out" || fail "text inspect has no duration line"
+out_has "^features: *feat_dim [0-9]*, dtype f16"
+out_has "^duration: "
 expect_rc 0 "$packer" verify "$tmp/ds"
 
 # Sample 4: an f16 infinity at frame 1, column 2, CRC recomputed.
@@ -65,7 +65,7 @@ seal(at)
 open(sys.argv[1], "r+b").write(data)
 PYEOF
 expect_rc 1 "$packer" verify "$tmp/ds"
-grep -q "^sample 4: .*frame 1, column 2 is not finite" "$tmp/out" || fail "no finiteness report: $(cat "$tmp/out")"
-grep -q "^sample 7: " "$tmp/out" || fail "no shape report: $(cat "$tmp/out")"
-[ "$(grep -c '^sample ' "$tmp/out")" = 2 ] || fail "unexpected reports: $(cat "$tmp/out")"
+out_has "^sample 4: .*frame 1, column 2 is not finite"
+out_has "^sample 7: "
+bad_samples 2
 echo "features: ok"

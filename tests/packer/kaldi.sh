@@ -9,7 +9,7 @@
 # --allow-pipes and a bad line are refused (exit 2) with the file and line;
 # FLAC copies of the tree give the same samples as its WAVs; and packer cat
 # writes a wave record back as a WAV.
-. "$FEEDER_SOURCE/tests/lib/lib.sh"
+. "$FEEDER_SOURCE/tests/packer/fixture.sh"
 need_python lmdb numpy PIL
 need_exe "$genspeech"
 need_audio
@@ -17,7 +17,7 @@ need_audio
 grep -q ' |$' "$tmp/data/wav.scp" || fail "no pipe in wav.scp"
 
 expect_rc 2 "$packer" pack audio --kaldi --store wave "$tmp/data" "$tmp/nopipe"
-grep -q "commands run only with --allow-pipes" "$tmp/err" || fail "pipe refusal: $(cat "$tmp/err")"
+has "commands run only with --allow-pipes"
 expect_rc 0 "$packer" pack audio --kaldi --allow-pipes --store wave "$tmp/data" "$tmp/k"
 expect_rc 0 "$packer" pack audio --store wave "$tmp/tree" "$tmp/t"
 expect_rc 0 "$packer" verify "$tmp/k"
@@ -31,25 +31,28 @@ if command -v flac >/dev/null; then
   flacs=1
 fi
 
-"$py" - "$tmp" "$flacs" <<'PYEOF' || fail "kaldi vs tree"
-import os, sys
+expect_rc 0 "$packer" cat "$tmp/k" 0
+"$py" - "$tmp" "$flacs" "$tmp/out" <<'PYEOF' || fail "kaldi vs tree"
+import os, sys, wave
 sys.path.insert(0, os.path.join(os.environ["FEEDER_SOURCE"], "tests", "bench"))
 import numpy as np
 from feeder_lmdb import FeederLMDB
 import lmdb, struct
 T, flacs = sys.argv[1], sys.argv[2] == "1"
-def records(path):
+# packer cat of a wave record is a WAV of its samples.
+w = wave.open(sys.argv[3], "rb")
+assert w.getnchannels() == 1 and w.getsampwidth() == 2 and w.getframerate() == 16000
+x = np.frombuffer(w.readframes(w.getnframes()), "<i2")
+assert np.array_equal(x, np.frombuffer(FeederLMDB(T + "/k").get(0)[1], "<i2")), "cat as WAV"
+def records(path):  # {name: (speaker, samples)}
     d = FeederLMDB(path)
+    classes = d.labels()
     env = lmdb.open(path, readonly=True, lock=False, max_dbs=8)
-    names = env.open_db(b"names", create=False)
-    labels = env.open_db(b"labels", create=False)
     out = {}
-    with env.begin() as txn:
-        classes = [txn.get(struct.pack(">I", c), db=labels).decode() for c in range(d.classes)]
+    with env.begin(db=env.open_db(b"names", create=False)) as txn:
         for i in range(len(d)):
-            label, payload, frames, dim, dtype = d.get(i)
-            out[txn.get(struct.pack(">Q", i), db=names).decode()] = (
-                classes[label], np.frombuffer(payload, "<i2"))
+            label, payload = d.get(i)[:2]
+            out[txn.get(struct.pack(">Q", i)).decode()] = (classes[label], np.frombuffer(payload, "<i2"))
     return out
 k, t = records(T + "/k"), records(T + "/t")
 utt2spk = dict(l.split() for l in open(T + "/data/utt2spk"))
@@ -77,44 +80,29 @@ print("kaldi: %d utterances, %d cut from longer recordings, all equal to the tre
       % (len(k), cut, ", FLAC too" if flacs else ""))
 PYEOF
 
+# edited NAME FILE SED: $tmp/NAME, a copy of the data directory, SED on FILE.
+edited() { cp -r "$tmp/data" "$tmp/$1" && sed -i "$3" "$tmp/$1/$2" || fail "editing $1/$2"; }
 # A bad line: the file and its line number, exit 2, no dataset.
-cp -r "$tmp/data" "$tmp/bad"
-sed -i '2s/ .*//' "$tmp/bad/utt2spk"
+edited bad utt2spk '2s/ .*//'
 expect_rc 2 "$packer" pack audio --kaldi --allow-pipes "$tmp/bad" "$tmp/b"
-grep -q "bad/utt2spk:2: " "$tmp/err" || fail "bad line: $(cat "$tmp/err")"
-[ ! -e "$tmp/b" ] || fail "a dataset was left behind"
+has "bad/utt2spk:2: "
+no_dest "$tmp/b"
 # Speakers are the label table, which is UTF-8: a Latin-1 name is refused
 # with its file and line; a UTF-8 one comes out of inspect --json as it is.
-cp -r "$tmp/data" "$tmp/latin1"
-sed -i '2s/$/\xe9/' "$tmp/latin1/utt2spk"
+edited latin1 utt2spk '2s/$/\xe9/'
 expect_rc 2 "$packer" pack audio --kaldi --allow-pipes --store wave "$tmp/latin1" "$tmp/l1"
-grep -q "latin1/utt2spk:2: the speaker is not UTF-8" "$tmp/err" || fail "Latin-1 speaker: $(cat "$tmp/err")"
-[ ! -e "$tmp/l1" ] || fail "a dataset was left behind"
-cp -r "$tmp/data" "$tmp/utf8"
-sed -i '2s/$/-Jos\xc3\xa9/' "$tmp/utf8/utt2spk"
+has "latin1/utt2spk:2: the speaker is not UTF-8"
+no_dest "$tmp/l1"
+edited utf8 utt2spk '2s/$/-Jos\xc3\xa9/'
 spk=$(sed -n '2s/.* //p' "$tmp/utf8/utt2spk")
 expect_rc 0 "$packer" pack audio --kaldi --allow-pipes --store wave "$tmp/utf8" "$tmp/u8"
 expect_rc 0 "$packer" inspect --json "$tmp/u8"
 "$py" -c 'import json, sys; d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"));
 assert sys.argv[2] in d["labels"], d["labels"]' "$tmp/out" "$spk" || fail "inspect --json: $(cat "$tmp/out")"
 # A pipe that fails: its recording is named and skipped (fatal with --strict).
-cp -r "$tmp/data" "$tmp/badpipe"
-sed -i 's/ cat \(.*\) |$/ false \1 |/' "$tmp/badpipe/wav.scp"
+edited badpipe wav.scp 's/ cat \(.*\) |$/ false \1 |/'
 expect_rc 0 "$packer" pack audio --kaldi --allow-pipes --store wave "$tmp/badpipe" "$tmp/bp"
-grep -q "exited with status 1" "$tmp/err" || fail "failing pipe: $(cat "$tmp/err")"
+has "exited with status 1"
 expect_rc 2 "$packer" pack audio --kaldi --allow-pipes --strict --store wave "$tmp/badpipe" "$tmp/bp2"
 
-# cat of a wave record is a WAV of its samples.
-expect_rc 0 "$packer" cat "$tmp/k" 0
-"$py" - "$tmp/out" "$tmp/k" <<'PYEOF' || fail "cat as WAV"
-import io, sys, wave, os
-sys.path.insert(0, os.path.join(os.environ["FEEDER_SOURCE"], "tests", "bench"))
-import numpy as np
-from feeder_lmdb import FeederLMDB
-w = wave.open(sys.argv[1], "rb")
-assert w.getnchannels() == 1 and w.getsampwidth() == 2 and w.getframerate() == 16000
-x = np.frombuffer(w.readframes(w.getnframes()), "<i2")
-_, payload, frames, _, _ = FeederLMDB(sys.argv[2]).get(0)
-assert np.array_equal(x, np.frombuffer(payload, "<i2"))
-PYEOF
 echo "kaldi: ok"

@@ -5,7 +5,7 @@
 # the temporary directory remains. "Midway" is made certain by stopping the
 # pack (SIGSTOP) once its temporary data file exists, then checking that DEST
 # has not appeared, before the real signal is sent.
-. "$FEEDER_SOURCE/tests/lib/lib.sh"
+. "$FEEDER_SOURCE/tests/packer/fixture.sh"
 need_python lmdb numpy PIL
 "$py" "$here/mkimages.py" 200 "$tmp/src" --classes 3 --min-side 500 --max-side 700 || fail "mkimages"
 
@@ -34,7 +34,7 @@ expect_rc 1 "$packer" verify "$left"
 
 # The next pack into the same DEST cleans the leftover and succeeds.
 expect_rc 0 "$packer" pack images "$tmp/src" "$tmp/ds"
-grep -q "removed .*ds.tmp-.*interrupted" "$tmp/err" || fail "no warning about the leftover: $(cat "$tmp/err")"
+has "removed .*ds.tmp-.*interrupted"
 compgen -G "$tmp/ds.tmp-*" >/dev/null && fail "leftover temporary directory not removed"
 expect_rc 0 "$packer" verify "$tmp/ds"
 
@@ -44,6 +44,5 @@ kill -CONT $pid
 wait $pid
 rc=$?
 [ $rc = 130 ] || fail "SIGINT: exit status $rc, expected 130 (killed by SIGINT)"
-[ -e "$tmp/ds2" ] && fail "SIGINT: DEST exists"
-compgen -G "$tmp/ds2.tmp-*" >/dev/null && fail "SIGINT: temporary directory remains"
+no_dest "$tmp/ds2"
 echo "kill: ok"

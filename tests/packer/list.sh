@@ -4,7 +4,7 @@
 # third column or else the decimal id; paths relative to SRC or to the list's
 # folder; comments, blank lines and CRLF accepted. A bad line is a one-line
 # error naming the file and line, exit 2, and no DEST.
-. "$FEEDER_SOURCE/tests/lib/lib.sh"
+. "$FEEDER_SOURCE/tests/packer/fixture.sh"
 need_python lmdb numpy PIL
 gen_images "$tmp/src" 8 2 3
 cd "$tmp/src" && files=(class_00*/*.jpg) && cd - >/dev/null
@@ -19,7 +19,8 @@ cd "$tmp/src" && files=(class_00*/*.jpg) && cd - >/dev/null
 } >"$tmp/list.txt"
 expect_rc 0 "$packer" pack images --restart none --list "$tmp/list.txt" "$tmp/src" "$tmp/ds"
 "$py" "$here/dsread.py" "$tmp/ds" >"$tmp/ds.json" || fail "dsread"
-"$py" - "$tmp/ds.json" "${files[3]}" "${files[0]}" "${files[7]}" "${files[1]}" "${files[3]}" <<'PYEOF' || fail "list content"
+listed=("${files[3]}" "${files[0]}" "${files[7]}" "${files[1]}" "${files[3]}")
+"$py" - "$tmp/ds.json" "${listed[@]}" <<'PYEOF' || fail "list content"
 import json, sys
 ds = json.load(open(sys.argv[1]))
 want = list(zip(sys.argv[2:], [5, 0, 2, 5, 2]))
@@ -29,28 +30,21 @@ got = [(s["name"], s["label"]) for s in ds["samples"]]
 assert got == want, (got, want)
 PYEOF
 for i in 0 1 2 3 4; do
-	"$packer" cat "$tmp/ds" $i | cmp -s - "$tmp/src/$(sed -n "$((i + 1))p" <<<"${files[3]}
-${files[0]}
-${files[7]}
-${files[1]}
-${files[3]}")" || fail "payload $i"
+	payload_is "$tmp/ds" $i "$tmp/src/${listed[i]}"
 done
 
 # Without SRC the paths are relative to the list's folder.
 cp "$tmp/list.txt" "$tmp/src/list.txt"
 expect_rc 0 "$packer" pack images --list "$tmp/src/list.txt" "$tmp/ds2"
-expect_rc 0 "$packer" inspect --json "$tmp/ds2"
-grep -q '"samples":5,"classes":6' "$tmp/out" || fail "inspect ds2: $(cat "$tmp/out")"
+inspect_has "$tmp/ds2" '"samples":5,"classes":6'
 
 # Bad lines: exit 2, one line naming file:line and the reason, no DEST.
 bad() {
 	printf "$1" >"$tmp/bad.txt"
 	expect_rc 2 "$packer" pack images --list "$tmp/bad.txt" "$tmp/src" "$tmp/bad"
-	[ "$(wc -l <"$tmp/err")" = 1 ] || fail "not one line: $(cat "$tmp/err")"
-	grep -q "bad.txt:$2: .*$3" "$tmp/err" || fail "message for '$1': $(cat "$tmp/err")"
-	[ -e "$tmp/bad" ] && fail "DEST created for a bad list"
-	compgen -G "$tmp/bad.tmp-*" >/dev/null && fail "temporary directory for a bad list"
-	return 0
+	one_line
+	has "bad.txt:$2: .*$3"
+	no_dest "$tmp/bad"
 }
 bad "${files[0]}\t1\n${files[1]}\t0\nno-tab-here\n" 3 "no tab"
 bad "${files[0]}\t1\n${files[1]}\tx7\n" 2 "label 'x7'"
@@ -61,5 +55,5 @@ bad "\t1\n" 1 "empty path"
 bad "${files[0]}\t1\tcaf\xe9\n" 1 "class name is not UTF-8 (byte 0xe9 at column 4)"
 printf '# only a comment\n' >"$tmp/empty.txt"
 expect_rc 2 "$packer" pack images --list "$tmp/empty.txt" "$tmp/src" "$tmp/bad"
-grep -q "no entries" "$tmp/err" || fail "empty list message: $(cat "$tmp/err")"
+has "no entries"
 echo "list: ok"

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { W = 120, H = 90 };
 
@@ -29,18 +30,12 @@ int main(void)
 	uint8_t *src = malloc(W * H * 4), *dst = malloc(W * H * 3);
 	CHECK(src && dst);
 
-	for (int i = 0; i < W * H; i++) {
-		px(src, i)[0] = 200;
-		px(src, i)[1] = 17;
-		px(src, i)[2] = 99;
-		px(src, i)[3] = 0;
-	}
+	static const uint8_t flat[4] = { 200, 17, 99, 0 };
+	for (int i = 0; i < W * H; i++)
+		memcpy(px(src, i), flat, 4);
 	CHECK(resize_image_u8(src, W * 4, W, H, W, H, dst, 37, 23, 3) == 0);
 	for (int i = 0; i < 37 * 23 * 3; i++)
-		CHECKF(dst[i] == (i % 3 == 0   ? 200
-				  : i % 3 == 1 ? 17
-					       : 99),
-		       "flat: %d at %d", dst[i], i);
+		CHECKF(dst[i] == flat[i % 3], "flat: %d at %d", dst[i], i);
 
 	for (int y = 0; y < H; y++)
 		for (int x = 0; x < W; x++)

@@ -21,25 +21,30 @@
 
 enum { N = 150, HOLD = 9 };
 
+/* The error of file i: 20 and 99 are missing, 40 is a folder, 41 a FIFO. */
+static int error_of(size_t i)
+{
+	return i == 20 || i == 99 ? -ENOENT : i == 40 ? -EISDIR : i == 41 ? -EINVAL : 0;
+}
+
+/* File 42 exceeds the 4000-byte limit of the second pass. */
 static size_t size_of(size_t i)
 {
 	static const size_t special[] = { 0, 1, 4095, 4096, 4097, 3 << 20, 65536 };
-	return i < 7 ? special[i] : (i * 7919) % 150000;
-}
-
-static int truncateat_helper(int dfd, const char *name, off_t len)
-{
-	int fd = openat(dfd, name, O_WRONLY);
-	if (fd < 0)
-		return -1;
-	int rc = ftruncate(fd, len);
-	close(fd);
-	return rc;
+	return i < 7 ? special[i] : i == 42 ? 5000 : (i * 7919) % 150000;
 }
 
 static uint8_t byte_at(size_t i, size_t k)
 {
 	return (uint8_t)(i * 31 + k * 7 + (k >> 9));
+}
+
+/* data holds file i whole. */
+static void check_file(size_t i, const uint8_t *data, size_t len)
+{
+	CHECKF(len == size_of(i), "file %zu: %zu bytes, expected %zu", i, len, size_of(i));
+	for (size_t k = 0; k < len; k++)
+		CHECKF(data[k] == byte_at(i, k), "file %zu byte %zu", i, k);
 }
 
 /* Accepts files whose first byte is even: byte_at(i, 0) = 31 i, so file i
@@ -64,17 +69,14 @@ int main(void)
 	for (size_t i = 0; i < N; i++) {
 		snprintf(names[i], sizeof(names[i]), "f%03zu", i);
 		paths[i] = names[i];
-		if (i == 20 || i == 99) /* missing */
+		if (error_of(i) == -ENOENT)
 			continue;
-		if (i == 40) {
-			CHECK(mkdirat(dfd, names[i], 0755) == 0);
-			continue;
-		}
-		if (i == 41) {
-			CHECK(mkfifoat(dfd, names[i], 0644) == 0);
+		if (error_of(i)) {
+			CHECK((i == 40 ? mkdirat(dfd, names[i], 0755)
+				       : mkfifoat(dfd, names[i], 0644)) == 0);
 			continue;
 		}
-		size_t n = i == 42 ? 5000 : size_of(i);
+		size_t n = size_of(i);
 		for (size_t k = 0; k < n; k++)
 			buf[k] = byte_at(i, k);
 		int fd = openat(dfd, names[i], O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -84,8 +86,6 @@ int main(void)
 	}
 
 	struct pack_reader *r;
-	/* Size limit 4 MB, except file 42 exceeds a 4000-byte limit in the
-	 * second pass below. */
 	struct pack_reader_opts o = { .depth = 32, .max_file = 4 << 20 };
 	CHECKF(pack_reader_open(dfd, paths, N, &o, &r, err, sizeof(err)) == 0, "%s", err);
 	CHECK(pack_reader_depth(r) >= 32);
@@ -100,21 +100,11 @@ int main(void)
 		CHECKF(f.index == next, "got %zu, expected %zu", f.index, next);
 		CHECK(f.path == paths[next]);
 		next++;
-		if (f.index == 20 || f.index == 99) {
-			CHECKF(f.error == -ENOENT, "file %zu error %d", f.index, f.error);
-		} else if (f.index == 40) {
-			CHECK(f.error == -EISDIR);
-		} else if (f.index == 41) {
-			CHECK(f.error == -EINVAL);
+		CHECKF(f.error == error_of(f.index), "file %zu error %d", f.index, f.error);
+		if (f.index == 41)
 			CHECK(!strcmp(pack_reader_strerror(r, f.error), "not a regular file"));
-		} else {
-			size_t n = f.index == 42 ? 5000 : size_of(f.index);
-			CHECKF(f.error == 0, "file %zu: %s", f.index, strerror(-f.error));
-			CHECKF(f.len == n, "file %zu: %zu bytes, expected %zu", f.index, f.len, n);
-			for (size_t k = 0; k < n; k++)
-				CHECKF(f.data[k] == byte_at(f.index, k), "file %zu byte %zu",
-				       f.index, k);
-		}
+		if (!f.error)
+			check_file(f.index, f.data, f.len);
 		/* Hold up to HOLD files, releasing the oldest first. */
 		if (nheld == HOLD) {
 			pack_reader_release(r, &held[0]);
@@ -139,8 +129,7 @@ int main(void)
 	CHECK(depth <= 4096);
 	for (unsigned i = 0; i < depth; i++) {
 		CHECK(pack_reader_next(r, &all[i], err, sizeof(err)) == 1);
-		size_t n = size_of(i);
-		if (i == 42 || (n > 4000 && i != 20 && i != 40 && i != 41)) {
+		if (!error_of(i) && size_of(i) > 4000) {
 			CHECKF(all[i].error == -EFBIG, "file %u error %d", i, all[i].error);
 			CHECKF(!strcmp(pack_reader_strerror(r, all[i].error),
 				       "larger than the 4000 bytes limit (--max-file-size)"),
@@ -153,71 +142,59 @@ int main(void)
 	CHECK(pack_reader_next(r, &f, err, sizeof(err)) == 1 && f.index == depth);
 	pack_reader_close(r); /* with slots still held: must not leak or crash */
 
-	/* A sniff. */
+	/* A sniff; then in direct mode (with the sniff) the head only, and the
+	 * whole file into memory of our own: file 44 is cut short after its
+	 * head is read, as a file rewritten during a pack would be. */
 	struct pack_reader_opts so = { .sniff = even_head, .sniff_fail = "odd" };
-	CHECK(pack_reader_open(dfd, paths, N, &so, &r, err, sizeof(err)) == 0);
-	size_t longer = 0;
-	for (size_t i = 0; i < N; i++) {
-		CHECK(pack_reader_next(r, &f, err, sizeof(err)) == 1 && f.index == i);
-		if (i == 20 || i == 99 || i == 40 || i == 41) {
-			CHECKF(f.error != 0 && f.error != -EILSEQ, "file %zu error %d", i, f.error);
-		} else if (i % 2 || i == 0) {
-			CHECKF(f.error == -EILSEQ && !f.data, "file %zu error %d", i, f.error);
-			CHECK(!strcmp(pack_reader_strerror(r, f.error), "odd"));
-		} else {
-			size_t n = i == 42 ? 5000 : size_of(i);
-			CHECKF(f.error == 0 && f.len == n, "file %zu: error %d, %zu bytes", i,
-			       f.error, f.len);
-			for (size_t k = 0; k < n; k++)
-				CHECKF(f.data[k] == byte_at(i, k), "file %zu byte %zu", i, k);
-			longer += n > PACK_READER_HEAD;
-		}
-		pack_reader_release(r, &f);
-	}
-	CHECK(pack_reader_next(r, &f, err, sizeof(err)) == 0);
-	CHECKF(longer >= 5, "only %zu accepted files are longer than the head", longer);
-	CHECKF(sniffs == N - 4, "%d sniffs for %d files", sniffs, N - 4);
-	pack_reader_close(r);
-
-	/* Direct mode, with the sniff: the head only, then the whole file
-	 * into memory of our own; file 44 is cut short after its head is
-	 * read, as a file rewritten during a pack would be. */
-	so.direct = 1;
-	sniffs = 0;
-	CHECK(pack_reader_open(dfd, paths, N, &so, &r, err, sizeof(err)) == 0);
-	size_t direct = 0;
-	for (size_t i = 0; i < N; i++) {
-		CHECK(pack_reader_next(r, &f, err, sizeof(err)) == 1 && f.index == i);
-		if (i == 20 || i == 99 || i == 40 || i == 41 || i % 2 || i == 0) {
-			CHECKF(f.error != 0, "file %zu error %d", i, f.error);
-			CHECK(pack_reader_read_into(r, &f, buf) == -EINVAL);
+	for (so.direct = 0; so.direct < 2; so.direct++) {
+		sniffs = 0;
+		CHECK(pack_reader_open(dfd, paths, N, &so, &r, err, sizeof(err)) == 0);
+		size_t head = so.direct ? PACK_READER_DIRECT_HEAD : PACK_READER_HEAD, longer = 0;
+		for (size_t i = 0; i < N; i++) {
+			CHECK(pack_reader_next(r, &f, err, sizeof(err)) == 1 && f.index == i);
+			size_t n = size_of(i);
+			if (error_of(i)) {
+				CHECKF(f.error != 0 && f.error != -EILSEQ, "file %zu error %d", i,
+				       f.error);
+			} else if (i % 2 || i == 0) {
+				CHECKF(f.error == -EILSEQ && !f.data, "file %zu error %d", i,
+				       f.error);
+				CHECK(!strcmp(pack_reader_strerror(r, f.error), "odd"));
+			} else if (!so.direct) {
+				CHECKF(f.error == 0, "file %zu: error %d", i, f.error);
+				check_file(i, f.data, f.len);
+				longer += n > head;
+			} else {
+				CHECKF(f.error == 0 && f.len == n, "file %zu: error %d, %zu bytes",
+				       i, f.error, f.len);
+				CHECKF(f.got == (n < head ? n : head),
+				       "file %zu: %zu bytes read ahead of %zu", i, f.got, n);
+				if (i == 44) {
+					CHECK(n > head + 10);
+					char path[64];
+					snprintf(path, sizeof(path), "%s/f%03zu", dir, i);
+					CHECK(truncate(path, (off_t)n - 10) == 0);
+					CHECK(pack_reader_read_into(r, &f, buf) == -ENODATA);
+					CHECK(strstr(pack_reader_strerror(r, -ENODATA),
+						     "changed while being packed"));
+				} else {
+					memset(buf, 0xEE, n);
+					CHECKF(pack_reader_read_into(r, &f, buf) == 0, "file %zu",
+					       i);
+					check_file(i, buf, n);
+					longer += n > head;
+				}
+			}
+			if (f.error && so.direct)
+				CHECK(pack_reader_read_into(r, &f, buf) == -EINVAL);
 			pack_reader_release(r, &f);
-			continue;
 		}
-		size_t n = i == 42 ? 5000 : size_of(i);
-		CHECKF(f.error == 0 && f.len == n, "file %zu: error %d, %zu bytes", i, f.error,
-		       f.len);
-		CHECKF(f.got == (n < PACK_READER_DIRECT_HEAD ? n : PACK_READER_DIRECT_HEAD),
-		       "file %zu: %zu bytes read ahead of %zu", i, f.got, n);
-		if (i == 44) {
-			CHECK(n > PACK_READER_DIRECT_HEAD + 10);
-			CHECK(truncateat_helper(dfd, names[i], (off_t)n - 10) == 0);
-			CHECK(pack_reader_read_into(r, &f, buf) == -ENODATA);
-			CHECK(strstr(pack_reader_strerror(r, -ENODATA),
-				     "changed while being packed"));
-		} else {
-			memset(buf, 0xEE, n);
-			CHECKF(pack_reader_read_into(r, &f, buf) == 0, "file %zu", i);
-			for (size_t k = 0; k < n; k++)
-				CHECKF(buf[k] == byte_at(i, k), "file %zu byte %zu", i, k);
-			direct += n > PACK_READER_DIRECT_HEAD;
-		}
-		pack_reader_release(r, &f);
+		CHECK(pack_reader_next(r, &f, err, sizeof(err)) == 0);
+		CHECKF(longer >= (so.direct ? 30u : 5u), "only %zu files were read past their head",
+		       longer);
+		CHECKF(sniffs == N - 4, "%d sniffs for %d files", sniffs, N - 4);
+		pack_reader_close(r);
 	}
-	CHECK(pack_reader_next(r, &f, err, sizeof(err)) == 0);
-	CHECKF(direct >= 30, "only %zu files were read past their head", direct);
-	CHECKF(sniffs == N - 4, "%d sniffs for %d files", sniffs, N - 4);
-	pack_reader_close(r);
 
 	for (size_t i = 0; i < N; i++)
 		unlinkat(dfd, names[i], i == 40 ? AT_REMOVEDIR : 0);

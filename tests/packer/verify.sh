@@ -3,13 +3,13 @@
 # --decode), then names exactly the sample whose payload byte was flipped
 # inside data.mdb, and exits 1. The byte is found by searching data.mdb for
 # a 32-byte string taken from the middle of that sample's source file.
-. "$FEEDER_SOURCE/tests/lib/lib.sh"
+. "$FEEDER_SOURCE/tests/packer/fixture.sh"
 need_python lmdb numpy PIL
 gen_images "$tmp/src" 20 2 5
 # --restart none: the payloads are the source files, where the needle is
 expect_rc 0 "$packer" pack images --restart none "$tmp/src" "$tmp/ds"
 expect_rc 0 "$packer" verify "$tmp/ds"
-grep -q "20 samples.* 0 bad" "$tmp/out" || fail "summary: $(cat "$tmp/out")"
+out_has "20 samples.* 0 bad"
 expect_rc 0 "$packer" verify --decode "$tmp/ds"
 K=13
 name=$("$py" "$here/dsread.py" "$tmp/ds" | "$py" -c "import json,sys; print(json.load(sys.stdin)['samples'][$K]['name'])")
@@ -25,12 +25,12 @@ data[at + 5] ^= 0x40
 open(sys.argv[2], "r+b").write(data)
 PYEOF
 expect_rc 1 "$packer" verify "$tmp/ds"
-grep -q "^sample $K: .*CRC" "$tmp/out" || grep -qi "^sample $K: .*crc" "$tmp/out" || fail "verify output: $(cat "$tmp/out")"
-[ "$(grep -c '^sample ' "$tmp/out")" = 1 ] || fail "more than one bad sample: $(cat "$tmp/out")"
-grep -q "1 bad" "$tmp/out" || fail "summary: $(cat "$tmp/out")"
+out_has -i "^sample $K: .*crc"
+bad_samples 1
+out_has "1 bad"
 # --decode still reports the CRC failure of the same sample.
 expect_rc 1 "$packer" verify --decode "$tmp/ds"
-grep -q "^sample $K:" "$tmp/out" || fail "verify --decode output: $(cat "$tmp/out")"
+out_has "^sample $K:"
 
 # A file that passes the packer's magic check but is not a decodable JPEG
 # (its CRC is right): it cannot be transcoded, so it is stored as it is
@@ -39,12 +39,12 @@ mkdir -p "$tmp/src2/a"
 cp "$tmp/src/class_000/"* "$tmp/src2/a/"
 printf '\xff\xd8\xff\xe0garbage that is no JPEG at all' >"$tmp/src2/a/zz_broken.jpg"
 expect_rc 0 "$packer" pack images -v "$tmp/src2" "$tmp/ds2"
-grep -q "zz_broken.jpg: stored as it is, not tiled" "$tmp/err" || fail "no word of the untiled file: $(cat "$tmp/err")"
+has "zz_broken.jpg: stored as it is, not tiled"
 expect_rc 0 "$packer" verify "$tmp/ds2"
 last=$(( $(ls "$tmp/src2/a" | wc -l) - 1 ))
 expect_rc 1 "$packer" verify --decode "$tmp/ds2"
-grep -q "^sample $last: JPEG" "$tmp/out" || fail "verify --decode output: $(cat "$tmp/out")"
-[ "$(grep -c '^sample ' "$tmp/out")" = 1 ] || fail "more than one bad sample: $(cat "$tmp/out")"
+out_has "^sample $last: JPEG"
+bad_samples 1
 # A record whose label was changed (its payload and payload CRC intact):
 # version 2 records carry a CRC of their header, so verify reports header
 # damage for exactly that sample (it used to pass unnoticed).
@@ -63,6 +63,6 @@ env.close()
 PYEOF
 rm -f "$tmp/ds3/lock.mdb"
 expect_rc 1 "$packer" verify "$tmp/ds3"
-grep -q "^sample $K: .*record header damaged" "$tmp/out" || fail "verify output: $(cat "$tmp/out")"
-[ "$(grep -c '^sample ' "$tmp/out")" = 1 ] || fail "more than one bad sample: $(cat "$tmp/out")"
+out_has "^sample $K: .*record header damaged"
+bad_samples 1
 echo "verify: ok"

@@ -1,18 +1,15 @@
 /* jpeg_pipeline_dump.c — run the jpeg pipeline on one file, for tests in
  * other languages (test_pil_parity.py holds it to PIL, i.e. to what
- * torchvision's transforms compute on PIL images).
- *
- *   jpeg_pipeline_dump FILE.jpg train|eval SIZE KEY OUT
- *
- * Prints the crop box "x y w h flip" and writes the u8 NHWC output of
- * jpeg_pipeline_run to OUT and that of jpeg_pipeline_reference to OUT.ref. */
+ * torchvision's transforms compute on PIL images). Prints the crop box
+ * "x y w h flip" and writes the u8 NHWC output of jpeg_pipeline_run to OUT
+ * and that of jpeg_pipeline_reference to OUT.ref (usage in main). */
 #include "protocol.h"
 #include "jpeg_pipeline.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <turbojpeg.h>
 
 static int write_file(const char *path, const void *buf, size_t len)
 {
@@ -66,18 +63,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "jpeg_pipeline_dump: %s\n", err);
 		return 1;
 	}
-	/* The planner needs the image size: take it from the frame header
-	 * (SOF0/1/2), which is enough for the test images. */
-	uint32_t iw = 0, ih = 0;
-	for (size_t i = 2; i + 9 < len; i++)
-		if (jpeg[i] == 0xff &&
-		    (jpeg[i + 1] == 0xc0 || jpeg[i + 1] == 0xc1 || jpeg[i + 1] == 0xc2)) {
-			ih = (uint32_t)jpeg[i + 5] << 8 | jpeg[i + 6];
-			iw = (uint32_t)jpeg[i + 7] << 8 | jpeg[i + 8];
-			break;
-		}
+	int iw, ih, subsamp, colorspace; /* the planner needs the image size */
+	tjhandle tj = tjInitDecompress();
+	if (!tj || tjDecompressHeader3(tj, jpeg, len, &iw, &ih, &subsamp, &colorspace)) {
+		fprintf(stderr, "jpeg_pipeline_dump: %s has no JPEG header\n", argv[1]);
+		return 1;
+	}
+	tjDestroy(tj);
 	struct jpeg_crop c;
-	jpeg_pipeline_plan(&p.jpeg, iw, ih, key, &c);
+	jpeg_pipeline_plan(&p.jpeg, (uint32_t)iw, (uint32_t)ih, key, &c);
 	printf("%.17g %.17g %.17g %.17g %d\n", c.x, c.y, c.w, c.h, c.flip);
 	char path[4096];
 	snprintf(path, sizeof path, "%s.ref", argv[5]);

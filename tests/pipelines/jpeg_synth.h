@@ -43,25 +43,26 @@ static inline void jpeg_synth_pixels(uint8_t *px, int w, int h, int channels, un
 		}
 }
 
-/* Compress w x h x channels pixels (3: RGB; 1: grey, subsamp TJSAMP_GRAY)
- * with TurboJPEG flags (TJFLAG_PROGRESSIVE, ...); returns a malloc'ed
- * copy (free with free) and its length, or NULL. */
+/* Compress w x h x channels pixels (3: RGB; 1: grey, subsamp TJSAMP_GRAY;
+ * 4: CMYK) with TurboJPEG flags (TJFLAG_PROGRESSIVE, ...); returns a
+ * tjAlloc'ed buffer (free with tjFree) and its length, or NULL. */
 static inline uint8_t *jpeg_synth_compress(const uint8_t *px, int w, int h, int channels,
 					   int subsamp, int quality, int flags, unsigned long *len)
 {
+	static const int formats[5] = { 0, TJPF_GRAY, 0, TJPF_RGB, TJPF_CMYK };
 	tjhandle tj = tjInitCompress();
 	unsigned char *out = NULL;
 	*len = 0;
-	int rc = tj ? tjCompress2(tj, px, w, 0, h, channels == 1 ? TJPF_GRAY : TJPF_RGB, &out, len,
-				  subsamp, quality, flags)
+	int rc = tj ? tjCompress2(tj, px, w, 0, h, formats[channels], &out, len, subsamp, quality,
+				  flags)
 		    : -1;
 	if (tj)
 		tjDestroy(tj);
-	uint8_t *copy = rc ? NULL : malloc(*len);
-	if (copy)
-		memcpy(copy, out, *len);
-	tjFree(out);
-	return copy;
+	if (rc) {
+		tjFree(out);
+		return NULL;
+	}
+	return out;
 }
 
 /* Encode a synthetic image; returns a tjAlloc'ed buffer (free with tjFree)
@@ -74,19 +75,8 @@ static inline uint8_t *jpeg_synth(int w, int h, int subsamp, int quality, unsign
 	if (!px)
 		return NULL;
 	jpeg_synth_pixels(px, w, h, channels, seed);
-	tjhandle tj = tjInitCompress();
-	unsigned char *out = NULL;
-	*len = 0;
-	int rc = tj ? tjCompress2(tj, px, w, 0, h, channels == 1 ? TJPF_GRAY : TJPF_RGB, &out, len,
-				  subsamp, quality, 0)
-		    : -1;
-	if (tj)
-		tjDestroy(tj);
+	uint8_t *out = jpeg_synth_compress(px, w, h, channels, subsamp, quality, 0, len);
 	free(px);
-	if (rc) {
-		tjFree(out);
-		return NULL;
-	}
 	return out;
 }
 

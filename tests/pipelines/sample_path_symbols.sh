@@ -1,10 +1,9 @@
 #!/bin/bash
 # sample_path_symbols.sh — feederd checks a stream's options once, at
 # admission, and its per-sample path never enters proto/protocol.c.
-#
-# Usage: sample_path_symbols.sh NM PROTO_ARCHIVE DAEMON_ARCHIVE...
-# (meson passes nm and the built static libraries: libfeeder_proto.a, then
-# feederd's: the pipelines, the GPU pipeline, its configuration, its core.)
+# Meson passes nm and the built static libraries (usage below):
+# libfeeder_proto.a, then feederd's: the pipelines, the GPU pipeline, its
+# configuration, its core.
 #
 # Read from the objects the compiler made, not from the sources: a call
 # through a macro, a helper or a new file counts all the same, and a
@@ -19,17 +18,11 @@
 # Each object of 1 must be found, and session.c must reference the check
 # (which also shows that nm sees references at all), so the test cannot
 # pass by finding nothing. Exit 0 pass, 1 fail, 77 skip.
-set -u
-if [ $# -lt 3 ]; then
-	echo "usage: $0 NM PROTO_ARCHIVE DAEMON_ARCHIVE..." >&2
-	exit 1
-fi
+. "$FEEDER_SOURCE/tests/lib/lib.sh"
+[ $# -ge 3 ] || fail "usage: $0 NM PROTO_ARCHIVE DAEMON_ARCHIVE..."
 nm=$1 proto=$2
 shift 2
-if ! command -v "$nm" >/dev/null; then
-	echo "SKIP: no nm ($nm) to read the objects with"
-	exit 77
-fi
+command -v "$nm" >/dev/null || skip "no nm ($nm) to read the objects with"
 
 # "member symbol" pairs of one kind of symbol (nm flags in $1) in archives.
 pairs() {
@@ -40,15 +33,9 @@ pairs() {
 }
 
 defined=$(pairs "-g --defined-only" "$proto" | awk '$1 == "protocol.c.o" {print $2}' | sort -u)
-if [ -z "$defined" ]; then
-	echo "FAIL: nm found no global symbol of protocol.c.o in $proto"
-	exit 1
-fi
+[ -n "$defined" ] || fail "nm found no global symbol of protocol.c.o in $proto"
 undef=$(pairs "-u" "$@")
-if [ -z "$undef" ]; then
-	echo "SKIP: nm lists no undefined symbol in the daemon's archives (LTO objects?)"
-	exit 77
-fi
+[ -n "$undef" ] || skip "nm lists no undefined symbol in the daemon's archives (LTO objects?)"
 
 # The per-sample path, one extended regex per object (either build of
 # the files that have a fallback).
@@ -65,11 +52,11 @@ gpu_pipeline(\.cu|_none\.c)\.o'
 members=$(for a in "$@"; do "$nm" -A -P "$a" 2>/dev/null; done |
 	sed -n 's/^[^[]*\[\([^]]*\)\]: .*/\1/p' | sed 's|.*/||' | sort -u)
 
-fail=0
+bad=0
 while read -r re; do
 	if ! grep -Eqx "$re" <<<"$members"; then
 		echo "FAIL: no object matching $re in the daemon's archives"
-		fail=1
+		bad=1
 	fi
 done <<<"$path"
 
@@ -79,18 +66,18 @@ hits=$(grep -Ex "($(paste -sd'|' <<<"$path")) [^ ]+" <<<"$undef" |
 if [ -n "$hits" ]; then
 	echo "FAIL: the per-sample path references protocol.c:"
 	sed 's/^/  /' <<<"$hits"
-	fail=1
+	bad=1
 fi
 
 # 2. Who references proto_opts_check.
 checkers=$(awk '$2 == "proto_opts_check" {print $1}' <<<"$undef" | sort -u)
 if [ "$checkers" != "session.c.o" ]; then
 	echo "FAIL: proto_opts_check is referenced by [$(echo $checkers)], not by session.c.o alone"
-	fail=1
+	bad=1
 fi
 
-if [ $fail = 0 ]; then
+if [ $bad = 0 ]; then
 	echo "ok: $(grep -c . <<<"$path") per-sample objects use none of protocol.c's" \
 		"$(grep -c . <<<"$defined") symbols; session.c.o alone checks the options"
 fi
-exit $fail
+exit $bad

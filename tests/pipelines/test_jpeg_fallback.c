@@ -19,27 +19,14 @@
  *      clean file, jpeg_worker_fallbacks = 1 a sample; the nine-byte file
  *      is refused and not counted. With the default crops the same bytes
  *      too, counted only where a crop reached the end. */
-#include "check.h"
 #include "jpeg_decode.h"
-#include "jpeg_huff.h"
-#include "jpeg_pipeline.h"
-#include "jpeg_rules.h"
-#include "jpeg_synth.h"
-#include "protocol.h"
-#include "status.h"
-
-#include <setjmp.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "jpeg_fixture.h"
 
 /* j with `extra` bytes (0x12 ...) put before its final EOI marker. */
 static uint8_t *with_extra(const uint8_t *j, size_t len, size_t extra, size_t *out_len)
 {
 	CHECK(len > 2 && j[len - 2] == 0xFF && j[len - 1] == 0xD9);
-	uint8_t *b = malloc(len + extra);
-	CHECK(b);
+	uint8_t *b = xmalloc(len + extra);
 	memcpy(b, j, len - 2);
 	memset(b + len - 2, 0x12, extra);
 	memcpy(b + len - 2 + extra, j + len - 2, 2);
@@ -47,71 +34,40 @@ static uint8_t *with_extra(const uint8_t *j, size_t len, size_t extra, size_t *o
 	return b;
 }
 
-struct dec {
-	struct jpeg_decompress_struct ci;
-	struct jpeg_rules_err err;
-};
+static uint8_t *clean, *two, *nine;
+static unsigned long clen;
+static size_t tlen, nlen;
 
-/* A whole decode under jpeg_rules.h, with h (or libjpeg's decoder for
- * NULL): 1 and the RGBX pixels in *px (malloc'd), or 0 with the reason in
- * d->err.msg. */
-static int decode_with(struct dec *d, const uint8_t *j, size_t len, struct jpeg_huff *h,
-		       uint8_t **px)
-{
-	struct jpeg_decompress_struct *ci = &d->ci;
-	uint8_t *volatile buf = NULL;
-	*px = NULL;
-	if (setjmp(d->err.jump)) {
-		jpeg_abort_decompress(ci);
-		free(buf);
-		return 0;
-	}
-	jpeg_mem_src(ci, j, (unsigned long)len);
-	jpeg_read_header(ci, TRUE);
-	ci->dct_method = JDCT_ISLOW;
-	ci->out_color_space = JCS_EXT_RGBX;
-	jpeg_start_decompress(ci);
-	if (h)
-		CHECK(jpeg_huff_install(ci, h) == 1);
-	size_t stride = (size_t)ci->output_width * 4;
-	buf = malloc(stride * ci->output_height);
-	CHECK(buf);
-	while (ci->output_scanline < ci->output_height) {
-		JSAMPROW row = buf + ci->output_scanline * stride;
-		CHECK(jpeg_read_scanlines(ci, &row, 1) == 1);
-	}
-	jpeg_finish_decompress(ci);
-	*px = buf;
-	return 1;
-}
-
-static void verdicts(const uint8_t *clean, size_t clen, const uint8_t *two, size_t tlen,
-		     uint8_t **want)
+/* libjpeg's pixels of the two-byte file (the clean file's); jpeg_huff's
+ * refusal of it. */
+static uint8_t *verdicts(void)
 {
 	struct dec d;
 	if (setjmp(d.err.jump))
 		CHECKF(0, "libjpeg: %s", d.err.msg);
 	jpeg_rules_create(&d.ci, &d.err);
-	struct jpeg_huff *h = jpeg_huff_create();
-	CHECK(h);
-	uint8_t *a, *b;
-	CHECK(decode_with(&d, clean, clen, NULL, &a));
-	CHECKF(decode_with(&d, two, tlen, NULL, want), "libjpeg refused the two-byte file: %s",
-	       d.err.msg);
-	CHECK(!memcmp(a, *want, (size_t)500 * 375 * 4));
-	CHECK(!decode_with(&d, two, tlen, h, &b));
-	CHECKF(strstr(d.err.msg, "extraneous bytes"), "jpeg_huff said: %s", d.err.msg);
-	free(a);
-	jpeg_huff_destroy(h);
+	d.huff = jpeg_huff_create();
+	CHECK(d.huff);
+	const struct how whole = { 1, 0, 0, 0, 0 };
+	struct result a, want, b;
+	rules_decode(&d, clean, clen, &whole, 0, &a);
+	rules_decode(&d, two, tlen, &whole, 0, &want);
+	CHECK(a.ok);
+	CHECKF(want.ok, "libjpeg refused the two-byte file: %s", want.msg);
+	CHECK(!memcmp(a.px, want.px, (size_t)500 * 375 * 4));
+	rules_decode(&d, two, tlen, &whole, 1, &b);
+	CHECK(!b.ok && b.installed == 1);
+	CHECKF(strstr(b.msg, "extraneous bytes"), "jpeg_huff said: %s", b.msg);
+	free(a.px);
+	jpeg_huff_destroy(d.huff);
 	jpeg_destroy_decompress(&d.ci);
+	return want.px;
 }
 
-static void whole_image(const uint8_t *clean, size_t clen, const uint8_t *two, size_t tlen,
-			const uint8_t *nine, size_t nlen, const uint8_t *want)
+static void whole_image(const uint8_t *want)
 {
 	struct jpeg_decoder *d;
-	char err[256];
-	CHECK(jpeg_decoder_create(&d, err, sizeof err) == 0);
+	OK(jpeg_decoder_create(&d, err, sizeof err));
 	uint8_t *px;
 	uint32_t w, h;
 	int rc = jpeg_decode_rgbx(d, two, tlen, 8, &px, &w, &h, err, sizeof err);
@@ -123,7 +79,7 @@ static void whole_image(const uint8_t *clean, size_t clen, const uint8_t *two, s
 	free(px);
 	CHECKF(jpeg_decoder_fallbacks(d) == 1, "fallbacks %llu",
 	       (unsigned long long)jpeg_decoder_fallbacks(d));
-	CHECK(jpeg_decode_rgbx(d, clean, clen, 8, NULL, NULL, NULL, err, sizeof err) == 0);
+	OK(jpeg_decode_rgbx(d, clean, clen, 8, NULL, NULL, NULL, err, sizeof err));
 	rc = jpeg_decode_rgbx(d, nine, nlen, 8, NULL, NULL, NULL, err, sizeof err);
 	CHECKF(rc == FEEDER_EDECODE && strstr(err, "extraneous bytes"), "nine bytes: %d %s", rc,
 	       err);
@@ -131,48 +87,45 @@ static void whole_image(const uint8_t *clean, size_t clen, const uint8_t *two, s
 	jpeg_decoder_destroy(d);
 }
 
-/* Crops of the whole 500x375 image (train), or of its whole height
- * (eval), when whole; else the defaults. */
-static void crop_opts(struct feeder_stream_opts *o, int train, int whole)
+/* whole: crops of the whole 500x375 image (train) or of its whole height
+ * (eval), each sample counted once and the nine-byte file refused; else
+ * the default crops, counted where they reached the end. Either way the
+ * clean file's bytes. */
+static void pipeline(int whole)
 {
-	proto_opts_jpeg(o, 64, train);
-	o->dtype = FEEDER_DTYPE_U8;
-	if (!whole)
-		return;
-	o->jpeg.scale_min = o->jpeg.scale_max = 1.0f;
-	o->jpeg.ratio_min = o->jpeg.ratio_max = 500.0f / 375.0f;
-	o->jpeg.resize_ratio = 1.0f;
-}
-
-static void pipeline(const uint8_t *clean, size_t clen, const uint8_t *two, size_t tlen,
-		     const uint8_t *nine, size_t nlen)
-{
-	char err[256];
 	struct jpeg_worker *w;
-	CHECK(jpeg_worker_create(&w, err, sizeof err) == 0);
+	OK(jpeg_worker_create(&w, err, sizeof err));
 	uint64_t samples = 0;
 	for (int train = 0; train < 2; train++) {
 		struct feeder_stream_opts o;
-		crop_opts(&o, train, 1);
-		CHECKF(proto_opts_check(&o, err, sizeof err) == 0, "%s", err);
+		proto_opts_jpeg(&o, 64, train);
+		o.dtype = FEEDER_DTYPE_U8;
+		if (whole) {
+			o.jpeg.scale_min = o.jpeg.scale_max = 1.0f;
+			o.jpeg.ratio_min = o.jpeg.ratio_max = 500.0f / 375.0f;
+			o.jpeg.resize_ratio = 1.0f;
+			OK(proto_opts_check(&o, err, sizeof err));
+		}
 		size_t n = jpeg_pipeline_sample_bytes(&o);
-		uint8_t *a = malloc(n), *b = malloc(n);
-		CHECK(a && b);
-		for (uint64_t key = 0; key < 8; key++) {
-			CHECK(jpeg_pipeline_run(w, &o, clean, clen, key, a, err, sizeof err) == 0);
-			CHECK(jpeg_worker_fallbacks(w) == samples);
-			int rc = jpeg_pipeline_run(w, &o, two, tlen, key, b, err, sizeof err);
-			CHECKF(rc == 0, "key %llu train %d: %s", (unsigned long long)key, train,
-			       err);
+		uint8_t *a = xmalloc(n), *b = xmalloc(n);
+		for (uint64_t key = 0; key < (whole ? 8 : 16); key++) {
+			uint64_t before = jpeg_worker_fallbacks(w);
+			RUN(w, &o, clean, clen, key, a);
+			CHECK(jpeg_worker_fallbacks(w) == (whole ? samples : before));
+			RUN(w, &o, two, tlen, key, b);
 			CHECKF(!memcmp(a, b, n),
 			       "key %llu train %d: other pixels than the clean file's",
 			       (unsigned long long)key, train);
+			if (!whole) {
+				CHECK(jpeg_worker_fallbacks(w) - before <= 1);
+				continue;
+			}
 			samples++;
 			CHECKF(jpeg_worker_fallbacks(w) == samples,
 			       "fallbacks %llu after %llu samples",
 			       (unsigned long long)jpeg_worker_fallbacks(w),
 			       (unsigned long long)samples);
-			rc = jpeg_pipeline_run(w, &o, nine, nlen, key, b, err, sizeof err);
+			int rc = jpeg_pipeline_run(w, &o, nine, nlen, key, b, err, sizeof err);
 			CHECKF(rc == FEEDER_EDECODE, "nine bytes decoded: %d", rc);
 			CHECK(jpeg_worker_fallbacks(w) == samples);
 		}
@@ -182,44 +135,16 @@ static void pipeline(const uint8_t *clean, size_t clen, const uint8_t *two, size
 	jpeg_worker_destroy(w);
 }
 
-static void default_crops(const uint8_t *clean, size_t clen, const uint8_t *two, size_t tlen)
-{
-	char err[256];
-	struct jpeg_worker *w;
-	CHECK(jpeg_worker_create(&w, err, sizeof err) == 0);
-	for (int train = 0; train < 2; train++) {
-		struct feeder_stream_opts o;
-		crop_opts(&o, train, 0);
-		size_t n = jpeg_pipeline_sample_bytes(&o);
-		uint8_t *a = malloc(n), *b = malloc(n);
-		CHECK(a && b);
-		for (uint64_t key = 0; key < 16; key++) {
-			uint64_t before = jpeg_worker_fallbacks(w);
-			CHECK(jpeg_pipeline_run(w, &o, clean, clen, key, a, err, sizeof err) == 0);
-			CHECKF(jpeg_pipeline_run(w, &o, two, tlen, key, b, err, sizeof err) == 0,
-			       "%s", err);
-			CHECKF(!memcmp(a, b, n), "default crop, key %llu train %d: other pixels",
-			       (unsigned long long)key, train);
-			CHECK(jpeg_worker_fallbacks(w) - before <= 1);
-		}
-		free(a);
-		free(b);
-	}
-	jpeg_worker_destroy(w);
-}
-
 int main(void)
 {
-	unsigned long clen;
-	uint8_t *clean = jpeg_synth(500, 375, TJSAMP_420, 88, 3, &clen);
+	clean = jpeg_synth(500, 375, TJSAMP_420, 88, 3, &clen);
 	CHECK(clean);
-	size_t tlen, nlen;
-	uint8_t *two = with_extra(clean, clen, 2, &tlen), *nine = with_extra(clean, clen, 9, &nlen);
-	uint8_t *want;
-	verdicts(clean, clen, two, tlen, &want);
-	whole_image(clean, clen, two, tlen, nine, nlen, want);
-	pipeline(clean, clen, two, tlen, nine, nlen);
-	default_crops(clean, clen, two, tlen);
+	two = with_extra(clean, clen, 2, &tlen);
+	nine = with_extra(clean, clen, 9, &nlen);
+	uint8_t *want = verdicts();
+	whole_image(want);
+	pipeline(1);
+	pipeline(0);
 	free(want);
 	free(two);
 	free(nine);

@@ -24,24 +24,8 @@
  *      1.
  *   3. The pipeline: jpeg_pipeline_run with jpeg_huff (the default) and
  *      without writes identical samples, train and eval, tiled and not. */
-#include "check.h"
-#include "jpeg_huff.h"
-#include "jpeg_pipeline.h"
-#include "jpeg_rules.h"
-#include "jpeg_synth.h"
+#include "jpeg_fixture.h"
 #include "jpeg_tiles.h"
-#include "protocol.h"
-
-#include <setjmp.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-struct src {
-	const char *name;
-	int w, h, subsamp, flags, quality, noise;
-};
 
 static const struct src sources[] = {
 	{ "420 500x375", 500, 375, TJSAMP_420, 0, 88, 0 },
@@ -65,8 +49,7 @@ static const struct src sources[] = {
  * tiles): a short last interval, and intervals too long to pair. */
 static uint8_t *encode_restart(int w, int h, unsigned restart, unsigned seed, unsigned long *len)
 {
-	uint8_t *px = malloc((size_t)w * h * 3);
-	CHECK(px);
+	uint8_t *px = xmalloc((size_t)w * h * 3);
 	jpeg_synth_pixels(px, w, h, 3, seed);
 	struct jpeg_compress_struct c;
 	struct jpeg_error_mgr e;
@@ -90,132 +73,15 @@ static uint8_t *encode_restart(int w, int h, unsigned restart, unsigned seed, un
 	jpeg_finish_compress(&c);
 	jpeg_destroy_compress(&c);
 	free(px);
-	uint8_t *copy = malloc(*len);
-	CHECK(copy);
-	memcpy(copy, out, *len);
-	free(out);
-	return copy;
-}
-
-static uint8_t *encode(const struct src *s, unsigned seed, unsigned long *len)
-{
-	int ch = s->subsamp == TJSAMP_GRAY ? 1 : 3;
-	size_t n = (size_t)s->w * s->h * ch;
-	uint8_t *px = malloc(n);
-	CHECK(px);
-	jpeg_synth_pixels(px, s->w, s->h, ch, seed);
-	if (s->noise) {
-		uint32_t st = seed * 747796405u + 1u;
-		for (size_t i = 0; i < n; i++) {
-			st = st * 1664525u + 1013904223u;
-			px[i] = (uint8_t)(st >> 24);
-		}
-	}
-	uint8_t *j = jpeg_synth_compress(px, s->w, s->h, ch, s->subsamp, s->quality, s->flags, len);
-	CHECK(j);
-	free(px);
-	return j;
-}
-
-struct dec {
-	struct jpeg_decompress_struct ci;
-	struct jpeg_rules_err err;
-	struct jpeg_huff *huff;
-};
-
-/* How a decode reads the image: IDCT scale 1/scale; with crop, columns
- * from xoff (jpeg_crop_scanline widens to the iMCU) and rows from skip on. */
-struct how {
-	unsigned scale;
-	int crop;
-	uint32_t xoff, width, skip;
-};
-
-struct result {
-	int ok;        /* 1 decoded, 0 refused */
-	int installed; /* jpeg_huff_install said 1 */
-	char msg[JMSG_LENGTH_MAX];
-	uint8_t *px; /* rows of w RGBX pixels from row `first` on */
-	uint32_t w, rows;
-};
-
-static void result_free(struct result *r)
-{
-	free(r->px);
-	r->px = NULL;
-}
-
-/* The whole decode under jpeg_rules.h; every libjpeg call inside the
- * setjmp scope. Fills r (r->px NULL on failure). */
-static void decode(struct dec *d, const uint8_t *j, size_t len, const struct how *how, int huff,
-		   struct result *r)
-{
-	struct jpeg_decompress_struct *ci = &d->ci;
-	memset(r, 0, sizeof *r);
-	uint8_t *volatile px = NULL;
-	if (setjmp(d->err.jump)) {
-		jpeg_abort_decompress(ci);
-		free(px);
-		snprintf(r->msg, sizeof r->msg, "%s", d->err.msg);
-		return;
-	}
-	jpeg_mem_src(ci, j, (unsigned long)len);
-	jpeg_read_header(ci, TRUE);
-	ci->scale_num = 1;
-	ci->scale_denom = how->scale;
-	ci->out_color_space = JCS_EXT_RGBX;
-	jpeg_start_decompress(ci);
-	JDIMENSION xoff = 0, w = ci->output_width, skip = 0;
-	if (how->crop) {
-		xoff = how->xoff % ci->output_width;
-		w = how->width % (ci->output_width - xoff) + 1;
-		skip = how->skip % ci->output_height;
-		jpeg_crop_scanline(ci, &xoff, &w);
-	}
-	if (huff)
-		r->installed = jpeg_huff_install(ci, d->huff);
-	if (skip)
-		jpeg_skip_scanlines(ci, skip);
-	uint32_t rows = ci->output_height - ci->output_scanline;
-	px = malloc((size_t)w * 4 * rows + 1);
-	CHECK(px);
-	while (ci->output_scanline < ci->output_height) {
-		JSAMPROW row =
-			px + (size_t)(ci->output_scanline - (ci->output_height - rows)) * w * 4;
-		CHECK(jpeg_read_scanlines(ci, &row, 1) == 1);
-	}
-	jpeg_finish_decompress(ci);
-	r->ok = 1;
-	r->px = px;
-	r->w = w;
-	r->rows = rows;
-}
-
-static int same(const struct result *a, const struct result *b)
-{
-	return a->ok == b->ok && (!a->ok || (a->w == b->w && a->rows == b->rows &&
-					     !memcmp(a->px, b->px, (size_t)a->w * 4 * a->rows)));
+	return out; /* jpeg_mem_dest's malloc */
 }
 
 static uint32_t rng_state = 12345;
+
 static uint32_t rnd(void)
 {
 	rng_state = rng_state * 1664525u + 1013904223u;
 	return rng_state >> 8;
-}
-
-/* Offset of the entropy-coded data: after the SOS segment. */
-static size_t scan_start(const uint8_t *j, size_t len)
-{
-	for (size_t i = 2; i + 4 <= len;) {
-		CHECK(j[i] == 0xFF);
-		size_t seg = (size_t)j[i + 2] << 8 | j[i + 3];
-		if (j[i + 1] == 0xDA)
-			return i + 2 + seg;
-		i += 2 + seg;
-	}
-	CHECK(!"no SOS");
-	return 0;
 }
 
 static unsigned same_pixels(struct dec *d, const uint8_t *j, size_t len, const char *name,
@@ -227,14 +93,14 @@ static unsigned same_pixels(struct dec *d, const uint8_t *j, size_t len, const c
 		for (int crop = 0; crop < 4; crop++) {
 			struct how how = { scales[s], crop > 0, rnd(), rnd(), rnd() };
 			struct result a, b;
-			decode(d, j, len, &how, 0, &a);
-			decode(d, j, len, &how, 1, &b);
+			rules_decode(d, j, len, &how, 0, &a);
+			rules_decode(d, j, len, &how, 1, &b);
 			CHECKF(a.ok, "%s: libjpeg refused it: %s", name, a.msg);
 			CHECKF(b.installed == !progressive, "%s: installed %d", name, b.installed);
 			CHECKF(same(&a, &b), "%s at 1/%u (crop %d): pixels differ (%s)", name,
 			       scales[s], crop, b.ok ? "decoded" : b.msg);
-			result_free(&a);
-			result_free(&b);
+			free(a.px);
+			free(b.px);
 			n++;
 		}
 	return n;
@@ -243,9 +109,10 @@ static unsigned same_pixels(struct dec *d, const uint8_t *j, size_t len, const c
 /* One random kind of damage to the entropy-coded data of j. */
 static uint8_t *damage(const uint8_t *j, size_t len, size_t *out_len)
 {
-	size_t s0 = scan_start(j, len), span = len - 2 - s0; /* keep EOI */
-	uint8_t *b = malloc(len + 1);
-	CHECK(b);
+	struct jpeg_tiles t; /* its entropy-coded data from t.entropy on */
+	OK(jpeg_tiles_parse(j, len, &t, err, sizeof err));
+	size_t s0 = t.entropy, span = len - 2 - s0; /* keep EOI */
+	uint8_t *b = xmalloc(len + 1);
 	size_t at = s0 + rnd() % span;
 	switch (rnd() % 5) {
 	case 0: /* flip bits of a byte */
@@ -273,21 +140,23 @@ static uint8_t *damage(const uint8_t *j, size_t len, size_t *out_len)
 	return b;
 }
 
-struct damage_counts {
-	unsigned tried, both_ok, both_refused, stricter;
+struct totals {
+	unsigned compared, pipelines, tried, both_ok, both_refused, stricter;
 };
 
 static void damaged(struct dec *d, const uint8_t *j, size_t len, const char *name, unsigned n,
-		    struct damage_counts *c)
+		    struct totals *c)
 {
 	for (unsigned i = 0; i < n; i++) {
 		size_t blen;
 		uint8_t *b = damage(j, len, &blen);
 		struct how how = { 1, 0, 0, 0, 0 };
 		struct result a, r;
-		decode(d, b, blen, &how, 0, &a);
-		decode(d, b, blen, &how, 1, &r);
+		rules_decode(d, b, blen, &how, 0, &a);
+		rules_decode(d, b, blen, &how, 1, &r);
 		c->tried++;
+		CHECKF(a.ok || !r.ok, "%s damage %u: jpeg_huff decoded what libjpeg refused (%s)",
+		       name, i, a.msg);
 		if (a.ok && !r.ok) {
 			CHECKF(strstr(r.msg, "extraneous bytes") ||
 				       strstr(r.msg, "bad Huffman code") ||
@@ -299,37 +168,30 @@ static void damaged(struct dec *d, const uint8_t *j, size_t len, const char *nam
 			CHECKF(same(&a, &r), "%s damage %u: jpeg_huff decoded other pixels", name,
 			       i);
 			c->both_ok++;
-		} else if (r.ok) {
-			CHECKF(0, "%s damage %u: jpeg_huff decoded what libjpeg refused (%s)", name,
-			       i, a.msg);
 		} else {
 			c->both_refused++;
 		}
-		result_free(&a);
-		result_free(&r);
+		free(a.px);
+		free(r.px);
 		free(b);
 	}
 }
 
 static void pipeline_equal(const uint8_t *j, size_t len, const char *name)
 {
-	char err[256];
 	struct jpeg_worker *w;
-	CHECK(jpeg_worker_create(&w, err, sizeof err) == 0);
+	OK(jpeg_worker_create(&w, err, sizeof err));
 	for (int train = 0; train < 2; train++) {
 		struct feeder_stream_opts o;
 		proto_opts_jpeg(&o, 64, train);
 		o.dtype = FEEDER_DTYPE_U8;
 		size_t n = jpeg_pipeline_sample_bytes(&o);
-		uint8_t *a = malloc(n), *b = malloc(n);
-		CHECK(a && b);
+		uint8_t *a = xmalloc(n), *b = xmalloc(n);
 		for (uint64_t key = 0; key < 24; key++) {
 			jpeg_worker_set_huff(w, 0);
-			CHECKF(jpeg_pipeline_run(w, &o, j, len, key, a, err, sizeof err) == 0,
-			       "%s: %s", name, err);
+			RUN(w, &o, j, len, key, a);
 			jpeg_worker_set_huff(w, 1);
-			CHECKF(jpeg_pipeline_run(w, &o, j, len, key, b, err, sizeof err) == 0,
-			       "%s: %s", name, err);
+			RUN(w, &o, j, len, key, b);
 			CHECKF(!memcmp(a, b, n), "%s: pipeline output differs (key %llu, train %d)",
 			       name, (unsigned long long)key, train);
 		}
@@ -337,6 +199,21 @@ static void pipeline_equal(const uint8_t *j, size_t len, const char *name)
 		free(b);
 	}
 	jpeg_worker_destroy(w);
+}
+
+/* Pixels, damage and (with pipe) the pipeline for one JPEG; a progressive
+ * one is left to libjpeg: its pixels only. */
+static void check_jpeg(struct dec *d, const uint8_t *j, size_t len, const char *name, int prog,
+		       int pipe, struct totals *t)
+{
+	t->compared += same_pixels(d, j, len, name, prog);
+	if (prog)
+		return;
+	damaged(d, j, len, name, 150, t);
+	if (pipe) {
+		pipeline_equal(j, len, name);
+		t->pipelines++;
+	}
 }
 
 int main(void)
@@ -348,37 +225,23 @@ int main(void)
 	d.huff = jpeg_huff_create();
 	CHECK(d.huff);
 	struct jpeg_tiler *t;
-	char err[256];
-	CHECKF(jpeg_tiler_create(&t, err, sizeof err) == 0, "%s", err);
+	OK(jpeg_tiler_create(&t, err, sizeof err));
 	const struct jpeg_tiles_policy pols[] = { { 1, 0 }, { 0, JPEG_TILES_BYTES } };
-	unsigned compared = 0, pipelines = 0;
-	struct damage_counts dc = { 0 };
+	struct totals n = { 0 };
 	for (size_t i = 0; i < NSRC; i++) {
 		const struct src *s = &sources[i];
-		int prog = (s->flags & TJFLAG_PROGRESSIVE) != 0;
 		unsigned long len;
-		uint8_t *j = encode(s, (unsigned)i + 7, &len);
-		compared += same_pixels(&d, j, len, s->name, prog);
-		if (!prog) {
-			damaged(&d, j, len, s->name, 150, &dc);
-			pipeline_equal(j, len, s->name);
-			pipelines++;
-		}
+		uint8_t *j = src_encode(s, (unsigned)i + 7, &len);
+		check_jpeg(&d, j, len, s->name, (s->flags & TJFLAG_PROGRESSIVE) != 0, 1, &n);
 		for (size_t k = 0; k < sizeof pols / sizeof pols[0]; k++) {
 			struct jpeg_tiles_result r;
-			CHECKF(jpeg_tiles_transcode(t, j, len, &pols[k], &r, err, sizeof err) == 0,
-			       "%s: %s", s->name, err);
+			OK(jpeg_tiles_transcode(t, j, len, &pols[k], &r, err, sizeof err));
 			char name[96];
 			snprintf(name, sizeof name, "%s tiled %u MCUs", s->name, r.restart);
-			compared += same_pixels(&d, r.data, r.len, name, 0);
-			damaged(&d, r.data, r.len, name, 150, &dc);
-			if (k == 1) {
-				pipeline_equal(r.data, r.len, name);
-				pipelines++;
-			}
+			check_jpeg(&d, r.data, r.len, name, 0, k == 1, &n);
 			free(r.data);
 		}
-		free(j);
+		tjFree(j);
 	}
 	/* restart intervals of 7 MCUs over 23 x 15 (the last one short: 345 =
 	 * 49 x 7 + 2), of 50 (too long to pair: one at a time) and of 1 */
@@ -388,20 +251,17 @@ int main(void)
 		uint8_t *j = encode_restart(361, 233, restarts[i], 40 + (unsigned)i, &len);
 		char name[64];
 		snprintf(name, sizeof name, "libjpeg restart %u 361x233", restarts[i]);
-		compared += same_pixels(&d, j, len, name, 0);
-		damaged(&d, j, len, name, 150, &dc);
-		pipeline_equal(j, len, name);
-		pipelines++;
+		check_jpeg(&d, j, len, name, 0, 1, &n);
 		free(j);
 	}
 	jpeg_tiler_destroy(t);
 	jpeg_huff_destroy(d.huff);
 	jpeg_destroy_decompress(&d.ci);
 	printf("same pixels in %u decodes (4 scales x whole/cropped+skipped, %zu sources x "
-	       "untiled/tiled, 3 with libjpeg's restart intervals); %u damaged streams: %u decoded alike, %u refused by both, %u "
-	       "refused by jpeg_huff only (left-over bytes, invalid codes, truncation); pipeline output equal for %u "
-	       "JPEGs x 24 keys x train/eval\n",
-	       compared, NSRC, dc.tried, dc.both_ok, dc.both_refused, dc.stricter, pipelines);
-	CHECK(compared > 400 && dc.both_refused > 0 && dc.both_ok > 0);
+	       "untiled/tiled, 3 with libjpeg's restart intervals); %u damaged streams: %u decoded "
+	       "alike, %u refused by both, %u refused by jpeg_huff only (left-over bytes, invalid "
+	       "codes, truncation); pipeline output equal for %u JPEGs x 24 keys x train/eval\n",
+	       n.compared, NSRC, n.tried, n.both_ok, n.both_refused, n.stricter, n.pipelines);
+	CHECK(n.compared > 400 && n.both_refused > 0 && n.both_ok > 0);
 	return 0;
 }

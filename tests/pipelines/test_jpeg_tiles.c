@@ -20,59 +20,30 @@
  *   4. Damaged tiling: a restart marker renumbered, one removed, one added,
  *      the stream cut short: FEEDER_EDECODE from the pipeline, never a
  *      crash. */
-#include "check.h"
-#include "half.h"
 #include "jpeg_decode.h"
-#include "jpeg_pipeline.h"
-#include "jpeg_synth.h"
+#include "jpeg_fixture.h"
 #include "jpeg_tiles.h"
-#include "protocol.h"
-#include "status.h"
-
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-struct src {
-	const char *name;
-	int w, h, subsamp, flags;
-};
 
 static const struct src sources[] = {
-	{ "420 500x375", 500, 375, TJSAMP_420, 0 },
-	{ "420 odd 333x251", 333, 251, TJSAMP_420, 0 },
-	{ "444 320x240", 320, 240, TJSAMP_444, 0 },
-	{ "422 301x199", 301, 199, TJSAMP_422, 0 },
-	{ "440 256x270", 256, 270, TJSAMP_440, 0 },
-	{ "411 403x117", 403, 117, TJSAMP_411, 0 },
-	{ "grey 287x311", 287, 311, TJSAMP_GRAY, 0 },
-	{ "420 progressive 480x360", 480, 360, TJSAMP_420, TJFLAG_PROGRESSIVE },
-	{ "444 progressive odd 203x157", 203, 157, TJSAMP_444, TJFLAG_PROGRESSIVE },
-	{ "420 small 40x24", 40, 24, TJSAMP_420, 0 },
+	{ "420 500x375", 500, 375, TJSAMP_420, 0, 88, 0 },
+	{ "420 odd 333x251", 333, 251, TJSAMP_420, 0, 88, 0 },
+	{ "444 320x240", 320, 240, TJSAMP_444, 0, 88, 0 },
+	{ "422 301x199", 301, 199, TJSAMP_422, 0, 88, 0 },
+	{ "440 256x270", 256, 270, TJSAMP_440, 0, 88, 0 },
+	{ "411 403x117", 403, 117, TJSAMP_411, 0, 88, 0 },
+	{ "grey 287x311", 287, 311, TJSAMP_GRAY, 0, 88, 0 },
+	{ "420 progressive 480x360", 480, 360, TJSAMP_420, TJFLAG_PROGRESSIVE, 88, 0 },
+	{ "444 progressive odd 203x157", 203, 157, TJSAMP_444, TJFLAG_PROGRESSIVE, 88, 0 },
+	{ "420 small 40x24", 40, 24, TJSAMP_420, 0, 88, 0 },
 };
 #define NSRC (sizeof sources / sizeof sources[0])
 
-static uint8_t *encode(const struct src *s, unsigned seed, unsigned long *len)
-{
-	int ch = s->subsamp == TJSAMP_GRAY ? 1 : 3;
-	uint8_t *px = malloc((size_t)s->w * s->h * ch);
-	CHECK(px);
-	jpeg_synth_pixels(px, s->w, s->h, ch, seed);
-	uint8_t *j = jpeg_synth_compress(px, s->w, s->h, ch, s->subsamp, 88, s->flags, len);
-	CHECK(j);
-	free(px);
-	return j;
-}
-
 static struct jpeg_decoder *dec;
-static char err[256];
 
 static uint8_t *decode(const uint8_t *j, size_t len, uint32_t *w, uint32_t *h)
 {
 	uint8_t *px;
-	CHECKF(jpeg_decode_rgbx(dec, j, len, 8, &px, w, h, err, sizeof err) == 0, "%s", err);
+	OK(jpeg_decode_rgbx(dec, j, len, 8, &px, w, h, err, sizeof err));
 	return px;
 }
 
@@ -91,23 +62,21 @@ static size_t differing(const uint8_t *a, uint32_t aw, uint32_t ax, uint32_t ay,
 static unsigned lossless(void)
 {
 	struct jpeg_tiler *t;
-	CHECKF(jpeg_tiler_create(&t, err, sizeof err) == 0, "%s", err);
+	OK(jpeg_tiler_create(&t, err, sizeof err));
 	const struct jpeg_tiles_policy pols[] = {
 		{ 1, 0 }, { 3, 0 }, { 0, JPEG_TILES_BYTES }, { 0, 64 }
 	};
 	unsigned checked = 0;
 	for (size_t i = 0; i < NSRC; i++) {
 		unsigned long len;
-		uint8_t *j = encode(&sources[i], (unsigned)i + 1, &len);
+		uint8_t *j = src_encode(&sources[i], (unsigned)i + 1, &len);
 		uint32_t w0, h0;
 		uint8_t *px0 = decode(j, len, &w0, &h0);
 		for (size_t k = 0; k < sizeof pols / sizeof pols[0]; k++) {
 			struct jpeg_tiles_result r;
-			CHECKF(jpeg_tiles_transcode(t, j, len, &pols[k], &r, err, sizeof err) == 0,
-			       "%s: %s", sources[i].name, err);
+			OK(jpeg_tiles_transcode(t, j, len, &pols[k], &r, err, sizeof err));
 			struct jpeg_tiles ti;
-			CHECKF(jpeg_tiles_parse(r.data, r.len, &ti, err, sizeof err) == 0, "%s",
-			       err);
+			OK(jpeg_tiles_parse(r.data, r.len, &ti, err, sizeof err));
 			CHECKF(ti.grid && ti.restart == r.restart && r.restart >= 1 &&
 				       ti.mcus_x % r.restart == 0,
 			       "%s: not a grid (restart %u, %u MCUs a row)", sources[i].name,
@@ -124,19 +93,16 @@ static unsigned lossless(void)
 			checked++;
 		}
 		free(px0);
-		free(j);
+		tjFree(j);
 	}
 	/* Straight to tiles: the same pixels as an untiled compression. */
 	int w = 301, h = 203;
-	uint8_t *px = malloc((size_t)w * h * 3);
-	CHECK(px);
+	uint8_t *px = xmalloc((size_t)w * h * 3);
 	jpeg_synth_pixels(px, w, h, 3, 9);
 	struct jpeg_tiles_result a, b;
 	const struct jpeg_tiles_policy none = { 0, 0 }, bytes = { 0, JPEG_TILES_BYTES };
-	CHECK(jpeg_tiles_encode(t, px, (size_t)w * 3, w, h, 3, 85, &none, &a, err, sizeof err) ==
-	      0);
-	CHECK(jpeg_tiles_encode(t, px, (size_t)w * 3, w, h, 3, 85, &bytes, &b, err, sizeof err) ==
-	      0);
+	OK(jpeg_tiles_encode(t, px, (size_t)w * 3, w, h, 3, 85, &none, &a, err, sizeof err));
+	OK(jpeg_tiles_encode(t, px, (size_t)w * 3, w, h, 3, 85, &bytes, &b, err, sizeof err));
 	struct jpeg_tiles ta, tb;
 	CHECK(jpeg_tiles_parse(a.data, a.len, &ta, err, sizeof err) == 0 && !ta.grid &&
 	      ta.restart == 0);
@@ -211,66 +177,38 @@ static unsigned cuts(const uint8_t *j, size_t len, const char *name, uint32_t *r
 static double pipeline(const uint8_t *tiled, size_t tlen, const uint8_t *plain, size_t plen,
 		       const char *name, struct jpeg_worker *w, double *max_vs_plain)
 {
+	static const int dtypes[] = { FEEDER_DTYPE_U8, FEEDER_DTYPE_F32, FEEDER_DTYPE_F16 };
 	double worst = 0;
 	size_t n = 3 * 96 * 112;
-	uint8_t *a = malloc(n * 4), *b = malloc(n * 4), *c = malloc(n * 4);
-	CHECK(a && b && c);
+	uint8_t *a = xmalloc(n * 4), *b = xmalloc(n * 4), *c = xmalloc(n * 4);
 	for (int train = 0; train <= 1; train++)
 		for (int dt = 0; dt < 3; dt++)
 			for (int key = 0; key < 40; key++) {
 				struct feeder_stream_opts o;
-				proto_opts_default(&o);
-				o.pipeline = FEEDER_PIPE_JPEG;
-				o.jpeg.train = (uint32_t)train;
-				o.jpeg.width = key % 3 ? 112 : 40; /* small outputs reach 1/8 */
+				/* small outputs reach 1/8 */
+				proto_opts_jpeg(&o, key % 3 ? 112 : 40, train);
 				o.jpeg.height = key % 3 ? 96 : 32;
-				o.dtype = dt == 0   ? FEEDER_DTYPE_U8
-					  : dt == 1 ? FEEDER_DTYPE_F32
-						    : FEEDER_DTYPE_F16;
+				o.dtype = dtypes[dt];
 				o.layout = key % 2 ? FEEDER_LAYOUT_NHWC : FEEDER_LAYOUT_NCHW;
 				/* floats in [0,1] units (u8 is not normalized) */
 				for (int ch = 0; ch < 3; ch++) {
 					o.jpeg.mean[ch] = 0;
 					o.jpeg.std[ch] = 1;
 				}
-				CHECKF(jpeg_pipeline_run(w, &o, tiled, tlen,
-							 (uint64_t)key * 7919 + 3, a, err,
-							 sizeof err) == 0,
-				       "%s: %s", name, err);
-				CHECKF(jpeg_pipeline_reference(w, &o, tiled, tlen,
-							       (uint64_t)key * 7919 + 3, b, err,
-							       sizeof err) == 0,
-				       "%s: %s", name, err);
-				CHECKF(jpeg_pipeline_run(w, &o, plain, plen,
-							 (uint64_t)key * 7919 + 3, c, err,
-							 sizeof err) == 0,
-				       "%s: %s", name, err);
+				uint64_t k = (uint64_t)key * 7919 + 3;
+				RUN(w, &o, tiled, tlen, k, a);
+				REF(w, &o, tiled, tlen, k, b);
+				RUN(w, &o, plain, plen, k, c);
 				size_t m = (size_t)3 * o.jpeg.width * o.jpeg.height;
-				double mad = 0, mx = 0;
-				for (size_t i = 0; i < m; i++) {
-					double x, y, z;
-					if (dt == 0) {
-						x = a[i];
-						y = b[i];
-						z = c[i];
-					} else if (dt == 1) {
-						x = 255 * ((float *)a)[i];
-						y = 255 * ((float *)b)[i];
-						z = 255 * ((float *)c)[i];
-					} else {
-						x = 255 * half_to_float(((uint16_t *)a)[i]);
-						y = 255 * half_to_float(((uint16_t *)b)[i]);
-						z = 255 * half_to_float(((uint16_t *)c)[i]);
-					}
-					mad += fabs(x - y);
-					mx = fabs(x - z) > mx ? fabs(x - z) : mx;
-				}
-				mad /= m * 255.0;
+				double mad = sample_mad(a, b, o.dtype, m);
+				for (size_t i = 0; i < m; i++)
+					*max_vs_plain =
+						fmax(*max_vs_plain, fabs(sample_at(a, o.dtype, i) -
+									 sample_at(c, o.dtype, i)));
 				CHECKF(mad <= 2.0 / 255,
 				       "%s: key %d train %d dtype %d: MAD %.4f vs reference", name,
 				       key, train, dt, mad);
 				worst = mad > worst ? mad : worst;
-				*max_vs_plain = mx > *max_vs_plain ? mx : *max_vs_plain;
 			}
 	free(a);
 	free(b);
@@ -282,7 +220,8 @@ static double pipeline(const uint8_t *tiled, size_t tlen, const uint8_t *plain, 
 static void damaged(const uint8_t *j, size_t len, struct jpeg_worker *w)
 {
 	struct jpeg_tiles t;
-	CHECK(jpeg_tiles_parse(j, len, &t, err, sizeof err) == 0 && t.grid);
+	OK(jpeg_tiles_parse(j, len, &t, err, sizeof err));
+	CHECK(t.grid);
 	/* the first RST marker in the stream */
 	size_t at = 0;
 	for (size_t i = t.entropy; i + 1 < len; i++)
@@ -291,12 +230,9 @@ static void damaged(const uint8_t *j, size_t len, struct jpeg_worker *w)
 			break;
 		}
 	CHECK(at);
-	uint8_t *bad = malloc(len + 2);
-	CHECK(bad);
+	uint8_t *bad = xmalloc(len + 2);
 	struct feeder_stream_opts o;
-	proto_opts_default(&o);
-	o.pipeline = FEEDER_PIPE_JPEG;
-	o.jpeg.width = o.jpeg.height = 64;
+	proto_opts_jpeg(&o, 64, 0);
 	o.dtype = FEEDER_DTYPE_U8;
 	uint8_t out[3 * 64 * 64];
 	const char *what[] = { "renumbered", "removed", "added", "cut short" };
@@ -329,7 +265,7 @@ static void damaged(const uint8_t *j, size_t len, struct jpeg_worker *w)
 
 int main(void)
 {
-	CHECKF(jpeg_decoder_create(&dec, err, sizeof err) == 0, "%s", err);
+	OK(jpeg_decoder_create(&dec, err, sizeof err));
 	unsigned n = lossless();
 	printf("lossless: %u transcodes (10 sources x 4 policies) decode to the source's pixels; "
 	       "straight-to-tiles encode equals untiled encode\n",
@@ -337,17 +273,17 @@ int main(void)
 
 	struct jpeg_tiler *t;
 	struct jpeg_worker *w;
-	CHECK(jpeg_tiler_create(&t, err, sizeof err) == 0);
-	CHECK(jpeg_worker_create(&w, err, sizeof err) == 0);
+	OK(jpeg_tiler_create(&t, err, sizeof err));
+	OK(jpeg_worker_create(&w, err, sizeof err));
 	uint32_t rng = 5;
 	unsigned ncut = 0;
 	double worst = 0, vs_plain = 0;
 	for (size_t i = 0; i < NSRC; i++) {
 		unsigned long len;
-		uint8_t *j = encode(&sources[i], (unsigned)i + 11, &len);
+		uint8_t *j = src_encode(&sources[i], (unsigned)i + 11, &len);
 		const struct jpeg_tiles_policy p = { 2, 0 };
 		struct jpeg_tiles_result r;
-		CHECK(jpeg_tiles_transcode(t, j, len, &p, &r, err, sizeof err) == 0);
+		OK(jpeg_tiles_transcode(t, j, len, &p, &r, err, sizeof err));
 		ncut += cuts(r.data, r.len, sources[i].name, &rng);
 		uint64_t cut0 = jpeg_worker_cuts(w);
 		double vp = 0, wm = pipeline(r.data, r.len, j, len, sources[i].name, w, &vp);
@@ -366,7 +302,7 @@ int main(void)
 		if (i == 0)
 			damaged(r.data, r.len, w);
 		free(r.data);
-		free(j);
+		tjFree(j);
 	}
 	printf("cut: %u sub-images equal the whole decode away from their cut edges\n", ncut);
 	printf("pipeline on tiled JPEGs: worst MAD vs reference %.4f (bound %.4f); max |diff| vs "
@@ -375,6 +311,5 @@ int main(void)
 	jpeg_worker_destroy(w);
 	jpeg_tiler_destroy(t);
 	jpeg_decoder_destroy(dec);
-	printf("PASS\n");
 	return 0;
 }

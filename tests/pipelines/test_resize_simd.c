@@ -54,9 +54,9 @@ struct rcase {
 /* Plan one axis the way jpeg_pipeline.c does: a box [off, off + len) of an
  * image of `size` pixels, the filter limited to the box (train) or to the
  * image (eval); then the region: the span plus random margins, clamped to
- * the image. Returns the region's first pixel and its length in *len_out. */
-static int32_t plan_axis(struct resize_axis *a, uint32_t size, uint32_t out, int train,
-			 uint32_t *len_out)
+ * the image, its length in *len_out. */
+static void plan_axis(struct resize_axis *a, uint32_t size, uint32_t out, int train,
+		      uint32_t *len_out)
 {
 	double len = rndf(1.0, size), off = rndf(0, size - len);
 	int32_t lo = 0, hi = (int32_t)size;
@@ -74,7 +74,6 @@ static int32_t plan_axis(struct resize_axis *a, uint32_t size, uint32_t out, int
 	r1 = r1 > (int32_t)size ? (int32_t)size : r1;
 	resize_axis_rebase(a, r0);
 	*len_out = (uint32_t)(r1 - r0);
-	return r0;
 }
 
 static void make_case(struct rcase *c)

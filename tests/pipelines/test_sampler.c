@@ -11,23 +11,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void check_bijection(uint64_t n, uint64_t seed, uint64_t epoch)
+/* The epoch order over [0, n) split among w ranks, for every w up to maxw:
+ * disjoint, covering, lengths within one, rank r takes epoch positions r,
+ * r+w, ... (with w 1: a bijection over [0, n)). */
+static void check_ranks(uint64_t n, uint64_t seed, uint64_t epoch, uint32_t maxw)
 {
-	struct sampler s;
 	char err[256];
-	CHECKF(sampler_init(&s, n, seed, epoch, 0, 1, 1, err, sizeof err) == 0, "%s", err);
-	CHECK(sampler_len(&s) == n);
-	uint8_t *seen = calloc(n, 1);
-	CHECK(seen);
-	for (uint64_t k = 0; k < n; k++) {
-		uint64_t v = sampler_at(&s, k);
-		CHECKF(v < n, "n=%llu k=%llu -> %llu", (unsigned long long)n, (unsigned long long)k,
-		       (unsigned long long)v);
-		CHECKF(!seen[v], "n=%llu: %llu appears twice", (unsigned long long)n,
-		       (unsigned long long)v);
-		seen[v] = 1;
+	struct sampler all;
+	CHECKF(sampler_init(&all, n, seed, epoch, 0, 1, 1, err, sizeof err) == 0, "%s", err);
+	for (uint32_t w = 1; w <= maxw; w++) {
+		uint8_t *seen = calloc(n, 1);
+		CHECK(seen);
+		uint64_t total = 0, minlen = UINT64_MAX, maxlen = 0;
+		for (uint32_t r = 0; r < w; r++) {
+			struct sampler s;
+			CHECKF(sampler_init(&s, n, seed, epoch, r, w, 1, err, sizeof err) == 0,
+			       "%s", err);
+			uint64_t len = sampler_len(&s);
+			minlen = len < minlen ? len : minlen;
+			maxlen = len > maxlen ? len : maxlen;
+			total += len;
+			for (uint64_t k = 0; k < len; k++) {
+				uint64_t v = sampler_at(&s, k);
+				CHECKF(v < n, "n=%llu k=%llu -> %llu", (unsigned long long)n,
+				       (unsigned long long)k, (unsigned long long)v);
+				CHECKF(!seen[v], "n=%llu w=%u: %llu twice", (unsigned long long)n,
+				       w, (unsigned long long)v);
+				seen[v] = 1;
+				CHECK(v == sampler_at(&all, r + k * w));
+			}
+		}
+		CHECKF(total == n, "n=%llu w=%u: ranks cover %llu", (unsigned long long)n, w,
+		       (unsigned long long)total);
+		CHECK(maxlen - minlen <= 1);
+		free(seen);
 	}
-	free(seen);
 }
 
 /* Number of positions where two orders agree; a shuffle should agree with
@@ -88,7 +106,7 @@ int main(void)
 					  257, 1000, 4093, 65521, 65536, 65537, 1000000 };
 	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
 		for (uint64_t seed = 0; seed < 3; seed++)
-			check_bijection(sizes[i], seed * 7919, seed + 1);
+			check_ranks(sizes[i], seed * 7919, seed + 1, 1);
 
 	/* Determinism and variety. */
 	const uint64_t n = 10007;
@@ -113,37 +131,8 @@ int main(void)
 	/* Ranks: disjoint, covering, lengths within one, rank r takes epoch
 	 * positions r, r+w, ... */
 	static const uint64_t rank_sizes[] = { 1, 2, 3, 10, 11, 97, 1003 };
-	for (size_t i = 0; i < sizeof rank_sizes / sizeof rank_sizes[0]; i++) {
-		uint64_t m = rank_sizes[i];
-		struct sampler all;
-		CHECK(sampler_init(&all, m, 9, 1, 0, 1, 1, err, sizeof err) == 0);
-		for (uint32_t w = 1; w <= 5; w++) {
-			uint8_t *seen = calloc(m, 1);
-			CHECK(seen);
-			uint64_t total = 0, minlen = UINT64_MAX, maxlen = 0;
-			for (uint32_t r = 0; r < w; r++) {
-				struct sampler s;
-				CHECKF(sampler_init(&s, m, 9, 1, r, w, 1, err, sizeof err) == 0,
-				       "%s", err);
-				uint64_t len = sampler_len(&s);
-				minlen = len < minlen ? len : minlen;
-				maxlen = len > maxlen ? len : maxlen;
-				total += len;
-				for (uint64_t k = 0; k < len; k++) {
-					uint64_t v = sampler_at(&s, k);
-					CHECK(v < m);
-					CHECKF(!seen[v], "n=%llu w=%u: %llu in two ranks",
-					       (unsigned long long)m, w, (unsigned long long)v);
-					seen[v] = 1;
-					CHECK(v == sampler_at(&all, r + k * w));
-				}
-			}
-			CHECKF(total == m, "n=%llu w=%u: ranks cover %llu", (unsigned long long)m,
-			       w, (unsigned long long)total);
-			CHECK(maxlen - minlen <= 1);
-			free(seen);
-		}
-	}
+	for (size_t i = 0; i < sizeof rank_sizes / sizeof rank_sizes[0]; i++)
+		check_ranks(rank_sizes[i], 9, 1, 5);
 
 	/* Batches: 11 samples, 3 ranks -> lengths 4, 4, 3. */
 	struct sampler r0, r2;

@@ -1,17 +1,10 @@
 /* test_daemon_wire.c — a real feederd driven over the raw protocol, by a
  * client that speaks the wire itself (no libfeeder): what only the wire can
- * say or do. Hostile and malformed input (garbage, truncated, oversized and
- * other-version messages, messages out of place, a dataset name with ../,
- * RELEASE of a slot not held, CLOSE_STREAM of another's stream, an empty
- * message) gets a fatal ERROR for that client alone; careless clients (idle,
- * never reading, too many per user or in all, keeping closed rings' memfds)
- * cost the daemon nothing lasting; STATUS lists what each user may see;
- * SIGHUP rescans; a failed stream keeps its ring; and, with the GPU emulated
- * on the host (FEEDERD_GPU_EMULATE=1), placement: device-ring releases
- * polled, a device ring the device cannot hold, wave streams (CPU only), GPU
- * contexts lent to batches. What a client sees through libfeeder (pixels,
- * determinism, resume, ranks, corrupt records, refusals, shutdown) is tested
- * once, in tests/e2e/e2e_client.c; a client killed holding slots, in
+ * say or do, one behaviour per case (each described where it is tested):
+ * hostile and malformed input, careless clients, STATUS lists, SIGHUP, and
+ * placement with the GPU emulated on the host (FEEDERD_GPU_EMULATE=1). What
+ * a client sees through libfeeder is tested once, in
+ * tests/e2e/e2e_client.c; a client killed holding slots, in
  * tests/e2e/test_sigkill.sh. The daemon and the datasets come from the
  * fixture, tests/lib/harness.c. */
 #include "check.h"
@@ -64,16 +57,15 @@ static struct feeder_stream_opts base_request(const char *ds, uint32_t size, int
 	return o;
 }
 
-/* Open a stream; returns 0 or the ERROR code. */
 /* The message of the last ERROR open_stream received. */
 static char last_error[PROTO_TEXT_MAX];
 
+/* Open a stream; returns 0 or the ERROR code. */
 static int open_stream(int fd, const struct feeder_stream_opts *o, struct ring *r)
 {
-	static uint32_t tags;
-	uint32_t tag = ++tags;
+	static uint32_t tag;
 	struct proto_msg m = { .type = PROTO_OPEN_STREAM };
-	m.u.open.tag = tag;
+	m.u.open.tag = ++tag;
 	m.u.open.opts = *o;
 	harness_send(fd, &m);
 	int mfd = -1;
@@ -105,9 +97,74 @@ static int open_stream(int fd, const struct feeder_stream_opts *o, struct ring *
 	return 0;
 }
 
+/* A stream of tiny in train mode, 16x16, for epochs epochs. */
+static void open_tiny(int fd, uint64_t epochs, struct ring *r)
+{
+	struct feeder_stream_opts o = base_request("tiny", 16, 1);
+	o.epochs = epochs;
+	CHECK(open_stream(fd, &o, r) == 0);
+}
+
 static void close_ring(struct ring *r)
 {
 	munmap(r->map, r->info.ring_size);
+}
+
+static void send_raw(int fd, const void *p, size_t len)
+{
+	CHECKF(sockmsg_send(fd, p, len, -1, harness_err, sizeof(harness_err)) == 0, "%s",
+	       harness_err);
+}
+
+/* The next message on fd of the given type, past the BATCH_READYs of fd's
+ * streams (and nothing else). */
+static struct proto_msg await(int fd, uint16_t type)
+{
+	struct proto_msg m;
+	for (;;) {
+		CHECKF(harness_recv(fd, &m, NULL) == 0, "%s", harness_err);
+		if (m.type == type)
+			return m;
+		CHECKF(m.type == PROTO_BATCH_READY, "waiting for %s, got %s (%s)",
+		       proto_type_name(type), proto_type_name(m.type),
+		       m.type == PROTO_ERROR ? m.u.error.message : "");
+	}
+}
+
+/* The next message on fd is a fatal ERROR (of code, unless 0, with text in
+ * its message, unless NULL), and then the daemon closes the connection. */
+static void expect_fatal(int fd, int code, const char *text, const char *what)
+{
+	struct proto_msg m;
+	CHECKF(harness_recv(fd, &m, NULL) == 0, "%s: %s", what, harness_err);
+	CHECKF(m.type == PROTO_ERROR && m.u.error.fatal && m.u.error.code < 0 &&
+		       (!code || m.u.error.code == code) &&
+		       (!text || strstr(m.u.error.message, text)),
+	       "%s: got %s (%s)", what, proto_type_name(m.type),
+	       m.type == PROTO_ERROR ? m.u.error.message : "");
+	fprintf(stderr, "  (expected) %s -> ERROR %d: %s\n", what, m.u.error.code,
+		m.u.error.message);
+	CHECKF(harness_recv(fd, &m, NULL) == FEEDER_ECLOSED, "%s: not closed", what);
+	close(fd);
+}
+
+/* CLOSE_STREAM, answered with STREAM_END (reason 1); how many BATCH_READYs
+ * came before it. */
+static unsigned close_stream(int fd, uint32_t stream)
+{
+	struct proto_msg m = { .type = PROTO_CLOSE_STREAM };
+	m.u.close.stream = stream;
+	harness_send(fd, &m);
+	unsigned ready = 0;
+	for (;;) {
+		CHECK(harness_recv(fd, &m, NULL) == 0);
+		if (m.type != PROTO_BATCH_READY)
+			break;
+		ready++;
+	}
+	CHECKF(m.type == PROTO_STREAM_END && m.u.end.stream == stream && m.u.end.reason == 1,
+	       "CLOSE_STREAM answered with %s", proto_type_name(m.type));
+	return ready;
 }
 
 struct batch {
@@ -144,6 +201,19 @@ static void release(struct ring *r, const struct batch *b)
 	harness_send(r->fd, &m);
 }
 
+/* Take and release the stream's next n batches, or as many as come before
+ * its end; how many that was. */
+static uint64_t take(struct ring *r, uint64_t n)
+{
+	struct batch b;
+	uint64_t got = 0;
+	while (got < n && next_batch(r, &b)) {
+		release(r, &b);
+		got++;
+	}
+	return got;
+}
+
 /* Run a whole stream, in order; a hash of every byte of every batch (labels
  * and tensors) and the batch count. */
 static uint64_t drain(struct ring *r, uint64_t *batches)
@@ -164,35 +234,35 @@ static uint64_t drain(struct ring *r, uint64_t *batches)
 	return hash;
 }
 
-static void check_status(int fd, struct feeder_status *out)
-{
-	struct proto_msg m = { .type = PROTO_STATUS };
-	m.u.status.what = PROTO_STATUS_SUMMARY;
-	harness_send(fd, &m);
-	CHECK(harness_recv(fd, &m, NULL) == 0);
-	CHECKF(m.type == PROTO_STATUS_REPLY, "got %s", proto_type_name(m.type));
-	*out = m.u.status_reply;
-}
-
-/* STATUS until cond (on st) holds, within 3 s; whether it did. */
-#define WAIT_STATUS(fd, st, cond)                                                                  \
-	({                                                                                         \
-		int ok_ = 0;                                                                       \
-		for (int i_ = 0; i_ < 300 && !ok_; i_++) {                                         \
-			if (i_)                                                                    \
-				usleep(10000);                                                     \
-			check_status(fd, &(st));                                                   \
-			ok_ = (cond);                                                              \
-		}                                                                                  \
-		ok_;                                                                               \
-	})
-
 static void ask_status(int fd, uint32_t what)
 {
 	struct proto_msg m = { .type = PROTO_STATUS };
 	m.u.status.what = what;
 	harness_send(fd, &m);
 }
+
+static void check_status(int fd, struct feeder_status *out)
+{
+	struct proto_msg m;
+	ask_status(fd, PROTO_STATUS_SUMMARY);
+	CHECK(harness_recv(fd, &m, NULL) == 0);
+	CHECKF(m.type == PROTO_STATUS_REPLY, "got %s", proto_type_name(m.type));
+	*out = m.u.status_reply;
+}
+
+/* Until cond holds, within 3 s; whether it did. */
+#define WAIT(cond)                                                                                 \
+	({                                                                                         \
+		int ok_ = 0;                                                                       \
+		for (int i_ = 0; i_ < 300 && !ok_; i_++) {                                         \
+			if (i_)                                                                    \
+				usleep(10000);                                                     \
+			ok_ = (cond);                                                              \
+		}                                                                                  \
+		ok_;                                                                               \
+	})
+/* STATUS (into st) until cond holds. */
+#define WAIT_STATUS(fd, st, cond) WAIT((check_status(fd, &(st)), (cond)))
 
 /* The items of a STATUS list (datasets or streams) up to its LIST_END,
  * skipping the BATCH_READYs of fd's streams; returns how many. */
@@ -239,26 +309,17 @@ static void test_bad_name(void)
 	int len = proto_encode(&m, buf, sizeof(buf));
 	/* The dataset field follows the tag; libfeeder would not send this. */
 	memcpy(buf + PROTO_HEADER_SIZE + 4, "../tiny", 8);
-	CHECK(sockmsg_send(fd, buf, (size_t)len, -1, harness_err, sizeof(harness_err)) == 0);
-	CHECK(harness_recv(fd, &m, NULL) == 0);
-	CHECK(m.type == PROTO_ERROR && m.u.error.code == FEEDER_EBADNAME && m.u.error.fatal);
-	fprintf(stderr, "  (expected) ERROR %d: %s\n", m.u.error.code, m.u.error.message);
-	CHECK(harness_recv(fd, &m, NULL) == FEEDER_ECLOSED);
-	close(fd);
+	send_raw(fd, buf, (size_t)len);
+	expect_fatal(fd, FEEDER_EBADNAME, NULL, "dataset ../tiny");
 }
 
 /* Garbage from one client while another streams: only the first is dropped. */
 static void test_garbage(void)
 {
 	int good = connect_hello();
-	struct feeder_stream_opts o = base_request("tiny", 16, 1);
-	o.slots = 2;
-	o.epochs = 4;
 	struct ring r;
-	CHECK(open_stream(good, &o, &r) == 0);
-	struct batch b;
-	CHECK(next_batch(&r, &b));
-	release(&r, &b);
+	open_tiny(good, 4, &r);
+	CHECK(take(&r, 1) == 1);
 
 	uint8_t junk[PROTO_MAX_MESSAGE + 200];
 	for (size_t i = 0; i < sizeof(junk); i++)
@@ -281,47 +342,30 @@ static void test_garbage(void)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int bad = harness_connect_raw(harness.sock);
-		CHECK(sockmsg_send(bad, cases[i].p, cases[i].len, -1, harness_err,
-				   sizeof(harness_err)) == 0);
-		struct proto_msg m;
-		CHECKF(harness_recv(bad, &m, NULL) == 0, "%s: %s", cases[i].what, harness_err);
-		CHECKF(m.type == PROTO_ERROR && m.u.error.fatal && m.u.error.code < 0 &&
-			       (!cases[i].code || m.u.error.code == cases[i].code),
-		       "%s", cases[i].what);
-		fprintf(stderr, "  (expected) %s -> ERROR %d: %s\n", cases[i].what, m.u.error.code,
-			m.u.error.message);
-		CHECK(harness_recv(bad, &m, NULL) == FEEDER_ECLOSED);
-		close(bad);
+		send_raw(bad, cases[i].p, cases[i].len);
+		expect_fatal(bad, cases[i].code, NULL, cases[i].what);
 	}
 	/* Garbage followed at once by more input: the ERROR that says why must
 	 * still arrive (the daemon lingers instead of resetting the connection
 	 * with unread input). */
 	for (int round = 0; round < 20; round++) {
 		int bad = harness_connect_raw(harness.sock);
-		CHECK(sockmsg_send(bad, junk, 40, -1, harness_err, sizeof(harness_err)) == 0);
-		CHECK(sockmsg_send(bad, hb, (size_t)hlen, -1, harness_err, sizeof(harness_err)) ==
-		      0);
-		CHECK(sockmsg_send(bad, hb, (size_t)hlen, -1, harness_err, sizeof(harness_err)) ==
-		      0);
-		struct proto_msg m;
-		CHECKF(harness_recv(bad, &m, NULL) == 0, "garbage + more (round %d): %s", round,
-		       harness_err);
-		CHECK(m.type == PROTO_ERROR && m.u.error.fatal);
-		close(bad);
+		send_raw(bad, junk, 40);
+		send_raw(bad, hb, (size_t)hlen);
+		send_raw(bad, hb, (size_t)hlen);
+		expect_fatal(bad, 0, NULL, "garbage and more");
 	}
 	/* A message before HELLO, a daemon-only message, a descriptor. */
 	int bad = harness_connect_raw(harness.sock);
 	struct proto_msg m = { .type = PROTO_STATUS };
 	m.u.status.what = PROTO_STATUS_SUMMARY;
 	harness_send(bad, &m);
-	CHECK(harness_recv(bad, &m, NULL) == 0 && m.type == PROTO_ERROR && m.u.error.fatal);
-	close(bad);
+	expect_fatal(bad, 0, NULL, "STATUS before HELLO");
 	bad = connect_hello();
 	m = (struct proto_msg){ .type = PROTO_BATCH_READY };
 	m.u.ready = (struct proto_batch_ready){ .stream = 1, .samples = 1 };
 	harness_send(bad, &m);
-	CHECK(harness_recv(bad, &m, NULL) == 0 && m.type == PROTO_ERROR && m.u.error.fatal);
-	close(bad);
+	expect_fatal(bad, 0, NULL, "BATCH_READY from a client");
 	bad = connect_hello();
 	m = (struct proto_msg){ .type = PROTO_CLOSE_STREAM };
 	m.u.close.stream = 99;
@@ -329,34 +373,21 @@ static void test_garbage(void)
 	CHECK(devnull >= 0);
 	CHECK(sockmsg_send_msg(bad, &m, devnull, harness_err, sizeof(harness_err)) == 0);
 	close(devnull);
-	CHECK(harness_recv(bad, &m, NULL) == 0 && m.type == PROTO_ERROR && m.u.error.fatal);
-	close(bad);
+	expect_fatal(bad, 0, NULL, "a descriptor");
 	/* A RELEASE of a slot not held. */
 	bad = connect_hello();
 	struct ring rb;
-	CHECK(open_stream(bad, &o, &rb) == 0);
+	open_tiny(bad, 4, &rb);
 	m = (struct proto_msg){ .type = PROTO_RELEASE };
 	m.u.release.stream = rb.info.stream;
 	m.u.release.slot = 200;
 	harness_send(bad, &m);
-	for (;;) {
-		CHECK(harness_recv(bad, &m, NULL) == 0);
-		if (m.type == PROTO_ERROR)
-			break;
-	}
-	CHECK(m.u.error.fatal);
+	CHECK(await(bad, PROTO_ERROR).u.error.fatal);
 	close_ring(&rb);
 	close(bad);
 
 	/* The good client streams on to the end of its four epochs. */
-	uint64_t n = 1;
-	while (next_batch(&r, &b)) {
-		release(&r, &b);
-		n++;
-	}
-	CHECK(n == 20);
-	close_ring(&r);
-	close(good);
+	CHECK(1 + take(&r, UINT64_MAX) == 20);
 }
 
 /* STATUS lists: the datasets (in name order, with their kinds and sizes)
@@ -380,18 +411,7 @@ static void test_status_lists(void)
 	CHECK(l[0].u.stream.stream == r.info.stream && l[0].u.stream.pid == (uint32_t)getpid());
 	CHECK(strcmp(l[0].u.stream.dataset, "tiny") == 0 && l[0].u.stream.batches_total == 5 &&
 	      l[0].u.stream.slots == 3);
-	/* CLOSE_STREAM is answered with STREAM_END (reason 1). */
-	struct proto_msg m = { .type = PROTO_CLOSE_STREAM };
-	m.u.close.stream = r.info.stream;
-	harness_send(watcher, &m);
-	for (;;) {
-		CHECK(harness_recv(watcher, &m, NULL) == 0);
-		if (m.type == PROTO_STREAM_END && m.u.end.reason == 1)
-			break;
-		CHECK(m.type == PROTO_BATCH_READY || m.type == PROTO_STREAM_END);
-	}
-	close_ring(&r);
-	close(watcher);
+	close_stream(watcher, r.info.stream);
 }
 
 /* A client that sends many requests before reading any answer: the daemon
@@ -409,27 +429,17 @@ static void test_slow_reader(void)
 		CHECKF(strcmp(names_of(l, n), "bad feat tiny") == 0, "reply %d: %s", i,
 		       names_of(l, n));
 	}
-	close(fd);
 }
 
 /* max_clients = 6: the seventh connection gets a fatal ERROR at once. */
 static void test_max_clients(void)
 {
-	int fds[6];
-	fds[0] = connect_hello();
+	int fd = connect_hello();
 	struct feeder_status st;
-	CHECK(WAIT_STATUS(fds[0], st, st.clients == 1));
+	CHECK(WAIT_STATUS(fd, st, st.clients == 1));
 	for (int i = 1; i < 6; i++)
-		fds[i] = connect_hello();
-	int extra = harness_connect_raw(harness.sock);
-	struct proto_msg m;
-	CHECK(harness_recv(extra, &m, NULL) == 0);
-	CHECK(m.type == PROTO_ERROR && m.u.error.code == FEEDER_EQUOTA && m.u.error.fatal);
-	fprintf(stderr, "  (expected) ERROR %d: %s\n", m.u.error.code, m.u.error.message);
-	CHECK(harness_recv(extra, &m, NULL) == FEEDER_ECLOSED);
-	close(extra);
-	for (int i = 0; i < 6; i++)
-		close(fds[i]);
+		connect_hello();
+	expect_fatal(harness_connect_raw(harness.sock), FEEDER_EQUOTA, NULL, "a seventh client");
 }
 
 /* SIGHUP rescans: a dataset packed later appears; symbolic links and
@@ -437,28 +447,21 @@ static void test_max_clients(void)
 static void test_rescan(void)
 {
 	harness_synth_images("late", 4);
-	char path[700], target[700];
-	snprintf(path, sizeof(path), "%s/link", harness.datasets);
+	char target[700];
+	CHECK(chdir(harness.datasets) == 0);
 	snprintf(target, sizeof(target), "%s/tiny", harness.datasets);
-	CHECK(symlink(target, path) == 0);
-	snprintf(path, sizeof(path), "%s/bad name", harness.datasets);
-	CHECK(mkdir(path, 0755) == 0);
+	CHECK(symlink(target, "link") == 0);
+	CHECK(mkdir("bad name", 0755) == 0);
 	/* A real directory whose data.mdb points elsewhere. */
-	snprintf(path, sizeof(path), "%s/sneaky", harness.datasets);
-	CHECK(mkdir(path, 0755) == 0);
-	snprintf(path, sizeof(path), "%s/sneaky/data.mdb", harness.datasets);
-	snprintf(target, sizeof(target), "%s/tiny/data.mdb", harness.datasets);
-	CHECK(symlink(target, path) == 0);
+	CHECK(mkdir("sneaky", 0755) == 0);
+	strcat(target, "/data.mdb");
+	CHECK(symlink(target, "sneaky/data.mdb") == 0);
 	CHECK(kill(harness.pid, SIGHUP) == 0);
 	int fd = connect_hello();
-	int ok = 0;
-	for (int tries = 0; tries < 200 && !ok; tries++) {
-		usleep(10000);
-		struct proto_msg l[8];
-		ask_status(fd, PROTO_STATUS_DATASETS);
-		ok = strcmp(names_of(l, recv_list(fd, l, 8)), "bad feat late tiny") == 0;
-	}
-	CHECKF(ok, "SIGHUP did not lead to exactly bad, feat, late, tiny");
+	struct proto_msg l[8];
+	CHECKF(WAIT((ask_status(fd, PROTO_STATUS_DATASETS),
+		     strcmp(names_of(l, recv_list(fd, l, 8)), "bad feat late tiny") == 0)),
+	       "SIGHUP did not lead to exactly bad, feat, late, tiny");
 	struct feeder_stream_opts o = base_request("late", 16, 0);
 	o.batch = 2;
 	struct ring r;
@@ -469,15 +472,14 @@ static void test_rescan(void)
 	close_ring(&r);
 	o = base_request("link", 16, 0);
 	CHECK(open_stream(fd, &o, &r) == FEEDER_ENODATASET);
-	close(fd);
 }
 
 /* ---- hostile and careless clients ---------------------------- */
 
 /* Run fn in a child that has become uid (and gid) first, as another user
  * would; the socket is opened to everyone for it. The child's checks exit 1
- * on failure; returns once it exited 0. ctl is a pipe pair the child and
- * the parent use to take turns (see the callers). */
+ * on failure (wait_child wants 0); the two take turns (say, hear) over the
+ * pipes to_child and from_child. */
 static pid_t as_user(uid_t uid, void (*fn)(int rd, int wr), int *to_child, int *from_child)
 {
 	int down[2], up[2];
@@ -521,7 +523,6 @@ static void wait_child(pid_t pid)
 	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed (status 0x%x)", status);
 }
 
-/* A daemon log line containing text, within a few seconds. */
 #define IDLE_N 10 /* max_clients 12 - reserved_connections 2 */
 
 static void idle_user(int rd, int wr)
@@ -530,25 +531,13 @@ static void idle_user(int rd, int wr)
 	for (int i = 0; i < IDLE_N; i++)
 		fds[i] = harness_connect_raw(harness.sock); /* and never a HELLO */
 	/* The 11th is refused: the rest is reserved for administrators. */
-	int extra = harness_connect_raw(harness.sock);
-	struct proto_msg m;
-	CHECK(harness_recv(extra, &m, NULL) == 0);
-	CHECKF(m.type == PROTO_ERROR && m.u.error.code == FEEDER_EQUOTA &&
-		       strstr(m.u.error.message, "reserved for administrators"),
-	       "got %s: %s", proto_type_name(m.type),
-	       m.type == PROTO_ERROR ? m.u.error.message : "");
-	close(extra);
+	expect_fatal(harness_connect_raw(harness.sock), FEEDER_EQUOTA,
+		     "reserved for administrators", "an 11th connection");
 	say(wr, 'f'); /* full */
 	CHECK(hear(rd) == 'c');
 	/* After hello_timeout each idle one got a fatal ERROR and was closed. */
-	for (int i = 0; i < IDLE_N; i++) {
-		CHECK(harness_recv(fds[i], &m, NULL) == 0);
-		CHECKF(m.type == PROTO_ERROR && m.u.error.code == FEEDER_ETIMEDOUT &&
-			       m.u.error.fatal,
-		       "idle connection %d: %s", i, proto_type_name(m.type));
-		CHECK(harness_recv(fds[i], &m, NULL) == FEEDER_ECLOSED);
-		close(fds[i]);
-	}
+	for (int i = 0; i < IDLE_N; i++)
+		expect_fatal(fds[i], FEEDER_ETIMEDOUT, NULL, "an idle connection");
 	/* And the user can connect again. */
 	close(connect_hello());
 }
@@ -576,19 +565,11 @@ static void test_idle(void)
 static void capped_user(int rd, int wr)
 {
 	(void)rd;
-	int fds[3];
 	for (int i = 0; i < 3; i++)
-		fds[i] = connect_hello();
-	int extra = harness_connect_raw(harness.sock);
-	struct proto_msg m;
-	CHECK(harness_recv(extra, &m, NULL) == 0);
-	CHECKF(m.type == PROTO_ERROR && m.u.error.code == FEEDER_EQUOTA &&
-		       strstr(m.u.error.message, "max_clients_per_user = 3"),
-	       "got %s", m.type == PROTO_ERROR ? m.u.error.message : proto_type_name(m.type));
-	close(extra);
+		connect_hello(); /* held open until the child exits */
+	expect_fatal(harness_connect_raw(harness.sock), FEEDER_EQUOTA, "max_clients_per_user = 3",
+		     "a fourth connection of the user");
 	say(wr, 'd');
-	for (int i = 0; i < 3; i++)
-		close(fds[i]);
 }
 
 /* One user holds at most max_clients_per_user connections. */
@@ -621,16 +602,13 @@ static long daemon_rss_kib(void)
 static void test_never_reads(void)
 {
 	int good = connect_hello();
-	struct feeder_stream_opts o = base_request("tiny", 16, 1);
-	o.epochs = 1000;
 	struct ring r;
-	CHECK(open_stream(good, &o, &r) == 0);
+	open_tiny(good, 1000, &r);
 	long before = daemon_rss_kib();
 	enum { CLIENTS = 5, REQUESTS = 20000 };
-	int bad[CLIENTS];
 	for (int k = 0; k < CLIENTS; k++) {
-		bad[k] = connect_hello();
-		CHECK(fcntl(bad[k], F_SETFL, fcntl(bad[k], F_GETFL) | O_NONBLOCK) == 0);
+		int bad = connect_hello(); /* left open: the daemon must drop it */
+		CHECK(fcntl(bad, F_SETFL, fcntl(bad, F_GETFL) | O_NONBLOCK) == 0);
 		struct proto_msg m = { .type = PROTO_STATUS };
 		m.u.status.what = PROTO_STATUS_DATASETS;
 		uint8_t buf[PROTO_MAX_MESSAGE];
@@ -638,23 +616,18 @@ static void test_never_reads(void)
 		/* Keep asking while the daemon takes requests: each one's answer
 		 * waits for us, since we never read. */
 		for (int i = 0, stalls = 0; i < REQUESTS && stalls < 100;) {
-			if (send(bad[k], buf, (size_t)len, MSG_NOSIGNAL) == (ssize_t)len) {
+			if (send(bad, buf, (size_t)len, MSG_NOSIGNAL) == (ssize_t)len) {
 				i++;
 				stalls = 0;
 				continue;
 			}
 			if (errno != EAGAIN)
 				break; /* the daemon has had enough and closed */
-			struct pollfd p = { .fd = bad[k], .events = POLLOUT };
+			struct pollfd p = { .fd = bad, .events = POLLOUT };
 			stalls += poll(&p, 1, 10) == 0;
 		}
 	}
-	/* The good client streams on meanwhile. */
-	for (int i = 0; i < 20; i++) {
-		struct batch b;
-		CHECK(next_batch(&r, &b));
-		release(&r, &b);
-	}
+	CHECK(take(&r, 20) == 20); /* the good client streams on meanwhile */
 	harness_expect_log("replies unread, over max_queued");
 	long after = daemon_rss_kib();
 	CHECKF(after - before < 16 * 1024, "daemon RSS grew from %ld to %ld KiB", before, after);
@@ -665,10 +638,6 @@ static void test_never_reads(void)
 	close(watch);
 	fprintf(stderr, "  daemon RSS %ld -> %ld KiB with %d clients that never read\n", before,
 		after, CLIENTS);
-	for (int k = 0; k < CLIENTS; k++)
-		close(bad[k]);
-	close_ring(&r);
-	close(good);
 }
 
 /* The pages of a closed stream's ring are given back whatever the
@@ -680,53 +649,38 @@ static void test_memfd_release(void)
 	int kept[STREAMS];
 	uint64_t ring = 0;
 	for (int k = 0; k < STREAMS; k++) {
-		struct feeder_stream_opts o = base_request("tiny", 96, 1);
-		o.slots = 4;
 		struct proto_msg m = { .type = PROTO_OPEN_STREAM };
 		m.u.open.tag = 100 + (uint32_t)k;
-		m.u.open.opts = o;
+		m.u.open.opts = base_request("tiny", 96, 1);
+		m.u.open.opts.slots = 4;
 		harness_send(fd, &m);
 		int mfd = -1;
 		CHECK(harness_recv(fd, &m, &mfd) == 0 && m.type == PROTO_STREAM_OPENED && mfd >= 0);
 		uint32_t id = m.u.opened.stream;
 		ring = m.u.opened.ring_size;
 		/* Let the daemon fill every slot. */
-		int ready = 0;
-		while (ready < 4) {
-			CHECK(harness_recv(fd, &m, NULL) == 0);
-			ready += m.type == PROTO_BATCH_READY;
-		}
+		for (int i = 0; i < 4; i++)
+			await(fd, PROTO_BATCH_READY);
 		struct stat st;
 		CHECK(fstat(mfd, &st) == 0);
 		CHECKF((uint64_t)st.st_blocks * 512 >= ring / 2, "a full ring holds %llu bytes",
 		       (unsigned long long)st.st_blocks * 512);
-		m = (struct proto_msg){ .type = PROTO_CLOSE_STREAM };
-		m.u.close.stream = id;
-		harness_send(fd, &m);
-		do
-			CHECK(harness_recv(fd, &m, NULL) == 0);
-		while (m.type != PROTO_STREAM_END);
+		close_stream(fd, id);
 		kept[k] = mfd;
 	}
 	/* Closed streams' memfds, still open here, hold no pages any more. */
 	for (int k = 0; k < STREAMS; k++) {
-		struct stat st;
-		for (int i = 0; i < 200; i++) {
-			CHECK(fstat(kept[k], &st) == 0);
-			if (st.st_blocks == 0)
-				break;
-			usleep(10000); /* a zombie stream goes when its workers let go */
-		}
-		CHECKF(st.st_blocks == 0, "memfd %d of a closed stream still holds %llu bytes", k,
+		struct stat st = { 0 };
+		/* A zombie stream goes when its workers let go. */
+		CHECKF(WAIT(fstat(kept[k], &st) == 0 && st.st_blocks == 0),
+		       "memfd %d of a closed stream still holds %llu bytes", k,
 		       (unsigned long long)st.st_blocks * 512);
-		close(kept[k]);
 	}
 	struct feeder_status s;
 	check_status(fd, &s);
 	CHECK(s.memory_used == 0);
 	fprintf(stderr, "  %d closed rings of %llu bytes each: 0 bytes left in the kept memfds\n",
 		STREAMS, (unsigned long long)ring);
-	close(fd);
 }
 
 /* CLOSE_STREAM of another client's stream is an ERROR (the other's
@@ -734,10 +688,8 @@ static void test_memfd_release(void)
 static void test_close_other(void)
 {
 	int a = connect_hello(), b = connect_hello();
-	struct feeder_stream_opts o = base_request("tiny", 16, 1);
-	o.epochs = 100;
 	struct ring r;
-	CHECK(open_stream(a, &o, &r) == 0);
+	open_tiny(a, 100, &r);
 	struct proto_msg m = { .type = PROTO_CLOSE_STREAM };
 	m.u.close.stream = r.info.stream;
 	harness_send(b, &m);
@@ -746,20 +698,9 @@ static void test_close_other(void)
 		       strstr(m.u.error.message, "does not have"),
 	       "got %s", proto_type_name(m.type));
 	fprintf(stderr, "  (expected) ERROR %d: %s\n", m.u.error.code, m.u.error.message);
-	for (int i = 0; i < 6; i++) {
-		struct batch bt;
-		CHECK(next_batch(&r, &bt));
-		release(&r, &bt);
-	}
+	CHECK(take(&r, 6) == 6);
 	CHECK(send(b, "", 0, MSG_NOSIGNAL) == 0);
-	CHECK(harness_recv(b, &m, NULL) == 0);
-	CHECKF(m.type == PROTO_ERROR && m.u.error.fatal && m.u.error.code == FEEDER_EPROTO,
-	       "empty message: got %s", proto_type_name(m.type));
-	fprintf(stderr, "  (expected) ERROR %d: %s\n", m.u.error.code, m.u.error.message);
-	CHECK(harness_recv(b, &m, NULL) == FEEDER_ECLOSED);
-	close(b);
-	close_ring(&r);
-	close(a);
+	expect_fatal(b, FEEDER_EPROTO, NULL, "an empty message");
 }
 
 /* A stream that fails (on_error=fail, a corrupt record) is told so in a
@@ -774,13 +715,8 @@ static void test_failed_kept(void)
 	o.batch = 4;
 	struct ring r;
 	CHECK(open_stream(fd, &o, &r) == 0);
-	struct proto_msg m;
-	int failed = 0;
-	while (!failed) {
-		CHECK(harness_recv(fd, &m, NULL) == 0);
-		if (m.type == PROTO_ERROR)
-			failed = m.u.error.stream == r.info.stream && !m.u.error.fatal;
-	}
+	struct proto_msg m = await(fd, PROTO_ERROR);
+	CHECK(m.u.error.stream == r.info.stream && !m.u.error.fatal);
 	/* The ERROR names the record's fault (record 1 fails its CRC). */
 	CHECKF(m.u.error.code == FEEDER_ECORRUPT || m.u.error.code == FEEDER_EDECODE, "code %d: %s",
 	       m.u.error.code, m.u.error.message);
@@ -788,44 +724,32 @@ static void test_failed_kept(void)
 	check_status(fd, &st);
 	CHECKF(st.memory_used == r.info.ring_size, "a failed stream holds %llu bytes, want %llu",
 	       (unsigned long long)st.memory_used, (unsigned long long)r.info.ring_size);
-	m = (struct proto_msg){ .type = PROTO_CLOSE_STREAM };
-	m.u.close.stream = r.info.stream;
-	harness_send(fd, &m);
-	CHECK(harness_recv(fd, &m, NULL) == 0 && m.type == PROTO_STREAM_END);
+	CHECK(close_stream(fd, r.info.stream) == 0);
 	CHECK(WAIT_STATUS(fd, st, st.memory_used == 0));
-	close_ring(&r);
-	close(fd);
 }
 
 static void visible_user(int rd, int wr)
 {
 	int fd = connect_hello();
-	struct feeder_stream_opts o = base_request("tiny", 16, 1);
-	o.epochs = 100;
 	struct ring r;
-	CHECK(open_stream(fd, &o, &r) == 0);
+	open_tiny(fd, 100, &r);
 	say(wr, 'o');
 	CHECK(hear(rd) == 'l');
 	struct proto_msg l[4];
 	ask_status(fd, PROTO_STATUS_STREAMS);
 	unsigned n = recv_list(fd, l, 4);
 	CHECKF(n == 1 && l[0].u.stream.uid == 65534,
-	       "user 65534 sees %u streams (the first of "
-	       "uid %u), want its own 1",
-	       n, l[0].u.stream.uid);
+	       "user 65534 sees %u streams (the first of uid %u), want its own 1", n,
+	       l[0].u.stream.uid);
 	say(wr, 'd');
-	close_ring(&r);
-	close(fd);
 }
 
 /* A user sees only its own streams; root sees everyone's. */
 static void test_visibility(void)
 {
 	int fd = connect_hello();
-	struct feeder_stream_opts o = base_request("tiny", 16, 1);
-	o.epochs = 100;
 	struct ring r;
-	CHECK(open_stream(fd, &o, &r) == 0);
+	open_tiny(fd, 100, &r);
 	int to, from;
 	pid_t pid = as_user(65534, visible_user, &to, &from);
 	CHECK(hear(from) == 'o');
@@ -839,8 +763,6 @@ static void test_visibility(void)
 	say(to, 'l');
 	CHECK(hear(from) == 'd');
 	wait_child(pid);
-	close_ring(&r);
-	close(fd);
 }
 
 /* Device-ring releases are polled, never waited on. The GPU
@@ -874,15 +796,9 @@ static void test_device_release(void)
 	}
 
 	int bfd = connect_hello();
-	struct feeder_stream_opts q = base_request("tiny", 16, 1);
-	q.epochs = 20;
 	struct ring rb;
-	CHECK(open_stream(bfd, &q, &rb) == 0);
-	uint64_t n = 0;
-	while (next_batch(&rb, &b)) {
-		release(&rb, &b);
-		n++;
-	}
+	open_tiny(bfd, 20, &rb);
+	uint64_t n = take(&rb, UINT64_MAX);
 	CHECKF(n == rb.info.batches, "host stream: %llu of %llu batches", (unsigned long long)n,
 	       (unsigned long long)rb.info.batches);
 
@@ -890,30 +806,21 @@ static void test_device_release(void)
 	char buf[64];
 	ssize_t k = recv(a, buf, sizeof(buf), MSG_DONTWAIT);
 	CHECKF(k < 0 && errno == EAGAIN,
-	       "the device stream got a message (%zd bytes) while "
-	       "its releases were pending",
-	       k);
+	       "the device stream got a message (%zd bytes) while its releases were pending", k);
 	struct feeder_status st;
 	check_status(bfd, &st);
 	CHECKF(st.memory_used > 0 && st.streams >= 1, "memory used %llu, %u streams",
 	       (unsigned long long)st.memory_used, st.streams);
 
 	uint64_t before = st.memory_used;
-	struct proto_msg m = { .type = PROTO_CLOSE_STREAM };
-	m.u.close.stream = ra.info.stream;
-	harness_send(a, &m);
-	CHECK(harness_recv(a, &m, NULL) == 0 && m.type == PROTO_STREAM_END);
+	CHECK(close_stream(a, ra.info.stream) == 0);
 	CHECKF(WAIT_STATUS(bfd, st, before - st.memory_used >= ra.info.ring_size),
 	       "%llu bytes used, %llu before the close", (unsigned long long)st.memory_used,
 	       (unsigned long long)before);
 	fprintf(stderr,
-		"  device stream stalled at 2 batches with 2 releases pending; host "
-		"stream %llu batches; stalled stream closed, its %llu bytes freed\n",
+		"  device stream stalled at 2 batches, 2 releases pending; host stream %llu "
+		"batches; stalled stream closed, its %llu bytes freed\n",
 		(unsigned long long)n, (unsigned long long)(before - st.memory_used));
-	close_ring(&ra);
-	close_ring(&rb);
-	close(a);
-	close(bfd);
 }
 
 /* A device ring the device cannot hold (the emulated device has 8 KiB for
@@ -955,10 +862,8 @@ static void test_device_fallback(void)
 	unsigned said = harness_count_log("device ring cannot be made");
 	CHECKF(said == 1, "the fallback was logged %u times", said);
 	fprintf(stderr,
-		"  device ring refused by the device: %llu batches from the host ring, "
-		"identical to a host stream's\n",
+		"  device ring refused: %llu batches from the host ring, as a host stream's\n",
 		(unsigned long long)n[0]);
-	close(fd);
 }
 
 /* The wave pipeline runs on the CPU only. On a daemon with a GPU (emulated
@@ -989,9 +894,7 @@ static void test_gpu_wave(void)
 	o.placement = FEEDER_PLACEMENT_AUTO;
 	CHECK(open_stream(fd, &o, &r) == 0);
 	CHECKF(r.info.placement == FEEDER_PLACEMENT_CPU,
-	       "a wave stream with placement=auto is "
-	       "placed %u, not on the CPU",
-	       r.info.placement);
+	       "a wave stream with placement=auto is placed %u, not on the CPU", r.info.placement);
 	hash[1] = drain(&r, &n[1]);
 	close_ring(&r);
 	CHECKF(n[0] == HARNESS_WAVE_N / 2 && n[1] == n[0] && hash[0] == hash[1],
@@ -1003,7 +906,6 @@ static void test_gpu_wave(void)
 	       "wave with placement=gpu: code %d, '%s'", rc, last_error);
 	fprintf(stderr, "  wave: auto served on the CPU (%llu batches as cpu's), gpu refused\n",
 		(unsigned long long)n[1]);
-	close(fd);
 }
 
 /* GPU contexts are lent to batches, not owned by slots: a placement=gpu
@@ -1040,55 +942,41 @@ static void test_gpu_contexts(void)
 	CHECKF(made[0] >= 1 && made[0] <= 2 && made[1] == 1,
 	       "GPU contexts made: %u for 6 slots on 2 workers, %u for 1 slot", made[0], made[1]);
 	fprintf(stderr,
-		"  %llu batches each; GPU contexts: %u for 6 slots on 2 workers, %u for 1 "
-		"slot\n",
+		"  %llu batches each; GPU contexts: %u for 6 slots on 2 workers, %u for 1\n",
 		(unsigned long long)n[0], made[0], made[1]);
-	close(fd);
 }
 
+/* CASE(NAME, .field = value...): the case NAME, run by test_NAME. */
+#define CASE(id, ...)                                                                              \
+	{                                                                                          \
+		.name = #id, .run = test_##id, __VA_ARGS__                                         \
+	}
 static const struct wire_case {
 	const char *name;
 	void (*run)(void);
 	const char *conf; /* lines added to the daemon's configuration */
+	int gpu;          /* the GPU emulated: gpu = 0, FEEDERD_GPU_EMULATE=1 */
 	const char *env;  /* NAME=VALUE for the daemon, or NULL */
-	const char *env2;
-	int wave; /* also serve the wave dataset */
+	int wave;         /* also serve the wave dataset */
 } cases[] = {
-	{ .name = "bad_name", .run = test_bad_name },
-	{ .name = "garbage", .run = test_garbage },
-	{ .name = "status_lists", .run = test_status_lists },
-	{ .name = "slow_reader", .run = test_slow_reader },
-	{ .name = "max_clients", .run = test_max_clients },
-	{ .name = "rescan", .run = test_rescan },
-	{ .name = "idle",
-	  .run = test_idle,
-	  .conf = "max_clients = 12\nreserved_connections = 2\nhello_timeout = 1\n"
-		  "max_clients_per_user = 100\n" },
-	{ .name = "per_user", .run = test_per_user, .conf = "max_clients_per_user = 3\n" },
-	{ .name = "never_reads", .run = test_never_reads, .conf = "max_queued = 64K\n" },
-	{ .name = "memfd_release", .run = test_memfd_release, .conf = "memory_limit = 64M\n" },
-	{ .name = "close_other", .run = test_close_other },
-	{ .name = "failed_kept", .run = test_failed_kept },
-	{ .name = "visibility", .run = test_visibility },
-	{ .name = "device_release",
-	  .run = test_device_release,
-	  .conf = "gpu = 0\n",
-	  .env = "FEEDERD_GPU_EMULATE=1",
-	  .env2 = "FEEDERD_GPU_EMULATE_RELEASE_MS=60000" },
-	{ .name = "device_fallback",
-	  .run = test_device_fallback,
-	  .conf = "gpu = 0\n",
-	  .env = "FEEDERD_GPU_EMULATE=1",
-	  .env2 = "FEEDERD_GPU_EMULATE_DEVICE_KB=8" },
-	{ .name = "gpu_wave",
-	  .run = test_gpu_wave,
-	  .conf = "gpu = 0\n",
-	  .env = "FEEDERD_GPU_EMULATE=1",
-	  .wave = 1 },
-	{ .name = "gpu_contexts",
-	  .run = test_gpu_contexts,
-	  .conf = "gpu = 0\n",
-	  .env = "FEEDERD_GPU_EMULATE=1" },
+	CASE(bad_name),
+	CASE(garbage),
+	CASE(status_lists),
+	CASE(slow_reader),
+	CASE(max_clients),
+	CASE(rescan),
+	CASE(idle, .conf = "max_clients = 12\nreserved_connections = 2\nhello_timeout = 1\n"
+			   "max_clients_per_user = 100\n"),
+	CASE(per_user, .conf = "max_clients_per_user = 3\n"),
+	CASE(never_reads, .conf = "max_queued = 64K\n"),
+	CASE(memfd_release, .conf = "memory_limit = 64M\n"),
+	CASE(close_other),
+	CASE(failed_kept),
+	CASE(visibility),
+	CASE(device_release, .gpu = 1, .env = "FEEDERD_GPU_EMULATE_RELEASE_MS=60000"),
+	CASE(device_fallback, .gpu = 1, .env = "FEEDERD_GPU_EMULATE_DEVICE_KB=8"),
+	CASE(gpu_wave, .gpu = 1, .wave = 1),
+	CASE(gpu_contexts, .gpu = 1),
 };
 
 /* The daemon of every case: 16 slots a stream, 6 clients, an 8 MiB quota
@@ -1096,13 +984,14 @@ static const struct wire_case {
 static void start(const struct wire_case *c)
 {
 	char conf[512];
-	snprintf(conf, sizeof(conf), "max_slots = 16\nmax_clients = 6\n%s", c->conf ? c->conf : "");
+	snprintf(conf, sizeof(conf), "max_slots = 16\nmax_clients = 6\n%s%s",
+		 c->gpu ? "gpu = 0\n" : "", c->conf ? c->conf : "");
 	static const char *const flags[] = { "--client-quota", "8M", "--shutdown-drain", "1",
 					     NULL };
+	if (c->gpu)
+		CHECK(putenv("FEEDERD_GPU_EMULATE=1") == 0);
 	if (c->env)
 		CHECK(putenv((char *)c->env) == 0);
-	if (c->env2)
-		CHECK(putenv((char *)c->env2) == 0);
 	harness_start(conf, flags);
 	struct stat st;
 	CHECK(stat(harness.sock, &st) == 0);
@@ -1111,7 +1000,8 @@ static void start(const struct wire_case *c)
 }
 
 /* test_daemon_wire CASE: one behaviour against a fresh daemon, so that a
- * failure shows which and hides no other (meson runs each case). */
+ * failure shows which and hides no other (meson runs each case). The
+ * process ends with the case: what a case leaves open or mapped goes then. */
 int main(int argc, char **argv)
 {
 	const struct wire_case *c = NULL;

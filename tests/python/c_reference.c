@@ -9,9 +9,9 @@
  *   c_reference dump SOCKET OUT [field=value ...]
  *       open a stream with libfeeder and write every batch to OUT: per batch
  *       a header of u64 epoch, u64 batch_index, u32 count, u32 replacements,
- *       u32 shape[4], u64 bytes (little-endian, 48 bytes), then count int32
- *       labels, then the tensor's bytes. test_loader.py compares feeder.Loader
- *       with this. A field is any field of struct feeder_stream_opts by its C
+ *       u32 shape[4], u64 bytes (48 bytes), then count int32 labels, then the
+ *       tensor's bytes, all in this machine's byte order. test_loader.py
+ *       compares feeder.Loader with this. A field is any field of struct feeder_stream_opts by its C
  *       path (batch, jpeg.height, features.chunk_len, dataset) and the value
  *       a number (enums by their value) or, for a name, the text; the rest
  *       keep feeder_stream_opts_init's defaults.
@@ -92,8 +92,7 @@ static int set_field(struct feeder_stream_opts *o, const struct c_field *f, cons
 				f->size - 1);
 			return -1;
 		}
-		memset(p, 0, f->size);
-		memcpy(p, v, strlen(v));
+		strncpy(p, v, f->size); /* zero-padded to the field's end */
 		return 0;
 	case K_F32: {
 		char *end;
@@ -143,12 +142,6 @@ static int set_opt(struct feeder_stream_opts *o, char *kv)
 	return -1;
 }
 
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static int dump(const char *sock, const char *out, int nkv, char **kv)
 {
 	struct feeder_stream_opts o;
@@ -161,38 +154,29 @@ static int dump(const char *sock, const char *out, int nkv, char **kv)
 		fprintf(stderr, "c_reference: %s: %s\n", out, strerror(errno));
 		return 1;
 	}
-	struct feeder *f;
-	int rc = feeder_connect(sock, 10000, &f);
-	if (rc) {
+	struct feeder *f = NULL;
+	struct feeder_stream *s = NULL;
+	int status = 1, rc = 0;
+	if (feeder_connect(sock, 10000, &f))
 		fprintf(stderr, "c_reference: connect: %s\n", feeder_last_error(NULL));
-		fclose(fp);
-		return 1;
-	}
-	struct feeder_stream *s;
-	rc = feeder_stream_open(f, &o, 10000, &s);
-	if (rc) {
+	else if (feeder_stream_open(f, &o, 10000, &s))
 		fprintf(stderr, "c_reference: open: %s\n", feeder_last_error(f));
-		feeder_disconnect(f);
-		fclose(fp);
-		return 1;
-	}
-	int status = 0;
+	else
+		status = 0;
 	struct feeder_batch b;
-	while ((rc = feeder_stream_next(s, 20000, &b)) == 0) {
-		uint8_t h[48];
-		put_le(h, b.epoch, 8);
-		put_le(h + 8, b.batch_index, 8);
-		put_le(h + 16, b.count, 4);
-		put_le(h + 20, b.replacements, 4);
-		for (int i = 0; i < 4; i++)
-			put_le(h + 24 + 4 * i, b.shape[i], 4);
-		put_le(h + 40, b.bytes, 8);
-		if (fwrite(h, 1, sizeof h, fp) != sizeof h ||
+	while (status == 0 && (rc = feeder_stream_next(s, 20000, &b)) == 0) {
+		struct {
+			uint64_t epoch, index;
+			uint32_t count, replacements, shape[4];
+			uint64_t bytes;
+		} h = { b.epoch, b.batch_index, b.count, b.replacements, { 0 }, b.bytes };
+		_Static_assert(sizeof h == 48, "the header is 48 bytes, unpadded");
+		memcpy(h.shape, b.shape, sizeof h.shape);
+		if (fwrite(&h, 1, sizeof h, fp) != sizeof h ||
 		    fwrite(b.labels, sizeof(int32_t), b.count, fp) != b.count ||
 		    fwrite(b.data, 1, b.bytes, fp) != b.bytes) {
 			fprintf(stderr, "c_reference: writing %s: %s\n", out, strerror(errno));
 			status = 1;
-			break;
 		}
 		feeder_batch_release(s, &b);
 	}

@@ -1,9 +1,12 @@
 """conftest.py — fixtures of the Python client's tests: small datasets made
 with the project's own generators and packer, a real feederd on a temporary
-socket (both from tests/lib/python/feeder_testlib.py, which the benchmarks
-share), and the C reference consumer (c_reference) that the Loader's
-batches are held to. Paths come from $FEEDER_BUILD, as for every other test.
+socket (both from tests/lib/python/feeder_testlib.py), and the C reference
+consumer (c_reference) that the Loader's batches are held to; and the
+per-case counts run_pytest.sh asks for. Paths come from $FEEDER_BUILD, as
+for every other test.
 """
+import hashlib
+import json
 import os
 import shutil
 import struct
@@ -21,6 +24,17 @@ from feeder_testlib import (AudioMissing, Daemon, build_images, build_speech,  #
 from feeder._lib import ffi, lib  # noqa: E402
 
 
+def pytest_sessionfinish(session):
+    """Per-case counts for tests/run, where run_pytest.sh asks for them."""
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if os.environ.get("FEEDER_PYTEST_COUNTS") and tr:
+        n = {k: tr.stats.get(k, []) for k in ("passed", "failed", "error", "skipped")}
+        with open(os.environ["FEEDER_PYTEST_COUNTS"], "w") as f:
+            json.dump({"passed": len(n["passed"]), "failed": len(n["failed"] + n["error"]),
+                       "skipped": len(n["skipped"]), "skipped_gpu": sum(
+                           "no CUDA device" in str(r.longrepr) for r in n["skipped"])}, f)
+
+
 @pytest.fixture(scope="session")
 def workdir():
     d = tempfile.mkdtemp(prefix="feeder-pytest-")
@@ -33,34 +47,23 @@ def datasets(workdir):
     """datasets/imgs: 40 generated photos of 4 classes, pre-resized to a
     shorter side of 48 so that decoding is cheap on a shared machine."""
     ds = os.path.join(workdir, "datasets")
-    os.makedirs(ds, exist_ok=True)
     build_images(os.path.join(ds, "imgs"), os.path.join(workdir, "src-imgs"))
     return ds
 
 
-def add_speech(datasets, workdir):
-    """datasets/speech: 3 speakers x 4 synthetic utterances as fbank
-    features. Raises AudioMissing in a build without audio support, and
-    any other failure as it is."""
-    dest = os.path.join(datasets, "speech")
-    if not os.path.exists(dest):
-        build_speech(dest, os.path.join(workdir, "src-speech"))
-    return dest
-
-
 @pytest.fixture(scope="session")
 def daemon(datasets, workdir):
-    """feederd serving imgs and, where the build has audio support, speech
-    (daemon.no_audio is then None, else the reason)."""
+    """feederd serving imgs and, where the build has audio support, speech:
+    3 speakers x 4 synthetic utterances as fbank features (daemon.no_audio
+    is then None, else the reason)."""
+    no_audio = None
     try:
-        add_speech(datasets, workdir)
-        no_audio = None
+        build_speech(os.path.join(datasets, "speech"), os.path.join(workdir, "src-speech"))
     except AudioMissing as e:
         no_audio = str(e)
-    d = Daemon(datasets, workdir)
-    d.no_audio = no_audio
-    yield d
-    d.stop()
+    with Daemon(datasets, workdir) as d:
+        d.no_audio = no_audio
+        yield d
 
 
 @pytest.fixture
@@ -73,18 +76,25 @@ def speech(daemon):
 
 
 @pytest.fixture
-def own_daemon(datasets):
-    """A daemon of the test's own, which the test may kill."""
+def own_daemon(request):
+    """start(datasets=None, *flags): a daemon of the test's own, which the
+    test may kill, serving datasets (by default the session's), always on
+    the same socket path."""
     d = tempfile.mkdtemp(prefix="feeder-pytest-d-")
     daemons = []
 
-    def start():
-        daemons.append(Daemon(datasets, d))
+    def start(datasets=None, *flags):
+        daemons.append(Daemon(datasets or request.getfixturevalue("datasets"), d, *flags))
         return daemons[-1]
     yield start
     for x in daemons:
         x.stop()
     shutil.rmtree(d, ignore_errors=True)
+
+
+def digest(data, labels):
+    """A batch as (labels, SHA-1 of its bytes), to compare with another run."""
+    return labels.tolist(), hashlib.sha1(np.ascontiguousarray(data).tobytes()).hexdigest()
 
 
 _NP = {lib.FEEDER_DTYPE_U8: np.uint8, lib.FEEDER_DTYPE_F16: np.float16,
@@ -108,7 +118,7 @@ def c_batches(sock, workdir, **fields):
     os.unlink(out)
     batches, pos = [], 0
     while pos < len(raw):
-        epoch, index, count, repl, s0, s1, s2, s3, nbytes = struct.unpack_from("<QQIIIIIIQ", raw, pos)
+        epoch, index, count, repl, s0, s1, s2, s3, nbytes = struct.unpack_from("=QQIIIIIIQ", raw, pos)
         pos += 48
         labels = np.frombuffer(raw, np.int32, count, pos)
         pos += 4 * count

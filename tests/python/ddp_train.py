@@ -57,17 +57,16 @@ def main():
 
     sock = a.socket or os.environ.get("FEEDER_SOCKET") or "/run/feeder/feederd.sock"
 
+    def say(why):
+        print("ddp_train: rank %d of %d: %s" % (rank, world, why), file=sys.stderr, flush=True)
+
     def lost(why):
         # When this node's daemon died, a peer on the node may see it first
         # and leave, so this rank learns of it as a lost peer (in the middle
         # of an all-reduce, or as torchrun's SIGTERM); the daemon is the cause
         # worth naming then.
         gone = _daemon_gone(sock)
-        if gone:
-            print("ddp_train: rank %d of %d: feederd at %s: %s (and %s)"
-                  % (rank, world, sock, gone, why), file=sys.stderr, flush=True)
-        else:
-            print("ddp_train: rank %d of %d: %s" % (rank, world, why), file=sys.stderr, flush=True)
+        say("feederd at %s: %s (and %s)" % (sock, gone, why) if gone else why)
 
     def stopped(sig, frame):  # torchrun ends a node's ranks when one of them failed
         lost("stopped by torchrun (signal %d): another rank failed" % sig)
@@ -76,8 +75,7 @@ def main():
     try:
         train(a, rank, world)
     except feeder.FeederError as e:
-        print("ddp_train: rank %d of %d: feederd at %s: %s" % (rank, world, sock, e),
-              file=sys.stderr, flush=True)
+        say("feederd at %s: %s" % (sock, e))
         sys.exit(1)
     except RuntimeError as e:  # gloo: a peer's connection closed or timed out
         lost("lost the other ranks: %s" % (str(e).splitlines()[0] if str(e) else type(e).__name__))

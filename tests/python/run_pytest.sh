@@ -18,27 +18,11 @@ lib=$build/client/libfeeder.so.0
 sanitizer_env "$lib"
 counts=$build/pytest-counts
 mkdir -p "$counts"
-xml=$counts/$name.xml
-rm -f "$counts/$name.json" "$xml"
-"$py" -m pytest -q -p no:cacheprovider -rs "$file" --junitxml="$xml"
+# conftest.py writes them; a run that never got that far failed
+export FEEDER_PYTEST_COUNTS=$counts/$name.json
+echo '{"passed": 0, "failed": 1, "skipped": 0, "skipped_gpu": 0}' >"$FEEDER_PYTEST_COUNTS"
+"$py" -m pytest -q -p no:cacheprovider -rs "$file"
 rc=$?
-"$py" - "$xml" "$counts/$name.json" <<'PY'
-import json, sys
-import xml.etree.ElementTree as ET
-p = f = s = g = 0
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-    for ts in ([root] if root.tag == "testsuite" else root.iter("testsuite")):
-        n = int(ts.get("tests", 0))
-        fl = int(ts.get("failures", 0)) + int(ts.get("errors", 0))
-        sk = int(ts.get("skipped", 0))
-        p += n - fl - sk; f += fl; s += sk
-        g += sum("no CUDA device" in (e.get("message") or "") for e in ts.iter("skipped"))
-except (OSError, ET.ParseError):
-    f = 1
-json.dump({"passed": p, "failed": f, "skipped": s, "skipped_gpu": g}, open(sys.argv[2], "w"))
-PY
-rm -f "$xml"
 if [ $rc -eq 0 ] && grep -q '"passed": 0,.*"skipped": [1-9]' "$counts/$name.json"; then
 	echo "SKIP: every case skipped"; exit 77
 fi

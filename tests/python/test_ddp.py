@@ -13,59 +13,85 @@ served only its node's ranks; SIGKILLing one node's daemon mid-run ends the
 job within seconds with one line per rank naming the rank and the reason."""
 import json
 import os
+import re
+import shutil
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 import torch  # noqa: F401 (torchrun's; an ImportError here is a failure, not a skip)
 
 import feeder
+from conftest import Daemon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 N = 40  # samples of the fixture's "imgs" dataset
 
 
-def torchrun(daemon, out, nproc, *args):
+def launch(out, nproc, opts, *args, **env):
+    """torchrun (with its options opts) of ddp_train.py with args, writing
+    into out; env: more environment. The process, its output piped."""
     os.makedirs(out, exist_ok=True)
-    env = dict(os.environ, OMP_NUM_THREADS="1")
     # --redirects 2 --tee 2 (workers' stderr to a log and to ours): torchrun of
     # Debian's PyTorch 1.13 under Python 3.11 cannot parse its own default
     # "0" for these (enum.Flag iteration skips the zero member) and fails.
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--redirects", "2",
-           "--tee", "2", "--nproc_per_node", str(nproc), os.path.join(HERE, "ddp_train.py"),
-           "--dataset", "imgs", "--socket", daemon.sock, "--out", out, *args]
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       timeout=300, env=env)
-    assert r.returncode == 0, "torchrun exited %d:\n%s" % (r.returncode, r.stdout[-4000:])
+    cmd = [sys.executable, "-m", "torch.distributed.run", *opts, "--redirects", "2", "--tee", "2",
+           "--nproc_per_node", str(nproc), os.path.join(HERE, "ddp_train.py"), "--dataset", "imgs",
+           "--out", out, *args]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, OMP_NUM_THREADS="1", **env))
+
+
+def ranks_of(out, n, procs):
+    """What each of the n ranks recorded (rank<r>.json), once every torchrun
+    of procs has exited 0."""
+    logs = [p.communicate(timeout=300)[0] for p in procs]
+    for k, p in enumerate(procs):
+        assert p.returncode == 0, "torchrun %d exited %d:\n%s" % (k, p.returncode, logs[k][-4000:])
     ranks = []
-    for k in range(nproc):
+    for k in range(n):
         with open(os.path.join(out, "rank%d.json" % k)) as f:
             ranks.append(json.load(f))
-    assert [(x["rank"], x["world"]) for x in ranks] == [(k, nproc) for k in range(nproc)]
+    assert [(x["rank"], x["world"]) for x in ranks] == [(k, n) for k in range(n)]
     return ranks
 
 
-def union_once(parts):
+def torchrun(daemon, out, nproc, *args):
+    return ranks_of(out, nproc, [launch(out, nproc, ["--standalone"], "--socket", daemon.sock,
+                                        *args)])
+
+
+def assert_once(parts, what):
+    """The ranks' shares (parts) are together every sample once."""
     got = sorted(i for p in parts for i in p)
-    return got == list(range(N)), got
+    assert got == list(range(N)), "%s: %s" % (what, got)
+
+
+def outside(daemon, batch, rank, **kw):
+    """A Loader of that rank of 2 outside torchrun."""
+    return feeder.Loader("imgs", batch, pipeline=feeder.Jpeg(16), socket=daemon.sock, rank=rank,
+                         world_size=2, drop_last=False, return_index=True, shuffle=True, **kw)
+
+
+def order(ld, epoch):
+    """The indices ld gives in epoch (after its set_epoch)."""
+    ld.set_epoch(epoch)
+    return [i for _, _, idx in ld for i in idx.tolist()]
 
 
 def test_ddp_epochs_disjoint_complete_and_set_epoch(daemon, workdir):
     ranks = torchrun(daemon, os.path.join(workdir, "ddp-full"), 2, "--epochs", "2",
                      "--batch", "3")
     for e in ("0", "1"):
-        ok, got = union_once([r["seen"][e] for r in ranks])
-        assert ok, "epoch %s: %s" % (e, got)
+        assert_once([r["seen"][e] for r in ranks], "epoch " + e)
     assert ranks[0]["seen"]["0"] != ranks[0]["seen"]["1"]  # set_epoch reshuffles
     # Each rank's order is the request's, whoever asks: a Loader of that rank
     # outside torchrun gives the same indices for the same epoch.
     for r in ranks:
-        ld = feeder.Loader("imgs", 3, pipeline=feeder.Jpeg(16), socket=daemon.sock,
-                           rank=r["rank"], world_size=2, drop_last=False, return_index=True,
-                           shuffle=True)
-        for e in (1, 0):
-            ld.set_epoch(e)
-            assert [i for _, _, idx in ld for i in idx.tolist()] == r["seen"][str(e)]
+        ld = outside(daemon, 3, r["rank"])
+        assert [order(ld, e) for e in (1, 0)] == [r["seen"]["1"], r["seen"]["0"]]
     # DDP kept the replicas identical.
     assert ranks[0]["params"] == ranks[1]["params"]
 
@@ -80,49 +106,29 @@ def test_ddp_resume_from_rank_states(daemon, workdir, world2):
     b = torchrun(daemon, os.path.join(workdir, "ddp-resume-%d" % world2), world2,
                  "--epochs", "2", "--batch", "4", "--resume", stopped)
     assert all(set(x["seen"]) == {"1"} for x in b)
-    ok, got = union_once([x["seen"]["1"] for x in a + b])
-    assert ok, "2 ranks stopped, %d resumed: %s" % (world2, got)
+    assert_once([x["seen"]["1"] for x in a + b], "2 ranks stopped, %d resumed" % world2)
     if world2 == 2:  # the same ranks resume exactly where each stopped
         for r in range(2):
-            ld = feeder.Loader("imgs", 4, pipeline=feeder.Jpeg(16), socket=daemon.sock,
-                               rank=r, world_size=2, drop_last=False, return_index=True,
-                               epoch=1, shuffle=True)
-            assert a[r]["seen"]["1"] + b[r]["seen"]["1"] == [
-                i for _, _, idx in ld for i in idx.tolist()]
-
-
-def _free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+            ld = outside(daemon, 4, r, epoch=1)
+            assert a[r]["seen"]["1"] + b[r]["seen"]["1"] == order(ld, 1)
 
 
 def two_nodes(daemons, out, *args):
     """torchrun as two "nodes" of 2 ranks each on this machine: node k's
     ranks talk to daemons[k] (their FEEDER_SOCKET), as on a cluster where
     each node runs its own feederd. Returns the two torchrun processes."""
-    os.makedirs(out, exist_ok=True)
-    port = _free_port()
-    procs = []
-    for k, d in enumerate(daemons):
-        env = dict(os.environ, OMP_NUM_THREADS="1", FEEDER_SOCKET=d.sock)
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank",
-               str(k), "--master_addr", "127.0.0.1", "--master_port", str(port),
-               "--redirects", "2", "--tee", "2", "--nproc_per_node", "2",
-               os.path.join(HERE, "ddp_train.py"), "--dataset", "imgs", "--out", out, *args]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True, env=env))
-    return procs
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return [launch(out, 2, ["--nnodes", "2", "--node_rank", str(k), "--master_addr", "127.0.0.1",
+                            "--master_port", str(port)], *args, FEEDER_SOCKET=d.sock)
+            for k, d in enumerate(daemons)]
 
 
 @pytest.fixture
 def node_daemons(datasets, workdir):
     """Two feederd processes, each serving its own copy of the datasets."""
-    import shutil
-    from conftest import Daemon
     made = []
     for k in range(2):
         top = os.path.join(workdir, "node%d" % k)
@@ -136,25 +142,15 @@ def node_daemons(datasets, workdir):
 
 def _stream_ranks(daemon):
     """The ranks whose streams a daemon's log says it opened."""
-    import re
     with open(daemon.log) as f:
         return sorted({int(m.group(1)) for m in re.finditer(r"rank (\d+)/4", f.read())})
 
 
 def test_ddp_two_nodes_two_daemons(node_daemons, workdir):
     out = os.path.join(workdir, "ddp-nodes")
-    procs = two_nodes(node_daemons, out, "--epochs", "2", "--batch", "3")
-    logs = [p.communicate(timeout=300)[0] for p in procs]
-    for k, p in enumerate(procs):
-        assert p.returncode == 0, "node %d: torchrun exited %d:\n%s" % (k, p.returncode,
-                                                                          logs[k][-4000:])
-    ranks = []
-    for r in range(4):
-        with open(os.path.join(out, "rank%d.json" % r)) as f:
-            ranks.append(json.load(f))
+    ranks = ranks_of(out, 4, two_nodes(node_daemons, out, "--epochs", "2", "--batch", "3"))
     for e in ("0", "1"):
-        ok, got = union_once([x["seen"][e] for x in ranks])
-        assert ok, "epoch %s over two nodes: %s" % (e, got)
+        assert_once([x["seen"][e] for x in ranks], "epoch %s over two nodes" % e)
     assert len({x["params"] for x in ranks}) == 1
     # Each node's ranks were served by that node's daemon only.
     assert [x["socket"] for x in ranks] == [node_daemons[0].sock] * 2 + [node_daemons[1].sock] * 2
@@ -163,7 +159,6 @@ def test_ddp_two_nodes_two_daemons(node_daemons, workdir):
 
 
 def test_ddp_killed_daemon_fails_each_rank_clearly(node_daemons, workdir):
-    import time
     out = os.path.join(workdir, "ddp-kill")
     procs = two_nodes(node_daemons, out, "--epochs", "1000", "--batch", "2", "--progress")
     t0 = time.monotonic()

@@ -64,14 +64,11 @@ def _reverb_numpy(x, h):
 def test_reverb_equals_numpy_convolution(audio, tmp_path):
     exe = tool("tests/features/test_reverb")
     worst = 0.0
-    cases = []
-    for i, h in enumerate(audio["rir"]):
-        x = audio["speech"][i % len(audio["speech"])][:L]
-        cases.append((x, h))
+    speech = audio["speech"]
+    cases = [(speech[i % len(speech)][:L], h) for i, h in enumerate(audio["rir"])]
     # Edges: an RIR longer than the chunk, a one-tap RIR, a short chunk.
-    cases.append((audio["speech"][0][:4000], audio["rir"][0]))
-    cases.append((audio["speech"][1][:L], np.array([0.0, 0.0, 3.0, 0.0])))
-    cases.append((audio["speech"][2][:401], audio["rir"][1][:3000]))
+    cases += [(speech[0][:4000], audio["rir"][0]), (speech[1][:L], np.array([0.0, 0.0, 3.0, 0.0])),
+              (speech[2][:401], audio["rir"][1][:3000])]
     for k, (x, h) in enumerate(cases):
         x32, h32 = x.astype(np.float32), h.astype(np.float32)
         out = str(tmp_path / ("y%d" % k))

@@ -41,6 +41,34 @@ def epoch_of(ld):
     return [(d.copy(), lab.copy()) for d, lab in ld]
 
 
+def assert_c_equal(got, ref):
+    """Batches (data, labels, ...) equal the C client's: dtype, shape (the
+    C client's is always 4-d), bytes and labels."""
+    assert len(got) == len(ref)
+    for (d, lab, *_), r in zip(got, ref):
+        assert d.dtype == r["data"].dtype and d.shape == r["data"].shape[:d.ndim]
+        assert d.tobytes() == r["data"].tobytes() and np.array_equal(lab, r["labels"])
+
+
+def _indices(ld, batches=None):
+    out = []
+    for i, (_, _, idx) in enumerate(ld):
+        out += idx.tolist()
+        if batches is not None and i + 1 == batches:
+            break
+    return out
+
+
+def _ranked(daemon, batch, rank, world, state=None, **kw):
+    """A Loader of rank (of world) whose batches carry their indices, with
+    state loaded if given."""
+    ld = loader(daemon, batch_size=batch, rank=rank, world_size=world, drop_last=False,
+                return_index=True, **kw)
+    if state is not None:
+        ld.load_state_dict(state)
+    return ld
+
+
 def test_len_shape_dtype(daemon):
     ld = loader(daemon)
     assert len(ld) == 40 // 8 and ld.samples == 40 and ld.classes == 4
@@ -68,13 +96,10 @@ def test_equals_c_client(daemon, workdir, cdt, dt, layout, train, batch, drop):
     ld = loader(daemon, batch_size=batch, seed=11, epoch=2, dtype=dt, layout=layout,
                 drop_last=drop, pipeline=feeder.Jpeg(SIZE, train=bool(train)))
     got = epoch_of(ld)
-    assert len(got) == len(ref) == len(ld)
+    assert len(got) == len(ld)
+    assert_c_equal(got, ref)
     if not drop:
         assert ref[-1]["data"].shape[0] == 40 % batch and got[-1][0].shape[0] == 40 % batch
-    for (d, lab), r in zip(got, ref):
-        assert d.dtype == r["data"].dtype and d.shape == r["data"].shape
-        assert np.array_equal(lab, r["labels"])
-        assert d.tobytes() == r["data"].tobytes()
 
 
 def test_copy_true_owns_equal_arrays(daemon, workdir):
@@ -82,12 +107,11 @@ def test_copy_true_owns_equal_arrays(daemon, workdir):
     ld = loader(daemon, seed=4, copy=True)
     ring = ld.ring
     got = list(ld)  # kept across batches: only owned arrays may be
-    assert len(got) == len(ref)
-    for (d, lab), r in zip(got, ref):
+    assert_c_equal(got, ref)
+    for d, _ in got:
         addr = d.__array_interface__["data"][0]
         assert not ring[0] <= addr < ring[0] + ring[1]
         assert d.flags.owndata or d.base is not None and d.base.flags.owndata
-        assert d.tobytes() == r["data"].tobytes() and np.array_equal(lab, r["labels"])
 
 
 def test_zero_copy_views_lie_in_ring(daemon):
@@ -193,11 +217,10 @@ def test_features_equal_c_client(speech, workdir):
     ref = c_batches(speech.sock, workdir, dtype=lib.FEEDER_DTYPE_F32, dataset="speech",
                     pipeline=lib.FEEDER_PIPE_FEATURES, batch=4, seed=3,
                     **{"features.chunk_len": 40}, drop_last=1)
-    assert len(got) == len(ref) == len(ld) == 3
-    for (d, lab), r in zip(got, ref):
-        assert d.shape == (4, ld.shape[1], 40) and d.dtype == np.float32
-        assert d.tobytes() == r["data"].tobytes() and np.array_equal(lab, r["labels"])
-        assert d.std() > 0
+    assert len(ld) == 3
+    assert_c_equal(got, ref)
+    for d, _ in got:
+        assert d.shape == (4, ld.shape[1], 40) and d.dtype == np.float32 and d.std() > 0
 
 
 def _dataset_labels_names(daemon):
@@ -230,16 +253,12 @@ def test_return_index_and_names_match_the_dataset(daemon):
     assert len(next(iter(loader(daemon)))) == 2
 
 
-def test_shuffle_false_is_dataset_order(daemon, monkeypatch):
-    got = []
+def test_shuffle_false_is_dataset_order(daemon):
     for rank in range(2):
-        ld = loader(daemon, batch_size=6, drop_last=False, shuffle=False, rank=rank,
-                    world_size=2, return_index=True)
+        ld = _ranked(daemon, 6, rank, 2, shuffle=False)
         for epoch in (0, 3):
             ld.set_epoch(epoch)
-            got.append((rank, epoch, [i for _, _, idx in ld for i in idx.tolist()]))
-    for rank, epoch, order in got:
-        assert order == list(range(rank, 40, 2)), (rank, epoch)
+            assert _indices(ld) == list(range(rank, 40, 2)), (rank, epoch)
 
 
 def test_load_state_past_the_epoch_is_refused(daemon):
@@ -256,15 +275,6 @@ def test_load_state_past_the_epoch_is_refused(daemon):
         ld.load_state_dict(state)
 
 
-def _indices(ld, batches=None):
-    out = []
-    for i, (_, _, idx) in enumerate(ld):
-        out += idx.tolist()
-        if batches is not None and i + 1 == batches:
-            break
-    return out
-
-
 @pytest.mark.parametrize("world2,batch2", [(1, 8), (3, 4), (4, 2)])
 def test_elastic_resume_with_another_world_size(daemon, world2, batch2):
     """Two ranks stop after 2 batches of 4 (16 of the 40 samples); Loaders of
@@ -273,43 +283,28 @@ def test_elastic_resume_with_another_world_size(daemon, world2, batch2):
     whole again."""
     seen, states = [], []
     for r in range(2):
-        ld = loader(daemon, batch_size=4, seed=6, epoch=2, rank=r, world_size=2,
-                    drop_last=False, return_index=True)
+        ld = _ranked(daemon, 4, r, 2, seed=6, epoch=2)
         seen += _indices(ld, batches=2)
         states.append(ld.state_dict())
     assert len(seen) == 16 and states[0]["sample_position"] == states[1]["sample_position"] == 16
     rest = []
     for r in range(world2):
-        ld = loader(daemon, batch_size=batch2, seed=0, rank=r, world_size=world2,
-                    drop_last=False, return_index=True)
-        ld.load_state_dict(states[r % 2])
+        ld = _ranked(daemon, batch2, r, world2, states[r % 2], seed=0)
         assert ld.epoch == 2 and ld.next_batch == 0
-        part = _indices(ld)
-        rest += part
+        rest += _indices(ld)
         assert ld.state_dict()["sample_position"] == 0  # back at the start of an epoch
         # The next epoch is whole again: this rank's full share.
         ld.set_epoch(3)
         assert len(_indices(ld)) == len(range(r, 40, world2))
     assert sorted(seen + rest) == list(range(40)), (sorted(seen), sorted(rest))
     # A state saved mid-resumed-epoch resumes exactly (same world size).
-    ld = loader(daemon, batch_size=batch2, rank=0, world_size=world2, drop_last=False,
-                return_index=True)
-    ld.load_state_dict(states[0])
+    ld = _ranked(daemon, batch2, 0, world2, states[0])
     first = _indices(ld, batches=1)
     st = ld.state_dict()
     assert st["start_sample"] == 16 and st["next_batch"] == 1
     assert st["sample_position"] == min(40, 16 + batch2 * world2)
-    ld2 = loader(daemon, batch_size=batch2, rank=0, world_size=world2, drop_last=False,
-                 return_index=True)
-    ld2.load_state_dict(st)
-    assert first + _indices(ld2) == _indices(_resumed(daemon, states[0], batch2, world2))
-
-
-def _resumed(daemon, state, batch, world):
-    ld = loader(daemon, batch_size=batch, rank=0, world_size=world, drop_last=False,
-                return_index=True)
-    ld.load_state_dict(state)
-    return ld
+    assert first + _indices(_ranked(daemon, batch2, 0, world2, st)) == _indices(
+        _ranked(daemon, batch2, 0, world2, states[0]))
 
 
 def test_elastic_state_without_position_is_refused(daemon):
@@ -337,8 +332,5 @@ def test_defaults_are_dataloaders(daemon, workdir):
     got = [(d.copy(), lab.copy(), idx) for d, lab, idx in ld]
     assert [len(lab) for _, lab, _ in got] == [6] * 6 + [4]
     assert [i for _, _, idx in got for i in idx.tolist()] == list(range(40))
-    ref = c_jpeg(daemon, workdir, batch=6, shuffle=0)
-    assert len(ref) == len(got) == len(ld)
-    for (d, lab, _), r in zip(got, ref):
-        assert d.dtype == np.float32 and d.tobytes() == r["data"].tobytes()
-        assert np.array_equal(lab, r["labels"])
+    assert len(got) == len(ld) and got[0][0].dtype == np.float32
+    assert_c_equal(got, c_jpeg(daemon, workdir, batch=6, shuffle=0))

@@ -19,17 +19,14 @@ lib=$build/client/libfeeder.so.0
 $py -m venv --system-site-packages "$tmp/venv" || fail "python3 -m venv"
 # straight from the source tree, which must be left as it was (setup.py
 # builds in a temporary directory and generates _cdef.py there)
+# (outside a git checkout both are empty: nothing is checked)
 git_clean() { git -C "$src" status --porcelain --ignored -- client/python 2>/dev/null; }
-in_git=
-git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1 && in_git=1
 before=$(git_clean)
 "$tmp/venv/bin/python" -m pip install --no-build-isolation --no-deps --no-cache-dir --quiet \
 	"$src/client/python" >"$tmp/pip.log" 2>&1 || fail "pip install: $(tail -5 "$tmp/pip.log")"
-if [ -n "$in_git" ]; then
-	after=$(git_clean)
-	left=$(diff <(echo "$before") <(echo "$after") | grep '^>' | head -5 | tr '\n' ' ')
-	[ "$before" = "$after" ] || fail "pip install left files in client/python: $left"
-fi
+after=$(git_clean)
+[ "$before" = "$after" ] || fail "pip install left files in client/python:" \
+	"$(diff <(echo "$before") <(echo "$after") | grep '^>' | head -5 | tr '\n' ' ')"
 ls "$tmp"/venv/lib/python3*/site-packages/feeder/_cdef.py >/dev/null 2>&1 \
 	|| fail "the installed package has no generated _cdef.py"
 
@@ -46,12 +43,8 @@ where = os.path.dirname(feeder.__file__)
 hashes = []
 ld = feeder.Loader("small", batch_size=4, seed=7, dtype="uint8", return_index=True,
                    pipeline=feeder.Jpeg(size=32))
-for batch in ld:
-    x, y, idx = batch[0], batch[1], batch[2]
-    h = hashlib.sha1()
-    for a in (x, y, idx):
-        h.update(bytes(memoryview(a).cast("B")) if hasattr(a, "__array_interface__") else bytes(a))
-    hashes.append(h.hexdigest())
+for x, y, idx in ld:
+    hashes.append(hashlib.sha1(x.tobytes() + y.tobytes() + idx.tobytes()).hexdigest())
     if len(hashes) == 5:
         break
 print(where)
@@ -61,10 +54,8 @@ cd "$tmp" || fail "cd"
 # the pip-installed package, not the build tree's
 env -u PYTHONPATH FEEDER_SOCKET="$sock" FEEDER_LIBRARY="$lib" "$tmp/venv/bin/python" "$tmp/run.py" \
 	>"$tmp/venv.out" 2>"$tmp/venv.err" || fail "the venv's feeder: $(tail -5 "$tmp/venv.err")"
-case "$(head -1 "$tmp/venv.out")" in
-	"$tmp/venv/"*) ;;
-	*) fail "feeder was imported from $(head -1 "$tmp/venv.out"), not the venv" ;;
-esac
+[[ $(head -1 "$tmp/venv.out") == "$tmp/venv/"* ]] \
+	|| fail "feeder was imported from $(head -1 "$tmp/venv.out"), not the venv"
 PYTHONPATH="$build/client/python" FEEDER_SOCKET="$sock" $py "$tmp/run.py" >"$tmp/build.out" 2>"$tmp/build.err" \
 	|| fail "the build tree's feeder: $(tail -5 "$tmp/build.err")"
 [ "$(sed -n 2p "$tmp/venv.out")" = "$(sed -n 2p "$tmp/build.out")" ] \
@@ -78,6 +69,6 @@ if env -u PYTHONPATH FEEDER_LIBRARY="$tmp/nope/libfeeder.so.0" "$tmp/venv/bin/py
 fi
 grep -q "ImportError: feeder: cannot load libfeeder; tried $tmp/nope/libfeeder.so.0 (missing)" "$tmp/imp.err" \
 	|| fail "unclear ImportError: $(tail -2 "$tmp/imp.err")"
-tree="source tree not a git checkout: not checked"
-[ -n "$in_git" ] && tree="source tree left as it was"
+tree="source tree left as it was"
+git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1 || tree="source tree not a git checkout: not checked"
 echo "PASS: pip-installed feeder in a venv ($tree): 5 batches identical to the build tree's; ImportError: $(tail -1 "$tmp/imp.err")"

@@ -6,58 +6,27 @@ while the daemon stops and exits keeps its bytes, and the old rings (their
 memfds and mappings) are let go, so the trainer's memory does not grow with
 each restart. Labels are the sample numbers (the dataset is packed from a
 list), so a batch blanked to zeros would show as a run of label 0."""
-import hashlib
 import os
-import shutil
 import signal
-import tempfile
 import threading
 
-import numpy as np
 import pytest
 
 import feeder
-from conftest import Daemon, run, tool
+from conftest import build_images, digest
 
 N, BATCH, EPOCHS = 40, 4, 6
 
 
-@pytest.fixture(scope="module")
-def uniq(workdir):
-    """datasets-uniq/uniq: N photos whose label is their sample number."""
+@pytest.fixture
+def daemons(workdir, own_daemon):
+    """start(): a feederd serving datasets-uniq/uniq, N photos whose label is
+    their sample number, on the test's socket (the same path each time)."""
     ds = os.path.join(workdir, "datasets-uniq")
     if not os.path.exists(os.path.join(ds, "uniq")):
-        src = os.path.join(workdir, "src-uniq")
-        run(tool("tools/gen/gen-images"), str(N), src, "--classes", "4", "--seed", "9", "--threads", "1")
-        names = sorted(os.path.relpath(os.path.join(d, f), src)
-                       for d, _, fs in os.walk(src) for f in fs if f.endswith(".jpg"))
-        assert len(names) == N
-        lst = os.path.join(workdir, "uniq.tsv")
-        with open(lst, "w") as f:
-            f.writelines("%s\t%d\n" % (n, i) for i, n in enumerate(names))
-        os.makedirs(ds, exist_ok=True)
-        run(tool("packer/packer"), "pack", "images", "--list", lst, "--resize-shorter", "48",
-            "--threads", "1", src, os.path.join(ds, "uniq"))
-    return ds
-
-
-@pytest.fixture
-def daemons(uniq):
-    """start(): a feederd on the test's socket (the same path each time)."""
-    d = tempfile.mkdtemp(prefix="feeder-pytest-r-")
-    started = []
-
-    def start():
-        started.append(Daemon(uniq, d, "--shutdown-drain", "1"))
-        return started[-1]
-    yield start
-    for x in started:
-        x.stop()
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def _sha(a):
-    return hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()
+        build_images(os.path.join(ds, "uniq"), os.path.join(workdir, "src-uniq"), N, seed=9,
+                     unique=True)
+    return lambda: own_daemon(ds, "--shutdown-drain", "1")
 
 
 def _opts(sock):
@@ -93,7 +62,7 @@ def test_sigterm_restarts_exactly_once(daemons):
     for e in range(EPOCHS):
         ld.set_epoch(e)
         for i, (data, labels) in enumerate(ld):
-            ref[(e, i)] = (labels.tolist(), _sha(data))
+            ref[(e, i)] = digest(data, labels)
     ld.close()
     assert len(ref) == EPOCHS * 10
 
@@ -104,31 +73,28 @@ def test_sigterm_restarts_exactly_once(daemons):
     for e in range(EPOCHS):
         ld.set_epoch(e)
         for i, (data, labels) in enumerate(ld):
-            got = (labels.tolist(), _sha(data))
+            got = digest(data, labels)
             assert data.any(), "epoch %d batch %d is all zeros" % (e, i)
             assert got == ref[(e, i)], "epoch %d batch %d differs from the undisturbed run" % (e, i)
             seen[e] += labels.tolist()
             step += 1
-            if step % 4 == 0:
-                # The daemon stops and exits while this batch is held (and
-                # more are announced): the batch keeps its bytes.
+            if step % 2 == 0:  # a restart, the one before it over
                 if bg is not None:
                     bg.join()
                     bg = None
-                d = _restart(d, daemons)
                 restarts += 1
-                assert _sha(data) == got[1] and labels.tolist() == got[0], \
-                    "the held batch changed when feederd stopped"
+            if step % 4 == 0:
+                # The daemon stops and exits while this batch is held (and
+                # more are announced): the batch keeps its bytes.
+                d = _restart(d, daemons)
+                assert digest(data, labels) == got, "the held batch changed when feederd stopped"
             elif step % 4 == 2:
                 # A restart behind the trainer's back, as systemd does it.
                 def later(old=d):
                     nonlocal d
                     d = _restart(old, daemons)
-                if bg is not None:
-                    bg.join()
                 bg = threading.Thread(target=later)
                 bg.start()
-                restarts += 1
             figures.append(_ring_figures())
     if bg is not None:
         bg.join()

@@ -14,8 +14,13 @@ The DSP itself is held to references in tests/features (test_reverb: direct
 convolution; test_augment: SNR; test_speed: pitch and length), to numpy in
 test_dsp_numpy.py (convolution, SNR) and tests/genspeech (RT60 of the
 generated RIRs)."""
+import json
 import os
+import shutil
+import signal
+import subprocess
 import sys
+import time
 import wave as wavmod
 
 import numpy as np
@@ -31,33 +36,17 @@ CHUNK = 200
 L = (CHUNK - 1) * 160 + 400  # samples of a 200-frame chunk
 
 
-def _write_wav(path, x):
-    with wavmod.open(path, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16000)
-        w.writeframes(x.astype("<i2").tobytes())
-
-
 @pytest.fixture(scope="module")
 def wave_daemon(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("wave"))
     ds = os.path.join(root, "datasets")
     os.makedirs(ds)
-    packer = tool("packer/packer")
-    src = os.path.join(root, "speech")
-    run(tool("tools/gen/gen-speech"), "4", "6", src, "--seed", "7", "--min-dur", "2.5",
-        "--max-dur", "4", "--threads", "2")
-    r = run(packer, "pack", "audio", "--store", "wave", src, os.path.join(ds, "speech"))
-    del r
+    run(tool("tools/gen/gen-speech"), "4", "6", os.path.join(root, "speech"), "--seed", "7",
+        "--min-dur", "2.5", "--max-dur", "4", "--threads", "2")
     run(tool("tools/gen/gen-noise"), "--seed", "3", "--count", "2", "--seconds", "2:3",
         os.path.join(root, "noise"))
-    run(packer, "pack", "audio", "--store", "wave", os.path.join(root, "noise"),
-        os.path.join(ds, "noise"))
     rirs = os.path.join(root, "rirs", "rir")  # one class folder
     run(tool("tools/gen/gen-rir"), "--seed", "4", "--count", "4", rirs)
-    run(packer, "pack", "audio", "--store", "wave", os.path.join(root, "rirs"),
-        os.path.join(ds, "rir"))
     # Utterances of exactly one chunk, for packer vs daemon.
     exact = os.path.join(root, "exact", "spk")
     os.makedirs(exact)
@@ -65,23 +54,25 @@ def wave_daemon(tmp_path_factory):
     t = np.arange(L) / 16000.0
     for k in range(2):
         x = 3000 * np.sin(2 * np.pi * (150 + 50 * k) * t * (1 + 0.1 * np.sin(3 * t)))
-        x += rng.normal(0, 300, L)
-        _write_wav(os.path.join(exact, "u%d.wav" % k), np.clip(x, -32768, 32767))
-    run(packer, "pack", "audio", "--store", "wave", os.path.join(root, "exact"),
-        os.path.join(ds, "exact"))
-    run(packer, "pack", "audio", "--bins", "80", "--dtype", "f32", os.path.join(root, "exact"),
-        os.path.join(ds, "exactfb"))
-    run(packer, "pack", "audio", "--features", "mfcc", "--dtype", "f32",
-        os.path.join(root, "exact"), os.path.join(ds, "exactmfcc"))
-    d = Daemon(ds, root)
-    d.root = ds
-    yield d
-    d.stop()
+        with wavmod.open(os.path.join(exact, "u%d.wav" % k), "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(16000)
+            w.writeframes(np.clip(x + rng.normal(0, 300, L), -32768, 32767).astype("<i2").tobytes())
+    wave = ("--store", "wave")
+    for src, name, opts in (("speech", "speech", wave), ("noise", "noise", wave),
+                            ("rirs", "rir", wave), ("exact", "exact", wave),
+                            ("exact", "exactfb", ("--bins", "80", "--dtype", "f32")),
+                            ("exact", "exactmfcc", ("--features", "mfcc", "--dtype", "f32"))):
+        run(tool("packer/packer"), "pack", "audio", *opts, os.path.join(root, src),
+            os.path.join(ds, name))
+    with Daemon(ds, root) as d:
+        yield d
 
 
 def loader(d, dataset="speech", batch=4, **wave):
-    kw = {k: wave.pop(k) for k in ("seed", "epoch", "rank", "world_size", "shuffle", "dtype")
-          if k in wave}
+    kw = {k: wave.pop(k) for k in ("seed", "epoch", "rank", "world_size", "shuffle", "dtype",
+                                   "slots", "reconnect") if k in wave}
     kw.setdefault("dtype", "float32")
     kw.setdefault("shuffle", True)
     return feeder.Loader(dataset, batch, pipeline=feeder.Wave(**wave), socket=d.sock,
@@ -92,51 +83,55 @@ def epoch(ld):
     return [(x.copy(), y.copy(), i.copy()) for x, y, i in ld]
 
 
+def assert_same(a, b):
+    """Two runs' batches (data, labels, indices) identical, batch for batch."""
+    assert len(a) == len(b)
+    for (xa, ya, ia), (xb, yb, ib) in zip(a, b):
+        assert np.array_equal(xa, xb) and np.array_equal(ya, yb) and np.array_equal(ia, ib)
+
+
 def centred(d, dataset, index):
-    x = FeederLMDB(os.path.join(d.root, dataset))
+    x = FeederLMDB(os.path.join(d.datasets, dataset))
     label, payload, frames, dim, dtype = x.get(index)
     s = np.frombuffer(payload, "<i2").astype(np.float32)
     off = (len(s) - L) // 2
     return s[off:off + L]
 
 
-def test_fbank_and_mfcc_match_torchaudio_kaldi(wave_daemon):
+# (features, wave.bins, packer's dataset of them, torchaudio's own options)
+FEATURES = [("fbank", 80, "exactfb", {}),
+            ("mfcc", 30, "exactmfcc", dict(num_ceps=30, use_energy=True))]
+
+
+@pytest.mark.parametrize("kind,bins,packed,opts", FEATURES)
+def test_features_match_torchaudio_kaldi(wave_daemon, kind, bins, packed, opts):
     # torchaudio computes in the waveform's precision: float64 makes it the
     # exact reference (its float32 run is itself ~1e-3 from it).
     import torch
     import torchaudio.compliance.kaldi as kaldi
-    worst = {}
-    for kind in ("fbank", "mfcc"):
-        ld = loader(wave_daemon, train=False, features=kind, bins=80 if kind == "fbank" else 30,
-                    cmn="none", shuffle=False)
-        for x, _, idx in ld:
-            for b in range(len(idx)):
-                w = torch.from_numpy(centred(wave_daemon, "speech", int(idx[b]))).double()[None]
-                if kind == "fbank":
-                    ref = kaldi.fbank(w, num_mel_bins=80, dither=0.0, low_freq=20,
-                                      high_freq=-400, energy_floor=0.0)
-                else:
-                    ref = kaldi.mfcc(w, num_mel_bins=30, num_ceps=30, dither=0.0, low_freq=20,
-                                     high_freq=-400, energy_floor=0.0, use_energy=True)
-                ref = ref.numpy().T
-                assert ref.shape == x[b].shape, (ref.shape, x[b].shape)
-                worst[kind] = max(worst.get(kind, 0), float(np.abs(ref - x[b]).max()))
-    print("max |daemon - torchaudio.compliance.kaldi|: fbank %.2e, mfcc %.2e"
-          % (worst["fbank"], worst["mfcc"]))
-    assert worst["fbank"] <= 1e-3, worst
-    assert worst["mfcc"] <= 1e-3, worst
+    worst = 0.0
+    for x, _, idx in loader(wave_daemon, train=False, features=kind, bins=bins, cmn="none",
+                            shuffle=False):
+        for b in range(len(idx)):
+            w = torch.from_numpy(centred(wave_daemon, "speech", int(idx[b]))).double()[None]
+            ref = getattr(kaldi, kind)(w, num_mel_bins=bins, dither=0.0, low_freq=20,
+                                       high_freq=-400, energy_floor=0.0, **opts).numpy().T
+            assert ref.shape == x[b].shape, (ref.shape, x[b].shape)
+            worst = max(worst, float(np.abs(ref - x[b]).max()))
+    print("max |daemon - torchaudio.compliance.kaldi|: %s %.2e" % (kind, worst))
+    assert worst <= 1e-3, worst
 
 
-def test_daemon_features_equal_packers(wave_daemon):
-    for kind, packed in (("fbank", "exactfb"), ("mfcc", "exactmfcc")):
-        ld = loader(wave_daemon, "exact", batch=2, train=False, features=kind,
-                    bins=80 if kind == "fbank" else 30, cmn="none", shuffle=False)
-        (x, _, idx), = epoch(ld)
-        ref = FeederLMDB(os.path.join(wave_daemon.root, packed))
-        for b in range(2):
-            _, m = ref.features(int(idx[b]))
-            assert m.shape == (CHUNK, x.shape[1])
-            assert np.array_equal(m.T, x[b]), "%s: %g" % (kind, np.abs(m.T - x[b]).max())
+@pytest.mark.parametrize("kind,bins,packed,opts", FEATURES)
+def test_daemon_features_equal_packers(wave_daemon, kind, bins, packed, opts):
+    ld = loader(wave_daemon, "exact", batch=2, train=False, features=kind, bins=bins, cmn="none",
+                shuffle=False)
+    (x, _, idx), = epoch(ld)
+    ref = FeederLMDB(os.path.join(wave_daemon.datasets, packed))
+    for b in range(2):
+        _, m = ref.features(int(idx[b]))
+        assert m.shape == (CHUNK, x.shape[1])
+        assert np.array_equal(m.T, x[b]), "%s: %g" % (kind, np.abs(m.T - x[b]).max())
 
 
 AUG = dict(noise="noise", noise_p=0.8, rir="rir", reverb_p=0.8, speed_p=0.5, gain_p=0.5,
@@ -148,8 +143,7 @@ def test_same_request_same_bytes_other_seed_other_bytes(wave_daemon):
     b = epoch(loader(wave_daemon, seed=5, **AUG))
     c = epoch(loader(wave_daemon, seed=6, **AUG))
     assert len(a) == 6
-    for (xa, ya, ia), (xb, yb, ib) in zip(a, b):
-        assert np.array_equal(xa, xb) and np.array_equal(ya, yb) and np.array_equal(ia, ib)
+    assert_same(a, b)
     assert not all(np.array_equal(xa, xc) for (xa, _, _), (xc, _, _) in zip(a, c))
     for x, _, _ in a:
         assert np.isfinite(x).all()
@@ -195,10 +189,7 @@ def test_ranks_disjoint_and_resume_exact(wave_daemon):
     state = ld.state_dict()
     ld2 = loader(wave_daemon, seed=2, **AUG)
     ld2.load_state_dict(state)
-    tail = epoch(ld2)
-    assert len(tail) == len(full) - 2
-    for (xa, ya, ia), (xb, yb, ib) in zip(full[2:], tail):
-        assert np.array_equal(xa, xb) and np.array_equal(ya, yb) and np.array_equal(ia, ib)
+    assert_same(full[2:], epoch(ld2))
 
 
 def test_speed_labels_new_speaker_per_factor(wave_daemon):
@@ -223,6 +214,8 @@ def test_speed_labels_new_speaker_per_factor(wave_daemon):
     (dict(bins=256), "wave.bins 256 is not within 3..124"),
     (dict(features="mfcc", bins=125, ceps=30), "wave.bins 125 is not within 3..124"),
     (dict(snr_noise=(10, 5), noise="noise"), "wave.snr_noise_min 10 is above"),
+    (dict(dataset="exactfb"),
+     "holds feature matrices, not waveforms: open it with pipeline features"),
 ])
 def test_refusals_name_the_cause(wave_daemon, opts, want):
     with pytest.raises(feeder.FeederError) as e:
@@ -232,23 +225,16 @@ def test_refusals_name_the_cause(wave_daemon, opts, want):
     assert len(epoch(loader(wave_daemon, train=False))) == 6
 
 
-def test_most_bins_every_sample_usable(wave_daemon):
+@pytest.mark.parametrize("kind,dim", [("fbank", 124), ("mfcc", 30)])
+def test_most_bins_every_sample_usable(wave_daemon, kind, dim):
     """At the bound (FEEDER_MAX_WAVE_BINS, 124) every filter covers an FFT
     bin: the stream serves every sample, none replaced."""
-    for kind in ("fbank", "mfcc"):
-        batches = epoch(loader(wave_daemon, train=False, features=kind, bins=124,
-                               ceps=30 if kind == "mfcc" else None, cmn="none"))
-        assert len(batches) == 6, (kind, len(batches))
-        dim = 124 if kind == "fbank" else 30
-        for x, _, _ in batches:
-            assert x.shape[1] == dim and np.isfinite(x).all(), (kind, x.shape)
-        assert "unusable" not in open(wave_daemon.log).read()
-
-
-def test_features_dataset_with_wave_pipeline_is_refused(wave_daemon):
-    with pytest.raises(feeder.FeederError) as e:
-        epoch(loader(wave_daemon, "exactfb"))
-    assert "holds feature matrices, not waveforms: open it with pipeline features" in str(e.value)
+    batches = epoch(loader(wave_daemon, train=False, features=kind, bins=124,
+                           ceps=30 if kind == "mfcc" else None, cmn="none"))
+    assert len(batches) == 6, len(batches)
+    for x, _, _ in batches:
+        assert x.shape[1] == dim and np.isfinite(x).all(), x.shape
+    assert "unusable" not in open(wave_daemon.log).read()
 
 
 def test_feederctl_streams_shows_the_augmentation(wave_daemon):
@@ -256,7 +242,6 @@ def test_feederctl_streams_shows_the_augmentation(wave_daemon):
     the noise and RIR datasets, each augmentation's probability, the SNR
     ranges, speed labels, SpecAugment masks, dither; the daemon's log names
     them when the stream opens."""
-    import json
     feederctl = tool("tools/feederctl")
     ld = loader(wave_daemon, seed=3, noise="noise", noise_p=0.6, snr_noise=(0, 15),
                 snr_music=(5, 15), snr_babble=(13, 20), rir="rir", reverb_p=0.6, speed_p=0.5,
@@ -311,9 +296,6 @@ for k, _ in enumerate(ld):
 def test_client_killed_mid_epoch_then_resumed(wave_daemon, tmp_path):
     """kill -9 of a wave client mid-epoch: the daemon serves on, and a new
     client from the state the dead one saved gets exactly the epoch's tail."""
-    import json
-    import signal
-    import subprocess
     full = epoch(loader(wave_daemon, seed=3, **AUG))
     state = str(tmp_path / "state.json")
     p = subprocess.Popen([sys.executable, "-c", _CLIENT, wave_daemon.sock, state, json.dumps(AUG)],
@@ -325,41 +307,28 @@ def test_client_killed_mid_epoch_then_resumed(wave_daemon, tmp_path):
         saved = json.load(f)
     ld = loader(wave_daemon, seed=3, **AUG)
     ld.load_state_dict(saved)
-    tail = epoch(ld)
-    assert len(tail) == len(full) - 2
-    for (xa, ya, ia), (xb, yb, ib) in zip(full[2:], tail):
-        assert np.array_equal(xa, xb) and np.array_equal(ia, ib)
+    assert_same(full[2:], epoch(ld))
 
 
-def test_reconnect_after_daemon_restart(wave_daemon, tmp_path):
+def test_reconnect_after_daemon_restart(wave_daemon, own_daemon):
     """A wave Loader with reconnect= survives its feederd killed and
     restarted mid-epoch with the exact batches of an undisturbed run."""
-    import signal
-    d = Daemon(wave_daemon.root, str(tmp_path))
-    try:
-        ref = epoch(feeder.Loader("speech", 4, pipeline=feeder.Wave(**AUG), socket=d.sock,
-                                  dtype="float32", drop_last=False, seed=8, slots=2,
-                                  return_index=True, timeout=60))
-        ld = feeder.Loader("speech", 4, pipeline=feeder.Wave(**AUG), socket=d.sock,
-                           dtype="float32", drop_last=False, seed=8, slots=2,
-                           return_index=True, timeout=60, reconnect=20)
-        got = []
-        for x, y, i in ld:
-            got.append((x.copy(), y.copy(), i.copy()))
-            if len(got) == 2:
-                d.kill(signal.SIGKILL)
-                d = Daemon(wave_daemon.root, str(tmp_path))
-        assert ld.reconnects == 1 and len(got) == len(ref)
-        for (xa, ya, ia), (xb, yb, ib) in zip(ref, got):
-            assert np.array_equal(xa, xb) and np.array_equal(ya, yb) and np.array_equal(ia, ib)
-    finally:
-        d.stop()
+    d = own_daemon(wave_daemon.datasets)
+    ref = epoch(loader(d, seed=8, slots=2, shuffle=False, **AUG))
+    ld = loader(d, seed=8, slots=2, shuffle=False, reconnect=20, **AUG)
+    got = []
+    for x, y, i in ld:
+        got.append((x.copy(), y.copy(), i.copy()))
+        if len(got) == 2:
+            d.kill(signal.SIGKILL)
+            d = own_daemon(wave_daemon.datasets)
+    assert ld.reconnects == 1
+    assert_same(ref, got)
 
 
 def _damage_every_record(src, dst, only=None):
     """A copy of dataset src at dst with one payload byte of every record
     (or of the records listed in only) flipped (its CRC no longer matches)."""
-    import shutil
     shutil.copytree(src, dst)
     x = FeederLMDB(src)
     path = os.path.join(dst, "data.mdb")
@@ -374,87 +343,74 @@ def _damage_every_record(src, dst, only=None):
     return x.samples
 
 
-def test_unusable_sample_logged_once_as_it_is_handled(wave_daemon, tmp_path):
+def _copies(wave_daemon, tmp_path, *names):
+    """A datasets folder in tmp_path with copies of the named datasets."""
+    ds = str(tmp_path / "datasets")
+    for name in names:
+        shutil.copytree(os.path.join(wave_daemon.datasets, name), os.path.join(ds, name))
+    return ds
+
+
+def test_unusable_sample_logged_once_as_it_is_handled(wave_daemon, own_daemon, tmp_path):
     """A damaged speech record: the first stream that meets it says so once,
     naming itself and what it does (the next sample of its order in its
     place); a second stream meets it too and replaces it in the same way,
     without a second line (the log does not claim more than that)."""
     ds = str(tmp_path / "datasets")
-    os.makedirs(ds)
-    _damage_every_record(os.path.join(wave_daemon.root, "speech"), os.path.join(ds, "bad"),
+    _damage_every_record(os.path.join(wave_daemon.datasets, "speech"), os.path.join(ds, "bad"),
                          only=[3])
-    d = Daemon(ds, str(tmp_path))
-    try:
-        for _ in range(2):
-            got = epoch(loader(d, "bad", train=False, shuffle=False))
-            idx = np.concatenate([i for _, _, i in got])
-            assert len(idx) == 24 and 3 not in idx and list(idx).count(4) == 2, idx
-        lines = [l for l in open(d.log).read().splitlines()
-                 if "dataset 'bad': sample 3 is unusable" in l]
-        assert len(lines) == 1, lines
-        assert " is unusable in stream " in lines[0] and "CRC" in lines[0].upper(), lines[0]
-        assert ("that stream reads the next sample of its order in its place, other streams "
-                "try it themselves, and it is not logged again") in lines[0], lines[0]
-    finally:
-        d.stop()
+    d = own_daemon(ds)
+    for _ in range(2):
+        got = epoch(loader(d, "bad", train=False, shuffle=False))
+        idx = np.concatenate([i for _, _, i in got])
+        assert len(idx) == 24 and 3 not in idx and list(idx).count(4) == 2, idx
+    lines = [l for l in open(d.log).read().splitlines()
+             if "dataset 'bad': sample 3 is unusable" in l]
+    assert len(lines) == 1, lines
+    assert " is unusable in stream " in lines[0] and "CRC" in lines[0].upper(), lines[0]
+    assert ("that stream reads the next sample of its order in its place, other streams "
+            "try it themselves, and it is not logged again") in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("kind", ["noise", "rir"])
-def test_damaged_noise_or_rir_records_cost_only_their_augmentation(wave_daemon, tmp_path, kind):
+def test_damaged_noise_or_rir_records_cost_only_their_augmentation(wave_daemon, own_daemon,
+                                                                    tmp_path, kind):
     """Every record of the noise (or RIR) dataset damaged: each chunk that
     draws one goes without that augmentation (the same bytes as a stream
     without it), no speech sample is replaced, and the log names each
     damaged record once."""
-    import shutil
-    ds = str(tmp_path / "datasets")
-    os.makedirs(ds)
-    shutil.copytree(os.path.join(wave_daemon.root, "speech"), os.path.join(ds, "speech"))
-    n = _damage_every_record(os.path.join(wave_daemon.root, kind), os.path.join(ds, "bad"))
-    d = Daemon(ds, str(tmp_path))
-    try:
-        opts = dict(noise="bad", noise_p=1.0) if kind == "noise" else dict(rir="bad", reverb_p=1.0)
-        got = epoch(loader(d, seed=4, **opts))
-        ref = epoch(loader(d, seed=4))
-        assert len(got) == len(ref)
-        for (xa, ya, ia), (xb, yb, ib) in zip(got, ref):
-            assert np.array_equal(xa, xb) and np.array_equal(ya, yb) and np.array_equal(ia, ib)
-        log = open(d.log).read()
-        bad = [l for l in log.splitlines() if "dataset 'bad', record" in l]
-        assert bad, "no warning about the damaged records: " + log[-2000:]
-        named = [l.split("record ")[1].split()[0] for l in bad]
-        assert len(named) == len(set(named)) and len(named) <= n, bad
-        assert ("wave.%s" % ("noise" if kind == "noise" else "rir")) in bad[0], bad[0]
-        assert "is unusable" not in log, log[-2000:]
-    finally:
-        d.stop()
+    ds = _copies(wave_daemon, tmp_path, "speech")
+    n = _damage_every_record(os.path.join(wave_daemon.datasets, kind), os.path.join(ds, "bad"))
+    d = own_daemon(ds)
+    opts = dict(noise="bad", noise_p=1.0) if kind == "noise" else dict(rir="bad", reverb_p=1.0)
+    assert_same(epoch(loader(d, seed=4, **opts)), epoch(loader(d, seed=4)))
+    log = open(d.log).read()
+    bad = [l for l in log.splitlines() if "dataset 'bad', record" in l]
+    assert bad, "no warning about the damaged records: " + log[-2000:]
+    named = [l.split("record ")[1].split()[0] for l in bad]
+    assert len(named) == len(set(named)) and len(named) <= n, bad
+    assert ("wave.%s" % ("noise" if kind == "noise" else "rir")) in bad[0], bad[0]
+    assert "is unusable" not in log, log[-2000:]
 
 
-def test_noise_dataset_removed_ends_the_stream_clearly(wave_daemon, tmp_path):
+def test_noise_dataset_removed_ends_the_stream_clearly(wave_daemon, own_daemon, tmp_path):
     """The noise dataset removed (rm -rf) while a stream draws from it: that
     stream ends with an error naming wave.noise and the removal, no speech
     sample is blamed, and a stream without noise keeps being served."""
-    import shutil
-    import time
-    ds = str(tmp_path / "datasets")
-    os.makedirs(ds)
-    for name in ("speech", "noise"):
-        shutil.copytree(os.path.join(wave_daemon.root, name), os.path.join(ds, name))
-    d = Daemon(ds, str(tmp_path))
-    try:
-        ld = loader(d, seed=2, noise="noise", noise_p=1.0)
-        epoch(ld)
-        shutil.rmtree(os.path.join(ds, "noise"))
-        deadline = time.monotonic() + 10
-        with pytest.raises(feeder.FeederError) as e:
-            for k in range(1, 100000):
-                ld.set_epoch(k)
-                epoch(ld)
-                assert time.monotonic() < deadline, "the stream went on after the removal"
-        msg = str(e.value)
-        assert "wave.noise dataset" in msg and "removed" in msg, msg
-        assert "no usable sample" not in msg, msg
-        assert "is unusable" not in open(d.log).read()
-        clean = epoch(loader(d, seed=2))
-        assert sum(len(i) for _, _, i in clean) == 24
-    finally:
-        d.stop()
+    ds = _copies(wave_daemon, tmp_path, "speech", "noise")
+    d = own_daemon(ds)
+    ld = loader(d, seed=2, noise="noise", noise_p=1.0)
+    epoch(ld)
+    shutil.rmtree(os.path.join(ds, "noise"))
+    deadline = time.monotonic() + 10
+    with pytest.raises(feeder.FeederError) as e:
+        for k in range(1, 100000):
+            ld.set_epoch(k)
+            epoch(ld)
+            assert time.monotonic() < deadline, "the stream went on after the removal"
+    msg = str(e.value)
+    assert "wave.noise dataset" in msg and "removed" in msg, msg
+    assert "no usable sample" not in msg, msg
+    assert "is unusable" not in open(d.log).read()
+    clean = epoch(loader(d, seed=2))
+    assert sum(len(i) for _, _, i in clean) == 24

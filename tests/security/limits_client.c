@@ -42,54 +42,63 @@
  *
  * The dataset's labels must be unique per sample (label = sample number).
  * Exit status: 0 pass, 1 fail, 3 (connect) refused. */
+#include "harness.h"
+
 #include "check.h"
 #include "crc32c.h"
 #include "feeder.h"
-#include "protocol.h"
 #include "sockmsg.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #define TIMEOUT_MS 20000
 
-static const char *sock_path;
 static const char *dataset;
 
 /* ---- libfeeder helpers --------------------------------------------------- */
 
-static struct feeder *connect_or_die(void)
+static atomic_uint transient_refusals;
+
+static struct feeder *connect_retry(void)
 {
-	struct feeder *f;
-	int rc = feeder_connect(sock_path, TIMEOUT_MS, &f);
-	CHECKF(rc == 0, "connect: %s (%s)", feeder_last_error(NULL), feeder_strerror(rc));
-	return f;
+	for (int tries = 0;; tries++) {
+		struct feeder *f;
+		int rc = feeder_connect(harness.sock, TIMEOUT_MS, &f);
+		if (rc == 0)
+			return f;
+		/* A disconnection the daemon has not seen yet still counts
+		 * against max_clients: that refusal is transient. */
+		CHECKF(rc == FEEDER_EQUOTA && tries < 500, "connect: %s (%s)",
+		       feeder_last_error(NULL), feeder_strerror(rc));
+		atomic_fetch_add(&transient_refusals, 1);
+		usleep(2000);
+	}
 }
 
-static void small_opts(struct feeder_stream_opts *o, uint32_t slots)
+static struct feeder_stream_opts small_opts(uint32_t slots)
 {
-	feeder_stream_opts_init(o);
-	snprintf(o->dataset, sizeof o->dataset, "%s", dataset);
-	o->batch = 4;
-	o->slots = slots;
-	o->seed = 5;
-	o->dtype = FEEDER_DTYPE_U8;
-	o->layout = FEEDER_LAYOUT_NHWC;
-	o->jpeg.height = o->jpeg.width = 16;
-	o->jpeg.train = 0;
+	struct feeder_stream_opts o;
+	feeder_stream_opts_init(&o);
+	snprintf(o.dataset, sizeof o.dataset, "%s", dataset);
+	o.batch = 4;
+	o.slots = slots;
+	o.seed = 5;
+	o.dtype = FEEDER_DTYPE_U8;
+	o.layout = FEEDER_LAYOUT_NHWC;
+	o.jpeg.height = o.jpeg.width = 16;
+	o.jpeg.train = 0;
+	return o;
 }
 
 static int try_open(struct feeder *f, const struct feeder_stream_opts *o, struct feeder_stream **s)
@@ -100,103 +109,111 @@ static int try_open(struct feeder *f, const struct feeder_stream_opts *o, struct
 	return rc;
 }
 
-/* Read every batch of s to its end; returns the number of batches. */
-static uint64_t drain(struct feeder *f, struct feeder_stream *s)
+static struct feeder_stream *open_ok(struct feeder *f, const struct feeder_stream_opts *o)
 {
-	uint64_t n = 0;
+	struct feeder_stream *s;
+	int rc = try_open(f, o, &s);
+	CHECKF(rc == 0, "open: %s", feeder_strerror(rc));
+	return s;
+}
+
+/* Opening o on f must be refused with FEEDER_EQUOTA, the sentence saying text. */
+static void expect_quota(struct feeder *f, const struct feeder_stream_opts *o, const char *text)
+{
+	struct feeder_stream *s;
+	int rc = try_open(f, o, &s);
+	CHECKF(rc == FEEDER_EQUOTA, "%s, want FEEDER_EQUOTA", feeder_strerror(rc));
+	CHECKF(strstr(feeder_last_error(f), text), "the refusal does not say '%s'", text);
+}
+
+/* Read the rest of s, n batches in already: every batch of it must come.
+ * With ref, each sample's CRC-32C goes to ref[its label]. Returns n + read. */
+static uint64_t drain(struct feeder *f, struct feeder_stream *s, uint64_t n, uint32_t *ref)
+{
 	for (;;) {
 		struct feeder_batch b;
 		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
 		if (rc == FEEDER_EEND)
-			return n;
+			break;
 		CHECKF(rc == 0, "next: %s (%s)", feeder_last_error(f), feeder_strerror(rc));
 		n++;
+		size_t one = b.bytes / b.count;
+		for (uint32_t i = 0; ref && i < b.count; i++)
+			ref[b.labels[i]] = crc32c(0, (const uint8_t *)b.data + i * one, one);
 		CHECK(feeder_batch_release(s, &b) == 0);
 	}
-}
-
-static uint64_t batches_of(const struct feeder_stream *s)
-{
 	struct feeder_stream_info info;
 	feeder_stream_info(s, &info);
-	return info.batches;
+	CHECKF(n == info.batches, "a stream delivered %llu of its %llu batches",
+	       (unsigned long long)n, (unsigned long long)info.batches);
+	return n;
+}
+
+/* One batch of s, released. */
+static void next_one(struct feeder_stream *s)
+{
+	struct feeder_batch b;
+	CHECK(feeder_stream_next(s, TIMEOUT_MS, &b) == 0 && feeder_batch_release(s, &b) == 0);
 }
 
 /* ---- raw protocol helpers ---------------------------------------------- */
 
-static int connect_raw(void)
+static void recv_raw(int fd, struct proto_msg *m, int *mfd)
 {
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	CHECK(fd >= 0);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	CHECK(strlen(sock_path) < sizeof(sa.sun_path));
-	memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
-	CHECKF(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect: %s",
-	       strerror(errno));
-	return fd;
+	CHECKF(harness_recv(fd, m, mfd) == 0, "%s", harness_err);
 }
 
-static int recv_raw(int fd, struct proto_msg *m, int *mfd)
+/* OPEN_STREAM of name on fd, its bytes as they are (a client need not go
+ * through libfeeder's checks); the answer in m, a descriptor in *mfd. */
+static void open_raw(int fd, const char *name, uint32_t slots, int train, uint32_t epochs,
+		     struct proto_msg *m, int *mfd)
 {
-	char err[256];
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	CHECKF(poll(&p, 1, TIMEOUT_MS) == 1, "no message from feederd in time");
-	return sockmsg_recv_msg(fd, m, mfd, err, sizeof(err));
-}
-
-static void send_raw(int fd, const struct proto_msg *m)
-{
-	char err[256];
-	CHECKF(sockmsg_send_msg(fd, m, -1, err, sizeof(err)) == 0, "%s", err);
-}
-
-static int hello_raw(void)
-{
-	int fd = connect_raw();
-	struct proto_msg m = { .type = PROTO_HELLO };
-	m.u.hello.pid = (uint32_t)getpid();
-	snprintf(m.u.hello.agent, sizeof(m.u.hello.agent), "limits_client");
-	send_raw(fd, &m);
-	CHECK(recv_raw(fd, &m, NULL) == 0);
-	CHECKF(m.type == PROTO_WELCOME, "HELLO answered with %s", proto_type_name(m.type));
-	return fd;
+	*m = (struct proto_msg){ .type = PROTO_OPEN_STREAM };
+	proto_opts_jpeg(&m->u.open.opts, 16, train);
+	memcpy(m->u.open.opts.dataset, name, strnlen(name, FEEDER_DATASET_MAX - 1));
+	m->u.open.opts.batch = 4;
+	m->u.open.opts.slots = slots;
+	m->u.open.opts.epochs = epochs;
+	m->u.open.opts.dtype = FEEDER_DTYPE_U8;
+	m->u.open.tag = 1;
+	harness_send(fd, m);
+	*mfd = -1;
+	recv_raw(fd, m, mfd);
 }
 
 static void status_raw(int fd, struct feeder_status *r)
 {
 	struct proto_msg m = { .type = PROTO_STATUS };
 	m.u.status.what = PROTO_STATUS_SUMMARY;
-	send_raw(fd, &m);
-	CHECK(recv_raw(fd, &m, NULL) == 0 && m.type == PROTO_STATUS_REPLY);
+	harness_send(fd, &m);
+	recv_raw(fd, &m, NULL);
+	CHECK(m.type == PROTO_STATUS_REPLY);
 	*r = m.u.status_reply;
 }
 
 /* ---- connect ------------------------------------------------------------ */
 
+/* The refusal line and exit status of connect; f (or NULL) is let go. */
+static int refused(int rc, struct feeder *f)
+{
+	printf("refused %s: %s\n", feeder_strerror(rc), feeder_last_error(f));
+	feeder_disconnect(f);
+	return 3;
+}
+
 static int cmd_connect(void)
 {
 	struct feeder *f;
-	int rc = feeder_connect(sock_path, 5000, &f);
-	if (rc) {
-		printf("refused %s: %s\n", feeder_strerror(rc), feeder_last_error(NULL));
-		return 3;
-	}
-	struct feeder_stream_opts o;
-	small_opts(&o, 2);
+	int rc = feeder_connect(harness.sock, 5000, &f);
+	if (rc)
+		return refused(rc, NULL);
+	struct feeder_stream_opts o = small_opts(2);
 	struct feeder_stream *s;
-	rc = feeder_stream_open(f, &o, TIMEOUT_MS, &s);
-	if (rc) {
-		printf("refused %s: %s\n", feeder_strerror(rc), feeder_last_error(f));
-		feeder_disconnect(f);
-		return 3;
-	}
+	if ((rc = feeder_stream_open(f, &o, TIMEOUT_MS, &s)))
+		return refused(rc, f);
 	struct feeder_batch b;
-	rc = feeder_stream_next(s, TIMEOUT_MS, &b);
-	if (rc) {
-		printf("refused %s: %s\n", feeder_strerror(rc), feeder_last_error(f));
-		feeder_disconnect(f);
-		return 3;
-	}
+	if ((rc = feeder_stream_next(s, TIMEOUT_MS, &b)))
+		return refused(rc, f);
 	CHECK(b.count == 4 && b.labels[0] >= 0);
 	printf("served: batch of %u, first label %d\n", b.count, b.labels[0]);
 	feeder_batch_release(s, &b);
@@ -207,54 +224,39 @@ static int cmd_connect(void)
 
 /* ---- seals -------------------------------------------------------------- */
 
+/* call must fail with EPERM (errno cleared first: a call that succeeds
+ * reports no stale error). */
+#define EXPECT_EPERM(call)                                                                         \
+	do {                                                                                       \
+		errno = 0;                                                                         \
+		CHECKF((call) != 0 && errno == EPERM, "%s: %s", #call, strerror(errno));           \
+	} while (0)
+
 static int cmd_seals(void)
 {
-	int fd = hello_raw();
-	struct proto_msg m = { .type = PROTO_OPEN_STREAM };
-	proto_opts_jpeg(&m.u.open.opts, 16, 1);
-	snprintf(m.u.open.opts.dataset, sizeof(m.u.open.opts.dataset), "%s", dataset);
-	m.u.open.opts.batch = 4;
-	m.u.open.opts.slots = 2;
-	m.u.open.opts.epochs = 3;
-	m.u.open.opts.dtype = FEEDER_DTYPE_U8;
-	m.u.open.tag = 1;
-	send_raw(fd, &m);
-	int mfd = -1;
-	CHECK(recv_raw(fd, &m, &mfd) == 0);
+	int fd = harness_hello(harness.sock, "limits_client", NULL), mfd;
+	struct proto_msg m;
+	open_raw(fd, dataset, 2, 1, 3, &m, &mfd);
 	CHECKF(m.type == PROTO_STREAM_OPENED, "OPEN_STREAM answered with %s",
 	       proto_type_name(m.type));
 	CHECKF(mfd >= 0, "STREAM_OPENED came without a descriptor");
 	struct proto_stream_opened info = m.u.opened;
 	struct stat st;
 	CHECK(fstat(mfd, &st) == 0 && (uint64_t)st.st_size == info.ring_size);
-	char link[64], target[256];
+	char link[64], target[256] = "";
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", mfd);
-	ssize_t tl = readlink(link, target, sizeof(target) - 1);
-	CHECK(tl > 0);
-	target[tl] = '\0';
-	CHECKF(strncmp(target, "/memfd:", 7) == 0, "the ring descriptor is %s, not a memfd",
-	       target);
+	CHECKF(readlink(link, target, sizeof(target) - 1) > 0 && strncmp(target, "/memfd:", 7) == 0,
+	       "the ring descriptor is '%s', not a memfd", target);
 
 	int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 	int seals = fcntl(mfd, F_GET_SEALS);
 	CHECKF(seals >= 0 && (seals & want) == want, "seals 0x%x, want SHRINK|GROW|SEAL", seals);
-	errno = 0;
-	CHECKF(ftruncate(mfd, st.st_size - 4096) != 0 && errno == EPERM, "shrink: %s",
-	       strerror(errno));
-	errno = 0;
-	CHECKF(ftruncate(mfd, 0) != 0 && errno == EPERM, "truncate to 0: %s", strerror(errno));
-	errno = 0;
-	CHECKF(ftruncate(mfd, st.st_size + 4096) != 0 && errno == EPERM, "grow: %s",
-	       strerror(errno));
-	errno = 0;
-	CHECKF(fallocate(mfd, 0, st.st_size, 4096) != 0 && errno == EPERM, "fallocate: %s",
-	       strerror(errno));
-	errno = 0;
-	CHECKF(fcntl(mfd, F_ADD_SEALS, F_SEAL_WRITE) != 0 && errno == EPERM, "add F_SEAL_WRITE: %s",
-	       strerror(errno));
-	errno = 0;
-	CHECKF(fcntl(mfd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE) != 0 && errno == EPERM,
-	       "add F_SEAL_FUTURE_WRITE: %s", strerror(errno));
+	EXPECT_EPERM(ftruncate(mfd, st.st_size - 4096));
+	EXPECT_EPERM(ftruncate(mfd, 0));
+	EXPECT_EPERM(ftruncate(mfd, st.st_size + 4096));
+	EXPECT_EPERM(fallocate(mfd, 0, st.st_size, 4096));
+	EXPECT_EPERM(fcntl(mfd, F_ADD_SEALS, F_SEAL_WRITE));
+	EXPECT_EPERM(fcntl(mfd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE));
 	CHECK(fcntl(mfd, F_GET_SEALS) == seals);
 	CHECK(fstat(mfd, &st) == 0 && (uint64_t)st.st_size == info.ring_size);
 	printf("seals 0x%x on a %llu-byte ring: shrink, truncate, grow, fallocate, add seal: EPERM\n",
@@ -268,20 +270,17 @@ static int cmd_seals(void)
 	memset(map, 0xa5, info.ring_size);
 
 	/* Meanwhile another client is served in full. */
-	struct feeder *f = connect_or_die();
-	struct feeder_stream_opts o;
-	small_opts(&o, 2);
-	struct feeder_stream *s;
-	CHECK(try_open(f, &o, &s) == 0);
-	uint64_t other = drain(f, s);
-	CHECK(other == batches_of(s));
+	struct feeder *f = connect_retry();
+	struct feeder_stream_opts o = small_opts(2);
+	struct feeder_stream *s = open_ok(f, &o);
+	uint64_t other = drain(f, s, 0, NULL);
 	feeder_stream_close(s);
 	feeder_disconnect(f);
 
 	/* And the scribbled stream goes on to its end. */
 	uint64_t n = 0;
 	for (;;) {
-		CHECK(recv_raw(fd, &m, NULL) == 0);
+		recv_raw(fd, &m, NULL);
 		if (m.type == PROTO_STREAM_END)
 			break;
 		CHECKF(m.type == PROTO_BATCH_READY, "got %s", proto_type_name(m.type));
@@ -291,7 +290,7 @@ static int cmd_seals(void)
 		struct proto_msg r = { .type = PROTO_RELEASE };
 		r.u.release.stream = info.stream;
 		r.u.release.slot = m.u.ready.slot;
-		send_raw(fd, &r);
+		harness_send(fd, &r);
 	}
 	CHECKF(n == info.batches, "scribbled stream: %llu of %llu batches", (unsigned long long)n,
 	       (unsigned long long)info.batches);
@@ -306,30 +305,22 @@ static int cmd_seals(void)
 
 static int cmd_streams(unsigned max)
 {
-	struct feeder *f = connect_or_die();
+	struct feeder *f = connect_retry();
 	struct feeder_stream **s = calloc(max + 1, sizeof(*s));
 	CHECK(s);
-	struct feeder_stream_opts o;
-	small_opts(&o, 2);
+	struct feeder_stream_opts o = small_opts(2);
 	for (unsigned i = 0; i < max; i++) {
 		o.seed = i;
-		CHECKF(try_open(f, &o, &s[i]) == 0, "stream %u of %u", i + 1, max);
+		s[i] = open_ok(f, &o);
 	}
-	struct feeder_stream *extra;
-	int rc = try_open(f, &o, &extra);
-	CHECKF(rc == FEEDER_EQUOTA, "stream %u: %s, want FEEDER_EQUOTA", max + 1,
-	       feeder_strerror(rc));
-	CHECK(strstr(feeder_last_error(f), "limit") != NULL);
+	expect_quota(f, &o, "limit");
 	/* The earlier streams are untouched: each delivers all its batches. */
-	for (unsigned i = 0; i < max; i++) {
-		uint64_t n = drain(f, s[i]);
-		CHECKF(n == batches_of(s[i]), "stream %u: %llu batches", i, (unsigned long long)n);
-	}
+	for (unsigned i = 0; i < max; i++)
+		drain(f, s[i], 0, NULL);
 	/* Closing one makes room for one. */
 	CHECK(feeder_stream_close(s[0]) == 0);
-	CHECK(try_open(f, &o, &s[0]) == 0);
-	rc = try_open(f, &o, &extra);
-	CHECK(rc == FEEDER_EQUOTA);
+	s[0] = open_ok(f, &o);
+	expect_quota(f, &o, "");
 	for (unsigned i = 0; i < max; i++)
 		feeder_stream_close(s[i]);
 	free(s);
@@ -341,19 +332,15 @@ static int cmd_streams(unsigned max)
 
 static int cmd_slots(unsigned max)
 {
-	struct feeder *f = connect_or_die();
-	struct feeder_stream_opts o;
-	small_opts(&o, max + 1);
-	struct feeder_stream *s;
-	int rc = try_open(f, &o, &s);
-	CHECKF(rc == FEEDER_EQUOTA, "%u slots: %s, want FEEDER_EQUOTA", max + 1,
-	       feeder_strerror(rc));
+	struct feeder *f = connect_retry();
+	struct feeder_stream_opts o = small_opts(max + 1);
+	expect_quota(f, &o, "");
 	o.slots = max;
-	CHECK(try_open(f, &o, &s) == 0);
+	struct feeder_stream *s = open_ok(f, &o);
 	struct feeder_stream_info info;
 	feeder_stream_info(s, &info);
 	CHECK(info.slots == max);
-	CHECK(drain(f, s) == info.batches);
+	drain(f, s, 0, NULL);
 	feeder_stream_close(s);
 	feeder_disconnect(f);
 	printf("slots: %u accepted and served, %u refused (EQUOTA)\n", max, max + 1);
@@ -363,46 +350,34 @@ static int cmd_slots(unsigned max)
 static int cmd_memory(unsigned limit_mib)
 {
 	uint64_t limit = (uint64_t)limit_mib << 20;
-	struct feeder *a = connect_or_die(), *b = connect_or_die();
+	struct feeder *a = connect_retry(), *b = connect_retry();
 	/* A takes a bit more than half of the limit. */
-	struct feeder_stream_opts o;
-	small_opts(&o, 1);
+	struct feeder_stream_opts o = small_opts(1), small = small_opts(1);
 	o.jpeg.height = o.jpeg.width = 64;
 	o.dtype = FEEDER_DTYPE_F32;
 	o.layout = FEEDER_LAYOUT_NCHW;
 	o.epochs = 4;
-	struct feeder_stream *sa, *sb;
-	CHECK(try_open(a, &o, &sa) == 0);
+	struct feeder_stream *sa = open_ok(a, &o), *sb;
 	struct feeder_stream_info info;
 	feeder_stream_info(sa, &info);
-	uint64_t one = info.ring_size;
-	uint32_t slots = (uint32_t)((limit / 2) / one) + 1;
 	feeder_stream_close(sa);
-	o.slots = slots;
-	CHECK(try_open(a, &o, &sa) == 0);
+	o.slots = (uint32_t)((limit / 2) / info.ring_size) + 1;
+	sa = open_ok(a, &o);
 	feeder_stream_info(sa, &info);
 	CHECK(info.ring_size > limit / 2 && info.ring_size <= limit);
-	struct feeder_batch bt;
-	CHECK(feeder_stream_next(sa, TIMEOUT_MS, &bt) == 0);
-	CHECK(feeder_batch_release(sa, &bt) == 0);
+	next_one(sa);
 	/* B asks for as much: over the daemon's total, refused. */
-	int rc = try_open(b, &o, &sb);
-	CHECKF(rc == FEEDER_EQUOTA, "second big ring: %s, want FEEDER_EQUOTA", feeder_strerror(rc));
-	CHECK(strstr(feeder_last_error(b), "does not fit") != NULL);
+	expect_quota(b, &o, "does not fit");
 	/* A small one still fits, and both stream. */
-	struct feeder_stream_opts small;
-	small_opts(&small, 1);
-	CHECK(try_open(b, &small, &sb) == 0);
-	CHECK(drain(b, sb) == batches_of(sb));
+	sb = open_ok(b, &small);
+	drain(b, sb, 0, NULL);
 	feeder_stream_close(sb);
-	uint64_t na = 1 + drain(a, sa);
-	CHECKF(na == batches_of(sa), "the stream holding the memory delivered %llu of %llu",
-	       (unsigned long long)na, (unsigned long long)batches_of(sa));
+	uint64_t na = drain(a, sa, 1, NULL);
 	uint64_t big = info.ring_size;
 	CHECK(feeder_stream_close(sa) == 0);
 	/* Its memory is back: now B's big ring fits. */
-	CHECK(try_open(b, &o, &sb) == 0);
-	CHECK(feeder_stream_next(sb, TIMEOUT_MS, &bt) == 0);
+	sb = open_ok(b, &o);
+	next_one(sb);
 	feeder_stream_close(sb);
 	feeder_disconnect(a);
 	feeder_disconnect(b);
@@ -417,14 +392,11 @@ static int cmd_memory(unsigned limit_mib)
 static int cmd_message(unsigned max)
 {
 	CHECK(max >= 256 && max < PROTO_MAX_MESSAGE);
-	struct feeder *f = connect_or_die();
-	struct feeder_stream_opts o;
-	small_opts(&o, 2);
+	struct feeder *f = connect_retry();
+	struct feeder_stream_opts o = small_opts(2);
 	o.epochs = 3;
-	struct feeder_stream *s;
-	CHECK(try_open(f, &o, &s) == 0);
-	struct feeder_batch b;
-	CHECK(feeder_stream_next(s, TIMEOUT_MS, &b) == 0 && feeder_batch_release(s, &b) == 0);
+	struct feeder_stream *s = open_ok(f, &o);
+	next_one(s);
 
 	/* A HELLO whose header claims max + 1 bytes, padded to that. */
 	uint8_t buf[PROTO_MAX_MESSAGE];
@@ -434,10 +406,10 @@ static int cmd_message(unsigned max)
 	memset(buf + len, 0, max + 1 - (unsigned)len);
 	for (unsigned over = 0; over < 2; over++) {
 		size_t n = over ? max + 1 : max;
-		int fd = connect_raw();
-		char err[256];
-		CHECK(sockmsg_send(fd, buf, n, -1, err, sizeof(err)) == 0);
-		CHECK(recv_raw(fd, &m, NULL) == 0);
+		int fd = harness_connect_raw(harness.sock);
+		CHECKF(sockmsg_send(fd, buf, n, -1, harness_err, sizeof(harness_err)) == 0, "%s",
+		       harness_err);
+		recv_raw(fd, &m, NULL);
 		CHECKF(m.type == PROTO_ERROR && m.u.error.fatal, "%zu bytes: %s", n,
 		       proto_type_name(m.type));
 		printf("  %zu-byte message: ERROR %d: %s\n", n, m.u.error.code, m.u.error.message);
@@ -445,11 +417,10 @@ static int cmd_message(unsigned max)
 			CHECK(strstr(m.u.error.message, "larger") ||
 			      strstr(m.u.error.message, "size") ||
 			      strstr(m.u.error.message, "long"));
-		CHECK(recv_raw(fd, &m, NULL) == FEEDER_ECLOSED);
+		CHECK(harness_recv(fd, &m, NULL) == FEEDER_ECLOSED);
 		close(fd);
 	}
-	uint64_t n = 1 + drain(f, s);
-	CHECK(n == batches_of(s));
+	uint64_t n = drain(f, s, 1, NULL);
 	feeder_stream_close(s);
 	feeder_disconnect(f);
 	printf("message: %u bytes and %u bytes (malformed, oversized) each a fatal ERROR; "
@@ -460,53 +431,39 @@ static int cmd_message(unsigned max)
 
 /* ---- names ------------------------------------------------------------- */
 
-/* OPEN_STREAM for name on a fresh connection; returns the code. */
-static int open_name(const char *name, int *fatal, char *why, size_t whylen)
+/* OPEN_STREAM for name on a fresh connection: the ERROR, else STREAM_OPENED
+ * (its ring let go). The code of an ERROR, 0 for none. */
+static int open_name(const char *name, struct proto_msg *m)
 {
-	int fd = hello_raw();
-	struct proto_msg m = { .type = PROTO_OPEN_STREAM };
-	proto_opts_jpeg(&m.u.open.opts, 16, 0);
-	m.u.open.opts.batch = 4;
-	m.u.open.opts.slots = 1;
-	m.u.open.opts.dtype = FEEDER_DTYPE_U8;
-	/* Raw bytes: a client need not go through libfeeder's checks. */
-	memset(m.u.open.opts.dataset, 0, sizeof(m.u.open.opts.dataset));
-	memcpy(m.u.open.opts.dataset, name, strnlen(name, FEEDER_DATASET_MAX - 1));
-	send_raw(fd, &m);
-	int mfd = -1, code = 0;
-	CHECK(recv_raw(fd, &m, &mfd) == 0);
-	if (m.type == PROTO_ERROR) {
-		code = m.u.error.code;
-		*fatal = (int)m.u.error.fatal;
-		snprintf(why, whylen, "%s", m.u.error.message);
-	} else {
-		CHECK(m.type == PROTO_STREAM_OPENED);
+	int fd = harness_hello(harness.sock, "limits_client", NULL), mfd;
+	open_raw(fd, name, 1, 0, 1, m, &mfd);
+	CHECK(m->type == PROTO_ERROR || (m->type == PROTO_STREAM_OPENED && mfd >= 0));
+	if (mfd >= 0)
 		close(mfd);
-	}
 	close(fd);
-	return code;
+	return m->type == PROTO_ERROR ? m->u.error.code : 0;
 }
 
 static int cmd_names(int n, char **outside)
 {
 	const char *bad[] = { "../",    "..",      "../x", "/etc", "/",
 			      "a/../b", ".hidden", ".",    "x/y",  "uniq/../uniq" };
-	char why[PROTO_TEXT_MAX];
-	int fatal = 0;
+	struct proto_msg m;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int code = open_name(bad[i], &fatal, why, sizeof(why));
-		CHECKF(code == FEEDER_EBADNAME && fatal, "name '%s': code %d", bad[i], code);
-		printf("  '%s': EBADNAME: %s\n", bad[i], why);
+		int code = open_name(bad[i], &m);
+		CHECKF(code == FEEDER_EBADNAME && m.u.error.fatal, "name '%s': code %d", bad[i],
+		       code);
+		printf("  '%s': EBADNAME: %s\n", bad[i], m.u.error.message);
 	}
 	for (int i = 0; i < n; i++) {
-		int code = open_name(outside[i], &fatal, why, sizeof(why));
+		int code = open_name(outside[i], &m);
 		CHECKF(code == FEEDER_ENODATASET, "'%s' (leads outside the datasets): code %d",
 		       outside[i], code);
-		printf("  '%s': ENODATASET: %s\n", outside[i], why);
+		printf("  '%s': ENODATASET: %s\n", outside[i], m.u.error.message);
 	}
 	/* The real dataset is served. */
-	int code = open_name(dataset, &fatal, why, sizeof(why));
-	CHECKF(code == 0, "'%s': code %d: %s", dataset, code, why);
+	int code = open_name(dataset, &m);
+	CHECKF(code == 0, "'%s': code %d: %s", dataset, code, m.u.error.message);
 	printf("names: %zu escaping names refused (EBADNAME), %d links out of the datasets not "
 	       "served (ENODATASET), '%s' served\n",
 	       sizeof(bad) / sizeof(bad[0]), n, dataset);
@@ -535,25 +492,18 @@ static void figures(pid_t pid, struct daemon_figures *d)
 	DIR *dir = opendir(path);
 	CHECK(dir);
 	d->fds = d->memfds = 0;
-	struct dirent *e;
-	while ((e = readdir(dir))) {
-		if (e->d_name[0] == '.')
-			continue;
-		char link[400], target[256];
+	for (struct dirent *e; (e = readdir(dir));) {
+		char link[400], target[256] = "";
 		snprintf(link, sizeof(link), "%s/%s", path, e->d_name);
-		ssize_t n = readlink(link, target, sizeof(target) - 1);
-		d->fds++;
-		if (n > 0) {
-			target[n] = '\0';
-			d->memfds += strncmp(target, "/memfd:", 7) == 0;
-		}
+		d->fds += e->d_name[0] != '.';
+		d->memfds += readlink(link, target, sizeof(target) - 1) > 0 &&
+			     strncmp(target, "/memfd:", 7) == 0;
 	}
 	closedir(dir);
 }
 
 static atomic_int steady_stop;
 static atomic_uint_fast64_t steady_samples;
-static atomic_uint transient_refusals;
 
 struct steady {
 	uint32_t ref[65536]; /* CRC-32C of each sample's eval-mode pixels */
@@ -601,40 +551,15 @@ static void *steady_run(void *arg)
 struct churner {
 	pthread_t t;
 	unsigned rounds;
-	pthread_barrier_t *hold; /* NULL: churn; else connect, wait, wait, leave */
 	uint64_t batches;
 };
-
-static struct feeder *connect_retry(void)
-{
-	for (int tries = 0;; tries++) {
-		struct feeder *f;
-		int rc = feeder_connect(sock_path, TIMEOUT_MS, &f);
-		if (rc == 0)
-			return f;
-		/* A disconnection the daemon has not seen yet still counts
-		 * against max_clients: that refusal is transient. */
-		CHECKF(rc == FEEDER_EQUOTA && tries < 500, "connect: %s (%s)",
-		       feeder_last_error(NULL), feeder_strerror(rc));
-		atomic_fetch_add(&transient_refusals, 1);
-		usleep(2000);
-	}
-}
 
 static void *churn_run(void *arg)
 {
 	struct churner *c = arg;
-	if (c->hold) {
-		struct feeder *f = connect_retry();
-		pthread_barrier_wait(c->hold);
-		pthread_barrier_wait(c->hold);
-		feeder_disconnect(f);
-		return NULL;
-	}
 	for (unsigned r = 0; r < c->rounds; r++) {
 		struct feeder *f = connect_retry();
-		struct feeder_stream_opts o;
-		small_opts(&o, 2);
+		struct feeder_stream_opts o = small_opts(2);
 		o.seed = r;
 		o.jpeg.train = 1;
 		struct feeder_stream *s;
@@ -688,35 +613,22 @@ static void wait_settled(int watch, unsigned clients, unsigned streams, uint64_t
 
 static int cmd_churn(unsigned clients, unsigned rounds, pid_t pid)
 {
-	int watch = hello_raw();
+	int watch = harness_hello(harness.sock, "limits_client", NULL);
 	struct timespec t0, t1;
 	static struct steady st;
-	st.f = connect_or_die();
-	struct feeder_stream_opts o;
-	small_opts(&o, 3);
+	st.f = connect_retry();
+	struct feeder_stream_opts o = small_opts(3);
 	/* The steady client's reference: one epoch of the same eval stream. */
-	struct feeder_stream *s;
-	CHECK(try_open(st.f, &o, &s) == 0);
+	struct feeder_stream *s = open_ok(st.f, &o);
 	struct feeder_stream_info info;
 	feeder_stream_info(s, &info);
 	st.n = info.samples;
 	CHECK(st.n > 0 && st.n <= 65536);
-	for (;;) {
-		struct feeder_batch b;
-		int rc = feeder_stream_next(s, TIMEOUT_MS, &b);
-		if (rc == FEEDER_EEND)
-			break;
-		CHECK(rc == 0);
-		for (uint32_t i = 0; i < b.count; i++)
-			st.ref[b.labels[i]] =
-				crc32c(0, (const uint8_t *)b.data + i * (b.bytes / b.count),
-				       b.bytes / b.count);
-		CHECK(feeder_batch_release(s, &b) == 0);
-	}
+	drain(st.f, s, 0, st.ref);
 	feeder_stream_close(s);
 	o.epochs = FEEDER_MAX_EPOCHS;
 	o.seed = 77;
-	CHECK(try_open(st.f, &o, &st.s) == 0);
+	st.s = open_ok(st.f, &o);
 	feeder_stream_info(st.s, &info);
 	uint64_t steady_mem = info.ring_size;
 	pthread_t steady_t;
@@ -734,20 +646,15 @@ static int cmd_churn(unsigned clients, unsigned rounds, pid_t pid)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 
-	/* All clients connected at once: the daemon is full, one more is
-	 * refused with a sentence. */
-	pthread_barrier_t hold;
-	CHECK(pthread_barrier_init(&hold, NULL, clients + 1) == 0);
-	struct churner *c = calloc(clients, sizeof(*c));
-	CHECK(c);
-	for (unsigned i = 0; i < clients; i++) {
-		c[i].hold = &hold;
-		CHECK(pthread_create(&c[i].t, NULL, churn_run, &c[i]) == 0);
-	}
-	pthread_barrier_wait(&hold);
+	/* All clients connected: the daemon is full, one more is refused with
+	 * a sentence. */
+	struct feeder **held = calloc(clients, sizeof(*held));
+	CHECK(held);
+	for (unsigned i = 0; i < clients; i++)
+		held[i] = connect_retry();
 	wait_settled(watch, clients + 2, 1, steady_mem);
 	struct feeder *extra;
-	int rc = feeder_connect(sock_path, TIMEOUT_MS, &extra);
+	int rc = feeder_connect(harness.sock, TIMEOUT_MS, &extra);
 	CHECKF(rc == FEEDER_EQUOTA, "connection %u: %s, want FEEDER_EQUOTA", clients + 3,
 	       feeder_strerror(rc));
 	char refusal[256];
@@ -757,12 +664,10 @@ static int cmd_churn(unsigned clients, unsigned rounds, pid_t pid)
 	 * a while (the figures below wait for it). */
 	int silent[3];
 	for (int i = 0; i < 3; i++)
-		silent[i] = connect_raw();
-	pthread_barrier_wait(&hold);
+		silent[i] = harness_connect_raw(harness.sock);
 	for (unsigned i = 0; i < clients; i++)
-		pthread_join(c[i].t, NULL);
-	free(c);
-	pthread_barrier_destroy(&hold);
+		feeder_disconnect(held[i]);
+	free(held);
 
 	wait_settled(watch, 2, 1, steady_mem);
 	for (int i = 0; i < 500; i++) {
@@ -775,9 +680,9 @@ static int cmd_churn(unsigned clients, unsigned rounds, pid_t pid)
 	}
 	for (int i = 0; i < 3; i++) {
 		struct proto_msg m;
-		CHECK(recv_raw(silent[i], &m, NULL) == 0);
+		recv_raw(silent[i], &m, NULL);
 		CHECK(m.type == PROTO_ERROR && m.u.error.code == FEEDER_EQUOTA && m.u.error.fatal);
-		CHECK(recv_raw(silent[i], &m, NULL) == FEEDER_ECLOSED);
+		CHECK(harness_recv(silent[i], &m, NULL) == FEEDER_ECLOSED);
 		close(silent[i]);
 	}
 	uint64_t steady_before = atomic_load(&steady_samples);
@@ -815,7 +720,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: limits_client SOCKET COMMAND DATASET [args]\n");
 		return 1;
 	}
-	sock_path = argv[1];
+	snprintf(harness.sock, sizeof(harness.sock), "%s", argv[1]);
 	const char *cmd = argv[2];
 	dataset = argv[3];
 	setvbuf(stdout, NULL, _IOLBF, 0);

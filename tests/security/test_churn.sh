@@ -1,12 +1,8 @@
 #!/bin/bash
-# test_churn.sh — 64 clients connecting and disconnecting in a loop: 64
-# threads each connect, HELLO, open a stream, read a batch and close (or just
-# disconnect), ROUNDS times, while a steady client streams and checks every
-# sample; then all 64 hold a connection and the next one is refused. The
-# daemon runs with max_clients = 66 (64 + the steady client + a watcher);
-# afterwards its anonymous memory, descriptors and memfds are back to (or,
-# a warm-up refusal's lingering socket gone, below) where
-# they were after a warm-up round, and it still serves.
+# test_churn.sh — 64 clients connecting and disconnecting in a loop while a
+# steady client streams, then a full daemon (max_clients = 66) refusing one
+# more: `limits_client churn` says what is checked. Afterwards the daemon
+# still serves and has logged the refusal.
 . "$FEEDER_SOURCE/tests/lib/lib.sh"
 limits=$build/tests/security/limits_client
 need_exe "$limits"

@@ -8,20 +8,16 @@ limits=$build/tests/security/limits_client
 need_exe "$limits"
 make_images uniq 20 3 5 --unique --resize-shorter 48
 
-run_limit() { # NAME DAEMON-FLAGS... -- CLIENT-ARGS...
-	local name=$1 flags=()
-	shift
-	while [ "$1" != -- ]; do flags+=("$1"); shift; done
-	shift
-	start_daemon "${flags[@]}" || fail "$daemon_why"
-	"$limits" "$sock" "$1" uniq "${@:2}" || fail "$name"
+run_limit() { # "DAEMON-FLAGS" COMMAND [ARG]
+	start_daemon $1 || fail "$daemon_why"
+	"$limits" "$sock" "$2" uniq "${@:3}" || fail "$2"
 	daemon_alive
 	stop_daemon || fail "$daemon_why"
 }
-run_limit streams --max-streams-per-client 3 -- streams 3
-run_limit slots --max-slots 5 -- slots 5
-run_limit memory --memory-limit 4M -- memory 4
-run_limit message --max-message 512 -- message 512
-run_limit seals -- seals
+run_limit "--max-streams-per-client 3" streams 3
+run_limit "--max-slots 5" slots 5
+run_limit "--memory-limit 4M" memory 4
+run_limit "--max-message 512" message 512
+run_limit "" seals
 grep -q "over\|limit\|does not fit" "$tmp/feederd.log" || fail "no refusal was logged"
 echo "PASS: limits"

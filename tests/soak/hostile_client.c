@@ -20,11 +20,13 @@
  *           or what changed (exit 1). tests/fault/test_kept_memfd.sh.
  *
  * Runs for SECONDS, then prints one line about what it did. Exit 0, or 1
- * when keepfd finds pages left. */
-#include "protocol.h"
-#include "sockmsg.h"
+ * when keepfd finds pages left or a check fails. */
+#include "harness.h"
+
+#include "check.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +34,10 @@
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-static const char *sock_path, *dataset;
+static const char *dataset;
 
 static double now_s(void)
 {
@@ -45,60 +46,39 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int dial(void)
+/* OPEN_STREAM of the dataset at 64 x 64 with 2 slots on fd: 0 once
+ * STREAM_OPENED came within 5 s (in m, the ring in *mfd), else -1. */
+static int open_stream(int fd, uint32_t tag, int train, uint32_t batch, struct proto_msg *m,
+		       int *mfd)
 {
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -1;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* A message within ms milliseconds: 0, or -1. */
-static int recv_within(int fd, struct proto_msg *m, int *mfd, int ms)
-{
-	char err[256];
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	if (poll(&p, 1, ms) != 1)
-		return -1;
-	return sockmsg_recv_msg(fd, m, mfd, err, sizeof(err)) == 0 ? 0 : -1;
-}
-
-static int hello(int fd)
-{
-	char err[256];
-	struct proto_msg m = { .type = PROTO_HELLO };
-	m.u.hello.pid = (uint32_t)getpid();
-	snprintf(m.u.hello.agent, sizeof(m.u.hello.agent), "hostile_client");
-	if (sockmsg_send_msg(fd, &m, -1, err, sizeof(err)) != 0)
-		return -1;
-	return recv_within(fd, &m, NULL, 5000) == 0 && m.type == PROTO_WELCOME ? 0 : -1;
+	*m = (struct proto_msg){ .type = PROTO_OPEN_STREAM };
+	m->u.open.tag = tag;
+	proto_opts_jpeg(&m->u.open.opts, 64, train);
+	snprintf(m->u.open.opts.dataset, sizeof(m->u.open.opts.dataset), "%s", dataset);
+	m->u.open.opts.batch = batch;
+	m->u.open.opts.slots = 2;
+	harness_send(fd, m);
+	*mfd = -1;
+	if (harness_recv_within(fd, m, mfd, 5000) == 0 && m->type == PROTO_STREAM_OPENED &&
+	    *mfd >= 0)
+		return 0;
+	if (*mfd >= 0)
+		close(*mfd);
+	return -1;
 }
 
 static int run_idle(double end)
 {
 	int fds[40];
-	int n = 0;
 	unsigned made = 0;
 	while (now_s() < end) {
-		if (n == 40) {
-			close(fds[0]);
-			memmove(fds, fds + 1, sizeof(fds[0]) * (size_t)--n);
-		}
-		int fd = dial();
-		if (fd >= 0) {
-			fds[n++] = fd;
-			made++;
-		}
+		if (made >= 40)
+			close(fds[made % 40]); /* the oldest */
+		fds[made++ % 40] = harness_connect_raw(harness.sock);
 		usleep(50000);
 	}
-	while (n)
-		close(fds[--n]);
+	for (unsigned i = 0; i < made && i < 40; i++)
+		close(fds[i]);
 	printf("idle: %u connections that never said HELLO\n", made);
 	return 0;
 }
@@ -112,13 +92,8 @@ static int run_noread(double end)
 	uint8_t buf[PROTO_MAX_MESSAGE];
 	int len = proto_encode(&m, buf, sizeof(buf));
 	while (now_s() < end) {
-		int fd = dial();
-		if (fd < 0 || hello(fd) != 0) {
-			if (fd >= 0)
-				close(fd);
-			usleep(100000);
-			continue;
-		}
+		int fd = harness_hello(harness.sock, "hostile_client", NULL);
+		CHECK(fcntl(fd, F_SETFL, O_NONBLOCK) == 0);
 		rounds++;
 		/* Ask until the daemon hangs up on us (or a while passed). */
 		double stop = now_s() + 3;
@@ -139,72 +114,47 @@ static int run_noread(double end)
 	return 0;
 }
 
+static unsigned long long memfd_bytes(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 ? (unsigned long long)st.st_blocks * 512 : 0;
+}
+
 static int run_keepfd(double end)
 {
 	enum { KEEP = 64 };
 	int kept[KEEP];
 	int nkept = 0;
 	unsigned streams = 0;
-	char err[256];
-	int fd = -1;
+	int fd = harness_hello(harness.sock, "hostile_client", NULL), mfd;
 	while (now_s() < end && nkept < KEEP) {
-		if (fd < 0 && ((fd = dial()) < 0 || hello(fd) != 0)) {
-			if (fd >= 0)
-				close(fd);
-			fd = -1;
-			usleep(100000);
-			continue;
-		}
-		struct proto_msg m = { .type = PROTO_OPEN_STREAM };
-		m.u.open.tag = ++streams;
-		proto_opts_jpeg(&m.u.open.opts, 64, 1);
-		snprintf(m.u.open.opts.dataset, sizeof(m.u.open.opts.dataset), "%s", dataset);
-		m.u.open.opts.batch = 8;
-		m.u.open.opts.slots = 2;
-		if (sockmsg_send_msg(fd, &m, -1, err, sizeof(err)) != 0) {
-			close(fd);
-			fd = -1;
-			continue;
-		}
-		int mfd = -1;
-		if (recv_within(fd, &m, &mfd, 5000) != 0 || m.type != PROTO_STREAM_OPENED ||
-		    mfd < 0) {
-			if (mfd >= 0)
-				close(mfd);
+		struct proto_msg m;
+		if (open_stream(fd, ++streams, 1, 8, &m, &mfd) != 0) {
 			usleep(200000); /* refused (over quota?): try again later */
 			continue;
 		}
 		uint32_t id = m.u.opened.stream;
 		/* Let it fill, then close it and keep the memfd. */
-		for (int ready = 0; ready < 2 && recv_within(fd, &m, NULL, 5000) == 0;)
+		for (int ready = 0; ready < 2 && harness_recv_within(fd, &m, NULL, 5000) == 0;)
 			ready += m.type == PROTO_BATCH_READY;
 		m = (struct proto_msg){ .type = PROTO_CLOSE_STREAM };
 		m.u.close.stream = id;
-		if (sockmsg_send_msg(fd, &m, -1, err, sizeof(err)) == 0)
-			while (recv_within(fd, &m, NULL, 5000) == 0 && m.type != PROTO_STREAM_END)
-				;
+		harness_send(fd, &m);
+		while (harness_recv_within(fd, &m, NULL, 5000) == 0 && m.type != PROTO_STREAM_END)
+			;
 		kept[nkept++] = mfd;
 		usleep(100000);
 	}
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 	/* The daemon frees a closed stream once its workers let go of it. */
 	usleep(500000);
 	unsigned long long left = 0;
 	for (int i = 0; i < nkept; i++) {
-		struct stat st;
-		if (fstat(kept[i], &st) == 0)
-			left += (unsigned long long)st.st_blocks * 512;
+		left += memfd_bytes(kept[i]);
 		close(kept[i]);
 	}
 	printf("keepfd: kept %d memfds of closed streams, %llu bytes still in them\n", nkept, left);
 	return left ? 1 : 0;
-}
-
-static unsigned long long memfd_bytes(int fd)
-{
-	struct stat st;
-	return fstat(fd, &st) == 0 ? (unsigned long long)st.st_blocks * 512 : 0;
 }
 
 /* Whether slot i of the ring mapped at ring (slot_size apart) says batch i
@@ -223,38 +173,15 @@ static int slots_intact(const uint8_t *ring, uint64_t slot_size)
 
 static int run_keepheld(double end)
 {
-	char err[256];
-	int fd = dial();
-	if (fd < 0 || hello(fd) != 0) {
-		printf("keepheld: no connection\n");
-		return 1;
-	}
-	struct proto_msg m = { .type = PROTO_OPEN_STREAM };
-	m.u.open.tag = 1;
-	proto_opts_jpeg(&m.u.open.opts, 64, 0);
-	snprintf(m.u.open.opts.dataset, sizeof(m.u.open.opts.dataset), "%s", dataset);
-	m.u.open.opts.batch = 4;
-	m.u.open.opts.slots = 2;
-	int mfd = -1;
-	if (sockmsg_send_msg(fd, &m, -1, err, sizeof(err)) != 0 ||
-	    recv_within(fd, &m, &mfd, 5000) != 0 || m.type != PROTO_STREAM_OPENED || mfd < 0) {
-		printf("keepheld: the stream was not opened\n");
-		return 1;
-	}
+	int fd = harness_hello(harness.sock, "hostile_client", NULL), mfd;
+	struct proto_msg m;
+	CHECKF(open_stream(fd, 1, 0, 4, &m, &mfd) == 0, "keepheld: the stream was not opened");
 	uint64_t slot_size = m.u.opened.slot_size, ring_size = m.u.opened.ring_size;
-	for (int ready = 0; ready < 2;) {
-		if (recv_within(fd, &m, NULL, 10000) != 0) {
-			printf("keepheld: the slots were not announced\n");
-			return 1;
-		}
-		ready += m.type == PROTO_BATCH_READY;
-	}
+	for (int ready = 0; ready < 2; ready += m.type == PROTO_BATCH_READY)
+		CHECKF(harness_recv(fd, &m, NULL) == 0, "keepheld: %s", harness_err);
 	close(fd);
 	uint8_t *ring = mmap(NULL, ring_size, PROT_READ, MAP_SHARED, mfd, 0);
-	if (ring == MAP_FAILED) {
-		printf("keepheld: mmap: %s\n", strerror(errno));
-		return 1;
-	}
+	CHECKF(ring != MAP_FAILED, "keepheld: mmap: %s", strerror(errno));
 	usleep(500000); /* the daemon has dropped the connection */
 	printf("held: slot_size %llu, pages %llu\n", (unsigned long long)slot_size,
 	       memfd_bytes(mfd));
@@ -272,7 +199,7 @@ int main(int argc, char **argv)
 				"SECONDS\n");
 		return 2;
 	}
-	sock_path = argv[1];
+	snprintf(harness.sock, sizeof(harness.sock), "%s", argv[1]);
 	dataset = argv[2];
 	double end = now_s() + atof(argv[4]);
 	setvbuf(stdout, NULL, _IOLBF, 0);

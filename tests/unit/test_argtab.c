@@ -31,17 +31,13 @@ static const struct argtab_choice modes[] = { { "cpu", 0 },
 /* --restart auto|MCUS: auto is -1. */
 static int parse_restart(const char *arg, void *dst, char *err, size_t errlen)
 {
-	unsigned long long v;
-	if (!strcmp(arg, "auto")) {
-		*(int *)dst = -1;
-		return 0;
+	unsigned long long v = 0;
+	if (strcmp(arg, "auto") != 0 && argtab_parse_uint(arg, 1, 4096, &v) != 0) {
+		snprintf(err, errlen, "is not auto or a number from 1 to 4096");
+		return -EINVAL;
 	}
-	if (argtab_parse_uint(arg, 1, 4096, &v) == 0) {
-		*(int *)dst = (int)v;
-		return 0;
-	}
-	snprintf(err, errlen, "is not auto or a number from 1 to 4096");
-	return -EINVAL;
+	*(int *)dst = v ? (int)v : -1;
+	return 0;
 }
 
 static struct opts o;

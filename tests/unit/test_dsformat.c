@@ -111,10 +111,9 @@ int main(void)
 		rec[byte] ^= 0x10;
 	}
 	/* Version 1 records (24-byte header, no header CRC) still decode. */
-	uint8_t v1[DSFORMAT_SAMPLE_HDR_V1 + sizeof(m)];
+	uint8_t v1[DSFORMAT_SAMPLE_HDR_V1 + sizeof(m)] = { 0 };
 	memcpy(v1, rec, 20);
 	v1[20] = DSFORMAT_DTYPE_F32;
-	v1[21] = v1[22] = v1[23] = 0;
 	memcpy(v1 + DSFORMAT_SAMPLE_HDR_V1, m, sizeof(m));
 	CHECK(dsformat_sample_decode(1, v1, sizeof(v1), &t, &pl, err, sizeof(err)) == 0);
 	CHECK(t.label == 7 && t.frames == 3 && pl == v1 + DSFORMAT_SAMPLE_HDR_V1);

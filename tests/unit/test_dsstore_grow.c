@@ -18,7 +18,7 @@ int main(void)
 	struct dsstore_writer *w;
 	CHECKF(dsstore_writer_open(dir, 1 << 20, &w, err, sizeof(err)) == 0, "%s", err);
 	enum { N = 400, LEN = 100000 };
-	uint8_t *p = malloc(LEN);
+	static uint8_t p[LEN];
 	for (uint64_t i = 0; i < N; i++) {
 		uint32_t len = LEN - (uint32_t)(i * 37 % 5000);
 		for (uint32_t j = 0; j < len; j++)
@@ -33,12 +33,9 @@ int main(void)
 		if (i % 100 == 99)
 			CHECK(dsstore_writer_commit(w, err, sizeof(err)) == 0);
 	}
+	static const char *labels[] = { "cat", "dog", "eel" };
 	for (uint32_t c = 0; c < 3; c++)
-		CHECK(dsstore_writer_put_label(w, c,
-					       c == 0   ? "cat"
-					       : c == 1 ? "dog"
-							: "eel",
-					       err, sizeof(err)) == 0);
+		CHECK(dsstore_writer_put_label(w, c, labels[c], err, sizeof(err)) == 0);
 	CHECK(dsstore_writer_grows(w) >= 5);
 	struct dsformat_header h = {
 		.version = DSFORMAT_VERSION, .kind = DSFORMAT_KIND_JPEG, .samples = N, .classes = 3
@@ -85,6 +82,5 @@ int main(void)
 	CHECK(strstr(err, "not a dataset"));
 	unlink(path);
 	rmdir(dir);
-	free(p);
 	return 0;
 }

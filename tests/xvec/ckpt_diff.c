@@ -4,10 +4,7 @@
  * (bn_relative: running statistics, each difference over |value| + 1e-3).
  * usage: ckpt_diff A B. Exit 0, or 1 with the reason on stderr. */
 #include "xvec_checkpoint.h"
-#include "xvec_model.h"
-
-#include <math.h>
-#include <stdio.h>
+#include "xvec_test.h"
 
 static struct xvec_model *load(const char *path)
 {
@@ -42,11 +39,7 @@ int main(int argc, char **argv)
 			na, nb);
 		return 1;
 	}
-	double worst = 0, top = 0, bn = 0;
-	for (size_t i = 0; i < na; i++) {
-		worst = fmax(worst, fabs((double)pa[i] - pb[i]));
-		top = fmax(top, fabs(pa[i]));
-	}
+	double top, worst = xt_maxdiff(pa, pb, na, &top), bn = 0;
 	for (size_t i = 0; i < sa; i++)
 		bn = fmax(bn, fabs((double)ba[i] - bb[i]) / (fabs(ba[i]) + 1e-3));
 	printf("params %zu max_abs %.3g max_param %.3g relative %.3g bn_relative %.3g steps %llu %llu\n",

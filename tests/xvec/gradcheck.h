@@ -19,6 +19,18 @@
 #define GRAD_RTOL 2e-3
 #define GRAD_ATOL 2e-4
 
+/* num[J] = the central difference of the expression LOSS (which reads v,
+ * and may read J) in v[J * step], for each J with J * step < n. */
+#define GRAD_NUMERIC(num, v, n, step, J, LOSS)                                                     \
+	for (size_t J = 0; J * (step) < (n); J++) {                                                \
+		double *at_ = &(v)[J * (step)], keep_ = *at_, lp_;                                 \
+		*at_ = keep_ + GRAD_H;                                                             \
+		lp_ = (LOSS);                                                                      \
+		*at_ = keep_ - GRAD_H;                                                             \
+		(num)[J] = (lp_ - (LOSS)) / (2 * GRAD_H);                                          \
+		*at_ = keep_;                                                                      \
+	}
+
 /* Fails the test (exit 1) if any analytic[i] is off from numeric[i]. */
 static inline void gradcheck(const char *what, const float *analytic, const double *numeric,
 			     size_t n)

@@ -6,13 +6,9 @@
  * batches it reproduces training-mode output up to the unbiased-variance
  * factor. In the model, evaluation treats every utterance on its own: its
  * output does not depend on the rest of the batch, training output does. */
-#include "check.h"
 #include "philox.h"
 #include "tdnn.h"
-#include "xvec_model.h"
-
-#include <math.h>
-#include <string.h>
+#include "xvec_test.h"
 
 enum { B = 3, C = 4, L = 6, N = B * C * L };
 
@@ -29,45 +25,39 @@ int main(void)
 
 	/* one training pass: the running statistics take 10% of the batch's */
 	tdnn_relu_bn_train(a, B, C, L, gamma, beta, rm, rv, r, mean, is, y);
+	/* per channel (element i's is i / L % C): sums of r and y, then of
+	 * r's squared deviations */
+	double s[C] = { 0 }, ss[C] = { 0 }, ys[C] = { 0 }, n = B * L;
+	for (int i = 0; i < N; i++) {
+		s[i / L % C] += r[i];
+		ys[i / L % C] += y[i];
+	}
+	for (int i = 0; i < N; i++) {
+		double d = r[i] - s[i / L % C] / n;
+		ss[i / L % C] += d * d;
+	}
 	for (int c = 0; c < C; c++) {
-		double s = 0, ss = 0, n = B * L;
-
-		for (int b = 0; b < B; b++)
-			for (int t = 0; t < L; t++)
-				s += r[(b * C + c) * L + t];
-		for (int b = 0; b < B; b++)
-			for (int t = 0; t < L; t++) {
-				double d = r[(b * C + c) * L + t] - s / n;
-				ss += d * d;
-			}
-		CHECK(fabs(mean[c] - s / n) < 1e-6);
-		CHECK(fabs(is[c] - 1 / sqrt(ss / n + 1e-5)) < 1e-4 * is[c]);
-		CHECK(fabs(rm[c] - 0.1 * s / n) < 1e-6);
-		CHECK(fabs(rv[c] - (0.9 + 0.1 * ss / (n - 1))) < 1e-6);
+		CHECK(fabs(mean[c] - s[c] / n) < 1e-6);
+		CHECK(fabs(is[c] - 1 / sqrt(ss[c] / n + 1e-5)) < 1e-4 * is[c]);
+		CHECK(fabs(rm[c] - 0.1 * s[c] / n) < 1e-6);
+		CHECK(fabs(rv[c] - (0.9 + 0.1 * ss[c] / (n - 1))) < 1e-6);
 		/* training output has zero mean and (almost) unit variance per channel, scaled */
-		double ys = 0;
-		for (int b = 0; b < B; b++)
-			for (int t = 0; t < L; t++)
-				ys += y[(b * C + c) * L + t];
-		CHECK(fabs(ys / n - beta[c]) < 1e-5);
+		CHECK(fabs(ys[c] / n - beta[c]) < 1e-5);
 	}
 
 	/* evaluation uses the running statistics */
 	tdnn_relu_bn_eval(a, B, C, L, gamma, beta, rm, rv, ye);
-	for (int b = 0; b < B; b++)
-		for (int c = 0; c < C; c++)
-			for (int t = 0; t < L; t++) {
-				int i = (b * C + c) * L + t;
-				float want =
-					(r[i] - rm[c]) / sqrtf(rv[c] + 1e-5f) * gamma[c] + beta[c];
-				CHECK(fabsf(ye[i] - want) < 1e-5f * (1 + fabsf(want)));
-			}
+	for (int i = 0; i < N; i++) {
+		int c = i / L % C;
+		float want = (r[i] - rm[c]) / sqrtf(rv[c] + 1e-5f) * gamma[c] + beta[c];
+		CHECK(fabsf(ye[i] - want) < 1e-5f * (1 + fabsf(want)));
+	}
 
 	/* after many identical batches the running statistics are the batch's */
 	for (int k = 0; k < 300; k++)
 		tdnn_relu_bn_train(a, B, C, L, gamma, beta, rm, rv, r, mean, is, y);
 	tdnn_relu_bn_eval(a, B, C, L, gamma, beta, rm, rv, ye);
-	double n = B * L, f = sqrt((n - 1) / n);
+	double f = sqrt((n - 1) / n);
 	for (int c = 0; c < C; c++) {
 		float var = 1.0f / (is[c] * is[c]) - 1e-5f;
 
@@ -76,25 +66,20 @@ int main(void)
 		       var * n / (n - 1));
 	}
 	/* so eval = train up to sqrt((n-1)/n) on the normalized part */
-	for (int b = 0; b < B; b++)
-		for (int c = 0; c < C; c++)
-			for (int t = 0; t < L; t++) {
-				int i = (b * C + c) * L + t;
-				double want = (y[i] - beta[c]) * f + beta[c];
-				CHECKF(fabs(ye[i] - want) < 1e-4, "eval %g, train %g", ye[i], want);
-			}
+	for (int i = 0; i < N; i++) {
+		int c = i / L % C;
+		double want = (y[i] - beta[c]) * f + beta[c];
+		CHECKF(fabs(ye[i] - want) < 1e-4, "eval %g, train %g", ye[i], want);
+	}
 
 	/* model: evaluation is per utterance, training depends on the batch */
-	struct xvec_options o;
-	struct xvec_model *m;
 	enum { MB = 4, D = 8, T = 20, E = 12 };
 	float x[MB * D * T], emb[MB * E], one[E], probs[MB * 5], p1[5];
 	const int32_t labels[MB] = { 0, 1, 2, 3 };
 	struct xvec_result res, r1, r2;
 
-	xvec_options_default(&o);
-	o.feat_dim = D, o.width = 16, o.pool_width = 24, o.embed = E, o.num_speakers = 5;
-	CHECKF(xvec_model_create(&m, &o, MB, T, err, sizeof(err)) == 0, "%s", err);
+	struct xvec_options o = xt_options(D, 5);
+	struct xvec_model *m = xt_model(&o, MB, T);
 	philox_normals(9, 9, 0, MB * D * T, x);
 	/* give the running statistics something other than 0 / 1 */
 	for (int k = 0; k < 5; k++)

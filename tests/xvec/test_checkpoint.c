@@ -7,17 +7,12 @@
  * a directory (at once: opening a FIFO must not wait for a writer); and N steps
  * straight give the same losses, bit for bit, as N/2 steps, a save, a load
  * into a fresh model and N/2 more (with dropout and noise on). */
-#include "check.h"
 #include "philox.h"
 #include "status.h"
-#include "xvec_checkpoint.h"
-#include "xvec_model.h"
+#include "xvec_test.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,15 +20,10 @@ enum { B = 4, D = 8, T = 20, S = 5, STEPS = 8 };
 
 static struct xvec_model *make(uint64_t seed, int width)
 {
-	struct xvec_options o;
-	struct xvec_model *m;
-	char err[256];
-
-	xvec_options_default(&o);
-	o.feat_dim = D, o.width = width, o.pool_width = 24, o.embed = 12, o.num_speakers = S;
+	struct xvec_options o = xt_options(D, S);
+	o.width = width;
 	o.noise_eps = 0.3f, o.dropout = 0.2f, o.seed = seed, o.lr = 1e-2f, o.weight_decay = 0.01f;
-	CHECKF(xvec_model_create(&m, &o, B, T, err, sizeof(err)) == 0, "%s", err);
-	return m;
+	return xt_model(&o, B, T);
 }
 
 /* Batch k of a fixed stream. */
@@ -56,52 +46,19 @@ static double step(struct xvec_model *m, int k)
 	return r.loss;
 }
 
-static void write_file(const char *path, const unsigned char *p, size_t n)
+/* img's first len bytes, written to path, must be refused with code,
+ * naming word. */
+static void expect_reject(struct xvec_model *m, const char *path, const unsigned char *img,
+			  size_t len, int code, const char *word)
 {
-	FILE *f = fopen(path, "wb");
-
-	CHECK(f && fwrite(p, 1, n, f) == n && fclose(f) == 0);
-}
-
-static unsigned char *read_file(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *p;
-
-	CHECK(f);
-	fseek(f, 0, SEEK_END);
-	*n = (size_t)ftell(f);
-	fseek(f, 0, SEEK_SET);
-	p = malloc(*n);
-	CHECK(p && fread(p, 1, *n, f) == *n);
-	fclose(f);
-	return p;
-}
-
-/* Load must fail with code and leave m's parameters as they were. */
-static void expect_reject(struct xvec_model *m, const char *path, int code, const char *word)
-{
-	size_t n;
-	float *p = xvec_model_params(m, &n), *copy = malloc(sizeof(float) * n);
-	char err[256] = "", blob[64];
-	uint64_t st = xvec_model_step(m);
-	int rc;
-
-	memcpy(copy, p, sizeof(float) * n);
-	rc = xvec_checkpoint_load(m, path, blob, sizeof(blob), NULL, err, sizeof(err));
-	printf("rejected (%d): %s\n", rc, err);
-	CHECKF(rc == code, "load returned %d (%s), want %d", rc, err, code);
-	CHECKF(strstr(err, word) && strstr(err, path), "message '%s' lacks '%s' or the path", err,
-	       word);
-	CHECK(memcmp(copy, p, sizeof(float) * n) == 0 && xvec_model_step(m) == st);
-	free(copy);
+	check_write_file(path, img, len);
+	xt_refused(m, path, 0, code, word);
 }
 
 int main(void)
 {
-	char dir[] = "/tmp/xvec_ckpt_XXXXXX", path[256], bad[300], err[256];
+	char dir[] = "/tmp/xvec_ckpt_XXXXXX", path[256], bad[300], err[256], got[64];
 	const char blob[] = "epoch=3 batch=1234";
-	char got[64];
 	size_t gotlen = 0;
 
 	CHECK(mkdtemp(dir));
@@ -140,35 +97,27 @@ int main(void)
 
 	/* damaged files */
 	size_t len;
-	unsigned char *img = read_file(path, &len);
+	unsigned char *img = check_read_file(path, &len);
 	img[len / 2] ^= 0x10;
-	write_file(bad, img, len);
-	expect_reject(b, bad, FEEDER_ECORRUPT, "CRC");
+	expect_reject(b, bad, img, len, FEEDER_ECORRUPT, "CRC");
 	img[len / 2] ^= 0x10;
-	write_file(bad, img, len - 7);
-	expect_reject(b, bad, FEEDER_ECORRUPT, "truncated");
-	write_file(bad, img, 40);
-	expect_reject(b, bad, FEEDER_ECORRUPT, "truncated");
+	expect_reject(b, bad, img, len - 7, FEEDER_ECORRUPT, "truncated");
+	expect_reject(b, bad, img, 40, FEEDER_ECORRUPT, "truncated");
 	img[0] ^= 1;
-	write_file(bad, img, len);
-	expect_reject(b, bad, FEEDER_EFORMAT, "magic");
+	expect_reject(b, bad, img, len, FEEDER_EFORMAT, "magic");
 	img[0] ^= 1;
 	img[8] = 9;
-	write_file(bad, img, len);
-	expect_reject(b, bad, FEEDER_EVERSION, "version");
+	expect_reject(b, bad, img, len, FEEDER_EVERSION, "version");
 	img[8] = 1;
 	struct xvec_model *other = make(5, 17);
-	expect_reject(other, path, FEEDER_EINVAL, "shape");
+	xt_refused(other, path, 0, FEEDER_EINVAL, "shape");
 	CHECK(xvec_checkpoint_load(b, path, got, 4, NULL, err, sizeof(err)) == FEEDER_EINVAL);
 	/* a FIFO (no writer) and a directory are refused at once, not waited on */
 	snprintf(bad, sizeof(bad), "%s/fifo", dir);
 	CHECK(mkfifo(bad, 0600) == 0);
 	alarm(10);
-	struct xvec_options po;
-	CHECK(xvec_checkpoint_peek(bad, &po, err, sizeof(err)) == FEEDER_EFORMAT);
-	CHECKF(strstr(err, "not a regular file") && strstr(err, bad), "%s", err);
-	expect_reject(b, bad, FEEDER_EFORMAT, "not a regular file");
-	expect_reject(b, dir, FEEDER_EFORMAT, "not a regular file");
+	xt_refused(b, bad, 1, FEEDER_EFORMAT, "not a regular file");
+	xt_refused(b, dir, 0, FEEDER_EFORMAT, "not a regular file");
 	alarm(0);
 	unlink(bad);
 	snprintf(bad, sizeof(bad), "%s/missing.ckpt", dir);

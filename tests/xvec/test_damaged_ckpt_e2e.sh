@@ -9,9 +9,7 @@
 # (refused at once, not waited on). Each damaged copy has its CRC made right (ckpt_patch.py), so
 # only the field checks can catch it; the undamaged checkpoint still resumes
 # and evaluates.
-. "$FEEDER_SOURCE/tests/lib/lib.sh"
-xvec=$build/xvec/xvec
-[ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
+. "$FEEDER_SOURCE/tests/xvec/xvec_lib.sh"
 patch_ckpt() { "$py" "$here/ckpt_patch.py" "$tmp/good" "$tmp/$1" "${@:2}" || fail "ckpt_patch $*"; }
 make_speech sp 4 6 3
 start_daemon || fail "$daemon_why"
@@ -38,49 +36,44 @@ refused() {
 	[ $rc = 1 ] || fail "$cmd $name: exit $rc, want 1; stdout: $(head -c 300 "$tmp/stdout"); stderr: $(cat "$tmp/stderr")"
 	[ "$(wc -l <"$tmp/stderr")" = 1 ] || fail "$cmd $name: not one line on stderr: $(cat "$tmp/stderr")"
 	grep -qF -- "$words" "$tmp/stderr" || fail "$cmd $name: '$(cat "$tmp/stderr")' does not say '$words'"
-	if grep -qE 'resuming from|elastic resume|^step |EER' "$tmp/stdout"; then
-		fail "$cmd $name: went on: $(cat "$tmp/stdout")"
-	fi
+	! grep -qE 'resuming from|elastic resume|^step |EER' "$tmp/stdout" \
+		|| fail "$cmd $name: went on: $(cat "$tmp/stdout")"
 	[ ! -e "$tmp/out" ] || fail "$cmd $name: wrote a checkpoint"
 	echo "ok: $cmd $name: $(cat "$tmp/stderr")"
 	refusals=$((refusals + 1))
 }
 refusals=0
+# damaged NAME CMDS WORDS EDIT...: a copy of the good checkpoint with EDITs
+# (ckpt_patch.py), refused by each of CMDS (resume, eval) saying WORDS.
+damaged() {
+	local cmd
+	patch_ckpt "$1" "${@:4}"
+	for cmd in $2; do
+		refused "$cmd" "$1" "$3"
+	done
+}
 
 # The position (blob offsets: epoch 8, next batch 16, seed 32, world 40,
 # start sample 48, pipeline 56; the magic at 0).
-patch_ckpt overflow blob+40:u32=2 blob+16:u64=4611686018427387904
-refused resume overflow "position: next batch 4611686018427387904"
-patch_ckpt past blob+16:u64=7
-refused resume past "position: next sample 28 (batch 7 of 4 samples, 1 rank) is beyond epoch 0's 24 samples"
-patch_ckpt start blob+40:u32=2 blob+48:u64=25
-refused resume start "position: start sample 25 is beyond epoch 0's 24 samples"
-patch_ckpt epoch blob+8:u64=9223372036854775808
-refused resume epoch "position: epoch 9223372036854775808"
-patch_ckpt seed blob+32:u64=9
-refused resume seed "stream was seeded with --seed 9, not 1"
-patch_ckpt magic blob+0:u32=0
-refused resume magic "position:"
-refused eval magic "position:"
-patch_ckpt pipeline blob+56:u32=7
-refused eval pipeline "position: pipeline 7"
-patch_ckpt world blob+40:u32=0
-refused eval world "position: world 0"
-refused resume world "position: world 0"
+damaged overflow resume "position: next batch 4611686018427387904" \
+	blob+40:u32=2 blob+16:u64=4611686018427387904
+damaged past resume \
+	"position: next sample 28 (batch 7 of 4 samples, 1 rank) is beyond epoch 0's 24 samples" \
+	blob+16:u64=7
+damaged start resume "position: start sample 25 is beyond epoch 0's 24 samples" \
+	blob+40:u32=2 blob+48:u64=25
+damaged epoch resume "position: epoch 9223372036854775808" blob+8:u64=9223372036854775808
+damaged seed resume "stream was seeded with --seed 9, not 1" blob+32:u64=9
+damaged magic "resume eval" "position:" blob+0:u32=0
+damaged pipeline eval "position: pipeline 7" blob+56:u32=7
+damaged world "eval resume" "position: world 0" blob+40:u32=0
 
 # The model (bn layer 3's means at float 64, its variances at 80, for
 # width 16; the width at header byte 16).
-patch_ckpt bnnan "bn[66]=nan"
-refused resume bnnan "bn3 running mean[2] is nan"
-refused eval bnnan "bn3 running mean[2] is nan"
-patch_ckpt bnneg "bn[80]=-1"
-refused resume bnneg "bn3 running variance[0] is -1"
-refused eval bnneg "bn3 running variance[0] is -1"
-patch_ckpt adam "m[3]=inf"
-refused resume adam "Adam first moment of frame1.weight[3] is inf"
-patch_ckpt width header+16:u32=0
-refused resume width "width 0"
-refused eval width "width 0"
+damaged bnnan "resume eval" "bn3 running mean[2] is nan" "bn[66]=nan"
+damaged bnneg "resume eval" "bn3 running variance[0] is -1" "bn[80]=-1"
+damaged adam resume "Adam first moment of frame1.weight[3] is inf" "m[3]=inf"
+damaged width "resume eval" "width 0" header+16:u32=0
 
 # Not a regular file: refused at once (opening a FIFO with no writer would wait).
 mkfifo "$tmp/fifo" || fail "mkfifo"

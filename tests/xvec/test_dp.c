@@ -10,15 +10,11 @@
  * average is a mean, not a sum, which Adam alone would not show); the
  * two replicas are bit-identical after every step, with sync batch-norm and
  * without; a non-finite loss on one rank makes both refuse the step. */
-#include "check.h"
 #include "philox.h"
-#include "xvec_model.h"
+#include "xvec_test.h"
 
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
 
 enum { K = 5, G = 32, W = 2, D = 8, T = 20, STEPS = 20 };
 
@@ -31,10 +27,10 @@ struct comm {
 
 struct rank {
 	struct comm *c;
-	int r, sync_bn, poison_step;
+	int r, poison_step;
 	struct xvec_model *m;
-	float *x;
-	int32_t *labels;
+	float x[G / W * D * T];
+	int32_t labels[G / W];
 	int refused;
 	char err[256];
 };
@@ -69,11 +65,11 @@ static int sum_f(void *ctx, float *v, size_t n)
 	return sum_any(ctx, v, n, 0);
 }
 
-static void options(struct xvec_options *o)
+static struct xvec_model *model(int B)
 {
-	xvec_options_default(o);
-	o->feat_dim = D, o->width = 16, o->pool_width = 24, o->embed = 12, o->num_speakers = K;
-	o->dropout = 0.1f, o->noise_eps = 0.1f, o->lr = 1e-3f, o->weight_decay = 1e-3f, o->seed = 4;
+	struct xvec_options o = xt_options(D, K);
+	o.dropout = 0.1f, o.noise_eps = 0.1f, o.lr = 1e-3f, o.weight_decay = 1e-3f, o.seed = 4;
+	return xt_model(&o, B, T);
 }
 
 /* Global batch s: G utterances of (D, T) features and their speakers. */
@@ -116,39 +112,25 @@ static void *run_rank(void *arg)
 			k->refused++;
 		else if (rc)
 			return k->err;
-		if (s == 0 && k->r == 0 && !grad0) {
-			const float *g = xvec_model_grads(k->m, &np);
-			grad0 = malloc(np * sizeof(float));
-			memcpy(grad0, g, np * sizeof(float));
-		}
-		float *p = xvec_model_params(k->m, &np);
-		snap[s][k->r] = malloc(np * sizeof(float));
-		memcpy(snap[s][k->r], p, np * sizeof(float));
+		if (s == 0 && k->r == 0 && !grad0)
+			grad0 = xt_dup(xvec_model_grads(k->m, &np), &np);
+		snap[s][k->r] = xt_dup(xvec_model_params(k->m, &np), &np);
 	}
 	return NULL;
 }
 
 /* Train W replicas in threads; returns rank 0's model. */
-static void train_dp(int sync_bn, int poison_rank, struct xvec_model **out0)
+static struct xvec_model *train_dp(int sync_bn, int poison_rank)
 {
 	struct comm c;
 	pthread_barrier_init(&c.bar, NULL, W);
 	pthread_t th[W];
-	char err[256];
 	for (int r = 0; r < W; r++) {
-		struct xvec_options o;
-		options(&o);
-		ranks[r] = (struct rank){ .c = &c,
-					  .r = r,
-					  .sync_bn = sync_bn,
-					  .poison_step = r == poison_rank ? 7 : -1 };
-		CHECKF(xvec_model_create(&ranks[r].m, &o, G / W, T, err, sizeof err) == 0, "%s",
-		       err);
+		ranks[r] =
+			(struct rank){ .c = &c, .r = r, .poison_step = r == poison_rank ? 7 : -1 };
+		ranks[r].m = model(G / W);
 		CHECK(xvec_model_set_dp(ranks[r].m, r, W, sum_d, sum_f, &ranks[r], sync_bn, NULL) ==
 		      0);
-		ranks[r].x = malloc(sizeof(float) * (G / W) * D * T);
-		ranks[r].labels = malloc(sizeof(int32_t) * (G / W));
-		CHECK(ranks[r].x && ranks[r].labels);
 	}
 	for (int r = 0; r < W; r++)
 		CHECK(pthread_create(&th[r], NULL, run_rank, &ranks[r]) == 0);
@@ -165,14 +147,10 @@ static void train_dp(int sync_bn, int poison_rank, struct xvec_model **out0)
 		for (int r = 0; r < W; r++)
 			free(snap[s][r]);
 	}
-	for (int r = 0; r < W; r++) {
-		free(ranks[r].x);
-		free(ranks[r].labels);
-		if (r)
-			xvec_model_destroy(ranks[r].m);
-	}
+	for (int r = 1; r < W; r++)
+		xvec_model_destroy(ranks[r].m);
 	pthread_barrier_destroy(&c.bar);
-	*out0 = ranks[0].m;
+	return ranks[0].m;
 }
 
 int main(void)
@@ -185,35 +163,22 @@ int main(void)
 		global_batch(s, gx + (size_t)s * G * D * T, glabels + s * G);
 
 	/* One process, the global batches whole. */
-	struct xvec_options o;
-	options(&o);
-	struct xvec_model *one;
-	CHECKF(xvec_model_create(&one, &o, G, T, err, sizeof err) == 0, "%s", err);
+	struct xvec_model *one = model(G);
 	float *g_one = NULL;
+	size_t n1, n2;
 	for (int s = 0; s < STEPS; s++) {
 		CHECKF(xvec_model_train_step(one, gx + (size_t)s * G * D * T, glabels + s * G, G, T,
 					     NULL, err, sizeof err) == 0,
 		       "%s", err);
-		if (s == 0) {
-			size_t ng;
-			const float *g = xvec_model_grads(one, &ng);
-			g_one = malloc(ng * sizeof(float));
-			memcpy(g_one, g, ng * sizeof(float));
-		}
+		if (s == 0)
+			g_one = xt_dup(xvec_model_grads(one, &n1), &n1);
 	}
 
 	/* Two ranks with sync batch-norm: the same model. */
-	struct xvec_model *two;
-	train_dp(1, -1, &two);
-	size_t n1, n2;
+	struct xvec_model *two = train_dp(1, -1);
 	const float *p1 = xvec_model_params(one, &n1), *p2 = xvec_model_params(two, &n2);
 	CHECK(n1 == n2);
-	double worst = 0, top = 0;
-	for (size_t i = 0; i < n1; i++) {
-		double d = fabs((double)p1[i] - p2[i]);
-		worst = d > worst ? d : worst;
-		top = fabs(p1[i]) > top ? fabs(p1[i]) : top;
-	}
+	double top, worst = xt_maxdiff(p1, p2, n1, &top);
 	size_t nb1, nb2;
 	const float *b1 = xvec_model_bn_stats(one, &nb1), *b2 = xvec_model_bn_stats(two, &nb2);
 	double bn_worst = 0;
@@ -225,11 +190,7 @@ int main(void)
 	       "max |diff| %.3g of max |param| %.3g (%.3g relative); running statistics %.3g\n",
 	       G / W, G, STEPS, worst, top, worst / top, bn_worst);
 	CHECKF(worst / top <= 1e-5, "parameters differ by %.3g relative", worst / top);
-	double gw = 0, gt = 0;
-	for (size_t i = 0; i < n1; i++) {
-		gw = fmax(gw, fabs((double)g_one[i] - grad0[i]));
-		gt = fmax(gt, fabs(g_one[i]));
-	}
+	double gt, gw = xt_maxdiff(g_one, grad0, n1, &gt);
 	printf("first step's gradient, averaged over 2 ranks vs one process: max |diff| %.3g of "
 	       "max |g| %.3g (%.3g relative)\n",
 	       gw, gt, gw / gt);
@@ -243,11 +204,9 @@ int main(void)
 
 	/* Per-rank batch-norm (PyTorch DDP's default): replicas still equal,
 	 * checked inside train_dp; the model differs from one process's. */
-	train_dp(0, -1, &two);
+	two = train_dp(0, -1);
 	p2 = xvec_model_params(two, &n2);
-	double d0 = 0;
-	for (size_t i = 0; i < n1; i++)
-		d0 = fmax(d0, fabs((double)p1[i] - p2[i]));
+	double d0 = xt_maxdiff(p1, p2, n1, &top);
 	printf("per-rank batch-norm: replicas bit-identical after every step; %.3g from one "
 	       "process's model\n",
 	       d0);
@@ -255,7 +214,7 @@ int main(void)
 	xvec_model_destroy(two);
 
 	/* A NaN on rank 1 at step 7: both ranks refuse that step, and stay equal. */
-	train_dp(1, 1, &two);
+	two = train_dp(1, 1);
 	CHECKF(ranks[0].refused == 1 && ranks[1].refused == 1, "refused %d and %d",
 	       ranks[0].refused, ranks[1].refused);
 	CHECK(xvec_model_step(two) == STEPS - 1);

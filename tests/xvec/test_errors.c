@@ -4,23 +4,13 @@
  * the contexts, labels out of range, backward without its forward pass, and a
  * batch with a NaN (which must leave weights, optimizer, running statistics
  * and step untouched); and reserve() makes room for longer utterances. */
-#include "check.h"
 #include "philox.h"
 #include "status.h"
-#include "xvec_model.h"
+#include "xvec_test.h"
 
 #include <errno.h>
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 enum { B = 4, D = 8, T = 20, S = 5, E = 12 };
-
-static void options(struct xvec_options *o)
-{
-	xvec_options_default(o);
-	o->feat_dim = D, o->width = 16, o->pool_width = 24, o->embed = E, o->num_speakers = S;
-}
 
 #define REFUSED(call, code)                                                                        \
 	do {                                                                                       \
@@ -33,23 +23,23 @@ static void options(struct xvec_options *o)
 
 int main(void)
 {
-	struct xvec_options o;
+	struct xvec_options o = xt_options(D, S);
 	struct xvec_model *m = NULL;
 	struct xvec_result r;
 	char err[256];
 	float *x = malloc(sizeof(float) * B * D * 40), emb[B * E], emb2[B * E];
 	int32_t labels[B] = { 0, 1, 2, 3 }, bad[B] = { 0, 1, 5, 3 };
 
-	options(&o), o.num_speakers = 1;
+	o.num_speakers = 1;
 	REFUSED(xvec_model_create(&m, &o, B, T, err, sizeof(err)), FEEDER_EINVAL);
 	CHECK(m == NULL);
-	options(&o), o.dropout = 1.0f;
+	o = xt_options(D, S), o.dropout = 1.0f;
 	REFUSED(xvec_model_create(&m, &o, B, T, err, sizeof(err)), FEEDER_EINVAL);
-	options(&o), o.noise_eps = NAN;
+	o = xt_options(D, S), o.noise_eps = NAN;
 	REFUSED(xvec_model_create(&m, &o, B, T, err, sizeof(err)), FEEDER_EINVAL);
-	options(&o), o.lr = 0;
+	o = xt_options(D, S), o.lr = 0;
 	REFUSED(xvec_model_create(&m, &o, B, T, err, sizeof(err)), FEEDER_EINVAL);
-	options(&o);
+	o = xt_options(D, S);
 	REFUSED(xvec_model_create(&m, &o, B, 14, err, sizeof(err)), FEEDER_EINVAL);
 	CHECKF(xvec_model_create(&m, &o, B, T, err, sizeof(err)) == 0, "%s", err);
 
@@ -68,10 +58,7 @@ int main(void)
 	CHECK(xvec_model_train_step(m, x, labels, B, T, &r, err, sizeof(err)) == 0);
 	size_t n, nb;
 	float *p = xvec_model_params(m, &n), *bn = xvec_model_bn_stats(m, &nb);
-	float *pc = malloc(sizeof(float) * n), *bc = malloc(sizeof(float) * nb);
-	float *mc = malloc(sizeof(float) * n);
-	memcpy(pc, p, sizeof(float) * n), memcpy(bc, bn, sizeof(float) * nb);
-	memcpy(mc, xvec_model_adam(m)->m, sizeof(float) * n);
+	float *pc = xt_dup(p, &n), *bc = xt_dup(bn, &nb), *mc = xt_dup(xvec_model_adam(m)->m, &n);
 	x[77] = NAN;
 	REFUSED(xvec_model_train_step(m, x, labels, B, T, &r, err, sizeof(err)), -EDOM);
 	CHECK(memcmp(pc, p, sizeof(float) * n) == 0 && memcmp(bc, bn, sizeof(float) * nb) == 0);

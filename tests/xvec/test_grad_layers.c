@@ -40,7 +40,7 @@ static void check_tdnn(const int *off, int K)
 	int Tp = T - tdnn_context_left(off, K) - tdnn_context_right(off, K);
 	size_t nx = B * D * T, nw = (size_t)H * K * D, ny = (size_t)B * H * Tp;
 	float x[B * D * T], W[H * 5 * D], b[H], R[B * H * T], y[B * H * T];
-	float dx[B * D * T], dW[H * 5 * D], db[H];
+	float dx[B * D * T], dW[H * 5 * D] = { 0 }, db[H] = { 0 };
 	double xd[B * D * T], Wd[H * 5 * D], bd[H], yd[B * H * T], num[H * 5 * D * 2 + B * D * T];
 	char what[64];
 
@@ -49,7 +49,6 @@ static void check_tdnn(const int *off, int K)
 	ref_tdnn(xd, B, D, T, off, K, Wd, bd, H, yd);
 	for (size_t i = 0; i < ny; i++)
 		CHECKF(fabs(y[i] - yd[i]) < 1e-5 * (1 + fabs(yd[i])), "tdnn forward %zu", i);
-	memset(dW, 0, sizeof(dW)), memset(db, 0, sizeof(db));
 	tdnn_affine_backward(x, R, B, D, T, off, K, W, H, dx, dW, db);
 
 	double *vars[3] = { xd, Wd, bd };
@@ -57,18 +56,8 @@ static void check_tdnn(const int *off, int K)
 	const float *an[3] = { dx, dW, db };
 	const char *names[3] = { "x", "W", "b" };
 	for (int v = 0; v < 3; v++) {
-		for (size_t i = 0; i < nv[v]; i++) {
-			double keep = vars[v][i];
-
-			vars[v][i] = keep + GRAD_H;
-			ref_tdnn(xd, B, D, T, off, K, Wd, bd, H, yd);
-			double lp = dot(yd, R, ny);
-			vars[v][i] = keep - GRAD_H;
-			ref_tdnn(xd, B, D, T, off, K, Wd, bd, H, yd);
-			double lm = dot(yd, R, ny);
-			vars[v][i] = keep;
-			num[i] = (lp - lm) / (2 * GRAD_H);
-		}
+		GRAD_NUMERIC(num, vars[v], nv[v], 1, i,
+			     (ref_tdnn(xd, B, D, T, off, K, Wd, bd, H, yd), dot(yd, R, ny)));
 		snprintf(what, sizeof(what), "tdnn ctx %d..%d (%d taps) d%s", off[0], off[K - 1], K,
 			 names[v]);
 		gradcheck(what, an[v], num, nv[v]);
@@ -78,11 +67,8 @@ static void check_tdnn(const int *off, int K)
 static void check_relu_bn(int B, int C, int L)
 {
 	size_t n = (size_t)B * C * L;
-	float *a = malloc(sizeof(float) * n), *R = malloc(sizeof(float) * n);
-	float *r = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
-	float *da = malloc(sizeof(float) * n);
-	double *ad = malloc(sizeof(double) * n), *yd = malloc(sizeof(double) * n);
-	double *num = malloc(sizeof(double) * n);
+	float a[n], R[n], r[n], y[n], da[n];
+	double ad[n], yd[n], num[n];
 	float g[8], be[8], rm[8] = { 0 }, rv[8] = { 1, 1, 1, 1, 1, 1, 1, 1 }, mean[8], is[8];
 	float dg[8] = { 0 }, dbe[8] = { 0 };
 	double gd[8], bed[8];
@@ -102,24 +88,12 @@ static void check_relu_bn(int B, int C, int L)
 	const float *an[3] = { da, dg, dbe };
 	const char *names[3] = { "a", "gamma", "beta" };
 	for (int v = 0; v < 3; v++) {
-		for (size_t i = 0; i < nv[v]; i++) {
-			double keep = vars[v][i], lp, lm;
-
-			vars[v][i] = keep + GRAD_H;
-			memcpy(yd, ad, sizeof(double) * n);
-			ref_relu_bn(yd, B, C, L, gd, bed);
-			lp = dot(yd, R, n);
-			vars[v][i] = keep - GRAD_H;
-			memcpy(yd, ad, sizeof(double) * n);
-			ref_relu_bn(yd, B, C, L, gd, bed);
-			lm = dot(yd, R, n);
-			vars[v][i] = keep;
-			num[i] = (lp - lm) / (2 * GRAD_H);
-		}
+		GRAD_NUMERIC(num, vars[v], nv[v], 1, i,
+			     (memcpy(yd, ad, sizeof(double) * n), ref_relu_bn(yd, B, C, L, gd, bed),
+			      dot(yd, R, n)));
 		snprintf(what, sizeof(what), "relu+bn (%d,%d,%d) d%s", B, C, L, names[v]);
 		gradcheck(what, an[v], num, nv[v]);
 	}
-	free(a), free(R), free(r), free(y), free(da), free(ad), free(yd), free(num);
 }
 
 static void check_pool(void)
@@ -134,18 +108,7 @@ static void check_pool(void)
 	for (int i = 0; i < B * 2 * C; i++)
 		CHECK(fabs(out[i] - od[i]) < 1e-5 * (1 + fabs(od[i])));
 	tdnn_stats_pool_backward(x, B, C, T, out, R, dx);
-	for (int i = 0; i < B * C * T; i++) {
-		double keep = xd[i], lp, lm;
-
-		xd[i] = keep + GRAD_H;
-		ref_pool(xd, B, C, T, od);
-		lp = dot(od, R, B * 2 * C);
-		xd[i] = keep - GRAD_H;
-		ref_pool(xd, B, C, T, od);
-		lm = dot(od, R, B * 2 * C);
-		xd[i] = keep;
-		num[i] = (lp - lm) / (2 * GRAD_H);
-	}
+	GRAD_NUMERIC(num, xd, B * C * T, 1, i, (ref_pool(xd, B, C, T, od), dot(od, R, B * 2 * C)));
 	gradcheck("stats pooling dx", dx, num, B * C * T);
 }
 
@@ -169,17 +132,10 @@ static void check_dropout(void)
 	CHECKF(dropped > 30 && dropped < 95, "%d of %d dropped at p 0.3", dropped, N);
 	/* dropout is elementwise: d y_i / d x_i is the mask, which backward
 	 * must regenerate from the counters */
-	for (int i = 0; i < N; i++) {
-		double keep = xd[i], lp, lm;
-
-		xd[i] = keep + GRAD_H, memcpy(yd, xd, sizeof(yd)), ref_dropout(yd, N, 0.3f, 9, 5);
-		lp = yd[i];
-		xd[i] = keep - GRAD_H, memcpy(yd, xd, sizeof(yd)), ref_dropout(yd, N, 0.3f, 9, 5);
-		lm = yd[i];
-		xd[i] = keep;
-		num[i] = (lp - lm) / (2 * GRAD_H);
+	GRAD_NUMERIC(num, xd, N, 1, i,
+		     (memcpy(yd, xd, sizeof(yd)), ref_dropout(yd, N, 0.3f, 9, 5), yd[i]));
+	for (int i = 0; i < N; i++)
 		mask[i] = 1.0f;
-	}
 	tdnn_dropout_backward(mask, N, 0.3f, 9, 5);
 	gradcheck("dropout mask", mask, num, N);
 	tdnn_dropout_backward(dy, N, 0.3f, 9, 5);
@@ -190,7 +146,8 @@ static void check_dropout(void)
 static void check_dense_xent(void)
 {
 	enum { B = 4, I = 6, S = 5 };
-	float x[B * I], W[S * I], b[S], z[B * S], p[B * S], dz[B * S], dx[B * I], dW[S * I], db[S];
+	float x[B * I], W[S * I], b[S], z[B * S], p[B * S], dz[B * S], dx[B * I];
+	float dW[S * I] = { 0 }, db[S] = { 0 };
 	double xd[B * I], Wd[S * I], bd[S], zd[B * S], num[S * I];
 	int32_t labels[B] = { 0, 3, 4, 3 };
 	int correct;
@@ -201,7 +158,6 @@ static void check_dense_xent(void)
 	ref_dense(xd, B, I, Wd, bd, S, zd);
 	CHECKF(fabs(loss - ref_xent(zd, labels, B, S)) < 1e-5, "loss %g vs %g", loss,
 	       ref_xent(zd, labels, B, S));
-	memset(dW, 0, sizeof(dW)), memset(db, 0, sizeof(db));
 	tdnn_dense_backward(x, dz, B, I, W, S, dx, dW, db);
 
 	double *vars[3] = { xd, Wd, bd };
@@ -210,31 +166,16 @@ static void check_dense_xent(void)
 	const char *names[3] = { "affine+softmax-CE dx", "affine+softmax-CE dW",
 				 "affine+softmax-CE db" };
 	for (int v = 0; v < 3; v++) {
-		for (size_t i = 0; i < nv[v]; i++) {
-			double keep = vars[v][i], lp, lm;
-
-			vars[v][i] = keep + GRAD_H;
-			ref_dense(xd, B, I, Wd, bd, S, zd);
-			lp = ref_xent(zd, labels, B, S);
-			vars[v][i] = keep - GRAD_H;
-			ref_dense(xd, B, I, Wd, bd, S, zd);
-			lm = ref_xent(zd, labels, B, S);
-			vars[v][i] = keep;
-			num[i] = (lp - lm) / (2 * GRAD_H);
-		}
+		GRAD_NUMERIC(num, vars[v], nv[v], 1, i,
+			     (ref_dense(xd, B, I, Wd, bd, S, zd), ref_xent(zd, labels, B, S)));
 		gradcheck(names[v], an[v], num, nv[v]);
 	}
 }
 
 int main(void)
 {
-	static const int c1[] = { -2, -1, 0, 1, 2 }, c2[] = { -2, 0, 2 }, c3[] = { -3, 0, 3 },
-			 c0[] = { 0 };
-
-	check_tdnn(c1, 5);
-	check_tdnn(c2, 3);
-	check_tdnn(c3, 3);
-	check_tdnn(c0, 1);
+	for (int l = 0; l < 4; l++)
+		check_tdnn(ref_ctx[l], ref_nctx[l]);
 	check_relu_bn(3, 4, 5);
 	check_relu_bn(6, 5, 1);
 	check_pool();

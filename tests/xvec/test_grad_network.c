@@ -7,19 +7,14 @@
  * masks are pure functions of (seed, step, element), so the loss is a
  * deterministic, differentiable function and the check holds with them.
  * Tolerance in gradcheck.h. */
-#include "check.h"
 #include "gradcheck.h"
-#include "xvec_model.h"
 #include "xvec_ref.h"
-
-#include <string.h>
+#include "xvec_test.h"
 
 enum { B = 4, D = 8, T = 20, S = 5 };
 
 static void run(float noise, float dropout)
 {
-	struct xvec_options o;
-	struct xvec_model *m;
 	struct xvec_result res;
 	struct ref_model ref;
 	char err[256], what[96];
@@ -27,10 +22,9 @@ static void run(float noise, float dropout)
 	double xd[B * D * T], num[B * D * T];
 	const int32_t labels[B] = { 1, 4, 0, 2 };
 
-	xvec_options_default(&o);
-	o.feat_dim = D, o.width = 16, o.pool_width = 24, o.embed = 12, o.num_speakers = S;
+	struct xvec_options o = xt_options(D, S);
 	o.noise_eps = noise, o.dropout = dropout, o.seed = 7, o.lr = 1e-2f;
-	CHECKF(xvec_model_create(&m, &o, B, T, err, sizeof(err)) == 0, "%s", err);
+	struct xvec_model *m = xt_model(&o, B, T);
 	philox_normals(3, 1, 0, B * D * T, x);
 	for (int i = 0; i < B * D * T; i++)
 		xd[i] = x[i];
@@ -48,35 +42,18 @@ static void run(float noise, float dropout)
 	printf("noise %.2f dropout %.2f: loss %.6f (double %.6f)\n", noise, dropout, res.loss,
 	       loss);
 
-	for (int i = 0; i < B * D * T; i++) {
-		double keep = xd[i], lp, lm;
-
-		xd[i] = keep + GRAD_H;
-		lp = ref_forward(&ref, xd, labels, B, T, 1);
-		xd[i] = keep - GRAD_H;
-		lm = ref_forward(&ref, xd, labels, B, T, 1);
-		xd[i] = keep;
-		num[i] = (lp - lm) / (2 * GRAD_H);
-	}
-	snprintf(what, sizeof(what), "  d loss / d x");
-	gradcheck(what, dx, num, B * D * T);
+	GRAD_NUMERIC(num, xd, B * D * T, 1, i, ref_forward(&ref, xd, labels, B, T, 1));
+	gradcheck("  d loss / d x", dx, num, B * D * T);
 
 	for (int k = 0; k < xvec_model_num_tensors(m); k++) {
 		const struct xvec_tensor *t = xvec_model_tensor(m, k);
-		size_t stride = t->size > 16 ? t->size / 16 + 1 : 1, n = 0;
+		size_t stride = t->size > 16 ? t->size / 16 + 1 : 1, n;
 		float an[32];
 
-		for (size_t j = 0; j < t->size; j += stride, n++) {
-			double *p = &ref.p[ref.off[k] + j], keep = *p, lp, lm;
-
-			*p = keep + GRAD_H;
-			lp = ref_forward(&ref, xd, labels, B, T, 1);
-			*p = keep - GRAD_H;
-			lm = ref_forward(&ref, xd, labels, B, T, 1);
-			*p = keep;
-			num[n] = (lp - lm) / (2 * GRAD_H);
-			an[n] = t->grad[j];
-		}
+		GRAD_NUMERIC(num, ref.p + ref.off[k], t->size, stride, j,
+			     ref_forward(&ref, xd, labels, B, T, 1));
+		for (n = 0; n * stride < t->size; n++)
+			an[n] = t->grad[n * stride];
 		snprintf(what, sizeof(what), "  d loss / d %s", t->name);
 		gradcheck(what, an, num, n);
 	}

@@ -6,13 +6,9 @@
  * held-out accuracy well above chance (25%), and the x-vectors of held-out
  * utterances, scored by cosine similarity, must separate same-speaker from
  * different-speaker pairs (EER well below 50%). */
-#include "check.h"
-#include "verify_metrics.h"
 #include "philox.h"
-#include "xvec_model.h"
-
-#include <stdlib.h>
-#include <string.h>
+#include "verify_metrics.h"
+#include "xvec_test.h"
 
 enum { K = 4, B = 16, D = 8, T = 20, E = 12, STEPS = 250, HELD = 64 };
 
@@ -32,19 +28,16 @@ static int32_t utterance(uint64_t id, float *x)
 
 int main(void)
 {
-	struct xvec_options o;
-	struct xvec_model *m;
 	struct xvec_result r;
 	char err[256];
-	float *x = malloc(sizeof(float) * HELD * D * T);
+	static float x[HELD * D * T];
 	int32_t labels[HELD];
 	double acc = 0;
 
 	philox_normals(3, 0, 0, K * D, &means[0][0]);
-	xvec_options_default(&o);
-	o.feat_dim = D, o.width = 16, o.pool_width = 24, o.embed = E, o.num_speakers = K;
+	struct xvec_options o = xt_options(D, K);
 	o.dropout = 0.1f, o.noise_eps = 0.1f, o.lr = 1e-2f, o.weight_decay = 1e-3f, o.seed = 2;
-	CHECKF(xvec_model_create(&m, &o, HELD, T, err, sizeof(err)) == 0, "%s", err);
+	struct xvec_model *m = xt_model(&o, HELD, T);
 
 	for (int s = 0; s < STEPS; s++) {
 		for (int i = 0; i < B; i++)
@@ -86,6 +79,5 @@ int main(void)
 	CHECKF(eer < 0.2, "EER %.3f", eer);
 
 	xvec_model_destroy(m);
-	free(x);
 	return 0;
 }

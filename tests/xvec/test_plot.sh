@@ -5,9 +5,7 @@
 # finite (a diverged loss written as nan or inf) are left out of their curve
 # and counted on stderr, never written as coordinates; a log whose steps are
 # too large for their spacing to show still draws, in bounded time.
-. "$FEEDER_SOURCE/tests/lib/lib.sh"
-xvec=$build/xvec/xvec
-[ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
+. "$FEEDER_SOURCE/tests/xvec/xvec_lib.sh"
 line() { # step loss accuracy wait
 	echo "{\"step\": $1, \"epoch\": 0, \"batch\": $1, \"loss\": $2, \"accuracy\": $3, \"samples_per_s\": 100.0, \"data_wait\": $4, \"lr\": 0.001}"
 }
@@ -23,15 +21,13 @@ kept() {
 		|| fail "$1: the previous plot was changed ($(wc -c <"$tmp/out.svg") bytes)"
 	if ls "$tmp" | grep -q 'out.svg.tmp'; then fail "$1: a temporary file was left: $(ls "$tmp")"; fi
 }
-if "$xvec" plot "$tmp/missing.jsonl" --out "$tmp/out.svg" >/dev/null 2>"$tmp/err"; then
-	fail "plot of a missing log succeeded"
-fi
+! "$xvec" plot "$tmp/missing.jsonl" --out "$tmp/out.svg" >/dev/null 2>"$tmp/err" \
+	|| fail "plot of a missing log succeeded"
 grep -q missing.jsonl "$tmp/err" || fail "the error does not name the log: $(cat "$tmp/err")"
 kept "missing log"
 for s in 1 2 3; do line $s nan 0.5 0.01; line $((s + 3)) inf 0.5 0.01; done >"$tmp/diverged.jsonl"
-if "$xvec" plot "$tmp/diverged.jsonl" --out "$tmp/out.svg" >/dev/null 2>"$tmp/err"; then
-	fail "plot of a log without a finite loss succeeded"
-fi
+! "$xvec" plot "$tmp/diverged.jsonl" --out "$tmp/out.svg" >/dev/null 2>"$tmp/err" \
+	|| fail "plot of a log without a finite loss succeeded"
 grep -q 'finite' "$tmp/err" || fail "the refusal does not say why: $(cat "$tmp/err")"
 kept "no finite loss"
 

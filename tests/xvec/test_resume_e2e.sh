@@ -3,9 +3,7 @@
 # sequence of an uninterrupted run: the checkpoint holds weights, Adam state,
 # step, BN statistics and the stream position (epoch, batch), and the daemon's
 # stream at (seed, epoch, start batch) yields exactly the tail of the epoch.
-. "$FEEDER_SOURCE/tests/lib/lib.sh"
-xvec=$build/xvec/xvec
-[ -x "$xvec" ] || skip "xvec is not built (needs OpenBLAS)"
+. "$FEEDER_SOURCE/tests/xvec/xvec_lib.sh"
 make_speech sp 4 10 5
 start_daemon || fail "$daemon_why"
 args=(--dataset sp --socket "$sock" --batch 8 --chunk 40 --width 16 --pool-width 24 --embed 12

@@ -7,22 +7,15 @@
  *    leaves NaN and infinities alone; a rounded training pass differs from
  *    the fp32 one.
  * 2. For each tf32/bf16 shape of test_network, prints how far the rounded
- *    reference is from the fp32 reference (why the old fixed tolerances,
- *    5e-2 and 1e-1 against fp32, could not be met on a device), and the
- *    tolerances xvec_sens_tolerances gives (in tf32 covering a device that
- *    truncates as well as one that rounds); checks that they stay below 1,
- *    so the device test still tells a wrong kernel (errors of order 1 and
- *    more) from summation order and conversion. */
-#include "check.h"
+ *    reference is from the fp32 one (too far for fixed tolerances against
+ *    fp32) and the tolerances xvec_sens_tolerances gives (in tf32 covering
+ *    a device that truncates as well as one that rounds); checks that they
+ *    stay below 1, so the device test still tells a wrong kernel (errors of
+ *    order 1 and more) from summation order and conversion. */
 #include "philox.h"
 #include "tdnn.h"
-#include "xvec_model.h"
 #include "xvec_sensitivity.h"
-
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "xvec_test.h"
 
 static void check_round(void)
 {
@@ -67,32 +60,27 @@ static void check_round(void)
 static void shape(int mode, int D, int W, int P, int E, int S, int B, int T, int assert_grads)
 {
 	struct xvec_options o;
-	struct xvec_model *m;
-	char err[256];
 	xvec_options_default(&o);
 	o.feat_dim = D, o.width = W, o.pool_width = P, o.embed = E, o.num_speakers = S;
 	o.seed = 3;
-	CHECKF(xvec_model_create(&m, &o, B, T, err, sizeof(err)) == 0, "%s", err);
-	size_t nx = (size_t)B * D * T, np;
-	float *base = xvec_model_params(m, &np);
-	float *x = malloc(sizeof(float) * nx), *dx0 = malloc(sizeof(float) * nx);
-	float *dx1 = malloc(sizeof(float) * nx), *g0 = malloc(sizeof(float) * np);
-	float *g1 = malloc(sizeof(float) * np), *p0 = malloc(sizeof(float) * (size_t)B * S);
-	float *p1 = malloc(sizeof(float) * (size_t)B * S);
+	struct xvec_model *m = xt_model(&o, B, T);
+	struct sens_bufs b;
+	CHECK(sens_bufs_alloc(&b, m, B, D, T, S) == 0);
+	const float *base = xvec_model_params(m, &b.np), *x = b.xp;
 	int32_t *labels = malloc(sizeof(int32_t) * B);
-	philox_normals(11, 1, 0, nx, x);
+	philox_normals(11, 1, 0, b.nx, b.xp);
 	for (int i = 0; i < B; i++)
 		labels[i] = (int32_t)(philox_uniform(11, 2, (uint64_t)i) * S) % S;
-	double l0, l1;
-	CHECK(sens_pass(m, x, labels, B, T, TDNN_ROUND_NONE, &l0, g0, np, dx0, p0, S) == 0);
-	CHECK(sens_pass(m, x, labels, B, T, mode, &l1, g1, np, dx1, p1, S) == 0);
+	CHECK(sens_bufs_pass(&b, 0, m, x, labels, B, T, S, TDNN_ROUND_NONE) == 0);
+	CHECK(sens_bufs_pass(&b, 1, m, x, labels, B, T, S, mode) == 0);
+	double l0 = b.loss[0], l1 = b.loss[1];
 	CHECKF(l1 != l0, "a %s pass gives the fp32 loss bit for bit: no rounding happened",
 	       mode == TDNN_ROUND_TF32 ? "tf32" : "bf16");
-	double worst = sens_relerr(dx1, dx0, nx);
+	double worst = sens_relerr(b.dx[1], b.dx[0], b.nx);
 	for (int i = 0; i < xvec_model_num_tensors(m); i++) {
 		const struct xvec_tensor *t = xvec_model_tensor(m, i);
-		double e = sens_relerr(g1 + (t->data - base), g0 + (t->data - base), t->size);
-		worst = e > worst ? e : worst;
+		size_t at = (size_t)(t->data - base);
+		worst = fmax(worst, sens_relerr(b.g[1] + at, b.g[0] + at, t->size));
 	}
 	printf("%s, D %d W %d P %d E %d S %d, batch %d x %d: rounded vs fp32 reference: loss %.3g, "
 	       "worst tensor %.3g\n",
@@ -120,7 +108,8 @@ static void shape(int mode, int D, int W, int P, int E, int S, int B, int T, int
 	else
 		printf("  (gradients not compared at this shape on the device: as sensitive as "
 		       "that)\n");
-	free(x), free(dx0), free(dx1), free(g0), free(g1), free(p0), free(p1), free(labels);
+	sens_bufs_free(&b);
+	free(labels);
 	xvec_model_destroy(m);
 }
 

@@ -1,4 +1,4 @@
-/* test_metrics.c — EER and minDCF on score sets small enough to work out by hand,
+/* test_verify_metrics.c — EER and minDCF on score sets small enough to work out by hand,
  * and the cosine similarity. */
 #include "check.h"
 #include "verify_metrics.h"

@@ -153,14 +153,16 @@ static inline const double *ref_param(const struct ref_model *r, const char *nam
 	return NULL;
 }
 
+/* The frame offsets of the five TDNN layers' contexts. */
+static const int ref_c1[] = { -2, -1, 0, 1, 2 }, ref_c2[] = { -2, 0, 2 }, ref_c3[] = { -3, 0, 3 },
+		 ref_c0[] = { 0 };
+static const int *const ref_ctx[5] = { ref_c1, ref_c2, ref_c3, ref_c0, ref_c0 };
+static const int ref_nctx[5] = { 5, 3, 3, 1, 1 };
+
 /* The training-mode loss of the whole network at `step` for x (B, D, T). */
 static inline double ref_forward(const struct ref_model *r, const double *x, const int32_t *labels,
 				 int B, int T, uint64_t step)
 {
-	static const int c1[] = { -2, -1, 0, 1, 2 }, c2[] = { -2, 0, 2 }, c3[] = { -3, 0, 3 },
-			 c0[] = { 0 };
-	const int *ctx[5] = { c1, c2, c3, c0, c0 };
-	const int nctx[5] = { 5, 3, 3, 1, 1 };
 	const struct xvec_options *o = &r->o;
 	char name[32];
 	double *in = malloc(sizeof(double) * (size_t)B * o->feat_dim * T);
@@ -169,7 +171,7 @@ static inline double ref_forward(const struct ref_model *r, const double *x, con
 	memcpy(in, x, sizeof(double) * (size_t)B * D * T);
 	for (int l = 0; l < 5; l++) {
 		int H = l == 4 ? o->pool_width : o->width;
-		int left = ctx[l][0] < 0 ? -ctx[l][0] : 0, Tout = Tin - 2 * left;
+		int left = ref_ctx[l][0] < 0 ? -ref_ctx[l][0] : 0, Tout = Tin - 2 * left;
 		double *y = malloc(sizeof(double) * (size_t)B * H * Tout);
 		const double *W, *bias, *g, *be;
 
@@ -177,7 +179,7 @@ static inline double ref_forward(const struct ref_model *r, const double *x, con
 		snprintf(name, sizeof(name), "frame%d.bias", l + 1), bias = ref_param(r, name);
 		snprintf(name, sizeof(name), "bn%d.gamma", l + 1), g = ref_param(r, name);
 		snprintf(name, sizeof(name), "bn%d.beta", l + 1), be = ref_param(r, name);
-		ref_tdnn(in, B, D, Tin, ctx[l], nctx[l], W, bias, H, y);
+		ref_tdnn(in, B, D, Tin, ref_ctx[l], ref_nctx[l], W, bias, H, y);
 		ref_relu_bn(y, B, H, Tout, g, be);
 		ref_dropout(y, (size_t)B * H * Tout, o->dropout, o->seed,
 			    tdnn_dropout_subseq(step, l));
@@ -190,10 +192,7 @@ static inline double ref_forward(const struct ref_model *r, const double *x, con
 	if (o->noise_eps > 0)
 		for (size_t i = 0; i < (size_t)B * P * Tin; i++)
 			in[i] += (double)o->noise_eps * philox_normal(o->seed, step, i);
-	double *pool = malloc(sizeof(double) * (size_t)B * 2 * P);
-	double *a6 = malloc(sizeof(double) * (size_t)B * E),
-	       *a7 = malloc(sizeof(double) * (size_t)B * E);
-	double *z = malloc(sizeof(double) * (size_t)B * S);
+	double pool[B * 2 * P], a6[B * E], a7[B * E], z[B * S];
 
 	ref_pool(in, B, P, Tin, pool);
 	ref_dense(pool, B, 2 * P, ref_param(r, "seg6.weight"), ref_param(r, "seg6.bias"), E, a6);
@@ -204,10 +203,6 @@ static inline double ref_forward(const struct ref_model *r, const double *x, con
 	double loss = ref_xent(z, labels, B, S);
 
 	free(in);
-	free(pool);
-	free(a6);
-	free(a7);
-	free(z);
 	return loss;
 }
 

@@ -71,29 +71,6 @@ struct xvec_sens {
 	double grads; /* of all parameter gradients together (likewise) */
 };
 
-/* One training pass of m in rounding mode on x: loss, gradients (copied
- * into grads, np floats), dx and probs (B x S). 0 or an error code. */
-static inline int sens_pass(struct xvec_model *m, const float *x, const int32_t *labels, int B,
-			    int T, int mode, double *loss, float *grads, size_t np, float *dx,
-			    float *probs, int S)
-{
-	struct xvec_result res;
-	char err[256];
-	size_t n;
-	int prev = tdnn_gemm_rounding();
-	tdnn_set_gemm_rounding(mode);
-	int rc = xvec_model_forward(m, x, labels, B, T, 1, &res, err, sizeof(err));
-	if (rc == 0)
-		rc = xvec_model_backward(m, x, labels, B, T, dx, err, sizeof(err));
-	tdnn_set_gemm_rounding(prev);
-	if (rc)
-		return rc;
-	*loss = res.loss;
-	memcpy(grads, xvec_model_grads(m, &n), sizeof(float) * np);
-	memcpy(probs, xvec_model_probs(m), sizeof(float) * (size_t)B * S);
-	return 0;
-}
-
 /* Buffers for two passes, [0] and [1], and a perturbed input. */
 struct sens_bufs {
 	size_t np, nx, nprobs;
@@ -130,65 +107,62 @@ static inline int sens_bufs_alloc(struct sens_bufs *b, struct xvec_model *m, int
 	return -1;
 }
 
-/* Pass k of m in rounding mode on x into b's buffers k. */
+/* Training pass k of m in rounding mode on x: its loss, gradients, dx
+ * and probabilities into b's buffers k. 0 or an error code. */
 static inline int sens_bufs_pass(struct sens_bufs *b, int k, struct xvec_model *m, const float *x,
 				 const int32_t *labels, int B, int T, int S, int mode)
 {
-	return sens_pass(m, x, labels, B, T, mode, &b->loss[k], b->g[k], b->np, b->dx[k], b->p[k],
-			 S);
+	struct xvec_result res;
+	char err[256];
+	size_t n;
+	int prev = tdnn_gemm_rounding();
+	tdnn_set_gemm_rounding(mode);
+	int rc = xvec_model_forward(m, x, labels, B, T, 1, &res, err, sizeof(err));
+	if (rc == 0)
+		rc = xvec_model_backward(m, x, labels, B, T, b->dx[k], err, sizeof(err));
+	tdnn_set_gemm_rounding(prev);
+	if (rc)
+		return rc;
+	b->loss[k] = res.loss;
+	memcpy(b->g[k], xvec_model_grads(m, &n), sizeof(float) * b->np);
+	memcpy(b->p[k], xvec_model_probs(m), sizeof(float) * (size_t)B * S);
+	return 0;
 }
 
 /* Raise out's fields to how far pass 1 is from pass 0. */
 static inline void sens_bufs_apart(const struct sens_bufs *b, struct xvec_sens *out)
 {
-	double e = fabs(b->loss[1] - b->loss[0]) / fabs(b->loss[0]);
-	out->loss = e > out->loss ? e : out->loss;
-	e = sens_relerr(b->p[1], b->p[0], b->nprobs);
-	out->probs = e > out->probs ? e : out->probs;
-	e = sens_normerr(b->dx[1], b->dx[0], b->nx);
-	out->dx = e > out->dx ? e : out->dx;
-	e = sens_normerr(b->g[1], b->g[0], b->np);
-	out->grads = e > out->grads ? e : out->grads;
+	out->loss = fmax(out->loss, fabs(b->loss[1] - b->loss[0]) / fabs(b->loss[0]));
+	out->probs = fmax(out->probs, sens_relerr(b->p[1], b->p[0], b->nprobs));
+	out->dx = fmax(out->dx, sens_normerr(b->dx[1], b->dx[0], b->nx));
+	out->grads = fmax(out->grads, sens_normerr(b->g[1], b->g[0], b->np));
 }
 
-/* The sensitivity of model m (use a model made only for this: the passes
- * move its batch-norm running statistics) on batch x in rounding mode.
- * 0, or -1 without memory or on a model error. */
-static inline int xvec_sensitivity(struct xvec_model *m, const float *x, const int32_t *labels,
-				   int B, int D, int T, int S, int mode, struct xvec_sens *out)
-{
-	struct sens_bufs b;
-	memset(out, 0, sizeof(*out));
-	if (sens_bufs_alloc(&b, m, B, D, T, S))
-		return -1;
-	int rc = sens_bufs_pass(&b, 0, m, x, labels, B, T, S, mode);
-	for (uint64_t seed = 1; rc == 0 && seed <= XVEC_SENS_SEEDS; seed++) {
-		for (size_t i = 0; i < b.nx; i++)
-			b.xp[i] = x[i] * (1.0f + (float)(philox_uniform(seed + 100, 7, i) - 0.5) *
-							 2 * xvec_sens_scale(mode));
-		rc = sens_bufs_pass(&b, 1, m, b.xp, labels, B, T, S, mode);
-		if (rc == 0)
-			sens_bufs_apart(&b, out);
-	}
-	sens_bufs_free(&b);
-	return rc ? -1 : 0;
-}
-
-/* How far the reference in mode b is from the one in mode a on batch x
- * (fields as struct xvec_sens; m as for xvec_sensitivity). */
-static inline int xvec_sens_modes_apart(struct xvec_model *m, const float *x, const int32_t *labels,
-					int B, int D, int T, int S, int a, int b,
-					struct xvec_sens *out)
+/* How far training passes of m on x in rounding mode b are from one in mode
+ * a (fields as struct xvec_sens): the largest change over XVEC_SENS_SEEDS
+ * inputs perturbed by xvec_sens_scale(b) when perturb is set (the
+ * sensitivity, with a == b), else on x itself. Use a model made only for
+ * this: the passes move its batch-norm running statistics. 0, or -1
+ * without memory or on a model error. */
+static inline int xvec_sens_apart(struct xvec_model *m, const float *x, const int32_t *labels,
+				  int B, int D, int T, int S, int a, int b, int perturb,
+				  struct xvec_sens *out)
 {
 	struct sens_bufs bf;
 	memset(out, 0, sizeof(*out));
 	if (sens_bufs_alloc(&bf, m, B, D, T, S))
 		return -1;
+	/* 0 when not perturbing: x * (1 + 0) is x, bit for bit */
+	float scale = perturb ? xvec_sens_scale(b) : 0.0f;
 	int rc = sens_bufs_pass(&bf, 0, m, x, labels, B, T, S, a);
-	if (rc == 0)
-		rc = sens_bufs_pass(&bf, 1, m, x, labels, B, T, S, b);
-	if (rc == 0)
-		sens_bufs_apart(&bf, out);
+	for (uint64_t seed = 1; rc == 0 && seed <= (perturb ? XVEC_SENS_SEEDS : 1); seed++) {
+		for (size_t i = 0; i < bf.nx; i++)
+			bf.xp[i] = x[i] * (1.0f + (float)(philox_uniform(seed + 100, 7, i) - 0.5) *
+							  2 * scale);
+		rc = sens_bufs_pass(&bf, 1, m, bf.xp, labels, B, T, S, b);
+		if (rc == 0)
+			sens_bufs_apart(&bf, out);
+	}
 	sens_bufs_free(&bf);
 	return rc ? -1 : 0;
 }
@@ -198,11 +172,6 @@ static inline double xvec_sens_tol(double s, double floor)
 {
 	double t = XVEC_SENS_MARGIN * s;
 	return t > floor ? t : floor;
-}
-
-static inline double sens_max(double a, double b)
-{
-	return a > b ? a : b;
 }
 
 /* The tolerances (fields as struct xvec_sens, loss and probabilities
@@ -224,17 +193,17 @@ static inline int xvec_sens_tolerances(struct xvec_model *m, const float *x, con
 				       struct xvec_sens *apart_out)
 {
 	struct xvec_sens s, s2, apart = { 0, 0, 0, 0 };
-	if (xvec_sensitivity(m, x, labels, B, D, T, S, mode, &s))
+	const int trunc = TDNN_ROUND_TF32_TRUNC;
+	if (xvec_sens_apart(m, x, labels, B, D, T, S, mode, mode, 1, &s))
 		return -1;
 	if (mode == TDNN_ROUND_TF32) {
-		if (xvec_sensitivity(m, x, labels, B, D, T, S, TDNN_ROUND_TF32_TRUNC, &s2) ||
-		    xvec_sens_modes_apart(m, x, labels, B, D, T, S, TDNN_ROUND_TF32,
-					  TDNN_ROUND_TF32_TRUNC, &apart))
+		if (xvec_sens_apart(m, x, labels, B, D, T, S, trunc, trunc, 1, &s2) ||
+		    xvec_sens_apart(m, x, labels, B, D, T, S, mode, trunc, 0, &apart))
 			return -1;
-		s.loss = sens_max(s.loss, s2.loss);
-		s.probs = sens_max(s.probs, s2.probs);
-		s.dx = sens_max(s.dx, s2.dx);
-		s.grads = sens_max(s.grads, s2.grads);
+		s.loss = fmax(s.loss, s2.loss);
+		s.probs = fmax(s.probs, s2.probs);
+		s.dx = fmax(s.dx, s2.dx);
+		s.grads = fmax(s.grads, s2.grads);
 	}
 	tol->loss = xvec_sens_tol(s.loss, 1e-4) + apart.loss;
 	tol->probs = xvec_sens_tol(s.probs, 1e-3) + apart.probs;

@@ -3,10 +3,9 @@ build's programs ($FEEDER_BUILD), a real feederd on a private temporary
 socket (start, wait until it accepts, stop), and small datasets made with
 the project's own generators and packer (images, speech features).
 
-tests/python/conftest.py wraps these in pytest fixtures; a benchmark in
-tests/bench/ imports this module the same way (sys.path gets
-tests/lib/python) and uses Daemon and the builders directly. Failures are
-exceptions with the reason, never a quiet False: a test decides what a
+tests/python/conftest.py wraps these in pytest fixtures (a benchmark may
+import this module the same way: sys.path gets tests/lib/python). Failures
+are exceptions with the reason, never a quiet False: a test decides what a
 failure means (only AudioMissing, a build without the audio libraries, is
 a reason to skip).
 """
@@ -66,33 +65,22 @@ class Daemon:
                 [tool("daemon/feederd"), "--config", "/dev/null", "--socket", self.sock,
                  "--datasets", datasets, "--workers", "2", *extra],
                 stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + start_timeout
         try:
-            self._wait(start_timeout)
+            while not self._accepts():
+                if self.proc.poll() is not None:
+                    raise RuntimeError("feederd exited at start: " + self.log_tail())
+                if time.monotonic() > deadline:
+                    raise RuntimeError("feederd did not listen within %g s: %s"
+                                       % (start_timeout, self.log_tail()))
+                time.sleep(0.05)
         except BaseException:
             self.stop()
             raise
 
-    def _wait(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("feederd exited at start: " + self.log_tail())
-            if self._accepts():
-                return
-            time.sleep(0.05)
-        raise RuntimeError("feederd did not listen within %g s: %s" % (timeout, self.log_tail()))
-
     def _accepts(self) -> bool:
-        if not os.path.exists(self.sock):
-            return False
-        s = socketmod.socket(socketmod.AF_UNIX, socketmod.SOCK_SEQPACKET)
-        try:
-            s.connect(self.sock)
-            return True
-        except OSError:
-            return False
-        finally:
-            s.close()
+        with socketmod.socket(socketmod.AF_UNIX, socketmod.SOCK_SEQPACKET) as s:
+            return s.connect_ex(self.sock) == 0
 
     def log_tail(self, lines: int = 20) -> str:
         try:
@@ -110,9 +98,7 @@ class Daemon:
 
     def stop(self) -> None:
         """Kill the daemon (if it still runs) and remove a directory of its own."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
+        self.kill()
         if self._own:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -124,14 +110,26 @@ class Daemon:
 
 
 def build_images(dest: str, src: str, count: int = 40, classes: int = 4, seed: int = 3,
-                 shorter: int = 48) -> str:
+                 shorter: int = 48, unique: bool = False) -> str:
     """dest: a packed dataset of count generated photos of classes classes
     (gen-images into src, then packer pack images), pre-resized to a
     shorter side of `shorter` so that decoding is cheap on a shared
-    machine. Returns dest."""
+    machine; unique: packed from a list whose label is the sample's number
+    (in the order of the sorted file names). Returns dest, whose parent
+    folder it makes if need be."""
     run(tool("tools/gen/gen-images"), str(count), src, "--classes", str(classes),
         "--seed", str(seed), "--threads", "1")
-    run(tool("packer/packer"), "pack", "images", "--resize-shorter", str(shorter),
+    listed = []
+    if unique:
+        names = sorted(os.path.relpath(os.path.join(d, f), src)
+                       for d, _, fs in os.walk(src) for f in fs if f.endswith(".jpg"))
+        if len(names) != count:
+            raise RuntimeError("gen-images made %d photos, not %d" % (len(names), count))
+        listed = ["--list", src + ".tsv"]
+        with open(listed[1], "w") as f:
+            f.writelines("%s\t%d\n" % (n, i) for i, n in enumerate(names))
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    run(tool("packer/packer"), "pack", "images", *listed, "--resize-shorter", str(shorter),
         "--threads", "1", src, dest)
     return dest
 
@@ -144,11 +142,10 @@ def build_speech(dest: str, src: str, speakers: int = 3, utterances: int = 4, se
     packer has no audio support, RuntimeError on any other failure."""
     run(tool("tools/gen/gen-speech"), str(speakers), str(utterances), src, "--seed", str(seed),
         "--min-dur", "1", "--max-dur", "2", "--threads", "1")
-    r = subprocess.run([tool("packer/packer"), "pack", "audio", "--threads", "1", *pack_args,
-                        src, dest], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        if "without audio support" in r.stderr:
-            raise AudioMissing(r.stderr.strip())
-        raise RuntimeError("packer pack audio %s failed (%d): %s" % (src, r.returncode,
-                                                                  r.stderr[-2000:]))
+    try:
+        run(tool("packer/packer"), "pack", "audio", "--threads", "1", *pack_args, src, dest)
+    except RuntimeError as e:
+        if "without audio support" in str(e):
+            raise AudioMissing(str(e)) from None
+        raise
     return dest
