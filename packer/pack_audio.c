@@ -39,6 +39,7 @@
 
 #include "pack_args.h"
 #include "pack_dest.h"
+#include "pack_writer.h"
 #include "pack_msg.h"
 #include "pack_progress.h"
 #include "pack_reader.h"
@@ -79,6 +80,7 @@ struct audio_opts {
 	int force, strict, verbose, follow_links;
 	int kaldi, allow_pipes; /* --kaldi: SRC is a Kaldi data directory */
 	unsigned long long max_file;
+	unsigned long long shard_size; /* --shard-size, 0: one data.mdb */
 };
 
 /* One record to write, or why there is none. */
@@ -241,6 +243,9 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, char *o
 			    "follow symbolic links to folders (each folder is walked once)"),
 		ARGTAB_SIZE("max-file-size", 0, &o->max_file, 1, DSFORMAT_MAX_PAYLOAD, "SIZE",
 			    "skip larger files unread (default 64M; K, M, G suffixes)"),
+		ARGTAB_SIZE("shard-size", 0, &o->shard_size, 1, PACK_MAX_SHARD_SIZE, "SIZE",
+			    "write DEST as shard files of about SIZE bytes of records\n"
+			    "each and a manifest (K, M, G, T; default: one data.mdb)"),
 		ARGTAB_FLAG("force", 0, &o->force, "replace DEST if it exists"),
 		ARGTAB_FLAG("verbose", 'v', &o->verbose,
 			    "progress lines even when stderr is not a terminal"),
@@ -451,7 +456,8 @@ struct audio_pack {
 	struct pack_src s;
 	int srcfd;
 	struct pack_dest pd;
-	struct dsstore_writer *w;
+	struct pack_writer *w;
+	struct dsformat_header hdr; /* every shard's; the totals set at the end */
 	struct pack_reader *r;
 	struct audio_worker *workers;
 	struct audio_item *items;
@@ -561,17 +567,17 @@ static int audio_store_batch(struct audio_pack *p, struct audio_batch *b, char *
 				.dim = o->dim,
 				.dtype = p->o.dtype,
 			};
-			if (dsstore_writer_put_sample(p->w, p->packed, &s, o->payload, err,
-						      errlen) < 0 ||
-			    dsstore_writer_put_name(p->w, p->packed, u ? u->id : it->rd.path, err,
-						    errlen) < 0) {
+			if (pack_writer_put_sample(p->w, p->packed, &s, o->payload, 0, err,
+						   errlen) < 0 ||
+			    pack_writer_put_name(p->w, p->packed, u ? u->id : it->rd.path, err,
+						 errlen) < 0) {
 				pack_error("pack audio: %s: %s", p->dest, err);
 				return PACK_EXIT_FAIL;
 			}
 			p->packed++;
 		}
 	}
-	if (dsstore_writer_commit(p->w, err, errlen) < 0) {
+	if (pack_writer_commit(p->w, err, errlen) < 0) {
 		pack_error("pack audio: %s: %s", p->dest, err);
 		return PACK_EXIT_FAIL;
 	}
@@ -685,25 +691,9 @@ static int audio_pack_run(struct audio_pack *p, char *err, size_t errlen)
 			   p->o.wave ? "samples" : "features");
 		return PACK_EXIT_USAGE;
 	}
-	struct dsformat_header h = {
-		.version = DSFORMAT_VERSION,
-		.kind = p->o.wave ? DSFORMAT_KIND_WAVE : DSFORMAT_KIND_FEATURES,
-		.samples = p->packed,
-		.classes = p->o.kaldi ? p->kd.nspeakers : p->s.nclasses,
-		.feat_dim = p->o.wave ? 1 : p->dim,
-		.dtype = p->o.dtype,
-		.rate = p->o.wave ? p->o.rate : 0,
-	};
-	snprintf(h.packer_version, sizeof(h.packer_version), "%s", FEEDER_VERSION);
-	audio_options_string(p, h.options, sizeof(h.options));
-	for (uint32_t c = 0; c < h.classes; c++)
-		if (dsstore_writer_put_label(p->w, c,
-					     p->o.kaldi ? p->kd.speakers[c] : p->s.classes[c], err,
-					     errlen) < 0) {
-			pack_error("pack audio: %s: %s", p->dest, err);
-			return PACK_EXIT_FAIL;
-		}
-	rc = dsstore_writer_finish(p->w, &h, err, errlen);
+	struct dsformat_header h = p->hdr;
+	h.samples = p->packed;
+	rc = pack_writer_finish(p->w, &h, err, errlen);
 	p->w = NULL; /* finish consumes the writer, on success and on failure */
 	if (rc < 0) {
 		pack_error("pack audio: %s: %s", p->dest, err);
@@ -858,7 +848,19 @@ dest:
 		status = rc == -EEXIST ? PACK_EXIT_USAGE : PACK_EXIT_FAIL;
 		goto out;
 	}
-	rc = dsstore_writer_open(p.pd.tmp, 0, &p.w, err, sizeof(err));
+	p.hdr = (struct dsformat_header){
+		.version = DSFORMAT_VERSION,
+		.kind = p.o.wave ? DSFORMAT_KIND_WAVE : DSFORMAT_KIND_FEATURES,
+		.classes = p.o.kaldi ? p.kd.nspeakers : p.s.nclasses,
+		.feat_dim = p.o.wave ? 1 : p.dim,
+		.dtype = p.o.dtype,
+		.rate = p.o.wave ? p.o.rate : 0,
+	};
+	snprintf(p.hdr.packer_version, sizeof(p.hdr.packer_version), "%s", FEEDER_VERSION);
+	audio_options_string(&p, p.hdr.options, sizeof(p.hdr.options));
+	rc = pack_writer_open(&p.pd, p.o.shard_size, 0, &p.hdr,
+			      p.o.kaldi ? p.kd.speakers : (const char *const *)p.s.classes, &p.w,
+			      err, sizeof(err));
 	if (rc < 0) {
 		pack_error("pack audio: %s", err);
 		status = PACK_EXIT_FAIL;
@@ -867,7 +869,7 @@ dest:
 	status = audio_pack_run(&p, err, sizeof(err));
 out:
 	if (p.w)
-		dsstore_writer_abort(p.w);
+		pack_writer_abort(p.w);
 	if (status)
 		pack_dest_abort(&p.pd);
 	pack_reader_close(p.r);

@@ -3,6 +3,8 @@
 #include "pack_dest.h"
 
 #include "pack_msg.h"
+
+#include "manifest.h"
 #include "status.h"
 
 #include <dirent.h>
@@ -16,31 +18,65 @@
 #include <unistd.h>
 
 /* Paths the signal handler unlinks; precomputed because the handler may only
- * call async-signal-safe functions. */
-static char sig_files[3][PATH_MAX + 16];
+ * call async-signal-safe functions. Shard files are named in the handler
+ * itself (by hand: snprintf is not async-signal-safe), up to the count
+ * pack_dest_shard_path has handed out. */
+#define SIG_FILES 4
+static char sig_files[SIG_FILES][PATH_MAX + 16];
 static char sig_dir[PATH_MAX];
+static char sig_shard[PATH_MAX + 32];
+static size_t sig_shard_prefix; /* bytes of "<tmp>/shard-" in sig_shard */
+static volatile sig_atomic_t sig_nshards;
 static volatile sig_atomic_t sig_armed;
 static struct sigaction sig_old[3];
 static const int sig_list[3] = { SIGINT, SIGTERM, SIGHUP };
 
+/* "<prefix>NNNNN.mdb" for shard i into sig_shard: at least five digits, as
+ * pack_dest_shard_name writes them. */
+static void sig_shard_path(unsigned i)
+{
+	char digits[12];
+	int n = 0;
+	do {
+		digits[n++] = (char)('0' + i % 10);
+		i /= 10;
+	} while (i);
+	while (n < 5)
+		digits[n++] = '0';
+	size_t k = sig_shard_prefix;
+	while (n)
+		sig_shard[k++] = digits[--n];
+	memcpy(sig_shard + k, ".mdb", 5);
+}
+
 static void on_signal(int sig)
 {
+	int saved = errno; /* the handler's unlinks must not change it */
 	if (sig_armed) {
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < SIG_FILES; i++)
 			unlink(sig_files[i]);
+		for (unsigned i = 0; i < (unsigned)sig_nshards; i++) {
+			sig_shard_path(i);
+			unlink(sig_shard);
+		}
 		rmdir(sig_dir);
 		sig_armed = 0;
 	}
+	errno = saved;
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
 
 static void arm_signals(const char *tmp)
 {
-	static const char *names[3] = { "data.mdb", "lock.mdb", "packer.pid" };
-	for (int i = 0; i < 3; i++)
+	static const char *names[SIG_FILES] = { "data.mdb", "lock.mdb", "packer.pid",
+						MANIFEST_NAME };
+	for (int i = 0; i < SIG_FILES; i++)
 		snprintf(sig_files[i], sizeof(sig_files[i]), "%s/%s", tmp, names[i]);
 	snprintf(sig_dir, sizeof(sig_dir), "%s", tmp);
+	snprintf(sig_shard, sizeof(sig_shard), "%s/shard-", tmp);
+	sig_shard_prefix = strlen(sig_shard);
+	sig_nshards = 0;
 	sig_armed = 1;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -97,8 +133,18 @@ static int remove_flat_dir(const char *dir)
 	return rc;
 }
 
+/* A name pack_dest_shard_name writes: "shard-" digits ".mdb". */
+static int is_shard_name(const char *name)
+{
+	if (strncmp(name, "shard-", 6))
+		return 0;
+	size_t n = strspn(name + 6, "0123456789");
+	return n >= 5 && !strcmp(name + 6 + n, ".mdb");
+}
+
 /* What --force may replace: an empty directory or one holding only LMDB's
- * data.mdb and lock.mdb (a dataset). Anything else might be someone's files. */
+ * data.mdb and lock.mdb (a dataset), or a manifest and its shard files (a
+ * sharded one). Anything else might be someone's files. */
 static int replaceable_dir(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -108,7 +154,8 @@ static int replaceable_dir(const char *dir)
 	struct dirent *e;
 	while ((e = readdir(d)))
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-		    strcmp(e->d_name, "data.mdb") && strcmp(e->d_name, "lock.mdb"))
+		    strcmp(e->d_name, "data.mdb") && strcmp(e->d_name, "lock.mdb") &&
+		    strcmp(e->d_name, MANIFEST_NAME) && !is_shard_name(e->d_name))
 			ok = 0;
 	closedir(d);
 	return ok;
@@ -245,13 +292,62 @@ static int fsync_path(const char *path, int flags)
 	return rc;
 }
 
+void pack_dest_shard_name(unsigned i, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "shard-%05u.mdb", i);
+}
+
+static void close_data_fd(struct pack_dest *d);
+
+int pack_dest_shard_path(struct pack_dest *d, unsigned i, char *out, size_t outlen, char *err,
+			 size_t errlen)
+{
+	char name[32];
+	pack_dest_shard_name(i, name, sizeof(name));
+	int n = snprintf(out, outlen, "%s/%s", d->tmp, name);
+	if (n < 0 || (size_t)n >= outlen)
+		return status_fail(err, errlen, -ENAMETOOLONG, "%s/%s: path too long", d->tmp,
+				   name);
+	/* before the file exists, so a signal never leaves it behind */
+	if (sig_armed && (unsigned)sig_nshards <= i)
+		sig_nshards = (sig_atomic_t)(i + 1);
+	close_data_fd(d);
+	snprintf(d->data_name, sizeof(d->data_name), "%s", name);
+	return 0;
+}
+
+/* fsync every file in dir (a dataset's one data.mdb, or its shards and
+ * manifest). */
+static int fsync_files(const char *dir, char *err, size_t errlen)
+{
+	DIR *dp = opendir(dir);
+	if (!dp)
+		return status_fail(err, errlen, -errno, "%s: %s", dir, strerror(errno));
+	int rc = 0;
+	struct dirent *e;
+	while (!rc && (e = readdir(dp))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[PATH_MAX + 300];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		rc = fsync_path(path, O_RDONLY);
+		if (rc == -ENOENT)
+			rc = 0;
+		else if (rc)
+			status_fail(err, errlen, rc, "%s: fsync: %s", path, strerror(-rc));
+	}
+	closedir(dp);
+	return rc;
+}
+
 void pack_dest_writeback(struct pack_dest *d)
 {
 	if (!d->active)
 		return;
 	if (d->data_fd < 0) {
-		char path[PATH_MAX + 16];
-		if (fmt_path(path, sizeof(path), d->tmp, "/data.mdb"))
+		char path[PATH_MAX + 48];
+		if (snprintf(path, sizeof(path), "%s/%s", d->tmp,
+			     d->data_name[0] ? d->data_name : "data.mdb") >= (int)sizeof(path))
 			return;
 		d->data_fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (d->data_fd < 0)
@@ -278,15 +374,8 @@ int pack_dest_commit(struct pack_dest *d, char *err, size_t errlen)
 		return status_fail(err, errlen, -EINVAL, "%s: nothing to commit", d->dest);
 	snprintf(path, sizeof(path), "%s/packer.pid", d->tmp);
 	unlink(path);
-	static const char *files[2] = { "data.mdb", "lock.mdb" };
-	for (int i = 0; i < 2; i++) {
-		snprintf(path, sizeof(path), "%s/%s", d->tmp, files[i]);
-		rc = fsync_path(path, O_RDONLY);
-		if (rc && rc != -ENOENT) {
-			status_fail(err, errlen, rc, "%s: fsync: %s", path, strerror(-rc));
-			goto fail;
-		}
-	}
+	if ((rc = fsync_files(d->tmp, err, errlen)))
+		goto fail;
 	if ((rc = fsync_path(d->tmp, O_RDONLY | O_DIRECTORY))) {
 		status_fail(err, errlen, rc, "%s: fsync: %s", d->tmp, strerror(-rc));
 		goto fail;

@@ -39,6 +39,7 @@
 #include "pack_progress.h"
 #include "pack_reader.h"
 #include "pack_src.h"
+#include "pack_writer.h"
 
 #include "crc32c.h"
 #include "dsstore.h"
@@ -71,7 +72,8 @@
 #define WRITEBACK_BYTES ((uint64_t)32 << 20)
 
 struct packer {
-	struct dsstore_writer *w;
+	struct pack_writer *w;
+	struct dsformat_header hdr; /* every shard's; the totals set at the end */
 	struct pack_dest *dst;
 	uint64_t since_writeback;
 	const char *src;
@@ -120,7 +122,7 @@ static int refused(struct packer *pk, const struct pack_read *f, int error, cons
 static int stored(struct packer *pk, size_t len, uint32_t restart, size_t src_len, const char *name,
 		  char *err, size_t errlen)
 {
-	int rc = dsstore_writer_put_name(pk->w, pk->next, name, err, errlen);
+	int rc = pack_writer_put_name(pk->w, pk->next, name, err, errlen);
 	if (rc)
 		return rc;
 	pk->next++;
@@ -135,7 +137,7 @@ static int stored(struct packer *pk, size_t len, uint32_t restart, size_t src_le
 	}
 	if (pk->since_commit >= COMMIT_BYTES) {
 		pk->since_commit = 0;
-		if ((rc = dsstore_writer_commit(pk->w, err, errlen)))
+		if ((rc = pack_writer_commit(pk->w, err, errlen)))
 			return rc;
 	}
 	return 0;
@@ -151,7 +153,7 @@ static int put_one(struct packer *pk, const uint8_t *data, size_t len, uint32_t 
 				     .crc = crc32c(0, data, len),
 				     .flags = restart ? DSFORMAT_FLAG_TILED : 0,
 				     .aux = restart };
-	int rc = dsstore_writer_put_sample(pk->w, pk->next, &s, data, err, errlen);
+	int rc = pack_writer_put_sample(pk->w, pk->next, &s, data, src_len, err, errlen);
 	return rc ? rc : stored(pk, len, restart, src_len, name, err, errlen);
 }
 
@@ -179,8 +181,8 @@ static int put_direct(struct packer *pk, struct pack_reader *rd, const struct pa
 {
 	struct dsformat_sample s = { .label = label, .payload_len = (uint32_t)f->len };
 	struct direct_fill d = { .rd = rd, .f = f };
-	int rc = dsstore_writer_put_sample_filled(pk->w, pk->next, &s, fill_from_file, &d, err,
-						  errlen);
+	int rc = pack_writer_put_sample_filled(pk->w, pk->next, &s, fill_from_file, &d, f->len, err,
+					       errlen);
 	if (rc && rc == d.error) /* the file's fault, not the store's */
 		return bad_file(pk, f->path, pack_reader_strerror(rd, d.error), err, errlen);
 	return rc ? rc : stored(pk, f->len, 0, f->len, f->path, err, errlen);
@@ -405,13 +407,14 @@ static int pack_rewritten(struct packer *pk, struct pack_reader *rd, const struc
 
 static const char usage_line[] =
 	"usage: packer pack images [--restart auto|none|MCUS] [--resize-shorter N --quality Q] "
-	"[--threads N] [--follow-links] [--max-file-size SIZE] [--confine] [--strict] [--force] [-v] "
+	"[--threads N] [--follow-links] [--max-file-size SIZE] [--shard-size SIZE] [--confine] "
+	"[--strict] [--force] [-v] "
 	"(SRC | --list FILE [SRC]) DEST";
 
 /* The command line of pack images. */
 struct images_args {
 	const char *list, *src, *dest;
-	unsigned long long shorter, quality, threads, depth, max_file;
+	unsigned long long shorter, quality, threads, depth, max_file, shard_size;
 	int strict, force, verbose, follow_links, confine, help;
 	struct jpeg_tiles_policy tiles;
 	char srcbuf[PATH_MAX];
@@ -434,7 +437,7 @@ static int parse_restart(const char *arg, void *dst, char *err, size_t errlen)
 	return 0;
 }
 
-#define IMAGES_TABLE_ROWS 15
+#define IMAGES_TABLE_ROWS 16
 
 /* The options of pack images, their values going to a. */
 static void images_table(struct images_args *a, struct argtab tab[IMAGES_TABLE_ROWS])
@@ -457,6 +460,9 @@ static void images_table(struct images_args *a, struct argtab tab[IMAGES_TABLE_R
 			    "follow symbolic links to folders (each folder once)"),
 		ARGTAB_SIZE("max-file-size", 0, &a->max_file, 1, DSFORMAT_MAX_PAYLOAD, "SIZE",
 			    "skip larger files unread (default 64M; K, M, G)"),
+		ARGTAB_SIZE("shard-size", 0, &a->shard_size, 1, PACK_MAX_SHARD_SIZE, "SIZE",
+			    "write DEST as shard files of about SIZE bytes of records\n"
+			    "each and a manifest (K, M, G, T; default: one data.mdb)"),
 		ARGTAB_FLAG("confine", 0, &a->confine,
 			    "every file must resolve inside SRC (symbolic links and ..\n"
 			    "included; absolute list paths are refused): else fatal"),
@@ -590,23 +596,25 @@ static int images_store(const struct images_args *a, struct packer *pk, int dirf
 	return 0;
 }
 
-/* The labels and the header; the dataset then renamed into place. */
-static int images_finish(struct packer *pk, const struct pack_src *l, int argc, char **argv,
-			 char *err, size_t errlen)
+/* The header every shard carries (its counts set by the writer). */
+static void images_header(struct packer *pk, const struct pack_src *l, int argc, char **argv)
 {
-	int rc;
-	for (uint32_t k = 0; k < l->nclasses; k++)
-		if ((rc = dsstore_writer_put_label(pk->w, k, l->classes[k], err, errlen)))
-			return rc;
-	struct dsformat_header h = { .version = DSFORMAT_VERSION,
-				     .kind = DSFORMAT_KIND_JPEG,
-				     .samples = pk->next,
-				     .classes = l->nclasses,
-				     .source_bytes = pk->source_bytes,
-				     .tiled = pk->tiled };
-	snprintf(h.packer_version, sizeof(h.packer_version), "packer %s", FEEDER_VERSION);
-	pack_options_string(argc, argv, 1, h.options, sizeof(h.options));
-	rc = dsstore_writer_finish(pk->w, &h, err, errlen);
+	pk->hdr = (struct dsformat_header){ .version = DSFORMAT_VERSION,
+					    .kind = DSFORMAT_KIND_JPEG,
+					    .classes = l->nclasses };
+	snprintf(pk->hdr.packer_version, sizeof(pk->hdr.packer_version), "packer %s",
+		 FEEDER_VERSION);
+	pack_options_string(argc, argv, 1, pk->hdr.options, sizeof(pk->hdr.options));
+}
+
+/* The labels and the header; the dataset then renamed into place. */
+static int images_finish(struct packer *pk, char *err, size_t errlen)
+{
+	struct dsformat_header h = pk->hdr;
+	h.samples = pk->next;
+	h.source_bytes = pk->source_bytes;
+	h.tiled = pk->tiled;
+	int rc = pack_writer_finish(pk->w, &h, err, errlen);
 	pk->w = NULL;
 	return rc ? rc : pack_dest_commit(pk->dst, err, errlen);
 }
@@ -640,7 +648,9 @@ static int images_pack(const struct images_args *a, struct packer *pk, int dirfd
 		return rc == -EEXIST || rc == -EINVAL || rc == -ENOENT ? PACK_EXIT_USAGE
 								       : PACK_EXIT_FAIL;
 	}
-	if ((rc = dsstore_writer_open(pk->dst->tmp, (size_t)1 << 30, &pk->w, err, sizeof(err)))) {
+	images_header(pk, l, argc, argv);
+	if ((rc = pack_writer_open(pk->dst, a->shard_size, (size_t)1 << 30, &pk->hdr,
+				   (const char *const *)l->classes, &pk->w, err, sizeof(err)))) {
 		pack_error("pack images: %s", err);
 		return PACK_EXIT_FAIL;
 	}
@@ -651,7 +661,7 @@ static int images_pack(const struct images_args *a, struct packer *pk, int dirfd
 			   l->n);
 		return PACK_EXIT_USAGE;
 	}
-	if ((rc = images_finish(pk, l, argc, argv, err, sizeof(err)))) {
+	if ((rc = images_finish(pk, err, sizeof(err)))) {
 		pack_error("pack images: %s", err);
 		return PACK_EXIT_FAIL;
 	}
@@ -679,7 +689,7 @@ int pack_images_main(int argc, char **argv)
 	if (!status)
 		status = images_pack(&a, &pk, dirfd, &l, argc, argv);
 	if (pk.w)
-		dsstore_writer_abort(pk.w);
+		pack_writer_abort(pk.w);
 	pack_dest_abort(&dst);
 	pack_src_free(&l);
 	close(dirfd);

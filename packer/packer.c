@@ -7,6 +7,7 @@
 
 #include "pack_args.h"
 #include "pack_msg.h"
+#include "packer_push.h"
 #include "packer_read.h"
 
 #include "dsformat.h"
@@ -18,7 +19,8 @@
 static const char usage_head[] =
 	"usage: packer <command> [options] ...\n"
 	"\n"
-	"Build and check Feeder datasets (one LMDB environment per directory).\n"
+	"Build and check Feeder datasets (a folder holding one LMDB data.mdb, or shard\n"
+	"files and their manifest: --shard-size).\n"
 	"\n"
 	"commands:\n"
 	"  pack images SRC DEST          pack an ImageFolder tree (one folder per class)\n"
@@ -31,6 +33,10 @@ static const char usage_tail[] =
 	"  verify DEST [--decode]        check every CRC (and decode every JPEG)\n"
 	"  cat DEST INDEX                write the payload of sample INDEX to stdout (a JPEG that\n"
 	"                                decodes to the source's pixels; its bytes with --restart none)\n"
+	"  reshard SRC DEST (--shard-size SIZE | --single)\n"
+	"                                copy a dataset into shard files of SIZE, or one data.mdb\n"
+	"  push DEST s3://BUCKET/PREFIX [--jobs N] [--part-size SIZE]\n"
+	"                                upload the shards to object storage, the manifest last\n"
 	"\n";
 
 struct packer_args {
@@ -121,5 +127,9 @@ int main(int argc, char **argv)
 		return packer_verify_main(nsub, sub);
 	if (!strcmp(sub[0], "cat"))
 		return packer_cat_main(nsub, sub);
+	if (!strcmp(sub[0], "reshard"))
+		return packer_reshard_main(nsub, sub);
+	if (!strcmp(sub[0], "push"))
+		return packer_push_main(nsub, sub);
 	return pack_usage_error(NULL, "unknown command '%s'", sub[0]);
 }

@@ -5,12 +5,14 @@
  *   pack images           pack_images_main (pack_images.c)
  *   pack audio            pack_audio_main (pack_audio.c; pack_audio_none.c
  *                         when the build has no FFTW)
- *   inspect, verify, cat  packer_read.h
+ *   inspect, verify, cat  packer_read.h (either layout, through layout.h)
+ *   reshard               packer_reshard_main (pack_reshard.c)
  *
  * Every pack builds a dataset the same way, from modules with one job each:
  * the sources and their labels (pack_src.h), a temporary destination renamed
  * into place at the end (pack_dest.h), files read by io_uring in index
- * order (pack_reader.h), the LMDB writer (proto/dsstore.h), one-line
+ * order (pack_reader.h), the dataset writer (pack_writer.h: one data.mdb, or
+ * shard files and a manifest, over proto/dsstore.h), one-line
  * messages (pack_msg.h), a progress line (pack_progress.h) and the command
  * line's helpers (pack_args.h).
  *
@@ -36,6 +38,9 @@
  * WAV at 16 kHz, 16 bits: 35 minutes. */
 #define PACK_MAX_FILE_DEFAULT ((unsigned long long)64 << 20)
 
+/* --shard-size's upper bound (1 TiB): a shard is one file. */
+#define PACK_MAX_SHARD_SIZE ((unsigned long long)1 << 40)
+
 /* Subcommand entry points; argv[0] is the kind word ("images", "audio"),
  * options and operands follow. They return the process exit status. */
 int pack_images_main(int argc, char **argv);
@@ -44,5 +49,8 @@ int pack_audio_main(int argc, char **argv);
 /* The option list of pack images, for packer --help (the same table its
  * parser reads). */
 void pack_images_help(FILE *f);
+
+/* packer reshard SRC DEST (--shard-size SIZE | --single) (pack_reshard.c). */
+int packer_reshard_main(int argc, char **argv);
 
 #endif

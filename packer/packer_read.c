@@ -7,6 +7,7 @@
 
 #include "dsstore.h"
 #include "jpeg_decode.h"
+#include "layout.h"
 #include "pack_args.h"
 #include "pack_msg.h"
 #include "pack_progress.h"
@@ -27,51 +28,117 @@
 /* Every loop below runs to the header's sample and class counts. dsstore_open
  * checks those against LMDB's own entry counts, but both are numbers stored
  * in the file, and a crafted one can claim 2^61 of each: the loops would
- * spin for ever and inspect's tables would overflow. The data file's size
+ * spin for ever and inspect's tables would overflow. The data files' size
  * bounds them for real: in LMDB's leaf pages a sample takes at least its
  * 8-byte node header and 8-byte key, a label its node header and 4-byte
  * key. */
 #define MIN_SAMPLE_BYTES 16
 #define MIN_LABEL_BYTES 12
 
-static int counts_fit(const char *cmd, const char *dir, const struct dsformat_header *h)
+static int counts_fit(const char *cmd, const char *what, const struct dsformat_header *h,
+		      uint64_t size)
 {
-	char path[PATH_MAX];
-	struct stat st;
-	if (snprintf(path, sizeof(path), "%s/data.mdb", dir) >= (int)sizeof(path) ||
-	    stat(path, &st) != 0)
-		return 0; /* dsstore_open read it: nothing to add here */
-	uint64_t size = (uint64_t)st.st_size;
 	if (h->samples > size / MIN_SAMPLE_BYTES || h->classes > size / MIN_LABEL_BYTES) {
 		fprintf(stderr,
 			"packer: %s: %s: header claims %llu samples and %u classes, more than "
 			"its %llu-byte data file can hold\n",
-			cmd, dir, (unsigned long long)h->samples, h->classes,
+			cmd, what, (unsigned long long)h->samples, h->classes,
 			(unsigned long long)size);
 		return PACK_EXIT_FAIL;
 	}
 	return 0;
 }
 
-static int open_dataset(const char *cmd, const char *dir, struct dsstore **ds,
-			struct dsstore_txn **t)
+/* A dataset of either layout (layout.h), read one shard at a time. */
+struct dataset {
+	const char *cmd, *dir;
+	struct layout l;
+	size_t cur; /* the shard open in ds and t, or l.m.nshards */
+	struct dsstore *ds;
+	struct dsstore_txn *t;
+};
+
+/* Load the dataset's layout: PACK_EXIT_FAIL (said) or 0. */
+static int dataset_load(const char *cmd, const char *dir, struct dataset *d)
 {
-	char err[512];
-	if (dsstore_open(dir, ds, err, sizeof(err)) != 0) {
+	char err[1024];
+	memset(d, 0, sizeof(*d));
+	d->cmd = cmd;
+	d->dir = dir;
+	if (layout_load(dir, 0, &d->l, err, sizeof(err)) != 0) {
 		fprintf(stderr, "packer: %s: %s\n", cmd, err);
 		return PACK_EXIT_FAIL;
 	}
-	int rc = counts_fit(cmd, dir, dsstore_header(*ds));
-	if (rc) {
-		dsstore_close(*ds);
+	d->cur = d->l.m.nshards;
+	uint64_t size = 0;
+	for (size_t i = 0; i < d->l.m.nshards; i++)
+		size += d->l.m.shards[i].bytes;
+	return counts_fit(cmd, dir, &d->l.m.header, size);
+}
+
+static void dataset_close_shard(struct dataset *d)
+{
+	dsstore_txn_end(d->t);
+	dsstore_close(d->ds);
+	d->t = NULL;
+	d->ds = NULL;
+	d->cur = d->l.m.nshards;
+}
+
+/* Open shard i (closing the one open): a sentence in err (naming the
+ * shard) and a code, or 0. A shard must agree with the manifest: its
+ * sample count, and the dataset's kind, version and shape. */
+static int dataset_shard_err(struct dataset *d, size_t i, char *err, size_t errlen)
+{
+	if (d->cur == i)
+		return 0;
+	dataset_close_shard(d);
+	const struct manifest_shard *sh = &d->l.m.shards[i];
+	const char *name = d->l.sharded ? sh->name : d->dir;
+	char why[600];
+	int rc = layout_open_shard(&d->l, i, &d->ds, why, sizeof(why));
+	if (rc)
+		return status_fail(err, errlen, rc, "%s", why);
+	const struct dsformat_header *h = dsstore_header(d->ds), *w = &d->l.m.header;
+	if (d->l.sharded &&
+	    (h->samples != sh->count || h->version != w->version || h->kind != w->kind ||
+	     h->classes != w->classes || h->feat_dim != w->feat_dim || h->dtype != w->dtype ||
+	     h->rate != w->rate)) {
+		rc = status_fail(err, errlen, FEEDER_ECORRUPT,
+				 "%s/%s: its header (%llu samples, kind %s, %u classes) disagrees "
+				 "with the manifest's (%llu samples, kind %s, %u classes)",
+				 d->dir, name, (unsigned long long)h->samples,
+				 dsformat_kind_name(h->kind), h->classes,
+				 (unsigned long long)sh->count, dsformat_kind_name(w->kind),
+				 w->classes);
+		dsstore_close(d->ds);
+		d->ds = NULL;
 		return rc;
 	}
-	if (dsstore_txn_begin(*ds, t, err, sizeof(err)) != 0) {
-		fprintf(stderr, "packer: %s: %s: %s\n", cmd, dir, err);
-		dsstore_close(*ds);
-		return PACK_EXIT_FAIL;
+	if ((rc = dsstore_txn_begin(d->ds, &d->t, why, sizeof(why)))) {
+		rc = status_fail(err, errlen, rc, "%s: %s", name, why);
+		dsstore_close(d->ds);
+		d->ds = NULL;
+		return rc;
 	}
+	d->cur = i;
 	return 0;
+}
+
+/* The same, saying the error: 0 or PACK_EXIT_FAIL. */
+static int dataset_shard(struct dataset *d, size_t i)
+{
+	char err[1024];
+	if (dataset_shard_err(d, i, err, sizeof(err)) == 0)
+		return 0;
+	fprintf(stderr, "packer: %s: %s\n", d->cmd, err);
+	return PACK_EXIT_FAIL;
+}
+
+static void dataset_free(struct dataset *d)
+{
+	dataset_close_shard(d);
+	layout_free(&d->l);
 }
 
 /* ---- inspect ---- */
@@ -186,8 +253,9 @@ static void inspect_free(struct inspect_stats *st)
 	free(st->frames.all);
 }
 
-/* Read every record of t into st. 0 or -ENOMEM. */
-static int inspect_count(struct dsstore_txn *t, const struct dsformat_header *h,
+/* Read every record of every shard of d into st. 0, -ENOMEM, or
+ * PACK_EXIT_FAIL (a shard that does not open, said). */
+static int inspect_count(struct dataset *d, const struct dsformat_header *h,
 			 struct inspect_stats *st)
 {
 	size_t n = h->samples ? h->samples : 1;
@@ -206,7 +274,11 @@ static int inspect_count(struct dsstore_txn *t, const struct dsformat_header *h,
 		struct dsformat_sample s;
 		const uint8_t *p;
 		char err[256];
-		if (dsstore_get_sample(t, i, &s, &p, err, sizeof(err)) != 0) {
+		size_t k = manifest_find(&d->l.m, i);
+		if (k == d->l.m.nshards || dataset_shard(d, k))
+			return PACK_EXIT_FAIL;
+		if (dsstore_get_sample(d->t, i - d->l.m.shards[k].first, &s, &p, err,
+				       sizeof(err)) != 0) {
 			st->unreadable++;
 			continue;
 		}
@@ -226,8 +298,8 @@ static int inspect_count(struct dsstore_txn *t, const struct dsformat_header *h,
 	return 0;
 }
 
-static void inspect_json(const char *dir, const struct dsformat_header *h, struct dsstore_txn *t,
-			 struct inspect_stats *st)
+static void inspect_json(const char *dir, const struct layout *l, const struct dsformat_header *h,
+			 struct dsstore_txn *t, struct inspect_stats *st)
 {
 	printf("{\"path\":");
 	json_string(stdout, dir, strlen(dir));
@@ -273,7 +345,20 @@ static void inspect_json(const char *dir, const struct dsformat_header *h, struc
 	printf("],\"histogram\":[");
 	for (uint32_t k = 0; k < h->classes; k++)
 		printf("%s%llu", k ? "," : "", (unsigned long long)st->hist[k]);
-	printf("]}\n");
+	printf("]");
+	if (l->sharded) {
+		printf(",\"shards\":[");
+		for (size_t i = 0; i < l->m.nshards; i++) {
+			const struct manifest_shard *sh = &l->m.shards[i];
+			printf("%s{\"name\":", i ? "," : "");
+			json_string(stdout, sh->name, strlen(sh->name));
+			printf(",\"first\":%llu,\"samples\":%llu,\"bytes\":%llu,\"crc32c\":\"%08x\"}",
+			       (unsigned long long)sh->first, (unsigned long long)sh->count,
+			       (unsigned long long)sh->bytes, sh->crc);
+		}
+		printf("]");
+	}
+	printf("}\n");
 }
 
 /* The text report's line on tiling (jpeg datasets). */
@@ -308,8 +393,8 @@ static void inspect_text_frames(const struct dsformat_header *h, struct inspect_
 	       h->kind == DSFORMAT_KIND_WAVE ? "samples" : "10 ms frames");
 }
 
-static void inspect_text(const char *dir, const struct dsformat_header *h, struct dsstore_txn *t,
-			 struct inspect_stats *st)
+static void inspect_text(const char *dir, const struct layout *l, const struct dsformat_header *h,
+			 struct dsstore_txn *t, struct inspect_stats *st)
 {
 	printf("dataset:   %s\n", dir);
 	printf("format:    version %u, kind %s\n", h->version, dsformat_kind_name(h->kind));
@@ -343,6 +428,14 @@ static void inspect_text(const char *dir, const struct dsformat_header *h, struc
 		}
 		printf("  %6u %8llu  %.*s\n", k, (unsigned long long)st->hist[k], (int)len, name);
 	}
+	if (!l->sharded)
+		return;
+	printf("shards:    %zu (%s): name, samples, first, bytes\n", l->m.nshards, MANIFEST_NAME);
+	for (size_t i = 0; i < l->m.nshards; i++) {
+		const struct manifest_shard *sh = &l->m.shards[i];
+		printf("  %s %8llu %10llu %12llu\n", sh->name, (unsigned long long)sh->count,
+		       (unsigned long long)sh->first, (unsigned long long)sh->bytes);
+	}
 }
 
 int packer_inspect_main(int argc, char **argv)
@@ -353,27 +446,28 @@ int packer_inspect_main(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 
-	struct dsstore *ds;
-	struct dsstore_txn *t;
-	rc = open_dataset("inspect", dir, &ds, &t);
-	if (rc)
+	struct dataset d;
+	rc = dataset_load("inspect", dir, &d);
+	if (rc) {
+		dataset_free(&d);
 		return rc;
-	const struct dsformat_header *h = dsstore_header(ds);
+	}
+	const struct dsformat_header *h = &d.l.m.header;
 	struct inspect_stats st = { 0 };
-	if (inspect_count(t, h, &st)) {
+	rc = inspect_count(&d, h, &st);
+	if (rc == -ENOMEM)
 		fprintf(stderr, "packer: inspect: out of memory\n");
-		rc = PACK_EXIT_FAIL;
-	} else {
+	/* the labels: every shard has them, the first is read */
+	if (!rc && !(rc = dataset_shard(&d, 0))) {
 		if (json)
-			inspect_json(dir, h, t, &st);
+			inspect_json(dir, &d.l, h, d.t, &st);
 		else
-			inspect_text(dir, h, t, &st);
+			inspect_text(dir, &d.l, h, d.t, &st);
 		rc = st.unreadable ? PACK_EXIT_FAIL : 0;
 	}
 	inspect_free(&st);
-	dsstore_txn_end(t);
-	dsstore_close(ds);
-	return rc;
+	dataset_free(&d);
+	return rc ? PACK_EXIT_FAIL : 0;
 }
 
 /* ---- verify ---- */
@@ -403,6 +497,32 @@ static int check_finite(const struct dsformat_sample *s, const uint8_t *p, char 
 	return 0;
 }
 
+/* A sharded dataset's files against the manifest: sizes (layout_load
+ * checked them) and CRC-32C, each damaged one named on stdout. Their
+ * number. */
+static uint64_t verify_shard_files(const struct dataset *d)
+{
+	uint64_t bad = 0;
+	for (size_t i = 0; d->l.sharded && i < d->l.m.nshards; i++) {
+		const struct manifest_shard *sh = &d->l.m.shards[i];
+		char path[4096 + MANIFEST_MAX_NAME + 2], err[600];
+		uint32_t crc;
+		uint64_t n;
+		if (layout_shard_path(&d->l, i, path, sizeof(path), err, sizeof(err)) ||
+		    layout_file_crc(path, &crc, &n, err, sizeof(err))) {
+			printf("shard %s: %s\n", sh->name, err);
+			bad++;
+		} else if (n != sh->bytes || crc != sh->crc) {
+			printf("shard %s: %llu bytes of CRC-32C %08x, the manifest says %llu of "
+			       "%08x (the file is damaged)\n",
+			       sh->name, (unsigned long long)n, crc, (unsigned long long)sh->bytes,
+			       sh->crc);
+			bad++;
+		}
+	}
+	return bad;
+}
+
 int packer_verify_main(int argc, char **argv)
 {
 	int decode = 0;
@@ -412,12 +532,13 @@ int packer_verify_main(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 
-	struct dsstore *ds;
-	struct dsstore_txn *t;
-	rc = open_dataset("verify", dir, &ds, &t);
-	if (rc)
+	struct dataset d;
+	rc = dataset_load("verify", dir, &d);
+	if (rc) {
+		dataset_free(&d);
 		return rc;
-	const struct dsformat_header *h = dsstore_header(ds);
+	}
+	const struct dsformat_header *h = &d.l.m.header;
 	/* --decode: every JPEG through the rules feederd decodes by
 	 * (media/jpeg_decode.h), in the memory of one row. */
 	struct jpeg_decoder *dec = NULL;
@@ -425,19 +546,36 @@ int packer_verify_main(int argc, char **argv)
 	if (decode && h->kind == DSFORMAT_KIND_JPEG &&
 	    jpeg_decoder_create(&dec, derr, sizeof(derr)) != 0) {
 		fprintf(stderr, "packer: verify: %s\n", derr);
-		dsstore_txn_end(t);
-		dsstore_close(ds);
+		dataset_free(&d);
 		return PACK_EXIT_FAIL;
 	}
-	uint64_t nbad = 0, bytes = 0;
+	uint64_t nbad = 0, bytes = 0, bad_shards = verify_shard_files(&d);
 	struct pack_progress prog;
 	pack_progress_init(&prog, h->samples, 0);
 	prog.what = "samples";
+	size_t failed = d.l.m.nshards; /* a shard that did not open */
 	for (uint64_t i = 0; i < h->samples; i++) {
 		struct dsformat_sample s;
 		const uint8_t *p;
-		char why[300];
-		int r = dsstore_get_sample(t, i, &s, &p, why, sizeof(why));
+		char why[1100];
+		size_t k = manifest_find(&d.l.m, i);
+		int r = k == failed ? FEEDER_ECORRUPT : dataset_shard_err(&d, k, why, sizeof(why));
+		if (k == failed)
+			snprintf(why, sizeof(why), "in %s, which does not open",
+				 d.l.m.shards[k].name);
+		else if (r && !d.l.sharded) {
+			fprintf(stderr, "packer: verify: %s\n", why);
+			jpeg_decoder_destroy(dec);
+			dataset_free(&d);
+			return PACK_EXIT_FAIL;
+		} else if (r) {
+			printf("shard %s\n", why);
+			failed = k;
+			bad_shards++;
+		}
+		if (!r)
+			r = dsstore_get_sample(d.t, i - d.l.m.shards[k].first, &s, &p, why,
+					       sizeof(why));
 		if (!r)
 			r = dsformat_sample_verify(&s, p, why, sizeof(why));
 		/* every check feederd makes before it decodes a record */
@@ -460,15 +598,17 @@ int packer_verify_main(int argc, char **argv)
 	printf("%s: %llu samples, %llu bytes checked%s, %llu bad\n", dir,
 	       (unsigned long long)h->samples, (unsigned long long)bytes, dec ? " and decoded" : "",
 	       (unsigned long long)nbad);
+	if (d.l.sharded)
+		printf("%s: %zu shard files, %llu damaged\n", dir, d.l.m.nshards,
+		       (unsigned long long)bad_shards);
 	/* as feederd will: media/jpeg_huff.h's policy */
 	if (dec && jpeg_decoder_fallbacks(dec))
 		printf("%s: %llu decoded by libjpeg's Huffman decoder where feederd's own refused them "
 		       "(feeder_jpeg_fallbacks_total)\n",
 		       dir, (unsigned long long)jpeg_decoder_fallbacks(dec));
 	jpeg_decoder_destroy(dec);
-	dsstore_txn_end(t);
-	dsstore_close(ds);
-	return nbad ? PACK_EXIT_FAIL : 0;
+	dataset_free(&d);
+	return nbad || bad_shards ? PACK_EXIT_FAIL : 0;
 }
 
 /* ---- cat ---- */
@@ -494,12 +634,13 @@ int packer_cat_main(int argc, char **argv)
 	unsigned long long index;
 	if (argtab_parse_uint(ops[1], 0, UINT64_MAX, &index) != 0)
 		return pack_usage_error("cat", "INDEX '%s' is not a non-negative integer", ops[1]);
-	struct dsstore *ds;
-	struct dsstore_txn *t;
-	rc = open_dataset("cat", dir, &ds, &t);
-	if (rc)
+	struct dataset d;
+	rc = dataset_load("cat", dir, &d);
+	if (rc) {
+		dataset_free(&d);
 		return rc;
-	const struct dsformat_header *h = dsstore_header(ds);
+	}
+	const struct dsformat_header *h = &d.l.m.header;
 	if (index >= h->samples) {
 		fprintf(stderr, "packer: cat: index %llu out of range (%s has %llu samples)\n",
 			index, dir, (unsigned long long)h->samples);
@@ -509,7 +650,10 @@ int packer_cat_main(int argc, char **argv)
 	struct dsformat_sample s;
 	const uint8_t *p;
 	char err[300];
-	if (dsstore_get_sample(t, index, &s, &p, err, sizeof(err)) != 0) {
+	size_t k = manifest_find(&d.l.m, index);
+	if ((rc = dataset_shard(&d, k)))
+		goto out;
+	if (dsstore_get_sample(d.t, index - d.l.m.shards[k].first, &s, &p, err, sizeof(err)) != 0) {
 		fprintf(stderr, "packer: cat: %s: %s\n", dir, err);
 		rc = PACK_EXIT_FAIL;
 		goto out;
@@ -540,7 +684,6 @@ int packer_cat_main(int argc, char **argv)
 		off += (size_t)w;
 	}
 out:
-	dsstore_txn_end(t);
-	dsstore_close(ds);
+	dataset_free(&d);
 	return rc;
 }

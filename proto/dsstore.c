@@ -46,6 +46,7 @@ struct dsstore_writer {
 	MDB_txn *txn;
 	MDB_dbi meta, labels, samples, names;
 	char dir[PATH_MAX];
+	char file[PATH_MAX + 16]; /* the data file, shrunk at finish */
 	size_t mapsize;
 	size_t psize;
 	uint64_t pending_pages;
@@ -105,8 +106,17 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 
 	if (!ds)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
+	/* A regular file is a shard of a sharded dataset (manifest.h): the
+	 * same LMDB data file without its folder. */
+	struct stat pst;
+	unsigned subdir = 0;
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	if (stat(dir, &pst) == 0 && S_ISREG(pst.st_mode)) {
+		subdir = MDB_NOSUBDIR;
+		snprintf(path, sizeof(path), "%s", dir);
+	} else {
+		snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	}
 	if (access(path, R_OK) != 0) {
 		rc = status_fail(err, errlen, errno == ENOENT ? FEEDER_EFORMAT : -errno,
 				 "%s: not a dataset (%s)", dir,
@@ -127,7 +137,8 @@ int dsstore_open(const char *dir, struct dsstore **out, char *err, size_t errlen
 	}
 	/* MDB_NOLOCK: immutable data, no lock file (read-only dirs work).
 	 * MDB_NORDAHEAD: access is random; readahead would waste the cache. */
-	rc = mdb_env_open(ds->env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS | MDB_NORDAHEAD, 0);
+	rc = mdb_env_open(ds->env, dir,
+			  MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS | MDB_NORDAHEAD | subdir, 0);
 	if (rc) {
 		rc = lmdb_fail(err, errlen, rc, dir);
 		goto fail;
@@ -363,8 +374,9 @@ static int get_checked(struct dsstore_txn *t, MDB_dbi dbi, void *key, size_t kle
 	return rc;
 }
 
-int dsstore_get_sample(struct dsstore_txn *t, uint64_t index, struct dsformat_sample *s,
-		       const uint8_t **payload, char *err, size_t errlen)
+/* A record's bytes, checked to lie in the file; decoded by get_sample. */
+int dsstore_get_record(struct dsstore_txn *t, uint64_t index, const uint8_t **rec, size_t *len,
+		       char *err, size_t errlen)
 {
 	uint8_t key[8];
 	dsformat_sample_key(index, key);
@@ -380,8 +392,20 @@ int dsstore_get_sample(struct dsstore_txn *t, uint64_t index, struct dsformat_sa
 				   v.mv_size);
 	if (rc)
 		return lmdb_fail(err, errlen, rc, "reading sample");
-	return dsformat_sample_decode(t->ds->hdr.version, v.mv_data, v.mv_size, s, payload, err,
-				      errlen);
+	*rec = v.mv_data;
+	*len = v.mv_size;
+	return 0;
+}
+
+int dsstore_get_sample(struct dsstore_txn *t, uint64_t index, struct dsformat_sample *s,
+		       const uint8_t **payload, char *err, size_t errlen)
+{
+	const uint8_t *rec;
+	size_t len;
+	int rc = dsstore_get_record(t, index, &rec, &len, err, errlen);
+	if (rc)
+		return rc;
+	return dsformat_sample_decode(t->ds->hdr.version, rec, len, s, payload, err, errlen);
 }
 
 static int get_bytes(struct dsstore_txn *t, MDB_dbi dbi, void *key, size_t klen, const char **p,
@@ -423,14 +447,16 @@ static int writer_begin(struct dsstore_writer *w, char *err, size_t errlen)
 	return 0;
 }
 
-int dsstore_writer_open(const char *dir, size_t initial_map, struct dsstore_writer **out, char *err,
-			size_t errlen)
+/* A writer of dir/data.mdb (nosubdir 0) or of the file dir (MDB_NOSUBDIR). */
+static int writer_open(const char *dir, unsigned nosubdir, size_t initial_map,
+		       struct dsstore_writer **out, char *err, size_t errlen)
 {
 	struct dsstore_writer *w = calloc(1, sizeof(*w));
 	int rc;
 	if (!w)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
+	snprintf(w->file, sizeof(w->file), nosubdir ? "%s" : "%s/data.mdb", dir);
 	w->mapsize = initial_map ? initial_map : (size_t)64 << 20;
 	w->psize = (size_t)sysconf(_SC_PAGESIZE);
 	if ((rc = mdb_env_create(&w->env)) || (rc = mdb_env_set_maxdbs(w->env, 8)) ||
@@ -442,7 +468,7 @@ int dsstore_writer_open(const char *dir, size_t initial_map, struct dsstore_writ
 	 * until finish. Not MDB_WRITEMAP: writing through the map costs a page
 	 * fault and a zero-fill per new page, which made packing 20,000 images
 	 * into tmpfs take 5.7 s against 3.6-5.0 s with LMDB's own buffers. */
-	rc = mdb_env_open(w->env, dir, MDB_NOLOCK | MDB_NOSYNC | MDB_NOMETASYNC, 0644);
+	rc = mdb_env_open(w->env, dir, MDB_NOLOCK | MDB_NOSYNC | MDB_NOMETASYNC | nosubdir, 0644);
 	if (rc) {
 		rc = lmdb_fail(err, errlen, rc, dir);
 		goto fail;
@@ -464,6 +490,18 @@ int dsstore_writer_open(const char *dir, size_t initial_map, struct dsstore_writ
 fail:
 	dsstore_writer_abort(w);
 	return rc;
+}
+
+int dsstore_writer_open(const char *dir, size_t initial_map, struct dsstore_writer **out, char *err,
+			size_t errlen)
+{
+	return writer_open(dir, 0, initial_map, out, err, errlen);
+}
+
+int dsstore_writer_open_file(const char *path, size_t initial_map, struct dsstore_writer **out,
+			     char *err, size_t errlen)
+{
+	return writer_open(path, MDB_NOSUBDIR, initial_map, out, err, errlen);
 }
 
 int dsstore_writer_commit(struct dsstore_writer *w, char *err, size_t errlen)
@@ -566,6 +604,14 @@ int dsstore_writer_put_sample_filled(struct dsstore_writer *w, uint64_t index,
 	return 0;
 }
 
+int dsstore_writer_put_record(struct dsstore_writer *w, uint64_t index, const void *rec, size_t len,
+			      char *err, size_t errlen)
+{
+	uint8_t key[8];
+	dsformat_sample_key(index, key);
+	return writer_put(w, w->samples, key, 8, len, rec, len, NULL, MDB_APPEND, err, errlen);
+}
+
 int dsstore_writer_put_label(struct dsstore_writer *w, uint32_t id, const char *name, char *err,
 			     size_t errlen)
 {
@@ -614,10 +660,8 @@ int dsstore_writer_finish(struct dsstore_writer *w, const struct dsformat_header
 	mdb_env_close(w->env);
 	w->env = NULL;
 	/* Give back any tail beyond the used pages (the map may have grown). */
-	char path[PATH_MAX + 16];
-	snprintf(path, sizeof(path), "%s/data.mdb", w->dir);
-	if (truncate(path, (off_t)used) != 0) {
-		rc = status_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	if (truncate(w->file, (off_t)used) != 0) {
+		rc = status_fail(err, errlen, -errno, "%s: %s", w->file, strerror(errno));
 		goto fail;
 	}
 	free(w);

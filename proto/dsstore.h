@@ -20,7 +20,8 @@ struct dsstore;
 struct dsstore_txn;
 struct dsstore_writer;
 
-/* Open the dataset in directory dir read-only: check the LMDB file's page
+/* Open the dataset in directory dir read-only (dir may also be a regular
+ * file: one shard of a sharded dataset, see manifest.h): check the LMDB file's page
  * structure (lmdb_check.h), then validate the dataset header (magic,
  * version, sample and class counts against the databases). Returns 0 and sets
  * *out, or a negative code with a sentence in err. */
@@ -52,6 +53,11 @@ int dsstore_txn_reserve(struct dsstore *ds, unsigned n, char *err, size_t errlen
  * FEEDER_ECORRUPT/EFORMAT with a sentence. */
 int dsstore_get_sample(struct dsstore_txn *t, uint64_t index, struct dsformat_sample *s,
 		       const uint8_t **payload, char *err, size_t errlen);
+/* Sample index's whole record as stored (header and payload, *len bytes,
+ * not decoded), for copying it unchanged. 0, -ENOENT, or FEEDER_ECORRUPT
+ * with a sentence. */
+int dsstore_get_record(struct dsstore_txn *t, uint64_t index, const uint8_t **rec, size_t *len,
+		       char *err, size_t errlen);
 /* Class name of id (not NUL-terminated: *len bytes). 0 or -ENOENT. */
 int dsstore_get_label(struct dsstore_txn *t, uint32_t id, const char **name, size_t *len);
 /* Source name of sample index, if the packer stored one. 0 or -ENOENT. */
@@ -66,6 +72,10 @@ int dsstore_get_name(struct dsstore_txn *t, uint64_t index, const char **name, s
  * file to its used size. On any error call dsstore_writer_abort. */
 int dsstore_writer_open(const char *dir, size_t initial_map, struct dsstore_writer **out, char *err,
 			size_t errlen);
+/* The same, writing the data file path itself (a shard, see manifest.h)
+ * instead of a data.mdb in a folder. */
+int dsstore_writer_open_file(const char *path, size_t initial_map, struct dsstore_writer **out,
+			     char *err, size_t errlen);
 int dsstore_writer_put_sample(struct dsstore_writer *w, uint64_t index,
 			      const struct dsformat_sample *s, const void *payload, char *err,
 			      size_t errlen);
@@ -79,6 +89,9 @@ typedef int (*dsstore_fill_fn)(void *ctx, uint8_t *payload, size_t len, struct d
 int dsstore_writer_put_sample_filled(struct dsstore_writer *w, uint64_t index,
 				     struct dsformat_sample *s, dsstore_fill_fn fill, void *ctx,
 				     char *err, size_t errlen);
+/* Put sample index's record as dsstore_get_record gave it (index order). */
+int dsstore_writer_put_record(struct dsstore_writer *w, uint64_t index, const void *rec, size_t len,
+			      char *err, size_t errlen);
 int dsstore_writer_put_label(struct dsstore_writer *w, uint32_t id, const char *name, char *err,
 			     size_t errlen);
 int dsstore_writer_put_name(struct dsstore_writer *w, uint64_t index, const char *name, char *err,

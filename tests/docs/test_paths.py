@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 
-SOURCE_DIRS = ("proto", "media", "daemon", "client", "xvec", "packer", "tools", "dist")
+SOURCE_DIRS = ("proto", "media", "daemon", "client", "xvec", "packer", "store", "tools", "dist")
 # Build descriptions are not modules: the map names folders, not these.
 NOT_SOURCES = ("meson.build",)
 DOCS = ("README.md", "ARCHITECTURE.md", "BENCHMARKS.md", "client/python/README.md")

@@ -9,7 +9,7 @@
 #
 # Usage: tests/fuzz/build.sh [HARNESS...]   (default: all; see HARNESSES)
 #        tests/fuzz/build.sh seeds          (rewrite the generated seeds of
-#                                            corpus/protocol and corpus/dsformat)
+#                                            corpus/protocol, dsformat, manifest)
 # Env:   FEEDER_BUILD (default: build), FEEDER_SOURCE (default: this tree),
 #        CLANG (default: clang).
 # Exit:  0 built, 1 a compile failed, 77 no clang with libFuzzer here.
@@ -19,13 +19,14 @@ bld=${FEEDER_BUILD:-$src/build}
 cc=${CLANG:-clang}
 out=$bld/fuzz
 
-HARNESSES="protocol dsformat dataset config jpeg audio features"
+HARNESSES="protocol dsformat dataset config jpeg audio features manifest"
 
 # Project sources and libraries per harness.
 sources() {
   case "$1" in
     protocol) echo "proto/protocol.c proto/status.c" ;;
     dsformat) echo "proto/dsformat.c proto/crc32c.c proto/status.c" ;;
+    manifest) echo "proto/manifest.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     dataset) echo "proto/dsstore.c proto/lmdb_check.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     config) echo "daemon/config.c proto/status.c proto/argtab.c" ;;
     jpeg) echo "daemon/jpeg_pipeline.c media/resize.c media/detrand.c media/jpeg_rules.c media/jpeg_huff.c media/jpeg_tiles.c media/image_limit.c proto/protocol.c proto/status.c" ;;
@@ -83,11 +84,11 @@ stale() {
 if [ "${1:-}" = seeds ]; then
   gen=$out/make_seeds
   files=("$src/tests/fuzz/make_seeds.c" "$src/proto/protocol.c" "$src/proto/dsformat.c"
-    "$src/proto/crc32c.c" "$src/proto/status.c")
+    "$src/proto/crc32c.c" "$src/proto/status.c" "$src/proto/manifest.c")
   "$cc" "${cflags[@]}" -fsanitize=address,undefined "${files[@]}" -o "$gen"
-  mkdir -p "$src/tests/fuzz/corpus/protocol" "$src/tests/fuzz/corpus/dsformat"
+  mkdir -p "$src/tests/fuzz/corpus/protocol" "$src/tests/fuzz/corpus/dsformat" "$src/tests/fuzz/corpus/manifest"
   "$gen" "$src/tests/fuzz/corpus"
-  echo "build.sh: seeds written to $src/tests/fuzz/corpus/{protocol,dsformat}"
+  echo "build.sh: seeds written to $src/tests/fuzz/corpus/{protocol,dsformat,manifest}"
   exit 0
 fi
 

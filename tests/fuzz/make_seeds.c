@@ -1,5 +1,6 @@
 /* make_seeds.c — write the protocol and dataset-record seeds of the fuzz
- * corpus (tests/fuzz/corpus/protocol/, tests/fuzz/corpus/dsformat/).
+ * corpus (tests/fuzz/corpus/protocol/, tests/fuzz/corpus/dsformat/) and
+ * the sharded dataset manifests (tests/fuzz/corpus/manifest/).
  *
  * The seeds are encoded by the project's own encoders and checked by its
  * decoders, so every seed is a valid message or record and the fuzzer starts
@@ -8,9 +9,11 @@
  * format changes). */
 #include "crc32c.h"
 #include "dsformat.h"
+#include "manifest.h"
 #include "protocol.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *outdir;
@@ -296,6 +299,48 @@ static int dsformat_seeds(void)
 	return rc;
 }
 
+/* Manifests as packer writes them: three shards, and one empty shard of
+ * a dataset of no samples. */
+static int manifest_seeds(void)
+{
+	struct manifest_shard sh[3] = {
+		{ "shard-00000.mdb", 0, 400, 1u << 20, 0x8a9136aau },
+		{ "shard-00001.mdb", 400, 380, 1048576 + 8192, 0x00000001u },
+		{ "shard-00002.mdb", 780, 220, 655360, 0xffffffffu },
+	};
+	struct manifest m = { .header = { .version = DSFORMAT_VERSION,
+					  .kind = DSFORMAT_KIND_JPEG,
+					  .samples = 1000,
+					  .classes = 10,
+					  .source_bytes = 2000000,
+					  .tiled = 990 },
+			      .nshards = 3,
+			      .shards = sh };
+	snprintf(m.header.packer_version, sizeof(m.header.packer_version), "packer 0.1.0");
+	snprintf(m.header.options, sizeof(m.header.options), "--shard-size 1M src dest");
+	char err[256], *text;
+	size_t len;
+	int rc = 0;
+	if (manifest_encode(&m, &text, &len, err, sizeof(err)) != 0) {
+		fprintf(stderr, "make_seeds: manifest: %s\n", err);
+		return -1;
+	}
+	rc |= write_file("manifest", "three_shards", text, len);
+	free(text);
+	struct manifest_shard one = { "data.mdb", 0, 0, 16384, 0x12345678u };
+	m.header.samples = 0;
+	m.header.tiled = 0;
+	m.nshards = 1;
+	m.shards = &one;
+	if (manifest_encode(&m, &text, &len, err, sizeof(err)) != 0) {
+		fprintf(stderr, "make_seeds: manifest: %s\n", err);
+		return -1;
+	}
+	rc |= write_file("manifest", "empty_dataset", text, len);
+	free(text);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -303,5 +348,5 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	outdir = argv[1];
-	return protocol_seeds() || dsformat_seeds() ? 1 : 0;
+	return protocol_seeds() || dsformat_seeds() || manifest_seeds() ? 1 : 0;
 }

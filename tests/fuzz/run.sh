@@ -11,7 +11,7 @@ export FEEDER_SOURCE=${FEEDER_SOURCE:-$src}
 export FEEDER_BUILD=${FEEDER_BUILD:-$src/build}
 secs=${1:-300}
 [ $# -gt 0 ] && shift
-[ $# -gt 0 ] || set -- protocol dsformat config jpeg features audio
+[ $# -gt 0 ] || set -- protocol dsformat config jpeg features audio manifest
 failed=0
 for h in "$@"; do
   "$src/tests/fuzz/fuzz_test.sh" "$h" "$secs" | tail -3
