@@ -137,12 +137,10 @@ static int load_sharded(struct layout *l, const char *text, size_t len, char *er
 static int load_single(struct layout *l, const char *open, const char *path, const char *name,
 		       int with_crc, char *err, size_t errlen)
 {
-	struct dsstore *ds;
-	int rc = dsstore_open(open, &ds, err, errlen);
+	int rc = dsstore_open(open, &l->kept, err, errlen);
 	if (rc)
 		return rc;
-	l->m.header = *dsstore_header(ds);
-	dsstore_close(ds);
+	l->m.header = *dsstore_header(l->kept);
 	l->m.shards = calloc(1, sizeof(*l->m.shards));
 	if (!l->m.shards)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
@@ -214,10 +212,14 @@ out:
 	return rc;
 }
 
-int layout_open_shard(const struct layout *l, size_t i, struct dsstore **ds, char *err,
-		      size_t errlen)
+int layout_open_shard(struct layout *l, size_t i, struct dsstore **ds, char *err, size_t errlen)
 {
 	char path[4096 + MANIFEST_MAX_NAME + 2];
+	if (l->kept) {
+		*ds = l->kept;
+		l->kept = NULL;
+		return 0;
+	}
 	if (!l->sharded && !strcmp(l->m.shards[i].name, "data.mdb"))
 		return dsstore_open(l->dir, ds, err, errlen);
 	int rc = layout_shard_path(l, i, path, sizeof(path), err, errlen);
@@ -226,6 +228,9 @@ int layout_open_shard(const struct layout *l, size_t i, struct dsstore **ds, cha
 
 void layout_free(struct layout *l)
 {
-	if (l)
-		manifest_free(&l->m);
+	if (!l)
+		return;
+	dsstore_close(l->kept);
+	l->kept = NULL;
+	manifest_free(&l->m);
 }

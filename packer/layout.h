@@ -13,11 +13,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct dsstore;
+
 struct layout {
 	char dir[4096];    /* the dataset's folder */
 	int sharded;       /* 1: dir holds MANIFEST_NAME; 0: a single data.mdb */
 	struct manifest m; /* read (sharded) or made (single; its CRC computed
 			    * only when layout_load is asked for it) */
+	/* A single dataset's store, opened (and its pages checked) to make
+	 * the manifest and kept for the first layout_open_shard, so that the
+	 * file is not opened and checked twice. */
+	struct dsstore *kept;
 };
 
 /* Load the dataset at dir. with_crc: for a single-file dataset, compute
@@ -30,11 +36,9 @@ int layout_shard_path(const struct layout *l, size_t i, char *out, size_t outlen
 		      size_t errlen);
 
 /* Open shard i through dsstore (read-only): a single dataset's folder, so
- * that messages name it as before, or the shard file. 0 or dsstore_open's
- * code with its sentence. */
-struct dsstore;
-int layout_open_shard(const struct layout *l, size_t i, struct dsstore **ds, char *err,
-		      size_t errlen);
+ * that messages name it as before, or the shard file. The caller closes
+ * *ds. 0 or dsstore_open's code with its sentence. */
+int layout_open_shard(struct layout *l, size_t i, struct dsstore **ds, char *err, size_t errlen);
 
 /* CRC-32C and size of the file at path, read sequentially with read() in
  * 64 KiB pieces (never loaded whole). 0 or a negative errno with a sentence. */

@@ -640,30 +640,17 @@ static int put_body(struct s3_client *cl, struct xfer *x, char *err, size_t errl
 	return run(cl, x, err, errlen);
 }
 
-int s3_put(struct s3_client *cl, const char *bucket, const char *key, const void *data, size_t len,
-	   char *err, size_t errlen)
+/* One PUT of a whole object, its body from memory (mem) or from a file
+ * range (fd, off). */
+static int put_object(struct s3_client *cl, const char *bucket, const char *key, const void *mem,
+		      int fd, uint64_t off, uint64_t len, char *err, size_t errlen)
 {
 	int rc = check_target(bucket, key, err, errlen);
 	if (rc)
 		return rc;
 	struct xfer x;
 	xfer_init(&x, "PUT", bucket, key);
-	x.mem = data ? data : "";
-	x.in_len = len;
-	x.has_body = 1;
-	rc = put_body(cl, &x, err, errlen);
-	xfer_free(&x);
-	return rc;
-}
-
-int s3_put_fd(struct s3_client *cl, const char *bucket, const char *key, int fd, uint64_t off,
-	      uint64_t len, char *err, size_t errlen)
-{
-	int rc = check_target(bucket, key, err, errlen);
-	if (rc)
-		return rc;
-	struct xfer x;
-	xfer_init(&x, "PUT", bucket, key);
+	x.mem = mem;
 	x.in_fd = fd;
 	x.in_off = off;
 	x.in_len = len;
@@ -671,6 +658,18 @@ int s3_put_fd(struct s3_client *cl, const char *bucket, const char *key, int fd,
 	rc = put_body(cl, &x, err, errlen);
 	xfer_free(&x);
 	return rc;
+}
+
+int s3_put(struct s3_client *cl, const char *bucket, const char *key, const void *data, size_t len,
+	   char *err, size_t errlen)
+{
+	return put_object(cl, bucket, key, data ? data : "", -1, 0, len, err, errlen);
+}
+
+int s3_put_fd(struct s3_client *cl, const char *bucket, const char *key, int fd, uint64_t off,
+	      uint64_t len, char *err, size_t errlen)
+{
+	return put_object(cl, bucket, key, NULL, fd, off, len, err, errlen);
 }
 
 int s3_multipart_begin(struct s3_client *cl, const char *bucket, const char *key, char *id,
