@@ -19,21 +19,16 @@ usage: craft_dataset.py DATA_MDB INDEX overlong|badpage
 
 The record must be stored on overflow pages (larger than about half a
 page). Exit 0, or 1 with a reason."""
+import os
 import struct
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib", "python"))
+from crc32c import crc32c  # noqa: E402
 
 F_BIGDATA = 0x01
 PAGE_HDR = 16
 HDR = 32  # record header of dataset format version 2
-
-
-def crc32c(b):
-    c = 0xFFFFFFFF
-    for x in b:
-        c ^= x
-        for _ in range(8):
-            c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
-    return c ^ 0xFFFFFFFF
 
 
 path, index, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]

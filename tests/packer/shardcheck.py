@@ -20,19 +20,8 @@ import sys
 
 import lmdb
 
-TABLE = []
-for n in range(256):
-    c = n
-    for _ in range(8):
-        c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
-    TABLE.append(c)
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for x in data:
-        c = TABLE[(c ^ x) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib", "python"))
+from crc32c import crc32c  # noqa: E402
 
 
 def read(path, subdir):

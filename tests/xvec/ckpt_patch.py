@@ -10,22 +10,13 @@ EDIT:  header+OFFSET:u32=V | header+OFFSET:u64=V   (header bytes)
 The layout is xvec_checkpoint.h's: an 80-byte header (parameter count at
 48, statistics count at 56, blob length at 64), then parameters, Adam's m
 and v, running statistics, the blob, and the CRC-32C of all before it."""
+import os
 import re
 import struct
 import sys
 
-
-def crc32c(data):
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib", "python"))
+from crc32c import crc32c  # noqa: E402
 
 
 def main():
