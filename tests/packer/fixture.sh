@@ -31,6 +31,24 @@ index_of() {
 print([s["index"] for s in json.load(open(sys.argv[1]))["samples"] if s["name"].endswith(sys.argv[2])][0])' "$1" "$2"
 }
 
+# pack_and_stop DEST FILE SRC [OPTIONS...]: start a slow pack of SRC
+# (resize on one thread) into DEST and stop it (SIGSTOP) once FILE exists
+# in its temporary folder; its pid in $pid.
+pack_and_stop() {
+	local dest=$1 file=$2 src=$3 t0=$SECONDS
+	shift 3
+	"$packer" pack images --resize-shorter 300 --threads 1 "$@" "$src" "$dest" 2>"$tmp/pack.err" &
+	pid=$!
+	until compgen -G "$dest.tmp-*/$file" >/dev/null; do
+		kill -0 $pid 2>/dev/null || fail "pack ended before $file appeared: $(cat "$tmp/pack.err")"
+		((SECONDS - t0 > 20)) && fail "no temporary $file after 20 s"
+		sleep 0.01
+	done
+	kill -STOP $pid
+	[ -e "$dest" ] && fail "pack finished before it could be stopped"
+	return 0
+}
+
 # "${timed[@]}" COMMAND...: COMMAND with its peak memory in $tmp/maxrss,
 # where GNU time is there and no sanitizer (whose shadow memory would
 # dominate it); peak_below KB WHAT: that peak, where measured, is under KB.

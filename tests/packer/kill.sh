@@ -9,22 +9,7 @@
 need_python lmdb numpy PIL
 "$py" "$here/mkimages.py" 200 "$tmp/src" --classes 3 --min-side 500 --max-side 700 || fail "mkimages"
 
-# Start a slow pack (resize on one thread) and stop it in the middle.
-start_and_stop() {
-	"$packer" pack images --resize-shorter 300 --threads 1 "$tmp/src" "$1" 2>"$tmp/pack.err" &
-	pid=$!
-	local t0=$SECONDS
-	until compgen -G "$1.tmp-*/data.mdb" >/dev/null; do
-		kill -0 $pid 2>/dev/null || fail "pack ended before its data file appeared: $(cat "$tmp/pack.err")"
-		((SECONDS - t0 > 20)) && fail "no temporary data file after 20 s"
-		sleep 0.01
-	done
-	kill -STOP $pid
-	[ -e "$1" ] && fail "pack finished before it could be stopped"
-	return 0
-}
-
-start_and_stop "$tmp/ds"
+pack_and_stop "$tmp/ds" data.mdb "$tmp/src"
 kill -KILL $pid
 wait $pid 2>/dev/null
 [ -e "$tmp/ds" ] && fail "SIGKILL: DEST exists"
@@ -38,7 +23,7 @@ has "removed .*ds.tmp-.*interrupted"
 compgen -G "$tmp/ds.tmp-*" >/dev/null && fail "leftover temporary directory not removed"
 expect_rc 0 "$packer" verify "$tmp/ds"
 
-start_and_stop "$tmp/ds2"
+pack_and_stop "$tmp/ds2" data.mdb "$tmp/src"
 kill -INT $pid
 kill -CONT $pid
 wait $pid

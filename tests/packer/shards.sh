@@ -147,27 +147,14 @@ has "--shard-size '2T' is not a size from 1 to 1024G"
 # a sharded pack killed midway leaves nothing behind (SIGINT), or a
 # leftover the next pack removes (SIGKILL)
 "$py" "$here/mkimages.py" 60 "$tmp/big" --classes 2 --min-side 500 --max-side 700 || fail "mkimages"
-start_and_stop() {
-	"$packer" pack images --resize-shorter 300 --threads 1 --shard-size 1 "$tmp/big" "$1" 2>"$tmp/pack.err" &
-	pid=$!
-	local t0=$SECONDS
-	until compgen -G "$1.tmp-*/shard-00002.mdb" >/dev/null; do
-		kill -0 $pid 2>/dev/null || fail "pack ended before its third shard: $(cat "$tmp/pack.err")"
-		((SECONDS - t0 > 20)) && fail "no third shard after 20 s"
-		sleep 0.01
-	done
-	kill -STOP $pid
-	[ -e "$1" ] && fail "pack finished before it could be stopped"
-	return 0
-}
-start_and_stop "$tmp/k1"
+pack_and_stop "$tmp/k1" shard-00002.mdb "$tmp/big" --shard-size 1
 kill -INT $pid
 kill -CONT $pid
 wait $pid
 rc=$?
 [ $rc = 130 ] || fail "SIGINT: exit status $rc, expected 130"
 no_dest "$tmp/k1"
-start_and_stop "$tmp/k2"
+pack_and_stop "$tmp/k2" shard-00002.mdb "$tmp/big" --shard-size 1
 kill -KILL $pid
 wait $pid 2>/dev/null
 [ -e "$tmp/k2" ] && fail "SIGKILL: DEST exists"
