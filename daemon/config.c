@@ -37,6 +37,7 @@
 enum key_type {
 	KEY_SOCKET, /* char[]: a path that must fit sun_path */
 	KEY_PATH,   /* char[]: any path */
+	KEY_TEXT,   /* char[]: any text, "" allowed */
 	KEY_LISTEN, /* char[]: "" (off), HOST:PORT or an absolute unix socket path */
 	KEY_UINT,   /* unsigned within [min, max] */
 	KEY_INT,    /* int within [min, max] */
@@ -143,6 +144,20 @@ static const struct key keys[] = {
 	  .def = "60", .arg = "SECONDS", .help = "seconds of such waiting before the warning" },
 	{ "metrics_listen", KEY_LISTEN, FIELD(metrics_listen), .def = "", .arg = "HOST:PORT|PATH",
 	  .help = "serve Prometheus /metrics on HOST:PORT or a unix socket path; empty: off" },
+	{ "remote", KEY_TEXT, FIELD(remote), .def = "", .arg = "NAME=s3://BUCKET/PREFIX,...",
+	  .help = "datasets served from object storage (S3), by name; empty: none" },
+	{ "cache_dir", KEY_PATH, FIELD(cache_dir), .def = CONFIG_DEFAULT_CACHE, .arg = "DIR",
+	  .help = "directory of the remote datasets' shard cache" },
+	{ "cache_limit", KEY_SIZE, FIELD(cache_limit), .min = 1 << 20, .max = 1LL << 50,
+	  .def = "16G", .arg = "BYTES", .help = "bytes of shards the cache keeps at most" },
+	{ "fetchers", KEY_UINT, FIELD(fetchers), .min = 1, .max = 64, .def = "4", .arg = "N",
+	  .help = "shards fetched from object storage at once" },
+	{ "fetch_tries", KEY_UINT, FIELD(fetch_tries), .min = 1, .max = 30, .def = "8", .arg = "N",
+	  .help = "attempts per object storage request (backoff with jitter between)" },
+	{ "shuffle_block", KEY_UINT, FIELD(shuffle_block), .min = 1, .max = 4096, .def = "8",
+	  .arg = "SHARDS", .help = "shards shuffled together in an epoch of a remote dataset" },
+	{ "remote_check", KEY_UINT, FIELD(remote_check), .min = 1, .max = 86400, .def = "30",
+	  .arg = "SECONDS", .help = "how often remote manifests are read again" },
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
@@ -305,7 +320,8 @@ static int apply_id_list(struct config *cfg, const struct key *k, const char *va
 	return 0;
 }
 
-/* KEY_SOCKET, KEY_PATH and KEY_LISTEN: a string that fits its field. */
+/* KEY_SOCKET, KEY_PATH, KEY_TEXT and KEY_LISTEN: a string that fits its
+ * field. */
 static int apply_string(struct config *cfg, const struct key *k, const char *val, const char *where,
 			char *err, size_t errlen)
 {
@@ -320,6 +336,9 @@ static int apply_string(struct config *cfg, const struct key *k, const char *val
 		return status_fail(err, errlen, FEEDER_EINVAL, "%s: empty path", where);
 	if (k->type == KEY_PATH && n >= k->size)
 		return status_fail(err, errlen, FEEDER_EINVAL, "%s: path is too long", where);
+	if (k->type == KEY_TEXT && n >= k->size)
+		return status_fail(err, errlen, FEEDER_EINVAL,
+				   "%s: value is too long (%zu bytes at most)", where, k->size - 1);
 	if (k->type == KEY_LISTEN && n >= k->size)
 		return status_fail(err, errlen, FEEDER_EINVAL, "%s: '%s' is too long", where, val);
 	if (k->type == KEY_LISTEN && *val && *val != '/') {
@@ -405,6 +424,7 @@ static int apply(struct config *cfg, const struct key *k, const char *val, const
 	switch (k->type) {
 	case KEY_SOCKET:
 	case KEY_PATH:
+	case KEY_TEXT:
 	case KEY_LISTEN:
 		return apply_string(cfg, k, val, where, err, errlen);
 	case KEY_UINT:
@@ -668,6 +688,7 @@ static void print_value(FILE *f, const struct config *cfg, const struct key *k)
 	switch (k->type) {
 	case KEY_SOCKET:
 	case KEY_PATH:
+	case KEY_TEXT:
 	case KEY_LISTEN:
 	case KEY_GROUP:
 		print_str(f, cfield(cfg, k));
@@ -904,6 +925,57 @@ static int check_relations(const struct config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+int config_remotes(const char *spec, struct config_remote *out, char *err, size_t errlen)
+{
+	int n = 0;
+	const char *p = spec;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		const char *eq = memchr(p, '=', len);
+		if (!eq)
+			return status_fail(err, errlen, FEEDER_EINVAL,
+					   "remote: '%.*s' is not NAME=s3://BUCKET/PREFIX",
+					   (int)len, p);
+		if (n == CONFIG_MAX_REMOTES)
+			return status_fail(err, errlen, FEEDER_EINVAL,
+					   "remote: more than %d datasets", CONFIG_MAX_REMOTES);
+		struct config_remote *r = &out[n];
+		size_t nl = (size_t)(eq - p), ul = len - nl - 1;
+		if (nl >= sizeof(r->name) || ul >= sizeof(r->url))
+			return status_fail(err, errlen, FEEDER_EINVAL, "remote: '%.*s' is too long",
+					   (int)len, p);
+		memcpy(r->name, p, nl);
+		r->name[nl] = 0;
+		memcpy(r->url, eq + 1, ul);
+		r->url[ul] = 0;
+		char why[160];
+		if (proto_name_check(r->name, why, sizeof(why)) != 0)
+			return status_fail(err, errlen, FEEDER_EINVAL, "remote: '%s': %s", r->name,
+					   why);
+		if (strncmp(r->url, "s3://", 5) != 0 || r->url[5] == 0 || r->url[5] == '/')
+			return status_fail(
+				err, errlen, FEEDER_EINVAL,
+				"remote: dataset '%s': '%s' is not an s3://BUCKET/PREFIX URL",
+				r->name, r->url);
+		for (int i = 0; i < n; i++)
+			if (strcmp(out[i].name, r->name) == 0)
+				return status_fail(err, errlen, FEEDER_EINVAL,
+						   "remote: dataset '%s' is named twice", r->name);
+		n++;
+		p += len;
+		while (*p && *p != ',')
+			p++;
+	}
+	return n;
+}
+
 int config_load(int argc, char *const argv[], struct config *cfg, char *err, size_t errlen)
 {
 	int rc = apply_defaults(cfg, err, errlen);
@@ -926,6 +998,13 @@ int config_load(int argc, char *const argv[], struct config *cfg, char *err, siz
 		return rc;
 	resolve_auto(cfg);
 	if ((rc = check_relations(cfg, err, errlen)))
+		return rc;
+	struct config_remote *rem = malloc(CONFIG_MAX_REMOTES * sizeof(*rem));
+	if (!rem)
+		return status_fail(err, errlen, -ENOMEM, "out of memory");
+	rc = config_remotes(cfg->remote, rem, err, errlen);
+	free(rem);
+	if (rc < 0)
 		return rc;
 	if (cfg->check_only)
 		return check_paths(cfg, err, errlen);

@@ -40,6 +40,8 @@
 
 #define CONFIG_DEFAULT_FILE "/etc/feeder/feederd.conf"
 #define CONFIG_DEFAULT_DATASETS FEEDER_DEFAULT_DATASETS
+/* systemd's CacheDirectory=feeder (dist/feederd.service) */
+#define CONFIG_DEFAULT_CACHE "/var/cache/feeder"
 /* sockaddr_un.sun_path is 108 bytes including the NUL. */
 #define CONFIG_SOCKET_MAX 108
 #define CONFIG_PATH_MAX 4096
@@ -96,8 +98,36 @@ struct config {
 	unsigned starvation_after; /* --starvation-after, seconds */
 	/* Prometheus metrics: "" off, "HOST:PORT", or an absolute unix path. */
 	char metrics_listen[CONFIG_SOCKET_MAX];
+	/* Datasets read from object storage: "NAME=s3://BUCKET/PREFIX, ..."
+	 * (config_remotes splits it), their shards cached in cache_dir, at most
+	 * cache_limit bytes, fetched by `fetchers` threads whose requests try
+	 * fetch_tries times; an epoch of such a dataset is shuffled in blocks
+	 * of shuffle_block shards; their manifests are read again every
+	 * remote_check seconds. */
+	char remote[CONFIG_PATH_MAX];
+	char cache_dir[CONFIG_PATH_MAX];
+	uint64_t cache_limit;
+	unsigned fetchers;
+	unsigned fetch_tries;
+	unsigned shuffle_block;
+	unsigned remote_check;
 	int check_only; /* --check-config: validate, print, exit 0 */
 };
+
+/* The most remote datasets one daemon serves. */
+#define CONFIG_MAX_REMOTES 64
+#define CONFIG_URL_MAX 1100
+
+struct config_remote {
+	char name[FEEDER_DATASET_MAX];
+	char url[CONFIG_URL_MAX]; /* s3://BUCKET[/PREFIX] */
+};
+
+/* Split a `remote` value ("NAME=s3://BUCKET/PREFIX, ...", blanks around
+ * entries ignored) into out (at most CONFIG_MAX_REMOTES): names checked
+ * like dataset names and unique, URLs starting with s3:// and a bucket.
+ * Returns how many (>= 0), or FEEDER_EINVAL with the entry named in err. */
+int config_remotes(const char *spec, struct config_remote *out, char *err, size_t errlen);
 
 /* Fill cfg with the built-in defaults, as config_load starts. The "auto"
  * keys (workers, client_quota, reserved_connections) hold all ones until

@@ -12,6 +12,7 @@
 #include "pool.h"
 #include "registry.h"
 #include "session.h"
+#include "shard_cache.h"
 #include "stream.h"
 
 #include <inttypes.h>
@@ -68,6 +69,44 @@ void metrics_text_stream_gone(struct server *srv, struct stream *s, uint64_t now
 	struct metrics_series *ser = series(srv, st.dataset, st.pipeline);
 	if (ser)
 		add(ser, &st);
+}
+
+/* The remote datasets' shard cache: only in a daemon that has one, so
+ * that one without keeps its output. */
+static void cache_lines(FILE *f, struct shard_cache *c)
+{
+	struct shard_cache_stats st;
+	shard_cache_stats(c, &st);
+	const struct {
+		const char *name, *type, *help;
+		uint64_t v;
+	} lines[] = {
+		{ "feeder_cache_bytes", "gauge", "Shard files in the cache of remote datasets.",
+		  st.bytes },
+		{ "feeder_cache_limit_bytes", "gauge", "cache_limit.", st.limit },
+		{ "feeder_cache_peak_bytes", "gauge", "The most bytes the shard cache has held.",
+		  st.peak_bytes },
+		{ "feeder_cache_hits_total", "counter", "Shard reads that found the shard cached.",
+		  st.hits },
+		{ "feeder_cache_misses_total", "counter",
+		  "Shard reads that had to wait for a fetch.", st.misses },
+		{ "feeder_cache_fetches_total", "counter", "Shards fetched and checked.",
+		  st.fetches },
+		{ "feeder_cache_fetched_bytes_total", "counter",
+		  "Bytes received from object storage.", st.fetched_bytes },
+		{ "feeder_cache_fetch_retries_total", "counter", "Object storage requests retried.",
+		  st.retries },
+		{ "feeder_cache_fetch_failures_total", "counter",
+		  "Shard fetches that failed for good.", st.failures },
+	};
+	for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", lines[i].name,
+			lines[i].help, lines[i].name, lines[i].type, lines[i].name, lines[i].v);
+	fprintf(f,
+		"# HELP feeder_cache_fetch_wait_seconds_total Worker time spent waiting for "
+		"a shard fetch.\n# TYPE feeder_cache_fetch_wait_seconds_total counter\n"
+		"feeder_cache_fetch_wait_seconds_total %.6f\n",
+		st.wait_s);
 }
 
 int metrics_text(struct server *srv, uint64_t now_us, char **out, size_t *len)
@@ -180,6 +219,8 @@ int metrics_text(struct server *srv, uint64_t now_us, char **out, size_t *len)
 	for (int i = 0; i < FEEDER_STAGES; i++)
 		fprintf(f, "feeder_worker_seconds_total{stage=\"%s\"} %.6f\n", stage_label[i],
 			stage[i]);
+	if (srv->cache)
+		cache_lines(f, srv->cache);
 
 	static const struct {
 		const char *name, *type, *help;

@@ -29,6 +29,8 @@
 
 #include "log.h"
 #include "mapguard.h"
+#include "remote.h"
+#include "shard_cache.h"
 #include "status.h"
 
 #include <dirent.h>
@@ -48,9 +50,11 @@
 
 struct registry {
 	char dir[4096];
-	int ino_fd;       /* inotify on the served data files, or -1 */
-	int no_watch;     /* FEEDERD_DISK_FAULT_TEST: writes in place not checked */
-	unsigned readers; /* read transactions reserved per dataset */
+	struct remote *remote;    /* the remote datasets, or NULL */
+	char why[PROTO_TEXT_MAX]; /* registry_retired's answer for a remote dataset */
+	int ino_fd;               /* inotify on the served data files, or -1 */
+	int no_watch;             /* FEEDERD_DISK_FAULT_TEST: writes in place not checked */
+	unsigned readers;         /* read transactions reserved per dataset */
 	struct dataset **items;
 	size_t n;
 	struct {
@@ -69,8 +73,15 @@ void dataset_unref(struct dataset *d)
 {
 	if (!d || atomic_fetch_sub(&d->refs, 1) != 1)
 		return;
-	mapguard_unregister(d->map);
-	dsstore_close(d->store);
+	if (d->store) {
+		mapguard_unregister(d->map);
+		dsstore_close(d->store);
+	}
+	if (d->shards)
+		shard_set_close(d->shards);
+	manifest_free(&d->man);
+	free(d->shard_first);
+	free(d->shard_count);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
@@ -240,6 +251,12 @@ static struct dataset *open_one(int dirfd, const char *dir, const char *name,
 
 static void retire_version(struct registry *r, int dirfd, struct dataset *d, int served_again);
 static void watch_all(struct registry *r);
+static unsigned take_remote(struct registry *r);
+
+static int is_remote(const struct dataset *d)
+{
+	return d->url[0] != 0;
+}
 
 static int by_name(const void *a, const void *b)
 {
@@ -285,6 +302,21 @@ int registry_rescan(struct registry *r, char *err, size_t errlen)
 		items[n++] = d;
 	}
 	closedir(dp);
+	/* Remote datasets are not in the directory: they stay as they are. */
+	for (size_t i = 0; i < r->n; i++) {
+		if (!is_remote(r->items[i]))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct dataset **ni = realloc(items, ncap * sizeof(*ni));
+			if (!ni)
+				break;
+			items = ni;
+			cap = ncap;
+		}
+		dataset_ref(r->items[i]);
+		items[n++] = r->items[i];
+	}
 	if (n)
 		qsort(items, n, sizeof(*items), by_name);
 	r->nretired = 0;
@@ -304,6 +336,7 @@ int registry_rescan(struct registry *r, char *err, size_t errlen)
 	r->items = items;
 	r->n = n;
 	watch_all(r);
+	take_remote(r);
 	return 0;
 }
 
@@ -352,7 +385,9 @@ unsigned registry_check(struct registry *r)
 		struct stat st;
 		snprintf(sub, sizeof(sub), "%s/data.mdb", d->name);
 		int removed = 0, replaced = 0, modified = 0;
-		if (dirfd < 0) {
+		if (is_remote(d)) {
+			/* remote.c watches it */
+		} else if (dirfd < 0) {
 			removed = 1;
 		} else if (fstatat(dirfd, d->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 			removed = errno == ENOENT || errno == ENOTDIR;
@@ -397,7 +432,53 @@ unsigned registry_check(struct registry *r)
 	r->n = keep;
 	if (dirfd >= 0)
 		close(dirfd);
-	return dropped;
+	return dropped + take_remote(r);
+}
+
+/* Serve the remote datasets' new versions: a first one is added, a later
+ * one retires the version served (its streams end, as for a local dataset
+ * replaced on disk). Returns how many were retired. */
+static unsigned take_remote(struct registry *r)
+{
+	struct dataset *got[16];
+	size_t n;
+	unsigned retired = 0;
+	while ((n = remote_take(r->remote, got, 16)) > 0) {
+		for (size_t k = 0; k < n; k++) {
+			struct dataset *d = got[k];
+			size_t i = 0;
+			while (i < r->n && strcmp(r->items[i]->name, d->name) != 0)
+				i++;
+			if (i < r->n && !is_remote(r->items[i])) {
+				log_warn(
+					"remote dataset '%s' (%s) not served: the datasets directory "
+					"has one of that name",
+					d->name, d->url);
+				dataset_unref(d);
+				continue;
+			}
+			if (i < r->n) {
+				dataset_retire(
+					r->items[i], FEEDER_ENODATASET,
+					"dataset '%s' changed at %s (a new manifest); streams of "
+					"the old version end, new streams read the new one",
+					d->name, d->url);
+				dataset_unref(r->items[i]);
+				r->items[i] = d;
+				retired++;
+				continue;
+			}
+			struct dataset **ni = realloc(r->items, (r->n + 1) * sizeof(*ni));
+			if (!ni) {
+				dataset_unref(d);
+				continue;
+			}
+			r->items = ni;
+			r->items[r->n++] = d;
+			qsort(r->items, r->n, sizeof(*r->items), by_name);
+		}
+	}
+	return retired;
 }
 
 /* Watch every served data.mdb, so that a write in place, a replacement or
@@ -409,6 +490,8 @@ static void watch_all(struct registry *r)
 		return;
 	for (size_t i = 0; i < r->n; i++) {
 		char path[4200];
+		if (is_remote(r->items[i]))
+			continue;
 		snprintf(path, sizeof(path), "%s/%s/data.mdb", r->dir, r->items[i]->name);
 		if (inotify_add_watch(r->ino_fd, path,
 				      IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF |
@@ -440,21 +523,24 @@ unsigned registry_on_event(struct registry *r)
 	return any ? registry_check(r) : 0;
 }
 
-const char *registry_retired(const struct registry *r, const char *name)
+const char *registry_retired(struct registry *r, const char *name)
 {
 	for (unsigned i = 0; i < r->nretired; i++)
 		if (strcmp(r->retired[i].name, name) == 0)
 			return r->retired[i].msg;
+	if (remote_why(r->remote, name, r->why, sizeof(r->why)))
+		return r->why;
 	return NULL;
 }
 
-int registry_open(struct registry **out, const char *dir, unsigned readers, char *err,
-		  size_t errlen)
+int registry_open(struct registry **out, const char *dir, unsigned readers, struct remote *remote,
+		  char *err, size_t errlen)
 {
 	struct registry *r = calloc(1, sizeof(*r));
 	if (!r)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
 	r->readers = readers;
+	r->remote = remote;
 	if (snprintf(r->dir, sizeof(r->dir), "%s", dir) >= (int)sizeof(r->dir)) {
 		free(r);
 		return status_fail(err, errlen, FEEDER_EINVAL,

@@ -13,6 +13,10 @@
  * under a worker. The registry itself is used by the event loop thread only;
  * a dataset (and its dsstore) may be read by any worker thread.
  *
+ * Remote datasets (remote.h) are served beside them: each version read from
+ * its manifest comes from remote_take at a rescan or check; a newer one
+ * retires the version served.
+ *
  * A version of a dataset that is no longer served is retired
  * (dataset_retire): streams still reading it end with an ERROR that says
  * why, instead of going on with data that is gone from disk. See registry.c
@@ -21,6 +25,7 @@
 #define FEEDER_REGISTRY_H
 
 #include "dsstore.h"
+#include "manifest.h"
 #include "protocol.h"
 
 #include <pthread.h>
@@ -31,9 +36,18 @@
 
 #define REGISTRY_LOGGED_MAX 1024
 
+struct shard_set;
+
 struct dataset {
 	char name[FEEDER_DATASET_MAX];
-	struct dsstore *store;
+	struct dsstore *store; /* a local dataset's data.mdb; NULL for a remote one */
+	/* A remote dataset (remote.h): where it lives, its manifest (the
+	 * version served) and its shards in the daemon's cache. */
+	char url[1100];
+	struct manifest man;
+	struct shard_set *shards;
+	uint64_t *shard_first, *shard_count; /* per shard, for the epoch's layout */
+	uint32_t block;                      /* shards shuffled together (shuffle_block) */
 	struct dsformat_header hdr;
 	dev_t dev; /* identity of data.mdb, to notice replacement */
 	ino_t ino;
@@ -60,13 +74,15 @@ struct dataset {
 #define REGISTRY_IO_FAIL_RUN 64
 
 struct registry;
+struct remote;
 
-/* Create a registry for dir and scan it. A directory that cannot be opened is
+/* Create a registry for dir and scan it; remote (or NULL) adds the remote
+ * datasets' versions (remote.h) at every rescan and check. A directory that cannot be opened is
  * an error; datasets that fail to open are logged and skipped. Each dataset
  * opened keeps `readers` read transactions ready (one per worker thread:
  * dsstore_txn_reserve). */
-int registry_open(struct registry **out, const char *dir, unsigned readers, char *err,
-		  size_t errlen);
+int registry_open(struct registry **out, const char *dir, unsigned readers, struct remote *remote,
+		  char *err, size_t errlen);
 /* Scan again (SIGHUP): new datasets appear, removed ones disappear, changed
  * ones (data.mdb replaced or modified) and unreadable ones are reopened.
  * Versions no longer served are retired. Returns 0 or a negative code. */
@@ -83,7 +99,7 @@ int registry_fd(const struct registry *r);
 unsigned registry_on_event(struct registry *r);
 /* Why name is not served, if it was retired since the last rescan: a
  * sentence, or NULL. */
-const char *registry_retired(const struct registry *r, const char *name);
+const char *registry_retired(struct registry *r, const char *name);
 void registry_close(struct registry *r);
 
 size_t registry_count(const struct registry *r);

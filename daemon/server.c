@@ -11,6 +11,7 @@
 #include "listener.h"
 #include "log.h"
 #include "mapguard.h"
+#include "remote.h"
 #include "metrics.h"
 #include "metrics_text.h"
 #include "notify.h"
@@ -480,7 +481,10 @@ int server_create(struct server **out, const struct config *cfg, char *err, size
 	/* Before any dataset is mapped: I/O errors on a mapping must never
 	 * take the daemon down (mapguard.h). */
 	if ((rc = mapguard_install(err, errlen)) || (rc = gpu_check(srv, err, errlen)) ||
-	    (rc = registry_open(&srv->reg, cfg->datasets_dir, cfg->workers, err, errlen)) ||
+	    (rc = remote_open(&srv->remote, cfg, cfg->workers, err, errlen)) ||
+	    !(srv->cache = remote_cache(srv->remote), 1) ||
+	    (rc = registry_open(&srv->reg, cfg->datasets_dir, cfg->workers, srv->remote, err,
+				errlen)) ||
 	    (rc = listener_open(srv, err, errlen)) ||
 	    (rc = pool_create(&srv->pool, cfg->workers, srv->wake_fd, err, errlen)))
 		goto fail;
@@ -682,6 +686,7 @@ void server_destroy(struct server *srv)
 	metrics_stop(srv->metrics);
 	free(srv->series);
 	registry_close(srv->reg);
+	remote_close(srv->remote);
 	listener_close(srv);
 	for (int *fd = (int[]){ srv->epfd, srv->sig_fd, srv->wake_fd, srv->timer_fd, -2 };
 	     *fd != -2; fd++)

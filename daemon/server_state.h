@@ -49,6 +49,7 @@ struct metrics_series {
 
 struct metrics;
 struct retained;
+struct shard_cache;
 
 /* Seconds over which the workers' busy share is reported. */
 #define SERVER_BUSY_WINDOW 10
@@ -59,6 +60,7 @@ struct server {
 	int bound; /* we created cfg.socket_path (remove at exit) */
 	struct watch w_listen, w_signal, w_wake, w_timer, w_datasets;
 	struct registry *reg;
+	struct remote *remote; /* the remote datasets (remote.h), or NULL */
 	struct pool *pool;
 	uint64_t page;
 	struct session *sessions;
@@ -100,7 +102,8 @@ struct server {
 	int releases_pending;
 	struct refused *refused; /* connections refused, waiting for the hang-up */
 	unsigned nrefused;
-	int gpu; /* --gpu: CUDA ordinal, GPU_SLOT_EMULATED, or -1 */
+	int gpu;                   /* --gpu: CUDA ordinal, GPU_SLOT_EMULATED, or -1 */
+	struct shard_cache *cache; /* remote datasets' shards, or NULL when none is configured */
 };
 
 /* Monotonic microseconds: the loop's clock. */

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "pool.h"
 #include "registry.h"
+#include "shard_cache.h"
 #include "sockmsg.h"
 #include "status.h"
 #include "stream.h"
@@ -536,6 +537,20 @@ static void status_summary(struct session *c)
 	r->protocol_errors = srv->protocol_errors;
 	r->samples_per_s = srv->rate;
 	r->workers_busy = srv->workers_busy;
+	if (srv->cache) {
+		struct shard_cache_stats cs;
+		shard_cache_stats(srv->cache, &cs);
+		r->cache_bytes = cs.bytes;
+		r->cache_limit = cs.limit;
+		r->cache_peak_bytes = cs.peak_bytes;
+		r->cache_hits = cs.hits;
+		r->cache_misses = cs.misses;
+		r->cache_fetches = cs.fetches;
+		r->cache_fetched_bytes = cs.fetched_bytes;
+		r->cache_retries = cs.retries;
+		r->cache_failures = cs.failures;
+		r->cache_wait_s = cs.wait_s;
+	}
 	session_send(c, &m, -1);
 }
 

@@ -200,6 +200,7 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 			 const struct stream_gpu *gpu, char *err, size_t errlen)
 {
 	const struct dsformat_header *h = &ds->hdr;
+	int rc_fail;
 	struct stream *s = calloc(1, sizeof(*s));
 	if (!s)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
@@ -210,6 +211,18 @@ int stream_create_placed(struct stream **out, uint32_t id, struct dataset *ds,
 	s->memfd = -1;
 	s->registered_device = -1;
 	s->nslots = req->slots;
+	if (ds->shards && req->start_sample) {
+		/* Over a shard-block order each rank reads its own stretch of
+		 * an epoch (sampler.h): what ranks of another world size took is
+		 * no prefix of it. */
+		rc_fail = status_fail(err, errlen, FEEDER_EINVAL,
+				      "dataset '%s' is remote: its ranks read separate stretches "
+				      "of each epoch, so a stream resumes at a batch (start_batch) "
+				      "with the same world size, not at a sample (start_sample)",
+				      ds->name);
+		free(s);
+		return rc_fail;
+	}
 	struct sampler first;
 	int rc = sampler_init(&first, h->samples, req->seed, req->epoch, req->rank, req->world,
 			      (int)req->shuffle, err, errlen);
@@ -357,6 +370,8 @@ void stream_destroy(struct stream *s)
 	}
 	if (s->memfd >= 0)
 		close(s->memfd);
+	/* The wants and layouts name the dataset's shards: before it goes. */
+	stream_order_free(s);
 	if (s->ds) {
 		atomic_fetch_sub(&s->ds->streams, 1);
 		dataset_unref(s->ds);
@@ -412,15 +427,13 @@ unsigned stream_refill(struct stream *s)
 		uint64_t epoch, batch;
 		seq_to_batch(s, s->next_assign, &epoch, &batch);
 		if (sl->fills == 0 || sl->order.epoch != epoch) {
-			char err[128];
-			/* Cannot fail: the same arguments passed in stream_create. */
-			if (sampler_init(&sl->order, s->ds->hdr.samples, s->opts.seed, epoch,
-					 s->opts.rank, s->opts.world, (int)s->opts.shuffle, err,
-					 sizeof(err)) != 0 ||
-			    (epoch == s->opts.epoch &&
-			     sampler_start(&sl->order, s->opts.start_sample, err, sizeof(err)) !=
-				     0))
+			char err[PROTO_TEXT_MAX];
+			int rc = stream_order(s, sl, epoch, err, sizeof(err));
+			if (rc) {
+				s->fail_code = rc;
+				memcpy(s->fail_msg, err, sizeof(s->fail_msg));
 				return started;
+			}
 		}
 		uint64_t len = epoch == s->opts.epoch ? s->first_len : s->rank_len;
 		uint64_t left = len - batch * s->opts.batch;
@@ -446,6 +459,8 @@ unsigned stream_refill(struct stream *s)
 		sl->fills++;
 		started++;
 	}
+	if (s->ds->shards)
+		stream_want(s);
 	return started;
 }
 

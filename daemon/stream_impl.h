@@ -27,12 +27,13 @@ struct slot {
 	uint32_t claimed, done; /* samples handed to workers / written */
 	uint32_t replacements;
 	uint32_t fills;
-	struct sampler order; /* the epoch's order (copied: slots may straddle epochs) */
-	uint8_t *base;        /* the slot in the mapping */
-	int on_gpu;           /* this batch is staged for the GPU (placement gpu/auto) */
-	int32_t ctx;          /* on_gpu: its GPU context from its first claim until
+	struct sampler order;          /* the epoch's order (copied: slots may straddle epochs) */
+	struct sampler_blocks *blocks; /* a remote dataset's: the layout order reads (held) */
+	uint8_t *base;                 /* the slot in the mapping */
+	int on_gpu;                    /* this batch is staged for the GPU (placement gpu/auto) */
+	int32_t ctx;                   /* on_gpu: its GPU context from its first claim until
 				    its submission is accounted, else -1 (pool lock) */
-	double work_s;        /* worker seconds spent on this batch (placement=auto) */
+	double work_s;                 /* worker seconds spent on this batch (placement=auto) */
 };
 
 /* A GPU context a stream lends to one batch at a time. g is made by the
@@ -42,6 +43,8 @@ struct stream_gctx {
 	struct gpu_slot *g;
 	int busy;
 };
+
+#define STREAM_LAYOUTS 3
 
 /* Seconds over which the trainer's data-wait share is reported. */
 #define STREAM_WAIT_WINDOW 10
@@ -86,7 +89,14 @@ struct stream {
 	uint64_t device_table;           /* its table's offset in the memfd, or 0 */
 	size_t ring_bytes;               /* the memfd: geo.ring_size plus the device table */
 	struct stream_source sources[2]; /* wave: the noise and RIR datasets it reads */
-	struct wave_sources wave;        /* wave: reading them (stream_sources_open) */
+	/* A remote dataset's: the layouts of the last epochs ordered (held),
+	 * and the shards last wanted from the cache (stream_ahead.c; under the
+	 * pool lock). */
+	struct sampler_blocks *layout[STREAM_LAYOUTS];
+	uint64_t layout_epoch[STREAM_LAYOUTS];
+	uint32_t *want;
+	size_t nwant;
+	struct wave_sources wave; /* wave: reading them (stream_sources_open) */
 
 	/* under the pool lock */
 	uint64_t next_assign, next_send;
@@ -122,6 +132,16 @@ struct stream {
 	/* worker seconds per enum feeder_stage (under the pool lock) */
 	double stage_s[FEEDER_STAGES];
 };
+
+/* The order of epoch `epoch` into sl->order: the global permutation, or
+ * over a remote dataset its shard-block layout (stream_ahead.c). 0 or
+ * -ENOMEM. */
+int stream_order(struct stream *s, struct slot *sl, uint64_t epoch, char *err, size_t errlen);
+/* Over a remote dataset, tell the shard cache which shards the slots
+ * being filled and the blocks after them read, soonest first. */
+void stream_want(struct stream *s);
+/* Let go of the layouts and the wants (stream_destroy). */
+void stream_order_free(struct stream *s);
 
 /* How far a corrupt sample's replacement is searched for before the stream
  * gives up: a dataset this broken should fail loudly, not spin. */

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "mapguard.h"
 #include "pcm.h"
+#include "shard_cache.h"
 #include "status.h"
 
 #include <errno.h>
@@ -97,28 +98,115 @@ void stream_worker_exit(void)
 	wave_pipeline_worker_exit();
 }
 
+/* What a task reads from: a local dataset's store, or over a remote
+ * dataset the few shards the task has met so far (a block interleaves
+ * its shards sample by sample), each held from the cache with its read
+ * transaction until the task ends or needs room for another. */
+#define READER_HOLDS 4
+struct hold {
+	uint32_t shard;
+	struct dsstore *store;
+	const void *map;
+	uint64_t first; /* its first global index */
+	struct dsstore_txn *txn;
+};
+struct reader {
+	struct hold h[READER_HOLDS];
+	unsigned n;        /* holds in use (remote) */
+	struct hold *cur;  /* the one being read */
+	struct hold local; /* a local dataset's store */
+	uint64_t index;    /* the sample being read, in cur's store's numbering */
+};
+
+static void hold_drop(struct stream *s, struct reader *r, unsigned i)
+{
+	dsstore_txn_end(r->h[i].txn);
+	shard_set_put(s->ds->shards, r->h[i].shard);
+	r->h[i] = r->h[--r->n];
+}
+
+static void reader_end(struct stream *s, struct reader *r)
+{
+	while (r->n)
+		hold_drop(s, r, 0);
+	dsstore_txn_end(r->local.txn);
+	r->local.txn = NULL;
+	r->cur = NULL;
+}
+
+/* Point r at the store holding index: for a remote dataset, its shard,
+ * waited for if the cache has not got it yet (the wait is counted as the
+ * read stage's). 0; STREAM_SHARD_BAD when the shard disagrees with its
+ * manifest; STREAM_FETCH_FAILED when it cannot be fetched (err says why,
+ * naming the object). */
+/* Positive results of run_sample, apart from FEATURES_SKIPPED (1),
+ * STREAM_IO_FAULT (2) and WAVE_SOURCE_GONE (3). */
+#define STREAM_SHARD_BAD 13
+#define STREAM_FETCH_FAILED 14
+static int reader_seek(struct stream *s, struct reader *r, uint64_t index, char *err, size_t errlen)
+{
+	struct dataset *d = s->ds;
+	if (!d->shards) {
+		r->local.store = d->store;
+		r->local.map = d->map;
+		r->cur = &r->local;
+		r->index = index;
+		return 0;
+	}
+	uint32_t shard = (uint32_t)manifest_find(&d->man, index);
+	unsigned i = 0;
+	while (i < r->n && r->h[i].shard != shard)
+		i++;
+	if (i == r->n) {
+		struct hold h = { .shard = shard, .first = d->man.shards[shard].first };
+		size_t len;
+		if (r->n == READER_HOLDS)
+			hold_drop(s, r, 0);
+		int rc = shard_set_try(d->shards, shard, &h.store, &h.map, &len);
+		if (rc) {
+			/* Waiting: let go of the others first (see shard_set_try). */
+			while (r->n)
+				hold_drop(s, r, 0);
+			rc = shard_set_get(d->shards, shard, &h.store, &h.map, &len, NULL, err,
+					   errlen);
+		}
+		if (rc == FEEDER_ECORRUPT)
+			return STREAM_SHARD_BAD;
+		if (rc)
+			return STREAM_FETCH_FAILED;
+		i = r->n++;
+		r->h[i] = h;
+	}
+	r->cur = &r->h[i];
+	r->index = index - r->cur->first;
+	return 0;
+}
+
 /* Fetch sample index of the stream's dataset: its header into smp and its
  * payload into scratch.buf, and the copy's CRC-32C into *crc (taken while
- * copying: one pass), beginning the read transaction *txn if there is
- * none. Returns 0, a negative code with a sentence, or STREAM_IO_FAULT when
- * the mapping faulted (then *txn is ended and NULL, and *fault_off says
- * where). A fault inside the transaction's begin loses nothing: the
- * registry reserved a transaction per worker (dsstore_txn_reserve) and
- * *txn holds it before LMDB reads the map. */
+ * copying: one pass), beginning the hold's read transaction if there is
+ * none. Returns 0, a negative code with a sentence, STREAM_SHARD_BAD or
+ * STREAM_FETCH_FAILED (reader_seek), or STREAM_IO_FAULT when the mapping
+ * faulted (then the transaction is ended and NULL, and *fault_off says
+ * where). A fault inside the transaction's begin loses nothing: a
+ * transaction per worker was reserved (dsstore_txn_reserve) and the hold
+ * holds it before LMDB reads the map. */
 #define STREAM_IO_FAULT 2
-static int fetch(struct stream *s, struct dsstore_txn **txn, uint64_t index,
-		 struct dsformat_sample *smp, uint32_t *crc, uint64_t *fault_off, char *err,
-		 size_t errlen)
+static int fetch(struct stream *s, struct reader *r, uint64_t index, struct dsformat_sample *smp,
+		 uint32_t *crc, uint64_t *fault_off, char *err, size_t errlen)
 {
+	int rc = reader_seek(s, r, index, err, errlen);
+	if (rc)
+		return rc;
+	struct hold *h = r->cur;
 	sigjmp_buf env;
 	if (sigsetjmp(env, 0) == 0) {
-		int rc = 0;
 		const uint8_t *payload;
 		mapguard_arm(&env);
-		if (!*txn)
-			rc = dsstore_txn_begin(s->ds->store, txn, err, errlen);
+		if (!h->txn)
+			rc = dsstore_txn_begin(h->store, &h->txn, err, errlen);
 		if (rc == 0)
-			rc = dsstore_get_sample(*txn, index, smp, &payload, err, errlen);
+			rc = dsstore_get_sample(h->txn, r->index, smp, &payload, err, errlen);
 		if (rc == 0 && smp->payload_len > scratch.cap) {
 			size_t cap = smp->payload_len < 65536 ? 65536 : (size_t)smp->payload_len;
 			uint8_t *nb = realloc(scratch.buf, cap);
@@ -138,12 +226,11 @@ static int fetch(struct stream *s, struct dsstore_txn **txn, uint64_t index,
 	}
 	/* The mapping faulted: the lookup was abandoned halfway, so its
 	 * transaction is not trusted any more (a read-only one owns no lock). */
-	if (*txn) {
-		dsstore_txn_end(*txn);
-		*txn = NULL;
+	if (h->txn) {
+		dsstore_txn_end(h->txn);
+		h->txn = NULL;
 	}
-	*fault_off =
-		(uint64_t)((const uint8_t *)mapguard_fault_addr() - (const uint8_t *)s->ds->map);
+	*fault_off = (uint64_t)((const uint8_t *)mapguard_fault_addr() - (const uint8_t *)h->map);
 	status_fail(err, errlen, -EIO, "I/O error (SIGBUS) reading dataset '%s'", s->ds->name);
 	return STREAM_IO_FAULT;
 }
@@ -341,6 +428,11 @@ int stream_sources_open(struct stream *s, struct dataset *noise, struct dataset 
 		if (d->hdr.samples == 0)
 			return status_fail(err, errlen, FEEDER_EINVAL, "%s dataset '%s' is empty",
 					   what[i], d->name);
+		if (!d->store)
+			return status_fail(err, errlen, FEEDER_EINVAL,
+					   "%s dataset '%s' is remote: noise and impulse response "
+					   "datasets are read at random and must be local",
+					   what[i], d->name);
 		struct stream_source *src = &s->sources[i];
 		src->verified = calloc(d->hdr.samples, sizeof(*src->verified));
 		if (!src->verified)
@@ -364,7 +456,7 @@ int stream_sources_open(struct stream *s, struct dataset *noise, struct dataset 
 
 /* Decode sample index into out; 0, FEATURES_SKIPPED, STREAM_IO_FAULT or a
  * negative code. */
-static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_worker *jw,
+static int run_sample(struct stream *s, struct reader *rd, struct jpeg_worker *jw,
 		      struct gpu_slot *gs, uint32_t pos_in_batch, uint64_t epoch, uint64_t index,
 		      void *out, int32_t *label, uint64_t *fault_off, double *stage_s, char *err,
 		      size_t errlen)
@@ -373,7 +465,7 @@ static int run_sample(struct stream *s, struct dsstore_txn **txn, struct jpeg_wo
 	int32_t wave_label = 0;
 	double t0 = mono_s();
 	uint32_t crc = 0;
-	int rc = fetch(s, txn, index, &smp, &crc, fault_off, err, errlen);
+	int rc = fetch(s, rd, index, &smp, &crc, fault_off, err, errlen);
 	const uint8_t *payload = scratch.buf;
 	if (rc == 0)
 		rc = dsformat_sample_crc_check(&smp, crc, err, errlen);
@@ -458,7 +550,7 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 	struct stream *s = t->s;
 	struct slot *sl = &s->slots[t->slot];
 	char err[256];
-	struct dsstore_txn *txn = NULL;
+	struct reader rd = { .n = 0 };
 	int rc;
 	int32_t *labels = (int32_t *)(sl->base + s->geo.labels_offset);
 	uint64_t *indices = (uint64_t *)(sl->base + s->geo.indices_offset);
@@ -488,18 +580,18 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 		for (uint64_t k = 0; k < tries; k++) {
 			if (dataset_gone(s->ds)) {
 				fail_gone(t);
-				dsstore_txn_end(txn);
+				reader_end(s, &rd);
 				return;
 			}
 			uint64_t index = sampler_at(&sl->order, (pos + k) % len);
 			uint64_t fault_off = 0;
-			rc = run_sample(s, &txn, jw, gs, i, sl->epoch, index, out, &labels[i],
+			rc = run_sample(s, &rd, jw, gs, i, sl->epoch, index, out, &labels[i],
 					&fault_off, t->stage_s, err, sizeof(err));
 			if (rc == 0) {
 				dataset_note_io_ok(s->ds);
 				indices[i] = index;
 				if (names)
-					fetch_name(txn, index,
+					fetch_name(rd.cur->txn, rd.index,
 						   names + (size_t)i * FEEDER_SAMPLE_NAME_MAX);
 				ok = 1;
 				break;
@@ -509,7 +601,17 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 				 * on as asked; its samples are not to blame */
 				t->fail_code = FEEDER_ENODATASET;
 				snprintf(t->fail_msg, sizeof(t->fail_msg), "%s", err);
-				dsstore_txn_end(txn);
+				reader_end(s, &rd);
+				return;
+			}
+			if (rc == STREAM_FETCH_FAILED) {
+				/* the store would not give the shard: the samples are
+				 * not to blame, and their replacements would wait on it
+				 * as well */
+				t->fail_code = -EIO;
+				snprintf(t->fail_msg, sizeof(t->fail_msg), "dataset '%s': %.170s",
+					 s->ds->name, err);
+				reader_end(s, &rd);
 				return;
 			}
 			if (rc == FEATURES_SKIPPED) {
@@ -520,6 +622,9 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 					faults++;
 					dataset_note_io_error(s->ds, fault_off);
 					rc = -EIO;
+				} else if (rc == STREAM_SHARD_BAD) {
+					/* the cache logs the shard once */
+					rc = FEEDER_ECORRUPT;
 				} else if (dataset_note_corrupt(s->ds, index)) {
 					/* Logged once per dataset, by the first stream it
 					 * fails in: whether it fails may depend on the
@@ -542,7 +647,7 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 						s->ds->name, (unsigned long long)index,
 						(unsigned long long)sl->epoch,
 						(unsigned long long)sl->batch, err);
-					dsstore_txn_end(txn);
+					reader_end(s, &rd);
 					return;
 				}
 			}
@@ -573,7 +678,7 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 		}
 	}
 	t->run_s = mono_s() - t0;
-	dsstore_txn_end(txn);
+	reader_end(s, &rd);
 }
 
 /* placement=auto: account a finished batch of the measuring phase and

@@ -20,6 +20,11 @@
  * (--allow-pipes) is run by the worker that decodes it. Speakers sorted by
  * name are the classes, utterance ids the names.
  *
+ * Order (pack_order.h): with --shard-size (or --order shuffled) the files of
+ * a tree are written in a seeded permutation of the walk, and the Kaldi
+ * recordings in one of theirs (a recording's utterances stay together, so
+ * that it is still read once); the header's options say so.
+ *
  * packer.c dispatches here. Sources come from pack_reader's io_uring reads
  * in order; a batch of up to half the reader's depth is held (the other half
  * keeps reading ahead), decoded (media/audio_file.h: libsndfile, one
@@ -41,6 +46,7 @@
 #include "pack_dest.h"
 #include "pack_writer.h"
 #include "pack_msg.h"
+#include "pack_order.h"
 #include "pack_progress.h"
 #include "pack_reader.h"
 #include "pack_src.h"
@@ -81,6 +87,8 @@ struct audio_opts {
 	int kaldi, allow_pipes; /* --kaldi: SRC is a Kaldi data directory */
 	unsigned long long max_file;
 	unsigned long long shard_size; /* --shard-size, 0: one data.mdb */
+	int shuffled;                  /* --order, settled */
+	uint64_t order_seed;
 };
 
 /* One record to write, or why there is none. */
@@ -142,6 +150,7 @@ struct audio_args {
 	int wave, kind, vad, dtype, help;
 	unsigned channel;
 	unsigned long long bins, ceps, threads;
+	struct pack_order_args order;
 };
 
 static const struct argtab_choice audio_stores[] = { { "features", 0 },
@@ -246,6 +255,11 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, char *o
 		ARGTAB_SIZE("shard-size", 0, &o->shard_size, 1, PACK_MAX_SHARD_SIZE, "SIZE",
 			    "write DEST as shard files of about SIZE bytes of records\n"
 			    "each and a manifest (K, M, G, T; default: one data.mdb)"),
+		PACK_ORDER_ROWS(&a.order,
+				"write the utterances in a seeded random order (--kaldi:\n"
+				"of the recordings, each with its utterances), or in\n"
+				"the order they are walked (default: shuffled with\n"
+				"--shard-size, else walk)"),
 		ARGTAB_FLAG("force", 0, &o->force, "replace DEST if it exists"),
 		ARGTAB_FLAG("verbose", 'v', &o->verbose,
 			    "progress lines even when stderr is not a terminal"),
@@ -267,6 +281,8 @@ static int audio_parse_args(int argc, char **argv, struct audio_opts *o, char *o
 	if ((rc = audio_check_args(tab, &a, o)))
 		return rc;
 	audio_settle(&a, o);
+	o->shuffled = pack_order_shuffled(&a.order, o->shard_size != 0, tab);
+	o->order_seed = a.order.seed;
 	return 0;
 }
 
@@ -466,20 +482,20 @@ struct audio_pack {
 	uint32_t dim;
 };
 
+/* The settings the records were made with; the order appended when it is
+ * shuffled (a walk's string is as it always was). */
 static void audio_options_string(const struct audio_pack *p, char *out, size_t len)
 {
 	const struct fbank_opts *f = &p->o.fb;
-	if (p->o.wave) {
-		snprintf(out, len, "store=wave rate=%u channel=%u resampler=soxr-hq dtype=s16",
-			 p->o.rate, p->o.channel + 1);
-		return;
-	}
-	int n = snprintf(out, len, "features=%s bins=%d",
-			 f->kind == FBANK_KIND_MFCC ? "mfcc" : "fbank", f->bins);
-	if (f->kind == FBANK_KIND_MFCC && n > 0 && (size_t)n < len)
+	int n = p->o.wave ? snprintf(out, len,
+				     "store=wave rate=%u channel=%u resampler=soxr-hq dtype=s16",
+				     p->o.rate, p->o.channel + 1)
+			  : snprintf(out, len, "features=%s bins=%d",
+				     f->kind == FBANK_KIND_MFCC ? "mfcc" : "fbank", f->bins);
+	if (!p->o.wave && f->kind == FBANK_KIND_MFCC && n > 0 && (size_t)n < len)
 		n += snprintf(out + n, len - (size_t)n, " ceps=%d lifter=%g use-energy=%d", f->ceps,
 			      f->lifter, f->use_energy);
-	if (n > 0 && (size_t)n < len)
+	if (!p->o.wave && n > 0 && (size_t)n < len)
 		n += snprintf(
 			out + n, len - (size_t)n,
 			" low-freq=%g high-freq=%g window=%s frame=25ms shift=10ms snip-edges=1 dither=0"
@@ -487,10 +503,14 @@ static void audio_options_string(const struct audio_pack *p, char *out, size_t l
 			f->low_freq, f->high_freq,
 			f->window == FBANK_WINDOW_HAMMING ? "hamming" : "povey", f->vad,
 			dsformat_dtype_name(p->o.dtype));
-	if (n > 0 && (size_t)n < len && f->vad)
-		snprintf(out + n, len - (size_t)n,
-			 " vad-threshold=%g vad-mean-scale=%g vad-proportion=%g vad-context=%d",
-			 f->vad_threshold, f->vad_mean_scale, f->vad_proportion, f->vad_context);
+	if (!p->o.wave && n > 0 && (size_t)n < len && f->vad)
+		n += snprintf(
+			out + n, len - (size_t)n,
+			" vad-threshold=%g vad-mean-scale=%g vad-proportion=%g vad-context=%d",
+			f->vad_threshold, f->vad_mean_scale, f->vad_proportion, f->vad_context);
+	if (n > 0 && (size_t)n < len && p->o.shuffled)
+		snprintf(out + n, len - (size_t)n, " order=shuffled order-seed=%llu",
+			 (unsigned long long)p->o.order_seed);
 }
 
 /* What a message names: the tree's file, or the Kaldi recording and its
@@ -727,6 +747,13 @@ static int order_cmp(const void *a, const void *b, void *arg)
 	return rx != ry ? (rx < ry ? -1 : 1) : x < y ? -1 : x > y;
 }
 
+static void swap_groups(void *ctx, size_t i, size_t j)
+{
+	struct audio_group *g = ctx, t = g[i];
+	g[i] = g[j];
+	g[j] = t;
+}
+
 /* --kaldi: read the data directory, group its utterances by recording (a
  * recording is read and decoded once for all its segments) and list the
  * files among them for the reader. Relative paths are the working
@@ -768,9 +795,14 @@ static int audio_load_kaldi(struct audio_pack *p)
 			return PACK_EXIT_USAGE;
 		}
 		p->groups[p->ngroups++] = (struct audio_group){ .reco = r, .first = i, .n = 1 };
-		if (!p->kd.recos[r].is_pipe)
-			p->kpaths[p->nkpaths++] = p->kd.recos[r].source;
 	}
+	/* Whole recordings are shuffled, not utterances: a recording is still
+	 * read once, its utterances (segments of it) stay together in id order. */
+	if (p->o.shuffled)
+		pack_order_permute(p->ngroups, p->o.order_seed, swap_groups, p->groups);
+	for (size_t g = 0; g < p->ngroups; g++)
+		if (!p->kd.recos[p->groups[g].reco].is_pipe)
+			p->kpaths[p->nkpaths++] = p->kd.recos[p->groups[g].reco].source;
 	return 0;
 }
 
@@ -841,6 +873,8 @@ int pack_audio_main(int argc, char **argv)
 		status = PACK_EXIT_USAGE;
 		goto out;
 	}
+	if (p.o.shuffled)
+		pack_order_src(&p.s, p.o.order_seed);
 dest:
 	rc = pack_dest_begin(&p.pd, p.dest, p.o.force, err, sizeof(err));
 	if (rc < 0) {

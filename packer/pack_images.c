@@ -12,7 +12,10 @@
  *                        one sample per line, "path<TAB>label[<TAB>name]",
  *                        in list order. Paths are relative to SRC, or to the
  *                        list file's folder when SRC is omitted.
- * The "names" database holds each sample's relative path.
+ * The "names" database holds each sample's relative path. With --shard-size
+ * (or --order shuffled) the samples are written in a permutation of that
+ * order seeded by --order-seed (pack_order.h), applied to the list before
+ * any file is read; --order walk keeps the order above.
  *
  * Tiling (--restart, default auto): every JPEG is rewritten with restart
  * intervals on a grid (media/jpeg_tiles.h) by lossless transcoding, so that
@@ -36,6 +39,7 @@
 #include "pack_args.h"
 #include "pack_dest.h"
 #include "pack_msg.h"
+#include "pack_order.h"
 #include "pack_progress.h"
 #include "pack_reader.h"
 #include "pack_src.h"
@@ -407,8 +411,8 @@ static int pack_rewritten(struct packer *pk, struct pack_reader *rd, const struc
 
 static const char usage_line[] =
 	"usage: packer pack images [--restart auto|none|MCUS] [--resize-shorter N --quality Q] "
-	"[--threads N] [--follow-links] [--max-file-size SIZE] [--shard-size SIZE] [--confine] "
-	"[--strict] [--force] [-v] "
+	"[--threads N] [--follow-links] [--max-file-size SIZE] [--shard-size SIZE] "
+	"[--order shuffled|walk] [--order-seed N] [--confine] [--strict] [--force] [-v] "
 	"(SRC | --list FILE [SRC]) DEST";
 
 /* The command line of pack images. */
@@ -416,6 +420,8 @@ struct images_args {
 	const char *list, *src, *dest;
 	unsigned long long shorter, quality, threads, depth, max_file, shard_size;
 	int strict, force, verbose, follow_links, confine, help;
+	int shuffled; /* --order, settled */
+	struct pack_order_args order;
 	struct jpeg_tiles_policy tiles;
 	char srcbuf[PATH_MAX];
 };
@@ -437,7 +443,7 @@ static int parse_restart(const char *arg, void *dst, char *err, size_t errlen)
 	return 0;
 }
 
-#define IMAGES_TABLE_ROWS 16
+#define IMAGES_TABLE_ROWS 18
 
 /* The options of pack images, their values going to a. */
 static void images_table(struct images_args *a, struct argtab tab[IMAGES_TABLE_ROWS])
@@ -463,6 +469,9 @@ static void images_table(struct images_args *a, struct argtab tab[IMAGES_TABLE_R
 		ARGTAB_SIZE("shard-size", 0, &a->shard_size, 1, PACK_MAX_SHARD_SIZE, "SIZE",
 			    "write DEST as shard files of about SIZE bytes of records\n"
 			    "each and a manifest (K, M, G, T; default: one data.mdb)"),
+		PACK_ORDER_ROWS(&a->order, "write the samples in a seeded random order of all the\n"
+					   "files, or in the order they are walked or listed\n"
+					   "(default: shuffled with --shard-size, else walk)"),
 		ARGTAB_FLAG("confine", 0, &a->confine,
 			    "every file must resolve inside SRC (symbolic links and ..\n"
 			    "included; absolute list paths are refused): else fatal"),
@@ -530,6 +539,7 @@ static int images_parse_args(int argc, char **argv, struct images_args *a)
 	}
 	if (a->shorter == 0 && a->quality != 90)
 		pack_warn("--quality has no effect without --resize-shorter");
+	a->shuffled = pack_order_shuffled(&a->order, a->shard_size != 0, tab);
 	return 0;
 }
 
@@ -686,6 +696,8 @@ int pack_images_main(int argc, char **argv)
 		return PACK_EXIT_USAGE;
 	}
 	status = images_sources(&a, dirfd, &l);
+	if (!status && a.shuffled)
+		pack_order_src(&l, a.order.seed);
 	if (!status)
 		status = images_pack(&a, &pk, dirfd, &l, argc, argv);
 	if (pk.w)

@@ -33,8 +33,9 @@ static const char usage_tail[] =
 	"  verify DEST [--decode]        check every CRC (and decode every JPEG)\n"
 	"  cat DEST INDEX                write the payload of sample INDEX to stdout (a JPEG that\n"
 	"                                decodes to the source's pixels; its bytes with --restart none)\n"
-	"  reshard SRC DEST (--shard-size SIZE | --single)\n"
-	"                                copy a dataset into shard files of SIZE, or one data.mdb\n"
+	"  reshard SRC DEST (--shard-size SIZE | --single) [--order shuffled|walk] [--order-seed N]\n"
+	"                                copy a dataset into shard files of SIZE (its records\n"
+	"                                shuffled by default), or one data.mdb\n"
 	"  push DEST s3://BUCKET/PREFIX [--jobs N] [--part-size SIZE]\n"
 	"                                upload the shards to object storage, the manifest last\n"
 	"\n";

@@ -9,7 +9,8 @@
  *   reshard               packer_reshard_main (pack_reshard.c)
  *
  * Every pack builds a dataset the same way, from modules with one job each:
- * the sources and their labels (pack_src.h), a temporary destination renamed
+ * the sources and their labels (pack_src.h), the order they are written in
+ * (pack_order.h: shuffled when sharded), a temporary destination renamed
  * into place at the end (pack_dest.h), files read by io_uring in index
  * order (pack_reader.h), the dataset writer (pack_writer.h: one data.mdb, or
  * shard files and a manifest, over proto/dsstore.h), one-line
@@ -50,7 +51,8 @@ int pack_audio_main(int argc, char **argv);
  * parser reads). */
 void pack_images_help(FILE *f);
 
-/* packer reshard SRC DEST (--shard-size SIZE | --single) (pack_reshard.c). */
+/* packer reshard SRC DEST (--shard-size SIZE | --single) [--order ...]
+ * (pack_reshard.c). */
 int packer_reshard_main(int argc, char **argv);
 
 #endif

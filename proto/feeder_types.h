@@ -253,6 +253,16 @@ struct feeder_status {
 	double workers_busy;                /* share of the workers' time spent on samples,
 					  over the last 10 s (0..1; -1 in the first seconds) */
 	double stage_s[FEEDER_STAGES];      /* worker seconds per enum feeder_stage, since start */
+	/* The shard cache of remote (s3://) datasets; all 0 when the daemon
+	 * serves none. */
+	uint64_t cache_bytes, cache_limit; /* shard files on disk now, and cache_limit */
+	uint64_t cache_peak_bytes;         /* the most bytes on disk at any time */
+	uint64_t cache_hits, cache_misses; /* shard reads that found it ready / had to wait */
+	uint64_t cache_fetches;            /* shards fetched and checked */
+	uint64_t cache_fetched_bytes;      /* bytes received from the store */
+	uint64_t cache_retries;            /* requests retried */
+	uint64_t cache_failures;           /* fetches that failed for good */
+	double cache_wait_s;               /* worker seconds spent waiting for a fetch */
 };
 
 struct feeder_dataset_status {

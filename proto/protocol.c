@@ -633,6 +633,16 @@ static bool walk(struct cur *c, uint32_t type, struct proto_msg *m)
 		w_f64(c, &s->workers_busy);
 		for (int i = 0; i < FEEDER_STAGES; i++)
 			w_f64(c, &s->stage_s[i]);
+		w_u64(c, &s->cache_bytes);
+		w_u64(c, &s->cache_limit);
+		w_u64(c, &s->cache_peak_bytes);
+		w_u64(c, &s->cache_hits);
+		w_u64(c, &s->cache_misses);
+		w_u64(c, &s->cache_fetches);
+		w_u64(c, &s->cache_fetched_bytes);
+		w_u64(c, &s->cache_retries);
+		w_u64(c, &s->cache_failures);
+		w_f64(c, &s->cache_wait_s);
 		return true;
 	}
 	case PROTO_DATASET_INFO: {

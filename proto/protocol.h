@@ -60,8 +60,10 @@
 
 #define PROTO_MAGIC 0x52444546u /* "FEDR" in little-endian byte order */
 /* 7: STREAM_INFO ends with the stream's settings line (feeder_stream_status
- * .settings), so that feederctl shows each stream's augmentation. */
-#define PROTO_VERSION 7
+ * .settings), so that feederctl shows each stream's augmentation.
+ * 8: STATUS_REPLY ends with the shard cache's figures (feeder_status
+ * .cache_*), for feederctl status/top. */
+#define PROTO_VERSION 8
 #define PROTO_HEADER_SIZE 16
 /* No message is larger than this; a receiver's buffer of this size plus one
  * byte detects oversized messages (MSG_TRUNC). */

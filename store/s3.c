@@ -60,7 +60,8 @@ struct xfer {
 	uint64_t range_off, range_len; /* a Range request when range_len > 0 */
 	/* results */
 	long status;
-	uint64_t got; /* body bytes kept from 2xx answers */
+	uint64_t got;  /* body bytes kept from 2xx answers */
+	uint32_t *crc; /* a file's body: the CRC-32C of the bytes written, or NULL */
 	struct buf body, errbody;
 	char etag[256];
 	int sink_err; /* why our own write callback stopped the transfer */
@@ -344,6 +345,10 @@ static size_t on_write(char *p, size_t size, size_t n, void *arg)
 			}
 			done += (size_t)w;
 		}
+		/* Written in order (a Range resume goes on where it stopped):
+		 * the file's checksum without reading it back. */
+		if (x->crc)
+			*x->crc = crc32c(*x->crc, p, len);
 	}
 	x->got += len;
 	return len;
@@ -859,13 +864,16 @@ int s3_get(struct s3_client *cl, const char *bucket, const char *key, size_t max
 }
 
 int s3_get_range_fd(struct s3_client *cl, const char *bucket, const char *key, uint64_t off,
-		    uint64_t len, int fd, uint64_t fd_off, char *err, size_t errlen)
+		    uint64_t len, int fd, uint64_t fd_off, uint32_t *crc, char *err, size_t errlen)
 {
+	if (crc)
+		*crc = 0;
 	int rc = check_target(bucket, key, err, errlen);
 	if (rc || len == 0)
 		return rc;
 	struct xfer x;
 	xfer_init(&x, "GET", bucket, key);
+	x.crc = crc;
 	x.out_fd = fd;
 	x.out_off = fd_off;
 	x.range_off = off;

@@ -97,9 +97,10 @@ int s3_get(struct s3_client *cl, const char *bucket, const char *key, size_t max
 
 /* GET bytes [off, off+len) of an object into fd at fd_off (pwrite); a body
  * cut short is resumed by a Range request from where it stopped (counted
- * as a retry). Fails when the object is shorter. */
+ * as a retry). Fails when the object is shorter. With crc not NULL, the
+ * CRC-32C of the bytes written, taken as they arrive. */
 int s3_get_range_fd(struct s3_client *cl, const char *bucket, const char *key, uint64_t off,
-		    uint64_t len, int fd, uint64_t fd_off, char *err, size_t errlen);
+		    uint64_t len, int fd, uint64_t fd_off, uint32_t *crc, char *err, size_t errlen);
 
 /* DELETE an object (absent is fine). */
 int s3_delete(struct s3_client *cl, const char *bucket, const char *key, char *err, size_t errlen);

@@ -98,7 +98,14 @@ static void print_status(const struct feeder_status *r, const char *path, int js
 		       r->decode_errors, r->protocol_errors, r->samples_per_s, r->workers_busy);
 		for (int i = 0; i < FEEDER_STAGES; i++)
 			printf("%s\"%s\": %.6f", i ? ", " : "", fctl_stage_names[i], r->stage_s[i]);
-		printf("}}\n");
+		printf("}, \"cache\": {\"bytes\": %" PRIu64 ", \"limit\": %" PRIu64
+		       ", \"peak_bytes\": %" PRIu64 ", \"hits\": %" PRIu64 ", \"misses\": %" PRIu64
+		       ", \"fetches\": %" PRIu64 ", \"fetched_bytes\": %" PRIu64
+		       ", \"retries\": %" PRIu64 ", \"failures\": %" PRIu64
+		       ", \"wait_seconds\": %.6f}}\n",
+		       r->cache_bytes, r->cache_limit, r->cache_peak_bytes, r->cache_hits,
+		       r->cache_misses, r->cache_fetches, r->cache_fetched_bytes, r->cache_retries,
+		       r->cache_failures, r->cache_wait_s);
 		return;
 	}
 	uint64_t s = r->uptime_ms / 1000;
@@ -120,6 +127,18 @@ static void print_status(const struct feeder_status *r, const char *path, int js
 	printf("  replacements  %" PRIu64 "\n  decode errors %" PRIu64 "\n  bad messages  %" PRIu64
 	       "\n",
 	       r->replacements, r->decode_errors, r->protocol_errors);
+	if (r->cache_limit > 0) {
+		char cb[32], cl[32], cp[32], fb[32];
+		fctl_human_bytes(r->cache_bytes, cb, sizeof cb);
+		fctl_human_bytes(r->cache_limit, cl, sizeof cl);
+		fctl_human_bytes(r->cache_peak_bytes, cp, sizeof cp);
+		fctl_human_bytes(r->cache_fetched_bytes, fb, sizeof fb);
+		printf("  shard cache   %s of %s (peak %s), %" PRIu64 " hits, %" PRIu64 " misses\n",
+		       cb, cl, cp, r->cache_hits, r->cache_misses);
+		printf("  fetched       %" PRIu64 " shards, %s, %" PRIu64 " retries, %" PRIu64
+		       " failures, waited %.2f s\n",
+		       r->cache_fetches, fb, r->cache_retries, r->cache_failures, r->cache_wait_s);
+	}
 }
 
 const char *const fctl_stage_names[FEEDER_STAGES] = {

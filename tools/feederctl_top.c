@@ -1,7 +1,8 @@
 /* feederctl_top.c — `feederctl top`: is my GPU starving, live.
  *
  * One frame a second: the daemon (uptime, clients, workers and how busy
- * they are, ring memory, where the workers' time goes by stage) and one
+ * they are, ring memory, the shard cache of remote datasets when there is
+ * one, where the workers' time goes by stage) and one
  * line per stream (client pid, dataset, pipeline, samples/s, MB/s, the
  * share of the trainer's time spent waiting for data over the last 10 s
  * and since the stream opened, the ring: slots being filled / held by the
@@ -55,6 +56,17 @@ static int frame(struct feeder *f, const char *path, int timeout_ms, FILE *out)
 	double sum = 0;
 	for (int i = 0; i < FEEDER_STAGES; i++)
 		sum += st.stage_s[i];
+	if (st.cache_limit > 0) {
+		char cb[32], cl[32], fb[32];
+		fctl_human_bytes(st.cache_bytes, cb, sizeof cb);
+		fctl_human_bytes(st.cache_limit, cl, sizeof cl);
+		fctl_human_bytes(st.cache_fetched_bytes, fb, sizeof fb);
+		fprintf(out,
+			"shard cache %s of %s  hits %" PRIu64 "  misses %" PRIu64
+			"  fetched %" PRIu64 " (%s)  failures %" PRIu64 "  waited %.2f s\n",
+			cb, cl, st.cache_hits, st.cache_misses, st.cache_fetches, fb,
+			st.cache_failures, st.cache_wait_s);
+	}
 	fprintf(out, "worker time:");
 	for (int i = 0; i < FEEDER_STAGES; i++)
 		fprintf(out, "  %s %.0f %%", fctl_stage_names[i],

@@ -4,7 +4,8 @@
 # exit 2 with exactly one line naming the problem for an unknown key, an
 # unknown flag, a bad value or a missing datasets directory; precedence of
 # flag > FEEDER_SOCKET > file as feederd prints it; a warning when
-# metrics_listen makes /metrics visible from other machines.
+# metrics_listen makes /metrics visible from other machines; the remote
+# datasets' keys printed, and a bad `remote` list refused naming its entry.
 . "$FEEDER_SOURCE/tests/lib/lib.sh"
 need_exe "$feederd"
 mkdir "$tmp/ds"
@@ -67,6 +68,24 @@ for spec in 127.0.0.1:9477 '[::1]:9477' localhost:9477 "$tmp/metrics.sock"; do
 	expect_rc 0 "$feederd" --config "$tmp/good.conf" --metrics-listen "$spec" --check-config
 	[ -s "$tmp/err" ] && fail "--metrics-listen $spec: a warning: $(cat "$tmp/err")"
 done
+# Remote datasets: the keys as set, printed back (sizes in bytes); a bad
+# `remote` list is refused before anything starts, naming the entry.
+printf 'remote = a=s3://bkt/p , c=s3://bkt2\ncache_dir = %s/cache\ncache_limit = 2G\nfetchers = 8\nfetch_tries = 3\nshuffle_block = 16\nremote_check = 5\n' \
+	"$tmp" >> "$tmp/good.conf"
+expect_rc 0 "$feederd" --config "$tmp/good.conf" --check-config
+for want in 'remote = a=s3://bkt/p , c=s3://bkt2' "cache_dir = $tmp/cache" \
+	    'cache_limit = 2147483648' 'fetchers = 8' 'fetch_tries = 3' 'shuffle_block = 16' \
+	    'remote_check = 5'; do
+	grep -qxF "$want" "$tmp/out" || fail "printed config lacks '$want': $(cat "$tmp/out")"
+done
+expect_error 2 "remote: dataset 'a' is named twice" --config "$tmp/good.conf" \
+	--remote 'a=s3://b, a=s3://c' --check-config
+expect_error 2 "remote: 'x' is not NAME=s3://BUCKET/PREFIX" --config "$tmp/good.conf" \
+	--remote x --check-config
+expect_error 2 "--shuffle-block: '0' is not a number from 1 to 4096" --config "$tmp/good.conf" \
+	--shuffle-block 0 --check-config
+expect_error 2 "--cache-limit: '4K' is not a size" --config "$tmp/good.conf" --cache-limit 4K \
+	--check-config
 "$feederd" --help | grep -q -- '--memory-limit' || fail "--help lacks --memory-limit"
 "$feederd" --version | grep -q '^feederd ' || fail "--version"
 echo "ok: --check-config"

@@ -1,7 +1,7 @@
 /* test_config.c — feederd's configuration (daemon/config.c): every key from
  * a file and from a flag, the error lines for unknown keys, flags and bad
- * values, the precedence flag > FEEDER_SOCKET > file > default, and what
- * "auto" becomes. */
+ * values, the precedence flag > FEEDER_SOCKET > file > default, what
+ * "auto" becomes, and the remote datasets' keys (config_remotes). */
 #include "argtab.h"
 #include "config.h"
 #include "protocol.h"
@@ -87,6 +87,13 @@ static void test_defaults(void)
 	CHECK(c.n_allow_uids == 0 && c.n_allow_gids == 0 && c.socket_gid == (gid_t)-1);
 	CHECK(c.check_only == 0);
 	CHECK(strcmp(c.config_path, empty) == 0);
+	/* Remote datasets: none, and the cache systemd's CacheDirectory=feeder
+	 * makes. */
+	CHECK(c.remote[0] == 0);
+	CHECK(strcmp(c.cache_dir, "/var/cache/feeder") == 0);
+	CHECK(c.cache_limit == 16ULL << 30);
+	CHECK(c.fetchers == 4 && c.fetch_tries == 8 && c.shuffle_block == 8 &&
+	      c.remote_check == 30);
 }
 
 static void test_every_key_file(void)
@@ -203,6 +210,15 @@ static void test_errors(void)
 		{ "max_queued = 100\n", "max_queued" },
 		{ "admin_groups = no-such-group-feeder\n",
 		  "no group named 'no-such-group-feeder'" },
+		{ "fetchers = 0\n", "'0' is not a number from 1 to 64" },
+		{ "fetchers = 65\n", "fetchers" },
+		{ "fetch_tries = 0\n", "'0' is not a number from 1 to 30" },
+		{ "shuffle_block = 0\n", "'0' is not a number from 1 to 4096" },
+		{ "shuffle_block = 4097\n", "shuffle_block" },
+		{ "remote_check = 0\n", "remote_check" },
+		{ "cache_limit = 1023K\n", "'1023K' is not a size from 1048576" },
+		{ "cache_limit = 12Q\n", "'12Q' is not a size" },
+		{ "cache_dir = \n", "empty path" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		write_file(path, bad[i][0]);
@@ -325,6 +341,118 @@ static void test_check_only(void)
 	CHECKF(rc == 0 && c.check_only == 1, "rc %d '%s'", rc, err);
 }
 
+/* The remote keys from a file and from flags, printed back by
+ * --check-config, and the `remote` list split by config_remotes: its good
+ * forms, and a refusal naming the entry for each bad one (also through
+ * config_load, which checks the list before anything starts). */
+static void test_remote(void)
+{
+	char *path = tmp_file("remote.conf", "remote =  a=s3://b/p ,c=s3://dd/e/f\n"
+					     "cache_dir = /srv/cache\n"
+					     "cache_limit = 1M\n"
+					     "fetchers = 64\n"
+					     "fetch_tries = 30\n"
+					     "shuffle_block = 4096\n"
+					     "remote_check = 86400\n");
+	struct config c;
+	LOAD_OK(&c, "--config", path);
+	CHECKF(strcmp(c.remote, "a=s3://b/p ,c=s3://dd/e/f") == 0, "remote '%s'", c.remote);
+	CHECK(strcmp(c.cache_dir, "/srv/cache") == 0 && c.cache_limit == 1 << 20);
+	CHECK(c.fetchers == 64 && c.fetch_tries == 30 && c.shuffle_block == 4096 &&
+	      c.remote_check == 86400);
+	LOAD_OK(&c, "--config", path, "--remote", "x=s3://bucket", "--cache-dir=/c",
+		"--cache-limit", "2G", "--fetchers", "1", "--fetch-tries", "1", "--shuffle-block",
+		"1", "--remote-check", "1");
+	CHECK(strcmp(c.remote, "x=s3://bucket") == 0 && strcmp(c.cache_dir, "/c") == 0);
+	CHECK(c.cache_limit == 2ULL << 30 && c.fetchers == 1 && c.fetch_tries == 1 &&
+	      c.shuffle_block == 1 && c.remote_check == 1);
+	/* An empty value in the file or on the command line: no remote dataset. */
+	LOAD_OK(&c, "--config", path, "--remote", "");
+	CHECK(c.remote[0] == 0);
+
+	/* What --check-config prints loads back to the same values. */
+	LOAD_OK(&c, "--config", path);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	CHECK(f);
+	config_print(&c, f);
+	CHECK(fclose(f) == 0);
+	CHECKF(strstr(text, "\nremote = a=s3://b/p ,c=s3://dd/e/f\n") &&
+		       strstr(text, "\ncache_dir = /srv/cache\n") &&
+		       strstr(text, "\ncache_limit = 1048576\n") &&
+		       strstr(text, "\nfetchers = 64\n") && strstr(text, "\nfetch_tries = 30\n") &&
+		       strstr(text, "\nshuffle_block = 4096\n") &&
+		       strstr(text, "\nremote_check = 86400\n"),
+	       "%s", text);
+	struct config d;
+	config_defaults(&d);
+	int rc = config_parse_text(&d, "printed", text, err, sizeof err);
+	CHECKF(rc == 0, "%s", err);
+	CHECK(strcmp(d.remote, c.remote) == 0 && strcmp(d.cache_dir, c.cache_dir) == 0);
+	CHECK(d.cache_limit == c.cache_limit && d.fetchers == c.fetchers &&
+	      d.fetch_tries == c.fetch_tries && d.shuffle_block == c.shuffle_block &&
+	      d.remote_check == c.remote_check);
+	free(text);
+
+	static struct config_remote r[CONFIG_MAX_REMOTES];
+	CHECKF(config_remotes("a=s3://b/p", r, err, sizeof err) == 1, "%s", err);
+	CHECK(strcmp(r[0].name, "a") == 0 && strcmp(r[0].url, "s3://b/p") == 0);
+	/* Blanks around an entry are not part of it. */
+	CHECKF(config_remotes(" a=s3://b , c=s3://d/e/f ", r, err, sizeof err) == 2, "%s", err);
+	CHECK(strcmp(r[0].name, "a") == 0 && strcmp(r[0].url, "s3://b") == 0);
+	CHECK(strcmp(r[1].name, "c") == 0 && strcmp(r[1].url, "s3://d/e/f") == 0);
+	CHECKF(config_remotes("\tx.y_z-1=s3://bkt/pre/fix\t,", r, err, sizeof err) == 1, "%s", err);
+	CHECK(strcmp(r[0].name, "x.y_z-1") == 0 && strcmp(r[0].url, "s3://bkt/pre/fix") == 0);
+	/* Empty (or nothing but blanks and commas): no dataset, no error. */
+	CHECK(config_remotes("", r, err, sizeof err) == 0);
+	CHECK(config_remotes(" , ,", r, err, sizeof err) == 0);
+	/* As many as the daemon serves, and one more is refused. */
+	char many[CONFIG_MAX_REMOTES * 16 + 32];
+	size_t at = 0;
+	for (int i = 0; i <= CONFIG_MAX_REMOTES; i++)
+		at += (size_t)snprintf(many + at, sizeof many - at, "%sd%d=s3://b", i ? "," : "",
+				       i);
+	char *last = strrchr(many, ',');
+	*last = 0;
+	CHECKF(config_remotes(many, r, err, sizeof err) == CONFIG_MAX_REMOTES, "%s", err);
+	CHECK(strcmp(r[CONFIG_MAX_REMOTES - 1].name, "d63") == 0);
+	*last = ',';
+	expect_error(config_remotes(many, r, err, sizeof err), "remote: more than 64", NULL);
+
+	/* A bad entry: the error is one line naming it. */
+	const char *const bad[][3] = {
+		{ "a", "'a' is not NAME=s3://BUCKET/PREFIX" },
+		{ "a=s3://b, c", "'c' is not NAME=s3://BUCKET/PREFIX" },
+		{ "../x=s3://b/p", "remote: '../x'", "starts with '.'" },
+		{ "a/b=s3://b/p", "remote: 'a/b'", "character other than" },
+		{ "a b=s3://b/p", "remote: 'a b'", "character other than" },
+		{ "=s3://b/p", "remote: ''", "empty" },
+		{ "a=http://b/p", "dataset 'a': 'http://b/p' is not an s3://BUCKET/PREFIX URL" },
+		{ "a=b/p", "'b/p' is not an s3://" },
+		{ "a=s3:///x", "'s3:///x' is not an s3://" },
+		{ "a=s3://", "'s3://' is not an s3://" },
+		{ "a=s3://b/p, b=s3://c, a=s3://d", "dataset 'a' is named twice" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		expect_error(config_remotes(bad[i][0], r, err, sizeof err), bad[i][1], bad[i][2]);
+		/* config_load refuses it too, from a flag as from a file. */
+		expect_error(load(&c, "--config", "/dev/null", "--remote", bad[i][0], NULL),
+			     bad[i][1], bad[i][2]);
+	}
+	char *bad_file = tmp_file("remote-bad.conf", "remote = a=s3://b, a=s3://c\n");
+	expect_error(load(&c, "--config", bad_file, NULL), "dataset 'a' is named twice", NULL);
+	/* A value longer than the field is refused, not cut. */
+	char *huge = malloc(CONFIG_PATH_MAX + 16);
+	CHECK(huge);
+	memset(huge, 'x', CONFIG_PATH_MAX + 15);
+	memcpy(huge, "a=s3://b/", 9);
+	huge[CONFIG_PATH_MAX + 15] = 0;
+	expect_error(load(&c, "--config", "/dev/null", "--remote", huge, NULL), "--remote",
+		     "too long");
+	free(huge);
+}
+
 static void test_sizes(void)
 {
 	unsigned long long v;
@@ -355,6 +483,7 @@ int main(void)
 	test_precedence();
 	test_auto();
 	test_check_only();
+	test_remote();
 	test_sizes();
 	char cmd[400];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

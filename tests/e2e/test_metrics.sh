@@ -5,7 +5,9 @@
 # when a stream ends) and follow a running stream; 404/405 for anything but
 # GET /metrics; abusive clients (40 idle connections, 100 KB of headers,
 # garbage) are refused or timed out by the listener while a stream's
-# batches keep coming at their rate; the same over a unix socket.
+# batches keep coming at their rate; the same over a unix socket. Without
+# a remote dataset no feeder_cache_ line appears and feederctl status
+# shows no shard cache.
 . "$FEEDER_SOURCE/tests/lib/lib.sh"
 py=$(find_python prometheus_client) \
 	|| skip "python3-prometheus-client is not installed (tools/install-deps installs it): $py"
@@ -27,6 +29,8 @@ def scrape():
         assert r.status == 200, r.status
         assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
         text = r.read().decode()
+    # no remote dataset here: the shard cache's lines stay out
+    assert "feeder_cache_" not in text, [l for l in text.splitlines() if "feeder_cache_" in l]
     out = {}
     for fam in text_string_to_metric_families(text):
         for s in fam.samples:
@@ -54,6 +58,16 @@ assert a[s][1] < b[s][1] < c[s][1], (a[s], b[s], c[s])
 assert c[streams][1] == 1
 assert c["feeder_trainer_compute_seconds_total" + ds][1] > 0
 print(f"3 scrapes: samples {a[s][1]:.0f} -> {b[s][1]:.0f} -> {c[s][1]:.0f}, counters monotonic")
+
+# and feederctl status shows no shard cache, its figures all 0
+st = subprocess.run([feederctl, "--socket", sock, "status"], capture_output=True, text=True,
+                    check=True).stdout
+assert "samples/s" in st and "shard cache" not in st and "fetched" not in st, st
+cache = json.loads(subprocess.run([feederctl, "--socket", sock, "status", "--json"],
+                                  capture_output=True, text=True, check=True).stdout)["cache"]
+assert set(cache) == {"bytes", "limit", "peak_bytes", "hits", "misses", "fetches",
+                      "fetched_bytes", "retries", "failures", "wait_seconds"}, cache
+assert not any(cache.values()), cache
 
 for path, method, want in (("/", "GET", 404), ("/metrics", "POST", 405)):
     try:

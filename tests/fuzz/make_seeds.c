@@ -194,6 +194,15 @@ static int protocol_seeds(void)
 	r->workers_busy = 0.75;
 	r->stage_s[FEEDER_STAGE_READ] = 1.5;
 	r->stage_s[FEEDER_STAGE_DECODE] = 20.25;
+	r->cache_bytes = 3ull << 30;
+	r->cache_limit = 4ull << 30;
+	r->cache_peak_bytes = 4ull << 30;
+	r->cache_hits = 34;
+	r->cache_misses = 8;
+	r->cache_fetches = 8;
+	r->cache_fetched_bytes = 1ull << 30;
+	r->cache_retries = 3;
+	r->cache_wait_s = 0.42;
 	rc |= put_msg("status_reply", &m);
 
 	m = msg(PROTO_DATASET_INFO);

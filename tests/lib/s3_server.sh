@@ -10,6 +10,9 @@
 #                       the keys of an IAM user made for the test (without
 #                       it, moto takes any signature)
 #   s3_stop             kill it (a server gone mid-transfer)
+#   s3_restart          start it again (after s3_stop) on the same port, the
+#                       same keys; moto keeps everything in memory, so it
+#                       comes back empty: push again what the test needs
 #   s3_py ARGS...       tests/lib/python/s3_helper.py (boto3) on that server
 #   s3_tool ARGS...     the C client's driver (tests/store/s3_tool)
 # Variables: s3_port, s3_pid, s3_log, s3_venv.
@@ -63,4 +66,14 @@ s3_stop() {
 	kill -9 "$s3_pid" 2>/dev/null
 	wait "$s3_pid" 2>/dev/null
 	s3_pid=
+}
+
+s3_restart() {
+	[ -n "$s3_port" ] || fail "s3_restart before s3_start"
+	s3_stop
+	echo "--- s3_restart ---" >>"$s3_log"
+	# The port was ours a moment ago: only a TIME_WAIT could hold it.
+	spawn "$s3_log.restart" "$s3_venv/bin/moto_server" -H 127.0.0.1 -p "$s3_port"
+	s3_pid=$spawned
+	wait_until 30 s3_answers || fail "moto_server did not answer again on 127.0.0.1:$s3_port: $(tail -n 3 "$s3_log.restart")"
 }

@@ -80,6 +80,25 @@ print("kaldi: %d utterances, %d cut from longer recordings, all equal to the tre
       % (len(k), cut, ", FLAC too" if flacs else ""))
 PYEOF
 
+# --order shuffled: the recordings in a seeded order, each with its
+# utterances together; the same records as the walk's, named in the header.
+expect_rc 0 "$packer" pack audio --kaldi --allow-pipes --store wave --order shuffled --order-seed 3 \
+	"$tmp/data" "$tmp/ks"
+expect_rc 0 "$packer" verify "$tmp/ks"
+expect_rc 0 "$packer" inspect "$tmp/ks"
+grep -q "options: .* order=shuffled order-seed=3$" "$tmp/out" || fail "ks options: $(cat "$tmp/out")"
+for d in k ks; do "$py" "$here/dsread.py" "$tmp/$d" >"$tmp/$d.json" || fail "dsread $d"; done
+"$py" - "$tmp/k.json" "$tmp/ks.json" "$tmp/data/segments" <<'PYEOF' || fail "kaldi --order shuffled"
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+key = lambda j: [(s["name"], s["label"], s["crc"], s["len"]) for s in j["samples"]]
+assert sorted(key(a)) == sorted(key(b)) and key(a) != key(b), "not a permutation"
+reco = {l.split()[0]: l.split()[1] for l in open(sys.argv[3])}
+runs = [reco[s["name"]] for s in b["samples"]]
+runs = [r for i, r in enumerate(runs) if i == 0 or runs[i - 1] != r]
+assert len(runs) == len(set(runs)), "a recording's utterances are apart: %s" % runs
+PYEOF
+
 # edited NAME FILE SED: $tmp/NAME, a copy of the data directory, SED on FILE.
 edited() { cp -r "$tmp/data" "$tmp/$1" && sed -i "$3" "$tmp/$1/$2" || fail "editing $1/$2"; }
 # A bad line: the file and its line number, exit 2, no dataset.

@@ -2,7 +2,7 @@
 """shardcheck.py — an independent check of a sharded Feeder dataset against
 the same sources packed as one data.mdb, for the packer tests.
 
-usage: shardcheck.py SINGLE SHARDED [MAXSHARD]
+usage: shardcheck.py [--perm] SINGLE SHARDED [MAXSHARD]
 
 Reads both with python3-lmdb (a shard file with subdir=False), not with
 Feeder's C code, and checks the layout proto/manifest.h defines: the
@@ -10,9 +10,11 @@ manifest's text form, each shard file's size and CRC-32C, each shard an
 ordinary dataset (a header counting its own samples, every label, samples
 keyed 0..n-1, names), the whole dataset's header equal to SINGLE's but for
 the options, and every record (header and payload) byte for byte SINGLE's
-at its global index, with its name. With MAXSHARD: no shard holds more
-than MAXSHARD record bytes unless it holds a single record. Prints the
-shard count."""
+at its global index, with its name. With --perm: the records with their
+names are a permutation of SINGLE's (the same multiset, the header's
+totals equal) and not in SINGLE's order. With MAXSHARD: no shard holds
+more than MAXSHARD record bytes unless it holds a single record. Prints
+the shard count."""
 import os
 import re
 import struct
@@ -42,8 +44,12 @@ def fields(h):
     return h[:72] + h[328:]
 
 
-single, sharded = sys.argv[1], sys.argv[2]
-maxshard = int(sys.argv[3]) if len(sys.argv) > 3 else None
+args = sys.argv[1:]
+perm = args[0] == "--perm"
+if perm:
+    args = args[1:]
+single, sharded = args[0], args[1]
+maxshard = int(args[2]) if len(args) > 2 else None
 sh, slabels, srecs, snames = read(single, True)
 text = open(os.path.join(sharded, "feeder.manifest"), "rb").read().decode("ascii")
 lines = text.split("\n")
@@ -58,6 +64,7 @@ assert len(lines) == n + 5, "line count"
 files = sorted(f for f in os.listdir(sharded) if f != "feeder.manifest")
 assert files == ["shard-%05d.mdb" % i for i in range(n)], files
 first = 0
+got = []  # --perm: (name, record) at each global index
 for i in range(n):
     name, f0, count, size, crc = lines[3 + i].split(" ")[1:]
     f0, count, size = int(f0), int(count), int(size)
@@ -73,12 +80,19 @@ for i in range(n):
     assert [k for k, _ in recs] == list(range(count)), (name, "keys")
     tiled = 0
     for k, v in recs:
+        tiled += struct.unpack_from("<H", v, 22)[0] & 1
+        if perm:
+            got.append((names[k], v))
+            continue
         assert v == srecs[first + k][1], (name, k, "record")
         assert names[k] == snames[first + k], (name, k, "name")
-        tiled += struct.unpack_from("<H", v, 22)[0] & 1
     assert struct.unpack_from("<Q", h, 336)[0] == tiled, (name, "tiled")
     if maxshard is not None and count > 1:
         assert sum(len(v) for _, v in recs) <= maxshard, (name, "over the shard size")
     first += count
 assert first == len(srecs) == struct.unpack_from("<Q", sh, 16)[0], "sample count"
+if perm:
+    want = [(snames[k], v) for k, v in srecs]
+    assert sorted(got) == sorted(want), "not a permutation of the single dataset's records"
+    assert got != want, "the records are in the single dataset's order"
 print(n)

@@ -1,12 +1,16 @@
 #!/bin/bash
 # shards.sh — sharded datasets (--shard-size, proto/manifest.h): the same
 # sources packed as one data.mdb and as shards of several sizes (one below
-# every sample's size: a shard each) give the same records, names and
-# labels at every global index (packer cat, and shardcheck.py reading the
-# files with python3-lmdb, CRC-32C of every shard included); each shard
-# opens alone; inspect and verify see the whole dataset and verify names a
-# damaged shard; reshard single -> sharded -> single keeps every sample; a
-# killed sharded pack leaves nothing; bad --shard-size values are refused.
+# every sample's size: a shard each) in the walk's order (--order walk)
+# give the same records, names and labels at every global index (packer
+# cat, and shardcheck.py reading the files with python3-lmdb, CRC-32C of
+# every shard included); by default (--order shuffled) the records are a
+# permutation of those, not the identity, the same for the same seed byte
+# for byte and another for another seed, a rejected file leaving no gap;
+# each shard opens alone; inspect and verify see the whole dataset and
+# verify names a damaged shard; reshard single -> sharded (shuffled) ->
+# single (in that order) keeps every sample; a killed sharded pack leaves
+# nothing; bad --shard-size and --order values are refused.
 . "$FEEDER_SOURCE/tests/packer/fixture.sh"
 need_python lmdb numpy PIL
 gen_images "$tmp/src" 24 3 11
@@ -28,7 +32,7 @@ for mode in none auto; do
 	expect_rc 0 "$packer" pack images --restart $mode "$tmp/src" "$tmp/one-$mode"
 	for size in 1 300K 1M; do
 		ds=$tmp/sh-$mode-$size
-		expect_rc 0 "$packer" pack images --restart $mode --shard-size $size "$tmp/src" "$ds"
+		expect_rc 0 "$packer" pack images --restart $mode --shard-size $size --order walk "$tmp/src" "$ds"
 		compgen -G "$ds.tmp-*" >/dev/null && fail "temporary folder left beside $ds"
 		bytes=$(case $size in *K) echo $((${size%K} * 1024)) ;; *M) echo $((${size%M} * 1048576)) ;; *) echo $size ;; esac)
 		n=$("$py" "$here/shardcheck.py" "$tmp/one-$mode" "$ds" $bytes) || fail "shardcheck $ds"
@@ -40,6 +44,82 @@ for mode in none auto; do
 		out_has "$n shard files, 0 damaged"
 	done
 done
+# the default order: a permutation of the walk's
+ds=$tmp/shuf-none
+expect_rc 0 "$packer" pack images --restart none --shard-size 300K "$tmp/src" "$ds"
+"$py" "$here/shardcheck.py" --perm "$tmp/one-none" "$ds" 307200 >/dev/null || fail "shardcheck --perm $ds"
+expect_rc 0 "$packer" verify "$ds"
+out_has "24 samples.* 0 bad"
+
+# --order: the same seed gives the same files, another seed another order
+# (of the same records); the seed is in the recorded command line.
+# names_of DS: DS's (either layout) sample names in global index order.
+names_of() {
+	"$py" - "$1" <<'PYEOF'
+import os, sys, lmdb
+d = sys.argv[1]
+m = os.path.join(d, "feeder.manifest")
+files = ([os.path.join(d, l.split(" ")[1]) for l in open(m) if l.startswith("shard ")]
+         if os.path.exists(m) else [d])
+for f in files:
+    env = lmdb.open(f, readonly=True, lock=False, max_dbs=8, subdir=not os.path.exists(m))
+    with env.begin() as txn:
+        for _, v in txn.cursor(db=env.open_db(b"names", txn=txn, create=False)):
+            print(v.decode())
+PYEOF
+}
+# same_files A B: the folders hold the same files, byte for byte.
+same_files() {
+	[ "$(ls "$1")" = "$(ls "$2")" ] || fail "$1 and $2 hold other files"
+	local f
+	for f in "$1"/*; do
+		cmp -s "$f" "$2/$(basename "$f")" || fail "$(basename "$f") of $1 and $2 differs"
+	done
+}
+# the same command twice (DEST is in the recorded command line)
+ds=$tmp/shuf-none
+mv "$ds" "$tmp/first"
+expect_rc 0 "$packer" pack images --restart none --shard-size 300K "$tmp/src" "$ds"
+same_files "$tmp/first" "$ds"
+expect_rc 0 "$packer" pack images --restart none --shard-size 300K --order-seed 7 "$tmp/src" "$tmp/seed7"
+"$py" "$here/shardcheck.py" --perm "$tmp/one-none" "$tmp/seed7" >/dev/null || fail "shardcheck seed 7"
+names_of "$ds" >"$tmp/n0" || fail "names of $ds"
+names_of "$tmp/seed7" >"$tmp/n7" || fail "names of seed7"
+[ "$(wc -l <"$tmp/n0")" = 24 ] || fail "names: $(cat "$tmp/n0")"
+cmp -s "$tmp/n0" "$tmp/n7" && fail "seeds 0 and 7 give the same order"
+expect_rc 0 "$packer" inspect "$tmp/seed7"
+out_has "options: .*--order-seed 7"
+# --order walk without --shard-size packs what a pack without it does;
+# --order shuffled without it is one data.mdb in seed 0's order
+expect_rc 0 "$packer" pack images --restart none --order walk "$tmp/src" "$tmp/walk1"
+expect_rc 0 "$packer" pack images --restart none --order shuffled "$tmp/src" "$tmp/shuf1"
+[ "$(ls "$tmp/shuf1")" = data.mdb ] || fail "--order shuffled alone: $(ls "$tmp/shuf1")"
+for d in one-none walk1 shuf1; do
+	"$py" "$here/dsread.py" "$tmp/$d" >"$tmp/$d.json" || fail "dsread $d"
+done
+"$py" - "$tmp/one-none.json" "$tmp/walk1.json" "$tmp/shuf1.json" <<'PYEOF' || fail "--order without --shard-size"
+import json, sys
+one, walk, shuf = (json.load(open(f)) for f in sys.argv[1:])
+for j in (walk, shuf):
+    assert j["header"]["options"] != one["header"]["options"]
+    j["header"]["options"] = one["header"]["options"]
+assert walk == one, "--order walk changed the dataset"
+assert shuf["header"] == one["header"] and shuf["labels"] == one["labels"]
+key = lambda s: (s["name"], s["label"], s["crc"], s["len"])
+a, b = [key(s) for s in one["samples"]], [key(s) for s in shuf["samples"]]
+assert sorted(a) == sorted(b) and a != b, "--order shuffled is not a permutation"
+assert [s["index"] for s in shuf["samples"]] == list(range(24))
+PYEOF
+names_of "$tmp/shuf1" | cmp -s - "$tmp/n0" || fail "--order shuffled alone: not seed 0's order"
+# a rejected file is named and leaves no gap in the indices
+cp -r "$tmp/src" "$tmp/srcbad"
+first_class=$(ls "$tmp/srcbad" | head -1)
+echo "not a jpeg" >"$tmp/srcbad/$first_class/zz-bad.jpg"
+expect_rc 0 "$packer" pack images --restart none --shard-size 300K "$tmp/srcbad" "$tmp/withbad"
+has "zz-bad.jpg: not a JPEG file, skipped"
+"$py" "$here/shardcheck.py" --perm "$tmp/one-none" "$tmp/withbad" >/dev/null || fail "shardcheck withbad"
+expect_rc 0 "$packer" verify "$tmp/withbad"
+out_has "24 samples.* 0 bad"
 
 # inspect: the whole dataset's figures, then the shards; --json's array.
 ds=$tmp/sh-none-300K
@@ -76,21 +156,36 @@ done
 expect_rc 2 "$packer" cat "$ds" 24
 has "index 24 out of range (.* has 24 samples)"
 
-# reshard: single -> shards -> other shards -> single, every sample kept,
-# the header's totals too
+# reshard: single -> shards (shuffled by default, the same for the same
+# seed) -> single (their order) -> other shards (--order walk: that order),
+# every sample kept, the header's totals too
 expect_rc 0 "$packer" reshard "$tmp/one-auto" "$tmp/rs1" --shard-size 500K
-"$py" "$here/shardcheck.py" "$tmp/one-auto" "$tmp/rs1" 512000 >/dev/null || fail "shardcheck rs1"
-expect_rc 0 "$packer" reshard "$tmp/rs1" "$tmp/rs2" --shard-size 1
-"$py" "$here/shardcheck.py" "$tmp/one-auto" "$tmp/rs2" 1 >/dev/null || fail "shardcheck rs2"
-expect_rc 0 "$packer" reshard "$tmp/rs2" "$tmp/rs3" --single
+"$py" "$here/shardcheck.py" --perm "$tmp/one-auto" "$tmp/rs1" 512000 >/dev/null || fail "shardcheck rs1"
+expect_rc 0 "$packer" verify "$tmp/rs1"
+out_has "24 samples.* 0 bad"
+expect_rc 0 "$packer" reshard "$tmp/one-auto" "$tmp/rs1b" --shard-size 500K --order shuffled --order-seed 0
+same_files "$tmp/rs1" "$tmp/rs1b"
+expect_rc 0 "$packer" reshard "$tmp/one-auto" "$tmp/rs1c" --shard-size 500K --order-seed 5
+names_of "$tmp/rs1" >"$tmp/r1" && names_of "$tmp/rs1c" >"$tmp/r5" || fail "names of rs1"
+cmp -s "$tmp/r1" "$tmp/r5" && fail "reshard: seeds 0 and 5 give the same order"
+expect_rc 0 "$packer" reshard "$tmp/rs1" "$tmp/rs3" --single
 [ -f "$tmp/rs3/data.mdb" ] && [ ! -e "$tmp/rs3/feeder.manifest" ] || fail "reshard --single layout"
-cat_same "$tmp/one-auto" "$tmp/rs3" 24
+"$py" "$here/shardcheck.py" "$tmp/rs3" "$tmp/rs1" >/dev/null || fail "reshard --single changed the order"
+expect_rc 0 "$packer" reshard "$tmp/rs1" "$tmp/rs3w" --single --order walk
+same_files "$tmp/rs3" "$tmp/rs3w"
+expect_rc 0 "$packer" reshard "$tmp/rs3" "$tmp/rs2" --shard-size 1 --order walk
+"$py" "$here/shardcheck.py" "$tmp/rs3" "$tmp/rs2" 1 >/dev/null || fail "shardcheck rs2"
+expect_rc 0 "$packer" verify "$tmp/rs2"
+out_has "24 samples.* 0 bad"
 "$py" "$here/dsread.py" "$tmp/one-auto" >"$tmp/j1" || fail "dsread"
 "$py" "$here/dsread.py" "$tmp/rs3" >"$tmp/j3" || fail "dsread"
-"$py" - "$tmp/j1" "$tmp/j3" <<'PYEOF' || fail "reshard --single changed the dataset"
+"$py" - "$tmp/j1" "$tmp/j3" <<'PYEOF' || fail "reshard changed the dataset"
 import json, sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-assert a == b, "differs"
+assert a["header"] == b["header"] and a["labels"] == b["labels"], "header or labels"
+key = lambda s: sorted((x["name"], x["label"], x["crc"], x["len"], x["flags"], x["aux"]) for x in s)
+assert key(a["samples"]) == key(b["samples"]), "samples"
+assert [x["name"] for x in a["samples"]] != [x["name"] for x in b["samples"]], "not shuffled"
 PYEOF
 expect_rc 2 "$packer" reshard "$tmp/rs1" "$tmp/rs3" --single
 has "already exists (use --force"
@@ -100,6 +195,10 @@ one_line
 has "give one of --shard-size SIZE and --single"
 expect_rc 2 "$packer" reshard "$tmp/rs1" "$tmp/rs4" --single --shard-size 1M
 has "give one of"
+no_dest "$tmp/rs4"
+expect_rc 2 "$packer" reshard "$tmp/rs1" "$tmp/rs4" --single --order random
+one_line
+has "reshard: --order 'random' is not"
 no_dest "$tmp/rs4"
 # --force replaces a sharded dataset (and a pack over it is a single one)
 expect_rc 0 "$packer" pack images --force --restart none "$tmp/src" "$tmp/rs1"
@@ -168,10 +267,15 @@ expect_rc 0 "$packer" verify "$tmp/k2"
 if "$packer" pack audio --help >/dev/null 2>&1 && [ -x "$genspeech" ]; then
 	"$genspeech" 3 3 "$tmp/sp" --seed 3 --min-dur 0.8 --max-dur 1.5 >/dev/null || fail "gen-speech"
 	expect_rc 0 "$packer" pack audio --store wave "$tmp/sp" "$tmp/a1"
-	expect_rc 0 "$packer" pack audio --store wave --shard-size 40K "$tmp/sp" "$tmp/a2"
+	expect_rc 0 "$packer" pack audio --store wave --shard-size 40K --order walk "$tmp/sp" "$tmp/a2"
 	"$py" "$here/shardcheck.py" "$tmp/a1" "$tmp/a2" 40960 >/dev/null || fail "shardcheck audio"
 	na=$("$py" "$here/dsread.py" "$tmp/a1" | "$py" -c 'import json, sys; print(json.load(sys.stdin)["header"]["samples"])')
 	[ "$na" -gt 3 ] || fail "audio: $na samples"
 	cat_same "$tmp/a1" "$tmp/a2" "$na"
+	expect_rc 0 "$packer" pack audio --store wave --shard-size 40K "$tmp/sp" "$tmp/a3"
+	"$py" "$here/shardcheck.py" --perm "$tmp/a1" "$tmp/a3" 40960 >/dev/null || fail "shardcheck --perm audio"
+	expect_rc 0 "$packer" inspect "$tmp/a3"
+	out_has "options: .* order=shuffled order-seed=0$"
+	expect_rc 0 "$packer" verify "$tmp/a3"
 fi
 echo "shards: ok"

@@ -60,7 +60,7 @@ int main(void)
 	CHECKF(dsstore_writer_finish(w, &h, err, sizeof(err)) == 0, "%s", err);
 
 	struct registry *reg;
-	CHECKF(registry_open(&reg, dir, 2, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(registry_open(&reg, dir, 2, NULL, err, sizeof(err)) == 0, "%s", err);
 	struct dataset *d = registry_get(reg, "tiny");
 	CHECK(d);
 	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

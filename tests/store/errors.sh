@@ -92,6 +92,12 @@ fault_server truncate
 AWS_ENDPOINT_URL=$fault_url run_tool 0 get-range bkt obj 1000 800000 "$tmp/got"
 cmp <(tail -c +1001 "$tmp/pattern" | head -c 800000) "$tmp/got" || fail "resumed range differs"
 grep -q "^retries 1$" "$tmp/err" || fail "resume: $(cat "$tmp/err")"
+# The checksum taken while the body came (what the shard cache checks)
+# covers the resumed bytes once each.
+crc=$(/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1])
+from crc32c import crc32c
+print("%08x" % crc32c(open(sys.argv[2], "rb").read()))' "$src/tests/lib/python" "$tmp/got")
+grep -q "^crc32c $crc$" "$tmp/err" || fail "resume: the CRC taken is not the file's $crc: $(cat "$tmp/err")"
 grep -q "^GET /bkt/obj bytes=1000-800999$" "$tmp/fault.log" && grep -q "^GET /bkt/obj bytes=401000-800999$" "$tmp/fault.log" \
 	|| fail "the resume did not ask for the rest: $(cat "$tmp/fault.log")"
 

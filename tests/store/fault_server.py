@@ -16,8 +16,12 @@ usage: fault_server.py PORT_FILE MODE
 Every request is logged to stdout: "METHOD PATH RANGE".
 """
 import http.server
+import os
 import sys
 import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib", "python"))
+from loopback_server import serve  # noqa: E402
 
 BODY_BYTES = 1 << 20
 BODY = bytes((i * 7 + 3) & 0xFF for i in range(BODY_BYTES))
@@ -112,13 +116,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 def main():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    with open(sys.argv[1] + ".tmp", "w") as f:
-        f.write(str(srv.server_address[1]))
-    import os
-    os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-    srv.serve_forever()
+    serve(Handler, sys.argv[1])
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
  *   s3_tool put-mem BUCKET KEY FILE           s3_put of the file read into memory
  *   s3_tool get BUCKET KEY OUT                s3_get into OUT
  *   s3_tool get-range BUCKET KEY OFF LEN OUT  s3_get_range_fd into OUT at 0
+ *                                            ("crc32c X" on stderr: as taken)
  *   s3_tool head BUCKET KEY                   the size
  *   s3_tool delete BUCKET KEY
  *   s3_tool multipart BUCKET KEY FILE PARTSIZE   begin, every part, complete
@@ -117,9 +118,12 @@ static int command(struct s3_client *cl, const char *cmd, int n, char **a, char 
 			perror(a[4]);
 			return -1;
 		}
+		uint32_t crc;
 		rc = s3_get_range_fd(cl, a[0], a[1], strtoull(a[2], NULL, 10),
-				     strtoull(a[3], NULL, 10), fd, 0, err, errlen);
+				     strtoull(a[3], NULL, 10), fd, 0, &crc, err, errlen);
 		close(fd);
+		if (rc == 0)
+			fprintf(stderr, "crc32c %08x\n", crc);
 		return rc;
 	}
 	if (!strcmp(cmd, "head") && n == 2) {
