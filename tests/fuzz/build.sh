@@ -28,7 +28,7 @@ sources() {
     dsformat) echo "proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     manifest) echo "proto/manifest.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     dataset) echo "proto/dsstore.c proto/lmdb_check.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
-    config) echo "daemon/config.c proto/status.c proto/argtab.c" ;;
+    config) echo "daemon/config.c proto/protocol.c proto/status.c proto/argtab.c" ;;
     jpeg) echo "daemon/jpeg_pipeline.c media/resize.c media/detrand.c media/jpeg_rules.c media/jpeg_huff.c media/jpeg_tiles.c media/image_limit.c proto/protocol.c proto/status.c" ;;
     audio) echo "media/audio_file.c media/resample.c proto/status.c" ;;
     features) echo "daemon/features_pipeline.c media/detrand.c proto/protocol.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
