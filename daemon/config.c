@@ -947,23 +947,28 @@ int config_remotes(const char *spec, struct config_remote *out, char *err, size_
 			return status_fail(err, errlen, FEEDER_EINVAL,
 					   "remote: more than %d datasets", CONFIG_MAX_REMOTES);
 		struct config_remote *r = &out[n];
-		size_t nl = (size_t)(eq - p), ul = len - nl - 1;
+		/* "NAME = URL" as "NAME=URL". */
+		size_t nl = (size_t)(eq - p);
+		while (nl && (p[nl - 1] == ' ' || p[nl - 1] == '\t'))
+			nl--;
+		const char *u = eq + 1, *uend = p + len;
+		while (u < uend && (*u == ' ' || *u == '\t'))
+			u++;
+		size_t ul = (size_t)(uend - u);
 		if (nl >= sizeof(r->name) || ul >= sizeof(r->url))
 			return status_fail(err, errlen, FEEDER_EINVAL, "remote: '%.*s' is too long",
 					   (int)len, p);
 		memcpy(r->name, p, nl);
 		r->name[nl] = 0;
-		memcpy(r->url, eq + 1, ul);
+		memcpy(r->url, u, ul);
 		r->url[ul] = 0;
-		char why[160];
+		char why[400];
 		if (proto_name_check(r->name, why, sizeof(why)) != 0)
 			return status_fail(err, errlen, FEEDER_EINVAL, "remote: '%s': %s", r->name,
 					   why);
-		if (strncmp(r->url, "s3://", 5) != 0 || r->url[5] == 0 || r->url[5] == '/')
-			return status_fail(
-				err, errlen, FEEDER_EINVAL,
-				"remote: dataset '%s': '%s' is not an s3://BUCKET/PREFIX URL",
-				r->name, r->url);
+		if (s3_url_parse(r->url, r->bucket, r->prefix, why, sizeof(why)) != 0)
+			return status_fail(err, errlen, FEEDER_EINVAL, "remote: dataset '%s': %s",
+					   r->name, why);
 		for (int i = 0; i < n; i++)
 			if (strcmp(out[i].name, r->name) == 0)
 				return status_fail(err, errlen, FEEDER_EINVAL,

@@ -37,6 +37,7 @@
 #include <sys/types.h>
 
 #include "feeder_types.h"
+#include "s3.h" /* S3_MAX_BUCKET, S3_MAX_KEY */
 
 #define CONFIG_DEFAULT_FILE "/etc/feeder/feederd.conf"
 #define CONFIG_DEFAULT_DATASETS FEEDER_DEFAULT_DATASETS
@@ -121,12 +122,15 @@ struct config {
 struct config_remote {
 	char name[FEEDER_DATASET_MAX];
 	char url[CONFIG_URL_MAX]; /* s3://BUCKET[/PREFIX] */
+	char bucket[S3_MAX_BUCKET];
+	char prefix[S3_MAX_KEY]; /* no leading or trailing '/' */
 };
 
 /* Split a `remote` value ("NAME=s3://BUCKET/PREFIX, ...", blanks around
- * entries ignored) into out (at most CONFIG_MAX_REMOTES): names checked
- * like dataset names and unique, URLs starting with s3:// and a bucket.
- * Returns how many (>= 0), or FEEDER_EINVAL with the entry named in err. */
+ * entries and around '=' ignored) into out (at most CONFIG_MAX_REMOTES):
+ * names checked like dataset names and unique, URLs split by s3_url_parse
+ * (a valid bucket name, a prefix that fits). Returns how many (>= 0), or
+ * FEEDER_EINVAL with the entry named in err. */
 int config_remotes(const char *spec, struct config_remote *out, char *err, size_t errlen);
 
 /* Fill cfg with the built-in defaults, as config_load starts. The "auto"

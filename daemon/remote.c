@@ -22,10 +22,8 @@
 #define REMOTE_PENDING_MAX 64
 
 struct remote_entry {
-	struct config_remote cfg;
-	char bucket[S3_MAX_BUCKET];
-	char prefix[S3_MAX_KEY];
-	char *text; /* the manifest served (NULL: none yet) */
+	struct config_remote cfg; /* name, url, bucket, prefix */
+	char *text;               /* the manifest served (NULL: none yet) */
 	size_t len;
 	char why[PROTO_TEXT_MAX]; /* the last failure ("" when served) */
 };
@@ -54,7 +52,7 @@ static int make_version(struct remote *r, struct remote_entry *e, struct manifes
 	struct dataset *d = calloc(1, sizeof(*d));
 	if (!d)
 		return status_fail(err, errlen, -ENOMEM, "out of memory");
-	int rc = shard_set_open(r->cache, e->bucket, e->prefix, m, &d->shards, err, errlen);
+	int rc = shard_set_open(r->cache, e->cfg.bucket, e->cfg.prefix, m, &d->shards, err, errlen);
 	if (rc) {
 		free(d);
 		return rc;
@@ -99,15 +97,16 @@ static int make_version(struct remote *r, struct remote_entry *e, struct manifes
 
 /* Read e's manifest; a new version into *out when it differs from the one
  * served (else *out stays NULL). 0, or the failure in err. */
-static int read_manifest(struct remote *r, struct remote_entry *e, struct dataset **out, char *err,
-			 size_t errlen)
+static int read_manifest(struct remote *r, struct s3_client *cl, struct remote_entry *e,
+			 struct dataset **out, char *err, size_t errlen)
 {
 	char key[S3_MAX_KEY + 32];
-	snprintf(key, sizeof(key), "%s%s%s", e->prefix, e->prefix[0] ? "/" : "", MANIFEST_NAME);
+	snprintf(key, sizeof(key), "%s%s%s", e->cfg.prefix, e->cfg.prefix[0] ? "/" : "",
+		 MANIFEST_NAME);
 	void *text = NULL;
 	size_t len = 0;
 	*out = NULL;
-	int rc = s3_get(r->cl, e->bucket, key, MANIFEST_MAX_TEXT, &text, &len, err, errlen);
+	int rc = s3_get(cl, e->cfg.bucket, key, MANIFEST_MAX_TEXT, &text, &len, err, errlen);
 	if (rc == -ENOENT)
 		rc = status_fail(err, errlen, -ENOENT,
 				 "%s holds no dataset (no %s: not pushed, or its push is not "
@@ -142,43 +141,91 @@ static int read_manifest(struct remote *r, struct remote_entry *e, struct datase
 	return 0;
 }
 
-/* One reading of every manifest: new versions queued for the loop, a
- * failure kept (and logged when it is new). */
+/* One reading of e's manifest through cl: a new version queued for the
+ * loop, a failure kept (and logged when it is new). */
+static void check_one(struct remote *r, struct s3_client *cl, struct remote_entry *e)
+{
+	struct dataset *d = NULL;
+	char err[PROTO_TEXT_MAX];
+	int rc = read_manifest(r, cl, e, &d, err, sizeof(err));
+	pthread_mutex_lock(&r->lock);
+	if (rc && strcmp(e->why, err) != 0) {
+		snprintf(e->why, sizeof(e->why), "%s", err);
+		if (e->text)
+			log_warn("remote dataset '%s': %s (still serving the version read "
+				 "before)",
+				 e->cfg.name, err);
+		else
+			log_err("remote dataset '%s' not served: %s", e->cfg.name, err);
+	} else if (rc == 0) {
+		e->why[0] = 0;
+	}
+	if (d && r->npending == REMOTE_PENDING_MAX) {
+		/* The loop has not taken the last ones: read again next time. */
+		dataset_unref(d);
+		free(e->text);
+		e->text = NULL;
+		d = NULL;
+	}
+	if (d) {
+		r->pending[r->npending++] = d;
+		log_info("remote dataset '%s' (%s): %s, %llu samples in %zu shards, %u classes",
+			 d->name, d->url, dsformat_kind_name(d->hdr.kind),
+			 (unsigned long long)d->hdr.samples, d->man.nshards, d->hdr.classes);
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
 static void check_all(struct remote *r)
 {
-	for (size_t i = 0; i < r->n; i++) {
-		struct remote_entry *e = &r->e[i];
-		struct dataset *d = NULL;
-		char err[PROTO_TEXT_MAX];
-		int rc = read_manifest(r, e, &d, err, sizeof(err));
-		pthread_mutex_lock(&r->lock);
-		if (rc && strcmp(e->why, err) != 0) {
-			snprintf(e->why, sizeof(e->why), "%s", err);
-			if (e->text)
-				log_warn("remote dataset '%s': %s (still serving the version read "
-					 "before)",
-					 e->cfg.name, err);
-			else
-				log_err("remote dataset '%s' not served: %s", e->cfg.name, err);
-		} else if (rc == 0) {
-			e->why[0] = 0;
-		}
-		if (d && r->npending == REMOTE_PENDING_MAX) {
-			/* The loop has not taken the last ones: read again next time. */
-			dataset_unref(d);
-			free(e->text);
-			e->text = NULL;
-			d = NULL;
-		}
-		if (d) {
-			r->pending[r->npending++] = d;
-			log_info(
-				"remote dataset '%s' (%s): %s, %llu samples in %zu shards, %u classes",
-				d->name, d->url, dsformat_kind_name(d->hdr.kind),
-				(unsigned long long)d->hdr.samples, d->man.nshards, d->hdr.classes);
-		}
-		pthread_mutex_unlock(&r->lock);
+	for (size_t i = 0; i < r->n; i++)
+		check_one(r, r->cl, &r->e[i]);
+}
+
+/* The start's reading of one manifest, on a thread of its own: a store
+ * that does not answer costs the start its timeout once, not once per
+ * dataset. */
+struct start_read {
+	struct remote *r;
+	struct remote_entry *e;
+	struct s3_client *cl;
+	pthread_t thread;
+	int started;
+};
+
+static void *start_read_main(void *arg)
+{
+	struct start_read *sr = arg;
+	check_one(sr->r, sr->cl, sr->e);
+	return NULL;
+}
+
+static int read_all_at_start(struct remote *r, char *err, size_t errlen)
+{
+	struct s3_config first = r->s3;
+	first.tries = REMOTE_START_TRIES < r->s3.tries ? REMOTE_START_TRIES : r->s3.tries;
+	struct start_read *sr = calloc(r->n, sizeof(*sr));
+	if (!sr)
+		return status_fail(err, errlen, -ENOMEM, "out of memory");
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < r->n; i++) {
+		sr[i].r = r;
+		sr[i].e = &r->e[i];
+		rc = s3_client_new(&first, &sr[i].cl, err, errlen);
+		/* Without a thread it is read here, one after another. */
+		if (rc == 0 && pthread_create(&sr[i].thread, NULL, start_read_main, &sr[i]) == 0)
+			sr[i].started = 1;
+		else if (rc == 0)
+			check_one(r, sr[i].cl, sr[i].e);
 	}
+	for (size_t i = 0; i < r->n; i++) {
+		if (sr[i].started)
+			pthread_join(sr[i].thread, NULL);
+		if (sr[i].cl)
+			s3_client_free(sr[i].cl);
+	}
+	free(sr);
+	return rc;
 }
 
 static void *checker(void *arg)
@@ -231,13 +278,8 @@ int remote_open(struct remote **out, const struct config *cfg, unsigned readers,
 	r->n = (size_t)n;
 	r->e = calloc(r->n, sizeof(*r->e));
 	int rc = r->e ? 0 : status_fail(err, errlen, -ENOMEM, "out of memory");
-	for (size_t i = 0; rc == 0 && i < r->n; i++) {
+	for (size_t i = 0; rc == 0 && i < r->n; i++)
 		r->e[i].cfg = list[i];
-		char why[256];
-		if (s3_url_parse(list[i].url, r->e[i].bucket, r->e[i].prefix, why, sizeof(why)))
-			rc = status_fail(err, errlen, FEEDER_EINVAL, "remote dataset '%s': %s",
-					 list[i].name, why);
-	}
 	free(list);
 	if (rc == 0 && (rc = s3_config_load(&r->s3, err, errlen)) == 0)
 		r->s3.tries = (int)cfg->fetch_tries;
@@ -253,14 +295,8 @@ int remote_open(struct remote **out, const struct config *cfg, unsigned readers,
 		cc.on_bad = bad_shard;
 		rc = shard_cache_open(&r->cache, &cc, err, errlen);
 	}
-	struct s3_config first = r->s3;
-	first.tries = REMOTE_START_TRIES < r->s3.tries ? REMOTE_START_TRIES : r->s3.tries;
-	if (rc == 0 && (rc = s3_client_new(&first, &r->cl, err, errlen)) == 0) {
-		check_all(r);
-		s3_client_free(r->cl);
-		r->cl = NULL;
+	if (rc == 0 && (rc = read_all_at_start(r, err, errlen)) == 0)
 		rc = s3_client_new(&r->s3, &r->cl, err, errlen);
-	}
 	if (rc == 0) {
 		if ((rc = pthread_create(&r->thread, NULL, checker, r)) != 0)
 			rc = status_fail(err, errlen, -rc, "cannot start a thread: %s",

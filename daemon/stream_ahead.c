@@ -83,9 +83,11 @@ void stream_want(struct stream *s)
 	}
 	if (!hi && s->next_assign < s->total)
 		return; /* every slot waits on the client: the wants stand */
-	uint32_t *want = malloc(STREAM_WANT_MAX * sizeof(*want));
-	if (!want)
+	/* Worked out in a buffer of its own, swapped with the last wants
+	 * when they differ: no allocation per refill. */
+	if (!s->want_next && !(s->want_next = malloc(STREAM_WANT_MAX * sizeof(*s->want_next))))
 		return;
+	uint32_t *want = s->want_next;
 	size_t n = 0;
 	/* Batches left to assign after the newest one decide whether the
 	 * next epoch will be read at all. */
@@ -110,10 +112,12 @@ void stream_want(struct stream *s)
 			o = hi->order;
 		else if (epoch > hi->epoch && !more)
 			break;
-		else if (!layout(s, epoch, err, sizeof(err)) ||
-			 sampler_init_blocks(&o, layout(s, epoch, err, sizeof(err)), s->opts.rank,
-					     s->opts.world, err, sizeof(err)))
-			break;
+		else {
+			struct sampler_blocks *b = layout(s, epoch, err, sizeof(err));
+			if (!b || sampler_init_blocks(&o, b, s->opts.rank, s->opts.world, err,
+						      sizeof(err)))
+				break;
+		}
 		uint64_t len = sampler_len(&o);
 		uint64_t k0 = epoch == from->epoch ? from_k : 0;
 		if (k0 >= len)
@@ -129,11 +133,9 @@ void stream_want(struct stream *s)
 		}
 	}
 done:
-	if (n == s->nwant && (n == 0 || memcmp(want, s->want, n * sizeof(*want)) == 0)) {
-		free(want);
+	if (n == s->nwant && (n == 0 || memcmp(want, s->want, n * sizeof(*want)) == 0))
 		return;
-	}
-	free(s->want);
+	s->want_next = s->want;
 	s->want = want;
 	s->nwant = n;
 	shard_set_want(s->ds->shards, s->id + 1, want, n);
@@ -144,7 +146,8 @@ void stream_order_free(struct stream *s)
 	if (s->ds && s->ds->shards && s->nwant)
 		shard_set_want(s->ds->shards, s->id + 1, NULL, 0);
 	free(s->want);
-	s->want = NULL;
+	free(s->want_next);
+	s->want = s->want_next = NULL;
 	s->nwant = 0;
 	for (int i = 0; i < STREAM_LAYOUTS; i++)
 		sampler_blocks_unref(s->layout[i]);

@@ -96,6 +96,7 @@ struct stream {
 	uint64_t layout_epoch[STREAM_LAYOUTS];
 	uint32_t *want;
 	size_t nwant;
+	uint32_t *want_next;      /* where the next wants are worked out */
 	struct wave_sources wave; /* wave: reading them (stream_sources_open) */
 
 	/* under the pool lock */

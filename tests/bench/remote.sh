@@ -20,7 +20,13 @@
 #   default --shuffle-block 8 (24 shards: the block read now and 2 ahead,
 #   what a stream wants) streams two epochs of remote (bounded: every shard
 #   fetched again in every epoch), and one whose cache holds 3 shards with
-#   --shuffle-block 1.
+#   --shuffle-block 1. Then the same daemon pinned to all cores but the
+#   last, with one worker fewer, and moto and feeder-bench pinned to the
+#   last core: one epoch local and one cold, the store's CPU kept off the
+#   decode's cores as it is when the store is another machine. Then every
+#   shard fetched by curl into /dev/null, 4 at once: the CPU that receiving
+#   an epoch's bytes takes at the least (curl's and moto's), from which the
+#   ceiling of the cold ratio on shared cores follows.
 #   Local runs first in odd rounds, last in even ones. "vs local" is the
 #   median of the rounds' ratios (each remote run against its round's local). feeder-bench takes batches of 32 of RandomResizedCrop 224
 #   to f16, as the real-photograph benchmark of BENCHMARKS.md does; 2
@@ -75,6 +81,9 @@ cat "$datasets/local/data.mdb" >/dev/null
 s3_start
 s3_py mb bkt >/dev/null || fail "cannot create the bucket"
 "$packer" push "$tmp/shards" s3://bkt/ds >/dev/null 2>"$tmp/push.log" || fail "packer push: $(tail -n 2 "$tmp/push.log")"
+# Whatever moto spilled to its temporary files written back now, not
+# during the first epoch.
+sync
 
 # One epoch of batches, the last partial batch left out.
 epoch=$((samples / BATCH))
@@ -82,13 +91,21 @@ full_limit=$((shard_bytes * 2))
 small_limit=$((shard_max * 3 * 8))
 small1_limit=$((shard_max * 3))
 cache_n=0
-# serve LIMIT [FLAGS...]: a daemon serving local and remote, its cache a new
-# empty dir.
+serve_workers=$workers
+# serve LIMIT [FLAGS...]: a daemon (serve_workers workers) serving local and
+# remote, its cache a new empty dir.
 serve() {
 	cache_n=$((cache_n + 1))
-	start_daemon --workers "$workers" --log-level warning --remote remote=s3://bkt/ds \
+	start_daemon --workers "$serve_workers" --log-level warning --remote remote=s3://bkt/ds \
 		--cache-dir "$tmp/cache-$cache_n" --cache-limit "$@" || fail "$daemon_why"
 	wait_served remote "$samples"
+}
+# unserve: stop it and remove its cache, whose page cache the next run's
+# cache then reuses (on this VM, memory the guest has not touched before
+# costs a host fault a page; see BENCHMARKS.md).
+unserve() {
+	stop_daemon 10 || fail "$daemon_why"
+	rm -rf "$tmp/cache-$cache_n"
 }
 # cache_json: the daemon's cache object
 cache_json() {
@@ -105,7 +122,7 @@ stream() {
 	local c0 c1 fb m0 m1
 	c0=$(cache_json)
 	m0=$(cpu_s "$s3_pid")
-	fb=$("$bench" --socket "$sock" --dataset "$1" --datasets "$tmp/no-ceiling" --batch "$BATCH" \
+	fb=$("${bench_wrap[@]}" "$bench" --socket "$sock" --dataset "$1" --datasets "$tmp/no-ceiling" --batch "$BATCH" \
 		--size 224 --dtype f16 --batches "$2" --json 2>"$tmp/bench.err") \
 		|| fail "feeder-bench $1: $(cat "$tmp/bench.err")"
 	m1=$(cpu_s "$s3_pid")
@@ -122,6 +139,46 @@ print("  round %d %s: %.0f images/s, start-up %.2f s, %d fetches (%.0f MB), %d h
 		"$(tail -n 1 "$tmp/runs.jsonl")" >&2
 }
 
+# The store on a core of its own: moto (every thread) and feeder-bench on
+# the last core, feederd on the others.
+last=$((threads - 1))
+bench_wrap=()
+own_core() {
+	taskset -a -p -c "$1" "$s3_pid" >/dev/null || fail "taskset cannot pin moto"
+}
+# The least an epoch's bytes cost to bring in, row "floor": every shard
+# whole by curl into /dev/null, 4 at once (curl's and moto's CPU seconds),
+# and as many bytes written into a new file beside the caches (dd's).
+awk -v url="$AWS_ENDPOINT_URL/bkt/ds" -v user="$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -v region="$AWS_REGION" \
+	'$1 == "shard" { if (n++) print "next"
+		printf "url = \"%s/%s\"\noutput = \"/dev/null\"\nuser = \"%s\"\naws-sigv4 = \"aws:amz:%s:s3\"\nfail\n", url, $2, user, region }' \
+	"$tmp/shards/feeder.manifest" >"$tmp/all.cfg"
+# child_cpu CMD...: the CPU seconds CMD used, user + system.
+child_cpu() {
+	"$py" -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(r.ru_utime + r.ru_stime)' "$@"
+}
+floor() {
+	local m0 m1 recv write w
+	m0=$(cpu_s "$s3_pid")
+	recv=$(child_cpu curl -s -Z --parallel-max "$PAR" -K "$tmp/all.cfg") || fail "curl cannot GET every shard"
+	m1=$(cpu_s "$s3_pid")
+	# Twice, the cheaper kept: the first may land in memory this VM's
+	# guest has not touched yet (a host fault a page), the second reuses
+	# the first's.
+	write=
+	for _ in 1 2; do
+		w=$(child_cpu dd if=/dev/zero of="$tmp/floor.bin" bs=512K count=$(((shard_bytes + 524287) / 524288)) status=none) \
+			|| fail "dd cannot write $tmp/floor.bin"
+		rm -f "$tmp/floor.bin"
+		write=$(awk -v a="${write:-$w}" -v b="$w" 'BEGIN { print (b < a ? b : a) }')
+	done
+	echo "{\"row\": \"floor\", \"round\": $round, \"recv_cpu\": $recv, \"write_cpu\": $write, \"store_cpu\": $(awk -v a="$m0" -v b="$m1" 'BEGIN { print b - a }')}" >>"$tmp/runs.jsonl"
+	echo "  round $round floor: every shard by curl used $recv CPU s, the S3 server $(awk -v a="$m0" -v b="$m1" 'BEGIN { print b - a }'); writing as many bytes, $write" >&2
+}
+
 echo "$samples samples ($shards shards of <= $((shard_max >> 20)) MiB, $((shard_bytes >> 20)) MiB), $epoch batches of $BATCH an epoch, $ROUNDS rounds ..." >&2
 : >"$tmp/runs.jsonl"
 load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -133,13 +190,25 @@ for round in $(seq 1 "$ROUNDS"); do
 	stream remote "$epoch" cold
 	stream remote "$epoch" warm
 	[ $((round % 2)) = 1 ] || stream local "$epoch" local
-	stop_daemon 10 || fail "$daemon_why"
+	unserve
 	serve "$small_limit"
 	stream remote $((epoch * 2)) bounded
-	stop_daemon 10 || fail "$daemon_why"
+	unserve
 	serve "$small1_limit" --shuffle-block 1
 	stream remote $((epoch * 2)) bounded1
-	stop_daemon 10 || fail "$daemon_why"
+	unserve
+	if [ "$threads" -ge 2 ]; then
+		own_core "$last"
+		daemon_wrap=(taskset -c "0-$((last - 1))") bench_wrap=(taskset -c "$last") serve_workers=$last
+		serve "$full_limit"
+		[ $((round % 2)) = 0 ] || stream local "$epoch" own_local
+		stream remote "$epoch" own_cold
+		[ $((round % 2)) = 1 ] || stream local "$epoch" own_local
+		unserve
+		daemon_wrap=() bench_wrap=() serve_workers=$workers
+		own_core "0-$last"
+	fi
+	floor
 done
 
 # Whole shard against Range GETs of its records' mean size, on the same
@@ -183,10 +252,10 @@ boto=$("$s3_venv/bin/python" "$src/tests/bench/remote_bench.py" ranges bkt "$key
 	|| fail "remote_bench.py ranges"
 
 "$py" - "$tmp/runs.jsonl" "$origin" "$REPEAT" "$samples" "$shards" "$shard_bytes" "$shard_max" "$mean" \
-	"$workers" "$ROUNDS" "$full_limit" "$small_limit" "$epoch" "$load" <<'PY'
+	"$workers" "$ROUNDS" "$full_limit" "$small_limit" "$epoch" "$load" "$PAR" <<'PY'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
-origin, repeat, samples, shards, sbytes, smax, mean, workers, rounds, full, small, epoch, load = sys.argv[2:]
+origin, repeat, samples, shards, sbytes, smax, mean, workers, rounds, full, small, epoch, load, par = sys.argv[2:]
 workers = int(workers)
 print(f"\n### feederd: local data.mdb vs remote (moto on 127.0.0.1), {samples} samples "
       f"({origin}, --resize-shorter 256, x{repeat}), mean {float(mean) / 1e3:.1f} kB; "
@@ -197,24 +266,32 @@ print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
 rows = {}
 for r in runs:
     rows.setdefault(r["row"], []).append(r)
+floors = rows.pop("floor")
 label = {"local": "local (one data.mdb)",
          "cold": f"remote, cold (empty cache, limit {int(full) / 1e6:.0f} MB), 1 epoch",
          "warm": "remote, warm (every shard cached), 1 epoch",
          "bounded": f"remote, cache limit {int(small) / 1e6:.0f} MB (3 blocks of 8 shards), 2 epochs",
-         "bounded1": f"remote, cache limit {int(small) / 8e6:.0f} MB (3 shards), --shuffle-block 1, 2 epochs"}
-local = {x["round"]: x["bench"]["images_per_s"] for x in rows["local"]}
-ratio = {k: statistics.median(x["bench"]["images_per_s"] / local[x["round"]] for x in v)
+         "bounded1": f"remote, cache limit {int(small) / 8e6:.0f} MB (3 shards), --shuffle-block 1, 2 epochs",
+         "own_local": f"local, the S3 server and feeder-bench on a core of their own ({workers - 1} workers on the others)",
+         "own_cold": "remote, cold, the S3 server and feeder-bench on a core of their own"}
+# Each run against the local run of its round on the same cores.
+base = {"own_local": "own_local", "own_cold": "own_local"}
+local = {k: {x["round"]: x["bench"]["images_per_s"] for x in rows.get(k, [])}
+         for k in ("local", "own_local")}
+ratio = {k: statistics.median(x["bench"]["images_per_s"] / local[base.get(k, "local")][x["round"]]
+                              for x in v)
          for k, v in rows.items()}
 med = {k: statistics.median(x["bench"]["images_per_s"] for x in v) for k, v in rows.items()}
 server = {}
-for k in ("local", "cold", "warm", "bounded", "bounded1"):
+for k in ("local", "cold", "warm", "bounded", "bounded1", "own_local", "own_cold"):
     v = rows.get(k, [])
     if not v:
         continue
     share, mb, hits, misses, st, cpu = [], [], [], [], [], []
+    w = workers - 1 if k.startswith("own_") else workers
     for x in v:
         b, c0, c1 = x["bench"], x["c0"], x["c1"]
-        share.append((c1["wait_seconds"] - c0["wait_seconds"]) / (workers * b["seconds"]))
+        share.append((c1["wait_seconds"] - c0["wait_seconds"]) / (w * b["seconds"]))
         cpu.append(x["store_cpu"] / (workers * b["seconds"]))
         mb.append((c1["fetched_bytes"] - c0["fetched_bytes"]) / 1e6)
         hits.append(c1["hits"] - c0["hits"])
@@ -234,6 +311,24 @@ print(f"- warm / local: {ratio['warm']:.3f} (target >= 0.95); "
 print(f"- the S3 server (moto, Python) runs on the same {workers} cores as the decode: "
       f"cold / local with its CPU share taken out, {ratio['cold']:.3f} / (1 - "
       f"{server['cold']:.3f}) = {ratio['cold'] / (1 - server['cold']):.3f}")
+# The ceiling on shared cores: the local epoch's seconds, plus the least
+# CPU that bringing its bytes in takes (the server's during the cold epoch,
+# a receiver that keeps nothing: curl into /dev/null, and writing as many
+# bytes into a file) spread over the cores.
+floor = {x["round"]: x for x in floors}
+cold = {x["round"]: x for x in rows["cold"]}
+lsec = {x["round"]: x["bench"]["seconds"] for x in rows["local"]}
+least = {r: cold[r]["store_cpu"] + floor[r]["recv_cpu"] + floor[r]["write_cpu"] for r in cold}
+ceil = statistics.median(lsec[r] / (lsec[r] + least[r] / workers) for r in cold)
+med_f = {k: statistics.median(f[k] for f in floors) for k in ("recv_cpu", "write_cpu", "store_cpu")}
+print(f"- the least that bringing the epoch's {int(sbytes) / 1e6:.0f} MB in costs: receiving it "
+      f"(curl into /dev/null, {par} at once) {med_f['recv_cpu']:.2f} CPU s, the S3 server "
+      f"{med_f['store_cpu']:.2f}, writing it into a new file {med_f['write_cpu']:.2f}; on {workers} "
+      f"shared cores a cold epoch can reach at most {ceil:.3f} of local, and reached "
+      f"{ratio['cold'] / ceil:.3f} of that")
+if "own_cold" in ratio:
+    print(f"- with the S3 server on a core of its own, as on a machine of its own: cold / local "
+          f"{ratio['own_cold']:.3f} (target >= 0.90), both on {workers - 1} of the {workers} cores")
 need = med["local"] * float(mean) / 1e6
 print(f"- the decode consumes {need:.1f} MB/s of records at the local rate; fetch wait share = "
       "the cache's wait_seconds / (workers x the run's seconds)")

@@ -79,7 +79,11 @@ for want in 'remote = a=s3://bkt/p , c=s3://bkt2' "cache_dir = $tmp/cache" \
 	grep -qxF "$want" "$tmp/out" || fail "printed config lacks '$want': $(cat "$tmp/out")"
 done
 expect_error 2 "remote: dataset 'a' is named twice" --config "$tmp/good.conf" \
-	--remote 'a=s3://b, a=s3://c' --check-config
+	--remote 'a=s3://bkt, a=s3://bkt2' --check-config
+# The bucket's name is checked where the configuration is, not when the
+# daemon first asks the store.
+expect_error 2 "remote: dataset 'a': 's3://My_Bucket/p': the bucket name 'My_Bucket' is not 3 to 63" \
+	--config "$tmp/good.conf" --remote 'a = s3://My_Bucket/p' --check-config
 expect_error 2 "remote: 'x' is not NAME=s3://BUCKET/PREFIX" --config "$tmp/good.conf" \
 	--remote x --check-config
 expect_error 2 "--shuffle-block: '0' is not a number from 1 to 4096" --config "$tmp/good.conf" \

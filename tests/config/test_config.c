@@ -347,7 +347,7 @@ static void test_check_only(void)
  * config_load, which checks the list before anything starts). */
 static void test_remote(void)
 {
-	char *path = tmp_file("remote.conf", "remote =  a=s3://b/p ,c=s3://dd/e/f\n"
+	char *path = tmp_file("remote.conf", "remote =  a=s3://bkt/p ,c=s3://ddd/e/f\n"
 					     "cache_dir = /srv/cache\n"
 					     "cache_limit = 1M\n"
 					     "fetchers = 64\n"
@@ -356,7 +356,7 @@ static void test_remote(void)
 					     "remote_check = 86400\n");
 	struct config c;
 	LOAD_OK(&c, "--config", path);
-	CHECKF(strcmp(c.remote, "a=s3://b/p ,c=s3://dd/e/f") == 0, "remote '%s'", c.remote);
+	CHECKF(strcmp(c.remote, "a=s3://bkt/p ,c=s3://ddd/e/f") == 0, "remote '%s'", c.remote);
 	CHECK(strcmp(c.cache_dir, "/srv/cache") == 0 && c.cache_limit == 1 << 20);
 	CHECK(c.fetchers == 64 && c.fetch_tries == 30 && c.shuffle_block == 4096 &&
 	      c.remote_check == 86400);
@@ -378,7 +378,7 @@ static void test_remote(void)
 	CHECK(f);
 	config_print(&c, f);
 	CHECK(fclose(f) == 0);
-	CHECKF(strstr(text, "\nremote = a=s3://b/p ,c=s3://dd/e/f\n") &&
+	CHECKF(strstr(text, "\nremote = a=s3://bkt/p ,c=s3://ddd/e/f\n") &&
 		       strstr(text, "\ncache_dir = /srv/cache\n") &&
 		       strstr(text, "\ncache_limit = 1048576\n") &&
 		       strstr(text, "\nfetchers = 64\n") && strstr(text, "\nfetch_tries = 30\n") &&
@@ -396,22 +396,27 @@ static void test_remote(void)
 	free(text);
 
 	static struct config_remote r[CONFIG_MAX_REMOTES];
-	CHECKF(config_remotes("a=s3://b/p", r, err, sizeof err) == 1, "%s", err);
-	CHECK(strcmp(r[0].name, "a") == 0 && strcmp(r[0].url, "s3://b/p") == 0);
-	/* Blanks around an entry are not part of it. */
-	CHECKF(config_remotes(" a=s3://b , c=s3://d/e/f ", r, err, sizeof err) == 2, "%s", err);
-	CHECK(strcmp(r[0].name, "a") == 0 && strcmp(r[0].url, "s3://b") == 0);
-	CHECK(strcmp(r[1].name, "c") == 0 && strcmp(r[1].url, "s3://d/e/f") == 0);
-	CHECKF(config_remotes("\tx.y_z-1=s3://bkt/pre/fix\t,", r, err, sizeof err) == 1, "%s", err);
+	CHECKF(config_remotes("a=s3://bkt/p", r, err, sizeof err) == 1, "%s", err);
+	CHECK(strcmp(r[0].name, "a") == 0 && strcmp(r[0].url, "s3://bkt/p") == 0 &&
+	      strcmp(r[0].bucket, "bkt") == 0 && strcmp(r[0].prefix, "p") == 0);
+	/* Blanks around an entry and around '=' are not part of it. */
+	CHECKF(config_remotes(" a=s3://bkt , c = s3://d.e-f/g/h/ ", r, err, sizeof err) == 2, "%s",
+	       err);
+	CHECK(strcmp(r[0].name, "a") == 0 && strcmp(r[0].url, "s3://bkt") == 0 &&
+	      strcmp(r[0].bucket, "bkt") == 0 && r[0].prefix[0] == 0);
+	CHECK(strcmp(r[1].name, "c") == 0 && strcmp(r[1].url, "s3://d.e-f/g/h/") == 0 &&
+	      strcmp(r[1].bucket, "d.e-f") == 0 && strcmp(r[1].prefix, "g/h") == 0);
+	CHECKF(config_remotes("\tx.y_z-1\t=\ts3://bkt/pre/fix\t,", r, err, sizeof err) == 1, "%s",
+	       err);
 	CHECK(strcmp(r[0].name, "x.y_z-1") == 0 && strcmp(r[0].url, "s3://bkt/pre/fix") == 0);
 	/* Empty (or nothing but blanks and commas): no dataset, no error. */
 	CHECK(config_remotes("", r, err, sizeof err) == 0);
 	CHECK(config_remotes(" , ,", r, err, sizeof err) == 0);
 	/* As many as the daemon serves, and one more is refused. */
-	char many[CONFIG_MAX_REMOTES * 16 + 32];
+	char many[CONFIG_MAX_REMOTES * 18 + 32];
 	size_t at = 0;
 	for (int i = 0; i <= CONFIG_MAX_REMOTES; i++)
-		at += (size_t)snprintf(many + at, sizeof many - at, "%sd%d=s3://b", i ? "," : "",
+		at += (size_t)snprintf(many + at, sizeof many - at, "%sd%d=s3://bkt", i ? "," : "",
 				       i);
 	char *last = strrchr(many, ',');
 	*last = 0;
@@ -423,16 +428,23 @@ static void test_remote(void)
 	/* A bad entry: the error is one line naming it. */
 	const char *const bad[][3] = {
 		{ "a", "'a' is not NAME=s3://BUCKET/PREFIX" },
-		{ "a=s3://b, c", "'c' is not NAME=s3://BUCKET/PREFIX" },
-		{ "../x=s3://b/p", "remote: '../x'", "starts with '.'" },
-		{ "a/b=s3://b/p", "remote: 'a/b'", "character other than" },
-		{ "a b=s3://b/p", "remote: 'a b'", "character other than" },
-		{ "=s3://b/p", "remote: ''", "empty" },
-		{ "a=http://b/p", "dataset 'a': 'http://b/p' is not an s3://BUCKET/PREFIX URL" },
-		{ "a=b/p", "'b/p' is not an s3://" },
-		{ "a=s3:///x", "'s3:///x' is not an s3://" },
-		{ "a=s3://", "'s3://' is not an s3://" },
-		{ "a=s3://b/p, b=s3://c, a=s3://d", "dataset 'a' is named twice" },
+		{ "a=s3://bkt, c", "'c' is not NAME=s3://BUCKET/PREFIX" },
+		{ "../x=s3://bkt/p", "remote: '../x'", "starts with '.'" },
+		{ "a/b=s3://bkt/p", "remote: 'a/b'", "character other than" },
+		{ "a b=s3://bkt/p", "remote: 'a b'", "character other than" },
+		{ "=s3://bkt/p", "remote: ''", "empty" },
+		{ " = s3://bkt/p", "remote: ''", "empty" },
+		{ "a=http://bkt/p",
+		  "dataset 'a': 'http://bkt/p' is not an s3://bucket/prefix URL" },
+		{ "a=bkt/p", "'bkt/p' is not an s3://" },
+		/* The bucket: S3's rule, checked here and not first by the store. */
+		{ "a=s3:///x", "dataset 'a': 's3:///x': the bucket name '' is not 3 to 63" },
+		{ "a=s3://", "dataset 'a': 's3://': the bucket name '' is not 3 to 63" },
+		{ "a=s3://b/p", "the bucket name 'b' is not 3 to 63" },
+		{ "a=s3://Bkt/p", "the bucket name 'Bkt' is not 3 to 63" },
+		{ "a=s3://bkt-/p", "the bucket name 'bkt-' is not 3 to 63" },
+		{ "a=s3://bkt/p\x01q", "'s3://bkt/p\x01q': the prefix holds a control character" },
+		{ "a=s3://bkt/p, b=s3://bkt2, a=s3://bkt3", "dataset 'a' is named twice" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		expect_error(config_remotes(bad[i][0], r, err, sizeof err), bad[i][1], bad[i][2]);
@@ -440,13 +452,13 @@ static void test_remote(void)
 		expect_error(load(&c, "--config", "/dev/null", "--remote", bad[i][0], NULL),
 			     bad[i][1], bad[i][2]);
 	}
-	char *bad_file = tmp_file("remote-bad.conf", "remote = a=s3://b, a=s3://c\n");
+	char *bad_file = tmp_file("remote-bad.conf", "remote = a=s3://bkt, a = s3://bkt2\n");
 	expect_error(load(&c, "--config", bad_file, NULL), "dataset 'a' is named twice", NULL);
 	/* A value longer than the field is refused, not cut. */
 	char *huge = malloc(CONFIG_PATH_MAX + 16);
 	CHECK(huge);
 	memset(huge, 'x', CONFIG_PATH_MAX + 15);
-	memcpy(huge, "a=s3://b/", 9);
+	memcpy(huge, "a=s3://bkt/", 11);
 	huge[CONFIG_PATH_MAX + 15] = 0;
 	expect_error(load(&c, "--config", "/dev/null", "--remote", huge, NULL), "--remote",
 		     "too long");

@@ -28,7 +28,7 @@ sources() {
     dsformat) echo "proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     manifest) echo "proto/manifest.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
     dataset) echo "proto/dsstore.c proto/lmdb_check.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
-    config) echo "daemon/config.c proto/protocol.c proto/status.c proto/argtab.c" ;;
+    config) echo "daemon/config.c proto/protocol.c proto/status.c proto/argtab.c store/s3_url.c" ;;
     jpeg) echo "daemon/jpeg_pipeline.c media/resize.c media/detrand.c media/jpeg_rules.c media/jpeg_huff.c media/jpeg_tiles.c media/image_limit.c proto/protocol.c proto/status.c" ;;
     audio) echo "media/audio_file.c media/resample.c proto/status.c" ;;
     features) echo "daemon/features_pipeline.c media/detrand.c proto/protocol.c proto/dsformat.c proto/crc32c.c proto/status.c" ;;
@@ -49,7 +49,7 @@ if ! command -v "$cc" >/dev/null 2>&1; then
   exit 77
 fi
 mkdir -p "$out"
-inc=(-I"$src/proto" -I"$src/media" -I"$src/daemon" -I"$src/client" -I"$src/packer" -I"$src/tests/fuzz")
+inc=(-I"$src/proto" -I"$src/media" -I"$src/daemon" -I"$src/client" -I"$src/packer" -I"$src/store" -I"$src/tests/fuzz")
 cflags=(-std=gnu11 -g -O1 -fno-omit-frame-pointer -Wall -Wextra -D_GNU_SOURCE
   -DFEEDER_VERSION='"fuzz"' "${inc[@]}")
 
