@@ -123,18 +123,18 @@ int dataset_gone(const struct dataset *d)
 	return atomic_load_explicit(&((struct dataset *)d)->gone, memory_order_acquire);
 }
 
-void dataset_note_io_error(struct dataset *d, uint64_t fault_off)
+void dataset_note_io_error(struct dataset *d, const char *file, uint64_t fault_off)
 {
 	if (atomic_exchange(&d->io_logged, 1) == 0)
-		log_err("I/O error (SIGBUS) reading dataset '%s' (at byte %llu of its data.mdb): "
+		log_err("I/O error (SIGBUS) reading dataset '%s' (at byte %llu of %s): "
 			"samples that cannot be read are replaced and counted",
-			d->name, (unsigned long long)fault_off);
+			d->name, (unsigned long long)fault_off, file);
 	unsigned run = atomic_fetch_add(&d->io_run, 1) + 1;
 	if (run == REGISTRY_IO_FAIL_RUN)
 		dataset_retire(d, -EIO,
 			       "dataset '%s' is unreadable: %u reads in a row failed with an I/O "
-			       "error (SIGBUS) on its data.mdb",
-			       d->name, run);
+			       "error (SIGBUS), the last on %s",
+			       d->name, run, file);
 }
 
 void dataset_note_io_ok(struct dataset *d)

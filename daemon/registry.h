@@ -120,10 +120,11 @@ void dataset_retire(struct dataset *d, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* 1 if d is retired; then d->gone_code and d->gone_msg are set. */
 int dataset_gone(const struct dataset *d);
-/* A read of d faulted (fault_off: offset in the data file). Logs the first
- * one, counts the run, and retires d after REGISTRY_IO_FAIL_RUN in a row.
+/* A read of d faulted (file: the file read, as a log line names it, such
+ * as "its data.mdb"; fault_off: the offset in it). Logs the first one,
+ * counts the run, and retires d after REGISTRY_IO_FAIL_RUN in a row.
  * Thread-safe. */
-void dataset_note_io_error(struct dataset *d, uint64_t fault_off);
+void dataset_note_io_error(struct dataset *d, const char *file, uint64_t fault_off);
 /* A read of d succeeded: the run of I/O errors is over. Thread-safe. */
 void dataset_note_io_ok(struct dataset *d);
 

@@ -4,6 +4,7 @@
 
 #include "status.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 int remote_open(struct remote **out, const struct config *cfg, unsigned readers, char *err,

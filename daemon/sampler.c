@@ -186,18 +186,22 @@ uint32_t sampler_block_count(const struct sampler_blocks *b)
 	return b->nblocks;
 }
 
-uint32_t sampler_block_of(const struct sampler_blocks *b, uint64_t pos)
+/* The last i in [lo, hi] with a[i] <= x (a ascending, a[lo] <= x). */
+static uint32_t last_at_or_before(const uint64_t *a, uint32_t lo, uint32_t hi, uint64_t x)
 {
-	/* The last block starting at or before pos. */
-	uint32_t lo = 0, hi = b->nblocks - 1;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo + 1) / 2;
-		if (b->start[mid] <= pos)
+		if (a[mid] <= x)
 			lo = mid;
 		else
 			hi = mid - 1;
 	}
 	return lo;
+}
+
+uint32_t sampler_block_of(const struct sampler_blocks *b, uint64_t pos)
+{
+	return last_at_or_before(b->start, 0, b->nblocks - 1, pos);
 }
 
 void sampler_block_span(const struct sampler_blocks *b, uint32_t blk, uint64_t *begin,
@@ -225,14 +229,7 @@ static uint64_t blocks_permute(const struct sampler_blocks *b, uint64_t pos)
 	/* The last place of the block starting at or before p. */
 	uint32_t lo = blk * b->width,
 		 hi = b->nshards - lo <= b->width ? b->nshards - 1 : lo + b->width - 1;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo + 1) / 2;
-		if (b->pstart[mid] <= p)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	return p + b->delta[lo];
+	return p + b->delta[last_at_or_before(b->pstart, lo, hi, p)];
 }
 
 int sampler_init(struct sampler *s, uint64_t n, uint64_t seed, uint64_t epoch, uint32_t rank,

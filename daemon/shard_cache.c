@@ -943,8 +943,8 @@ void shard_set_want(struct shard_set *s, uint32_t who, const uint32_t *shards, s
 	struct shard_cache *c = s->c;
 	struct entry **ents = NULL;
 	size_t k = 0;
-	if (n > 4096)
-		n = 4096;
+	if (n > SHARD_WANT_MAX)
+		n = SHARD_WANT_MAX;
 	if (n && !(ents = malloc(n * sizeof(*ents))))
 		return; /* look-ahead is advice: without memory, none */
 	for (size_t i = 0; i < n; i++)

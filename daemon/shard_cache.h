@@ -97,9 +97,12 @@ int shard_set_open(struct shard_cache *c, const char *bucket, const char *prefix
  * shares stay). */
 void shard_set_close(struct shard_set *s);
 
+/* The most shards one wanter wants at once (more are ignored). */
+#define SHARD_WANT_MAX 4096
+
 /* Look-ahead: the shards wanter `who` (a stream id, != 0) reads next,
- * soonest first (n <= 4096), replacing what it wanted before; n = 0
- * withdraws. Fetches start in the background; never blocks on I/O. */
+ * soonest first (n <= SHARD_WANT_MAX), replacing what it wanted before;
+ * n = 0 withdraws. Fetches start in the background; never blocks on I/O. */
 void shard_set_want(struct shard_set *s, uint32_t who, const uint32_t *shards, size_t n);
 
 /* A worker's read of shard i: waits until it is cached (fetching it first

@@ -23,8 +23,6 @@
 /* Blocks wanted beyond the last one a slot reads: one to fetch while the
  * current one is decoded, one more to absorb a slow fetch. */
 #define STREAM_AHEAD_BLOCKS 2
-/* The most shards one stream wants at once (shard_set_want's limit). */
-#define STREAM_WANT_MAX 4096
 
 /* The layout of epoch for s (made on first use, the last STREAM_LAYOUTS
  * kept: the oldest slot's epoch, the newest's, and the one after). */
@@ -85,7 +83,7 @@ void stream_want(struct stream *s)
 		return; /* every slot waits on the client: the wants stand */
 	/* Worked out in a buffer of its own, swapped with the last wants
 	 * when they differ: no allocation per refill. */
-	if (!s->want_next && !(s->want_next = malloc(STREAM_WANT_MAX * sizeof(*s->want_next))))
+	if (!s->want_next && !(s->want_next = malloc(SHARD_WANT_MAX * sizeof(*s->want_next))))
 		return;
 	uint32_t *want = s->want_next;
 	size_t n = 0;
@@ -127,7 +125,7 @@ void stream_want(struct stream *s)
 		for (uint32_t blk = first; blk <= last; blk++) {
 			int past = epoch > hi->epoch || (epoch == hi->epoch && blk > hi_last);
 			if ((past && ++beyond > STREAM_AHEAD_BLOCKS) ||
-			    n + s->ds->block > STREAM_WANT_MAX)
+			    n + s->ds->block > SHARD_WANT_MAX)
 				goto done;
 			n += sampler_block_shards(o.blocks, blk, want + n);
 		}

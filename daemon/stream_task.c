@@ -134,15 +134,26 @@ static void reader_end(struct stream *s, struct reader *r)
 	r->cur = NULL;
 }
 
+/* Positive results of run_sample, apart from FEATURES_SKIPPED (1),
+ * STREAM_IO_FAULT (2) and WAVE_SOURCE_GONE (3). */
+#define STREAM_SHARD_BAD 13
+#define STREAM_FETCH_FAILED 14
+
+/* The file r read last, as a log line names it. */
+static const char *reader_file(const struct stream *s, const struct reader *r, char *buf,
+			       size_t len)
+{
+	if (!s->ds->shards || !r->cur)
+		return "its data.mdb";
+	snprintf(buf, len, "its cached shard %s", s->ds->man.shards[r->cur->shard].name);
+	return buf;
+}
+
 /* Point r at the store holding index: for a remote dataset, its shard,
  * waited for if the cache has not got it yet (the wait is counted as the
  * read stage's). 0; STREAM_SHARD_BAD when the shard disagrees with its
  * manifest; STREAM_FETCH_FAILED when it cannot be fetched (err says why,
  * naming the object). */
-/* Positive results of run_sample, apart from FEATURES_SKIPPED (1),
- * STREAM_IO_FAULT (2) and WAVE_SOURCE_GONE (3). */
-#define STREAM_SHARD_BAD 13
-#define STREAM_FETCH_FAILED 14
 static int reader_seek(struct stream *s, struct reader *r, uint64_t index, char *err, size_t errlen)
 {
 	struct dataset *d = s->ds;
@@ -549,7 +560,7 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 {
 	struct stream *s = t->s;
 	struct slot *sl = &s->slots[t->slot];
-	char err[256];
+	char err[256], file[MANIFEST_MAX_NAME + 32];
 	struct reader rd = { .n = 0 };
 	int rc;
 	int32_t *labels = (int32_t *)(sl->base + s->geo.labels_offset);
@@ -620,7 +631,9 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 				t->decode_errors++;
 				if (rc == STREAM_IO_FAULT) {
 					faults++;
-					dataset_note_io_error(s->ds, fault_off);
+					dataset_note_io_error(
+						s->ds, reader_file(s, &rd, file, sizeof(file)),
+						fault_off);
 					rc = -EIO;
 				} else if (rc == STREAM_SHARD_BAD) {
 					/* the cache logs the shard once */
@@ -661,8 +674,9 @@ void stream_task_run(struct stream_task *t, struct jpeg_worker *jw)
 				dataset_retire(
 					s->ds, -EIO,
 					"dataset '%s' is unreadable: %llu reads in a row failed with "
-					"an I/O error (SIGBUS) on its data.mdb",
-					s->ds->name, (unsigned long long)faults);
+					"an I/O error (SIGBUS), the last on %s",
+					s->ds->name, (unsigned long long)faults,
+					reader_file(s, &rd, file, sizeof(file)));
 			if (dataset_gone(s->ds)) {
 				fail_gone(t);
 				break;

@@ -42,6 +42,18 @@ static char *tmp_file(const char *name, const char *text)
 	return path;
 }
 
+/* What config_print writes for c (malloc'd). */
+static char *printed(const struct config *c)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	CHECK(f);
+	config_print(c, f);
+	CHECK(fclose(f) == 0);
+	return text;
+}
+
 /* config_load with a NULL-terminated list of arguments after "feederd". */
 static int load(struct config *cfg, ...)
 {
@@ -311,12 +323,7 @@ static void test_auto(void)
 	/* Before config_load resolves them they print as "auto", which parses
 	 * back to "auto". */
 	config_defaults(&c);
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	CHECK(f);
-	config_print(&c, f);
-	CHECK(fclose(f) == 0);
+	char *text = printed(&c);
 	CHECKF(strstr(text, "\nworkers = auto\n") && strstr(text, "\nclient_quota = auto\n") &&
 		       strstr(text, "\nreserved_connections = auto\n"),
 	       "%s", text);
@@ -372,12 +379,7 @@ static void test_remote(void)
 
 	/* What --check-config prints loads back to the same values. */
 	LOAD_OK(&c, "--config", path);
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	CHECK(f);
-	config_print(&c, f);
-	CHECK(fclose(f) == 0);
+	char *text = printed(&c);
 	CHECKF(strstr(text, "\nremote = a=s3://bkt/p ,c=s3://ddd/e/f\n") &&
 		       strstr(text, "\ncache_dir = /srv/cache\n") &&
 		       strstr(text, "\ncache_limit = 1048576\n") &&
